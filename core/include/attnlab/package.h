@@ -1,0 +1,26 @@
+#pragma once
+// Model packages: a directory with config.json, model.safetensors and tokenizer.model.
+// This header is torch-free; loading the weights happens inside Translator.
+
+#include <attnlab/config.h>
+
+#include <string>
+
+namespace attnlab {
+
+namespace package_files {
+inline constexpr const char* kConfig = "config.json";
+inline constexpr const char* kWeights = "model.safetensors";
+inline constexpr const char* kTokenizer = "tokenizer.model";
+}  // namespace package_files
+
+// Reads and validates <dir>/config.json; throws PackageError naming the file and the problem.
+PackageConfig readPackageConfig(const std::string& dir);
+PackageConfig packageConfigFromJson(const std::string& json_text, const std::string& origin);
+std::string packageConfigToJson(const PackageConfig& config);
+
+// The bundled default model: $ATTNLAB_MODEL_DIR, else resources/models/multi30k-de-en next to the
+// source tree or the installed share/attnlab/models/multi30k-de-en. Empty when none is found.
+std::string defaultModelDir();
+
+}  // namespace attnlab

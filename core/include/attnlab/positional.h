@@ -1,0 +1,11 @@
+#pragma once
+#include <vector>
+
+namespace attnlab {
+
+// The sinusoid positional table of the paper, [position][dimension], for any size (the GUI's
+// positional-encoding lab lets users change both): PE(pos, 2i) = sin(pos / 10000^(2i/d)),
+// PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). The same code builds the model's pos_table buffer.
+std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid);
+
+}  // namespace attnlab

@@ -1,0 +1,86 @@
+#pragma once
+// Translator: loads a model package onto a device and translates sentences, returning every
+// attention map in std types. Thread-compatible: one Translator per thread, or external locking.
+
+#include <attnlab/config.h>
+#include <attnlab/decoding_options.h>
+#include <attnlab/translation.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+struct TranslatorOptions {
+    std::string device = "auto";  // "auto" (CUDA when available, else CPU) | "cpu" | "cuda" | "cuda:N"
+    int num_threads = 0;          // LibTorch intra-op threads; 0 = the machine's core count
+    void validate() const;        // throws ConfigError
+};
+
+// Parameter counts per part of the model (shared tensors are counted once, in the first part
+// that owns them: decoder embedding, then encoder embedding, then output projection).
+struct ParameterCounts {
+    int64_t encoder_embedding = 0;
+    int64_t encoder_layers = 0;
+    int64_t decoder_embedding = 0;
+    int64_t decoder_layers = 0;
+    int64_t output_projection = 0;
+    int64_t layer_norms = 0;  // the two after embedding + positional encoding
+    int64_t total = 0;
+};
+
+struct ModelInfo {
+    std::string package_dir;
+    PackageConfig config;
+    ParameterCounts parameters;
+    int vocab_size = 0;       // the tokenizer's
+    std::string device;       // e.g. "cpu", "cuda:0"
+    std::string stored_dtype; // "F32" or "F16" as stored in model.safetensors
+    double load_seconds = 0.0;
+};
+
+using StepCallback = std::function<bool(const StepProgress&)>;
+
+class Translator {
+public:
+    // Loads and checks the package; throws PackageError / DeviceError / TokenizerError.
+    Translator(const std::string& package_dir, const TranslatorOptions& options = {});
+    ~Translator();
+    Translator(Translator&&) noexcept;
+    Translator& operator=(Translator&&) noexcept;
+
+    const ModelInfo& info() const;
+
+    // Throws InputError for an empty sentence or one longer than the model accepts (no
+    // truncation), CancelledError when the callback returns false.
+    TranslationResult translate(const std::string& sentence, const DecodingOptions& options = {},
+                                const StepCallback& on_step = {}) const;
+    // Sentences are sorted by length and decoded max_batch_size at a time; results come back in
+    // input order. Any invalid sentence makes the whole call throw (InputError names its index);
+    // use checkInput() first to filter.
+    std::vector<TranslationResult> translateBatch(const std::vector<std::string>& sentences,
+                                                  const DecodingOptions& options = {},
+                                                  const StepCallback& on_step = {}) const;
+
+    // Empty string when the sentence can be translated, else the reason.
+    std::string checkInput(const std::string& sentence) const;
+
+    // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).
+    std::vector<std::vector<float>> positionalTable() const;
+
+    // Internals for tests and benchmarks (core-private types).
+    struct Impl;
+    Impl& impl() const;
+
+private:
+    std::unique_ptr<Impl> m_impl;
+};
+
+// True when LibTorch sees a CUDA device.
+bool cudaAvailable();
+// Sets LibTorch's intra-op thread count (0 = hardware concurrency); returns the count set.
+int setComputeThreads(int threads);
+
+}  // namespace attnlab

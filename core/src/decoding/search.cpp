@@ -1,0 +1,247 @@
+#include "decoding/search.h"
+
+#include "model/masks.h"
+
+#include <attnlab/errors.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnlab::decoding {
+
+namespace {
+
+class CachedStepper final : public Stepper {
+public:
+    CachedStepper(model::Transformer& m, const torch::Tensor& src) : m_model(m) {
+        auto src_mask = model::padMask(src, m->config().src_pad_idx);
+        auto enc = m->encoder(src, src_mask);
+        m_state = m->decoder->initState(enc, src_mask);
+    }
+    torch::Tensor logProbs(const torch::Tensor& prefix) override {
+        TORCH_CHECK(prefix.size(1) == m_state.length + 1, "cached stepper fed out of order");
+        auto out = m_model->decoder->step(prefix.select(1, prefix.size(1) - 1), m_state);
+        return torch::log_softmax(m_model->project(out.squeeze(1)), -1);
+    }
+    void select(const torch::Tensor& index) override { m_state.select(index); }
+    torch::Device device() const override { return m_state.src_mask.device(); }
+
+private:
+    model::Transformer& m_model;
+    model::DecoderState m_state;
+};
+
+class FullStepper final : public Stepper {
+public:
+    FullStepper(model::Transformer& m, const torch::Tensor& src) : m_model(m) {
+        m_src_mask = model::padMask(src, m->config().src_pad_idx);
+        m_enc = m->encoder(src, m_src_mask);
+    }
+    torch::Tensor logProbs(const torch::Tensor& prefix) override {
+        auto trg_mask = model::decoderMask(prefix, m_model->config().trg_pad_idx);
+        auto dec = m_model->decoder(prefix, trg_mask, m_enc, m_src_mask);
+        auto last = dec.select(1, prefix.size(1) - 1);
+        return torch::log_softmax(m_model->project(last), -1);
+    }
+    void select(const torch::Tensor& index) override {
+        m_enc = m_enc.index_select(0, index);
+        m_src_mask = m_src_mask.index_select(0, index);
+    }
+    torch::Device device() const override { return m_enc.device(); }
+
+private:
+    model::Transformer& m_model;
+    torch::Tensor m_enc, m_src_mask;
+};
+
+void checkOptions(const SearchOptions& o, int64_t n) {
+    if (static_cast<int64_t>(o.max_lengths.size()) != n)
+        throw Error(ErrorKind::Internal, "search: max_lengths has " + std::to_string(o.max_lengths.size()) +
+                                             " entries for " + std::to_string(n) + " sentences");
+    for (int l : o.max_lengths)
+        if (l < 1) throw Error(ErrorKind::Internal, "search: max length < 1");
+}
+
+void report(const SearchOptions& o, int step, int max_steps) {
+    if (o.on_step && !o.on_step(step, max_steps)) throw CancelledError();
+}
+
+void finish(std::vector<Hyp>& hyps, int nbest) {
+    std::stable_sort(hyps.begin(), hyps.end(), [](const Hyp& a, const Hyp& b) { return a.normalized > b.normalized; });
+    if (static_cast<int>(hyps.size()) > nbest) hyps.resize(nbest);
+}
+
+}  // namespace
+
+double normalizedScore(double score, size_t length, double alpha) {
+    return alpha == 0.0 ? score : score / std::pow(static_cast<double>(std::max<size_t>(length, 1)), alpha);
+}
+
+std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& m, const torch::Tensor& src) {
+    if (kind == StepperKind::Cached) return std::make_unique<CachedStepper>(m, src);
+    return std::make_unique<FullStepper>(m, src);
+}
+
+std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const SearchOptions& o) {
+    checkOptions(o, n);
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(stepper.device());
+    std::vector<std::vector<Hyp>> results(n);
+    std::vector<Hyp> running(n);
+    std::vector<int64_t> active(n);  // sentence index of each row
+    for (int64_t i = 0; i < n; ++i) active[i] = i;
+    const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
+    auto prefix = torch::full({n, 1}, o.bos, i64);
+    for (int step = 0;; ++step) {
+        auto [best, arg] = stepper.logProbs(prefix).max(-1);
+        auto best_cpu = best.to(torch::kCPU, torch::kFloat64);
+        auto arg_cpu = arg.to(torch::kCPU);
+        auto bp = best_cpu.accessor<double, 1>();
+        auto ap = arg_cpu.accessor<int64_t, 1>();
+        std::vector<int64_t> keep, next_active;
+        for (size_t r = 0; r < active.size(); ++r) {
+            Hyp& h = running[active[r]];
+            h.tokens.push_back(ap[r]);
+            h.score += bp[r];
+            const bool eos = ap[r] == o.eos;
+            if (eos || static_cast<int>(h.tokens.size()) >= o.max_lengths[active[r]]) {
+                h.finished = eos;
+                h.normalized = normalizedScore(h.score, h.tokens.size(), o.length_penalty);
+                results[active[r]].push_back(h);
+            } else {
+                keep.push_back(static_cast<int64_t>(r));
+                next_active.push_back(active[r]);
+            }
+        }
+        report(o, step, max_steps);
+        if (keep.empty()) break;
+        auto index = torch::tensor(keep, torch::kInt64).to(stepper.device());
+        prefix = torch::cat({prefix.index_select(0, index), arg.index_select(0, index).unsqueeze(1)}, 1);
+        stepper.select(index);
+        active = std::move(next_active);
+    }
+    return results;
+}
+
+std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const SearchOptions& o) {
+    checkOptions(o, n);
+    const int K = o.beam_size;
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    std::vector<std::vector<Hyp>> finished(n);
+    std::vector<int64_t> active(n);
+    for (int64_t i = 0; i < n; ++i) active[i] = i;
+    const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
+    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+    // Rows: sentence-major, K beams each. All beams start as <s>; only beam 0 is live at first.
+    torch::Tensor prefix;
+    std::vector<double> scores;  // [active * K]
+    std::vector<std::vector<int64_t>> tokens;  // per row: generated tokens
+    for (int step = 0;; ++step) {
+        torch::Tensor logp;
+        if (step == 0) {
+            // The stepper holds one row per sentence: score them once, then expand to K rows.
+            auto first = stepper.logProbs(torch::full({n, 1}, o.bos, i64.device(stepper.device())));
+            auto expand = torch::arange(n, i64.device(first.device())).repeat_interleave(K);
+            stepper.select(expand);
+            logp = first.index_select(0, expand);
+            prefix = torch::full({n * K, 1}, o.bos, i64.device(first.device()));
+            scores.assign(n * K, kNegInf);
+            for (int64_t s = 0; s < n; ++s) scores[s * K] = 0.0;
+            tokens.assign(n * K, {});
+        } else {
+            logp = stepper.logProbs(prefix);
+        }
+        const int64_t A = static_cast<int64_t>(active.size());
+        const int64_t V = logp.size(1);
+        auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(logp.device());
+        auto cand = (logp.to(torch::kFloat64) + score_t.unsqueeze(1)).view({A, K * V});
+        const int64_t width = std::min<int64_t>(2 * K, K * V);
+        auto [vals, idx] = cand.topk(width, 1);
+        auto vals_cpu = vals.to(torch::kCPU);
+        auto idx_cpu = idx.to(torch::kCPU);
+        auto vp = vals_cpu.accessor<double, 2>();
+        auto ip = idx_cpu.accessor<int64_t, 2>();
+
+        std::vector<int64_t> sel_rows;   // rows (old numbering) the next beams extend
+        std::vector<int64_t> sel_tokens; // the token each appends
+        std::vector<double> next_scores;
+        std::vector<std::vector<int64_t>> next_tokens;
+        std::vector<int64_t> next_active;
+        for (int64_t a = 0; a < A; ++a) {
+            const int64_t s = active[a];
+            auto& fin = finished[s];
+            std::vector<int64_t> rows, toks;
+            std::vector<double> sc;
+            for (int64_t j = 0; j < width && static_cast<int>(rows.size()) < K; ++j) {
+                const double v = vp[a][j];
+                if (!std::isfinite(v)) break;
+                const int64_t beam = ip[a][j] / V, tok = ip[a][j] % V;
+                const int64_t row = a * K + beam;
+                if (tok == o.eos) {
+                    // A finished hypothesis leaves the beam and stops accumulating score. Only
+                    // candidates ranked within the beam width may finish (as in fairseq).
+                    if (j < K) {
+                        Hyp h;
+                        h.tokens = tokens[row];
+                        h.tokens.push_back(tok);
+                        h.score = v;
+                        h.finished = true;
+                        h.normalized = normalizedScore(v, h.tokens.size(), o.length_penalty);
+                        fin.push_back(std::move(h));
+                    }
+                    continue;
+                }
+                rows.push_back(row);
+                toks.push_back(tok);
+                sc.push_back(v);
+            }
+            const bool at_cap = step + 1 >= o.max_lengths[s];
+            if (static_cast<int>(fin.size()) >= K || at_cap || rows.empty()) {
+                if (at_cap) {
+                    // Length cap reached: unfinished beams compete with what has finished.
+                    for (size_t b = 0; b < rows.size(); ++b) {
+                        Hyp h;
+                        h.tokens = tokens[rows[b]];
+                        h.tokens.push_back(toks[b]);
+                        h.score = sc[b];
+                        h.finished = false;
+                        h.normalized = normalizedScore(sc[b], h.tokens.size(), o.length_penalty);
+                        fin.push_back(std::move(h));
+                    }
+                }
+                finish(fin, o.nbest);
+                continue;
+            }
+            // Fewer than K live candidates (tiny vocabularies): pad with dead copies.
+            while (static_cast<int>(rows.size()) < K) {
+                rows.push_back(rows.front());
+                toks.push_back(toks.front());
+                sc.push_back(kNegInf);
+            }
+            for (int b = 0; b < K; ++b) {
+                sel_rows.push_back(rows[b]);
+                sel_tokens.push_back(toks[b]);
+                next_scores.push_back(sc[b]);
+                auto t = tokens[rows[b]];
+                t.push_back(toks[b]);
+                next_tokens.push_back(std::move(t));
+            }
+            next_active.push_back(s);
+        }
+        report(o, step, max_steps);
+        if (next_active.empty()) break;
+        auto index = torch::tensor(sel_rows, i64).to(prefix.device());
+        auto new_tok = torch::tensor(sel_tokens, i64).to(prefix.device()).unsqueeze(1);
+        prefix = torch::cat({prefix.index_select(0, index), new_tok}, 1);
+        stepper.select(index);
+        scores = std::move(next_scores);
+        tokens = std::move(next_tokens);
+        active = std::move(next_active);
+    }
+    return finished;
+}
+
+}  // namespace attnlab::decoding

@@ -1,0 +1,53 @@
+#pragma once
+// Greedy and beam search over a Stepper: the thing that, given each row's prefix, returns the
+// log-probabilities of the next token. Two steppers: CachedStepper (incremental decoding with
+// cached keys and values: a step costs O(t)) and FullStepper (reruns the decoder over the whole
+// prefix at every step, as the reference's translator does; kept for the benchmark and tests).
+
+#include "model/transformer.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace attnlab::decoding {
+
+class Stepper {
+public:
+    virtual ~Stepper() = default;
+    // prefix [n, t] (starting with <s>) -> log-probabilities of token t+1, [n, vocab].
+    virtual torch::Tensor logProbs(const torch::Tensor& prefix) = 0;
+    // Keep rows `index` (int64, on the model's device), in that order.
+    virtual void select(const torch::Tensor& index) = 0;
+    virtual torch::Device device() const = 0;
+};
+
+enum class StepperKind { Cached, Full };
+
+// src [n, s] source ids (padded with src_pad_idx).
+std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& model, const torch::Tensor& src);
+
+struct SearchOptions {
+    int beam_size = 5;
+    double length_penalty = 0.7;  // alpha
+    int nbest = 1;
+    int64_t bos = 2, eos = 3;
+    std::vector<int> max_lengths;  // per sentence: generated tokens at most (>= 1)
+    // Called after each step with the step index; return false to cancel (throws CancelledError).
+    std::function<bool(int step, int max_steps)> on_step;
+};
+
+struct Hyp {
+    std::vector<int64_t> tokens;  // generated tokens, eos included when finished
+    double score = 0.0;           // sum of log-probabilities
+    double normalized = 0.0;      // score / len^alpha
+    bool finished = false;
+};
+
+// One list per sentence, sorted best first, at most nbest long.
+std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n_sentences, const SearchOptions& options);
+std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n_sentences, const SearchOptions& options);
+
+double normalizedScore(double score, size_t length, double alpha);
+
+}  // namespace attnlab::decoding

@@ -1,0 +1,119 @@
+#include <attnlab/errors.h>
+#include <attnlab/result_json.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+namespace attnlab {
+using nlohmann::json;
+
+namespace {
+// Six decimals keep a file readable and small; rows still sum to 1 within 1e-5.
+double round6(float v) { return std::round(double(v) * 1e6) / 1e6; }
+
+json matrixJson(const Matrix& m) {
+    json rows = json::array();
+    for (const auto& r : m) {
+        json row = json::array();
+        for (float v : r) row.push_back(round6(v));
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+json mapsJson(const LayerHeadMaps& maps) {
+    json layers = json::array();
+    for (const auto& layer : maps) {
+        json heads = json::array();
+        for (const auto& head : layer) heads.push_back(matrixJson(head));
+        layers.push_back(std::move(heads));
+    }
+    return layers;
+}
+
+json hypothesisJson(const Hypothesis& h) {
+    return {{"text", h.text},         {"ids", h.ids},
+            {"pieces", h.pieces},     {"score", h.score},
+            {"normalized_score", h.normalized_score}, {"finished", h.finished}};
+}
+}  // namespace
+
+std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model, const DecodingOptions& o) {
+    json root;
+    root["format"] = "attnlab-attention";
+    root["version"] = kAttentionJsonVersion;
+    root["model"] = {{"package", model.package_dir},
+                     {"source_lang", model.config.source_lang},
+                     {"target_lang", model.config.target_lang},
+                     {"n_layers", model.config.model.n_layers},
+                     {"n_head", model.config.model.n_head},
+                     {"d_model", model.config.model.d_model},
+                     {"device", model.device}};
+    root["decoding"] = {{"beam_size", o.beam_size},
+                        {"length_penalty", o.length_penalty},
+                        {"max_length", o.max_length},
+                        {"max_length_ratio", o.max_length_ratio},
+                        {"max_length_offset", o.max_length_offset},
+                        {"nbest", o.nbest}};
+    json sentences = json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+        const TranslationResult& r = results[i];
+        json s;
+        s["index"] = i;
+        s["source"] = r.source_text;
+        s["source_ids"] = r.source_ids;
+        s["source_pieces"] = r.source_pieces;
+        s["decoder_input_pieces"] = r.decoder_input_pieces;
+        s["translation"] = r.best.text;
+        s["target_ids"] = r.best.ids;
+        s["target_pieces"] = r.best.pieces;
+        s["score"] = r.best.score;
+        s["normalized_score"] = r.best.normalized_score;
+        s["finished"] = r.best.finished;
+        s["seconds"] = r.seconds;
+        json nb = json::array();
+        for (const auto& h : r.nbest) nb.push_back(hypothesisJson(h));
+        s["nbest"] = std::move(nb);
+        s["attention"] = {{"encoder_self", mapsJson(r.encoder_self)},
+                          {"decoder_self", mapsJson(r.decoder_self)},
+                          {"cross", mapsJson(r.cross)}};
+        json steps = json::array();
+        for (const auto& st : r.steps) {
+            json c = json::array();
+            for (const auto& cand : st.candidates)
+                c.push_back({{"id", cand.id}, {"piece", cand.piece}, {"p", round6(cand.probability)}});
+            steps.push_back({{"id", st.chosen_id}, {"piece", st.chosen_piece}, {"p", round6(st.chosen_probability)},
+                             {"candidates", std::move(c)}});
+        }
+        s["steps"] = std::move(steps);
+        s["warnings"] = r.warnings;
+        sentences.push_back(std::move(s));
+    }
+    root["sentences"] = std::move(sentences);
+    return root.dump() + "\n";
+}
+
+void writeAttentionJson(const std::string& path, const std::vector<TranslationResult>& results, const ModelInfo& model,
+                        const DecodingOptions& options) {
+    const std::string text = attentionJson(results, model, options);
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw InputError(path + ": cannot be written (does its directory exist?)");
+        out << text;
+        out.flush();
+        if (!out) {
+            std::remove(tmp.c_str());
+            throw InputError(path + ": write failed (disk full?)");
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw InputError(path + ": cannot be replaced");
+    }
+}
+
+}  // namespace attnlab

@@ -1,0 +1,62 @@
+#include "model/attention.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace attnlab::model {
+
+std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
+    double temperature, torch::nn::Dropout& dropout) {
+    auto scores = torch::matmul(q / temperature, k.transpose(2, 3));
+    if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -1e9);  // ref: mask == 0
+    auto probs = torch::softmax(scores, -1);
+    auto out = torch::matmul(dropout->is_training() ? dropout(probs) : probs, v);
+    return {out, probs};
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t n_head_, int64_t d_model, int64_t d_k_, int64_t d_v_,
+                                               double dropout_p, double attn_dropout_p)
+    : n_head(n_head_), d_k(d_k_), d_v(d_v_) {
+    using torch::nn::LinearOptions;
+    w_qs = register_module("w_qs", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(false)));
+    w_ks = register_module("w_ks", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(false)));
+    w_vs = register_module("w_vs", torch::nn::Linear(LinearOptions(d_model, n_head * d_v).bias(false)));
+    fc = register_module("fc", torch::nn::Linear(LinearOptions(n_head * d_v, d_model).bias(false)));
+    attn_dropout = register_module("attention_dropout", torch::nn::Dropout(attn_dropout_p));
+    dropout = register_module("dropout", torch::nn::Dropout(dropout_p));
+    layer_norm = register_module(
+        "layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(1e-6)));
+}
+
+static torch::Tensor splitHeads(const torch::Tensor& x, int64_t n_head, int64_t d) {
+    // [b,l,h*d] -> [b,h,l,d]
+    return x.view({x.size(0), x.size(1), n_head, d}).transpose(1, 2);
+}
+
+torch::Tensor MultiHeadAttentionImpl::projectKeys(const torch::Tensor& k) { return splitHeads(w_ks(k), n_head, d_k); }
+torch::Tensor MultiHeadAttentionImpl::projectValues(const torch::Tensor& v) {
+    return splitHeads(w_vs(v), n_head, d_v);
+}
+
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k_heads,
+                                                                       const torch::Tensor& v_heads,
+                                                                       const torch::Tensor& mask) {
+    const auto sz_b = q.size(0), len_q = q.size(1);
+    auto qh = splitHeads(w_qs(q), n_head, d_k);
+    auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
+    auto [out, attn] = scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout);
+    out = out.transpose(1, 2).contiguous().view({sz_b, len_q, -1});
+    out = dropout(fc(out));
+    out = layer_norm(out + q);
+    return {out, attn};
+}
+
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::forward(const torch::Tensor& q, const torch::Tensor& k,
+                                                                        const torch::Tensor& v,
+                                                                        const torch::Tensor& mask) {
+    return attend(q, projectKeys(k), projectValues(v), mask);
+}
+
+}  // namespace attnlab::model

@@ -1,0 +1,47 @@
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/types.h>
+
+#include <utility>
+
+namespace attnlab::model {
+
+// ref: ScaledDotProductAttention. q [b,h,lq,dk], k [b,h,lk,dk], v [b,h,lk,dv];
+// mask broadcastable to [b,h,lq,lk], true = may attend. Returns (output [b,h,lq,dv],
+// attention probabilities [b,h,lq,lk]) — probabilities after softmax, before dropout is applied
+// to the copy used for the output, so that what is returned always sums to 1 per row.
+std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
+    double temperature, torch::nn::Dropout& dropout);
+
+// ref: MultiHeadAttention — bias-free projections w_qs, w_ks, w_vs, fc; residual; post layer norm.
+class MultiHeadAttentionImpl : public torch::nn::Module {
+public:
+    // attn_dropout is the reference's ScaledDotProductAttention default (0.1), which the
+    // reference does not tie to `dropout`.
+    MultiHeadAttentionImpl(int64_t n_head, int64_t d_model, int64_t d_k, int64_t d_v, double dropout,
+                           double attn_dropout = 0.1);
+
+    // q [b,lq,d_model], k/v [b,lk,d_model], mask [b,1|lq,lk] or undefined.
+    // Returns (output [b,lq,d_model], attention [b,n_head,lq,lk]).
+    std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& q, const torch::Tensor& k,
+                                                    const torch::Tensor& v, const torch::Tensor& mask = {});
+
+    // For cached decoding: keys/values projected and split into heads, [b,n_head,l,d_k|d_v].
+    torch::Tensor projectKeys(const torch::Tensor& k);
+    torch::Tensor projectValues(const torch::Tensor& v);
+    // The rest of forward() given projected keys and values.
+    std::pair<torch::Tensor, torch::Tensor> attend(const torch::Tensor& q, const torch::Tensor& k_heads,
+                                                   const torch::Tensor& v_heads, const torch::Tensor& mask);
+
+    int64_t n_head, d_k, d_v;
+    torch::nn::Linear w_qs{nullptr}, w_ks{nullptr}, w_vs{nullptr}, fc{nullptr};
+    torch::nn::Dropout attn_dropout{nullptr}, dropout{nullptr};
+    torch::nn::LayerNorm layer_norm{nullptr};
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace attnlab::model

@@ -1,0 +1,30 @@
+#include "model/positional_encoding.h"
+
+#include <torch/torch.h>
+
+namespace attnlab::model {
+
+torch::Tensor sinusoidTable(int64_t n_position, int64_t d_hid) {
+    auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+    auto pos = torch::arange(n_position, opts).unsqueeze(1);                  // [P, 1]
+    auto hid = torch::arange(d_hid, torch::TensorOptions().dtype(torch::kInt64));
+    auto exponent = (hid.div(2, "floor") * 2).to(torch::kFloat64) / static_cast<double>(d_hid);
+    auto angles = pos / torch::pow(10000.0, exponent).unsqueeze(0);            // [P, D]
+    auto table = angles.clone();
+    using torch::indexing::Slice;
+    table.index_put_({Slice(), Slice(0, torch::indexing::None, 2)}, angles.index({Slice(), Slice(0, torch::indexing::None, 2)}).sin());
+    table.index_put_({Slice(), Slice(1, torch::indexing::None, 2)}, angles.index({Slice(), Slice(1, torch::indexing::None, 2)}).cos());
+    return table.to(torch::kFloat32);
+}
+
+PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_hid, int64_t n_position) {
+    pos_table = register_buffer("pos_table", sinusoidTable(n_position, d_hid).unsqueeze(0));
+}
+
+torch::Tensor PositionalEncodingImpl::forward(const torch::Tensor& x) { return forwardAt(x, 0); }
+
+torch::Tensor PositionalEncodingImpl::forwardAt(const torch::Tensor& x, int64_t offset) {
+    return x + pos_table.narrow(1, offset, x.size(1)).detach();
+}
+
+}  // namespace attnlab::model

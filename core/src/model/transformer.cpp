@@ -1,0 +1,170 @@
+#include "model/transformer.h"
+
+#include "model/masks.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace attnlab::model {
+
+namespace {
+torch::nn::LayerNorm makeLayerNorm(int64_t d) {
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(1e-6));
+}
+torch::nn::Embedding makeEmbedding(int64_t n, int64_t d, int64_t pad) {
+    return torch::nn::Embedding(torch::nn::EmbeddingOptions(n, d).padding_idx(pad));
+}
+}  // namespace
+
+// ---------------------------------------------------------------- Encoder
+EncoderImpl::EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_embedding)
+    : m_shared_embedding(shared_embedding),
+      m_pad_idx(cfg.src_pad_idx),
+      m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
+    if (!m_shared_embedding.defined())
+        src_word_emb = register_module("src_word_emb", makeEmbedding(cfg.n_src_vocab, cfg.d_word_vec, cfg.src_pad_idx));
+    position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
+    dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+    layer_stack = register_module("layer_stack", torch::nn::ModuleList());
+    for (int64_t i = 0; i < cfg.n_layers; ++i)
+        layer_stack->push_back(EncoderLayer(cfg.d_model, cfg.d_inner, cfg.n_head, cfg.d_k, cfg.d_v, cfg.dropout));
+    layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model));
+}
+
+const torch::Tensor& EncoderImpl::embeddingWeight() const {
+    return src_word_emb ? src_word_emb->weight : m_shared_embedding;
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& src_seq, const torch::Tensor& src_mask,
+                                   std::vector<torch::Tensor>* attns) {
+    auto x = torch::embedding(embeddingWeight(), src_seq, m_pad_idx);
+    if (m_emb_scale != 1.0) x = x * m_emb_scale;
+    x = layer_norm(dropout(position_enc(x)));
+    for (const auto& layer : *layer_stack) {
+        auto [out, attn] = layer->as<EncoderLayer>()->forward(x, src_mask);
+        x = out;
+        if (attns) attns->push_back(attn);
+    }
+    return x;
+}
+
+// ---------------------------------------------------------------- Decoder
+void DecoderState::select(const torch::Tensor& index) {
+    for (auto& l : layers) {
+        if (l.self_k.defined()) {
+            l.self_k = l.self_k.index_select(0, index);
+            l.self_v = l.self_v.index_select(0, index);
+        }
+        l.cross_k = l.cross_k.index_select(0, index);
+        l.cross_v = l.cross_v.index_select(0, index);
+    }
+    src_mask = src_mask.index_select(0, index);
+}
+
+DecoderImpl::DecoderImpl(const ModelConfig& cfg)
+    : m_pad_idx(cfg.trg_pad_idx), m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
+    trg_word_emb = register_module("trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx));
+    position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
+    dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+    layer_stack = register_module("layer_stack", torch::nn::ModuleList());
+    for (int64_t i = 0; i < cfg.n_layers; ++i)
+        layer_stack->push_back(DecoderLayer(cfg.d_model, cfg.d_inner, cfg.n_head, cfg.d_k, cfg.d_v, cfg.dropout));
+    layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model));
+}
+
+torch::Tensor DecoderImpl::embed(const torch::Tensor& seq, int64_t offset) {
+    auto x = trg_word_emb(seq);
+    if (m_emb_scale != 1.0) x = x * m_emb_scale;
+    return layer_norm(dropout(position_enc->forwardAt(x, offset)));
+}
+
+torch::Tensor DecoderImpl::forward(const torch::Tensor& trg_seq, const torch::Tensor& trg_mask,
+                                   const torch::Tensor& enc_output, const torch::Tensor& src_mask, Attentions* attns) {
+    auto x = embed(trg_seq, 0);
+    for (const auto& layer : *layer_stack) {
+        auto [out, slf, cross] = layer->as<DecoderLayer>()->forward(x, enc_output, trg_mask, src_mask);
+        x = out;
+        if (attns) {
+            attns->decoder_self.push_back(slf);
+            attns->cross.push_back(cross);
+        }
+    }
+    return x;
+}
+
+DecoderState DecoderImpl::initState(const torch::Tensor& enc_output, const torch::Tensor& src_mask) {
+    DecoderState state;
+    state.src_mask = src_mask;
+    state.layers.resize(layer_stack->size());
+    for (size_t i = 0; i < layer_stack->size(); ++i)
+        layer_stack[i]->as<DecoderLayer>()->initCache(state.layers[i], enc_output);
+    return state;
+}
+
+torch::Tensor DecoderImpl::step(const torch::Tensor& tokens, DecoderState& state, Attentions* attns) {
+    auto x = embed(tokens.view({-1, 1}), state.length);
+    for (size_t i = 0; i < layer_stack->size(); ++i) {
+        auto [out, slf, cross] = layer_stack[i]->as<DecoderLayer>()->step(x, state.layers[i], state.src_mask);
+        x = out;
+        if (attns) {
+            attns->decoder_self.push_back(slf);
+            attns->cross.push_back(cross);
+        }
+    }
+    ++state.length;
+    return x;
+}
+
+// ---------------------------------------------------------------- Transformer
+TransformerImpl::TransformerImpl(const ModelConfig& cfg) : m_cfg(cfg) {
+    cfg.validate();
+    decoder = register_module("decoder", Decoder(cfg));
+    // Registration order decides named_parameters() order; the reference registers the encoder
+    // first, but keys, not order, are what a state dict matches on.
+    encoder = register_module(
+        "encoder", Encoder(cfg, cfg.emb_src_trg_weight_sharing ? decoder->trg_word_emb->weight : torch::Tensor()));
+    if (!cfg.trg_emb_prj_weight_sharing)
+        trg_word_prj = register_module("trg_word_prj",
+                                       torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, cfg.n_trg_vocab).bias(false)));
+    // ref: xavier_uniform_ for every parameter with more than one dimension.
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters())
+        if (p.dim() > 1) torch::nn::init::xavier_uniform_(p);
+}
+
+const torch::Tensor& TransformerImpl::projectionWeight() const {
+    return trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight;
+}
+
+torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output) {
+    auto logits = torch::nn::functional::linear(dec_output, projectionWeight());
+    if (m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
+    return logits;
+}
+
+torch::Tensor TransformerImpl::encode(const torch::Tensor& src_seq, std::vector<torch::Tensor>* attns) {
+    return encoder(src_seq, padMask(src_seq, m_cfg.src_pad_idx), attns);
+}
+
+torch::Tensor TransformerImpl::forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns) {
+    auto src_mask = padMask(src_seq, m_cfg.src_pad_idx);
+    auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
+    auto enc = encoder(src_seq, src_mask, attns ? &attns->encoder_self : nullptr);
+    auto dec = decoder(trg_seq, trg_mask, enc, src_mask, attns);
+    return project(dec);
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq) {
+    auto logits = forwardFull(src_seq, trg_seq);
+    return logits.view({-1, logits.size(2)});
+}
+
+std::vector<std::string> expectedTensorNames(const Transformer& model) {
+    std::vector<std::string> names;
+    for (const auto& p : model->named_parameters()) names.push_back(p.key());
+    for (const auto& b : model->named_buffers()) names.push_back(b.key());
+    return names;
+}
+
+}  // namespace attnlab::model

@@ -1,0 +1,109 @@
+#pragma once
+// The encoder-decoder of "Attention Is All You Need", structured as the reference PyTorch
+// implementation (jadore801120/attention-is-all-you-need-pytorch, transformer/Models.py), with
+// the same state-dict keys. Tied weights are one parameter stored under
+// decoder.trg_word_emb.weight: the tied modules (encoder.src_word_emb, trg_word_prj) are then not
+// registered and use that tensor, so named_parameters() holds each tensor once (what the
+// optimizer and the package writer need).
+
+#include "model/layers.h"
+#include "model/positional_encoding.h"
+
+#include <attnlab/config.h>
+
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+
+#include <vector>
+
+namespace attnlab::model {
+
+struct Attentions {
+    std::vector<torch::Tensor> encoder_self;  // per layer [b,h,ls,ls]
+    std::vector<torch::Tensor> decoder_self;  // per layer [b,h,lt,lt]
+    std::vector<torch::Tensor> cross;         // per layer [b,h,lt,ls]
+};
+
+class EncoderImpl : public torch::nn::Module {
+public:
+    // shared_embedding: the decoder's embedding weight when source and target embeddings are tied.
+    EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_embedding);
+    // Returns the encoder output; appends each layer's attention to `attns` when given.
+    torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& src_mask,
+                          std::vector<torch::Tensor>* attns = nullptr);
+    const torch::Tensor& embeddingWeight() const;
+
+    torch::nn::Embedding src_word_emb{nullptr};  // null when tied
+    PositionalEncoding position_enc{nullptr};
+    torch::nn::Dropout dropout{nullptr};
+    torch::nn::ModuleList layer_stack{nullptr};
+    torch::nn::LayerNorm layer_norm{nullptr};
+
+private:
+    torch::Tensor m_shared_embedding;
+    int64_t m_pad_idx;
+    double m_emb_scale;
+};
+TORCH_MODULE(Encoder);
+
+// Keys and values of every decoder layer, plus the source mask, kept between decoding steps.
+struct DecoderState {
+    std::vector<LayerCache> layers;
+    torch::Tensor src_mask;  // [n,1,ls]
+    int64_t length = 0;      // positions decoded so far
+    // Keeps rows `index` (beam reordering or dropping finished sentences).
+    void select(const torch::Tensor& index);
+};
+
+class DecoderImpl : public torch::nn::Module {
+public:
+    explicit DecoderImpl(const ModelConfig& cfg);
+    torch::Tensor forward(const torch::Tensor& trg_seq, const torch::Tensor& trg_mask, const torch::Tensor& enc_output,
+                          const torch::Tensor& src_mask, Attentions* attns = nullptr);
+    DecoderState initState(const torch::Tensor& enc_output, const torch::Tensor& src_mask);
+    // tokens [n] at position state.length; returns the decoder output [n,1,d_model]. Appends
+    // per-layer self [n,h,1,t] and cross [n,h,1,ls] attention to `attns` when given.
+    torch::Tensor step(const torch::Tensor& tokens, DecoderState& state, Attentions* attns = nullptr);
+
+    torch::nn::Embedding trg_word_emb{nullptr};
+    PositionalEncoding position_enc{nullptr};
+    torch::nn::Dropout dropout{nullptr};
+    torch::nn::ModuleList layer_stack{nullptr};
+    torch::nn::LayerNorm layer_norm{nullptr};
+
+private:
+    torch::Tensor embed(const torch::Tensor& seq, int64_t offset);
+    int64_t m_pad_idx;
+    double m_emb_scale;
+};
+TORCH_MODULE(Decoder);
+
+class TransformerImpl : public torch::nn::Module {
+public:
+    explicit TransformerImpl(const ModelConfig& cfg);  // validates cfg; Xavier-uniform init as the reference
+
+    // ref: Transformer.forward — logits [b*lt, n_trg_vocab].
+    torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq);
+    // Logits [b, lt, n_trg_vocab], and every attention map when `attns` is given (return_attns).
+    torch::Tensor forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns = nullptr);
+
+    torch::Tensor encode(const torch::Tensor& src_seq, std::vector<torch::Tensor>* attns = nullptr);
+    // Decoder output -> logits (with the reference's d_model^-0.5 when scale_emb_or_prj == "prj").
+    torch::Tensor project(const torch::Tensor& dec_output);
+    const torch::Tensor& projectionWeight() const;
+
+    const ModelConfig& config() const { return m_cfg; }
+
+    Encoder encoder{nullptr};
+    Decoder decoder{nullptr};
+    torch::nn::Linear trg_word_prj{nullptr};  // null when tied to the target embedding
+
+private:
+    ModelConfig m_cfg;
+};
+TORCH_MODULE(Transformer);
+
+// Names of the tensors a package must hold for this config (parameters and buffers).
+std::vector<std::string> expectedTensorNames(const Transformer& model);
+
+}  // namespace attnlab::model

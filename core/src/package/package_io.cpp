@@ -1,0 +1,198 @@
+#include "package/package_io.h"
+
+#include "package/safetensors.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <torch/torch.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace attnlab::package {
+namespace fs = std::filesystem;
+
+TensorShapes expectedTensors(const ModelConfig& c) {
+    TensorShapes t;
+    const int64_t D = c.d_model, hk = c.n_head * c.d_k, hv = c.n_head * c.d_v;
+    auto ln = [&](const std::string& p) {
+        t.push_back({p + ".weight", {D}});
+        t.push_back({p + ".bias", {D}});
+    };
+    auto mha = [&](const std::string& p) {
+        t.push_back({p + ".w_qs.weight", {hk, D}});
+        t.push_back({p + ".w_ks.weight", {hk, D}});
+        t.push_back({p + ".w_vs.weight", {hv, D}});
+        t.push_back({p + ".fc.weight", {D, hv}});
+        ln(p + ".layer_norm");
+    };
+    auto ffn = [&](const std::string& p) {
+        t.push_back({p + ".w_1.weight", {c.d_inner, D}});
+        t.push_back({p + ".w_1.bias", {c.d_inner}});
+        t.push_back({p + ".w_2.weight", {D, c.d_inner}});
+        t.push_back({p + ".w_2.bias", {D}});
+        ln(p + ".layer_norm");
+    };
+    t.push_back({"decoder.trg_word_emb.weight", {c.n_trg_vocab, c.d_word_vec}});
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const std::string p = "decoder.layer_stack." + std::to_string(i);
+        mha(p + ".slf_attn");
+        mha(p + ".enc_attn");
+        ffn(p + ".pos_ffn");
+    }
+    ln("decoder.layer_norm");
+    if (!c.emb_src_trg_weight_sharing) t.push_back({"encoder.src_word_emb.weight", {c.n_src_vocab, c.d_word_vec}});
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const std::string p = "encoder.layer_stack." + std::to_string(i);
+        mha(p + ".slf_attn");
+        ffn(p + ".pos_ffn");
+    }
+    ln("encoder.layer_norm");
+    if (!c.trg_emb_prj_weight_sharing) t.push_back({"trg_word_prj.weight", {c.n_trg_vocab, D}});
+    t.push_back({"decoder.position_enc.pos_table", {1, c.n_position, c.d_word_vec}});
+    t.push_back({"encoder.position_enc.pos_table", {1, c.n_position, c.d_word_vec}});
+    return t;
+}
+
+namespace {
+bool isBuffer(const std::string& name) { return name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0; }
+
+std::string shapeString(const std::vector<int64_t>& s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+std::string tiedNote(const std::string& name, const ModelConfig& c) {
+    if ((name == "trg_word_prj.weight" && c.trg_emb_prj_weight_sharing) ||
+        (name == "encoder.src_word_emb.weight" && c.emb_src_trg_weight_sharing))
+        return " (the config ties it to decoder.trg_word_emb.weight, which must store it once)";
+    return "";
+}
+}  // namespace
+
+model::Transformer loadWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype) {
+    const std::string path = (fs::path(dir) / package_files::kWeights).string();
+    const safetensors::Header header = safetensors::readHeader(path);
+    auto fail = [&](const std::string& m) { throw PackageError(path + ": " + m); };
+
+    // Check names, shapes and dtypes against the config before building anything.
+    const TensorShapes expected = expectedTensors(config.model);
+    std::set<std::string> expected_names;
+    for (const auto& [name, shape] : expected) {
+        expected_names.insert(name);
+        const auto* t = header.find(name);
+        if (!t) {
+            if (isBuffer(name)) continue;  // derivable from the config
+            fail("missing tensor '" + name + "'");
+        }
+        if (t->shape != shape)
+            fail("tensor '" + name + "' has shape " + shapeString(t->shape) + " but the config needs " + shapeString(shape));
+        if (t->dtype != "F32" && t->dtype != "F16" && t->dtype != "BF16")
+            fail("tensor '" + name + "' has dtype " + t->dtype + "; expected F32, F16 or BF16");
+    }
+    for (const auto& t : header.tensors)
+        if (!expected_names.count(t.name)) fail("unexpected tensor '" + t.name + "'" + tiedNote(t.name, config.model));
+
+    model::Transformer model(config.model);
+    model->eval();
+    std::map<std::string, torch::Tensor> targets;
+    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
+    for (const auto& b : model->named_buffers()) targets[b.key()] = b.value();
+
+    std::set<std::string> dtypes;
+    torch::NoGradGuard no_grad;
+    for (const auto& t : header.tensors) {
+        auto it = targets.find(t.name);
+        if (it == targets.end()) fail("internal: no module tensor for '" + t.name + "'");
+        std::vector<char> bytes = safetensors::readTensorBytes(header, t);
+        const auto dtype = t.dtype == "F32" ? torch::kFloat32 : t.dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
+        auto src = torch::from_blob(bytes.data(), t.shape, torch::TensorOptions().dtype(dtype)).to(torch::kFloat32);
+        if (!torch::isfinite(src).all().item<bool>()) fail("tensor '" + t.name + "' contains NaN or infinite values");
+        it->second.copy_(src);
+        dtypes.insert(t.dtype);
+    }
+    if (stored_dtype) {
+        std::string d;
+        for (const auto& x : dtypes) d += (d.empty() ? "" : "+") + x;
+        *stored_dtype = d;
+    }
+    return model;
+}
+
+namespace {
+void writeText(const fs::path& p, const std::string& text) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw PackageError(p.string() + ": write failed (disk full?)");
+}
+
+void syncFile(const fs::path& p) {
+    std::FILE* f = std::fopen(p.c_str(), "rb");
+    if (f) {
+        ::fsync(fileno(f));
+        std::fclose(f);
+    }
+}
+}  // namespace
+
+void savePackage(const std::string& dir, const PackageConfig& config, model::Transformer& model,
+                 const std::string& tokenizer_model, const SaveOptions& options) {
+    config.validate();
+    if (options.dtype != "F32" && options.dtype != "F16")
+        throw ConfigError("package save: dtype '" + options.dtype + "' is not F32 or F16");
+    const fs::path target = fs::absolute(dir);
+    const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()));
+    const fs::path old = target.parent_path() / (target.filename().string() + ".old-" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directory(tmp, ec)) throw PackageError(tmp.string() + ": cannot create: " + ec.message());
+    try {
+        writeText(tmp / package_files::kConfig, packageConfigToJson(config));
+
+        torch::NoGradGuard no_grad;
+        std::vector<torch::Tensor> keep_alive;
+        std::vector<safetensors::TensorView> views;
+        auto add = [&](const std::string& name, const torch::Tensor& value, bool is_buffer) {
+            auto t = value.detach().to(torch::kCPU);
+            t = (is_buffer || options.dtype == "F32") ? t.to(torch::kFloat32) : t.to(torch::kFloat16);
+            t = t.contiguous();
+            keep_alive.push_back(t);
+            views.push_back({name, t.scalar_type() == torch::kFloat16 ? "F16" : "F32",
+                             std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), t.data_ptr(), t.nbytes()});
+        };
+        for (const auto& p : model->named_parameters()) add(p.key(), p.value(), false);
+        for (const auto& b : model->named_buffers()) add(b.key(), b.value(), true);
+        safetensors::write((tmp / package_files::kWeights).string(), views,
+                           {{"format", "pt"}, {"producer", "attnlab"}});
+
+        fs::copy_file(tokenizer_model, tmp / package_files::kTokenizer, fs::copy_options::overwrite_existing, ec);
+        if (ec) throw PackageError(tokenizer_model + ": cannot copy into the package: " + ec.message());
+        for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
+        for (const auto& e : fs::directory_iterator(tmp)) syncFile(e.path());
+
+        fs::remove_all(old, ec);
+        const bool existed = fs::exists(target);
+        if (existed) {
+            fs::rename(target, old, ec);
+            if (ec) throw PackageError(target.string() + ": cannot replace: " + ec.message());
+        }
+        fs::rename(tmp, target, ec);
+        if (ec) {
+            if (existed) fs::rename(old, target);
+            throw PackageError(target.string() + ": cannot move the new package into place: " + ec.message());
+        }
+        if (existed) fs::remove_all(old, ec);
+    } catch (...) {
+        fs::remove_all(tmp, ec);
+        throw;
+    }
+}
+
+}  // namespace attnlab::package

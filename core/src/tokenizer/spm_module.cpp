@@ -1,0 +1,158 @@
+// libattnlab_spm: the SentencePiece calls behind a C interface (see spm_api.h for why).
+#include "tokenizer/spm_api.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct attnlab_spm {
+    sentencepiece::SentencePieceProcessor processor;
+};
+
+namespace {
+char* dupString(const std::string& s) {
+    char* p = static_cast<char*>(std::malloc(s.size() + 1));
+    if (p) std::memcpy(p, s.c_str(), s.size() + 1);
+    return p;
+}
+void setError(char** error, const std::string& m) {
+    if (error) *error = dupString(m);
+}
+char* packStrings(const std::vector<std::string>& v, size_t* len) {
+    size_t total = 0;
+    for (const auto& s : v) total += s.size() + 1;
+    char* out = static_cast<char*>(std::malloc(total ? total : 1));
+    if (!out) return nullptr;
+    size_t at = 0;
+    for (const auto& s : v) {
+        std::memcpy(out + at, s.c_str(), s.size() + 1);
+        at += s.size() + 1;
+    }
+    *len = total;
+    return out;
+}
+}  // namespace
+
+extern "C" {
+
+int attnlab_spm_abi_version(void) { return ATTNLAB_SPM_ABI_VERSION; }
+
+attnlab_spm* attnlab_spm_load(const char* path, char** error) {
+    try {
+        auto sp = std::make_unique<attnlab_spm>();
+        const auto status = sp->processor.Load(path);
+        if (!status.ok()) {
+            setError(error, status.ToString());
+            return nullptr;
+        }
+        return sp.release();
+    } catch (const std::exception& e) {
+        setError(error, e.what());
+    } catch (...) {
+        setError(error, "unknown error");
+    }
+    return nullptr;
+}
+
+void attnlab_spm_destroy(attnlab_spm* sp) { delete sp; }
+void attnlab_spm_free(void* p) { std::free(p); }
+
+int attnlab_spm_encode(const attnlab_spm* sp, const char* text, size_t text_len, int** ids, size_t* n, char** pieces,
+                       size_t* pieces_len, char** surfaces, size_t* surfaces_len, char** error) {
+    try {
+        const auto spt = sp->processor.EncodeAsImmutableProto(std::string(text, text_len));
+        const auto all = spt.pieces();
+        std::vector<std::string> p, s;
+        *n = all.size();
+        *ids = static_cast<int*>(std::malloc(sizeof(int) * (all.size() ? all.size() : 1)));
+        for (size_t i = 0; i < all.size(); ++i) {
+            (*ids)[i] = static_cast<int>(all[i].id());
+            p.push_back(all[i].piece());
+            s.push_back(all[i].surface());
+        }
+        *pieces = packStrings(p, pieces_len);
+        *surfaces = packStrings(s, surfaces_len);
+        return 0;
+    } catch (const std::exception& e) {
+        setError(error, e.what());
+    } catch (...) {
+        setError(error, "unknown error");
+    }
+    return 1;
+}
+
+int attnlab_spm_decode(const attnlab_spm* sp, const int* ids, size_t n, char** text, size_t* text_len, char** error) {
+    try {
+        std::vector<int> v(ids, ids + n);
+        const int size = sp->processor.GetPieceSize();
+        for (int id : v)
+            if (id < 0 || id >= size) {
+                setError(error, "id " + std::to_string(id) + " is outside the vocabulary (size " + std::to_string(size) + ")");
+                return 1;
+            }
+        std::string out;
+        const auto status = sp->processor.Decode(v, &out);
+        if (!status.ok()) {
+            setError(error, status.ToString());
+            return 1;
+        }
+        *text = dupString(out);
+        *text_len = out.size();
+        return 0;
+    } catch (const std::exception& e) {
+        setError(error, e.what());
+    } catch (...) {
+        setError(error, "unknown error");
+    }
+    return 1;
+}
+
+int attnlab_spm_vocab_size(const attnlab_spm* sp) { return sp->processor.GetPieceSize(); }
+
+int attnlab_spm_special_id(const attnlab_spm* sp, int which) {
+    switch (which) {
+        case 0: return sp->processor.pad_id();
+        case 1: return sp->processor.unk_id();
+        case 2: return sp->processor.bos_id();
+        case 3: return sp->processor.eos_id();
+        default: return -1;
+    }
+}
+
+int attnlab_spm_is_byte(const attnlab_spm* sp, int id) {
+    return id >= 0 && id < sp->processor.GetPieceSize() && sp->processor.IsByte(id);
+}
+int attnlab_spm_is_unknown(const attnlab_spm* sp, int id) {
+    return id >= 0 && id < sp->processor.GetPieceSize() && sp->processor.IsUnknown(id);
+}
+
+char* attnlab_spm_id_to_piece(const attnlab_spm* sp, int id) {
+    if (id < 0 || id >= sp->processor.GetPieceSize()) return dupString("");
+    return dupString(sp->processor.IdToPiece(id));
+}
+
+int attnlab_spm_piece_to_id(const attnlab_spm* sp, const char* piece) { return sp->processor.PieceToId(piece); }
+
+int attnlab_spm_train(const char* args, char** error) {
+    try {
+        const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+        if (!status.ok()) {
+            setError(error, status.ToString());
+            return 1;
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        setError(error, e.what());
+    } catch (...) {
+        setError(error, "unknown error");
+    }
+    return 1;
+}
+
+}  // extern "C"

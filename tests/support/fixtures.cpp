@@ -1,0 +1,116 @@
+#include "fixtures.h"
+
+#include "package/package_io.h"
+
+#include <attnlab/tokenizer.h>
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace attnlab::testing {
+
+std::vector<std::string> corpusLines(int count, unsigned seed) {
+    static const std::vector<std::string> de = {
+        "ein", "eine", "der", "die", "das", "mann", "frau", "kind", "hund", "straße", "läuft", "über", "grünen",
+        "wiese", "mädchen", "spielt", "mit", "einem", "ball", "männer", "arbeiten", "auf", "großen", "baustelle",
+        "junge", "fährt", "fahrrad", "vor", "gebäude", "zwei", "drei", "schöne", "blumen", "im", "garten", "tür",
+        "öffnet", "müde", "katze", "schläft", "gemütlich", "sofa", "und", "hält", "ihre", "hände", "spaß"};
+    static const std::vector<std::string> en = {
+        "a", "the", "man", "woman", "child", "dog", "street", "runs", "across", "green", "meadow", "girl",
+        "plays", "with", "ball", "men", "work", "on", "large", "construction", "site", "boy", "rides", "bike",
+        "in", "front", "of", "building", "two", "three", "beautiful", "flowers", "garden", "door", "opens",
+        "tired", "cat", "sleeps", "sofa", "and", "holds", "her", "hands", "fun"};
+    std::mt19937 rng(seed);
+    std::vector<std::string> lines;
+    for (int i = 0; i < count; ++i) {
+        const auto& words = (i % 2) ? en : de;
+        std::uniform_int_distribution<int> len(4, 12), pick(0, static_cast<int>(words.size()) - 1), num(0, 99);
+        std::ostringstream s;
+        const int n = len(rng);
+        for (int w = 0; w < n; ++w) {
+            if (w) s << ' ';
+            std::string word = words[pick(rng)];
+            if (w == 0) word[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(word[0])));
+            s << word;
+            if (num(rng) < 8) s << ' ' << num(rng);
+        }
+        s << '.';
+        lines.push_back(s.str());
+    }
+    return lines;
+}
+
+std::string trainTokenizer(const std::string& dir, int vocab_size, bool byte_fallback) {
+    const std::string corpus = dir + "/corpus.txt";
+    std::ofstream out(corpus);
+    for (const auto& l : corpusLines(3000)) out << l << "\n";
+    out.close();
+    TokenizerTrainingOptions o;
+    o.input_files = {corpus};
+    o.model_prefix = dir + "/spm";
+    o.vocab_size = vocab_size;
+    o.byte_fallback = byte_fallback;
+    o.num_threads = 1;
+    Tokenizer::train(o);
+    return dir + "/spm.model";
+}
+
+ModelConfig smallConfig(int64_t vocab) {
+    ModelConfig c;
+    c.n_src_vocab = c.n_trg_vocab = vocab;
+    c.src_pad_idx = c.trg_pad_idx = 0;
+    c.d_word_vec = c.d_model = 32;
+    c.d_inner = 64;
+    c.n_layers = 2;
+    c.n_head = 4;
+    c.d_k = c.d_v = 8;
+    c.dropout = 0.1;
+    c.n_position = 64;
+    c.scale_emb_or_prj = "emb";
+    return c;
+}
+
+PackageConfig packageConfig(const ModelConfig& model) {
+    PackageConfig p;
+    p.source_lang = "de";
+    p.target_lang = "en";
+    p.model = model;
+    p.unk_idx = 1;
+    p.bos_idx = 2;
+    p.eos_idx = 3;
+    return p;
+}
+
+model::Transformer randomModel(const ModelConfig& config, uint64_t seed) {
+    torch::manual_seed(seed);
+    model::Transformer m(config);
+    m->eval();
+    return m;
+}
+
+std::string writeRandomPackage(const std::string& dir, const std::string& tokenizer_model, const ModelConfig& config,
+                               uint64_t seed, const std::string& dtype) {
+    auto m = randomModel(config, seed);
+    package::SaveOptions o;
+    o.dtype = dtype;
+    package::savePackage(dir, packageConfig(config), m, tokenizer_model, o);
+    return dir;
+}
+
+std::string readFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void writeFile(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+}  // namespace attnlab::testing

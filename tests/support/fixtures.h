@@ -1,0 +1,39 @@
+#pragma once
+// Fixtures the tests make for themselves: a small German/English corpus, a SentencePiece model
+// trained on it by attnlab::Tokenizer::train, and random-weight model packages written by
+// attnlab::package::savePackage. Nothing here is a recorded result.
+
+#include "model/transformer.h"
+
+#include <attnlab/config.h>
+
+#include <string>
+#include <vector>
+
+namespace attnlab::testing {
+
+// Deterministic pseudo-sentences built from German and English word lists (umlauts, ß, digits).
+std::vector<std::string> corpusLines(int count, unsigned seed = 1);
+
+// Writes the corpus to <dir>/corpus.txt and trains <dir>/spm.model (vocab_size pieces, byte
+// fallback on). Returns the .model path.
+std::string trainTokenizer(const std::string& dir, int vocab_size = 400, bool byte_fallback = true);
+
+// A small configuration for `vocab` pieces: 2+2 layers, d_model 32, 4 heads.
+ModelConfig smallConfig(int64_t vocab);
+
+// A package config around `model` with the special ids AttnLab's tokenizers use.
+PackageConfig packageConfig(const ModelConfig& model);
+
+// A model with random (Xavier) weights, seeded; eval mode.
+model::Transformer randomModel(const ModelConfig& config, uint64_t seed);
+
+// Writes a package with random weights to `dir`; returns dir.
+std::string writeRandomPackage(const std::string& dir, const std::string& tokenizer_model, const ModelConfig& config,
+                               uint64_t seed = 7, const std::string& dtype = "F32");
+
+// Reads a whole file into a string / writes a string to a file.
+std::string readFile(const std::string& path);
+void writeFile(const std::string& path, const std::string& bytes);
+
+}  // namespace attnlab::testing
