@@ -11,6 +11,8 @@ extern "C" {
 #endif
 
 #define ATTNLAB_SPM_ABI_VERSION 1
+/* The module is built with hidden visibility; only these functions are exported. */
+#pragma GCC visibility push(default)
 
 typedef struct attnlab_spm attnlab_spm;
 
@@ -33,6 +35,8 @@ char* attnlab_spm_id_to_piece(const attnlab_spm* sp, int id);
 int attnlab_spm_piece_to_id(const attnlab_spm* sp, const char* piece);
 /* args: SentencePieceTrainer's flag string ("--input=a.txt --model_prefix=m ..."). */
 int attnlab_spm_train(const char* args, char** error);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -55,7 +55,7 @@ std::vector<fs::path> candidatePaths() {
 }
 
 template <typename F>
-void bind(void* handle, const char* name, F& f, const std::string& path) {
+void bindSymbol(void* handle, const char* name, F& f, const std::string& path) {
     f = reinterpret_cast<F>(dlsym(handle, name));
     if (!f) throw TokenizerError(path + ": symbol " + name + " is missing (module from another AttnLab version?)");
 }
@@ -81,19 +81,19 @@ const Api& api() {
             }
             try {
                 a.path = p.string();
-                bind(h, "attnlab_spm_abi_version", a.abi_version, a.path);
-                bind(h, "attnlab_spm_load", a.load, a.path);
-                bind(h, "attnlab_spm_destroy", a.destroy, a.path);
-                bind(h, "attnlab_spm_free", a.free, a.path);
-                bind(h, "attnlab_spm_encode", a.encode, a.path);
-                bind(h, "attnlab_spm_decode", a.decode, a.path);
-                bind(h, "attnlab_spm_vocab_size", a.vocab_size, a.path);
-                bind(h, "attnlab_spm_special_id", a.special_id, a.path);
-                bind(h, "attnlab_spm_is_byte", a.is_byte, a.path);
-                bind(h, "attnlab_spm_is_unknown", a.is_unknown, a.path);
-                bind(h, "attnlab_spm_id_to_piece", a.id_to_piece, a.path);
-                bind(h, "attnlab_spm_piece_to_id", a.piece_to_id, a.path);
-                bind(h, "attnlab_spm_train", a.train, a.path);
+                bindSymbol(h, "attnlab_spm_abi_version", a.abi_version, a.path);
+                bindSymbol(h, "attnlab_spm_load", a.load, a.path);
+                bindSymbol(h, "attnlab_spm_destroy", a.destroy, a.path);
+                bindSymbol(h, "attnlab_spm_free", a.free, a.path);
+                bindSymbol(h, "attnlab_spm_encode", a.encode, a.path);
+                bindSymbol(h, "attnlab_spm_decode", a.decode, a.path);
+                bindSymbol(h, "attnlab_spm_vocab_size", a.vocab_size, a.path);
+                bindSymbol(h, "attnlab_spm_special_id", a.special_id, a.path);
+                bindSymbol(h, "attnlab_spm_is_byte", a.is_byte, a.path);
+                bindSymbol(h, "attnlab_spm_is_unknown", a.is_unknown, a.path);
+                bindSymbol(h, "attnlab_spm_id_to_piece", a.id_to_piece, a.path);
+                bindSymbol(h, "attnlab_spm_piece_to_id", a.piece_to_id, a.path);
+                bindSymbol(h, "attnlab_spm_train", a.train, a.path);
                 if (a.abi_version() != ATTNLAB_SPM_ABI_VERSION)
                     throw TokenizerError(a.path + ": ABI version " + std::to_string(a.abi_version()) + ", expected " +
                                          std::to_string(ATTNLAB_SPM_ABI_VERSION));

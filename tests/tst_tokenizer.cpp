@@ -1,0 +1,169 @@
+// The SentencePiece tokenizer through its dlopen'ed module: training, round trips on German text
+// with umlauts, digits, emoji and characters the vocabulary lacks, and LibTorch in the same process.
+#include "fixtures.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/tokenizer.h>
+
+#include <torch/torch.h>
+
+#include <QtTest/QtTest>
+
+using attnlab::Tokenizer;
+
+class TestTokenizer : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void specialIds();
+    void roundTrip_data();
+    void roundTrip();
+    void unknownCharactersWithoutByteFallback();
+    void piecesAndSurfaces();
+    void nfkcNormalisation();
+    void torchAndSentencePieceInOneProcess();
+    void missingAndCorruptModel();
+    void trainingErrors();
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<Tokenizer> m_tok;      // byte fallback on
+    std::unique_ptr<Tokenizer> m_plain;    // byte fallback off
+};
+
+void TestTokenizer::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    const std::string a = m_dir.path().toStdString() + "/fb";
+    const std::string b = m_dir.path().toStdString() + "/plain";
+    QDir().mkpath(QString::fromStdString(a));
+    QDir().mkpath(QString::fromStdString(b));
+    m_tok = std::make_unique<Tokenizer>(attnlab::testing::trainTokenizer(a, 400, true));
+    m_plain = std::make_unique<Tokenizer>(attnlab::testing::trainTokenizer(b, 200, false));
+    QVERIFY(QFileInfo(QString::fromStdString(Tokenizer::modulePath())).isFile());
+}
+
+void TestTokenizer::specialIds() {
+    QCOMPARE(m_tok->padId(), 0);
+    QCOMPARE(m_tok->unkId(), 1);
+    QCOMPARE(m_tok->bosId(), 2);
+    QCOMPARE(m_tok->eosId(), 3);
+    QCOMPARE(m_tok->vocabSize(), 400);
+    QCOMPARE(m_tok->idToPiece(3), std::string("</s>"));
+    QCOMPARE(m_tok->pieceToId("<s>"), 2);
+    QCOMPARE(m_tok->pieceToId("no-such-piece-xyz"), m_tok->unkId());
+    QVERIFY(m_tok->isByte(m_tok->pieceToId("<0xF0>")));
+}
+
+void TestTokenizer::roundTrip_data() {
+    QTest::addColumn<QString>("text");
+    QTest::newRow("umlauts") << QString::fromUtf8("Ein Mädchen läuft über die grüne Wiese an der Straße.");
+    QTest::newRow("capitals-umlauts") << QString::fromUtf8("ÄRGER, ÖL und ÜBERMUT: Größe zählt.");
+    QTest::newRow("digits") << QString::fromUtf8("Zwei Männer arbeiten seit 1998 an 42 Häusern für 3,50 €.");
+    QTest::newRow("emoji") << QString::fromUtf8("Der Hund 🐕 spielt mit einem Ball ⚽ 😀!");
+    QTest::newRow("outside-vocabulary") << QString::fromUtf8("Ψυχή, 東京, and Ꙭ — “quotes” ‰.");
+    QTest::newRow("single-char") << QString::fromUtf8("ß");
+}
+
+void TestTokenizer::roundTrip() {
+    QFETCH(QString, text);
+    const std::string s = text.toStdString();
+    const auto e = m_tok->encode(s);
+    QVERIFY(!e.ids.empty());
+    QCOMPARE(e.ids.size(), e.pieces.size());
+    for (size_t i = 0; i < e.ids.size(); ++i) {
+        QVERIFY(e.ids[i] >= 0 && e.ids[i] < m_tok->vocabSize());
+        QCOMPARE(m_tok->idToPiece(e.ids[i]), e.pieces[i]);
+        QVERIFY(e.ids[i] != m_tok->unkId());  // byte fallback: nothing becomes <unk>
+    }
+    // nmt_nfkc normalisation keeps all these characters, so the round trip is exact.
+    QCOMPARE(QString::fromStdString(m_tok->decode(e.ids)), text);
+}
+
+void TestTokenizer::unknownCharactersWithoutByteFallback() {
+    const std::string s = "Der Hund 🐕 und 東京 bellt.";
+    const auto e = m_plain->encode(s);
+    int unk = 0;
+    for (int id : e.ids) unk += id == m_plain->unkId();
+    QVERIFY2(unk >= 2, "the emoji and the CJK characters must map to <unk>");
+    const auto chars = m_plain->unknownCharacters(s);
+    QCOMPARE(chars, (std::vector<std::string>{"🐕", "東", "京"}));
+    // Known text decodes back unchanged, unknown parts become SentencePiece's ⁇.
+    QVERIFY(QString::fromStdString(m_plain->decode(e.ids)).startsWith("Der Hund"));
+    QVERIFY(m_plain->unknownCharacters("Der Hund bellt.").empty());
+    // With byte fallback the same characters are reported too (they were never seen in training).
+    QCOMPARE(m_tok->unknownCharacters(s), (std::vector<std::string>{"🐕", "東", "京"}));
+}
+
+void TestTokenizer::nfkcNormalisation() {
+    // SentencePiece's default nmt_nfkc normalisation folds compatibility characters: the round
+    // trip is exact only up to NFKC, which is what a model trained on such pieces sees.
+    QCOMPARE(QString::fromStdString(m_tok->decode(m_tok->encode("ǅ ﬁx").ids)), QString::fromUtf8("Dž fix"));
+}
+
+void TestTokenizer::piecesAndSurfaces() {
+    const std::string s = "Ein Hund läuft.";
+    const auto e = m_tok->encode(s);
+    QCOMPARE(e.surfaces.size(), e.pieces.size());
+    std::string joined;
+    for (const auto& x : e.surfaces) joined += x;
+    QCOMPARE(joined, s);  // surfaces cover the input
+    QVERIFY(e.pieces.front().rfind("\xE2\x96\x81", 0) == 0);  // the first piece starts with ▁
+}
+
+void TestTokenizer::torchAndSentencePieceInOneProcess() {
+    // Both libraries are live in this process: ids from SentencePiece index a LibTorch embedding.
+    const auto e = m_tok->encode("Zwei Katzen schlafen.");
+    auto ids = torch::tensor(std::vector<int64_t>(e.ids.begin(), e.ids.end()));
+    torch::nn::Embedding emb(m_tok->vocabSize(), 4);
+    auto out = emb(ids);
+    QCOMPARE(out.size(0), int64_t(e.ids.size()));
+    QVERIFY(torch::equal(out[0], emb->weight[e.ids[0]]));
+    QCOMPARE(m_tok->decode(std::vector<int>(e.ids.begin(), e.ids.end())), std::string("Zwei Katzen schlafen."));
+}
+
+void TestTokenizer::missingAndCorruptModel() {
+    try {
+        Tokenizer t("/nonexistent/spm.model");
+        QFAIL("no exception");
+    } catch (const attnlab::TokenizerError& e) {
+        QVERIFY2(QString(e.what()).contains("/nonexistent/spm.model: missing file"), e.what());
+    }
+    const std::string bad = m_dir.path().toStdString() + "/bad.model";
+    attnlab::testing::writeFile(bad, "this is not a protobuf");
+    try {
+        Tokenizer t(bad);
+        QFAIL("no exception");
+    } catch (const attnlab::TokenizerError& e) {
+        QVERIFY2(QString(e.what()).contains("not a usable SentencePiece model"), e.what());
+    }
+    // Ids outside the vocabulary are an error, not a crash.
+    try {
+        m_tok->decode({5, 100000});
+        QFAIL("no exception");
+    } catch (const attnlab::TokenizerError& e) {
+        QVERIFY2(QString(e.what()).contains("outside the vocabulary"), e.what());
+    }
+}
+
+void TestTokenizer::trainingErrors() {
+    attnlab::TokenizerTrainingOptions o;
+    o.input_files = {m_dir.path().toStdString() + "/missing.txt"};
+    o.model_prefix = m_dir.path().toStdString() + "/x";
+    try {
+        Tokenizer::train(o);
+        QFAIL("no exception");
+    } catch (const attnlab::TokenizerError& e) {
+        QVERIFY2(QString(e.what()).contains("missing.txt is missing"), e.what());
+    }
+    o.input_files = {m_dir.path().toStdString() + "/fb/corpus.txt"};
+    o.vocab_size = 2;
+    try {
+        Tokenizer::train(o);
+        QFAIL("no exception");
+    } catch (const attnlab::ConfigError& e) {
+        QVERIFY2(QString(e.what()).contains("vocab_size"), e.what());
+    }
+}
+
+QTEST_APPLESS_MAIN(TestTokenizer)
+#include "tst_tokenizer.moc"
