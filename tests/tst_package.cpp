@@ -1,0 +1,277 @@
+// Model packages: save -> load translates identically; every corrupt package gives its own message;
+// flipping and truncating bytes at many offsets never crashes the loader.
+#include "decoding/translator_impl.h"
+#include "fixtures.h"
+#include "package/package_io.h"
+#include "package/safetensors.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+#include <attnlab/translator.h>
+
+#include <QtTest/QtTest>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using attnlab::PackageError;
+using attnlab::Translator;
+
+class TestPackage : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void saveLoadTranslatesIdentically();
+    void halfPrecisionUpcasts();
+    void saveReplacesAtomically();
+    void corrupt_data();
+    void corrupt();
+    void fuzzNeverCrashes();
+
+private:
+    std::string copyGood(const std::string& name);
+    QTemporaryDir m_dir;
+    std::string m_tok, m_good;
+    attnlab::ModelConfig m_cfg;
+};
+
+void TestPackage::initTestCase() {
+    m_tok = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
+    m_cfg = attnlab::testing::smallConfig(400);
+    m_good = attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/good", m_tok, m_cfg);
+}
+
+std::string TestPackage::copyGood(const std::string& name) {
+    const std::string dst = m_dir.path().toStdString() + "/" + name;
+    fs::remove_all(dst);
+    fs::copy(m_good, dst, fs::copy_options::recursive);
+    return dst;
+}
+
+void TestPackage::saveLoadTranslatesIdentically() {
+    Translator a(m_good, {"cpu"});
+    // Parameters equal the saved random model bit for bit.
+    auto original = attnlab::testing::randomModel(m_cfg, 7);
+    auto loaded = a.impl().model->named_parameters();
+    for (const auto& p : original->named_parameters()) QVERIFY2(torch::equal(p.value(), loaded[p.key()]), p.key().c_str());
+    // Save what was loaded, load it again: same translations and attention.
+    const std::string again = m_dir.path().toStdString() + "/again";
+    attnlab::package::savePackage(again, a.impl().config, a.impl().model, m_tok);
+    Translator b(again, {"cpu"});
+    attnlab::DecodingOptions o;
+    o.beam_size = 3;
+    o.max_length = 12;
+    for (const char* s : {"Ein Mann läuft über die Straße.", "Zwei Kinder spielen 42 mal."}) {
+        auto ra = a.translate(s, o), rb = b.translate(s, o);
+        QCOMPARE(ra.best.ids, rb.best.ids);
+        QCOMPARE(ra.best.score, rb.best.score);
+        QCOMPARE(ra.cross, rb.cross);
+        QCOMPARE(ra.encoder_self, rb.encoder_self);
+    }
+    QCOMPARE(b.info().stored_dtype, std::string("F32"));
+    QCOMPARE(b.info().parameters.total, a.info().parameters.total);
+}
+
+void TestPackage::halfPrecisionUpcasts() {
+    const std::string dir = m_dir.path().toStdString() + "/half";
+    attnlab::testing::writeRandomPackage(dir, m_tok, m_cfg, 7, "F16");
+    QVERIFY(fs::file_size(dir + "/model.safetensors") < fs::file_size(m_good + "/model.safetensors"));
+    Translator t(dir, {"cpu"});
+    QCOMPARE(t.info().stored_dtype, std::string("F16+F32"));  // pos_table buffers stay F32
+    auto original = attnlab::testing::randomModel(m_cfg, 7);
+    auto loaded = t.impl().model->named_parameters();
+    for (const auto& p : original->named_parameters()) {
+        auto expected = p.value().to(torch::kFloat16).to(torch::kFloat32);
+        QVERIFY(torch::equal(loaded[p.key()], expected));
+        QCOMPARE(loaded[p.key()].scalar_type(), torch::kFloat32);
+    }
+}
+
+void TestPackage::saveReplacesAtomically() {
+    const std::string dir = copyGood("replace");
+    auto cfg = m_cfg;
+    auto m = attnlab::testing::randomModel(cfg, 99);
+    attnlab::package::savePackage(dir, attnlab::testing::packageConfig(cfg), m, m_tok);
+    Translator t(dir, {"cpu"});
+    QVERIFY(torch::equal(t.impl().model->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
+    // No temporary or backup directory is left behind.
+    int siblings = 0;
+    for (const auto& e : fs::directory_iterator(m_dir.path().toStdString()))
+        siblings += e.path().filename().string().rfind("replace", 0) == 0;
+    QCOMPARE(siblings, 1);
+    // A failing save (tokenizer missing) leaves the old package untouched.
+    try {
+        attnlab::package::savePackage(dir, attnlab::testing::packageConfig(cfg), m, "/nonexistent.model");
+        QFAIL("no exception");
+    } catch (const PackageError& e) {
+        QVERIFY2(QString(e.what()).contains("cannot copy into the package"), e.what());
+    }
+    Translator again(dir, {"cpu"});
+    QVERIFY(torch::equal(again.impl().model->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
+}
+
+namespace {
+using Mutation = std::function<void(const std::string& dir)>;
+
+void editConfig(const std::string& dir, const std::function<void(nlohmann::json&)>& f) {
+    auto j = nlohmann::json::parse(attnlab::testing::readFile(dir + "/config.json"));
+    f(j);
+    attnlab::testing::writeFile(dir + "/config.json", j.dump());
+}
+
+// Rewrites model.safetensors with the tensors `f` leaves.
+void editTensors(const std::string& dir, const std::function<void(std::vector<attnlab::safetensors::TensorView>&)>& f) {
+    const std::string path = dir + "/model.safetensors";
+    auto h = attnlab::safetensors::readHeader(path);
+    std::vector<std::vector<char>> data;
+    std::vector<attnlab::safetensors::TensorView> views;
+    for (const auto& t : h.tensors) data.push_back(attnlab::safetensors::readTensorBytes(h, t));
+    for (size_t i = 0; i < h.tensors.size(); ++i)
+        views.push_back({h.tensors[i].name, h.tensors[i].dtype, h.tensors[i].shape, data[i].data(), data[i].size()});
+    f(views);
+    attnlab::safetensors::write(path, views);
+}
+}  // namespace
+
+void TestPackage::corrupt_data() {
+    QTest::addColumn<int>("which");
+    QTest::addColumn<QString>("message");
+    const char* cases[][2] = {
+        {"no directory", "not a directory"},
+        {"no config", "config.json: missing file"},
+        {"malformed json", "config.json: malformed JSON"},
+        {"unknown version", "unknown format_version 99"},
+        {"missing field", "missing field 'd_inner'"},
+        {"wrong type", "field 'n_layers' must be an integer"},
+        {"no weights", "model.safetensors: missing file"},
+        {"no tokenizer", "tokenizer.model: missing file"},
+        {"corrupt tokenizer", "not a usable SentencePiece model"},
+        {"vocab mismatch", "n_src_vocab = 300 but tokenizer.model has 400"},
+        {"missing tensor", "missing tensor 'encoder.layer_stack.1.pos_ffn.w_2.bias'"},
+        {"unexpected tensor", "unexpected tensor 'trg_word_prj.weight' (the config ties it"},
+        {"wrong shape", "tensor 'decoder.layer_norm.weight' has shape [31] but the config needs [32]"},
+        {"wrong dtype", "has dtype I32; expected F32, F16 or BF16"},
+        {"truncated weights", "truncated file?"},
+        {"oversized header", "exceeds the 100 MB limit"},
+        {"nan weights", "contains NaN or infinite values"},
+        {"eos mismatch", "eos_idx = 5 but tokenizer.model has 3"},
+    };
+    for (int i = 0; i < int(sizeof(cases) / sizeof(cases[0])); ++i) QTest::newRow(cases[i][0]) << i << cases[i][1];
+}
+
+void TestPackage::corrupt() {
+    QFETCH(int, which);
+    QFETCH(QString, message);
+    const std::string dir = copyGood("corrupt" + std::to_string(which));
+    const std::string weights = dir + "/model.safetensors";
+    std::string target = dir;
+    switch (which) {
+        case 0: target = dir + "/nothing-here"; break;
+        case 1: fs::remove(dir + "/config.json"); break;
+        case 2: attnlab::testing::writeFile(dir + "/config.json", "{\"format_version\": 1,"); break;
+        case 3: editConfig(dir, [](auto& j) { j["format_version"] = 99; }); break;
+        case 4: editConfig(dir, [](auto& j) { j.erase("d_inner"); }); break;
+        case 5: editConfig(dir, [](auto& j) { j["n_layers"] = "two"; }); break;
+        case 6: fs::remove(weights); break;
+        case 7: fs::remove(dir + "/tokenizer.model"); break;
+        case 8: attnlab::testing::writeFile(dir + "/tokenizer.model", "garbage"); break;
+        case 9: editConfig(dir, [](auto& j) { j["n_src_vocab"] = 300; j["n_trg_vocab"] = 300; }); break;
+        case 10:
+            editTensors(dir, [](auto& v) {
+                v.erase(std::remove_if(v.begin(), v.end(), [](auto& t) { return t.name == "encoder.layer_stack.1.pos_ffn.w_2.bias"; }), v.end());
+            });
+            break;
+        case 11:
+            editTensors(dir, [](auto& v) {
+                auto emb = *std::find_if(v.begin(), v.end(), [](auto& t) { return t.name == "decoder.trg_word_emb.weight"; });
+                emb.name = "trg_word_prj.weight";
+                v.push_back(emb);
+            });
+            break;
+        case 12:
+            editTensors(dir, [](auto& v) {
+                for (auto& t : v)
+                    if (t.name == "decoder.layer_norm.weight") { t.shape = {31}; t.nbytes = 31 * 4; }
+            });
+            break;
+        case 13:
+            editTensors(dir, [](auto& v) {
+                for (auto& t : v)
+                    if (t.name == "decoder.layer_norm.bias") t.dtype = "I32";
+            });
+            break;
+        case 14: {
+            auto bytes = attnlab::testing::readFile(weights);
+            attnlab::testing::writeFile(weights, bytes.substr(0, bytes.size() - 100));
+            break;
+        }
+        case 15: {
+            auto bytes = attnlab::testing::readFile(weights);
+            bytes[6] = '\x01';  // header length += 2^48
+            attnlab::testing::writeFile(weights, bytes);
+            break;
+        }
+        case 16: {
+            std::vector<float> nan(32, std::numeric_limits<float>::quiet_NaN());
+            editTensors(dir, [&](auto& v) {
+                for (auto& t : v)
+                    if (t.name == "encoder.layer_norm.bias") t.data = nan.data();
+            });
+            break;
+        }
+        case 17: editConfig(dir, [](auto& j) { j["eos_idx"] = 5; }); break;
+    }
+    try {
+        Translator t(target, {"cpu"});
+        QFAIL("loaded a corrupt package");
+    } catch (const PackageError& e) {
+        QVERIFY2(QString(e.what()).contains(message), e.what());
+    }
+}
+
+void TestPackage::fuzzNeverCrashes() {
+    // Flip bytes and truncate at many offsets of model.safetensors and config.json: each load
+    // either succeeds or throws PackageError. A crash fails the whole test executable.
+    const std::string good_weights = attnlab::testing::readFile(m_good + "/model.safetensors");
+    const std::string good_config = attnlab::testing::readFile(m_good + "/config.json");
+    const std::string dir = copyGood("fuzz");
+    std::mt19937 rng(42);
+    int loaded = 0, rejected = 0;
+    auto attempt = [&] {
+        try {
+            Translator t(dir, {"cpu"});
+            ++loaded;
+        } catch (const PackageError&) {
+            ++rejected;
+        }
+    };
+    const uint64_t header_end = 8 + attnlab::safetensors::readHeader(m_good + "/model.safetensors").data_offset - 8;
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (int i = 0; i < 120; ++i) {
+        std::string w = good_weights;
+        // Mostly in the header, where a flip changes meaning; sometimes in the data.
+        const size_t at = (i % 4 == 3) ? rng() % w.size() : rng() % header_end;
+        w[at] = static_cast<char>(byte(rng));
+        attnlab::testing::writeFile(dir + "/model.safetensors", w);
+        attempt();
+    }
+    for (size_t cut : {size_t(0), size_t(3), size_t(8), size_t(9), size_t(header_end / 2), size_t(header_end - 1),
+                       size_t(header_end), size_t(header_end + 1), good_weights.size() / 2, good_weights.size() - 1}) {
+        attnlab::testing::writeFile(dir + "/model.safetensors", good_weights.substr(0, cut));
+        attempt();
+    }
+    attnlab::testing::writeFile(dir + "/model.safetensors", good_weights);
+    for (int i = 0; i < 60; ++i) {
+        std::string c = good_config;
+        if (i % 3 == 0) c = c.substr(0, rng() % c.size());
+        else c[rng() % c.size()] = static_cast<char>(byte(rng));
+        attnlab::testing::writeFile(dir + "/config.json", c);
+        attempt();
+    }
+    QVERIFY(rejected > 100);
+    qInfo("fuzz: %d loads, %d rejected with PackageError", loaded, rejected);
+}
+
+QTEST_APPLESS_MAIN(TestPackage)
+#include "tst_package.moc"
