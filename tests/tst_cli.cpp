@@ -1,0 +1,146 @@
+// attnlab-cli as a user runs it: translate from --text and stdin (order kept), the attention JSON
+// read back, inspect, and errors on stderr with a non-zero exit.
+#include "fixtures.h"
+
+#include <attnlab/translator.h>
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+struct Run {
+    int code = -1;
+    QString out, err;
+};
+
+Run cli(const QStringList& args, const QByteArray& input = {}) {
+    QProcess p;
+    p.start(ATTNLAB_CLI_PATH, args);
+    p.waitForStarted();
+    if (!input.isEmpty()) p.write(input);
+    p.closeWriteChannel();
+    p.waitForFinished(120000);
+    Run r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void helpForEverySubcommand();
+    void translateText();
+    void translateStdinKeepsOrderAndReportsBadLines();
+    void attentionJsonReadBack();
+    void inspect();
+    void errors();
+
+private:
+    QTemporaryDir m_dir;
+    QString m_pkg;
+};
+
+void TestCli::initTestCase() {
+    const std::string tok = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
+    auto cfg = attnlab::testing::smallConfig(400);
+    m_pkg = QString::fromStdString(attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, cfg));
+}
+
+void TestCli::helpForEverySubcommand() {
+    for (const QStringList& args : {QStringList{"--help"}, QStringList{"translate", "--help"}, QStringList{"inspect", "--help"}}) {
+        auto r = cli(args);
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("--") && r.out.contains("Usage") , qPrintable(r.out));
+    }
+    QVERIFY(cli({"translate", "--help"}).out.contains("--beam"));
+}
+
+void TestCli::translateText() {
+    // The CLI's translation equals the library's for the same options.
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.beam_size = 2;
+    o.max_length = 8;
+    const std::string expected = t.translate("Der Hund läuft.", o).best.text;
+    auto r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "2", "--max-len", "8", "--device", "cpu"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.out, QString::fromStdString(expected) + "\n");
+}
+
+void TestCli::translateStdinKeepsOrderAndReportsBadLines() {
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.beam_size = 1;
+    o.max_length = 6;
+    const QStringList lines = {"Ein Mann.", "Zwei mädchen spielt mit einem großen ball.", "", "Die katze schläft."};
+    auto r = cli({"translate", "-m", m_pkg, "--beam", "1", "--max-len", "6"}, lines.join("\n").toUtf8() + "\n");
+    QCOMPARE(r.code, 1);  // one bad line
+    QVERIFY2(r.err.contains("line 3: the sentence is empty"), qPrintable(r.err));
+    const QStringList out = r.out.split('\n');
+    QCOMPARE(out.size(), 5);  // 4 lines + trailing empty
+    for (int i : {0, 1, 3}) QCOMPARE(out[i], QString::fromStdString(t.translate(lines[i].toStdString(), o).best.text));
+    QCOMPARE(out[2], QString());
+}
+
+void TestCli::attentionJsonReadBack() {
+    const QString path = m_dir.path() + "/att.json";
+    auto r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "-t", "Die Frau läuft.", "--max-len", "5", "--attention", path});
+    QCOMPARE(r.code, 0);
+    auto j = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()));
+    QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-attention"));
+    QCOMPARE(j["version"].get<int>(), 1);
+    QCOMPARE(j["sentences"].size(), size_t(2));
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.max_length = 5;
+    for (int i = 0; i < 2; ++i) {
+        const auto& s = j["sentences"][i];
+        auto ref = t.translate(s["source"].get<std::string>(), o);
+        QCOMPARE(s["source_pieces"].get<std::vector<std::string>>(), ref.source_pieces);
+        QCOMPARE(s["target_pieces"].get<std::vector<std::string>>(), ref.best.pieces);
+        const auto& cross = s["attention"]["cross"];
+        QCOMPARE(cross.size(), size_t(2));
+        QCOMPARE(cross[0].size(), size_t(4));
+        QCOMPARE(cross[1][2].size(), ref.best.pieces.size());
+        QCOMPARE(cross[1][2][0].size(), ref.source_pieces.size());
+        QVERIFY(std::abs(cross[1][2][0][1].get<double>() - ref.cross[1][2][0][1]) < 1e-6);
+        QVERIFY(std::abs(s["attention"]["encoder_self"][0][3][1][0].get<double>() - ref.encoder_self[0][3][1][0]) < 1e-6);
+        QCOMPARE(s["steps"].size(), ref.best.ids.size());
+    }
+}
+
+void TestCli::inspect() {
+    auto r = cli({"inspect", "--model", m_pkg});
+    QCOMPARE(r.code, 0);
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    const QRegularExpression total(QString("\\n  total\\s+%1\\n").arg(t.info().parameters.total));
+    QVERIFY2(r.out.contains(total), qPrintable(r.out));
+    QVERIFY(r.out.contains("vocabulary     400 pieces"));
+    QVERIFY(r.out.contains("n_layers 2  n_head 4"));
+    QVERIFY(r.out.contains("device         cpu"));
+}
+
+void TestCli::errors() {
+    auto r = cli({"translate", "--model", m_dir.path() + "/nope", "--text", "Hallo"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("nope: not a directory"), qPrintable(r.err));
+    r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--beam", "0"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("beam_size = 0 is out of range"), qPrintable(r.err));
+    r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--device", "quantum"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("device 'quantum'"), qPrintable(r.err));
+    r = cli({"frobnicate"});
+    QVERIFY(r.code != 0);
+    r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--attention", m_dir.path() + "/no/such/dir/a.json"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("cannot be written"), qPrintable(r.err));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"
