@@ -1,0 +1,100 @@
+// Cached (incremental, keys/values kept) beam search against full-prefix recomputation (what the
+// reference's translator does), on the same model and sentences, beam 5, 20-token sources and
+// outputs of up to 20 tokens. Both variants run in this one process, one after the other, and
+// their outputs are compared: a mismatch aborts the benchmark.
+//
+// Model: ATTNLAB_BENCH_MODEL=<package dir> to use a trained package; otherwise a random model of
+// the bundled model's shape (3+3 layers, d_model 256, 8 heads, d_inner 1024, vocabulary 8000).
+//
+//   build/bin/bench_decoding --benchmark_repetitions=3
+#include "decoding/search.h"
+#include "decoding/translator_impl.h"
+
+#include <attnlab/translator.h>
+
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+namespace {
+using namespace attnlab;
+
+struct Setup {
+    model::Transformer model{nullptr};
+    std::unique_ptr<Translator> translator;
+    torch::Tensor src;  // [8, 20]
+    decoding::SearchOptions options;
+    std::vector<std::vector<decoding::Hyp>> cached_result;
+};
+
+Setup& setup() {
+    static Setup s = [] {
+        Setup s;
+        setComputeThreads(0);
+        int64_t vocab = 8000;
+        if (const char* dir = std::getenv("ATTNLAB_BENCH_MODEL"); dir && *dir) {
+            s.translator = std::make_unique<Translator>(dir, TranslatorOptions{"cpu"});
+            s.model = s.translator->impl().model;
+            vocab = s.model->config().n_trg_vocab;
+        } else {
+            ModelConfig c;
+            c.n_src_vocab = c.n_trg_vocab = vocab;
+            c.d_word_vec = c.d_model = 256;
+            c.d_inner = 1024;
+            c.n_layers = 3;
+            c.n_head = 8;
+            c.d_k = c.d_v = 32;
+            c.scale_emb_or_prj = "emb";
+            torch::manual_seed(1);
+            s.model = model::Transformer(c);
+        }
+        s.model->eval();
+        torch::manual_seed(2);
+        s.src = torch::randint(4, vocab, {8, 20});
+        s.src.select(1, 19).fill_(3);  // </s>
+        s.options.beam_size = 5;
+        s.options.nbest = 1;
+        s.options.max_lengths.assign(8, 20);
+        return s;
+    }();
+    return s;
+}
+
+std::vector<std::vector<decoding::Hyp>> run(decoding::StepperKind kind, int64_t sentences) {
+    Setup& s = setup();
+    torch::NoGradGuard g;
+    auto src = s.src.slice(0, 0, sentences);
+    auto stepper = decoding::makeStepper(kind, s.model, src);
+    auto o = s.options;
+    o.max_lengths.resize(sentences);
+    return decoding::beamSearch(*stepper, sentences, o);
+}
+
+void BM_BeamSearch(benchmark::State& state) {
+    const auto kind = state.range(0) == 0 ? decoding::StepperKind::Cached : decoding::StepperKind::Full;
+    const int64_t batch = state.range(1);
+    std::vector<std::vector<decoding::Hyp>> out;
+    for (auto _ : state) out = run(kind, batch);
+    // Identical outputs: compare with the cached search on the same sentences.
+    auto reference = run(decoding::StepperKind::Cached, batch);
+    for (size_t i = 0; i < out.size(); ++i)
+        if (out[i][0].tokens != reference[i][0].tokens) {
+            state.SkipWithError("cached and full recomputation disagree");
+            return;
+        }
+    int64_t tokens = 0;
+    for (const auto& h : out) tokens += static_cast<int64_t>(h[0].tokens.size());
+    state.counters["sentences/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["out_tokens"] = double(tokens);
+}
+
+}  // namespace
+
+// Args: {0 = cached, 1 = full recomputation}, {sentences per batch}.
+BENCHMARK(BM_BeamSearch)->ArgNames({"full", "batch"})->Args({0, 1})->Args({1, 1})->Args({0, 8})->Args({1, 8})
+    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+BENCHMARK_MAIN();
