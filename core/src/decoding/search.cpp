@@ -41,10 +41,12 @@ public:
         m_enc = m->encoder(src, m_src_mask);
     }
     torch::Tensor logProbs(const torch::Tensor& prefix) override {
+        // As the reference's translator: decoder and projection over the whole prefix, softmax,
+        // and only then the last position.
         auto trg_mask = model::decoderMask(prefix, m_model->config().trg_pad_idx);
         auto dec = m_model->decoder(prefix, trg_mask, m_enc, m_src_mask);
-        auto last = dec.select(1, prefix.size(1) - 1);
-        return torch::log_softmax(m_model->project(last), -1);
+        auto logp = torch::log_softmax(m_model->project(dec), -1);
+        return logp.select(1, prefix.size(1) - 1);
     }
     void select(const torch::Tensor& index) override {
         m_enc = m_enc.index_select(0, index);
@@ -156,10 +158,20 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
         }
         const int64_t A = static_cast<int64_t>(active.size());
         const int64_t V = logp.size(1);
-        auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(logp.device());
-        auto cand = (logp.to(torch::kFloat64) + score_t.unsqueeze(1)).view({A, K * V});
+        // The best 2K continuations of a sentence are among the best 2K of each of its beams:
+        // a top-k per row over the vocabulary, then one over K x 2K candidates (much cheaper than
+        // one top-k over K x V). Scores accumulate in double precision.
         const int64_t width = std::min<int64_t>(2 * K, K * V);
-        auto [vals, idx] = cand.topk(width, 1);
+        const int64_t per_row = std::min<int64_t>(width, V);
+        auto [row_vals, row_idx] = logp.topk(per_row, 1);  // [A*K, per_row]
+        auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(logp.device());
+        auto cand = (row_vals.to(torch::kFloat64) + score_t.unsqueeze(1)).view({A, K * per_row});
+        auto [vals, pos] = cand.topk(width, 1);
+        // Back to indices over K x V: beam = pos / per_row, token = row_idx[beam row, pos % per_row].
+        auto beam_of = pos.div(per_row, "floor");
+        auto rows = beam_of + torch::arange(A, pos.options()).unsqueeze(1) * K;
+        auto tok = row_idx.index({rows.reshape(-1), pos.remainder(per_row).reshape(-1)}).view({A, width});
+        auto idx = beam_of * V + tok;
         auto vals_cpu = vals.to(torch::kCPU);
         auto idx_cpu = idx.to(torch::kCPU);
         auto vp = vals_cpu.accessor<double, 2>();

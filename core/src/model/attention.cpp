@@ -9,10 +9,17 @@ namespace attnlab::model {
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
     double temperature, torch::nn::Dropout& dropout) {
-    auto scores = torch::matmul(q / temperature, k.transpose(2, 3));
+    // One query per row (a cached decoding step): LibTorch 1.13's CPU bmm loops over the
+    // batch x heads matrices one small GEMM at a time, which made these products most of a
+    // decoding step; a broadcast multiply and a sum is one kernel each. Same arithmetic.
+    const bool single_query = q.size(2) == 1;
+    auto scores = single_query ? ((q / temperature) * k).sum(-1).unsqueeze(2)       // [b,h,1,lk]
+                               : torch::matmul(q / temperature, k.transpose(2, 3));
     if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -1e9);  // ref: mask == 0
     auto probs = torch::softmax(scores, -1);
-    auto out = torch::matmul(dropout->is_training() ? dropout(probs) : probs, v);
+    auto p = dropout->is_training() ? dropout(probs) : probs;
+    auto out = single_query ? (p.transpose(2, 3) * v).sum(2, /*keepdim=*/true)     // [b,h,1,dv]
+                            : torch::matmul(p, v);
     return {out, probs};
 }
 
