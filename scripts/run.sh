@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets everything up (scripts/setup.sh) and runs AttnLab's main job: the desktop app on the
+# bundled model. Until the app is built, translates the example sentences with attnlab-cli.
+#   scripts/run.sh [app or CLI arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+if [ -x build/bin/attnlab ]; then
+  exec build/bin/attnlab "$@"
+fi
+if [ $# -eq 0 ] && ! build/bin/attnlab-cli inspect >/dev/null 2>&1; then
+  echo "run: no bundled model in resources/models/ yet; pass one: scripts/run.sh --model DIR" >&2
+  build/bin/attnlab-cli --help
+  exit 1
+fi
+build/bin/attnlab-cli inspect "$@"
+build/bin/attnlab-cli translate --beam 5 "$@" < resources/examples/de.txt
