@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
   libbenchmark-dev                  # micro-benchmarks
+  python3-torch                     # the Python reference cross-check (tests/tst_reference_python.cpp)
 )
 missing=()
 for p in "${packages[@]}"; do

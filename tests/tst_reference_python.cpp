@@ -1,0 +1,97 @@
+// AttnLab's numbers against an independent Python implementation of the reference model
+// (scripts/reference_forward.py, Debian's python3-torch): per-step probabilities and every
+// attention map of translations, for each weight-sharing / scaling variant. Skipped, with a
+// message, where python3-torch is not installed.
+#include "fixtures.h"
+
+#include <attnlab/translator.h>
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+class TestReferencePython : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void matchesReference_data();
+    void matchesReference();
+
+private:
+    QTemporaryDir m_dir;
+    std::string m_tok;
+    QString m_python = "/usr/bin/python3";
+};
+
+void TestReferencePython::initTestCase() {
+    QProcess probe;
+    probe.start(m_python, {"-c", "import torch, numpy"});
+    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0)
+        QSKIP("python3-torch is not installed (apt-get install python3-torch): reference cross-check skipped");
+    m_tok = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
+}
+
+void TestReferencePython::matchesReference_data() {
+    QTest::addColumn<QString>("scale");
+    QTest::addColumn<bool>("shared");
+    QTest::newRow("emb, shared") << "emb" << true;
+    QTest::newRow("prj, shared") << "prj" << true;
+    QTest::newRow("none, separate") << "none" << false;
+}
+
+void TestReferencePython::matchesReference() {
+    QFETCH(QString, scale);
+    QFETCH(bool, shared);
+    auto cfg = attnlab::testing::smallConfig(400);
+    cfg.scale_emb_or_prj = scale.toStdString();
+    cfg.trg_emb_prj_weight_sharing = cfg.emb_src_trg_weight_sharing = shared;
+    const std::string pkg = m_dir.path().toStdString() + "/pkg-" + scale.toStdString();
+    attnlab::testing::writeRandomPackage(pkg, m_tok, cfg, 21);
+    attnlab::Translator t(pkg, {"cpu"});
+    attnlab::DecodingOptions o;
+    o.beam_size = 3;
+    o.max_length = 8;
+    o.top_k_candidates = 1;
+    auto results = t.translateBatch({"Ein Mann läuft über die Straße.", "Zwei mädchen spielt mit 42 bällen 🐕."}, o);
+
+    json in;
+    for (const auto& r : results) {
+        std::vector<int> dec_in{2};
+        for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) dec_in.push_back(r.best.ids[i]);
+        in["sentences"].push_back({{"source_ids", r.source_ids}, {"decoder_input_ids", dec_in}, {"target_ids", r.best.ids}});
+    }
+    const QString in_path = m_dir.path() + "/in.json", out_path = m_dir.path() + "/out.json";
+    attnlab::testing::writeFile(in_path.toStdString(), in.dump());
+    QProcess p;
+    p.start(m_python, {QString(ATTNLAB_SOURCE_DIR) + "/scripts/reference_forward.py", "--model", QString::fromStdString(pkg),
+                       "--input", in_path, "--output", out_path});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const json out = json::parse(attnlab::testing::readFile(out_path.toStdString()));
+
+    double worst = 0;
+    auto compare = [&](const attnlab::LayerHeadMaps& ours, const json& ref) {
+        QCOMPARE(ref.size(), ours.size());
+        for (size_t l = 0; l < ours.size(); ++l)
+            for (size_t h = 0; h < ours[l].size(); ++h)
+                for (size_t i = 0; i < ours[l][h].size(); ++i)
+                    for (size_t j = 0; j < ours[l][h][i].size(); ++j)
+                        worst = std::max(worst, std::abs(ours[l][h][i][j] - ref[l][h][i][j].get<double>()));
+    };
+    for (size_t s = 0; s < results.size(); ++s) {
+        const auto& r = results[s];
+        const json& ref = out["sentences"][s];
+        compare(r.encoder_self, ref["encoder_self"]);
+        compare(r.decoder_self, ref["decoder_self"]);
+        compare(r.cross, ref["cross"]);
+        for (size_t i = 0; i < r.steps.size(); ++i)
+            worst = std::max(worst, std::abs(r.steps[i].chosen_probability - ref["probs_of_targets"][i].get<double>()));
+    }
+    qInfo("largest difference from the Python reference: %.3g", worst);
+    QVERIFY2(worst < 1e-6, qPrintable(QString("largest difference %1").arg(worst)));
+}
+
+QTEST_GUILESS_MAIN(TestReferencePython)
+#include "tst_reference_python.moc"
