@@ -18,6 +18,7 @@ private Q_SLOTS:
     void initTestCase();
     void matchesReference_data();
     void matchesReference();
+    void convertsReferenceCheckpoint();
 
 private:
     QTemporaryDir m_dir;
@@ -91,6 +92,43 @@ void TestReferencePython::matchesReference() {
     }
     qInfo("largest difference from the Python reference: %.3g", worst);
     QVERIFY2(worst < 1e-6, qPrintable(QString("largest difference %1").arg(worst)));
+}
+
+void TestReferencePython::convertsReferenceCheckpoint() {
+    // A checkpoint laid out as the reference's train.py saves it (tied tensors under all three
+    // keys, settings as an argparse Namespace), made from one of our packages, converted back by
+    // scripts/convert_reference_checkpoint.py: the result translates identically.
+    auto cfg = attnlab::testing::smallConfig(400);
+    const std::string pkg = m_dir.path().toStdString() + "/orig";
+    attnlab::testing::writeRandomPackage(pkg, m_tok, cfg, 33);
+    const QString ckpt = m_dir.path() + "/model.chkpt", out = m_dir.path() + "/converted";
+    const QString make = QString(R"(
+import argparse, json, sys, torch
+sys.path.insert(0, "%1/scripts")
+from reference_forward import load_safetensors
+c = json.load(open("%2/config.json")); w = load_safetensors("%2/model.safetensors")
+w["trg_word_prj.weight"] = w["decoder.trg_word_emb.weight"]; w["encoder.src_word_emb.weight"] = w["decoder.trg_word_emb.weight"]
+o = argparse.Namespace(src_vocab_size=c["n_src_vocab"], trg_vocab_size=c["n_trg_vocab"], src_pad_idx=c["src_pad_idx"], trg_pad_idx=c["trg_pad_idx"],
+    d_word_vec=c["d_word_vec"], d_model=c["d_model"], d_inner_hid=c["d_inner"], n_layers=c["n_layers"], n_head=c["n_head"], d_k=c["d_k"], d_v=c["d_v"],
+    dropout=c["dropout"], proj_share_weight=True, embs_share_weight=True, scale_emb_or_prj=c["scale_emb_or_prj"])
+torch.save({"epoch": 3, "settings": o, "model": w}, "%3")
+)").arg(ATTNLAB_SOURCE_DIR, QString::fromStdString(pkg), ckpt);
+    QProcess p;
+    p.start(m_python, {"-c", make});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    p.start(m_python, {QString(ATTNLAB_SOURCE_DIR) + "/scripts/convert_reference_checkpoint.py", ckpt,
+                       QString::fromStdString(m_tok), out, "--no-source-bos"});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    attnlab::Translator a(pkg, {"cpu"}), b(out.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.max_length = 8;
+    for (const char* s : {"Der Hund läuft.", "Eine Frau hält ihre Hände."}) {
+        auto ra = a.translate(s, o), rb = b.translate(s, o);
+        QCOMPARE(rb.best.ids, ra.best.ids);
+        QCOMPARE(rb.cross, ra.cross);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestReferencePython)
