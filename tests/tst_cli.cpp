@@ -39,6 +39,7 @@ private Q_SLOTS:
     void attentionJsonReadBack();
     void inspect();
     void errors();
+    void corruptTokenizerIsAnError();
 
 private:
     QTemporaryDir m_dir;
@@ -140,6 +141,20 @@ void TestCli::errors() {
     r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--attention", m_dir.path() + "/no/such/dir/a.json"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("cannot be written"), qPrintable(r.err));
+}
+
+void TestCli::corruptTokenizerIsAnError() {
+    // SentencePiece logs through std::cerr when it rejects a model; the CLI (which uses std::cerr
+    // itself) must report the error, not crash.
+    const QString bad = m_dir.path() + "/badtok";
+    QDir().mkpath(bad);
+    for (const char* f : {"config.json", "model.safetensors"}) QFile::copy(m_pkg + "/" + f, bad + "/" + f);
+    std::string tok = attnlab::testing::readFile((m_pkg + "/tokenizer.model").toStdString());
+    for (size_t i = 10; i < tok.size(); i += 97) tok[i] = static_cast<char>(tok[i] ^ 0x5a);
+    attnlab::testing::writeFile((bad + "/tokenizer.model").toStdString(), tok);
+    auto r = cli({"translate", "--model", bad, "--text", "Hallo"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("tokenizer.model"), qPrintable(r.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

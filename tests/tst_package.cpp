@@ -231,7 +231,8 @@ void TestPackage::corrupt() {
 }
 
 void TestPackage::fuzzNeverCrashes() {
-    // Flip bytes and truncate at many offsets of model.safetensors and config.json: each load
+    // Flip bytes and truncate at many offsets of model.safetensors, config.json and
+    // tokenizer.model: each load
     // either succeeds or throws PackageError. A crash fails the whole test executable.
     const std::string good_weights = attnlab::testing::readFile(m_good + "/model.safetensors");
     const std::string good_config = attnlab::testing::readFile(m_good + "/config.json");
@@ -267,6 +268,15 @@ void TestPackage::fuzzNeverCrashes() {
         if (i % 3 == 0) c = c.substr(0, rng() % c.size());
         else c[rng() % c.size()] = static_cast<char>(byte(rng));
         attnlab::testing::writeFile(dir + "/config.json", c);
+        attempt();
+    }
+    attnlab::testing::writeFile(dir + "/config.json", good_config);
+    const std::string good_tok = attnlab::testing::readFile(m_good + "/tokenizer.model");
+    for (int i = 0; i < 60; ++i) {
+        std::string t = good_tok;
+        if (i % 3 == 0) t = t.substr(0, rng() % t.size());
+        else for (int k = 0; k < 1 + i % 5; ++k) t[rng() % t.size()] = static_cast<char>(byte(rng));
+        attnlab::testing::writeFile(dir + "/tokenizer.model", t);
         attempt();
     }
     QVERIFY(rejected > 100);

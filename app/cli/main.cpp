@@ -1,7 +1,10 @@
 // attnlab-cli: translate and inspect with AttnLab models. Only wiring: every behaviour lives in
 // attnlab_core.
 #include <attnlab/errors.h>
+#include <attnlab/metrics.h>
 #include <attnlab/package.h>
+#include <attnlab/text_io.h>
+#include <attnlab/trainer.h>
 #include <attnlab/result_json.h>
 #include <attnlab/translator.h>
 
@@ -9,8 +12,13 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
+#include <fstream>
+
 #include <cstdio>
 #include <iomanip>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -99,6 +107,86 @@ int runTranslate(const CommonOptions& common, const std::vector<std::string>& te
     return status;
 }
 
+// Set by SIGINT/SIGTERM; the trainer polls it after every step, saves and returns. A signal
+// handler can only reach a static.
+std::atomic<bool> g_stop_requested{false};
+extern "C" void onStopSignal(int) { g_stop_requested.store(true); }
+
+std::string clock(double seconds) {
+    if (seconds < 0) return "?";
+    const long s = static_cast<long>(seconds);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+    return buf;
+}
+
+int runTrain(const attnlab::TrainingOptions& options) {
+    options.validate();
+    std::signal(SIGINT, onStopSignal);
+    std::signal(SIGTERM, onStopSignal);
+    const bool tty = isatty(STDERR_FILENO);
+    auto progress = [&](const attnlab::TrainingProgress& p) {
+        if (!p.message.empty()) {
+            std::cerr << (tty ? "\r\033[K" : "") << p.message << "\n";
+            return;
+        }
+        const int width = 20;
+        const int filled = p.batches_per_epoch ? static_cast<int>(width * p.batch_in_epoch / p.batches_per_epoch) : 0;
+        std::ostringstream line;
+        line << "epoch " << p.epoch << " [" << std::string(filled, '#') << std::string(width - filled, '-') << "] "
+             << p.batch_in_epoch << "/" << p.batches_per_epoch << "  step " << p.step << "  loss " << std::fixed
+             << std::setprecision(3) << p.loss << "  lr " << std::scientific << std::setprecision(2) << p.learning_rate
+             << std::fixed << std::setprecision(0) << "  " << p.target_tokens_per_second << " tok/s  elapsed "
+             << clock(p.elapsed_seconds) << "  ETA " << clock(p.eta_seconds);
+        std::cerr << (tty ? "\r\033[K" : "") << line.str() << (tty ? "" : "\n") << std::flush;
+    };
+    const auto summary = attnlab::train(options, progress, &g_stop_requested);
+    std::cerr << (tty ? "\n" : "") << (summary.stopped_early ? "stopped (checkpoint saved; continue with --resume) after "
+                                                              : "finished after ")
+              << summary.steps << " steps, " << summary.epochs_completed << " epochs, " << clock(summary.seconds)
+              << "; best validation BLEU " << std::fixed << std::setprecision(2) << summary.best_valid_bleu
+              << "\nmodel package: " << summary.package_dir << "\n";
+    return 0;
+}
+
+int runEval(const CommonOptions& common, const std::string& src, const std::string& ref, attnlab::DecodingOptions d) {
+    d.return_attention = false;
+    d.top_k_candidates = 0;
+    d.validate();
+    const auto sources = attnlab::readTextLines(src), refs = attnlab::readTextLines(ref);
+    if (sources.size() != refs.size())
+        throw attnlab::InputError("mismatched files: " + src + " has " + std::to_string(sources.size()) + " lines but " + ref +
+                                  " has " + std::to_string(refs.size()));
+    auto translator = load(common);
+    std::vector<std::string> hyps(sources.size());
+    std::vector<std::string> valid;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < sources.size(); ++i) {
+        if (std::string why = translator.checkInput(sources[i]); !why.empty())
+            std::cerr << "attnlab-cli: " << src << " line " << i + 1 << ": " << why << " (scored as an empty translation)\n";
+        else {
+            valid.push_back(sources[i]);
+            where.push_back(i);
+        }
+    }
+    const bool tty = isatty(STDERR_FILENO);
+    auto results = translator.translateBatch(valid, d, [&](const attnlab::StepProgress& p) {
+        if (tty) std::cerr << "\rtranslating " << p.sentence_end << "/" << p.sentences_total << std::flush;
+        return true;
+    });
+    if (tty) std::cerr << "\r\033[K";
+    for (size_t i = 0; i < results.size(); ++i) hyps[where[i]] = results[i].best.text;
+    const auto bleu = attnlab::corpusBleu(hyps, refs);
+    std::cout << "BLEU = " << std::fixed << std::setprecision(2) << bleu.score << " " << bleu.precisions[0] << "/"
+              << bleu.precisions[1] << "/" << bleu.precisions[2] << "/" << bleu.precisions[3]
+              << " (BP = " << std::setprecision(3) << bleu.brevity_penalty << " ratio = "
+              << double(bleu.sys_len) / double(std::max<int64_t>(bleu.ref_len, 1)) << " hyp_len = " << bleu.sys_len
+              << " ref_len = " << bleu.ref_len << ")\n"
+              << "signature: " << bleu.signature << "\n"
+              << "chrF2 = " << std::setprecision(2) << attnlab::corpusChrf(hyps, refs) << "\n";
+    return 0;
+}
+
 int runInspect(const CommonOptions& common) {
     auto translator = load(common);
     const auto& i = translator.info();
@@ -162,6 +250,59 @@ int main(int argc, char** argv) {
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
 
+    attnlab::TrainingOptions topt;
+    auto* train = app.add_subcommand("train", "Train a model on a parallel corpus and write a model package");
+    train->add_option("--data", topt.data_dir, "Directory with train.<src>(.gz), train.<tgt>, val.<src>, val.<tgt>");
+    train->add_option("--src", topt.src_lang, "Source language suffix")->capture_default_str();
+    train->add_option("--tgt", topt.tgt_lang, "Target language suffix")->capture_default_str();
+    train->add_option("--train-src", topt.train_src, "Training source file (overrides --data)");
+    train->add_option("--train-tgt", topt.train_tgt, "Training target file");
+    train->add_option("--valid-src", topt.valid_src, "Validation source file");
+    train->add_option("--valid-tgt", topt.valid_tgt, "Validation target file");
+    train->add_option("--output,-o", topt.output_dir, "Output directory (checkpoints, logs, model/)")->required();
+    train->add_option("--tokenizer", topt.tokenizer, "Reuse this SentencePiece model instead of training one");
+    train->add_option("--vocab-size", topt.vocab_size, "Joint SentencePiece vocabulary size")->capture_default_str();
+    train->add_option("--max-len", topt.max_tokens_per_sentence, "Skip pairs longer than this many pieces")->capture_default_str();
+    auto& m = topt.model;
+    train->add_option("--layers", m.n_layers, "n_layers")->capture_default_str();
+    train->add_option("--heads", m.n_head, "n_head")->capture_default_str();
+    train->add_option("--d-model", m.d_model, "d_model (= d_word_vec)")->capture_default_str();
+    train->add_option("--d-inner", m.d_inner, "d_inner")->capture_default_str();
+    train->add_option("--d-k", m.d_k, "d_k")->capture_default_str();
+    train->add_option("--d-v", m.d_v, "d_v")->capture_default_str();
+    train->add_option("--dropout", m.dropout, "dropout")->capture_default_str();
+    train->add_option("--n-position", m.n_position, "n_position")->capture_default_str();
+    train->add_option("--share-proj", m.trg_emb_prj_weight_sharing, "trg_emb_prj_weight_sharing (true/false)")->capture_default_str();
+    train->add_option("--share-emb", m.emb_src_trg_weight_sharing, "emb_src_trg_weight_sharing (true/false)")->capture_default_str();
+    train->add_option("--scale-emb-or-prj", m.scale_emb_or_prj, "emb | prj | none")->capture_default_str();
+    train->add_option("--batch-tokens", topt.batch_tokens, "Tokens per batch")->capture_default_str();
+    train->add_option("--label-smoothing", topt.label_smoothing, "epsilon")->capture_default_str();
+    train->add_option("--lr-mul", topt.lr_mul, "Learning-rate multiplier of the warm-up schedule")->capture_default_str();
+    train->add_option("--warmup", topt.warmup_steps, "Warm-up steps")->capture_default_str();
+    train->add_option("--clip-norm", topt.clip_norm, "Gradient clipping norm (0 = off)")->capture_default_str();
+    train->add_option("--seed", topt.seed, "Random seed")->capture_default_str();
+    train->add_option("--threads", topt.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
+    train->add_option("--epochs", topt.epochs, "Stop after this many epochs")->capture_default_str();
+    train->add_option("--max-steps", topt.max_steps, "Stop after this many steps")->capture_default_str();
+    train->add_option("--time-budget", topt.time_budget_minutes, "Stop after this many minutes of training (all sessions)")
+        ->capture_default_str();
+    train->add_option("--save-every-minutes", topt.save_every_minutes, "Checkpoint interval")->capture_default_str();
+    train->add_option("--log-every", topt.log_every_steps, "Steps between progress lines / steps.tsv rows")->capture_default_str();
+    train->add_option("--valid-bleu-sentences", topt.valid_bleu_sentences, "Validation sentences translated for BLEU (0 = all)")
+        ->capture_default_str();
+    train->add_option("--valid-beam", topt.valid_beam, "Beam of the validation BLEU")->capture_default_str();
+    train->add_flag("--resume", topt.resume, "Continue from OUTPUT/checkpoints/latest");
+
+    std::string eval_src, eval_ref;
+    attnlab::DecodingOptions eval_decoding;
+    auto* eval = app.add_subcommand("eval", "Translate a file and score it: corpus BLEU (sacreBLEU's default) and chrF");
+    addCommon(eval, common);
+    eval->add_option("--src", eval_src, "Source sentences, one per line")->required();
+    eval->add_option("--ref", eval_ref, "Reference translations, one per line")->required();
+    eval->add_option("--beam", eval_decoding.beam_size, "Beam size")->capture_default_str();
+    eval->add_option("--alpha", eval_decoding.length_penalty, "Length penalty")->capture_default_str();
+    eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -174,6 +315,11 @@ int main(int argc, char** argv) {
             return runTranslate(common, texts, decoding, attention_path);
         }
         if (inspect->parsed()) return runInspect(common);
+        if (train->parsed()) {
+            topt.model.d_word_vec = topt.model.d_model;
+            return runTrain(topt);
+        }
+        if (eval->parsed()) return runEval(common, eval_src, eval_ref, eval_decoding);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

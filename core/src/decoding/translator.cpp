@@ -100,6 +100,15 @@ Translator::Impl::Impl(const std::string& dir, const TranslatorOptions& options)
     info.load_seconds = secondsSince(t0);
 }
 
+Translator::Impl::Impl(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<Tokenizer> tok)
+    : config(cfg), tokenizer(std::move(tok)), model(std::move(m)), device(torch::kCPU) {
+    device = model->decoder->trg_word_emb->weight.device();
+    info.config = config;
+    info.vocab_size = tokenizer->vocabSize();
+    info.device = device.str();
+    info.parameters = countParameters();
+}
+
 ParameterCounts Translator::Impl::countParameters() const {
     ParameterCounts c;
     for (const auto& p : model->named_parameters()) {

@@ -14,6 +14,8 @@ torch::Device resolveDevice(const std::string& name);
 
 struct Translator::Impl {
     Impl(const std::string& dir, const TranslatorOptions& options);
+    // Around a model in memory (the trainer's validation); the model is shared, not copied.
+    Impl(const PackageConfig& config, model::Transformer model, std::unique_ptr<Tokenizer> tokenizer);
 
     struct Source {
         std::string text;

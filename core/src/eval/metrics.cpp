@@ -1,0 +1,177 @@
+// ref: sacreBLEU 2.x (mjpost/sacrebleu): tokenizers/tokenizer_13a.py, metrics/bleu.py, metrics/chrf.py.
+#include <attnlab/errors.h>
+#include <attnlab/metrics.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace attnlab {
+
+namespace {
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+    for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+}
+
+bool isTokenPunct(unsigned char c) {
+    // [\{-\~\[-\` -\&\(-\+\:-\@\/]
+    return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2B) ||
+           (c >= 0x3A && c <= 0x40) || c == '/';
+}
+
+std::vector<std::string> split(const std::string& s) {
+    std::istringstream in(s);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+std::map<std::vector<std::string>, int> ngrams(const std::vector<std::string>& w, int n) {
+    std::map<std::vector<std::string>, int> m;
+    for (size_t i = 0; i + n <= w.size(); ++i) ++m[std::vector<std::string>(w.begin() + i, w.begin() + i + n)];
+    return m;
+}
+
+std::u32string toCodepoints(const std::string& s) {
+    std::u32string out;
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        if (i + len > s.size()) len = 1;
+        char32_t cp = len == 1 ? c : (c & (0x7F >> len));
+        for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+        out.push_back(cp);
+        i += len;
+    }
+    return out;
+}
+
+bool isSpace32(char32_t c) {
+    // Python's str.split() whitespace (the common ones).
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x85 || c == 0xA0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000 || (c >= 0x1C && c <= 0x1F);
+}
+}  // namespace
+
+std::string tokenize13a(const std::string& input) {
+    std::string line = input;
+    replaceAll(line, "<skipped>", "");
+    replaceAll(line, "-\n", "");
+    replaceAll(line, "\n", " ");
+    if (line.find('&') != std::string::npos) {
+        replaceAll(line, "&quot;", "\"");
+        replaceAll(line, "&amp;", "&");
+        replaceAll(line, "&lt;", "<");
+        replaceAll(line, "&gt;", ">");
+    }
+    std::string spaced = " ";
+    for (unsigned char c : line) {
+        if (isTokenPunct(c)) {
+            spaced += ' ';
+            spaced += static_cast<char>(c);
+            spaced += ' ';
+        } else {
+            spaced += static_cast<char>(c);
+        }
+    }
+    spaced += ' ';
+    static const std::regex period_after_nondigit("([^0-9])([\\.,])");
+    static const std::regex period_before_nondigit("([\\.,])([^0-9])");
+    static const std::regex dash_after_digit("([0-9])(-)");
+    spaced = std::regex_replace(spaced, period_after_nondigit, "$1 $2 ");
+    spaced = std::regex_replace(spaced, period_before_nondigit, " $1 $2");
+    spaced = std::regex_replace(spaced, dash_after_digit, "$1 $2 ");
+    const auto words = split(spaced);
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+    return out;
+}
+
+BleuScore corpusBleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+    if (hyps.size() != refs.size())
+        throw InputError("BLEU: " + std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
+                         " references");
+    int64_t correct[4] = {0, 0, 0, 0}, total[4] = {0, 0, 0, 0};
+    BleuScore b;
+    for (size_t i = 0; i < hyps.size(); ++i) {
+        const auto h = split(tokenize13a(hyps[i])), r = split(tokenize13a(refs[i]));
+        b.sys_len += static_cast<int64_t>(h.size());
+        b.ref_len += static_cast<int64_t>(r.size());
+        for (int n = 1; n <= 4; ++n) {
+            const auto hn = ngrams(h, n), rn = ngrams(r, n);
+            for (const auto& [g, c] : hn) {
+                total[n - 1] += c;
+                auto it = rn.find(g);
+                if (it != rn.end()) correct[n - 1] += std::min(c, it->second);
+            }
+        }
+    }
+    double smooth = 1.0;
+    for (int n = 0; n < 4; ++n) {
+        if (total[n] == 0) break;
+        if (correct[n] == 0) {
+            smooth *= 2;
+            b.precisions[n] = 100.0 / (smooth * double(total[n]));
+        } else {
+            b.precisions[n] = 100.0 * double(correct[n]) / double(total[n]);
+        }
+    }
+    b.brevity_penalty = b.sys_len >= b.ref_len ? 1.0 : (b.sys_len > 0 ? std::exp(1.0 - double(b.ref_len) / double(b.sys_len)) : 0.0);
+    double log_sum = 0;
+    for (double p : b.precisions) log_sum += p > 0 ? std::log(p) : -9999999999.0;
+    b.score = b.brevity_penalty * std::exp(log_sum / 4.0);
+    b.signature = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0";
+    return b;
+}
+
+double corpusChrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+    if (hyps.size() != refs.size())
+        throw InputError("chrF: " + std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
+                         " references");
+    constexpr int kOrder = 6;
+    double stats[kOrder][3] = {};
+    auto squeeze = [](const std::string& s) {
+        std::u32string out;
+        for (char32_t c : toCodepoints(s))
+            if (!isSpace32(c)) out.push_back(c);
+        return out;
+    };
+    for (size_t i = 0; i < hyps.size(); ++i) {
+        const auto h = squeeze(hyps[i]), r = squeeze(refs[i]);
+        for (int n = 1; n <= kOrder; ++n) {
+            std::map<std::u32string, int> hc, rc;
+            for (size_t k = 0; k + n <= h.size(); ++k) ++hc[h.substr(k, n)];
+            for (size_t k = 0; k + n <= r.size(); ++k) ++rc[r.substr(k, n)];
+            int match = 0, nh = 0, nr = 0;
+            for (const auto& [g, c] : hc) {
+                nh += c;
+                auto it = rc.find(g);
+                if (it != rc.end()) match += std::min(c, it->second);
+            }
+            for (const auto& [g, c] : rc) nr += c;
+            stats[n - 1][0] += nh;
+            stats[n - 1][1] += nr;
+            stats[n - 1][2] += match;
+        }
+    }
+    const double factor = 4.0;  // beta^2
+    double avg_prec = 0, avg_rec = 0;
+    int effective = 0;
+    for (const auto& s : stats) {
+        if (s[0] > 0 && s[1] > 0) {
+            avg_prec += s[2] / s[0];
+            avg_rec += s[2] / s[1];
+            ++effective;
+        }
+    }
+    if (effective == 0) return 0.0;
+    avg_prec /= effective;
+    avg_rec /= effective;
+    if (avg_prec + avg_rec <= 0) return 0.0;
+    return 100.0 * (1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec);
+}
+
+}  // namespace attnlab

@@ -1,0 +1,19 @@
+#pragma once
+#include <torch/types.h>
+
+namespace attnlab::training {
+
+// Label-smoothed cross-entropy as the reference's cal_loss: the gold class gets 1 - eps and every
+// other class eps / (V - 1); summed over non-pad positions. logits [N, V], gold [N].
+// Returns (loss sum, number of non-pad tokens, number of correct argmax predictions).
+struct LossResult {
+    torch::Tensor loss_sum;
+    int64_t tokens = 0;
+    int64_t correct = 0;
+};
+LossResult labelSmoothedLoss(const torch::Tensor& logits, const torch::Tensor& gold, double eps, int64_t pad_idx);
+
+// ref: ScheduledOptim — lr at optimiser step `step` (1-based).
+double learningRate(int64_t step, double lr_mul, int64_t d_model, int64_t warmup_steps);
+
+}  // namespace attnlab::training
