@@ -87,18 +87,16 @@ int runTranslate(const CommonOptions& common, const std::vector<std::string>& te
         };
     auto results = translator.translateBatch(valid, d, progress);
     if (show_progress) std::cerr << "\r" << std::string(60, ' ') << "\r";
-    std::vector<std::string> out(lines.size());
+    std::vector<int> slot(lines.size(), -1);  // line -> result
     for (size_t i = 0; i < results.size(); ++i) {
-        out[where[i]] = results[i].best.text;
+        slot[where[i]] = static_cast<int>(i);
         for (const auto& w : results[i].warnings) std::cerr << "attnlab-cli: line " << where[i] + 1 << ": " << w << "\n";
     }
-    for (size_t i = 0; i < out.size(); ++i) {
-        std::cout << out[i];
-        if (d.nbest > 1) {
-            auto it = std::find(where.begin(), where.end(), i);
-            if (it != where.end())
-                for (size_t k = 1; k < results[it - where.begin()].nbest.size(); ++k)
-                    std::cout << "\t" << results[it - where.begin()].nbest[k].text;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (slot[i] >= 0) {
+            const auto& r = results[slot[i]];
+            std::cout << r.best.text;
+            for (size_t k = 1; k < r.nbest.size(); ++k) std::cout << "\t" << r.nbest[k].text;
         }
         std::cout << "\n";
     }

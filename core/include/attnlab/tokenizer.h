@@ -58,6 +58,9 @@ public:
     // Characters of `text` that the vocabulary lacks: each becomes <unk> (or byte pieces when the
     // model has byte fallback). Returned in order of first appearance, each once.
     std::vector<std::string> unknownCharacters(const std::string& text) const;
+    // The same from an encoding already made (its surfaces).
+    std::vector<std::string> unknownCharacters(const Encoding& encoding) const;
+    bool hasByteFallback() const;  // unknown characters become <0xNN> pieces instead of <unk>
 
     // Trains a SentencePiece model (writes options.model_prefix + ".model"); throws
     // TokenizerError with SentencePiece's message.

@@ -127,11 +127,17 @@ ParameterCounts Translator::Impl::countParameters() const {
 
 // ---------------------------------------------------------------- input
 std::string Translator::Impl::checkInput(const std::string& sentence) const {
+    Encoding unused;
+    return checkInput(sentence, unused);
+}
+
+std::string Translator::Impl::checkInput(const std::string& sentence, Encoding& encoding) const {
     if (sentence.size() > kMaxSentenceBytes)
         return "the sentence is " + std::to_string(sentence.size()) + " bytes long; at most " +
                std::to_string(kMaxSentenceBytes) + " are accepted";
     if (isBlank(sentence)) return "the sentence is empty";
-    const size_t n = tokenizer->encode(sentence).ids.size() + (config.source_bos ? 1 : 0) + (config.source_eos ? 1 : 0);
+    encoding = tokenizer->encode(sentence);
+    const size_t n = encoding.ids.size() + (config.source_bos ? 1 : 0) + (config.source_eos ? 1 : 0);
     if (static_cast<int64_t>(n) > config.model.n_position)
         return "the sentence has " + std::to_string(n) + " pieces; this model accepts at most " +
                std::to_string(config.model.n_position) + " (n_position)";
@@ -139,21 +145,20 @@ std::string Translator::Impl::checkInput(const std::string& sentence) const {
 }
 
 Translator::Impl::Source Translator::Impl::prepare(const std::string& sentence) const {
-    if (std::string why = checkInput(sentence); !why.empty()) throw InputError(why);
+    Encoding e;
+    if (std::string why = checkInput(sentence, e); !why.empty()) throw InputError(why);
     Source s;
     s.text = sentence;
-    const Encoding e = tokenizer->encode(sentence);
     if (config.source_bos) s.ids.push_back(static_cast<int>(config.bos_idx));
     s.ids.insert(s.ids.end(), e.ids.begin(), e.ids.end());
     if (config.source_eos) s.ids.push_back(static_cast<int>(config.eos_idx));
     for (int id : s.ids) s.pieces.push_back(tokenizer->idToPiece(id));
-    const auto unknown = tokenizer->unknownCharacters(sentence);
+    const auto unknown = tokenizer->unknownCharacters(e);
     if (!unknown.empty()) {
         std::string list;
         for (const auto& ch : unknown) list += (list.empty() ? "" : " ") + ch;
         s.warnings.push_back("characters not in the vocabulary: " + list +
-                             (tokenizer->isByte(tokenizer->pieceToId("<0x41>")) ? " (encoded as UTF-8 byte pieces)"
-                                                                                 : " (mapped to <unk>)"));
+                             (tokenizer->hasByteFallback() ? " (encoded as UTF-8 byte pieces)" : " (mapped to <unk>)"));
     }
     return s;
 }

@@ -25,6 +25,8 @@ struct Translator::Impl {
     };
 
     std::string checkInput(const std::string& sentence) const;
+    // Also hands back the encoding it made, so that prepare() tokenizes once.
+    std::string checkInput(const std::string& sentence, Encoding& encoding) const;
     Source prepare(const std::string& sentence) const;  // throws InputError
     int maxLength(size_t src_len, const DecodingOptions& o) const;
     torch::Tensor sourceTensor(const std::vector<const Source*>& batch) const;

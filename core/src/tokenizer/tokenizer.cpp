@@ -205,8 +205,11 @@ int Tokenizer::eosId() const { return m_impl->a->special_id(m_impl->sp, 3); }
 bool Tokenizer::isByte(int id) const { return m_impl->a->is_byte(m_impl->sp, id) != 0; }
 const std::string& Tokenizer::path() const { return m_impl->path; }
 
-std::vector<std::string> Tokenizer::unknownCharacters(const std::string& text) const {
-    const Encoding e = encode(text);
+std::vector<std::string> Tokenizer::unknownCharacters(const std::string& text) const { return unknownCharacters(encode(text)); }
+
+bool Tokenizer::hasByteFallback() const { return isByte(pieceToId("<0x41>")); }
+
+std::vector<std::string> Tokenizer::unknownCharacters(const Encoding& e) const {
     std::vector<std::string> out;
     std::set<std::string> seen;
     for (size_t i = 0; i < e.ids.size(); ++i) {
