@@ -29,6 +29,7 @@ private Q_SLOTS:
     void batchesRespectTokenBudget();
     void tinyModelLearnsToCopy();
     void resumeReproducesUninterruptedRun();
+    void averageIsTheMean();
     void corpusErrors();
     void checkpointErrors();
     void optionErrors();
@@ -226,6 +227,35 @@ void TestTraining::resumeReproducesUninterruptedRun() {
     // The logs hold one row per logged window; the resumed run continued the step count.
     QVERIFY(testing::readFile(b + "/steps.tsv").find("\n6\t") != std::string::npos);
     QVERIFY(fs::is_regular_file(b + "/model/config.json"));
+    const std::string card = testing::readFile(b + "/model/MODEL_CARD.md");
+    QVERIFY2(card.find("- steps: 6, epochs completed: 0") != std::string::npos, card.c_str());
+    QVERIFY(card.find("| d_model / d_inner / heads / d_k / d_v | 32 / 64 / 4 / 8 / 8 |") != std::string::npos);
+}
+
+void TestTraining::averageIsTheMean() {
+    const auto cfg = testing::smallConfig(400);
+    const std::string a = testing::writeRandomPackage(m_dir.path().toStdString() + "/avg-a", m_tok, cfg, 1);
+    const std::string b = testing::writeRandomPackage(m_dir.path().toStdString() + "/avg-b", m_tok, cfg, 2);
+    const std::string c = testing::writeRandomPackage(m_dir.path().toStdString() + "/avg-c", m_tok, cfg, 3);
+    const std::string out = m_dir.path().toStdString() + "/avg-out";
+    averagePackages({a, b, c}, out);
+    attnlab::Translator t(out, {"cpu"});
+    auto ma = testing::randomModel(cfg, 1), mb = testing::randomModel(cfg, 2), mc = testing::randomModel(cfg, 3);
+    auto avg = t.impl().model->named_parameters();
+    for (const auto& p : ma->named_parameters()) {
+        auto expected = (p.value().to(torch::kFloat64) + mb->named_parameters()[p.key()].to(torch::kFloat64) +
+                         mc->named_parameters()[p.key()].to(torch::kFloat64)) / 3.0;
+        QVERIFY2(torch::allclose(avg[p.key()].to(torch::kFloat64), expected, 0, 1e-6), p.key().c_str());
+    }
+    auto other = cfg;
+    other.n_layers = 1;
+    const std::string d = testing::writeRandomPackage(m_dir.path().toStdString() + "/avg-d", m_tok, other, 4);
+    try {
+        averagePackages({a, d}, out);
+        QFAIL("no exception");
+    } catch (const PackageError& e) {
+        QVERIFY2(QString(e.what()).contains("only identical models can be averaged"), e.what());
+    }
 }
 
 void TestTraining::corpusErrors() {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 
 #include <cstdio>
@@ -289,7 +290,18 @@ int main(int argc, char** argv) {
     train->add_option("--valid-bleu-sentences", topt.valid_bleu_sentences, "Validation sentences translated for BLEU (0 = all)")
         ->capture_default_str();
     train->add_option("--valid-beam", topt.valid_beam, "Beam of the validation BLEU")->capture_default_str();
+    train->add_option("--keep-epoch-checkpoints", topt.keep_epoch_checkpoints, "Epoch checkpoints kept for averaging")
+        ->capture_default_str();
     train->add_flag("--resume", topt.resume, "Continue from OUTPUT/checkpoints/latest");
+
+    std::vector<std::string> average_inputs;
+    std::string average_run, average_output;
+    int average_last = 5;
+    auto* average = app.add_subcommand("average", "Average the parameters of checkpoints into one package");
+    average->add_option("packages", average_inputs, "Packages or checkpoints to average");
+    average->add_option("--run", average_run, "A training output directory: average its last N epoch checkpoints");
+    average->add_option("--last", average_last, "N for --run")->capture_default_str();
+    average->add_option("--output,-o", average_output, "Where to write the averaged package")->required();
 
     std::string eval_src, eval_ref;
     attnlab::DecodingOptions eval_decoding;
@@ -315,9 +327,27 @@ int main(int argc, char** argv) {
         if (inspect->parsed()) return runInspect(common);
         if (train->parsed()) {
             topt.model.d_word_vec = topt.model.d_model;
+            for (int i = 0; i < argc; ++i) topt.command_line += (i ? " " : "") + std::string(argv[i]);
             return runTrain(topt);
         }
         if (eval->parsed()) return runEval(common, eval_src, eval_ref, eval_decoding);
+        if (average->parsed()) {
+            if (!average_run.empty()) {
+                std::vector<std::string> found;
+                namespace fs = std::filesystem;
+                const fs::path dir = fs::path(average_run) / "checkpoints";
+                std::error_code ec;
+                for (const auto& e : fs::directory_iterator(dir, ec))
+                    if (e.path().filename().string().rfind("epoch-", 0) == 0) found.push_back(e.path().string());
+                if (ec) throw attnlab::InputError(dir.string() + ": " + ec.message());
+                std::sort(found.begin(), found.end());
+                if (static_cast<int>(found.size()) > average_last) found.erase(found.begin(), found.end() - average_last);
+                average_inputs.insert(average_inputs.end(), found.begin(), found.end());
+            }
+            attnlab::averagePackages(average_inputs, average_output);
+            std::cerr << "averaged " << average_inputs.size() << " packages into " << average_output << "\n";
+            return 0;
+        }
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace attnlab {
 
@@ -46,6 +47,8 @@ struct TrainingOptions {
     int log_every_steps = 100;
     int valid_bleu_sentences = 0;  // 0 = the whole validation set
     int valid_beam = 1;            // beam for the validation BLEU (1 = greedy)
+    int keep_epoch_checkpoints = 5;  // model-only packages checkpoints/epoch-NNN kept for averaging
+    std::string command_line;      // recorded in MODEL_CARD.md (informational)
 
     void validate() const;
 
@@ -74,6 +77,10 @@ struct TrainingSummary {
     std::string package_dir;      // output_dir/model (the best checkpoint by validation BLEU)
     bool stopped_early = false;   // stop flag (Ctrl-C, SIGTERM) or time budget
 };
+
+// Averages the parameters of packages with the same configuration (checkpoint averaging) and
+// writes the result as a package to `output_dir` (tokenizer and config of the first).
+void averagePackages(const std::vector<std::string>& package_dirs, const std::string& output_dir);
 
 // Runs training; returns when a stopping criterion is met or *stop becomes true (a checkpoint is
 // written first). Throws ConfigError / InputError / PackageError with clear messages.

@@ -172,7 +172,82 @@ std::string fmt(double v, int prec = 4) {
     return s.str();
 }
 
+std::string hardware() {
+    std::ifstream cpu("/proc/cpuinfo");
+    std::string line, model;
+    int cores = 0;
+    while (std::getline(cpu, line)) {
+        if (line.rfind("model name", 0) == 0 && model.empty()) model = line.substr(line.find(':') + 2);
+        if (line.rfind("processor", 0) == 0) ++cores;
+    }
+    return (model.empty() ? std::string("unknown CPU") : model) + ", " + std::to_string(cores) + " logical cores, " +
+           std::to_string(torch::get_num_threads()) + " LibTorch threads";
+}
+
+std::string modelCard(const TrainingOptions& o, const PackageConfig& pc, const Files& f, size_t train_pairs,
+                      const Encoded& enc, const State& st, double seconds, const std::string& which) {
+    const ModelConfig& m = pc.model;
+    std::ostringstream c;
+    c << "# Model card: " << pc.source_lang << " -> " << pc.target_lang << " Transformer\n\n"
+      << "Trained with AttnLab's trainer (`attnlab-cli train`), the encoder-decoder of *Attention Is All You Need* as "
+         "structured by the reference PyTorch implementation. This package is the " << which << " checkpoint.\n\n"
+      << "## Data\n\n"
+      << "- training: `" << f.train_src << "`, `" << f.train_tgt << "` (" << train_pairs << " pairs; " << enc.examples.size()
+      << " used, " << enc.skipped_empty << " skipped as empty, " << enc.skipped_long << " skipped as longer than "
+      << o.max_tokens_per_sentence << " pieces)\n"
+      << "- validation: `" << f.valid_src << "`, `" << f.valid_tgt << "`\n"
+      << "- vocabulary: joint SentencePiece model, " << m.n_src_vocab << " pieces, byte fallback\n\n"
+      << "## Hyperparameters\n\n"
+      << "| | |\n| --- | --- |\n"
+      << "| layers (encoder, decoder) | " << m.n_layers << " + " << m.n_layers << " |\n"
+      << "| d_model / d_inner / heads / d_k / d_v | " << m.d_model << " / " << m.d_inner << " / " << m.n_head << " / " << m.d_k
+      << " / " << m.d_v << " |\n"
+      << "| dropout | " << m.dropout << " |\n"
+      << "| weight sharing (prj, emb) / scale_emb_or_prj | " << std::boolalpha << m.trg_emb_prj_weight_sharing << ", "
+      << m.emb_src_trg_weight_sharing << " / " << m.scale_emb_or_prj << " |\n"
+      << "| batch | " << o.batch_tokens << " tokens |\n"
+      << "| label smoothing | " << o.label_smoothing << " |\n"
+      << "| Adam | betas (0.9, 0.98), eps 1e-9; lr = " << o.lr_mul << " * d_model^-0.5 * min(step^-0.5, step * "
+      << o.warmup_steps << "^-1.5) |\n"
+      << "| gradient clipping | " << (o.clip_norm > 0 ? std::to_string(o.clip_norm) : std::string("off")) << " |\n"
+      << "| seed | " << o.seed << " |\n\n"
+      << "## Training\n\n"
+      << "- steps: " << st.step << ", epochs completed: " << st.epoch << "\n"
+      << "- training wall time (all sessions, validation included): " << fmt(seconds / 3600.0, 2) << " h\n"
+      << "- hardware: " << hardware() << "\n"
+      << "- best validation BLEU (greedy, sacreBLEU default signature nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp): "
+      << fmt(st.best_bleu, 2) << "\n"
+      << "- per-epoch validation figures: `training_log.tsv` in this package\n\n"
+      << "## Reproduce\n\n```sh\n" << (o.command_line.empty() ? std::string("attnlab-cli train ...") : o.command_line)
+      << "\n```\n";
+    return c.str();
+}
+
 }  // namespace
+
+void averagePackages(const std::vector<std::string>& dirs, const std::string& out) {
+    if (dirs.empty()) throw ConfigError("average: no packages given");
+    const PackageConfig cfg = readPackageConfig(dirs.front());
+    std::vector<model::Transformer> models;
+    for (const auto& d : dirs) {
+        const PackageConfig c = readPackageConfig(d);
+        if (packageConfigToJson(c) != packageConfigToJson(cfg))
+            throw PackageError(d + ": its config.json differs from " + dirs.front() + "'s; only identical models can be averaged");
+        models.push_back(package::loadWeights(d, c));
+    }
+    torch::NoGradGuard ng;
+    auto params = models.front()->named_parameters();
+    for (auto& p : params) {
+        auto sum = p.value().to(torch::kFloat64);
+        for (size_t i = 1; i < models.size(); ++i) sum += models[i]->named_parameters()[p.key()].to(torch::kFloat64);
+        p.value().copy_(sum / double(models.size()));
+    }
+    package::SaveOptions so;
+    std::string list;
+    for (const auto& d : dirs) list += "- `" + d + "`\n";
+    so.extra_files["AVERAGED_FROM.md"] = "Parameters averaged (arithmetic mean) over:\n\n" + list;
+    package::savePackage(out, cfg, models.front(), (fs::path(dirs.front()) / package_files::kTokenizer).string(), so);
+}
 
 TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress, const std::atomic<bool>* stop) {
     o.validate();
@@ -443,6 +518,18 @@ TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress
             ++st.epoch;
             st.batch_in_epoch = 0;
             summary.epochs_completed = st.epoch;
+            if (o.keep_epoch_checkpoints > 0) {
+                char name[32];
+                std::snprintf(name, sizeof name, "epoch-%03d", st.epoch);
+                State s = st;
+                s.elapsed_seconds = elapsed();
+                package::SaveOptions so;
+                so.extra_files["trainer_state.json"] = stateJson(s).dump(2);
+                package::savePackage((ckpt_dir / name).string(), pc, model, tok_path, so);
+                std::snprintf(name, sizeof name, "epoch-%03d", st.epoch - o.keep_epoch_checkpoints);
+                std::error_code ec;
+                fs::remove_all(ckpt_dir / name, ec);
+            }
             if (v.bleu > st.best_bleu) {
                 st.best_bleu = v.bleu;
                 State s = st;
@@ -471,6 +558,8 @@ TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress
         std::stringstream ls;
         ls << log.rdbuf();
         so.extra_files["training_log.tsv"] = ls.str();
+        so.extra_files["MODEL_CARD.md"] = modelCard(o, pc, files, train_corpus.src.size(), train_enc, st, elapsed(),
+                                                    src == best ? "best validation BLEU" : "latest");
         package::savePackage(pkg.string(), cfg, m, (src / package_files::kTokenizer).string(), so);
     }
     summary.package_dir = pkg.string();
