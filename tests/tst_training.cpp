@@ -218,6 +218,8 @@ void TestTraining::resumeReproducesUninterruptedRun() {
     train(ob);
     ob.max_steps = 6;
     ob.resume = true;
+    ob.batch_tokens = 999;  // hyperparameters come from the checkpoint, not the resuming command
+    ob.lr_mul = 5.0;
     ob.tokenizer.clear();  // taken from the checkpoint
     const auto sb = train(ob);
     QCOMPARE(sb.steps, int64_t(6));

@@ -260,6 +260,7 @@ void Translator::Impl::fillResult(TranslationResult& r, const Source& src, const
     r.source_ids = src.ids;
     r.source_pieces = src.pieces;
     r.warnings = src.warnings;
+    if (hyps.empty()) throw Error(ErrorKind::Internal, "search returned no hypothesis for: " + src.text);
     for (const auto& h : hyps) r.nbest.push_back(toHypothesis(h));
     r.best = r.nbest.front();
     r.decoder_input_pieces.push_back(tokenizer->idToPiece(static_cast<int>(config.bos_idx)));

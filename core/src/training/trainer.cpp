@@ -156,9 +156,15 @@ struct State {
     double elapsed_seconds = 0.0;  // training time of earlier sessions
 };
 
-json stateJson(const State& s) {
+json stateJson(const State& s, const TrainingOptions& o) {
+    // The hyperparameters travel with the checkpoint so that a resumed run uses them, whatever
+    // the resuming command line says.
+    json hyper = {{"batch_tokens", o.batch_tokens},   {"label_smoothing", o.label_smoothing},
+                  {"lr_mul", o.lr_mul},               {"warmup_steps", o.warmup_steps},
+                  {"clip_norm", o.clip_norm},         {"seed", o.seed},
+                  {"max_tokens_per_sentence", o.max_tokens_per_sentence}};
     return {{"step", s.step}, {"epoch", s.epoch}, {"batch_in_epoch", s.batch_in_epoch}, {"best_bleu", s.best_bleu},
-            {"elapsed_seconds", s.elapsed_seconds}};
+            {"elapsed_seconds", s.elapsed_seconds}, {"hyper", hyper}};
 }
 
 struct Validation {
@@ -249,8 +255,9 @@ void averagePackages(const std::vector<std::string>& dirs, const std::string& ou
     package::savePackage(out, cfg, models.front(), (fs::path(dirs.front()) / package_files::kTokenizer).string(), so);
 }
 
-TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress, const std::atomic<bool>* stop) {
-    o.validate();
+TrainingSummary train(const TrainingOptions& options, const TrainingCallback& progress, const std::atomic<bool>* stop) {
+    options.validate();
+    TrainingOptions o = options;  // on --resume, the checkpoint's hyperparameters replace these
     const auto t_start = Clock::now();
     setComputeThreads(o.threads);
     const fs::path out = o.output_dir, ckpt_dir = out / "checkpoints";
@@ -277,6 +284,16 @@ TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress
             st.batch_in_epoch = j.at("batch_in_epoch").get<int64_t>();
             st.best_bleu = j.at("best_bleu").get<double>();
             st.elapsed_seconds = j.at("elapsed_seconds").get<double>();
+            if (j.contains("hyper")) {
+                const json& h = j.at("hyper");
+                o.batch_tokens = h.at("batch_tokens").get<int>();
+                o.label_smoothing = h.at("label_smoothing").get<double>();
+                o.lr_mul = h.at("lr_mul").get<double>();
+                o.warmup_steps = h.at("warmup_steps").get<int>();
+                o.clip_norm = h.at("clip_norm").get<double>();
+                o.seed = h.at("seed").get<uint64_t>();
+                o.max_tokens_per_sentence = h.at("max_tokens_per_sentence").get<int>();
+            }
         } catch (const json::exception& e) {
             throw PackageError((latest / "trainer_state.json").string() + ": corrupt checkpoint state: " + e.what());
         }
@@ -363,7 +380,7 @@ TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress
     // optimizer: it is only ever read as a model), which keeps it a third of the size.
     auto saveCheckpoint = [&](const fs::path& where, const State& s) {
         package::SaveOptions so;
-        so.extra_files["trainer_state.json"] = stateJson(s).dump(2);
+        so.extra_files["trainer_state.json"] = stateJson(s, o).dump(2);
         if (where == best) {
             package::savePackage(where.string(), pc, model, tok_path, so);
             return;
@@ -524,7 +541,7 @@ TrainingSummary train(const TrainingOptions& o, const TrainingCallback& progress
                 State s = st;
                 s.elapsed_seconds = elapsed();
                 package::SaveOptions so;
-                so.extra_files["trainer_state.json"] = stateJson(s).dump(2);
+                so.extra_files["trainer_state.json"] = stateJson(s, o).dump(2);
                 package::savePackage((ckpt_dir / name).string(), pc, model, tok_path, so);
                 std::snprintf(name, sizeof name, "epoch-%03d", st.epoch - o.keep_epoch_checkpoints);
                 std::error_code ec;
