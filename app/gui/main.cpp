@@ -1,0 +1,110 @@
+// attnlab: the desktop app. Only wiring: parse the command line, create the controller and the
+// window, and for --export/--screenshot run headlessly and quit.
+#include <attnlab/package.h>
+
+#include "attention_explorer.h"
+#include "main_window.h"
+#include "translate_panel.h"
+#include "translation_controller.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFile>
+#include <QScreen>
+#include <QTabWidget>
+#include <QTextStream>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace {
+QStringList exampleSentences() {
+    QStringList out;
+    for (const QString& path : {QStringLiteral(ATTNLAB_SOURCE_EXAMPLES), QStringLiteral(ATTNLAB_INSTALL_EXAMPLES)}) {
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) continue;
+        QTextStream in(&f);
+        while (!in.atEnd())
+            if (const QString line = in.readLine().trimmed(); !line.isEmpty()) out << line;
+        break;
+    }
+    return out;
+}
+
+int fail(const QString& message) {
+    std::fprintf(stderr, "attnlab: %s\n", qPrintable(message));
+    return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication::setAttribute(Qt::AA_UseHighDpiPixmaps);
+    QApplication app(argc, argv);
+    QApplication::setApplicationName("AttnLab");
+    QApplication::setOrganizationName("AttnLab");
+    QApplication::setApplicationVersion("0.1.0");
+    QApplication::setWindowIcon(QIcon(":/attnlab.svg"));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Translate with a Transformer and see every head's attention.");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    QCommandLineOption model({"m", "model"}, "Model package directory (default: the bundled model).", "dir");
+    QCommandLineOption text({"t", "text"}, "Sentence to translate at start.", "sentence");
+    QCommandLineOption device("device", "auto, cpu, cuda or cuda:N.", "device", "auto");
+    QCommandLineOption view("view", "Attention kind to show: encoder, decoder or cross.", "kind", "cross");
+    QCommandLineOption layer("layer", "Layer to show.", "n", "0");
+    QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
+    QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
+    QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
+    QCommandLineOption tab("tab", "Tab to show: attention, positional or model.", "name", "attention");
+    parser.addOptions({model, text, device, view, layer, head, exportTo, screenshot, tab});
+    parser.process(app);
+
+    QString dir = parser.value(model);
+    if (dir.isEmpty()) dir = QString::fromStdString(attnlab::defaultModelDir());
+
+    attnlab::ui::TranslationController controller;
+    attnlab::ui::MainWindow window(&controller);
+    window.translatePanel()->setExamples(exampleSentences());
+    window.resize(1400, 900);
+
+    const QString kind = parser.value(view);
+    const auto k = kind == "encoder" ? attnlab::ui::AttentionKind::EncoderSelf
+                 : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
+                                     : attnlab::ui::AttentionKind::Cross;
+    const bool headless = parser.isSet(exportTo) || parser.isSet(screenshot);
+
+    if (!dir.isEmpty()) controller.loadModel(dir, parser.value(device));
+    if (parser.isSet(text)) {
+        window.translatePanel()->setSentence(parser.value(text));
+        controller.translate(parser.value(text), window.translatePanel()->options());
+    }
+    if (parser.value(tab) == "positional") window.tabs()->setCurrentIndex(1);
+    else if (parser.value(tab) == "model") window.tabs()->setCurrentIndex(2);
+
+    if (!headless) {
+        window.show();
+        QObject::connect(&controller, &attnlab::ui::TranslationController::translationFinished, &window,
+                         [&](attnlab::ui::ResultPtr) { window.explorer()->select(k, parser.value(layer).toInt(), parser.value(head).toInt()); },
+                         Qt::SingleShotConnection);
+        return app.exec();
+    }
+
+    // Headless: wait for the model and the translation, then render.
+    window.show();
+    controller.waitForIdle();
+    if (!window.lastError().isEmpty()) return fail(window.lastError());
+    if (!controller.modelInfo()) return fail("no model: pass --model DIR");
+    window.explorer()->select(k, parser.value(layer).toInt(), parser.value(head).toInt());
+    QApplication::processEvents();
+    if (parser.isSet(exportTo)) {
+        QString error;
+        if (!window.exportCurrentView(parser.value(exportTo), &error)) return fail(error);
+    }
+    if (parser.isSet(screenshot)) {
+        if (!window.grab().save(parser.value(screenshot))) return fail("cannot write " + parser.value(screenshot));
+    }
+    return 0;
+}

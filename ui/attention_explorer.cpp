@@ -1,0 +1,153 @@
+#include "attention_explorer.h"
+
+#include "attention_grid.h"
+#include "attention_view.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+QString kindName(AttentionKind kind) {
+    switch (kind) {
+        case AttentionKind::EncoderSelf: return QObject::tr("Encoder self-attention");
+        case AttentionKind::DecoderSelf: return QObject::tr("Masked decoder self-attention");
+        case AttentionKind::Cross: return QObject::tr("Decoder → encoder cross-attention");
+    }
+    return {};
+}
+
+namespace {
+QStringList toList(const std::vector<std::string>& v) {
+    QStringList out;
+    for (const auto& s : v) out << QString::fromStdString(s);
+    return out;
+}
+}  // namespace
+
+AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
+    m_kind = new QComboBox(this);
+    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross}) m_kind->addItem(kindName(k));
+    m_kind->setCurrentIndex(int(AttentionKind::Cross));
+    m_layer = new QSpinBox(this);
+    m_head = new QSpinBox(this);
+    m_head->setSpecialValueText(QString());
+    m_fixed = new QCheckBox(tr("Fixed 0–1 colour range"), this);
+    m_fixed->setChecked(true);
+    m_view = new AttentionView(this);
+    m_grid = new AttentionGrid(this);
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(m_kind);
+    controls->addWidget(new QLabel(tr("Layer"), this));
+    controls->addWidget(m_layer);
+    controls->addWidget(new QLabel(tr("Head"), this));
+    controls->addWidget(m_head);
+    controls->addWidget(m_fixed);
+    controls->addStretch();
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(m_view);
+    split->addWidget(m_grid);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(split, 1);
+
+    connect(m_kind, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(m_layer, &QSpinBox::valueChanged, this, [this] { refresh(); });
+    connect(m_head, &QSpinBox::valueChanged, this, [this] { refresh(); });
+    connect(m_fixed, &QCheckBox::toggled, m_view, &AttentionView::setFixedRange);
+    connect(m_grid, &AttentionGrid::cellClicked, this, [this](int l, int h) { select(kind(), l, h); });
+
+    auto key = [this](QKeySequence seq, std::function<void()> f) {
+        auto* s = new QShortcut(seq, this);
+        s->setContext(Qt::WidgetWithChildrenShortcut);
+        connect(s, &QShortcut::activated, this, f);
+    };
+    key(Qt::Key_Up, [this] { m_layer->stepDown(); });
+    key(Qt::Key_Down, [this] { m_layer->stepUp(); });
+    key(Qt::Key_Left, [this] { m_head->stepDown(); });
+    key(Qt::Key_Right, [this] { m_head->stepUp(); });
+    key(Qt::Key_1, [this] { m_kind->setCurrentIndex(0); });
+    key(Qt::Key_2, [this] { m_kind->setCurrentIndex(1); });
+    key(Qt::Key_3, [this] { m_kind->setCurrentIndex(2); });
+    setFocusPolicy(Qt::StrongFocus);
+    refresh();
+}
+
+AttentionKind AttentionExplorer::kind() const { return static_cast<AttentionKind>(m_kind->currentIndex()); }
+int AttentionExplorer::layer() const { return m_layer->value(); }
+int AttentionExplorer::head() const { return m_head->value(); }
+
+const LayerHeadMaps* AttentionExplorer::currentMaps() const {
+    if (!m_result) return nullptr;
+    switch (kind()) {
+        case AttentionKind::EncoderSelf: return &m_result->encoder_self;
+        case AttentionKind::DecoderSelf: return &m_result->decoder_self;
+        case AttentionKind::Cross: return &m_result->cross;
+    }
+    return nullptr;
+}
+
+void AttentionExplorer::setResult(ResultPtr result) {
+    m_result = std::move(result);
+    m_grid_maps = nullptr;
+    refresh();
+}
+
+void AttentionExplorer::select(AttentionKind k, int layer, int head) {
+    const QSignalBlocker a(m_kind), b(m_layer), c(m_head);
+    m_kind->setCurrentIndex(int(k));
+    m_layer->setValue(layer);
+    m_head->setValue(head);
+    refresh();
+}
+
+void AttentionExplorer::refresh() {
+    const LayerHeadMaps* maps = currentMaps();
+    if (!maps || maps->empty() || maps->front().empty()) {
+        m_view->clear();
+        m_grid->setMaps({});
+        m_grid_maps = nullptr;
+        return;
+    }
+    const int layers = int(maps->size()), heads = int(maps->front().size());
+    {
+        const QSignalBlocker a(m_layer), b(m_head);
+        m_layer->setRange(0, layers - 1);
+        m_head->setRange(0, heads);  // heads == the mean
+        m_head->setSuffix(m_head->value() == heads ? tr(" (mean)") : QString());
+    }
+    const int l = m_layer->value(), h = m_head->value();
+    const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
+    QStringList rows, cols;
+    switch (kind()) {
+        case AttentionKind::EncoderSelf:
+            rows = cols = toList(m_result->source_pieces);
+            break;
+        case AttentionKind::DecoderSelf:
+            rows = toList(m_result->best.pieces);
+            cols = toList(m_result->decoder_input_pieces);
+            break;
+        case AttentionKind::Cross:
+            rows = toList(m_result->best.pieces);
+            cols = toList(m_result->source_pieces);
+            break;
+    }
+    const QString what = h == heads ? tr("mean over heads") : tr("head %1").arg(h);
+    m_view->setMap(map, rows, cols, tr("%1 — layer %2, %3").arg(kindName(kind())).arg(l).arg(what));
+    if (m_grid_maps != maps) {
+        m_grid->setMaps(*maps);
+        m_grid_maps = maps;
+    }
+    m_grid->setSelected(l, h);
+}
+
+}  // namespace attnlab::ui

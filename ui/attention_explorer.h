@@ -1,0 +1,50 @@
+#pragma once
+// AttentionExplorer: pick an attention kind, a layer and a head (or the mean over heads); see that
+// map large (AttentionView) and all of them small (AttentionGrid). Keyboard: Up/Down change the
+// layer, Left/Right the head, 1/2/3 the kind.
+
+#include "translation_controller.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QSpinBox;
+
+namespace attnlab::ui {
+
+class AttentionGrid;
+class AttentionView;
+
+enum class AttentionKind { EncoderSelf = 0, DecoderSelf = 1, Cross = 2 };
+
+class AttentionExplorer : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttentionExplorer(QWidget* parent = nullptr);
+
+    void setResult(ResultPtr result);
+    void select(AttentionKind kind, int layer, int head);  // head == n_head: mean over heads
+    AttentionKind kind() const;
+    int layer() const;
+    int head() const;
+
+    AttentionView* view() const { return m_view; }
+    AttentionGrid* grid() const { return m_grid; }
+    const LayerHeadMaps* currentMaps() const;  // null before a result
+
+private:
+    void refresh();
+    ResultPtr m_result;
+    const LayerHeadMaps* m_grid_maps = nullptr;  // what the grid shows (re-rendered only on change)
+    QComboBox* m_kind;
+    QSpinBox* m_layer;
+    QSpinBox* m_head;
+    QCheckBox* m_fixed;
+    AttentionView* m_view;
+    AttentionGrid* m_grid;
+};
+
+QString kindName(AttentionKind kind);
+
+}  // namespace attnlab::ui

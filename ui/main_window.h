@@ -1,0 +1,62 @@
+#pragma once
+// MainWindow: menus, tabs and status bar around the panels; wiring only. The work happens in
+// TranslationController (off the GUI thread) and the panels.
+
+#include "translation_controller.h"
+
+#include <QMainWindow>
+
+class QMenu;
+class QTabWidget;
+class QLabel;
+
+namespace attnlab::ui {
+
+class AttentionExplorer;
+class ModelPanel;
+class PositionalEncodingView;
+class TranslatePanel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(TranslationController* controller, QWidget* parent = nullptr);
+
+    void openModel(const QString& dir);  // asynchronous; errors are shown, the old model stays
+    TranslatePanel* translatePanel() const { return m_translate; }
+    AttentionExplorer* explorer() const { return m_explorer; }
+    PositionalEncodingView* positional() const { return m_positional; }
+    ModelPanel* modelPanel() const { return m_model; }
+    QTabWidget* tabs() const { return m_tabs; }
+    ResultPtr lastResult() const { return m_result; }
+    QString lastError() const { return m_last_error; }
+
+    // Export the current tab's view; the format follows the suffix (.png or .pdf).
+    bool exportCurrentView(const QString& path, QString* error = nullptr);
+    bool exportAttentionJson(const QString& path, QString* error = nullptr);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* e) override;
+    void dropEvent(QDropEvent* e) override;
+
+private:
+    void buildMenus();
+    void rememberRecent(const QString& dir);
+    void rebuildRecentMenu();
+    void showError(const QString& title, const QString& message);
+
+    TranslationController* m_controller;
+    TranslatePanel* m_translate;
+    AttentionExplorer* m_explorer;
+    PositionalEncodingView* m_positional;
+    ModelPanel* m_model;
+    QTabWidget* m_tabs;
+    QMenu* m_recent = nullptr;
+    QLabel* m_status_model;
+    ResultPtr m_result;
+    DecodingOptions m_result_options;
+    QString m_last_error;
+    QString m_pending_dir;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,44 @@
+#pragma once
+// PositionalEncodingView: the sinusoid table as a heatmap (positions x dimensions, diverging
+// blue-white-red), curves of chosen dimensions over positions, and the matrix of dot products
+// between positions. Length and d_model follow the loaded model and can be changed.
+
+#include <attnlab/translation.h>
+
+#include <QWidget>
+
+class QCustomPlot;
+class QCPColorMap;
+class QLineEdit;
+class QSpinBox;
+
+namespace attnlab::ui {
+
+class PositionalEncodingView : public QWidget {
+    Q_OBJECT
+public:
+    explicit PositionalEncodingView(QWidget* parent = nullptr);
+
+    void setShape(int length, int d_model);  // as the loaded model
+    int length() const;
+    int dModel() const;
+    const Matrix& table() const { return m_table; }  // [position][dimension] as shown
+    QCustomPlot* heatmap() const { return m_heat; }
+    QCustomPlot* curves() const { return m_curves; }
+    QCustomPlot* dots() const { return m_dots; }
+
+private:
+    void rebuild();
+    void rebuildCurves();
+    QSpinBox* m_length;
+    QSpinBox* m_dmodel;
+    QLineEdit* m_dims;
+    QCustomPlot* m_heat;
+    QCustomPlot* m_curves;
+    QCustomPlot* m_dots;
+    QCPColorMap* m_heat_map;
+    QCPColorMap* m_dot_map;
+    Matrix m_table;
+};
+
+}  // namespace attnlab::ui

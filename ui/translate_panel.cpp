@@ -1,0 +1,127 @@
+#include "translate_panel.h"
+
+#include <QDoubleSpinBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+
+namespace attnlab::ui {
+
+TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
+    m_sentence = new QLineEdit(this);
+    m_sentence->setPlaceholderText(tr("Type a sentence and press Enter"));
+    m_sentence->setClearButtonEnabled(true);
+    m_examples = new QPushButton(tr("Examples"), this);
+    m_go = new QPushButton(tr("Translate"), this);
+    m_beam = new QSpinBox(this);
+    m_beam->setRange(1, 32);
+    m_beam->setValue(5);
+    m_beam->setToolTip(tr("Beam size (1 = greedy)"));
+    m_alpha = new QDoubleSpinBox(this);
+    m_alpha->setRange(0.0, 3.0);
+    m_alpha->setSingleStep(0.1);
+    m_alpha->setValue(0.7);
+    m_alpha->setToolTip(tr("Length penalty: hypotheses are ranked by score / length^alpha"));
+    m_max_len = new QSpinBox(this);
+    m_max_len->setRange(1, 1000);
+    m_max_len->setValue(100);
+    m_max_len->setToolTip(tr("Longest translation in pieces"));
+    m_translation = new QLabel(this);
+    m_translation->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_translation->setWordWrap(true);
+    QFont big = m_translation->font();
+    big.setPointSizeF(big.pointSizeF() * 1.4);
+    m_translation->setFont(big);
+    m_details = new QLabel(this);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_details->setWordWrap(true);
+    m_progress = new QProgressBar(this);
+    m_progress->setMaximumHeight(6);
+    m_progress->setTextVisible(false);
+    m_progress->setVisible(false);
+
+    auto* row = new QHBoxLayout;
+    row->addWidget(m_sentence, 1);
+    row->addWidget(m_examples);
+    row->addWidget(m_go);
+    auto* opts = new QHBoxLayout;
+    opts->addWidget(new QLabel(tr("Beam"), this));
+    opts->addWidget(m_beam);
+    opts->addWidget(new QLabel(tr("α"), this));
+    opts->addWidget(m_alpha);
+    opts->addWidget(new QLabel(tr("Max length"), this));
+    opts->addWidget(m_max_len);
+    opts->addStretch();
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(row);
+    layout->addLayout(opts);
+    layout->addWidget(m_progress);
+    layout->addWidget(m_translation);
+    layout->addWidget(m_details);
+
+    connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
+    connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
+}
+
+QString TranslatePanel::sentence() const { return m_sentence->text(); }
+void TranslatePanel::setSentence(const QString& s) { m_sentence->setText(s); }
+
+DecodingOptions TranslatePanel::options() const {
+    DecodingOptions o;
+    o.beam_size = m_beam->value();
+    o.length_penalty = m_alpha->value();
+    o.max_length = m_max_len->value();
+    o.nbest = 1;
+    o.return_attention = true;
+    o.top_k_candidates = 5;
+    return o;
+}
+
+void TranslatePanel::setExamples(const QStringList& examples) {
+    auto* menu = new QMenu(this);
+    for (const QString& e : examples) menu->addAction(e, this, [this, e] {
+        m_sentence->setText(e);
+        request();
+    });
+    m_examples->setMenu(menu);
+    m_examples->setEnabled(!examples.isEmpty());
+}
+
+void TranslatePanel::request() { Q_EMIT translateRequested(m_sentence->text(), options()); }
+
+void TranslatePanel::showResult(ResultPtr r) {
+    m_translation->setText(QString::fromStdString(r->best.text));
+    QStringList src, tgt;
+    for (const auto& p : r->source_pieces) src << QString::fromStdString(p);
+    for (const auto& p : r->best.pieces) tgt << QString::fromStdString(p);
+    QString details = tr("source pieces: %1\ntarget pieces: %2\nscore %3 (normalised %4)  ·  %5 ms")
+                          .arg(src.join(' '), tgt.join(' '))
+                          .arg(r->best.score, 0, 'f', 3)
+                          .arg(r->best.normalized_score, 0, 'f', 3)
+                          .arg(r->seconds * 1000.0, 0, 'f', 0);
+    for (const auto& w : r->warnings) details += "\n⚠ " + QString::fromStdString(w);
+    m_details->setText(details);
+    m_progress->setVisible(false);
+}
+
+void TranslatePanel::showError(const QString& message) {
+    m_details->setText(QStringLiteral("<span style='color:#b2182b'>%1</span>").arg(message.toHtmlEscaped()));
+    m_progress->setVisible(false);
+}
+
+void TranslatePanel::showProgress(int step, int max_steps) {
+    m_progress->setVisible(true);
+    m_progress->setRange(0, max_steps);
+    m_progress->setValue(step);
+}
+
+void TranslatePanel::setBusy(bool busy) {
+    if (!busy) m_progress->setVisible(false);
+}
+
+}  // namespace attnlab::ui

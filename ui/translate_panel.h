@@ -1,0 +1,51 @@
+#pragma once
+// TranslatePanel: the sentence field (Enter translates), example sentences, beam, alpha and
+// maximum length; shows the translation, the pieces, the score and the time taken.
+
+#include "translation_controller.h"
+
+#include <QWidget>
+
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace attnlab::ui {
+
+class TranslatePanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit TranslatePanel(QWidget* parent = nullptr);
+
+    QString sentence() const;
+    void setSentence(const QString& s);
+    DecodingOptions options() const;
+    void setExamples(const QStringList& examples);
+    QLineEdit* sentenceEdit() const { return m_sentence; }
+
+public Q_SLOTS:
+    void showResult(attnlab::ui::ResultPtr result);
+    void showError(const QString& message);
+    void showProgress(int step, int max_steps);
+    void setBusy(bool busy);
+
+Q_SIGNALS:
+    void translateRequested(const QString& sentence, const attnlab::DecodingOptions& options);
+
+private:
+    void request();
+    QLineEdit* m_sentence;
+    QPushButton* m_examples;
+    QPushButton* m_go;
+    QSpinBox* m_beam;
+    QDoubleSpinBox* m_alpha;
+    QSpinBox* m_max_len;
+    QLabel* m_translation;
+    QLabel* m_details;
+    QProgressBar* m_progress;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,100 @@
+#include "translation_controller.h"
+
+#include <attnlab/errors.h>
+
+#include <QCoreApplication>
+#include <QMetaObject>
+
+#include <mutex>
+
+namespace attnlab::ui {
+
+TranslationController::TranslationController(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<ResultPtr>("attnlab::ui::ResultPtr");
+    qRegisterMetaType<ModelInfoPtr>("attnlab::ui::ModelInfoPtr");
+    m_worker = new QObject;
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    m_thread.setObjectName("attnlab-translation");
+    m_thread.start();
+}
+
+TranslationController::~TranslationController() {
+    ++m_generation;  // cancels a running translation at its next step
+    m_thread.quit();
+    m_thread.wait();
+}
+
+void TranslationController::post(std::function<void()> job) {
+    if (m_pending.fetch_add(1) == 0) Q_EMIT busyChanged(true);
+    QMetaObject::invokeMethod(m_worker, [this, job = std::move(job)] {
+        job();
+        if (m_pending.fetch_sub(1) == 1)
+            QMetaObject::invokeMethod(this, [this] { Q_EMIT busyChanged(false); }, Qt::QueuedConnection);
+    }, Qt::QueuedConnection);
+}
+
+void TranslationController::waitForIdle() {
+    while (m_pending.load() > 0) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+        QThread::msleep(5);
+    }
+    QCoreApplication::processEvents();
+}
+
+ModelInfoPtr TranslationController::modelInfo() const {
+    std::lock_guard<std::mutex> lock(m_info_mutex);
+    return m_info;
+}
+
+void TranslationController::loadModel(const QString& package_dir, const QString& device) {
+    const std::string dir = package_dir.toStdString(), dev = device.toStdString();
+    post([this, dir, dev] {
+        try {
+            TranslatorOptions o;
+            o.device = dev;
+            auto t = std::make_shared<Translator>(dir, o);
+            auto info = std::make_shared<const ModelInfo>(t->info());
+            m_translator = std::move(t);
+            {
+                std::lock_guard<std::mutex> lock(m_info_mutex);
+                m_info = info;
+            }
+            Q_EMIT modelLoaded(info);
+        } catch (const std::exception& e) {
+            Q_EMIT modelFailed(QString::fromStdString(e.what()));
+        } catch (...) {
+            Q_EMIT modelFailed(tr("unknown error while loading %1").arg(QString::fromStdString(dir)));
+        }
+    });
+}
+
+void TranslationController::translate(const QString& sentence, const DecodingOptions& options) {
+    const int generation = ++m_generation;
+    const std::string text = sentence.toStdString();
+    post([this, text, options, generation] {
+        if (generation != m_generation.load()) return;  // superseded while queued
+        if (!m_translator) {
+            Q_EMIT translationFailed(tr("no model is loaded (File > Open model…)"));
+            return;
+        }
+        Q_EMIT translationStarted();
+        try {
+            auto result = std::make_shared<TranslationResult>(
+                m_translator->translate(text, options, [this, generation](const StepProgress& p) {
+                    if (generation != m_generation.load()) return false;
+                    Q_EMIT translationProgress(p.step + 1, p.max_steps);
+                    return true;
+                }));
+            if (generation == m_generation.load()) Q_EMIT translationFinished(std::move(result));
+        } catch (const CancelledError&) {
+            // a newer request took over; it reports for itself
+        } catch (const std::exception& e) {
+            Q_EMIT translationFailed(QString::fromStdString(e.what()));
+        } catch (...) {
+            Q_EMIT translationFailed(tr("unknown error during translation"));
+        }
+    });
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,66 @@
+#pragma once
+// TranslationController: runs the core's Translator off the GUI thread. Requests are executed one
+// at a time on a worker thread; a new translation cancels the one in progress (its step callback
+// sees a newer request and stops). Every exception is caught here and reported as a signal, so no
+// exception ever reaches a Qt slot. A model that fails to load leaves the previous one in place.
+
+#include <attnlab/decoding_options.h>
+#include <attnlab/translation.h>
+#include <attnlab/translator.h>
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <memory>
+
+namespace attnlab::ui {
+
+using ResultPtr = std::shared_ptr<const TranslationResult>;
+using ModelInfoPtr = std::shared_ptr<const ModelInfo>;
+
+class TranslationController : public QObject {
+    Q_OBJECT
+public:
+    explicit TranslationController(QObject* parent = nullptr);
+    ~TranslationController() override;
+
+    // Asynchronous; answered by modelLoaded or modelFailed.
+    void loadModel(const QString& package_dir, const QString& device);
+    // Asynchronous; answered by translationFinished or translationFailed (or nothing, when a newer
+    // request superseded it).
+    void translate(const QString& sentence, const DecodingOptions& options);
+    // Blocks until queued work is done (tests, headless export).
+    void waitForIdle();
+
+    ModelInfoPtr modelInfo() const;  // null before the first successful load
+    bool busy() const { return m_pending.load() > 0; }
+
+Q_SIGNALS:
+    void modelLoaded(attnlab::ui::ModelInfoPtr info);
+    void modelFailed(const QString& message);
+    void translationStarted();
+    void translationProgress(int step, int max_steps);
+    void translationFinished(attnlab::ui::ResultPtr result);
+    void translationFailed(const QString& message);
+    void busyChanged(bool busy);
+
+private:
+    void post(std::function<void()> job);
+
+    QThread m_thread;
+    QObject* m_worker = nullptr;            // lives in m_thread
+    std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
+    ModelInfoPtr m_info;                    // written on the worker, read under m_info_mutex
+    mutable std::mutex m_info_mutex;
+    std::atomic<int> m_generation{0};
+    std::atomic<int> m_pending{0};
+};
+
+}  // namespace attnlab::ui
+
+Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
