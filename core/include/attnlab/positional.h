@@ -8,4 +8,8 @@ namespace attnlab {
 // PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). The same code builds the model's pos_table buffer.
 std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid);
 
+// Dot products PE(i) . PE(j) of every pair of positions, [n_position][n_position]: they depend
+// only on i - j, which is what lets attention read relative positions.
+std::vector<std::vector<float>> positionalDotProducts(int n_position, int d_hid);
+
 }  // namespace attnlab

@@ -47,6 +47,12 @@ std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid) {
     return util::toMatrix(model::sinusoidTable(n_position, d_hid));
 }
 
+std::vector<std::vector<float>> positionalDotProducts(int n_position, int d_hid) {
+    sinusoidTable(n_position, d_hid);  // the same size checks
+    auto t = model::sinusoidTable(n_position, d_hid);
+    return util::toMatrix(torch::mm(t, t.t()));
+}
+
 torch::Device resolveDevice(const std::string& name) {
     if (name == "cpu") return torch::kCPU;
     if (name == "auto") return cudaAvailable() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
