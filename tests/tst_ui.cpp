@@ -1,0 +1,180 @@
+// The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
+// the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
+// model; the positional heatmap equals the formula.
+#include "attention_explorer.h"
+#include "attention_grid.h"
+#include "attention_view.h"
+#include "main_window.h"
+#include "positional_view.h"
+#include "translate_panel.h"
+#include "translation_controller.h"
+
+#include <attnlab/translator.h>
+
+#include <qcustomplot.h>
+
+#include <QtTest/QtTest>
+
+#include <cmath>
+
+using namespace attnlab::ui;
+
+class TestUi : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void typingTranslatesAndShowsEveryKind();
+    void layerAndHeadSelectTheirMaps();
+    void exportsPngAndPdf();
+    void corruptPackageKeepsOldModel();
+    void positionalHeatmapEqualsFormula();
+
+private:
+    void typeAndWait(const QString& sentence);
+    std::unique_ptr<TranslationController> m_controller;
+    std::unique_ptr<MainWindow> m_window;
+    std::unique_ptr<attnlab::Translator> m_core;  // the same package, in-process, for expected values
+    QTemporaryDir m_dir;
+};
+
+void TestUi::initTestCase() {
+    const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    QVERIFY2(!pkg.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
+    m_core = std::make_unique<attnlab::Translator>(pkg.toStdString(), attnlab::TranslatorOptions{"cpu"});
+    m_controller = std::make_unique<TranslationController>();
+    m_window = std::make_unique<MainWindow>(m_controller.get());
+    m_window->resize(1200, 800);
+    m_window->show();
+    QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+    m_window->openModel(pkg);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);  // the signal may come before wait() starts
+    QVERIFY(m_controller->modelInfo());
+}
+
+void TestUi::typeAndWait(const QString& sentence) {
+    QSignalSpy done(m_controller.get(), &TranslationController::translationFinished);
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    edit->clear();
+    QTest::keyClicks(edit, sentence);
+    QTest::keyClick(edit, Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);  // the signal may come before wait() starts
+    QApplication::processEvents();
+}
+
+void TestUi::typingTranslatesAndShowsEveryKind() {
+    typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");  // QTest::keyClicks types ASCII only
+    auto result = m_window->lastResult();
+    QVERIFY(result);
+    auto expected = m_core->translate("Ein Mann geht mit dem Hund auf die Strasse.", m_window->translatePanel()->options());
+    QCOMPARE(result->best.ids, expected.best.ids);
+    const int S = int(expected.source_pieces.size()), T = int(expected.best.pieces.size());
+    AttentionExplorer* ex = m_window->explorer();
+    struct Case { AttentionKind kind; int rows, cols; const attnlab::LayerHeadMaps* maps; };
+    for (const Case& c : {Case{AttentionKind::EncoderSelf, S, S, &expected.encoder_self},
+                          Case{AttentionKind::DecoderSelf, T, T, &expected.decoder_self},
+                          Case{AttentionKind::Cross, T, S, &expected.cross}}) {
+        ex->select(c.kind, 1, 2);
+        const attnlab::Matrix& shown = ex->view()->map();
+        QCOMPARE(int(shown.size()), c.rows);
+        QCOMPARE(int(shown[0].size()), c.cols);
+        QCOMPARE(shown, (*c.maps)[1][2]);
+        // The plot's colour map holds the same numbers.
+        auto* cm = qobject_cast<QCPColorMap*>(ex->view()->plot()->plottable(0));
+        QVERIFY(cm);
+        QCOMPARE(cm->data()->keySize(), c.cols);
+        QCOMPARE(cm->data()->valueSize(), c.rows);
+        QCOMPARE(cm->data()->cell(c.cols - 1, c.rows - 1), double((*c.maps)[1][2][c.rows - 1][c.cols - 1]));
+    }
+    QVERIFY(ex->view()->toolTipAt(0, 0).contains(QString::fromStdString(expected.best.pieces[0])));
+}
+
+void TestUi::layerAndHeadSelectTheirMaps() {
+    auto result = m_window->lastResult();
+    QVERIFY(result);
+    AttentionExplorer* ex = m_window->explorer();
+    ex->select(AttentionKind::Cross, 0, 0);
+    ex->setFocus();
+    QTest::keyClick(ex, Qt::Key_Right);  // head 1
+    QTest::keyClick(ex, Qt::Key_Down);   // layer 1
+    QCOMPARE(ex->layer(), 1);
+    QCOMPARE(ex->head(), 1);
+    QCOMPARE(ex->view()->map(), result->cross[1][1]);
+    QVERIFY(ex->view()->map() != result->cross[0][0]);
+    // The last head column is the mean over heads.
+    ex->select(AttentionKind::Cross, 0, 4);
+    const auto mean = AttentionGrid::meanOverHeads(result->cross[0]);
+    QCOMPARE(ex->view()->map(), mean);
+    double by_hand = 0;
+    for (int h = 0; h < 4; ++h) by_hand += result->cross[0][h][0][0];
+    QVERIFY(std::abs(mean[0][0] - by_hand / 4) < 1e-6);
+    // A click on a grid cell focuses it.
+    const QRect cell = [&] {
+        for (int y = 0; y < ex->grid()->height(); y += 4)
+            for (int x = 0; x < ex->grid()->width(); x += 4)
+                if (ex->grid()->cellAt({x, y}) == std::make_pair(1, 3)) return QRect(x, y, 1, 1);
+        return QRect();
+    }();
+    QVERIFY(cell.isValid());
+    QTest::mouseClick(ex->grid(), Qt::LeftButton, {}, cell.center() + QPoint(2, 2));
+    QCOMPARE(ex->layer(), 1);
+    QCOMPARE(ex->head(), 3);
+    QCOMPARE(ex->view()->map(), result->cross[1][3]);
+}
+
+void TestUi::exportsPngAndPdf() {
+    m_window->tabs()->setCurrentWidget(m_window->explorer());
+    const QString png = m_dir.filePath("view.png"), pdf = m_dir.filePath("view.pdf"), json = m_dir.filePath("att.json");
+    QString error;
+    QVERIFY2(m_window->exportCurrentView(png, &error), qPrintable(error));
+    QImage img(png);
+    QVERIFY(!img.isNull());
+    QVERIFY(img.width() >= 1200 && img.height() >= 900);
+    QVERIFY2(m_window->exportCurrentView(pdf, &error), qPrintable(error));
+    QFile f(pdf);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(f.read(5) == "%PDF-");
+    QVERIFY(f.size() > 1000);
+    QVERIFY2(m_window->exportAttentionJson(json, &error), qPrintable(error));
+    QVERIFY(QFileInfo(json).size() > 100);
+}
+
+void TestUi::corruptPackageKeepsOldModel() {
+    const auto before = m_controller->modelInfo();
+    const QString bad = m_dir.filePath("bad");
+    QDir().mkpath(bad);
+    QFile cfg(bad + "/config.json");
+    QVERIFY(cfg.open(QIODevice::WriteOnly));
+    cfg.write("{ not json");
+    cfg.close();
+    QSignalSpy failed(m_controller.get(), &TranslationController::modelFailed);
+    m_window->openModel(bad);
+    QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 30000);  // the signal may come before wait() starts
+    QVERIFY2(failed.first().first().toString().contains("malformed JSON"), qPrintable(failed.first().first().toString()));
+    QCOMPARE(m_controller->modelInfo(), before);
+    typeAndWait("Der Hund schlaeft.");  // the old model still translates
+    QCOMPARE(QString::fromStdString(m_window->lastResult()->source_text), QString("Der Hund schlaeft."));
+    // An empty sentence is an error message, not a crash.
+    QSignalSpy err(m_controller.get(), &TranslationController::translationFailed);
+    m_window->translatePanel()->sentenceEdit()->clear();
+    QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(err.count() > 0, 30000);  // the signal may come before wait() starts
+    QVERIFY(err.first().first().toString().contains("empty"));
+}
+
+void TestUi::positionalHeatmapEqualsFormula() {
+    PositionalEncodingView* pe = m_window->positional();
+    pe->setShape(40, 16);
+    const auto& t = pe->table();
+    QCOMPARE(int(t.size()), 40);
+    QCOMPARE(int(t[0].size()), 16);
+    auto* cm = qobject_cast<QCPColorMap*>(pe->heatmap()->plottable(0));
+    QVERIFY(cm);
+    for (auto [pos, dim] : std::vector<std::pair<int, int>>{{0, 0}, {3, 1}, {17, 6}, {39, 15}}) {
+        const double angle = pos / std::pow(10000.0, double(dim - dim % 2) / 16);
+        const double expected = dim % 2 ? std::cos(angle) : std::sin(angle);
+        QVERIFY(std::abs(cm->data()->cell(dim, pos) - expected) < 1e-6);
+    }
+}
+
+QTEST_MAIN(TestUi)
+#include "tst_ui.moc"
