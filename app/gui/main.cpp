@@ -39,7 +39,6 @@ int fail(const QString& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    QApplication::setAttribute(Qt::AA_UseHighDpiPixmaps);
     QApplication app(argc, argv);
     QApplication::setApplicationName("AttnLab");
     QApplication::setOrganizationName("AttnLab");
