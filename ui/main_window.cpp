@@ -11,6 +11,8 @@
 #include <qcustomplot.h>
 
 #include <QApplication>
+
+#include <algorithm>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -81,6 +83,9 @@ MainWindow::MainWindow(TranslationController* controller, QWidget* parent)
         showError(tr("Cannot open the model"), m + (m_controller->modelInfo() ? tr("\n\nThe previous model stays loaded.") : QString()));
     });
     connect(m_controller, &TranslationController::busyChanged, m_translate, &TranslatePanel::setBusy);
+    connect(m_translate, &TranslatePanel::deviceChanged, this, [this] {
+        if (auto info = m_controller->modelInfo()) openModel(QString::fromStdString(info->package_dir));
+    });
 }
 
 void MainWindow::buildMenus() {
@@ -119,6 +124,15 @@ void MainWindow::buildMenus() {
     }
     view->addAction(tr("Positional encoding"), QKeySequence(tr("Ctrl+4")), this, [this] { m_tabs->setCurrentWidget(m_positional); });
     view->addAction(tr("Model"), QKeySequence(tr("Ctrl+5")), this, [this] { m_tabs->setCurrentWidget(m_model); });
+    view->addSeparator();
+    // Bigger type for projectors: the whole window follows the application font.
+    auto zoom = [](double factor) {
+        QFont f = QApplication::font();
+        f.setPointSizeF(std::clamp(f.pointSizeF() * factor, 6.0, 48.0));
+        QApplication::setFont(f);
+    };
+    view->addAction(tr("Larger text"), QKeySequence::ZoomIn, this, [zoom] { zoom(1.2); });
+    view->addAction(tr("Smaller text"), QKeySequence::ZoomOut, this, [zoom] { zoom(1 / 1.2); });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About AttnLab"), this, [this] {
@@ -130,7 +144,7 @@ void MainWindow::buildMenus() {
 
 void MainWindow::openModel(const QString& dir) {
     statusBar()->showMessage(tr("Loading %1…").arg(dir));
-    m_controller->loadModel(dir, "auto");
+    m_controller->loadModel(dir, m_translate->device());
 }
 
 void MainWindow::rememberRecent(const QString& dir) {

@@ -1,5 +1,8 @@
 #include "translate_panel.h"
 
+#include <attnlab/translator.h>
+
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -31,6 +34,11 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_max_len->setRange(1, 1000);
     m_max_len->setValue(100);
     m_max_len->setToolTip(tr("Longest translation in pieces"));
+    m_device = new QComboBox(this);
+    m_device->addItem(tr("auto"), "auto");
+    m_device->addItem(tr("CPU"), "cpu");
+    if (attnlab::cudaAvailable()) m_device->addItem(tr("CUDA"), "cuda");
+    m_device->setToolTip(tr("Where the model runs; changing it reloads the model"));
     m_translation = new QLabel(this);
     m_translation->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_translation->setWordWrap(true);
@@ -56,6 +64,8 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     opts->addWidget(m_alpha);
     opts->addWidget(new QLabel(tr("Max length"), this));
     opts->addWidget(m_max_len);
+    opts->addWidget(new QLabel(tr("Device"), this));
+    opts->addWidget(m_device);
     opts->addStretch();
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(row);
@@ -66,6 +76,14 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
 
     connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
     connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
+    connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
+}
+
+QString TranslatePanel::device() const { return m_device->currentData().toString(); }
+
+void TranslatePanel::setDevice(const QString& device) {
+    const int i = m_device->findData(device.startsWith("cuda") ? "cuda" : device);
+    if (i >= 0) m_device->setCurrentIndex(i);
 }
 
 QString TranslatePanel::sentence() const { return m_sentence->text(); }

@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QDoubleSpinBox;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -25,6 +26,8 @@ public:
     DecodingOptions options() const;
     void setExamples(const QStringList& examples);
     QLineEdit* sentenceEdit() const { return m_sentence; }
+    QString device() const;  // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
+    void setDevice(const QString& device);
 
 public Q_SLOTS:
     void showResult(attnlab::ui::ResultPtr result);
@@ -34,6 +37,7 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void translateRequested(const QString& sentence, const attnlab::DecodingOptions& options);
+    void deviceChanged(const QString& device);
 
 private:
     void request();
@@ -43,6 +47,7 @@ private:
     QSpinBox* m_beam;
     QDoubleSpinBox* m_alpha;
     QSpinBox* m_max_len;
+    QComboBox* m_device;
     QLabel* m_translation;
     QLabel* m_details;
     QProgressBar* m_progress;

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
                                      : attnlab::ui::AttentionKind::Cross;
     const bool headless = parser.isSet(exportTo) || parser.isSet(screenshot);
 
+    window.translatePanel()->setDevice(parser.value(device));
     if (!dir.isEmpty()) controller.loadModel(dir, parser.value(device));
     if (parser.isSet(text)) {
         window.translatePanel()->setSentence(parser.value(text));
