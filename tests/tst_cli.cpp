@@ -71,6 +71,11 @@ void TestCli::translateText() {
     auto r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "2", "--max-len", "8", "--device", "cpu"});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out, QString::fromStdString(expected) + "\n");
+    // A repeated option keeps its last value (wrapper scripts append overrides).
+    r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "7", "--beam", "2", "--max-len", "3",
+             "--max-len", "8", "--device", "cpu"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.out, QString::fromStdString(expected) + "\n");
 }
 
 void TestCli::translateStdinKeepsOrderAndReportsBadLines() {

@@ -227,6 +227,9 @@ int main(int argc, char** argv) {
     CLI::App app{"AttnLab command line: translate with a Transformer model package and inspect it"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "attnlab-cli 0.1.0");
+    // A repeated option keeps its last value, so that a wrapper script's defaults can be
+    // overridden by appending (scripts/train_bundled_model.sh DATA --time-budget 185).
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
     CommonOptions common;
     attnlab::DecodingOptions decoding;
