@@ -40,16 +40,22 @@ int setComputeThreads(int threads) {
     return threads;
 }
 
-std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid) {
-    if (n_position < 1 || d_hid < 1 || int64_t(n_position) * d_hid > (int64_t(1) << 25))
+namespace {
+// The public positional functions allocate from user-chosen sizes (the GUI's lab): bound them.
+torch::Tensor checkedTable(int n_position, int d_hid, int64_t max_positions) {
+    if (n_position < 1 || d_hid < 1 || n_position > max_positions || int64_t(n_position) * d_hid > (int64_t(1) << 25))
         throw ConfigError("positional table: " + std::to_string(n_position) + " x " + std::to_string(d_hid) +
                           " is empty or too large");
-    return util::toMatrix(model::sinusoidTable(n_position, d_hid));
+    return model::sinusoidTable(n_position, d_hid);
+}
+}  // namespace
+
+std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid) {
+    return util::toMatrix(checkedTable(n_position, d_hid, int64_t(1) << 25));
 }
 
 std::vector<std::vector<float>> positionalDotProducts(int n_position, int d_hid) {
-    sinusoidTable(n_position, d_hid);  // the same size checks
-    auto t = model::sinusoidTable(n_position, d_hid);
+    auto t = checkedTable(n_position, d_hid, 8192);  // the result is n_position^2
     return util::toMatrix(torch::mm(t, t.t()));
 }
 
