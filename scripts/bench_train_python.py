@@ -125,6 +125,7 @@ def main():
     ap.add_argument("--warmup-steps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--profile", action="store_true", help="print the operators that took the most time")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -141,9 +142,12 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
     eps_ls = 0.1
     tokens, t0 = 0, None
+    prof = torch.autograd.profiler.profile() if a.profile else None
     for step in range(a.warmup_steps + a.steps):
         if step == a.warmup_steps:
             tokens, t0 = 0, time.perf_counter()
+            if prof:
+                prof.__enter__()
         b = bs[step % len(bs)]
         S = max(len(ex[i][0]) for i in b); T = max(len(ex[i][1]) for i in b) + 1
         s = torch.full((len(b), S), pad); ti = torch.full((len(b), T), pad); g = torch.full((len(b), T), pad)
@@ -161,6 +165,9 @@ def main():
         loss.backward()
         opt.step()
     dt = time.perf_counter() - t0
+    if prof:
+        prof.__exit__(None, None, None)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
     print(f"python: {a.steps} steps, {tokens} target tokens, {dt:.1f} s, {tokens / dt:.0f} target tokens/s ({a.threads} threads)")
 
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:?usage: scripts/train_bundled_model.sh DATA_DIR [--resume]}
 shift
-exec build/bin/attnlab-cli train --data "$data" --src de --tgt en --output runs/multi30k-de-en \
+exec "${ATTNLAB_CLI:-build/bin/attnlab-cli}" train --data "$data" --src de --tgt en --output runs/multi30k-de-en \
   --vocab-size 8000 --layers 3 --heads 8 --d-model 256 --d-inner 1024 --d-k 32 --d-v 32 --dropout 0.1 \
   --share-proj true --share-emb true --scale-emb-or-prj emb \
   --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.32 --warmup 400 --seed 1 \

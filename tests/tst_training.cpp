@@ -99,6 +99,19 @@ void TestTraining::labelSmoothedLossMatchesDenseComputation() {
         for (int64_t i = 0; i < 7; ++i)
             correct += gold[i].item<int64_t>() != pad && logits[i].argmax().item<int64_t>() == gold[i].item<int64_t>();
         QCOMPARE(r.correct, correct);
+
+        // Gradient: autograd through the dense formula (pad rows dropped, mean over tokens).
+        auto x1 = logits.clone().requires_grad_(true);
+        auto r1 = training::labelSmoothedLoss(x1, gold, eps, pad);
+        (r1.loss_sum / double(r1.tokens) * 2.5).backward();
+        auto x2 = logits.to(torch::kFloat64).requires_grad_(true);
+        auto keep = gold.ne(pad).to(torch::kFloat64);
+        auto dense = (-(smoothed * torch::log_softmax(x2, 1)).sum(1) * keep).sum() / double(tokens) * 2.5;
+        dense.backward();
+        QVERIFY2(torch::allclose(x1.grad().to(torch::kFloat64), x2.grad(), 1e-5, 1e-6),
+                 qPrintable(QString("eps %1: gradient differs by %2").arg(eps).arg(
+                     (x1.grad().to(torch::kFloat64) - x2.grad()).abs().max().item<double>())));
+        QCOMPARE(x1.grad()[2].abs().sum().item<double>(), 0.0);  // a pad row gets no gradient
     }
 }
 

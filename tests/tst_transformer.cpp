@@ -23,6 +23,7 @@ private Q_SLOTS:
     void scaleEmbedding();
     void noScalingWithoutProjectionSharing();
     void returnAttnsShapes();
+    void forwardAtSelectsRows();
     void invalidConfigs();
 };
 
@@ -108,6 +109,20 @@ void TestTransformer::noScalingWithoutProjectionSharing() {
     QVERIFY(!c.scalePrj());
     c.scale_emb_or_prj = "emb";
     QVERIFY(!c.scaleEmb());  // as the reference: scaling only applies with projection sharing
+}
+
+void TestTransformer::forwardAtSelectsRows() {
+    auto m = attnlab::testing::randomModel(attnlab::testing::smallConfig(50), 4);
+    torch::NoGradGuard g;
+    auto src = torch::tensor({{5, 6, 7, 3, 0}, {8, 9, 10, 11, 3}});
+    auto trg = torch::tensor({{2, 12, 13}, {2, 14, 0}});
+    auto all = m->forward(src, trg);  // [6, 50]
+    auto rows = torch::tensor({0, 1, 2, 3, 4}, torch::kInt64);
+    auto some = m->forwardAt(src, trg, rows);
+    QCOMPARE(some.sizes().vec(), (std::vector<int64_t>{5, 50}));
+    QVERIFY(torch::allclose(some, all.index_select(0, rows), 1e-5, 1e-6));
+    auto last = m->forwardAt(src, trg, torch::tensor({5}, torch::kInt64));
+    QVERIFY(torch::allclose(last[0], all[5], 1e-5, 1e-6));
 }
 
 void TestTransformer::returnAttnsShapes() {

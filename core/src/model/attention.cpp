@@ -8,7 +8,7 @@ namespace attnlab::model {
 
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
-    double temperature, torch::nn::Dropout& dropout) {
+    double temperature, FastDropout& dropout) {
     // One query per row (a cached decoding step): LibTorch 1.13's CPU bmm loops over the
     // batch x heads matrices one small GEMM at a time, which made these products most of a
     // decoding step; a broadcast multiply and a sum is one kernel each. Same arithmetic.
@@ -31,8 +31,8 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t n_head_, int64_t d_model,
     w_ks = register_module("w_ks", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(false)));
     w_vs = register_module("w_vs", torch::nn::Linear(LinearOptions(d_model, n_head * d_v).bias(false)));
     fc = register_module("fc", torch::nn::Linear(LinearOptions(n_head * d_v, d_model).bias(false)));
-    attn_dropout = register_module("attention_dropout", torch::nn::Dropout(attn_dropout_p));
-    dropout = register_module("dropout", torch::nn::Dropout(dropout_p));
+    attn_dropout = register_module("attention_dropout", FastDropout(attn_dropout_p));
+    dropout = register_module("dropout", FastDropout(dropout_p));
     layer_norm = register_module(
         "layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(1e-6)));
 }

@@ -1,6 +1,6 @@
 #pragma once
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
+#include "model/dropout.h"
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/types.h>
@@ -15,7 +15,7 @@ namespace attnlab::model {
 // to the copy used for the output, so that what is returned always sums to 1 per row.
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
-    double temperature, torch::nn::Dropout& dropout);
+    double temperature, FastDropout& dropout);
 
 // ref: MultiHeadAttention — bias-free projections w_qs, w_ks, w_vs, fc; residual; post layer norm.
 class MultiHeadAttentionImpl : public torch::nn::Module {
@@ -39,7 +39,7 @@ public:
 
     int64_t n_head, d_k, d_v;
     torch::nn::Linear w_qs{nullptr}, w_ks{nullptr}, w_vs{nullptr}, fc{nullptr};
-    torch::nn::Dropout attn_dropout{nullptr}, dropout{nullptr};
+    FastDropout attn_dropout{nullptr}, dropout{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
 };
 TORCH_MODULE(MultiHeadAttention);

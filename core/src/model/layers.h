@@ -16,7 +16,7 @@ public:
 
     torch::nn::Linear w_1{nullptr}, w_2{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
-    torch::nn::Dropout dropout{nullptr};
+    FastDropout dropout{nullptr};
 };
 TORCH_MODULE(PositionwiseFeedForward);
 

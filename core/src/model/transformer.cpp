@@ -25,7 +25,7 @@ EncoderImpl::EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_emb
     if (!m_shared_embedding.defined())
         src_word_emb = register_module("src_word_emb", makeEmbedding(cfg.n_src_vocab, cfg.d_word_vec, cfg.src_pad_idx));
     position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
-    dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+    dropout = register_module("dropout", FastDropout(cfg.dropout));
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
     for (int64_t i = 0; i < cfg.n_layers; ++i)
         layer_stack->push_back(EncoderLayer(cfg.d_model, cfg.d_inner, cfg.n_head, cfg.d_k, cfg.d_v, cfg.dropout));
@@ -66,7 +66,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& cfg)
     : m_pad_idx(cfg.trg_pad_idx), m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
     trg_word_emb = register_module("trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx));
     position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
-    dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+    dropout = register_module("dropout", FastDropout(cfg.dropout));
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
     for (int64_t i = 0; i < cfg.n_layers; ++i)
         layer_stack->push_back(DecoderLayer(cfg.d_model, cfg.d_inner, cfg.n_head, cfg.d_k, cfg.d_v, cfg.dropout));
@@ -158,6 +158,15 @@ torch::Tensor TransformerImpl::forwardFull(const torch::Tensor& src_seq, const t
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq) {
     auto logits = forwardFull(src_seq, trg_seq);
     return logits.view({-1, logits.size(2)});
+}
+
+torch::Tensor TransformerImpl::forwardAt(const torch::Tensor& src_seq, const torch::Tensor& trg_seq,
+                                         const torch::Tensor& positions) {
+    auto src_mask = padMask(src_seq, m_cfg.src_pad_idx);
+    auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
+    auto enc = encoder(src_seq, src_mask, nullptr);
+    auto dec = decoder(trg_seq, trg_mask, enc, src_mask, nullptr);
+    return project(dec.reshape({-1, dec.size(2)}).index_select(0, positions));
 }
 
 std::vector<std::string> expectedTensorNames(const Transformer& model) {

@@ -35,7 +35,7 @@ public:
 
     torch::nn::Embedding src_word_emb{nullptr};  // null when tied
     PositionalEncoding position_enc{nullptr};
-    torch::nn::Dropout dropout{nullptr};
+    FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
 
@@ -67,7 +67,7 @@ public:
 
     torch::nn::Embedding trg_word_emb{nullptr};
     PositionalEncoding position_enc{nullptr};
-    torch::nn::Dropout dropout{nullptr};
+    FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
 
@@ -84,6 +84,9 @@ public:
 
     // ref: Transformer.forward — logits [b*lt, n_trg_vocab].
     torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq);
+    // The rows `positions` (indices into the flattened [b*lt]) of forward(): training projects
+    // only the non-pad target positions onto the vocabulary.
+    torch::Tensor forwardAt(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, const torch::Tensor& positions);
     // Logits [b, lt, n_trg_vocab], and every attention map when `attns` is given (return_attns).
     torch::Tensor forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns = nullptr);
 

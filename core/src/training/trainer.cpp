@@ -457,8 +457,11 @@ TrainingSummary train(const TrainingOptions& options, const TrainingCallback& pr
             lr = training::learningRate(st.step, o.lr_mul, pc.model.d_model, o.warmup_steps);
             for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
             optimizer.zero_grad();
-            auto r = training::labelSmoothedLoss(model->forward(t.src, t.trg_in), t.gold.view(-1), o.label_smoothing,
-                                                 pc.model.trg_pad_idx);
+            // Only non-pad positions are projected onto the vocabulary (the loss ignores the rest).
+            auto gold = t.gold.view(-1);
+            auto positions = gold.ne(pc.model.trg_pad_idx).nonzero().squeeze(1);
+            auto r = training::labelSmoothedLoss(model->forwardAt(t.src, t.trg_in, positions), gold.index_select(0, positions),
+                                                 o.label_smoothing, pc.model.trg_pad_idx);
             (r.loss_sum / double(std::max<int64_t>(r.tokens, 1))).backward();
             if (o.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip_norm);
             optimizer.step();
