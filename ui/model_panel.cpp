@@ -28,11 +28,14 @@ void ModelPanel::showModel(const ModelInfo& i) {
                                           .arg(m.emb_src_trg_weight_sharing ? tr("yes") : tr("no")));
     html += row(tr("scale_emb_or_prj"), QString::fromStdString(m.scale_emb_or_prj));
     html += "</table><h4>" + tr("Parameters") + "</h4><table cellspacing='4'>";
-    html += row(tr("encoder embedding"), num(p.encoder_embedding));
+    // A shared matrix is counted once, under the decoder embedding.
+    html += row(tr("encoder embedding"),
+                m.emb_src_trg_weight_sharing ? tr("shared with the decoder embedding") : num(p.encoder_embedding));
     html += row(tr("encoder layers"), num(p.encoder_layers));
     html += row(tr("decoder embedding"), num(p.decoder_embedding));
     html += row(tr("decoder layers"), num(p.decoder_layers));
-    html += row(tr("output projection"), num(p.output_projection));
+    html += row(tr("output projection"),
+                m.trg_emb_prj_weight_sharing ? tr("shared with the decoder embedding") : num(p.output_projection));
     html += row(tr("embedding layer norms"), num(p.layer_norms));
     html += row(tr("total"), num(p.total));
     html += "</table>";

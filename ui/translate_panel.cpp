@@ -47,7 +47,10 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_translation->setFont(big);
     m_details = new QLabel(this);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_details->setWordWrap(true);
+    // Three fixed lines, not wrapped: a wrapped label's height-for-width is not honoured by the
+    // window's layout and its last line was cut off. A long piece list is cut at the right edge
+    // instead and shown whole in the tooltip.
+    m_details->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     m_progress = new QProgressBar(this);
     m_progress->setMaximumHeight(6);
     m_progress->setTextVisible(false);
@@ -124,11 +127,13 @@ void TranslatePanel::showResult(ResultPtr r) {
                           .arg(r->seconds * 1000.0, 0, 'f', 0);
     for (const auto& w : r->warnings) details += "\n⚠ " + QString::fromStdString(w);
     m_details->setText(details);
+    m_details->setToolTip(details);
     m_progress->setVisible(false);
 }
 
 void TranslatePanel::showError(const QString& message) {
     m_details->setText(QStringLiteral("<span style='color:#b2182b'>%1</span>").arg(message.toHtmlEscaped()));
+    m_details->setToolTip(message);
     m_progress->setVisible(false);
 }
 

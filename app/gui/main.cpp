@@ -98,7 +98,12 @@ int main(int argc, char** argv) {
     if (!window.lastError().isEmpty()) return fail(window.lastError());
     if (!controller.modelInfo()) return fail("no model: pass --model DIR");
     window.explorer()->select(k, parser.value(layer).toInt(), parser.value(head).toInt());
-    QApplication::processEvents();
+    // Results arrive as queued signals, and the text they set re-lays out the window through
+    // further posted events: let every round of them run before grabbing.
+    for (int round = 0; round < 5; ++round) {
+        QApplication::processEvents();
+        QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    }
     if (parser.isSet(exportTo)) {
         QString error;
         if (!window.exportCurrentView(parser.value(exportTo), &error)) return fail(error);

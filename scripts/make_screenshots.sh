@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's screenshots, made by the app itself (--screenshot saves the window, --export one view).
+#   scripts/make_screenshots.sh [MODEL_DIR]   (default: the bundled model)
+# Writes docs/screenshots/*.png. Runs offscreen; needs build/bin/attnlab.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
+app=build/bin/attnlab
+model=()
+[ $# -gt 0 ] && model=(--model "$1")
+out=docs/screenshots
+mkdir -p "$out"
+text="Zwei junge Männer spielen Fußball auf einer Wiese."
+shot() { "$app" "${model[@]}" --text "$text" "$@"; }
+shot --view cross --layer 2 --head 8 --screenshot "$out/attention-cross.png"
+shot --view encoder --layer 0 --head 3 --screenshot "$out/attention-encoder.png"
+shot --view decoder --layer 1 --head 8 --screenshot "$out/attention-decoder.png"
+shot --tab positional --screenshot "$out/positional.png"
+shot --tab model --screenshot "$out/model.png"
+shot --view cross --layer 2 --head 5 --export "$out/cross-layer2-head5.png"
+ls -l "$out"
