@@ -1,7 +1,10 @@
 // attnlab-cli as a user runs it: translate from --text and stdin (order kept), the attention JSON
-// read back, inspect, and errors on stderr with a non-zero exit.
+// read back, inspect, train -> average -> eval on a tiny corpus, and errors on stderr with a
+// non-zero exit.
 #include "fixtures.h"
 
+#include <attnlab/metrics.h>
+#include <attnlab/text_io.h>
 #include <attnlab/translator.h>
 
 #include <QtTest/QtTest>
@@ -40,8 +43,11 @@ private Q_SLOTS:
     void inspect();
     void errors();
     void corruptTokenizerIsAnError();
+    void trainAverageEval();
+    void trainAndEvalErrors();
 
 private:
+    QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
     QTemporaryDir m_dir;
     QString m_pkg;
 };
@@ -53,12 +59,16 @@ void TestCli::initTestCase() {
 }
 
 void TestCli::helpForEverySubcommand() {
-    for (const QStringList& args : {QStringList{"--help"}, QStringList{"translate", "--help"}, QStringList{"inspect", "--help"}}) {
+    for (const QStringList& args :
+         {QStringList{"--help"}, QStringList{"translate", "--help"}, QStringList{"inspect", "--help"},
+          QStringList{"train", "--help"}, QStringList{"eval", "--help"}, QStringList{"average", "--help"}}) {
         auto r = cli(args);
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("--") && r.out.contains("Usage") , qPrintable(r.out));
     }
     QVERIFY(cli({"translate", "--help"}).out.contains("--beam"));
+    QVERIFY(cli({"train", "--help"}).out.contains("--batch-tokens"));
+    QVERIFY(cli({"eval", "--help"}).out.contains("--ref"));
 }
 
 void TestCli::translateText() {
@@ -160,6 +170,97 @@ void TestCli::corruptTokenizerIsAnError() {
     auto r = cli({"translate", "--model", bad, "--text", "Hallo"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("tokenizer.model"), qPrintable(r.err));
+}
+
+QString TestCli::writeCorpus(const QString& dir, int train_lines, int valid_lines) {
+    QDir().mkpath(dir);
+    const auto de = attnlab::testing::corpusLines(train_lines + valid_lines, 3);
+    const auto en = attnlab::testing::corpusLines(train_lines + valid_lines, 4);
+    auto write = [&](const QString& name, const std::vector<std::string>& lines, int from, int to) {
+        std::string text;
+        for (int i = from; i < to; ++i) text += lines[i] + "\n";
+        attnlab::testing::writeFile((dir + "/" + name).toStdString(), text);
+    };
+    write("train.de", de, 0, train_lines);
+    write("train.en", en, 0, train_lines);
+    write("val.de", de, train_lines, train_lines + valid_lines);
+    write("val.en", en, train_lines, train_lines + valid_lines);
+    return dir;
+}
+
+static QStringList tinyModelArgs() {
+    return {"--layers", "1", "--heads", "2", "--d-model", "32", "--d-inner", "64", "--d-k", "16", "--d-v", "16",
+            "--batch-tokens", "300", "--threads", "1", "--log-every", "4", "--warmup", "10"};
+}
+
+void TestCli::trainAverageEval() {
+    const QString data = writeCorpus(m_dir.path() + "/corpus", 120, 20);
+    const QString out = m_dir.path() + "/run";
+    auto r = cli(QStringList{"train", "--data", data, "--src", "de", "--tgt", "en", "--output", out, "--tokenizer",
+                             m_pkg + "/tokenizer.model", "--epochs", "2"} + tinyModelArgs());
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("finished after") && r.err.contains("2 epochs"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("training pairs: 120 used"), qPrintable(r.err));
+    for (const char* f : {"model/config.json", "model/model.safetensors", "model/tokenizer.model", "model/MODEL_CARD.md",
+                          "checkpoints/latest/optimizer.pt", "checkpoints/epoch-001/model.safetensors",
+                          "checkpoints/epoch-002/model.safetensors"})
+        QVERIFY2(QFile::exists(out + "/" + f), f);
+    // log.tsv: a header and one row per epoch, epochs 1 and 2, validation BLEU a number in [0, 100]
+    const auto log = attnlab::readTextLines((out + "/log.tsv").toStdString());
+    QCOMPARE(log.size(), size_t(3));
+    QVERIFY(QString::fromStdString(log[0]).startsWith("epoch\tstep\t"));
+    for (int e = 1; e <= 2; ++e) {
+        const QStringList cols = QString::fromStdString(log[e]).split('\t');
+        QCOMPARE(cols.size(), 10);
+        QCOMPARE(cols[0].toInt(), e);
+        const double bleu = cols[7].toDouble();
+        QVERIFY(bleu >= 0 && bleu <= 100);
+    }
+    const QString card = QString::fromStdString(attnlab::testing::readFile((out + "/model/MODEL_CARD.md").toStdString()));
+    QVERIFY2(card.contains("epochs completed: 2") && card.contains("--tokenizer"), qPrintable(card));
+
+    // average of the two epoch checkpoints: a package that translates
+    const QString avg = m_dir.path() + "/avg";
+    r = cli({"average", "--run", out, "--last", "2", "-o", avg});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    r = cli({"translate", "--model", avg, "--text", "Der Hund läuft."});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+
+    // eval: the printed BLEU is corpusBleu of the translations it wrote, against the references
+    const QString hyp = m_dir.path() + "/hyp.txt";
+    r = cli({"eval", "--model", out + "/model", "--src", data + "/val.de", "--ref", data + "/val.en", "--beam", "2",
+             "--output", hyp});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto hyps = attnlab::readTextLines(hyp.toStdString());
+    const auto refs = attnlab::readTextLines((data + "/val.en").toStdString());
+    QCOMPARE(hyps.size(), refs.size());
+    const auto bleu = attnlab::corpusBleu(hyps, refs);
+    QVERIFY2(r.out.startsWith(QString("BLEU = %1 ").arg(bleu.score, 0, 'f', 2)), qPrintable(r.out));
+    QVERIFY2(r.out.contains("signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0"), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QString("chrF2 = %1").arg(attnlab::corpusChrf(hyps, refs), 0, 'f', 2)), qPrintable(r.out));
+}
+
+void TestCli::trainAndEvalErrors() {
+    const QString data = writeCorpus(m_dir.path() + "/corpus-bad", 30, 5);
+    // one line fewer on the target side
+    auto en = attnlab::readTextLines((data + "/train.en").toStdString());
+    en.pop_back();
+    std::string text;
+    for (const auto& l : en) text += l + "\n";
+    attnlab::testing::writeFile((data + "/train.en").toStdString(), text);
+    auto r = cli(QStringList{"train", "--data", data, "--src", "de", "--tgt", "en", "--output", m_dir.path() + "/bad-run",
+                             "--tokenizer", m_pkg + "/tokenizer.model", "--epochs", "1"} + tinyModelArgs());
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("mismatched corpus files") && r.err.contains("has 30 lines") && r.err.contains("has 29"),
+             qPrintable(r.err));
+    r = cli(QStringList{"train", "--data", m_dir.path() + "/no-such-corpus", "--src", "de", "--tgt", "en", "--output",
+                        m_dir.path() + "/bad-run2", "--epochs", "1"} + tinyModelArgs());
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("no-such-corpus"), qPrintable(r.err));
+    r = cli({"eval", "--model", m_pkg, "--src", data + "/val.de", "--ref", data + "/train.en"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("mismatched files") && r.err.contains("has 5 lines") && r.err.contains("has 29"),
+             qPrintable(r.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -155,7 +155,8 @@ int runTrain(const attnlab::TrainingOptions& options) {
     return 0;
 }
 
-int runEval(const CommonOptions& common, const std::string& src, const std::string& ref, attnlab::DecodingOptions d) {
+int runEval(const CommonOptions& common, const std::string& src, const std::string& ref, const std::string& hyp_out,
+            attnlab::DecodingOptions d) {
     d.return_attention = false;
     d.top_k_candidates = 0;
     d.validate();
@@ -182,6 +183,11 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     });
     if (tty) std::cerr << "\r\033[K";
     for (size_t i = 0; i < results.size(); ++i) hyps[where[i]] = results[i].best.text;
+    if (!hyp_out.empty()) {
+        std::ofstream out(hyp_out);
+        for (const auto& h : hyps) out << h << "\n";
+        if (!out.flush()) throw attnlab::InputError("cannot write " + hyp_out);
+    }
     const auto bleu = attnlab::corpusBleu(hyps, refs);
     std::cout << "BLEU = " << std::fixed << std::setprecision(2) << bleu.score << " " << bleu.precisions[0] << "/"
               << bleu.precisions[1] << "/" << bleu.precisions[2] << "/" << bleu.precisions[3]
@@ -313,12 +319,13 @@ int main(int argc, char** argv) {
     average->add_option("--last", average_last, "N for --run")->capture_default_str();
     average->add_option("--output,-o", average_output, "Where to write the averaged package")->required();
 
-    std::string eval_src, eval_ref;
+    std::string eval_src, eval_ref, eval_hyp_out;
     attnlab::DecodingOptions eval_decoding;
     auto* eval = app.add_subcommand("eval", "Translate a file and score it: corpus BLEU (sacreBLEU's default) and chrF");
     addCommon(eval, common);
     eval->add_option("--src", eval_src, "Source sentences, one per line")->required();
     eval->add_option("--ref", eval_ref, "Reference translations, one per line")->required();
+    eval->add_option("--output", eval_hyp_out, "Also write the translations to this file, one per line");
     eval->add_option("--beam", eval_decoding.beam_size, "Beam size")->capture_default_str();
     eval->add_option("--alpha", eval_decoding.length_penalty, "Length penalty")->capture_default_str();
     eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
@@ -340,7 +347,7 @@ int main(int argc, char** argv) {
             for (int i = 0; i < argc; ++i) topt.command_line += (i ? " " : "") + std::string(argv[i]);
             return runTrain(topt);
         }
-        if (eval->parsed()) return runEval(common, eval_src, eval_ref, eval_decoding);
+        if (eval->parsed()) return runEval(common, eval_src, eval_ref, eval_hyp_out, eval_decoding);
         if (average->parsed()) {
             if (!average_run.empty()) {
                 std::vector<std::string> found;
