@@ -11,4 +11,4 @@ exec "${ATTNLAB_CLI:-build/bin/attnlab-cli}" train --data "$data" --src de --tgt
   --vocab-size 8000 --layers 3 --heads 8 --d-model 256 --d-inner 1024 --d-k 32 --d-v 32 --dropout 0.1 \
   --share-proj true --share-emb true --scale-emb-or-prj emb \
   --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.32 --warmup 400 --seed 1 \
-  --epochs 40 --time-budget 175 --save-every-minutes 10 --log-every 50 "$@"
+  --epochs 40 --time-budget 190 --save-every-minutes 10 --log-every 50 "$@"
