@@ -131,14 +131,19 @@ void AttentionExplorer::refresh() {
     switch (kind()) {
         case AttentionKind::EncoderSelf:
             rows = cols = toList(m_result->source_pieces);
+            m_view->setAxisTitles(tr("query (source piece)"), tr("key (source piece)"));
             break;
+        // A decoder row is the step whose output is that target piece; its own input is the
+        // previous piece (<s> first), which is what the decoder self-attention keys show.
         case AttentionKind::DecoderSelf:
             rows = toList(m_result->best.pieces);
             cols = toList(m_result->decoder_input_pieces);
+            m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (decoder input piece)"));
             break;
         case AttentionKind::Cross:
             rows = toList(m_result->best.pieces);
             cols = toList(m_result->source_pieces);
+            m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (source piece)"));
             break;
     }
     const QString what = h == heads ? tr("mean over heads") : tr("head %1").arg(h);

@@ -91,6 +91,11 @@ void AttentionView::rescale() {
     m_plot->replot();
 }
 
+void AttentionView::setAxisTitles(const QString& query, const QString& key) {
+    m_plot->yAxis->setLabel(query);
+    m_plot->xAxis->setLabel(key);
+}
+
 QString AttentionView::toolTipAt(int row, int column) const {
     if (row < 0 || column < 0 || row >= int(m_map.size()) || column >= int(m_map[row].size())) return {};
     return tr("query %1 → key %2: %3")

@@ -22,6 +22,8 @@ public:
     // rows = queries (y axis, top to bottom), columns = keys (x axis).
     void setMap(const Matrix& map, const QStringList& query_labels, const QStringList& key_labels, const QString& title);
     void clear();
+    // Axis titles (default "query" / "key").
+    void setAxisTitles(const QString& query, const QString& key);
     // Fixed 0-1 colour range (default) or each map's own min-max.
     void setFixedRange(bool fixed);
     bool fixedRange() const { return m_fixed_range; }
