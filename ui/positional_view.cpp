@@ -57,7 +57,7 @@ PositionalEncodingView::PositionalEncodingView(QWidget* parent) : QWidget(parent
     m_dmodel->setRange(2, 4096);
     m_dmodel->setSingleStep(2);
     m_dmodel->setValue(256);
-    m_dims = new QLineEdit("0, 1, 4, 5, 32, 64", this);
+    m_dims = new QLineEdit("0, 1, 32, 64, 128", this);
     m_dims->setToolTip(tr("Dimensions to plot as curves, separated by commas"));
     m_heat = new QCustomPlot(this);
     m_curves = new QCustomPlot(this);
