@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh) and runs AttnLab's main job: the desktop app on the
-# bundled model. Until the app is built, translates the example sentences with attnlab-cli.
+# bundled model (resources/models/multi30k-de-en). Where the app was not built (a build with
+# -DATTNLAB_BUILD_GUI=OFF), translates the example sentences with attnlab-cli instead.
 #   scripts/run.sh [app or CLI arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ if [ -x build/bin/attnlab ]; then
   exec build/bin/attnlab "$@"
 fi
 if [ $# -eq 0 ] && ! build/bin/attnlab-cli inspect >/dev/null 2>&1; then
-  echo "run: no bundled model in resources/models/ yet; pass one: scripts/run.sh --model DIR" >&2
+  echo "run: the bundled model in resources/models/ is missing or unreadable; pass one: scripts/run.sh --model DIR" >&2
   build/bin/attnlab-cli --help
   exit 1
 fi

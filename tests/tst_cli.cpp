@@ -4,6 +4,7 @@
 #include "fixtures.h"
 
 #include <attnlab/metrics.h>
+#include <attnlab/package.h>
 #include <attnlab/text_io.h>
 #include <attnlab/translator.h>
 
@@ -45,6 +46,7 @@ private Q_SLOTS:
     void corruptTokenizerIsAnError();
     void trainAverageEval();
     void trainAndEvalErrors();
+    void bundledModelWithoutModelOption();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -261,6 +263,44 @@ void TestCli::trainAndEvalErrors() {
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("mismatched files") && r.err.contains("has 5 lines") && r.err.contains("has 29"),
              qPrintable(r.err));
+}
+
+// The committed model: found without --model (nor ATTNLAB_MODEL_DIR), the CLI's output equals the
+// library's for the same package, and it translates: BLEU against references written
+// independently of the model (resources/examples/en.txt) is far above what an untrained or
+// wrongly loaded model scores (~0).
+void TestCli::bundledModelWithoutModelOption() {
+    qunsetenv("ATTNLAB_MODEL_DIR");
+    const std::string dir = attnlab::defaultModelDir();
+    QVERIFY2(!dir.empty() && QFileInfo(QString::fromStdString(dir)).canonicalFilePath() ==
+                                 QFileInfo(ATTNLAB_SOURCE_DIR "/resources/models/multi30k-de-en").canonicalFilePath(),
+             dir.c_str());
+    const std::string src = attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/de.txt");
+    const QStringList src_lines = QString::fromStdString(src).split('\n', Qt::SkipEmptyParts);
+    const QStringList refs = QString::fromStdString(attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/en.txt"))
+                                 .split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(refs.size(), src_lines.size());
+    auto r = cli({"translate", "--beam", "5", "--device", "cpu"}, QByteArray::fromStdString(src));
+    QCOMPARE(r.code, 0);
+    QStringList out = r.out.split('\n');
+    QCOMPARE(out.takeLast(), QString());
+    QCOMPARE(out.size(), refs.size());
+
+    attnlab::Translator t(dir, {"cpu"});
+    QCOMPARE(t.info().config.source_lang, std::string("de"));
+    QCOMPARE(t.info().config.target_lang, std::string("en"));
+    attnlab::DecodingOptions o;
+    o.beam_size = 5;
+    o.return_attention = false;
+    std::vector<std::string> hyps, ref_lines;
+    for (int i = 0; i < out.size(); ++i) {
+        QCOMPARE(out[i], QString::fromStdString(t.translate(src_lines[i].toStdString(), o).best.text));
+        hyps.push_back(out[i].toStdString());
+        ref_lines.push_back(refs[i].toStdString());
+    }
+    const double bleu = attnlab::corpusBleu(hyps, ref_lines).score;
+    qInfo("bundled model on resources/examples: BLEU %.2f", bleu);
+    QVERIFY2(bleu > 25.0, qPrintable(QString("BLEU %1 on the examples:\n%2").arg(bleu).arg(out.join('\n'))));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

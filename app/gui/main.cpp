@@ -61,6 +61,20 @@ int main(int argc, char** argv) {
     parser.addOptions({model, text, device, view, layer, head, exportTo, screenshot, tab});
     parser.process(app);
 
+    // Options are checked before anything is loaded; a wrong one is an error, not a silent default.
+    const QString kind = parser.value(view), tab_name = parser.value(tab);
+    if (kind != "encoder" && kind != "decoder" && kind != "cross")
+        return fail(QString("--view '%1' is not one of encoder, decoder, cross").arg(kind));
+    if (tab_name != "attention" && tab_name != "positional" && tab_name != "model")
+        return fail(QString("--tab '%1' is not one of attention, positional, model").arg(tab_name));
+    bool layer_ok = false, head_ok = false;
+    const int layer_index = parser.value(layer).toInt(&layer_ok), head_index = parser.value(head).toInt(&head_ok);
+    if (!layer_ok || layer_index < 0) return fail(QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer)));
+    if (!head_ok || head_index < 0) return fail(QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head)));
+    const bool headless = parser.isSet(exportTo) || parser.isSet(screenshot);
+    if (parser.isSet(exportTo) && tab_name == "attention" && !parser.isSet(text))
+        return fail("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
+
     QString dir = parser.value(model);
     if (dir.isEmpty()) dir = QString::fromStdString(attnlab::defaultModelDir());
 
@@ -69,25 +83,26 @@ int main(int argc, char** argv) {
     window.translatePanel()->setExamples(exampleSentences());
     window.resize(1400, 900);
 
-    const QString kind = parser.value(view);
     const auto k = kind == "encoder" ? attnlab::ui::AttentionKind::EncoderSelf
                  : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
                                      : attnlab::ui::AttentionKind::Cross;
-    const bool headless = parser.isSet(exportTo) || parser.isSet(screenshot);
 
+    QString load_error;  // the first failure is the one to report headlessly
+    QObject::connect(&controller, &attnlab::ui::TranslationController::modelFailed, &window,
+                     [&](const QString& m) { load_error = m; });
     window.translatePanel()->setDevice(parser.value(device));
     if (!dir.isEmpty()) controller.loadModel(dir, parser.value(device));
     if (parser.isSet(text)) {
         window.translatePanel()->setSentence(parser.value(text));
         controller.translate(parser.value(text), window.translatePanel()->options());
     }
-    if (parser.value(tab) == "positional") window.tabs()->setCurrentIndex(1);
-    else if (parser.value(tab) == "model") window.tabs()->setCurrentIndex(2);
+    if (tab_name == "positional") window.tabs()->setCurrentIndex(1);
+    else if (tab_name == "model") window.tabs()->setCurrentIndex(2);
 
     if (!headless) {
         window.show();
         QObject::connect(&controller, &attnlab::ui::TranslationController::translationFinished, &window,
-                         [&](attnlab::ui::ResultPtr) { window.explorer()->select(k, parser.value(layer).toInt(), parser.value(head).toInt()); },
+                         [&](attnlab::ui::ResultPtr) { window.explorer()->select(k, layer_index, head_index); },
                          Qt::SingleShotConnection);
         return app.exec();
     }
@@ -95,9 +110,17 @@ int main(int argc, char** argv) {
     // Headless: wait for the model and the translation, then render.
     window.show();
     controller.waitForIdle();
+    if (!load_error.isEmpty()) return fail(load_error);
     if (!window.lastError().isEmpty()) return fail(window.lastError());
-    if (!controller.modelInfo()) return fail("no model: pass --model DIR");
-    window.explorer()->select(k, parser.value(layer).toInt(), parser.value(head).toInt());
+    const auto info = controller.modelInfo();
+    if (!info) return fail("no model: pass --model DIR");
+    const int n_layers = int(info->config.model.n_layers), n_head = int(info->config.model.n_head);
+    if (layer_index >= n_layers)
+        return fail(QString("--layer %1 is out of range: the model has %2 layers (0-%3)").arg(layer_index).arg(n_layers).arg(n_layers - 1));
+    if (head_index > n_head)
+        return fail(QString("--head %1 is out of range: the model has %2 heads (0-%3, and %2 for the mean)")
+                        .arg(head_index).arg(n_head).arg(n_head - 1));
+    window.explorer()->select(k, layer_index, head_index);
     // Results arrive as queued signals, and the text they set re-lays out the window through
     // further posted events: let every round of them run before grabbing.
     for (int round = 0; round < 5; ++round) {

@@ -1,0 +1,104 @@
+// The attnlab executable as a user runs it from a shell: the bundled model without --model, the
+// headless --export (PNG, PDF) and --screenshot, and command-line errors that name the problem and
+// write nothing. Runs offscreen (QT_QPA_PLATFORM=offscreen from CTest).
+#include <QtTest/QtTest>
+
+#include <QImage>
+#include <QProcess>
+#include <QTemporaryDir>
+
+namespace {
+struct Run {
+    int code = -1;
+    QString err;
+};
+
+Run app(const QStringList& args) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove("ATTNLAB_MODEL_DIR");  // the bundled model, found as a user's would be
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    p.setProcessEnvironment(env);
+    p.start(ATTNLAB_APP_PATH, args);
+    if (!p.waitForStarted() || !p.waitForFinished(180000)) return {};
+    Run r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+const QString kSentence = QStringLiteral("Zwei Kinder spielen im Sand am Strand.");
+}  // namespace
+
+class TestApp : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void exportPngAndPdfWithTheBundledModel();
+    void screenshotOfTheWindow();
+    void badOptionsAreNamedAndWriteNothing();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestApp::exportPngAndPdfWithTheBundledModel() {
+    const QString png = m_dir.filePath("cross.png"), pdf = m_dir.filePath("cross.pdf");
+    auto r = app({"--text", kSentence, "--view", "cross", "--layer", "2", "--head", "3", "--export", png});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QImage image(png);
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), QSize(2400, 1800));  // 1200 x 900 at scale 2, for slides
+    // Not a blank page: a heatmap has many distinct colours.
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 7)
+        for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+    QVERIFY2(colours.size() > 50, qPrintable(QString::number(colours.size())));
+
+    r = app({"--text", kSentence, "--view", "encoder", "--export", pdf});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QFile f(pdf);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    QVERIFY(bytes.startsWith("%PDF-"));
+    QVERIFY(bytes.trimmed().endsWith("%%EOF"));
+    QVERIFY(bytes.size() > 5000);
+}
+
+void TestApp::screenshotOfTheWindow() {
+    const QString png = m_dir.filePath("window.png");
+    auto r = app({"--text", kSentence, "--tab", "positional", "--screenshot", png});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QImage image(png);
+    QVERIFY(!image.isNull());
+    QVERIFY2(image.width() >= 1400 && image.height() >= 900, qPrintable(QString("%1x%2").arg(image.width()).arg(image.height())));
+}
+
+void TestApp::badOptionsAreNamedAndWriteNothing() {
+    const QString out = m_dir.filePath("never.png");
+    struct Case {
+        QStringList args;
+        QString message;
+    };
+    const QList<Case> cases = {
+        {{"--model", m_dir.filePath("no-such-model"), "--text", kSentence}, "no-such-model: not a directory"},
+        {{"--text", kSentence, "--view", "sideways"}, "--view 'sideways' is not one of encoder, decoder, cross"},
+        {{"--text", kSentence, "--tab", "nope"}, "--tab 'nope' is not one of attention, positional, model"},
+        {{"--text", kSentence, "--layer", "x"}, "--layer 'x' is not a layer number"},
+        {{"--text", kSentence, "--layer", "3"}, "--layer 3 is out of range: the model has 3 layers (0-2)"},
+        {{"--text", kSentence, "--head", "9"}, "--head 9 is out of range: the model has 8 heads"},
+        {{"--view", "cross"}, "--export of the attention view needs a sentence"},
+        {{"--text", "   "}, "empty"},
+    };
+    for (const Case& c : cases) {
+        auto r = app(c.args + QStringList{"--export", out});
+        QVERIFY2(r.code == 2, qPrintable(c.args.join(' ') + " -> " + QString::number(r.code) + ": " + r.err));
+        QVERIFY2(r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
+        QVERIFY(!QFile::exists(out));
+    }
+    auto r = app({"--text", kSentence, "--export", m_dir.filePath("no/such/dir/x.png")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("cannot write"), qPrintable(r.err));
+}
+
+QTEST_GUILESS_MAIN(TestApp)
+#include "tst_app.moc"
