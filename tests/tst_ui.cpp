@@ -1,6 +1,6 @@
 // The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
 // the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
-// model; the positional heatmap equals the formula.
+// model; the positional heatmap equals the formula; a dropped package opens and is remembered.
 #include "attention_explorer.h"
 #include "attention_grid.h"
 #include "attention_view.h"
@@ -28,6 +28,7 @@ private Q_SLOTS:
     void exportsPngAndPdf();
     void corruptPackageKeepsOldModel();
     void positionalHeatmapEqualsFormula();
+    void droppedFolderOpensAndIsRemembered();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -38,6 +39,10 @@ private:
 };
 
 void TestUi::initTestCase() {
+    QCoreApplication::setOrganizationName("AttnLab");
+    QCoreApplication::setApplicationName("tst_ui");
+    QStandardPaths::setTestModeEnabled(true);  // QSettings (recent models) away from the user's own
+    QSettings().remove("recentModels");
     const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
     QVERIFY2(!pkg.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
     m_core = std::make_unique<attnlab::Translator>(pkg.toStdString(), attnlab::TranslatorOptions{"cpu"});
@@ -174,6 +179,39 @@ void TestUi::positionalHeatmapEqualsFormula() {
         const double expected = dim % 2 ? std::cos(angle) : std::sin(angle);
         QVERIFY(std::abs(cm->data()->cell(dim, pos) - expected) < 1e-6);
     }
+}
+
+void TestUi::droppedFolderOpensAndIsRemembered() {
+    // A copy of the fixture package under another name; dropping a file inside it opens the folder.
+    const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"), copy = m_dir.filePath("dropped-model");
+    QDir().mkpath(copy);
+    for (const QString& f : QDir(pkg).entryList(QDir::Files)) QVERIFY(QFile::copy(pkg + "/" + f, copy + "/" + f));
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(copy + "/config.json")});
+    QDragEnterEvent enter(QPoint(20, 20), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(m_window.get(), &enter);
+    QVERIFY(enter.isAccepted());
+    QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+    QDropEvent drop(QPointF(20, 20), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(m_window.get(), &drop);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QCOMPARE(QFileInfo(QString::fromStdString(m_controller->modelInfo()->package_dir)).canonicalFilePath(),
+             QFileInfo(copy).canonicalFilePath());
+    // The spy records in the loading thread; the window hears of it through a queued call.
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->windowTitle().contains("dropped-model"), 10000);
+    // Remembered, newest first, in QSettings and in File > Open recent.
+    const QStringList recent = QSettings().value("recentModels").toStringList();
+    QCOMPARE(recent.size(), 2);
+    QCOMPARE(QFileInfo(recent[0]).canonicalFilePath(), QFileInfo(copy).canonicalFilePath());
+    QCOMPARE(QFileInfo(recent[1]).canonicalFilePath(), QFileInfo(pkg).canonicalFilePath());
+    QMenu* menu = nullptr;
+    for (QMenu* m : m_window->findChildren<QMenu*>())
+        if (m->title() == QObject::tr("Open &recent")) menu = m;
+    QVERIFY(menu);
+    QCOMPARE(menu->actions().size(), 2);
+    QCOMPARE(menu->actions().first()->text(), recent[0]);
+    typeAndWait("Der Hund schlaeft.");  // the dropped model translates
+    QVERIFY(m_window->lastResult());
 }
 
 QTEST_MAIN(TestUi)
