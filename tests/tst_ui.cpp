@@ -5,6 +5,7 @@
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "main_window.h"
+#include "model_panel.h"
 #include "positional_view.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
@@ -29,6 +30,7 @@ private Q_SLOTS:
     void corruptPackageKeepsOldModel();
     void positionalHeatmapEqualsFormula();
     void droppedFolderOpensAndIsRemembered();
+    void modelPanelShowsCardAndTrainingLog();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -212,6 +214,68 @@ void TestUi::droppedFolderOpensAndIsRemembered() {
     QCOMPARE(menu->actions().first()->text(), recent[0]);
     typeAndWait("Der Hund schlaeft.");  // the dropped model translates
     QVERIFY(m_window->lastResult());
+}
+
+void TestUi::modelPanelShowsCardAndTrainingLog() {
+    const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    auto copyAs = [&](const QString& name) {
+        const QString dir = m_dir.filePath(name);
+        QDir().mkpath(dir);
+        for (const QString& f : QDir(pkg).entryList(QDir::Files)) QFile::copy(pkg + "/" + f, dir + "/" + f);
+        return dir;
+    };
+    auto write = [](const QString& path, const QByteArray& text) {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(text);
+    };
+    auto open = [&](const QString& dir) {
+        m_window->openModel(dir);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->windowTitle().endsWith(QFileInfo(dir).fileName()), 30000);
+    };
+    ModelPanel* panel = m_window->modelPanel();
+
+    // The fixture package has neither a card nor a log.
+    open(copyAs("plain-model"));
+    QCOMPARE(panel->trainingPlot()->graphCount(), 0);
+    QVERIFY2(panel->trainingMessage().contains("no training_log.tsv"), qPrintable(panel->trainingMessage()));
+    QVERIFY(panel->card()->toPlainText().isEmpty());
+    QVERIFY(panel->details()->toPlainText().contains("plain-model"));
+
+    // With both: the card rendered from Markdown, one curve per column, values as written.
+    const QString logged = copyAs("logged-model");
+    write(logged + "/MODEL_CARD.md", "# Model card: test\n\n| set | BLEU |\n| --- | ---: |\n| test | 12.5 |\n");
+    write(logged + "/training_log.tsv",
+          "epoch\tstep\ttrain_loss\tvalid_loss\tvalid_bleu\n1\t10\t7.5\t6.25\t0.5\n2\t20\t5.0\t4.75\t3.25\n3\t30\t4.0\t4.5\t6.0\n");
+    open(logged);
+    QVERIFY(panel->trainingMessage().isEmpty());
+    QVERIFY(panel->card()->toPlainText().contains("Model card: test"));
+    QVERIFY(panel->card()->toPlainText().contains("12.5"));
+    QCustomPlot* plot = panel->trainingPlot();
+    QCOMPARE(plot->graphCount(), 3);
+    const QList<QVector<double>> expected = {{7.5, 5.0, 4.0}, {6.25, 4.75, 4.5}, {0.5, 3.25, 6.0}};
+    for (int g = 0; g < 3; ++g) {
+        QCOMPARE(plot->graph(g)->data()->size(), 3);
+        for (int i = 0; i < 3; ++i) {
+            QCOMPARE(plot->graph(g)->data()->at(i)->key, double(i + 1));
+            QCOMPARE(plot->graph(g)->data()->at(i)->value, expected[g][i]);
+        }
+    }
+    QCOMPARE(plot->graph(2)->valueAxis(), plot->yAxis2);  // BLEU on its own axis
+    // The Model tab's figure exports like the others.
+    m_window->tabs()->setCurrentWidget(panel);
+    const QString png = m_dir.filePath("training.png");
+    QVERIFY(m_window->exportCurrentView(png));
+    QVERIFY(!QImage(png).isNull());
+
+    // A malformed log is named, and the model still loads.
+    const QString broken = copyAs("broken-log-model");
+    write(broken + "/training_log.tsv", "epoch\ttrain_loss\n1\t2.0\n2\n");
+    open(broken);
+    QCOMPARE(plot->graphCount(), 0);
+    QVERIFY2(panel->trainingMessage().contains("training_log.tsv: line 3 has 1 fields, the header has 2"),
+             qPrintable(panel->trainingMessage()));
+    m_window->tabs()->setCurrentIndex(0);
 }
 
 QTEST_MAIN(TestUi)

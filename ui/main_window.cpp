@@ -175,6 +175,7 @@ bool MainWindow::exportCurrentView(const QString& path, QString* error) {
     QCustomPlot* plot = nullptr;
     if (m_tabs->currentWidget() == m_explorer) plot = m_explorer->view()->plot();
     else if (m_tabs->currentWidget() == m_positional) plot = m_positional->heatmap();
+    else if (m_tabs->currentWidget() == m_model && m_model->trainingPlot()->graphCount() > 0) plot = m_model->trainingPlot();
     if (!plot) {
         if (error) *error = tr("this tab has no figure to export");
         return false;

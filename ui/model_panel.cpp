@@ -1,10 +1,62 @@
 #include "model_panel.h"
 
+#include <attnlab/errors.h>
+#include <attnlab/training_log.h>
+
+#include <qcustomplot.h>
+
+#include <QDir>
+#include <QFile>
+#include <QLabel>
 #include <QLocale>
+#include <QSplitter>
+#include <QTextBrowser>
+#include <QVBoxLayout>
 
 namespace attnlab::ui {
 
-ModelPanel::ModelPanel(QWidget* parent) : QTextBrowser(parent) { setHtml(tr("<p>No model loaded.</p>")); }
+ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
+    m_details = new QTextBrowser(this);
+    m_details->setHtml(tr("<p>No model loaded.</p>"));
+    m_card = new QTextBrowser(this);
+    m_card->setOpenExternalLinks(true);
+    m_card->setPlaceholderText(tr("This package has no MODEL_CARD.md."));
+
+    m_plot = new QCustomPlot(this);
+    m_plot->plotLayout()->insertRow(0);
+    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, tr("Training (per epoch, from training_log.tsv)"),
+                                                               QFont(font().family(), font().pointSize() + 1, QFont::Bold)));
+    m_plot->xAxis->setLabel(tr("epoch"));
+    m_plot->yAxis->setLabel(tr("loss (label-smoothed, per token)"));
+    m_plot->yAxis2->setLabel(tr("validation BLEU (greedy)"));
+    m_plot->yAxis2->setVisible(true);
+    m_plot->legend->setVisible(true);
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignVCenter | Qt::AlignRight);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot_message = new QLabel(this);
+    m_plot_message->setWordWrap(true);
+    m_plot_message->setAlignment(Qt::AlignCenter);
+
+    auto* left = new QSplitter(Qt::Vertical, this);
+    left->addWidget(m_details);
+    left->addWidget(m_card);
+    auto* right = new QWidget(this);
+    auto* right_layout = new QVBoxLayout(right);
+    right_layout->setContentsMargins(0, 0, 0, 0);
+    right_layout->addWidget(m_plot, 1);
+    right_layout->addWidget(m_plot_message);
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(left);
+    split->addWidget(right);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(split);
+    showTrainingLog({});
+}
+
+QString ModelPanel::trainingMessage() const { return m_plot_message->isHidden() ? QString() : m_plot_message->text(); }
 
 void ModelPanel::showModel(const ModelInfo& i) {
     const ModelConfig& m = i.config.model;
@@ -39,7 +91,54 @@ void ModelPanel::showModel(const ModelInfo& i) {
     html += row(tr("embedding layer norms"), num(p.layer_norms));
     html += row(tr("total"), num(p.total));
     html += "</table>";
-    setHtml(html);
+    m_details->setHtml(html);
+
+    const QString dir = QString::fromStdString(i.package_dir);
+    QFile card(QDir(dir).filePath("MODEL_CARD.md"));
+    if (card.open(QIODevice::ReadOnly | QIODevice::Text)) m_card->setMarkdown(QString::fromUtf8(card.readAll()));
+    else m_card->clear();
+    showTrainingLog(dir);
+}
+
+void ModelPanel::showTrainingLog(const QString& package_dir) {
+    m_plot->clearGraphs();
+    QString message;
+    const QString path = QDir(package_dir).filePath("training_log.tsv");
+    if (package_dir.isEmpty()) {
+        message = tr("No model loaded.");
+    } else if (!QFile::exists(path)) {
+        message = tr("This package has no training_log.tsv, so there is no training curve to show.");
+    } else {
+        try {
+            const TrainingLog log = readTrainingLog(path.toStdString());
+            const auto epoch = log.column("epoch");
+            auto add = [&](const char* column, QCPAxis* y, const QString& name, QColor colour, Qt::PenStyle style) {
+                if (!log.has(column)) return;
+                const auto v = log.column(column);
+                QCPGraph* g = m_plot->addGraph(m_plot->xAxis, y);
+                g->setName(name);
+                g->setPen(QPen(colour, 2, style));
+                g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+                g->setData(QVector<double>(epoch.begin(), epoch.end()), QVector<double>(v.begin(), v.end()), true);
+            };
+            add("train_loss", m_plot->yAxis, tr("training loss"), QColor(31, 119, 180), Qt::SolidLine);
+            add("valid_loss", m_plot->yAxis, tr("validation loss"), QColor(255, 127, 14), Qt::SolidLine);
+            add("valid_bleu", m_plot->yAxis2, tr("validation BLEU"), QColor(44, 160, 44), Qt::DashLine);
+            if (log.rows.empty()) message = tr("%1 has no epochs yet.").arg(path);
+        } catch (const Error& e) {
+            m_plot->clearGraphs();
+            message = tr("Cannot plot the training log: %1").arg(QString::fromStdString(e.what()));
+        }
+    }
+    m_plot->rescaleAxes();
+    // From zero, with headroom so the last points stay clear of the frame.
+    m_plot->yAxis->setRange(0, m_plot->yAxis->range().upper * 1.08);
+    m_plot->yAxis2->setRange(0, m_plot->yAxis2->range().upper * 1.12);
+    m_plot->xAxis->setRange(m_plot->xAxis->range().lower - 0.5, m_plot->xAxis->range().upper + 0.5);
+    m_plot->setVisible(message.isEmpty());
+    m_plot_message->setText(message);
+    m_plot_message->setVisible(!message.isEmpty());
+    m_plot->replot();
 }
 
 }  // namespace attnlab::ui

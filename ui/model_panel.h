@@ -1,17 +1,37 @@
 #pragma once
 // ModelPanel: configuration, parameter counts, vocabulary size, device and load time of the
-// loaded model.
+// loaded model; its MODEL_CARD.md; and, when the package carries its training log
+// (training_log.tsv), the validation BLEU and the losses per epoch.
 #include "translation_controller.h"
 
-#include <QTextBrowser>
+#include <QWidget>
+
+class QCustomPlot;
+class QLabel;
+class QTextBrowser;
 
 namespace attnlab::ui {
 
-class ModelPanel : public QTextBrowser {
+class ModelPanel : public QWidget {
     Q_OBJECT
 public:
     explicit ModelPanel(QWidget* parent = nullptr);
     void showModel(const ModelInfo& info);
+
+    QTextBrowser* details() const { return m_details; }
+    QTextBrowser* card() const { return m_card; }
+    // Graphs, in order: training loss, validation loss (left axis), validation BLEU (right axis),
+    // x = epoch. Empty when the package has no training log.
+    QCustomPlot* trainingPlot() const { return m_plot; }
+    QString trainingMessage() const;  // why there is no plot, or empty
+
+private:
+    void showTrainingLog(const QString& package_dir);
+
+    QTextBrowser* m_details;
+    QTextBrowser* m_card;
+    QCustomPlot* m_plot;
+    QLabel* m_plot_message;
 };
 
 }  // namespace attnlab::ui

@@ -1,0 +1,88 @@
+// readTrainingLog: the trainer's own log.tsv read back value for value, and every malformed file
+// rejected with the file, the line and the problem in the message.
+#include "fixtures.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/training_log.h>
+
+#include <QtTest/QtTest>
+
+#include <cmath>
+
+class TestTrainingLog : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void readsColumnsAndRows();
+    void readsTheBundledModelsLog();
+    void malformedFilesAreNamed_data();
+    void malformedFilesAreNamed();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestTrainingLog::readsColumnsAndRows() {
+    const std::string path = m_dir.filePath("log.tsv").toStdString();
+    attnlab::testing::writeFile(path, "epoch\tstep\tvalid_bleu\tlr\n1\t133\t0.13\t0.0003325\n\n2\t266\tnan\t6.65e-4\r\n");
+    const auto log = attnlab::readTrainingLog(path);
+    QCOMPARE(log.columns, (std::vector<std::string>{"epoch", "step", "valid_bleu", "lr"}));
+    QCOMPARE(log.rows.size(), size_t(2));
+    QCOMPARE(log.column("step"), (std::vector<double>{133, 266}));
+    QCOMPARE(log.column("lr"), (std::vector<double>{0.0003325, 6.65e-4}));
+    QCOMPARE(log.column("valid_bleu")[0], 0.13);
+    QVERIFY(std::isnan(log.column("valid_bleu")[1]));
+    QVERIFY(log.has("epoch"));
+    QVERIFY(!log.has("bleu"));
+    try {
+        log.column("bleu");
+        QFAIL("no exception");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(std::string(e.what()), path + ": no column 'bleu'");
+    }
+}
+
+void TestTrainingLog::readsTheBundledModelsLog() {
+    // The committed package's log, checked against its own text: as many rows as data lines, the
+    // last epoch's BLEU as written.
+    const std::string path = ATTNLAB_SOURCE_DIR "/resources/models/multi30k-de-en/training_log.tsv";
+    const std::string text = attnlab::testing::readFile(path);
+    const auto log = attnlab::readTrainingLog(path);
+    QCOMPARE(log.rows.size(), size_t(std::count(text.begin(), text.end(), '\n') - 1));
+    const auto last_line = text.substr(text.rfind('\n', text.size() - 2) + 1);
+    const auto epochs = log.column("epoch");
+    QCOMPARE(epochs.back(), std::stod(last_line.substr(0, last_line.find('\t'))));
+    for (size_t i = 1; i < epochs.size(); ++i) QCOMPARE(epochs[i], epochs[i - 1] + 1);
+}
+
+void TestTrainingLog::malformedFilesAreNamed_data() {
+    QTest::addColumn<QString>("content");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("empty") << "" << ": empty (no header line)";
+    QTest::newRow("ragged") << "a\tb\n1\t2\n3\n" << ": line 3 has 1 fields, the header has 2";
+    QTest::newRow("text") << "a\tb\n1\tfast\n" << ": line 2, column 'b': 'fast' is not a number";
+    QTest::newRow("trailing") << "a\tb\n1\t2x\n" << ": line 2, column 'b': '2x' is not a number";
+    QTest::newRow("blank field") << "a\tb\n\t2\n" << ": line 2, column 'a': '' is not a number";
+    QTest::newRow("header") << "a\t\tc\n" << ": line 1: an empty column name in the header";
+}
+
+void TestTrainingLog::malformedFilesAreNamed() {
+    QFETCH(QString, content);
+    QFETCH(QString, message);
+    const std::string path = m_dir.filePath(QString("bad-%1.tsv").arg(QTest::currentDataTag())).toStdString();
+    attnlab::testing::writeFile(path, content.toStdString());
+    try {
+        attnlab::readTrainingLog(path);
+        QFAIL("no exception");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(QString(e.what()), QString::fromStdString(path) + message);
+    }
+    try {
+        attnlab::readTrainingLog(m_dir.filePath("missing.tsv").toStdString());
+        QFAIL("no exception");
+    } catch (const attnlab::InputError& e) {
+        QVERIFY(QString(e.what()).endsWith("missing.tsv: cannot be opened"));
+    }
+}
+
+QTEST_GUILESS_MAIN(TestTrainingLog)
+#include "tst_training_log.moc"
