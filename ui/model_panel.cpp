@@ -30,8 +30,14 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     m_plot->yAxis->setLabel(tr("loss (label-smoothed, per token)"));
     m_plot->yAxis2->setLabel(tr("validation BLEU (greedy)"));
     m_plot->yAxis2->setVisible(true);
+    // The legend goes in a row under the axes, where no curve can run beneath it.
     m_plot->legend->setVisible(true);
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignVCenter | Qt::AlignRight);
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    m_plot->plotLayout()->addElement(2, 0, m_plot->legend);
+    m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_plot->legend->setBorderPen(Qt::NoPen);
+    m_plot->legend->setMargins(QMargins(4, 0, 4, 4));
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     m_plot_message = new QLabel(this);
     m_plot_message->setWordWrap(true);
