@@ -16,6 +16,7 @@ private Q_SLOTS:
     void readsTheBundledModelsLog();
     void malformedFilesAreNamed_data();
     void malformedFilesAreNamed();
+    void missingFileIsNamed();
 
 private:
     QTemporaryDir m_dir;
@@ -76,11 +77,15 @@ void TestTrainingLog::malformedFilesAreNamed() {
     } catch (const attnlab::InputError& e) {
         QCOMPARE(QString(e.what()), QString::fromStdString(path) + message);
     }
+}
+
+void TestTrainingLog::missingFileIsNamed() {
+    const std::string path = m_dir.filePath("missing.tsv").toStdString();
     try {
-        attnlab::readTrainingLog(m_dir.filePath("missing.tsv").toStdString());
+        attnlab::readTrainingLog(path);
         QFAIL("no exception");
     } catch (const attnlab::InputError& e) {
-        QVERIFY(QString(e.what()).endsWith("missing.tsv: cannot be opened"));
+        QCOMPARE(std::string(e.what()), path + ": cannot be opened");
     }
 }
 
