@@ -147,12 +147,15 @@ torch::Tensor TransformerImpl::encode(const torch::Tensor& src_seq, std::vector<
     return encoder(src_seq, padMask(src_seq, m_cfg.src_pad_idx), attns);
 }
 
-torch::Tensor TransformerImpl::forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns) {
+torch::Tensor TransformerImpl::decoderOutput(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns) {
     auto src_mask = padMask(src_seq, m_cfg.src_pad_idx);
     auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
     auto enc = encoder(src_seq, src_mask, attns ? &attns->encoder_self : nullptr);
-    auto dec = decoder(trg_seq, trg_mask, enc, src_mask, attns);
-    return project(dec);
+    return decoder(trg_seq, trg_mask, enc, src_mask, attns);
+}
+
+torch::Tensor TransformerImpl::forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns) {
+    return project(decoderOutput(src_seq, trg_seq, attns));
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq) {
@@ -162,10 +165,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& src_seq, const torch
 
 torch::Tensor TransformerImpl::forwardAt(const torch::Tensor& src_seq, const torch::Tensor& trg_seq,
                                          const torch::Tensor& positions) {
-    auto src_mask = padMask(src_seq, m_cfg.src_pad_idx);
-    auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
-    auto enc = encoder(src_seq, src_mask, nullptr);
-    auto dec = decoder(trg_seq, trg_mask, enc, src_mask, nullptr);
+    auto dec = decoderOutput(src_seq, trg_seq, nullptr);
     return project(dec.reshape({-1, dec.size(2)}).index_select(0, positions));
 }
 

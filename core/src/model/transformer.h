@@ -102,6 +102,9 @@ public:
     torch::nn::Linear trg_word_prj{nullptr};  // null when tied to the target embedding
 
 private:
+    // Encoder then decoder over the whole target: the decoder output [b, lt, d_model].
+    torch::Tensor decoderOutput(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns);
+
     ModelConfig m_cfg;
 };
 TORCH_MODULE(Transformer);
