@@ -158,7 +158,17 @@ void TestTraining::batchesRespectTokenBudget() {
 
 void TestTraining::tinyModelLearnsToCopy() {
     // Ids 4..19, sequences of 3-7 tokens; target = source. Trained with the trainer's loss and
-    // schedule, decoded greedily with the translator's search on held-out sequences.
+    // schedule, decoded greedily with the translator's search on 100 held-out sequences.
+    //
+    // What is asserted, and why these margins: the training trajectory depends on float rounding,
+    // and rounding depends on the OpenBLAS kernel (Haswell, SkylakeX, Zen, Sandybridge, Prescott
+    // sum in different orders) and on the thread count. The first version demanded 20 of 20 exact
+    // copies and failed with 19/20 on Haswell/Zen/Sandybridge kernels. Measured here on 100
+    // held-out sequences after 800 steps, every kernel and 1 or 2 threads (scripts/portability.sh,
+    // docs/portability.md): exact copies 88-100 %, token accuracy >= 97 %. The untrained model
+    // copies none exactly and gets ~1/17 of the tokens right (chance). So "learned to copy" is
+    // asserted as >= 75 % exact and >= 90 % of tokens: far from chance, with a margin of more than
+    // 10 points below the worst kernel measured.
     ModelConfig c = testing::smallConfig(20);
     c.dropout = 0.0;
     c.n_layers = 1;
@@ -169,8 +179,6 @@ void TestTraining::tinyModelLearnsToCopy() {
     c.n_position = 16;
     torch::manual_seed(1);
     model::Transformer m(c);
-    m->train();
-    torch::optim::Adam opt(m->parameters(), torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
     std::mt19937 rng(7);
     auto sample = [&](int n) {
         std::vector<std::vector<int64_t>> s(n);
@@ -192,6 +200,38 @@ void TestTraining::tinyModelLearnsToCopy() {
         }
         return t;
     };
+    const auto held_out = sample(100);
+    struct Score {
+        int exact = 0;
+        int64_t right = 0, total = 0;
+    };
+    auto evaluate = [&]() {
+        m->eval();
+        torch::NoGradGuard g;
+        auto src = pack(held_out, -1, 3);
+        auto stepper = decoding::makeStepper(decoding::StepperKind::Cached, m, src);
+        decoding::SearchOptions so;
+        so.beam_size = 1;
+        so.max_lengths.assign(held_out.size(), 12);
+        auto hyps = decoding::greedySearch(*stepper, int64_t(held_out.size()), so);
+        Score s;
+        for (size_t i = 0; i < held_out.size(); ++i) {
+            auto expected = held_out[i];
+            expected.push_back(3);
+            const auto& got = hyps[i][0].tokens;
+            s.exact += got == expected;
+            for (size_t j = 0; j < expected.size(); ++j) s.right += j < got.size() && got[j] == expected[j];
+            s.total += int64_t(expected.size());
+        }
+        m->train();
+        return s;
+    };
+    const Score before = evaluate();
+    QVERIFY2(before.exact == 0 && before.right < before.total / 5,
+             qPrintable(QString("the untrained model already copies (%1 exact)").arg(before.exact)));
+
+    m->train();
+    torch::optim::Adam opt(m->parameters(), torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
     for (int64_t step = 1; step <= 800; ++step) {
         auto batch = sample(32);
         auto src = pack(batch, -1, 3), trg_in = pack(batch, 2, -1), gold = pack(batch, -1, 3);
@@ -202,22 +242,13 @@ void TestTraining::tinyModelLearnsToCopy() {
         (r.loss_sum / double(r.tokens)).backward();
         opt.step();
     }
-    m->eval();
-    torch::NoGradGuard g;
-    auto test = sample(20);
-    auto src = pack(test, -1, 3);
-    auto stepper = decoding::makeStepper(decoding::StepperKind::Cached, m, src);
-    decoding::SearchOptions so;
-    so.beam_size = 1;
-    so.max_lengths.assign(20, 12);
-    auto hyps = decoding::greedySearch(*stepper, 20, so);
-    int exact = 0;
-    for (size_t i = 0; i < test.size(); ++i) {
-        auto expected = test[i];
-        expected.push_back(3);
-        exact += hyps[i][0].tokens == expected;
-    }
-    QVERIFY2(exact == 20, qPrintable(QString("%1 of 20 held-out sequences copied exactly").arg(exact)));
+    const Score after = evaluate();
+    const double token_acc = double(after.right) / double(after.total);
+    qInfo("copy task: %d of 100 held-out sequences exact, token accuracy %.4f (untrained: %d exact, %.4f)", after.exact,
+          token_acc, before.exact, double(before.right) / double(before.total));
+    QVERIFY2(after.exact >= 75 && token_acc >= 0.90,
+             qPrintable(QString("%1 of 100 held-out sequences copied exactly, token accuracy %2")
+                            .arg(after.exact).arg(token_acc)));
 }
 
 void TestTraining::resumeReproducesUninterruptedRun() {
