@@ -150,6 +150,18 @@ def main():
             "decoder_self": [t[0].tolist() for t in d],
             "cross": [t[0].tolist() for t in x],
         })
+    # The same sentences as one padded batch (different lengths, padded with the pad ids): the
+    # whole next-token distribution of every real (non-pad) decoder position.
+    sents = json.load(open(a.input))["sentences"]
+    ls = max(len(s["source_ids"]) for s in sents)
+    lt = max(len(s["decoder_input_ids"]) for s in sents)
+    src = torch.tensor([s["source_ids"] + [c["src_pad_idx"]] * (ls - len(s["source_ids"])) for s in sents])
+    trg = torch.tensor([s["decoder_input_ids"] + [c["trg_pad_idx"]] * (lt - len(s["decoder_input_ids"])) for s in sents])
+    probs, _, _, _ = run(c, w, src, trg)
+    for i, s in enumerate(sents):
+        out[i]["batch_probs"] = probs[i, : len(s["decoder_input_ids"])].tolist()
+        single, _, _, _ = run(c, w, torch.tensor([s["source_ids"]]), torch.tensor([s["decoder_input_ids"]]))
+        out[i]["probs"] = single[0].tolist()
     json.dump({"sentences": out}, open(a.output, "w"))
 
 

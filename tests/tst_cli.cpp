@@ -139,7 +139,10 @@ void TestCli::inspect() {
     const QRegularExpression total(QString("\\n  total\\s+%1\\n").arg(t.info().parameters.total));
     QVERIFY2(r.out.contains(total), qPrintable(r.out));
     QVERIFY(r.out.contains("vocabulary     400 pieces"));
-    QVERIFY(r.out.contains("n_layers 2  n_head 4"));
+    // Every field of the config table, with its value.
+    QVERIFY2(r.out.contains(QRegularExpression("\\n  n_layers +2 +encoder layers")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QRegularExpression("\\n  n_head +4 +attention heads")), qPrintable(r.out));
+    QVERIFY(r.out.contains(QRegularExpression("\\n  scale_emb_or_prj +emb ")));
     QVERIFY(r.out.contains("device         cpu"));
 }
 

@@ -3,6 +3,8 @@
 #include "fixtures.h"
 #include "model/dropout.h"
 
+#include <attnlab/errors.h>
+
 #include <ATen/Parallel.h>
 #include <QtTest/QtTest>
 
@@ -97,7 +99,7 @@ void TestDropout::evalModeAndEdgeProbabilities() {
     bool threw = false;
     try {
         FastDropout bad(1.5);
-    } catch (const std::invalid_argument& e) {
+    } catch (const attnlab::ConfigError& e) {
         threw = QString(e.what()).contains("dropout must be in [0, 1]");
     }
     QVERIFY(threw);

@@ -1,6 +1,6 @@
 // Model packages: save -> load translates identically; every corrupt package gives its own message;
 // flipping and truncating bytes at many offsets never crashes the loader.
-#include "decoding/translator_impl.h"
+#include "decoding/engine.h"
 #include "fixtures.h"
 #include "package/package_io.h"
 #include "package/safetensors.h"
@@ -53,11 +53,13 @@ void TestPackage::saveLoadTranslatesIdentically() {
     Translator a(m_good, {"cpu"});
     // Parameters equal the saved random model bit for bit.
     auto original = attnlab::testing::randomModel(m_cfg, 7);
-    auto loaded = a.impl().model->named_parameters();
+    attnlab::decoding::Engine ea(m_good, {"cpu"});
+    auto am = ea.model();
+    auto loaded = am->named_parameters();
     for (const auto& p : original->named_parameters()) QVERIFY2(torch::equal(p.value(), loaded[p.key()]), p.key().c_str());
     // Save what was loaded, load it again: same translations and attention.
     const std::string again = m_dir.path().toStdString() + "/again";
-    attnlab::package::savePackage(again, a.impl().config, a.impl().model, m_tok);
+    attnlab::package::savePackage(again, ea.config(), am, m_tok);
     Translator b(again, {"cpu"});
     attnlab::DecodingOptions o;
     o.beam_size = 3;
@@ -80,7 +82,7 @@ void TestPackage::halfPrecisionUpcasts() {
     Translator t(dir, {"cpu"});
     QCOMPARE(t.info().stored_dtype, std::string("F16+F32"));  // pos_table buffers stay F32
     auto original = attnlab::testing::randomModel(m_cfg, 7);
-    auto loaded = t.impl().model->named_parameters();
+    auto loaded = attnlab::decoding::Engine(dir, {"cpu"}).model()->named_parameters();
     for (const auto& p : original->named_parameters()) {
         auto expected = p.value().to(torch::kFloat16).to(torch::kFloat32);
         QVERIFY(torch::equal(loaded[p.key()], expected));
@@ -93,8 +95,8 @@ void TestPackage::saveReplacesAtomically() {
     auto cfg = m_cfg;
     auto m = attnlab::testing::randomModel(cfg, 99);
     attnlab::package::savePackage(dir, attnlab::testing::packageConfig(cfg), m, m_tok);
-    Translator t(dir, {"cpu"});
-    QVERIFY(torch::equal(t.impl().model->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
+    attnlab::decoding::Engine t(dir, {"cpu"});
+    QVERIFY(torch::equal(t.model()->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
     // No temporary or backup directory is left behind.
     int siblings = 0;
     for (const auto& e : fs::directory_iterator(m_dir.path().toStdString()))
@@ -107,8 +109,8 @@ void TestPackage::saveReplacesAtomically() {
     } catch (const PackageError& e) {
         QVERIFY2(QString(e.what()).contains("cannot copy into the package"), e.what());
     }
-    Translator again(dir, {"cpu"});
-    QVERIFY(torch::equal(again.impl().model->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
+    attnlab::decoding::Engine again(dir, {"cpu"});
+    QVERIFY(torch::equal(again.model()->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
 }
 
 namespace {

@@ -4,7 +4,7 @@
 #include "decoding/search.h"
 #include "fixtures.h"
 #include "training/objective.h"
-#include "decoding/translator_impl.h"
+#include "decoding/engine.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/trainer.h>
@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace attnlab;
@@ -29,6 +30,9 @@ private Q_SLOTS:
     void batchesRespectTokenBudget();
     void tinyModelLearnsToCopy();
     void resumeReproducesUninterruptedRun();
+    void resumeAcrossEpochAndValidation();
+    void resumeAtEpochEndKeepsTheLog();
+    void resumeRefusesOtherData();
     void averageIsTheMean();
     void corpusErrors();
     void checkpointErrors();
@@ -267,15 +271,160 @@ void TestTraining::resumeReproducesUninterruptedRun() {
     ob.tokenizer.clear();  // taken from the checkpoint
     const auto sb = train(ob);
     QCOMPARE(sb.steps, int64_t(6));
-    attnlab::Translator ta(a + "/checkpoints/latest", {"cpu"}), tb(b + "/checkpoints/latest", {"cpu"});
-    auto pa = ta.impl().model->named_parameters(), pb = tb.impl().model->named_parameters();
+    decoding::Engine ta(a + "/checkpoints/latest", {"cpu"}), tb(b + "/checkpoints/latest", {"cpu"});
+    auto pa = ta.model()->named_parameters(), pb = tb.model()->named_parameters();
     for (const auto& p : pa) QVERIFY2(torch::equal(p.value(), pb[p.key()]), p.key().c_str());
     // The logs hold one row per logged window; the resumed run continued the step count.
     QVERIFY(testing::readFile(b + "/steps.tsv").find("\n6\t") != std::string::npos);
     QVERIFY(fs::is_regular_file(b + "/model/config.json"));
     const std::string card = testing::readFile(b + "/model/MODEL_CARD.md");
     QVERIFY2(card.find("- steps: 6, epochs completed: 0") != std::string::npos, card.c_str());
-    QVERIFY(card.find("| d_model / d_inner / heads / d_k / d_v | 32 / 64 / 4 / 8 / 8 |") != std::string::npos);
+    QVERIFY2(card.find("| d_model | 32 | model width |") != std::string::npos, card.c_str());
+    QVERIFY(card.find("| n_head | 4 | attention heads |") != std::string::npos);
+    // Data named by file name, never by the machine's absolute path.
+    QVERIFY2(card.find("training: `train.de`, `train.en`") != std::string::npos, card.c_str());
+    QVERIFY(card.find(m_data) == std::string::npos);
+}
+
+namespace {
+// log.tsv rows without the wall-clock column.
+std::vector<std::string> logRows(const std::string& run) {
+    std::vector<std::string> rows;
+    std::istringstream in(testing::readFile(run + "/log.tsv"));
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::istringstream fields(line);
+        std::string x;
+        while (std::getline(fields, x, '\t')) f.push_back(x);
+        if (f.size() > 2) f.erase(f.begin() + 2);  // elapsed_s
+        std::string row;
+        for (const auto& v : f) row += v + "|";
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+void compareRuns(const std::string& a, const std::string& b) {
+    decoding::Engine ta(a + "/checkpoints/latest", {"cpu"}), tb(b + "/checkpoints/latest", {"cpu"});
+    auto pa = ta.model()->named_parameters(), pb = tb.model()->named_parameters();
+    for (const auto& p : pa) QVERIFY2(torch::equal(p.value(), pb[p.key()]), p.key().c_str());
+    // Adam's moments: load both optimizer states onto one model's parameters and compare.
+    auto optimizerState = [](decoding::Engine& e, const std::string& dir) {
+        torch::optim::Adam opt(e.model()->parameters(), torch::optim::AdamOptions(1e-3));
+        torch::load(opt, dir + "/checkpoints/latest/optimizer.pt");
+        std::vector<torch::Tensor> out;
+        for (const auto& p : e.model()->parameters()) {
+            auto& st = static_cast<torch::optim::AdamParamState&>(*opt.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+            out.push_back(st.exp_avg());
+            out.push_back(st.exp_avg_sq());
+            out.push_back(torch::tensor(st.step()));
+        }
+        return out;
+    };
+    const auto oa = optimizerState(ta, a), ob = optimizerState(tb, b);
+    QCOMPARE(oa.size(), ob.size());
+    for (size_t i = 0; i < oa.size(); ++i) QVERIFY2(torch::equal(oa[i], ob[i]), qPrintable(QString("optimizer tensor %1").arg(i)));
+    const auto ra = logRows(a), rb = logRows(b);
+    QCOMPARE(rb, ra);
+}
+
+int batchesPerEpoch(const std::string& run) {
+    const auto rows = logRows(run);
+    return std::stoi(rows.at(1).substr(rows.at(1).find('|') + 1));  // the step after epoch 1
+}
+}  // namespace
+
+void TestTraining::resumeAcrossEpochAndValidation() {
+    // An uninterrupted 2-epoch run against one stopped 2 steps into epoch 2 (after epoch 1's
+    // validation and checkpoints) and resumed: parameters, Adam's moments and every log row
+    // (train loss, validation figures, learning rate) are bit-identical.
+    const std::string base = m_dir.path().toStdString();
+    auto o = smallRun(base + "/e-straight");
+    o.epochs = 2;
+    train(o);
+    const int per_epoch = batchesPerEpoch(base + "/e-straight");
+    QVERIFY(per_epoch > 3);
+    auto ob = smallRun(base + "/e-resumed");
+    ob.max_steps = per_epoch + 2;
+    train(ob);
+    ob.max_steps = 0;
+    ob.epochs = 2;
+    ob.resume = true;
+    const auto sb = train(ob);
+    QCOMPARE(sb.epochs_completed, 2);
+    compareRuns(base + "/e-straight", base + "/e-resumed");
+}
+
+void TestTraining::resumeAtEpochEndKeepsTheLog() {
+    // A run that dies right after the checkpoint of an epoch's last batch (before its validation)
+    // resumes straight into that validation. Its log row must still hold the whole epoch's
+    // training loss and the learning rate of the last step (they were lost and 0 before the
+    // epoch's running totals were checkpointed).
+    const std::string base = m_dir.path().toStdString();
+    auto o = smallRun(base + "/x-straight");
+    o.epochs = 1;
+    train(o);
+    auto ob = smallRun(base + "/x-killed");
+    ob.epochs = 1;
+    ob.save_every_minutes = 1e-9;  // a checkpoint after every step
+    auto die = [](const TrainingProgress& p) {
+        if (p.message.rfind("validating after epoch", 0) == 0) throw std::runtime_error("simulated crash");
+    };
+    QVERIFY_EXCEPTION_THROWN(train(ob, die), std::runtime_error);
+    ob.resume = true;
+    ob.save_every_minutes = 0;
+    train(ob);
+    const auto ra = logRows(base + "/x-straight"), rb = logRows(base + "/x-killed");
+    QCOMPARE(rb, ra);
+    QVERIFY2(!QString::fromStdString(rb.at(1)).endsWith("|0|"), rb.at(1).c_str());  // lr
+}
+
+void TestTraining::resumeRefusesOtherData() {
+    const std::string base = m_dir.path().toStdString();
+    auto o = smallRun(base + "/d-run");
+    o.max_steps = 2;
+    train(o);
+    // Other data: the same files with their lines in another order (same sizes).
+    const std::string other = base + "/d-other";
+    fs::create_directories(other);
+    for (const char* f : {"train.de", "train.en", "val.de", "val.en"}) {
+        std::istringstream in(testing::readFile(m_data + "/" + f));
+        std::vector<std::string> lines;
+        std::string l;
+        while (std::getline(in, l)) lines.push_back(l);
+        std::reverse(lines.begin(), lines.end());
+        std::string text;
+        for (const auto& x : lines) text += x + "\n";
+        testing::writeFile(other + "/" + f, text);
+    }
+    auto r = o;
+    r.resume = true;
+    r.max_steps = 3;
+    r.data_dir = other;
+    try {
+        train(r);
+        QFAIL("no exception");
+    } catch (const InputError& e) {
+        QVERIFY2(QString(e.what()).contains("the training data differs from the run's") &&
+                     QString(e.what()).contains("200 pairs, ids hash"),
+                 e.what());
+    }
+    // A swapped direction is named as such.
+    r.data_dir = m_data;
+    r.src_lang = "en";
+    r.tgt_lang = "de";
+    try {
+        train(r);
+        QFAIL("no exception");
+    } catch (const InputError& e) {
+        QVERIFY2(QString(e.what()).contains("translates de -> en but --src/--tgt say en -> de"), e.what());
+    }
+    // Without data options the run's own files are used.
+    r.data_dir.clear();
+    r.src_lang = "xx";
+    r.tgt_lang = "yy";
+    QCOMPARE(train(r).steps, int64_t(3));
 }
 
 void TestTraining::averageIsTheMean() {
@@ -285,9 +434,9 @@ void TestTraining::averageIsTheMean() {
     const std::string c = testing::writeRandomPackage(m_dir.path().toStdString() + "/avg-c", m_tok, cfg, 3);
     const std::string out = m_dir.path().toStdString() + "/avg-out";
     averagePackages({a, b, c}, out);
-    attnlab::Translator t(out, {"cpu"});
+    decoding::Engine t(out, {"cpu"});
     auto ma = testing::randomModel(cfg, 1), mb = testing::randomModel(cfg, 2), mc = testing::randomModel(cfg, 3);
-    auto avg = t.impl().model->named_parameters();
+    auto avg = t.model()->named_parameters();
     for (const auto& p : ma->named_parameters()) {
         auto expected = (p.value().to(torch::kFloat64) + mb->named_parameters()[p.key()].to(torch::kFloat64) +
                          mc->named_parameters()[p.key()].to(torch::kFloat64)) / 3.0;

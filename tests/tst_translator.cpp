@@ -1,6 +1,8 @@
 // Translator end to end on a small random model: the result's pieces, attention maps and
 // per-step candidates against independent computations; input errors; batches; progress.
-#include "decoding/translator_impl.h"
+#include "decoding/engine.h"
+#include "model/masks.h"
+#include "package/package_io.h"
 #include "fixtures.h"
 
 #include <attnlab/errors.h>
@@ -20,6 +22,7 @@ private Q_SLOTS:
     void resultShapesAndRows();
     void stepsMatchScore();
     void greedyEqualsBeamOne();
+    void padAndBosAreNeverGenerated();
     void batchKeepsOrderAndMatchesSingle();
     void inputErrors();
     void unknownCharactersWarn();
@@ -30,6 +33,7 @@ private Q_SLOTS:
 private:
     QTemporaryDir m_dir;
     std::unique_ptr<Translator> m_t;
+    std::unique_ptr<attnlab::decoding::Engine> m_engine;  // the same package, for internals
 };
 
 void TestTranslator::initTestCase() {
@@ -38,6 +42,7 @@ void TestTranslator::initTestCase() {
     cfg.n_position = 40;
     attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, cfg);
     m_t = std::make_unique<Translator>(m_dir.path().toStdString() + "/pkg");
+    m_engine = std::make_unique<attnlab::decoding::Engine>(m_dir.path().toStdString() + "/pkg", attnlab::TranslatorOptions{"cpu"});
     QCOMPARE(m_t->info().device, std::string("cpu"));
     QVERIFY(m_t->info().load_seconds > 0);
 }
@@ -76,15 +81,42 @@ void TestTranslator::resultShapesAndRows() {
             for (size_t i = 0; i < T; ++i)
                 for (size_t j = i + 1; j < T; ++j) QCOMPARE(d[i][j], 0.0f);
         }
-    // The maps equal the model's own return_attns on the same input.
-    auto& impl = m_t->impl();
+    // Independent computations of two maps from the weights: encoder layer 0 by hand (embedding
+    // x sqrt(d_model) + the sinusoid table, layer norm, q/k projections, softmax(q.k / sqrt(d_k))),
+    // and the cross-attention of the last step through the incremental decoder (step(), not the
+    // full forward pass that analyse() uses).
+    auto model = m_engine->model();
     torch::NoGradGuard g;
-    std::vector<int64_t> src(r.source_ids.begin(), r.source_ids.end()), trg{2};
+    std::vector<int64_t> src(r.source_ids.begin(), r.source_ids.end());
+    auto src_t = torch::tensor(src).unsqueeze(0);
+    const auto& cfg = model->config();
+    auto x = model->encoder->embeddingWeight().index_select(0, src_t[0]) * std::sqrt(double(cfg.d_model));
+    x = x + attnlab::model::sinusoidTable(cfg.n_position, cfg.d_model).slice(0, 0, int64_t(S));
+    x = torch::layer_norm(x, {cfg.d_model}, model->encoder->layer_norm->weight, model->encoder->layer_norm->bias, 1e-6);
+    auto layer0 = model->encoder->layer_stack->ptr(0);
+    auto w_q = layer0->named_parameters()["slf_attn.w_qs.weight"], w_k = layer0->named_parameters()["slf_attn.w_ks.weight"];
+    for (int h = 0; h < 4; ++h) {
+        auto q = torch::mm(x, w_q.t()).slice(1, h * cfg.d_k, (h + 1) * cfg.d_k);
+        auto k = torch::mm(x, w_k.t()).slice(1, h * cfg.d_k, (h + 1) * cfg.d_k);
+        auto by_hand = torch::softmax(torch::mm(q, k.t()) / std::sqrt(double(cfg.d_k)), -1);
+        for (size_t i = 0; i < S; ++i)
+            for (size_t j = 0; j < S; ++j)
+                QVERIFY2(std::abs(r.encoder_self[0][h][i][j] - by_hand[i][j].item<float>()) < 1e-5,
+                         qPrintable(QString("encoder layer 0 head %1 [%2][%3]").arg(h).arg(i).arg(j)));
+    }
+    auto src_mask = attnlab::model::padMask(src_t, cfg.src_pad_idx);
+    auto state = model->decoder->initState(model->encoder(src_t, src_mask), src_mask);
+    std::vector<int64_t> trg{2};  // <s>
     for (size_t i = 0; i + 1 < T; ++i) trg.push_back(r.best.ids[i]);
-    attnlab::model::Attentions a;
-    impl.model->forwardFull(torch::tensor(src).unsqueeze(0), torch::tensor(trg).unsqueeze(0), &a);
-    QCOMPARE(r.cross[1][3][T - 1][S - 1], a.cross[1][0][3][T - 1][S - 1].item<float>());
-    QCOMPARE(r.encoder_self[0][2][1][0], a.encoder_self[0][0][2][1][0].item<float>());
+    attnlab::model::Attentions last;
+    for (size_t t = 0; t < T; ++t) {
+        last = {};
+        model->decoder->step(torch::tensor({trg[t]}), state, &last);
+    }
+    for (int l = 0; l < 2; ++l)
+        for (int h = 0; h < 4; ++h)
+            for (size_t j = 0; j < S; ++j)
+                QVERIFY(std::abs(r.cross[l][h][T - 1][j] - last.cross[l][0][h][0][j].item<float>()) < 1e-5);
 }
 
 void TestTranslator::stepsMatchScore() {
@@ -110,15 +142,70 @@ void TestTranslator::stepsMatchScore() {
 }
 
 void TestTranslator::greedyEqualsBeamOne() {
+    // Greedy search (the translator's path for beam 1) against beam search run with K = 1 on the
+    // same source: the same tokens and, summed in the same order, the same score.
     DecodingOptions greedy;
     greedy.beam_size = 1;
     greedy.max_length = 12;
-    DecodingOptions beam1 = greedy;
-    beam1.nbest = 1;
+    auto model = m_engine->model();
+    torch::NoGradGuard g;
     for (const char* s : {"Der Hund läuft.", "Eine Frau hält ihre Hände vor dem Gebäude."}) {
         auto a = m_t->translate(s, greedy);
-        auto b = m_t->impl().run({s}, beam1, {}, attnlab::decoding::StepperKind::Full).front();
-        QCOMPARE(a.best.ids, b.best.ids);
+        auto src = torch::tensor(std::vector<int64_t>(a.source_ids.begin(), a.source_ids.end())).unsqueeze(0);
+        auto stepper = attnlab::decoding::makeStepper(attnlab::decoding::StepperKind::Full, model, src);
+        auto so = m_engine->searchOptions(greedy, {a.source_ids.size()});
+        const auto beam = attnlab::decoding::beamSearch(*stepper, 1, so);
+        const std::vector<int64_t> ids(a.best.ids.begin(), a.best.ids.end());
+        QCOMPARE(beam[0][0].tokens, ids);
+        QVERIFY(std::abs(beam[0][0].score - a.best.score) < 1e-4);
+    }
+}
+
+void TestTranslator::padAndBosAreNeverGenerated() {
+    // A model that prefers pad (id 0) above everything and <s> (id 2) next, at every step: the
+    // last decoder layer's layer norm outputs a constant vector b (weight 0, bias b), and the
+    // untied projection's rows for pad and <s> are 10 b and 9 b, every other row small.
+    const std::string dir = m_dir.path().toStdString();
+    auto cfg = attnlab::testing::smallConfig(400);
+    cfg.trg_emb_prj_weight_sharing = false;
+    cfg.n_position = 40;
+    auto m = attnlab::testing::randomModel(cfg, 11);
+    {
+        torch::NoGradGuard g;
+        auto params = m->named_parameters();
+        auto b = torch::linspace(-1, 1, cfg.d_model);
+        params["decoder.layer_stack.1.pos_ffn.layer_norm.weight"].zero_();
+        params["decoder.layer_stack.1.pos_ffn.layer_norm.bias"].copy_(b);
+        auto& w = params["trg_word_prj.weight"];
+        w.mul_(0.01);
+        w[0].copy_(b * 10);
+        w[2].copy_(b * 9);
+    }
+    // Unblocked, the search does pick pad: the model really favours it.
+    {
+        torch::NoGradGuard g;
+        auto src = torch::tensor(std::vector<int64_t>{40, 41, 42, 3}).unsqueeze(0);
+        auto stepper = attnlab::decoding::makeStepper(attnlab::decoding::StepperKind::Cached, m, src);
+        attnlab::decoding::SearchOptions raw;
+        raw.beam_size = 1;
+        raw.max_lengths = {5};
+        QCOMPARE(attnlab::decoding::greedySearch(*stepper, 1, raw)[0][0].tokens.front(), int64_t(0));
+    }
+    const std::string pkg = dir + "/favours-pad";
+    attnlab::package::savePackage(pkg, attnlab::testing::packageConfig(cfg), m, dir + "/spm.model");
+    Translator t(pkg, {"cpu"});
+    for (int beam : {1, 3}) {
+        DecodingOptions o;
+        o.beam_size = beam;
+        o.max_length = 6;
+        const auto r = t.translate("Ein Hund läuft.", o);
+        QCOMPARE(r.best.ids.size(), size_t(6));
+        for (int id : r.best.ids)
+            QVERIFY2(id != 0 && id != 2, qPrintable(QString("beam %1 generated id %2").arg(beam).arg(id)));
+        // The maps are those of the searched tokens: every decoder self-attention row covers
+        // the whole prefix (a generated pad would have been masked out of later rows).
+        for (size_t i = 0; i < r.best.ids.size(); ++i)
+            for (size_t j = 0; j <= i; ++j) QVERIFY(r.decoder_self[0][0][i][j] > 0.0f);
     }
 }
 
@@ -146,7 +233,8 @@ void TestTranslator::inputErrors() {
         } catch (const attnlab::InputError& e) {
             QVERIFY2(QString(e.what()).contains(needle), e.what());
         }
-        QVERIFY(QString::fromStdString(m_t->checkInput(s)).contains(needle));
+        const auto why = m_t->inputProblem(s);
+        QVERIFY(why && QString::fromStdString(*why).contains(needle));
     };
     expect("", "the sentence is empty");
     expect("   \t ", "the sentence is empty");
@@ -160,7 +248,7 @@ void TestTranslator::inputErrors() {
     } catch (const attnlab::InputError& e) {
         QVERIFY2(QString(e.what()).startsWith("sentence 2: the sentence is empty"), e.what());
     }
-    QVERIFY(m_t->checkInput("Ein Hund.").empty());
+    QVERIFY(!m_t->inputProblem("Ein Hund."));
 }
 
 void TestTranslator::unknownCharactersWarn() {

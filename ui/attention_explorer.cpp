@@ -82,6 +82,8 @@ AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     refresh();
 }
 
+QCustomPlot* AttentionExplorer::figure() const { return m_view->plot(); }
+
 AttentionKind AttentionExplorer::kind() const { return static_cast<AttentionKind>(m_kind->currentIndex()); }
 int AttentionExplorer::layer() const { return m_layer->value(); }
 int AttentionExplorer::head() const { return m_head->value(); }

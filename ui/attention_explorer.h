@@ -8,6 +8,7 @@
 #include <QWidget>
 
 class QCheckBox;
+class QCustomPlot;
 class QComboBox;
 class QSpinBox;
 
@@ -30,6 +31,7 @@ public:
     int head() const;
 
     AttentionView* view() const { return m_view; }
+    QCustomPlot* figure() const;  // what File > Export writes
     AttentionGrid* grid() const { return m_grid; }
     const LayerHeadMaps* currentMaps() const;  // null before a result
 

@@ -6,6 +6,7 @@
 #include "positional_view.h"
 #include "translate_panel.h"
 
+#include <attnlab/errors.h>
 #include <attnlab/result_json.h>
 
 #include <qcustomplot.h>
@@ -27,8 +28,8 @@
 
 namespace attnlab::ui {
 
-MainWindow::MainWindow(TranslationController* controller, QWidget* parent)
-    : QMainWindow(parent), m_controller(controller) {
+MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QWidget* parent)
+    : QMainWindow(parent), m_controller(controller), m_error_dialogs(error_dialogs) {
     setWindowTitle(tr("AttnLab"));
     setAcceptDrops(true);
     m_translate = new TranslatePanel(this);
@@ -99,18 +100,18 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("Export view as &PNG…"), QKeySequence(tr("Ctrl+E")), this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export PNG"), "attention.png", tr("PNG images (*.png)"));
-        QString error;
-        if (!path.isEmpty() && !exportCurrentView(path, &error)) showError(tr("Export failed"), error);
+        if (path.isEmpty()) return;
+        if (const auto error = exportCurrentView(path)) showError(tr("Export failed"), *error);
     });
     file->addAction(tr("Export view as P&DF…"), QKeySequence(tr("Ctrl+Shift+E")), this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export PDF"), "attention.pdf", tr("PDF documents (*.pdf)"));
-        QString error;
-        if (!path.isEmpty() && !exportCurrentView(path, &error)) showError(tr("Export failed"), error);
+        if (path.isEmpty()) return;
+        if (const auto error = exportCurrentView(path)) showError(tr("Export failed"), *error);
     });
     file->addAction(tr("Export attention as &JSON…"), QKeySequence(tr("Ctrl+J")), this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export attention"), "attention.json", tr("JSON (*.json)"));
-        QString error;
-        if (!path.isEmpty() && !exportAttentionJson(path, &error)) showError(tr("Export failed"), error);
+        if (path.isEmpty()) return;
+        if (const auto error = exportAttentionJson(path)) showError(tr("Export failed"), *error);
     });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
@@ -167,36 +168,36 @@ void MainWindow::rebuildRecentMenu() {
 
 void MainWindow::showError(const QString& title, const QString& message) {
     statusBar()->showMessage(title, 8000);
-    if (QGuiApplication::platformName() == "offscreen") return;  // headless: the status bar and lastError() tell
-    QMessageBox::warning(this, title, message);
+    if (m_error_dialogs) QMessageBox::warning(this, title, message);
 }
 
-bool MainWindow::exportCurrentView(const QString& path, QString* error) {
-    QCustomPlot* plot = nullptr;
-    if (m_tabs->currentWidget() == m_explorer) plot = m_explorer->view()->plot();
-    else if (m_tabs->currentWidget() == m_positional) plot = m_positional->heatmap();
-    else if (m_tabs->currentWidget() == m_model && m_model->trainingPlot()->graphCount() > 0) plot = m_model->trainingPlot();
-    if (!plot) {
-        if (error) *error = tr("this tab has no figure to export");
-        return false;
+void MainWindow::showTab(Tab tab) {
+    switch (tab) {
+    case Tab::Attention: m_tabs->setCurrentWidget(m_explorer); break;
+    case Tab::Positional: m_tabs->setCurrentWidget(m_positional); break;
+    case Tab::Model: m_tabs->setCurrentWidget(m_model); break;
     }
+}
+
+std::optional<QString> MainWindow::exportCurrentView(const QString& path) {
+    QCustomPlot* plot = nullptr;
+    if (m_tabs->currentWidget() == m_explorer) plot = m_explorer->figure();
+    else if (m_tabs->currentWidget() == m_positional) plot = m_positional->figure();
+    else if (m_tabs->currentWidget() == m_model) plot = m_model->figure();
+    if (!plot) return tr("this tab has no figure to export");
     const bool pdf = path.endsWith(".pdf", Qt::CaseInsensitive);
     const bool ok = pdf ? plot->savePdf(path, 1200, 900) : plot->savePng(path, 1200, 900, 2.0);
-    if (!ok && error) *error = tr("cannot write %1").arg(path);
-    return ok;
+    if (!ok) return tr("cannot write %1").arg(path);
+    return std::nullopt;
 }
 
-bool MainWindow::exportAttentionJson(const QString& path, QString* error) {
-    if (!m_result || !m_controller->modelInfo()) {
-        if (error) *error = tr("translate a sentence first");
-        return false;
-    }
+std::optional<QString> MainWindow::exportAttentionJson(const QString& path) {
+    if (!m_result || !m_controller->modelInfo()) return tr("translate a sentence first");
     try {
         writeAttentionJson(path.toStdString(), {*m_result}, *m_controller->modelInfo(), m_result_options);
-        return true;
-    } catch (const std::exception& e) {
-        if (error) *error = QString::fromStdString(e.what());
-        return false;
+        return std::nullopt;
+    } catch (const attnlab::Error& e) {
+        return QString::fromStdString(e.what());
     }
 }
 

@@ -6,6 +6,8 @@
 
 #include <QMainWindow>
 
+#include <optional>
+
 class QMenu;
 class QTabWidget;
 class QLabel;
@@ -20,7 +22,12 @@ class TranslatePanel;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(TranslationController* controller, QWidget* parent = nullptr);
+    // error_dialogs: failures open a message box (a desktop session) or only go to the status
+    // bar and lastError() (headless runs: --export/--screenshot, tests).
+    explicit MainWindow(TranslationController* controller, bool error_dialogs = true, QWidget* parent = nullptr);
+
+    enum class Tab { Attention, Positional, Model };
+    void showTab(Tab tab);
 
     void openModel(const QString& dir);  // asynchronous; errors are shown, the old model stays
     TranslatePanel* translatePanel() const { return m_translate; }
@@ -31,9 +38,10 @@ public:
     ResultPtr lastResult() const { return m_result; }
     QString lastError() const { return m_last_error; }
 
-    // Export the current tab's view; the format follows the suffix (.png or .pdf).
-    bool exportCurrentView(const QString& path, QString* error = nullptr);
-    bool exportAttentionJson(const QString& path, QString* error = nullptr);
+    // The UI's error convention: an operation that can fail returns the reason, or nothing.
+    // Export the current tab's figure; the format follows the suffix (.png or .pdf).
+    std::optional<QString> exportCurrentView(const QString& path);
+    std::optional<QString> exportAttentionJson(const QString& path);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* e) override;
@@ -56,7 +64,7 @@ private:
     ResultPtr m_result;
     DecodingOptions m_result_options;
     QString m_last_error;
-    QString m_pending_dir;
+    bool m_error_dialogs;
 };
 
 }  // namespace attnlab::ui

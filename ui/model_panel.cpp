@@ -1,6 +1,8 @@
 #include "model_panel.h"
 
+#include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
 #include <attnlab/training_log.h>
 
 #include <qcustomplot.h>
@@ -62,6 +64,8 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     showTrainingLog({});
 }
 
+QCustomPlot* ModelPanel::figure() const { return m_plot->graphCount() > 0 ? m_plot : nullptr; }
+
 QString ModelPanel::trainingMessage() const { return m_plot_message->isHidden() ? QString() : m_plot_message->text(); }
 
 void ModelPanel::showModel(const ModelInfo& i) {
@@ -76,15 +80,12 @@ void ModelPanel::showModel(const ModelInfo& i) {
     html += row(tr("load time"), tr("%1 s").arg(i.load_seconds, 0, 'f', 2));
     html += row(tr("stored as"), QString::fromStdString(i.stored_dtype));
     html += row(tr("vocabulary"), tr("%1 pieces (shared)").arg(i.vocab_size));
-    html += row(tr("layers"), tr("%1 encoder + %1 decoder").arg(m.n_layers));
-    html += row(tr("d_model / d_inner"), QStringLiteral("%1 / %2").arg(m.d_model).arg(m.d_inner));
-    html += row(tr("heads × d_k (d_v)"), QStringLiteral("%1 × %2 (%3)").arg(m.n_head).arg(m.d_k).arg(m.d_v));
-    html += row(tr("n_position"), QString::number(m.n_position));
-    html += row(tr("dropout (training)"), QString::number(m.dropout));
-    html += row(tr("weight sharing"), tr("projection ↔ target embedding: %1; source ↔ target embedding: %2")
-                                          .arg(m.trg_emb_prj_weight_sharing ? tr("yes") : tr("no"))
-                                          .arg(m.emb_src_trg_weight_sharing ? tr("yes") : tr("no")));
-    html += row(tr("scale_emb_or_prj"), QString::fromStdString(m.scale_emb_or_prj));
+    html += "</table><h4>" + tr("Configuration") + "</h4><table cellspacing='4'>";
+    // Every field of the reference constructor, from the one field table; the meaning on hover.
+    for (const auto& f : modelConfigFields())
+        html += QStringLiteral("<tr><td title='%3'>%1</td><td><b>%2</b></td></tr>")
+                    .arg(QString::fromUtf8(f.name), QString::fromStdString(f.valueText(m)),
+                         QString::fromUtf8(f.meaning).toHtmlEscaped());
     html += "</table><h4>" + tr("Parameters") + "</h4><table cellspacing='4'>";
     // A shared matrix is counted once, under the decoder embedding.
     html += row(tr("encoder embedding"),
@@ -100,7 +101,7 @@ void ModelPanel::showModel(const ModelInfo& i) {
     m_details->setHtml(html);
 
     const QString dir = QString::fromStdString(i.package_dir);
-    QFile card(QDir(dir).filePath("MODEL_CARD.md"));
+    QFile card(QDir(dir).filePath(package_files::kModelCard));
     if (card.open(QIODevice::ReadOnly | QIODevice::Text)) m_card->setMarkdown(QString::fromUtf8(card.readAll()));
     else m_card->clear();
     showTrainingLog(dir);
@@ -109,17 +110,17 @@ void ModelPanel::showModel(const ModelInfo& i) {
 void ModelPanel::showTrainingLog(const QString& package_dir) {
     m_plot->clearGraphs();
     QString message;
-    const QString path = QDir(package_dir).filePath("training_log.tsv");
+    const QString path = QDir(package_dir).filePath(package_files::kTrainingLog);
     if (package_dir.isEmpty()) {
         message = tr("No model loaded.");
     } else if (!QFile::exists(path)) {
-        message = tr("This package has no training_log.tsv, so there is no training curve to show.");
+        message = tr("This package has no %1, so there is no training curve to show.").arg(package_files::kTrainingLog);
     } else {
         try {
             const TrainingLog log = readTrainingLog(path.toStdString());
-            const auto epoch = log.column("epoch");
+            // A missing column is an error that names it (TrainingLog::column), shown below.
+            const auto epoch = log.column(epoch_log::kEpoch);
             auto add = [&](const char* column, QCPAxis* y, const QString& name, QColor colour, Qt::PenStyle style) {
-                if (!log.has(column)) return;
                 const auto v = log.column(column);
                 QCPGraph* g = m_plot->addGraph(m_plot->xAxis, y);
                 g->setName(name);
@@ -127,9 +128,9 @@ void ModelPanel::showTrainingLog(const QString& package_dir) {
                 g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
                 g->setData(QVector<double>(epoch.begin(), epoch.end()), QVector<double>(v.begin(), v.end()), true);
             };
-            add("train_loss", m_plot->yAxis, tr("training loss"), QColor(31, 119, 180), Qt::SolidLine);
-            add("valid_loss", m_plot->yAxis, tr("validation loss"), QColor(255, 127, 14), Qt::SolidLine);
-            add("valid_bleu", m_plot->yAxis2, tr("validation BLEU"), QColor(44, 160, 44), Qt::DashLine);
+            add(epoch_log::kTrainLoss, m_plot->yAxis, tr("training loss"), QColor(31, 119, 180), Qt::SolidLine);
+            add(epoch_log::kValidLoss, m_plot->yAxis, tr("validation loss"), QColor(255, 127, 14), Qt::SolidLine);
+            add(epoch_log::kValidBleu, m_plot->yAxis2, tr("validation BLEU"), QColor(44, 160, 44), Qt::DashLine);
             if (log.rows.empty()) message = tr("%1 has no epochs yet.").arg(path);
         } catch (const Error& e) {
             m_plot->clearGraphs();

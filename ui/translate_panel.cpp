@@ -23,16 +23,17 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_go = new QPushButton(tr("Translate"), this);
     m_beam = new QSpinBox(this);
     m_beam->setRange(1, 32);
-    m_beam->setValue(5);
+    const DecodingOptions defaults;  // the library's defaults, not typed again
+    m_beam->setValue(defaults.beam_size);
     m_beam->setToolTip(tr("Beam size (1 = greedy)"));
     m_alpha = new QDoubleSpinBox(this);
     m_alpha->setRange(0.0, 3.0);
     m_alpha->setSingleStep(0.1);
-    m_alpha->setValue(0.7);
+    m_alpha->setValue(defaults.length_penalty);
     m_alpha->setToolTip(tr("Length penalty: hypotheses are ranked by score / length^alpha"));
     m_max_len = new QSpinBox(this);
     m_max_len->setRange(1, 1000);
-    m_max_len->setValue(100);
+    m_max_len->setValue(defaults.max_length);
     m_max_len->setToolTip(tr("Longest translation in pieces"));
     m_device = new QComboBox(this);
     m_device->addItem(tr("auto"), "auto");

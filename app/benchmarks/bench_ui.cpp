@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     const int n = p.value(repeat).toInt();
 
     TranslationController controller;
-    MainWindow window(&controller);
+    MainWindow window(&controller, /*error_dialogs=*/false);
     window.resize(1400, 900);
     window.show();
     QSignalSpy loaded(&controller, &TranslationController::modelLoaded);

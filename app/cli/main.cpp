@@ -1,11 +1,14 @@
 // attnlab-cli: translate and inspect with AttnLab models. Only wiring: every behaviour lives in
 // attnlab_core.
+#include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 #include <attnlab/trainer.h>
 #include <attnlab/result_json.h>
+#include <attnlab/run_layout.h>
+#include <attnlab/version.h>
 #include <attnlab/translator.h>
 
 #include <CLI/CLI.hpp>
@@ -71,8 +74,8 @@ int runTranslate(const CommonOptions& common, const std::vector<std::string>& te
     std::vector<size_t> where;
     int status = 0;
     for (size_t i = 0; i < lines.size(); ++i) {
-        if (std::string why = translator.checkInput(lines[i]); !why.empty()) {
-            std::cerr << "attnlab-cli: line " << i + 1 << ": " << why << "\n";
+        if (auto why = translator.inputProblem(lines[i])) {
+            std::cerr << "attnlab-cli: line " << i + 1 << ": " << *why << "\n";
             status = 1;
         } else {
             valid.push_back(lines[i]);
@@ -169,8 +172,8 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     std::vector<std::string> valid;
     std::vector<size_t> where;
     for (size_t i = 0; i < sources.size(); ++i) {
-        if (std::string why = translator.checkInput(sources[i]); !why.empty())
-            std::cerr << "attnlab-cli: " << src << " line " << i + 1 << ": " << why << " (scored as an empty translation)\n";
+        if (auto why = translator.inputProblem(sources[i]))
+            std::cerr << "attnlab-cli: " << src << " line " << i + 1 << ": " << *why << " (scored as an empty translation)\n";
         else {
             valid.push_back(sources[i]);
             where.push_back(i);
@@ -210,16 +213,10 @@ int runInspect(const CommonOptions& common) {
               << "vocabulary     " << i.vocab_size << " pieces (shared SentencePiece model)\n"
               << "load time      " << std::fixed << std::setprecision(3) << i.load_seconds << " s\n\n"
               << "configuration\n";
-    std::cout << "  n_src_vocab " << m.n_src_vocab << "  n_trg_vocab " << m.n_trg_vocab << "  src_pad_idx "
-              << m.src_pad_idx << "  trg_pad_idx " << m.trg_pad_idx << "\n"
-              << "  d_word_vec " << m.d_word_vec << "  d_model " << m.d_model << "  d_inner " << m.d_inner << "\n"
-              << "  n_layers " << m.n_layers << "  n_head " << m.n_head << "  d_k " << m.d_k << "  d_v " << m.d_v
-              << "  dropout " << std::setprecision(2) << m.dropout << "  n_position " << m.n_position << "\n"
-              << "  trg_emb_prj_weight_sharing " << std::boolalpha << m.trg_emb_prj_weight_sharing
-              << "  emb_src_trg_weight_sharing " << m.emb_src_trg_weight_sharing << "  scale_emb_or_prj "
-              << m.scale_emb_or_prj << "\n"
-              << "  bos_idx " << i.config.bos_idx << "  eos_idx " << i.config.eos_idx << "  unk_idx " << i.config.unk_idx
-              << "\n\nparameters\n";
+    for (const auto& f : attnlab::modelConfigFields())
+        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(10) << f.valueText(m) << f.meaning << "\n";
+    std::cout << "  " << std::left << std::setw(28) << "bos_idx / eos_idx / unk_idx" << i.config.bos_idx << " / "
+              << i.config.eos_idx << " / " << i.config.unk_idx << std::right << "\n\nparameters\n";
     const auto& p = i.parameters;
     auto row = [](const char* name, int64_t n) { std::cout << "  " << std::left << std::setw(20) << name << std::right << std::setw(12) << n << "\n"; };
     row("encoder embedding", p.encoder_embedding);
@@ -239,7 +236,7 @@ int runInspect(const CommonOptions& common) {
 int main(int argc, char** argv) {
     CLI::App app{"AttnLab command line: translate with a Transformer model package and inspect it"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "attnlab-cli 0.1.0");
+    app.set_version_flag("--version", std::string("attnlab-cli ") + attnlab::version());
     // A repeated option keeps its last value, so that a wrapper script's defaults can be
     // overridden by appending (scripts/train_bundled_model.sh DATA --time-budget 185).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -350,14 +347,7 @@ int main(int argc, char** argv) {
         if (eval->parsed()) return runEval(common, eval_src, eval_ref, eval_hyp_out, eval_decoding);
         if (average->parsed()) {
             if (!average_run.empty()) {
-                std::vector<std::string> found;
-                namespace fs = std::filesystem;
-                const fs::path dir = fs::path(average_run) / "checkpoints";
-                std::error_code ec;
-                for (const auto& e : fs::directory_iterator(dir, ec))
-                    if (e.path().filename().string().rfind("epoch-", 0) == 0) found.push_back(e.path().string());
-                if (ec) throw attnlab::InputError(dir.string() + ": " + ec.message());
-                std::sort(found.begin(), found.end());
+                auto found = attnlab::run_layout::epochCheckpoints(average_run);
                 if (static_cast<int>(found.size()) > average_last) found.erase(found.begin(), found.end() - average_last);
                 average_inputs.insert(average_inputs.end(), found.begin(), found.end());
             }

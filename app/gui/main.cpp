@@ -1,6 +1,7 @@
 // attnlab: the desktop app. Only wiring: parse the command line, create the controller and the
 // window, and for --export/--screenshot run headlessly and quit.
 #include <attnlab/package.h>
+#include <attnlab/version.h>
 
 #include "attention_explorer.h"
 #include "main_window.h"
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setApplicationName("AttnLab");
     QApplication::setOrganizationName("AttnLab");
-    QApplication::setApplicationVersion("0.1.0");
+    QApplication::setApplicationVersion(attnlab::version());
     QApplication::setWindowIcon(QIcon(":/attnlab.svg"));
 
     QCommandLineParser parser;
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     if (dir.isEmpty()) dir = QString::fromStdString(attnlab::defaultModelDir());
 
     attnlab::ui::TranslationController controller;
-    attnlab::ui::MainWindow window(&controller);
+    attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!headless);
     window.translatePanel()->setExamples(exampleSentences());
     window.resize(1400, 900);
 
@@ -96,8 +97,8 @@ int main(int argc, char** argv) {
         window.translatePanel()->setSentence(parser.value(text));
         controller.translate(parser.value(text), window.translatePanel()->options());
     }
-    if (tab_name == "positional") window.tabs()->setCurrentIndex(1);
-    else if (tab_name == "model") window.tabs()->setCurrentIndex(2);
+    if (tab_name == "positional") window.showTab(attnlab::ui::MainWindow::Tab::Positional);
+    else if (tab_name == "model") window.showTab(attnlab::ui::MainWindow::Tab::Model);
 
     if (!headless) {
         window.show();
@@ -128,8 +129,7 @@ int main(int argc, char** argv) {
         QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
     }
     if (parser.isSet(exportTo)) {
-        QString error;
-        if (!window.exportCurrentView(parser.value(exportTo), &error)) return fail(error);
+        if (const auto error = window.exportCurrentView(parser.value(exportTo))) return fail(*error);
     }
     if (parser.isSet(screenshot)) {
         if (!window.grab().save(parser.value(screenshot))) return fail("cannot write " + parser.value(screenshot));

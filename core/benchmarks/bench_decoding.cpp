@@ -8,7 +8,7 @@
 //
 //   build/bin/bench_decoding --benchmark_repetitions=3
 #include "decoding/search.h"
-#include "decoding/translator_impl.h"
+#include "decoding/engine.h"
 
 #include <attnlab/translator.h>
 
@@ -24,7 +24,7 @@ using namespace attnlab;
 
 struct Setup {
     model::Transformer model{nullptr};
-    std::unique_ptr<Translator> translator;
+    std::unique_ptr<decoding::Engine> engine;
     torch::Tensor src;  // [8, 20]
     decoding::SearchOptions options;
     std::vector<std::vector<decoding::Hyp>> cached_result;
@@ -37,8 +37,8 @@ Setup& setup() {
         setComputeThreads(threads ? std::atoi(threads) : 0);
         int64_t vocab = 8000;
         if (const char* dir = std::getenv("ATTNLAB_BENCH_MODEL"); dir && *dir) {
-            s.translator = std::make_unique<Translator>(dir, TranslatorOptions{"cpu"});
-            s.model = s.translator->impl().model;
+            s.engine = std::make_unique<decoding::Engine>(dir, TranslatorOptions{"cpu"});
+            s.model = s.engine->model();
             vocab = s.model->config().n_trg_vocab;
         } else {
             ModelConfig c;

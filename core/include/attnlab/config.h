@@ -8,6 +8,18 @@
 
 namespace attnlab {
 
+// The most entries (n_position x d_word_vec) a sinusoid table may have: config.json and the GUI's
+// positional lab allocate tables from user-given sizes, so both are bounded by this one limit.
+inline constexpr int64_t kMaxPositionalTableEntries = int64_t(1) << 25;
+
+// The special ids AttnLab's tokenizers and packages use (SentencePiece trained with these ids).
+namespace special_ids {
+inline constexpr int64_t kPad = 0;
+inline constexpr int64_t kUnk = 1;
+inline constexpr int64_t kBos = 2;
+inline constexpr int64_t kEos = 3;
+}  // namespace special_ids
+
 struct ModelConfig {
     int64_t n_src_vocab = 0;        // source vocabulary size (required)
     int64_t n_trg_vocab = 0;        // target vocabulary size (required)
@@ -45,9 +57,9 @@ struct PackageConfig {
     std::string source_lang;  // e.g. "de"
     std::string target_lang;  // e.g. "en"
     ModelConfig model;
-    int64_t bos_idx = 2;
-    int64_t eos_idx = 3;
-    int64_t unk_idx = 1;
+    int64_t bos_idx = special_ids::kBos;
+    int64_t eos_idx = special_ids::kEos;
+    int64_t unk_idx = special_ids::kUnk;
     // How a source sentence becomes ids: pieces, then </s> (as the seed documents show);
     // models converted from the reference's torchtext pipeline also put <s> first.
     bool source_bos = false;

@@ -1,48 +1,44 @@
 #pragma once
-// Exceptions thrown by attnlab::core. Every message names the thing that is wrong
-// (a file, a field, an option) and the problem, so callers can show it as it is.
+// Exceptions thrown by attnlab::core: the one error convention of the library.
+//
+// Every failure is a typed exception derived from attnlab::Error whose message names the thing
+// that is wrong (a file, a field, an option) and the problem, so callers can show it as it is.
+// The type says who can act on it: ConfigError (an option or config value), PackageError (a model
+// package), InputError (user input or a corpus), TokenizerError, DeviceError, CancelledError (the
+// caller asked to stop) and InternalError (a bug, or a LibTorch failure: LibTorch's c10::Error is
+// translated into InternalError at the engine's and the trainer's boundaries, never let through).
+// Functions that only check something return std::optional<std::string>: the problem, or nothing.
 
 #include <stdexcept>
 #include <string>
 
 namespace attnlab {
 
-enum class ErrorKind {
-    Config,     // a model configuration or option value that is out of range
-    Package,    // a model package (config.json, model.safetensors, tokenizer.model) is unusable
-    Input,      // user input: an empty or overlong sentence, a bad corpus file
-    Tokenizer,  // SentencePiece failed or its module could not be loaded
-    Device,     // the requested device is not available
-    Cancelled,  // the caller's progress callback asked to stop
-    Internal,   // a bug or an unexpected LibTorch failure
-};
-
 class Error : public std::runtime_error {
 public:
-    Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), m_kind(kind) {}
-    ErrorKind kind() const noexcept { return m_kind; }
-
-private:
-    ErrorKind m_kind;
+    explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 struct ConfigError : Error {
-    explicit ConfigError(const std::string& m) : Error(ErrorKind::Config, m) {}
+    using Error::Error;
 };
 struct PackageError : Error {
-    explicit PackageError(const std::string& m) : Error(ErrorKind::Package, m) {}
+    using Error::Error;
 };
 struct InputError : Error {
-    explicit InputError(const std::string& m) : Error(ErrorKind::Input, m) {}
+    using Error::Error;
 };
 struct TokenizerError : Error {
-    explicit TokenizerError(const std::string& m) : Error(ErrorKind::Tokenizer, m) {}
+    using Error::Error;
 };
 struct DeviceError : Error {
-    explicit DeviceError(const std::string& m) : Error(ErrorKind::Device, m) {}
+    using Error::Error;
+};
+struct InternalError : Error {
+    using Error::Error;
 };
 struct CancelledError : Error {
-    CancelledError() : Error(ErrorKind::Cancelled, "cancelled") {}
+    CancelledError() : Error("cancelled") {}
 };
 
 }  // namespace attnlab

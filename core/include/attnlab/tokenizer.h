@@ -7,6 +7,8 @@
 // (libattnlab_spm.so, C interface) that this class loads with
 // dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND).
 
+#include <attnlab/config.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +25,8 @@ struct TokenizerTrainingOptions {
                                            // decode(encode(x)) == x for any UTF-8 text
     int input_sentence_size = 0;           // sample this many sentences (0 = all)
     int num_threads = 2;
-    int pad_id = 0, unk_id = 1, bos_id = 2, eos_id = 3;  // the ids AttnLab packages use
+    int pad_id = int(special_ids::kPad), unk_id = int(special_ids::kUnk);  // the ids AttnLab packages use
+    int bos_id = int(special_ids::kBos), eos_id = int(special_ids::kEos);
     void validate() const;                 // throws ConfigError
 };
 

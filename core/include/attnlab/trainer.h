@@ -12,7 +12,9 @@
 namespace attnlab {
 
 struct TrainingOptions {
-    // ---- data: a Multi30k-style directory (train.<src>[.gz], val.<src>[.gz], ...) or explicit files
+    // ---- data: a Multi30k-style directory (train.<src>[.gz], val.<src>[.gz], ...) or explicit files.
+    //      On --resume they may be left out (the run's own are used); given, they must hold the
+    //      data the run was trained on (checked by a fingerprint of the encoded corpus).
     std::string data_dir;
     std::string src_lang = "de", tgt_lang = "en";
     std::string train_src, train_tgt, valid_src, valid_tgt;  // override data_dir when set
@@ -51,6 +53,7 @@ struct TrainingOptions {
     std::string command_line;      // recorded in MODEL_CARD.md (informational)
 
     void validate() const;
+    bool hasData() const;  // data_dir or all four files given
 
     static ModelConfig bundledShape();  // 3+3 layers, d_model 256, 8 heads, d_inner 1024, all shared, "emb"
 };

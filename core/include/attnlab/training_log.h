@@ -6,6 +6,34 @@
 
 namespace attnlab {
 
+// The column names of the trainer's per-epoch log (log.tsv in a run, training_log.tsv in a
+// package), in file order: written by the trainer, read by the GUI's training curves.
+namespace epoch_log {
+inline constexpr const char* kEpoch = "epoch";
+inline constexpr const char* kStep = "step";
+inline constexpr const char* kElapsed = "elapsed_s";
+inline constexpr const char* kTrainLoss = "train_loss";  // mean per target token over the epoch
+inline constexpr const char* kValidLoss = "valid_loss";
+inline constexpr const char* kValidPpl = "valid_ppl";
+inline constexpr const char* kValidAcc = "valid_acc";
+inline constexpr const char* kValidBleu = "valid_bleu";
+inline constexpr const char* kValidChrf = "valid_chrf";
+inline constexpr const char* kLr = "lr";
+inline constexpr const char* kColumns[] = {kEpoch,    kStep,     kElapsed,   kTrainLoss, kValidLoss,
+                                           kValidPpl, kValidAcc, kValidBleu, kValidChrf, kLr};
+}  // namespace epoch_log
+
+// The columns of steps.tsv (one row per logged window of steps), in file order.
+namespace step_log {
+inline constexpr const char* kStep = "step";
+inline constexpr const char* kEpoch = "epoch";
+inline constexpr const char* kElapsed = "elapsed_s";
+inline constexpr const char* kLoss = "loss";
+inline constexpr const char* kLr = "lr";
+inline constexpr const char* kTokensPerSecond = "tgt_tokens_per_s";
+inline constexpr const char* kColumns[] = {kStep, kEpoch, kElapsed, kLoss, kLr, kTokensPerSecond};
+}  // namespace step_log
+
 struct TrainingLog {
     std::string path;
     std::vector<std::string> columns;        // the header line's names

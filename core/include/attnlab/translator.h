@@ -3,15 +3,21 @@
 // attention map in std types. Thread-compatible: one Translator per thread, or external locking.
 
 #include <attnlab/config.h>
+#include <attnlab/device.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/translation.h>
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace attnlab {
+
+namespace decoding {
+class Engine;  // core-private
+}
 
 struct TranslatorOptions {
     std::string device = "auto";  // "auto" (CUDA when available, else CPU) | "cpu" | "cuda" | "cuda:N"
@@ -59,28 +65,19 @@ public:
                                 const StepCallback& on_step = {}) const;
     // Sentences are sorted by length and decoded max_batch_size at a time; results come back in
     // input order. Any invalid sentence makes the whole call throw (InputError names its index);
-    // use checkInput() first to filter.
+    // use inputProblem() first to filter.
     std::vector<TranslationResult> translateBatch(const std::vector<std::string>& sentences,
                                                   const DecodingOptions& options = {},
                                                   const StepCallback& on_step = {}) const;
 
-    // Empty string when the sentence can be translated, else the reason.
-    std::string checkInput(const std::string& sentence) const;
+    // Why the sentence cannot be translated (empty, too long), or nothing when it can.
+    std::optional<std::string> inputProblem(const std::string& sentence) const;
 
     // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).
     std::vector<std::vector<float>> positionalTable() const;
 
-    // Internals for tests and benchmarks (core-private types).
-    struct Impl;
-    Impl& impl() const;
-
 private:
-    std::unique_ptr<Impl> m_impl;
+    std::unique_ptr<decoding::Engine> m_engine;
 };
-
-// True when LibTorch sees a CUDA device.
-bool cudaAvailable();
-// Sets LibTorch's intra-op thread count (0 = hardware concurrency); returns the count set.
-int setComputeThreads(int threads);
 
 }  // namespace attnlab

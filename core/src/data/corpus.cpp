@@ -1,7 +1,5 @@
 #include "data/corpus.h"
 
-#include <attnlab/text_io.h>
-
 #include <attnlab/errors.h>
 
 #include <zlib.h>
@@ -95,7 +93,3 @@ std::vector<int> epochOrder(size_t n, uint64_t seed, int epoch) {
 }
 
 }  // namespace attnlab::data
-
-namespace attnlab {
-std::vector<std::string> readTextLines(const std::string& path) { return data::readLines(path); }
-}  // namespace attnlab

@@ -61,14 +61,22 @@ private:
 
 void checkOptions(const SearchOptions& o, int64_t n) {
     if (static_cast<int64_t>(o.max_lengths.size()) != n)
-        throw Error(ErrorKind::Internal, "search: max_lengths has " + std::to_string(o.max_lengths.size()) +
+        throw InternalError("search: max_lengths has " + std::to_string(o.max_lengths.size()) +
                                              " entries for " + std::to_string(n) + " sentences");
     for (int l : o.max_lengths)
-        if (l < 1) throw Error(ErrorKind::Internal, "search: max length < 1");
+        if (l < 1) throw InternalError("search: max length < 1");
 }
 
 void report(const SearchOptions& o, int step, int max_steps) {
     if (o.on_step && !o.on_step(step, max_steps)) throw CancelledError();
+}
+
+// The stepper's log-probabilities with the blocked tokens at -inf.
+torch::Tensor nextLogProbs(Stepper& stepper, const torch::Tensor& prefix, const SearchOptions& o) {
+    auto logp = stepper.logProbs(prefix);
+    if (o.blocked.empty()) return logp;
+    auto index = torch::tensor(o.blocked, torch::TensorOptions().dtype(torch::kInt64)).to(logp.device());
+    return logp.index_fill(1, index, -std::numeric_limits<double>::infinity());
 }
 
 void finish(std::vector<Hyp>& hyps, int nbest) {
@@ -97,7 +105,7 @@ std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const Se
     const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
     auto prefix = torch::full({n, 1}, o.bos, i64);
     for (int step = 0;; ++step) {
-        auto [best, arg] = stepper.logProbs(prefix).max(-1);
+        auto [best, arg] = nextLogProbs(stepper, prefix, o).max(-1);
         auto best_cpu = best.to(torch::kCPU, torch::kFloat64);
         auto arg_cpu = arg.to(torch::kCPU);
         auto bp = best_cpu.accessor<double, 1>();
@@ -145,7 +153,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
         torch::Tensor logp;
         if (step == 0) {
             // The stepper holds one row per sentence: score them once, then expand to K rows.
-            auto first = stepper.logProbs(torch::full({n, 1}, o.bos, i64.device(stepper.device())));
+            auto first = nextLogProbs(stepper, torch::full({n, 1}, o.bos, i64.device(stepper.device())), o);
             auto expand = torch::arange(n, i64.device(first.device())).repeat_interleave(K);
             stepper.select(expand);
             logp = first.index_select(0, expand);
@@ -154,7 +162,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
             for (int64_t s = 0; s < n; ++s) scores[s * K] = 0.0;
             tokens.assign(n * K, {});
         } else {
-            logp = stepper.logProbs(prefix);
+            logp = nextLogProbs(stepper, prefix, o);
         }
         const int64_t A = static_cast<int64_t>(active.size());
         const int64_t V = logp.size(1);

@@ -31,7 +31,10 @@ struct SearchOptions {
     int beam_size = 5;
     double length_penalty = 0.7;  // alpha
     int nbest = 1;
-    int64_t bos = 2, eos = 3;
+    int64_t bos = special_ids::kBos, eos = special_ids::kEos;
+    // Tokens never generated (their log-probability is set to -inf at every step): the engine
+    // blocks padding and <s>.
+    std::vector<int64_t> blocked;
     std::vector<int> max_lengths;  // per sentence: generated tokens at most (>= 1)
     // Called after each step with the step index; return false to cancel (throws CancelledError).
     std::function<bool(int step, int max_steps)> on_step;

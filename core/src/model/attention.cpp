@@ -33,8 +33,11 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t n_head_, int64_t d_model,
     fc = register_module("fc", torch::nn::Linear(LinearOptions(n_head * d_v, d_model).bias(false)));
     attn_dropout = register_module("attention_dropout", FastDropout(attn_dropout_p));
     dropout = register_module("dropout", FastDropout(dropout_p));
-    layer_norm = register_module(
-        "layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(1e-6)));
+    layer_norm = register_module("layer_norm", makeLayerNorm(d_model));
+}
+
+torch::nn::LayerNorm makeLayerNorm(int64_t d) {
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(kLayerNormEps));
 }
 
 static torch::Tensor splitHeads(const torch::Tensor& x, int64_t n_head, int64_t d) {

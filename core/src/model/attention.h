@@ -9,6 +9,10 @@
 
 namespace attnlab::model {
 
+// Every layer norm of the model: nn.LayerNorm(d, eps=1e-6) as in the reference.
+inline constexpr double kLayerNormEps = 1e-6;
+torch::nn::LayerNorm makeLayerNorm(int64_t d);
+
 // ref: ScaledDotProductAttention. q [b,h,lq,dk], k [b,h,lk,dk], v [b,h,lk,dv];
 // mask broadcastable to [b,h,lq,lk], true = may attend. Returns (output [b,h,lq,dv],
 // attention probabilities [b,h,lq,lk]) — probabilities after softmax, before dropout is applied

@@ -4,6 +4,8 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <attnlab/errors.h>
+
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -26,7 +28,7 @@ uint64_t drawSeed() {
 }  // namespace
 
 FastDropoutImpl::FastDropoutImpl(double p) : m_p(p) {
-    if (!(p >= 0.0 && p <= 1.0)) throw std::invalid_argument("dropout must be in [0, 1], got " + std::to_string(p));
+    if (!(p >= 0.0 && p <= 1.0)) throw ConfigError("dropout must be in [0, 1], got " + std::to_string(p));
 }
 
 torch::Tensor dropoutMask(const torch::Tensor& like, double p, uint64_t seed) {

@@ -7,7 +7,7 @@ namespace attnlab::model {
 PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(int64_t d_in, int64_t d_hid, double p) {
     w_1 = register_module("w_1", torch::nn::Linear(d_in, d_hid));
     w_2 = register_module("w_2", torch::nn::Linear(d_hid, d_in));
-    layer_norm = register_module("layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_in}).eps(1e-6)));
+    layer_norm = register_module("layer_norm", makeLayerNorm(d_in));
     dropout = register_module("dropout", FastDropout(p));
 }
 

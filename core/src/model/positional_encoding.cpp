@@ -1,5 +1,11 @@
 #include "model/positional_encoding.h"
 
+#include "util/tensor_convert.h"
+
+#include <attnlab/config.h>
+#include <attnlab/errors.h>
+#include <attnlab/positional.h>
+
 #include <torch/torch.h>
 
 namespace attnlab::model {
@@ -28,3 +34,26 @@ torch::Tensor PositionalEncodingImpl::forwardAt(const torch::Tensor& x, int64_t 
 }
 
 }  // namespace attnlab::model
+
+namespace attnlab {
+namespace {
+// The public positional functions allocate from user-chosen sizes (the GUI's lab): bound them.
+torch::Tensor checkedTable(int n_position, int d_hid, int64_t max_positions) {
+    if (n_position < 1 || d_hid < 1 || n_position > max_positions ||
+        int64_t(n_position) * d_hid > kMaxPositionalTableEntries)
+        throw ConfigError("positional table: " + std::to_string(n_position) + " x " + std::to_string(d_hid) +
+                          " is empty or too large (at most " + std::to_string(kMaxPositionalTableEntries) + " entries)");
+    return model::sinusoidTable(n_position, d_hid);
+}
+}  // namespace
+
+std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid) {
+    return util::toMatrix(checkedTable(n_position, d_hid, kMaxPositionalTableEntries));
+}
+
+std::vector<std::vector<float>> positionalDotProducts(int n_position, int d_hid) {
+    auto t = checkedTable(n_position, d_hid, 8192);  // the result is n_position^2
+    return util::toMatrix(torch::mm(t, t.t()));
+}
+
+}  // namespace attnlab

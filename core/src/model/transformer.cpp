@@ -9,9 +9,6 @@
 namespace attnlab::model {
 
 namespace {
-torch::nn::LayerNorm makeLayerNorm(int64_t d) {
-    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(1e-6));
-}
 torch::nn::Embedding makeEmbedding(int64_t n, int64_t d, int64_t pad) {
     return torch::nn::Embedding(torch::nn::EmbeddingOptions(n, d).padding_idx(pad));
 }
@@ -167,13 +164,6 @@ torch::Tensor TransformerImpl::forwardAt(const torch::Tensor& src_seq, const tor
                                          const torch::Tensor& positions) {
     auto dec = decoderOutput(src_seq, trg_seq, nullptr);
     return project(dec.reshape({-1, dec.size(2)}).index_select(0, positions));
-}
-
-std::vector<std::string> expectedTensorNames(const Transformer& model) {
-    std::vector<std::string> names;
-    for (const auto& p : model->named_parameters()) names.push_back(p.key());
-    for (const auto& b : model->named_buffers()) names.push_back(b.key());
-    return names;
 }
 
 }  // namespace attnlab::model

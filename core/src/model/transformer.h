@@ -109,7 +109,4 @@ private:
 };
 TORCH_MODULE(Transformer);
 
-// Names of the tensors a package must hold for this config (parameters and buffers).
-std::vector<std::string> expectedTensorNames(const Transformer& model);
-
 }  // namespace attnlab::model

@@ -171,7 +171,7 @@ void write(const std::string& path, const std::vector<TensorView>& tensors, cons
         uint64_t numel = 1;
         for (auto d : t.shape) numel *= static_cast<uint64_t>(d);
         if (item == 0 || numel * item != t.nbytes)
-            throw Error(ErrorKind::Internal, "safetensors write: tensor '" + t.name + "' has inconsistent dtype/shape/size");
+            throw InternalError("safetensors write: tensor '" + t.name + "' has inconsistent dtype/shape/size");
         j[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.nbytes}}};
         offset += t.nbytes;
     }

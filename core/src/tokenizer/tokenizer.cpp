@@ -3,6 +3,7 @@
 #include <attnlab/tokenizer.h>
 
 #include "tokenizer/spm_api.h"
+#include "util/checks.h"
 
 #include <dlfcn.h>
 
@@ -13,6 +14,16 @@
 
 namespace attnlab {
 namespace fs = std::filesystem;
+
+void TokenizerTrainingOptions::validate() const {
+    const char* o = "tokenizer training";
+    if (input_files.empty()) throw ConfigError("tokenizer training: no input files");
+    if (model_prefix.empty()) throw ConfigError("tokenizer training: empty model prefix");
+    util::requireRange("vocab_size", vocab_size, 8, 1 << 20, o);
+    util::requireRange("character_coverage", character_coverage, 0.5, 1.0, o);
+    if (model_type != "unigram" && model_type != "bpe" && model_type != "char" && model_type != "word")
+        throw ConfigError("tokenizer training: model_type '" + model_type + "' is not unigram, bpe, char or word");
+}
 
 namespace {
 

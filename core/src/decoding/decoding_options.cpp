@@ -1,0 +1,20 @@
+#include <attnlab/decoding_options.h>
+
+#include "util/checks.h"
+
+namespace attnlab {
+using util::requireRange;
+
+void DecodingOptions::validate() const {
+    const char* o = "decoding options";
+    requireRange("beam_size", beam_size, 1, 256, o);
+    requireRange("length_penalty (alpha)", length_penalty, 0.0, 10.0, o);
+    requireRange("max_length", max_length, 1, 1 << 16, o);
+    requireRange("max_length_ratio", max_length_ratio, 0.0, 1000.0, o);
+    requireRange("max_length_offset", max_length_offset, 0, 1 << 16, o);
+    requireRange("nbest", nbest, 1, beam_size, o);
+    requireRange("top_k_candidates", top_k_candidates, 0, 1000, o);
+    requireRange("max_batch_size", max_batch_size, 1, 4096, o);
+}
+
+}  // namespace attnlab

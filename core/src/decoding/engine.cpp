@@ -1,0 +1,313 @@
+#include "decoding/engine.h"
+
+#include "package/package_io.h"
+#include "util/device.h"
+#include "util/tensor_convert.h"
+
+#include <attnlab/device.h>
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+
+namespace attnlab::decoding {
+namespace fs = std::filesystem;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr size_t kMaxSentenceBytes = 64 * 1024;
+
+bool isBlank(const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
+}
+
+// LibTorch reports failures as c10::Error; the engine's callers see InternalError instead.
+template <typename F>
+auto translatingTorchErrors(const char* what, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const c10::Error& e) {
+        throw InternalError(std::string(what) + ": LibTorch failed: " + e.what_without_backtrace());
+    }
+}
+}  // namespace
+
+// ---------------------------------------------------------------- loading
+Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_device(torch::kCPU) {
+    const auto t0 = Clock::now();
+    options.validate();
+    setComputeThreads(options.num_threads);
+    m_config = readPackageConfig(dir);
+    const std::string tok_path = (fs::path(dir) / package_files::kTokenizer).string();
+    {
+        std::error_code ec;
+        if (!fs::is_regular_file(tok_path, ec)) throw PackageError(tok_path + ": missing file");
+    }
+    try {
+        m_tokenizer = std::make_unique<Tokenizer>(tok_path);
+    } catch (const TokenizerError& e) {
+        throw PackageError(e.what());
+    }
+    checkTokenizerMatches(dir);
+    translatingTorchErrors("loading the model", [&] {
+        m_device = util::resolveDevice(options.device);
+        m_model = package::loadWeights(dir, m_config, &m_info.stored_dtype);
+        m_model->to(m_device);
+        m_model->eval();
+    });
+    m_info.package_dir = fs::absolute(dir).string();
+    m_info.config = m_config;
+    m_info.vocab_size = m_tokenizer->vocabSize();
+    m_info.device = m_device.str();
+    m_info.parameters = countParameters();
+    m_info.load_seconds = secondsSince(t0);
+}
+
+Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<Tokenizer> tok)
+    : m_config(cfg), m_tokenizer(std::move(tok)), m_model(std::move(m)), m_device(torch::kCPU) {
+    m_device = m_model->decoder->trg_word_emb->weight.device();
+    m_info.config = m_config;
+    m_info.vocab_size = m_tokenizer->vocabSize();
+    m_info.device = m_device.str();
+    m_info.parameters = countParameters();
+}
+
+Engine::~Engine() = default;
+
+void Engine::checkTokenizerMatches(const std::string& dir) const {
+    const Tokenizer& tok = *m_tokenizer;
+    auto mismatch = [&](const std::string& field, int64_t value, int64_t in_tokenizer) {
+        throw PackageError(dir + ": " + package_files::kConfig + " has " + field + " = " + std::to_string(value) + " but " +
+                           package_files::kTokenizer + " has " + std::to_string(in_tokenizer));
+    };
+    const int vocab = tok.vocabSize();
+    if (m_config.model.n_src_vocab != vocab) mismatch("n_src_vocab", m_config.model.n_src_vocab, vocab);
+    if (m_config.model.n_trg_vocab != vocab) mismatch("n_trg_vocab", m_config.model.n_trg_vocab, vocab);
+    if (m_config.bos_idx != tok.bosId()) mismatch("bos_idx", m_config.bos_idx, tok.bosId());
+    if (m_config.eos_idx != tok.eosId()) mismatch("eos_idx", m_config.eos_idx, tok.eosId());
+    if (m_config.unk_idx != tok.unkId()) mismatch("unk_idx", m_config.unk_idx, tok.unkId());
+}
+
+ParameterCounts Engine::countParameters() const {
+    ParameterCounts c;
+    for (const auto& p : m_model->named_parameters()) {
+        const std::string& k = p.key();
+        const int64_t n = p.value().numel();
+        c.total += n;
+        if (k == "decoder.trg_word_emb.weight") c.decoder_embedding += n;
+        else if (k == "encoder.src_word_emb.weight") c.encoder_embedding += n;
+        else if (k == "trg_word_prj.weight") c.output_projection += n;
+        else if (k.rfind("encoder.layer_stack.", 0) == 0) c.encoder_layers += n;
+        else if (k.rfind("decoder.layer_stack.", 0) == 0) c.decoder_layers += n;
+        else c.layer_norms += n;
+    }
+    return c;
+}
+
+std::vector<std::vector<float>> Engine::positionalTable() const {
+    return util::toMatrix(m_model->decoder->position_enc->pos_table[0]);
+}
+
+// ---------------------------------------------------------------- input
+std::optional<std::string> Engine::inputProblem(const std::string& sentence) const {
+    Encoding unused;
+    return inputProblem(sentence, unused);
+}
+
+std::optional<std::string> Engine::inputProblem(const std::string& sentence, Encoding& encoding) const {
+    if (sentence.size() > kMaxSentenceBytes)
+        return "the sentence is " + std::to_string(sentence.size()) + " bytes long; at most " +
+               std::to_string(kMaxSentenceBytes) + " are accepted";
+    if (isBlank(sentence)) return std::string("the sentence is empty");
+    encoding = m_tokenizer->encode(sentence);
+    const size_t n = encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0);
+    if (static_cast<int64_t>(n) > m_config.model.n_position)
+        return "the sentence has " + std::to_string(n) + " pieces; this model accepts at most " +
+               std::to_string(m_config.model.n_position) + " (n_position)";
+    return std::nullopt;
+}
+
+Engine::Source Engine::prepare(const std::string& sentence) const {
+    Encoding e;
+    if (auto why = inputProblem(sentence, e)) throw InputError(*why);
+    Source s;
+    s.text = sentence;
+    if (m_config.source_bos) s.ids.push_back(static_cast<int>(m_config.bos_idx));
+    s.ids.insert(s.ids.end(), e.ids.begin(), e.ids.end());
+    if (m_config.source_eos) s.ids.push_back(static_cast<int>(m_config.eos_idx));
+    for (int id : s.ids) s.pieces.push_back(m_tokenizer->idToPiece(id));
+    const auto unknown = m_tokenizer->unknownCharacters(e);
+    if (!unknown.empty()) {
+        std::string list;
+        for (const auto& ch : unknown) list += (list.empty() ? "" : " ") + ch;
+        s.warnings.push_back("characters not in the vocabulary: " + list +
+                             (m_tokenizer->hasByteFallback() ? " (encoded as UTF-8 byte pieces)" : " (mapped to <unk>)"));
+    }
+    return s;
+}
+
+int Engine::maxLength(size_t src_len, const DecodingOptions& o) const {
+    int64_t cap = std::min<int64_t>(o.max_length, m_config.model.n_position);
+    if (o.max_length_ratio > 0)
+        cap = std::min<int64_t>(cap, static_cast<int64_t>(o.max_length_ratio * double(src_len)) + o.max_length_offset);
+    return static_cast<int>(std::max<int64_t>(cap, 1));
+}
+
+SearchOptions Engine::searchOptions(const DecodingOptions& o, const std::vector<size_t>& source_lengths) const {
+    SearchOptions so;
+    so.beam_size = o.beam_size;
+    so.length_penalty = o.length_penalty;
+    so.nbest = o.nbest;
+    so.bos = m_config.bos_idx;
+    so.eos = m_config.eos_idx;
+    // Padding and <s> are never generated: a generated pad would be masked as padding by the
+    // decoder mask of the maps, and <s> only ever starts the decoder's input.
+    so.blocked = {m_config.model.trg_pad_idx, m_config.bos_idx};
+    for (size_t len : source_lengths) so.max_lengths.push_back(maxLength(len, o));
+    return so;
+}
+
+torch::Tensor Engine::sourceTensor(const std::vector<const Source*>& batch) const {
+    size_t len = 0;
+    for (const auto* s : batch) len = std::max(len, s->ids.size());
+    auto src = torch::full({static_cast<int64_t>(batch.size()), static_cast<int64_t>(len)}, m_config.model.src_pad_idx,
+                           torch::kInt64);
+    auto a = src.accessor<int64_t, 2>();
+    for (size_t i = 0; i < batch.size(); ++i)
+        for (size_t j = 0; j < batch[i]->ids.size(); ++j) a[i][j] = batch[i]->ids[j];
+    return src.to(m_device);
+}
+
+// ---------------------------------------------------------------- decoding
+std::vector<TranslationResult> Engine::translate(const std::vector<std::string>& sentences, const DecodingOptions& o,
+                                                 const StepCallback& on_step, StepperKind kind) const {
+    if (sentences.empty()) return {};
+    return translatingTorchErrors("translation", [&] { return run(sentences, o, on_step, kind); });
+}
+
+std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sentences, const DecodingOptions& o,
+                                           const StepCallback& on_step, StepperKind kind) const {
+    o.validate();
+    std::vector<Source> sources;
+    sources.reserve(sentences.size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+        try {
+            sources.push_back(prepare(sentences[i]));
+        } catch (const InputError& e) {
+            throw InputError(sentences.size() == 1 ? e.what() : "sentence " + std::to_string(i + 1) + ": " + e.what());
+        }
+    }
+    std::vector<size_t> order(sources.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].ids.size() < sources[b].ids.size(); });
+
+    std::vector<TranslationResult> results(sources.size());
+    torch::NoGradGuard no_grad;
+    for (size_t begin = 0; begin < order.size(); begin += o.max_batch_size) {
+        const size_t end = std::min(order.size(), begin + o.max_batch_size);
+        const auto t0 = Clock::now();
+        std::vector<const Source*> batch;
+        std::vector<size_t> lengths;
+        for (size_t i = begin; i < end; ++i) {
+            batch.push_back(&sources[order[i]]);
+            lengths.push_back(sources[order[i]].ids.size());
+        }
+        SearchOptions so = searchOptions(o, lengths);
+        if (on_step) {
+            so.on_step = [&, begin, end](int step, int max_steps) {
+                StepProgress p;
+                p.sentence_begin = static_cast<int>(begin);
+                p.sentence_end = static_cast<int>(end);
+                p.sentences_total = static_cast<int>(order.size());
+                p.step = step;
+                p.max_steps = max_steps;
+                return on_step(p);
+            };
+        }
+        auto src = sourceTensor(batch);
+        model::Transformer model = m_model;
+        auto stepper = makeStepper(kind, model, src);
+        auto hyps = o.beam_size == 1 && o.nbest == 1 ? greedySearch(*stepper, src.size(0), so)
+                                                     : beamSearch(*stepper, src.size(0), so);
+        for (size_t i = 0; i < batch.size(); ++i) fillResult(results[order[begin + i]], *batch[i], hyps[i], o);
+        const double per_sentence = secondsSince(t0) / double(batch.size());
+        for (size_t i = begin; i < end; ++i) results[order[i]].seconds += per_sentence;
+    }
+    return results;
+}
+
+Hypothesis Engine::toHypothesis(const Hyp& h) const {
+    Hypothesis out;
+    out.score = h.score;
+    out.normalized_score = h.normalized;
+    out.finished = h.finished;
+    std::vector<int> text_ids;
+    for (int64_t t : h.tokens) {
+        out.ids.push_back(static_cast<int>(t));
+        out.pieces.push_back(m_tokenizer->idToPiece(static_cast<int>(t)));
+        if (t != m_config.eos_idx) text_ids.push_back(static_cast<int>(t));
+    }
+    out.text = m_tokenizer->decode(text_ids);
+    return out;
+}
+
+void Engine::fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps,
+                        const DecodingOptions& o) const {
+    r.source_text = src.text;
+    r.source_ids = src.ids;
+    r.source_pieces = src.pieces;
+    r.warnings = src.warnings;
+    if (hyps.empty()) throw InternalError("search returned no hypothesis for: " + src.text);
+    for (const auto& h : hyps) r.nbest.push_back(toHypothesis(h));
+    r.best = r.nbest.front();
+    r.decoder_input_pieces.push_back(m_tokenizer->idToPiece(static_cast<int>(m_config.bos_idx)));
+    for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) r.decoder_input_pieces.push_back(r.best.pieces[i]);
+    if (o.return_attention || o.top_k_candidates > 0) analyse(r, o);
+}
+
+// One teacher-forced pass over the best hypothesis: every attention map (return_attns) and the
+// decoder's distribution at each step.
+void Engine::analyse(TranslationResult& r, const DecodingOptions& o) const {
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
+    std::vector<int64_t> trg_in{m_config.bos_idx};
+    for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) trg_in.push_back(r.best.ids[i]);
+    auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);
+    auto trg = torch::tensor(trg_in, i64).unsqueeze(0).to(m_device);
+    model::Attentions attns;
+    model::Transformer model = m_model;  // a handle: the forward pass is not const
+    auto logits = model->forwardFull(src, trg, o.return_attention ? &attns : nullptr);
+    if (o.return_attention) {
+        for (const auto& a : attns.encoder_self) r.encoder_self.push_back(util::toLayerHeads(a[0]));
+        for (const auto& a : attns.decoder_self) r.decoder_self.push_back(util::toLayerHeads(a[0]));
+        for (const auto& a : attns.cross) r.cross.push_back(util::toLayerHeads(a[0]));
+    }
+    auto probs = torch::softmax(logits[0].to(torch::kFloat32), -1).to(torch::kCPU);
+    const int64_t k = std::min<int64_t>(o.top_k_candidates, probs.size(1));
+    torch::Tensor top_p, top_i;
+    if (k > 0) std::tie(top_p, top_i) = probs.topk(k, -1);
+    auto pa = probs.accessor<float, 2>();
+    for (size_t i = 0; i < r.best.ids.size(); ++i) {
+        DecodingStep s;
+        s.chosen_id = r.best.ids[i];
+        s.chosen_piece = r.best.pieces[i];
+        s.chosen_probability = pa[i][s.chosen_id];
+        for (int64_t j = 0; j < k; ++j) {
+            TokenCandidate c;
+            c.id = static_cast<int>(top_i[i][j].item<int64_t>());
+            c.piece = m_tokenizer->idToPiece(c.id);
+            c.probability = top_p[i][j].item<float>();
+            s.candidates.push_back(std::move(c));
+        }
+        r.steps.push_back(std::move(s));
+    }
+}
+
+}  // namespace attnlab::decoding

@@ -1,0 +1,85 @@
+#pragma once
+// The decoding engine: a loaded model with its tokenizer and device, turning sentences into
+// TranslationResults. It is core-private (it holds tensors); attnlab::Translator is its thin public
+// face, and the trainer's validation, the benchmarks and the tests use it directly.
+//
+// Where the next features go:
+//   - options of a search (forced target prefix, blocked tokens): DecodingOptions -> searchOptions()
+//     here -> decoding::SearchOptions, implemented in search.cpp;
+//   - what a search records (a beam trace): decoding::Hyp / search.cpp, copied out in fillResult();
+//   - changes to the forward pass (head masks): model::TransformerImpl, reached through model();
+//   - numbers derived from one teacher-forced pass (attention maps, per-cell q.k): analyse().
+#include <attnlab/config.h>
+#include <attnlab/decoding_options.h>
+#include <attnlab/tokenizer.h>
+#include <attnlab/translation.h>
+#include <attnlab/translator.h>
+
+#include "decoding/search.h"
+#include "model/transformer.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnlab::decoding {
+
+class Engine {
+public:
+    // Loads and checks a package; throws PackageError / DeviceError / ConfigError.
+    Engine(const std::string& package_dir, const TranslatorOptions& options);
+    // Around a model in memory (the trainer's validation): the model is shared, not copied.
+    Engine(const PackageConfig& config, model::Transformer model, std::unique_ptr<Tokenizer> tokenizer);
+    ~Engine();
+
+    const ModelInfo& info() const { return m_info; }
+    const PackageConfig& config() const { return m_config; }
+    const Tokenizer& tokenizer() const { return *m_tokenizer; }
+    model::Transformer model() const { return m_model; }
+    torch::Device device() const { return m_device; }
+
+    // Why the sentence cannot be translated, or nothing when it can.
+    std::optional<std::string> inputProblem(const std::string& sentence) const;
+
+    // Sentences are sorted by length and decoded options.max_batch_size at a time; results come
+    // back in input order. Throws InputError (naming the sentence's index when there are several),
+    // CancelledError, InternalError for a LibTorch failure.
+    std::vector<TranslationResult> translate(const std::vector<std::string>& sentences, const DecodingOptions& options,
+                                             const StepCallback& on_step = {},
+                                             StepperKind kind = StepperKind::Cached) const;
+
+    // The sinusoid table of the loaded model, [position][dimension].
+    std::vector<std::vector<float>> positionalTable() const;
+
+    // The search options for a batch of sources of these lengths (special ids, blocked tokens, caps).
+    SearchOptions searchOptions(const DecodingOptions& options, const std::vector<size_t>& source_lengths) const;
+
+private:
+    struct Source {
+        std::string text;
+        std::vector<int> ids;
+        std::vector<std::string> pieces;
+        std::vector<std::string> warnings;
+    };
+
+    std::optional<std::string> inputProblem(const std::string& sentence, Encoding& encoding) const;
+    Source prepare(const std::string& sentence) const;  // throws InputError
+    int maxLength(size_t src_len, const DecodingOptions& o) const;
+    torch::Tensor sourceTensor(const std::vector<const Source*>& batch) const;
+    std::vector<TranslationResult> run(const std::vector<std::string>& sentences, const DecodingOptions& o,
+                                       const StepCallback& on_step, StepperKind kind) const;
+    Hypothesis toHypothesis(const Hyp& h) const;
+    void fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps, const DecodingOptions& o) const;
+    void analyse(TranslationResult& r, const DecodingOptions& o) const;
+    ParameterCounts countParameters() const;
+    void checkTokenizerMatches(const std::string& dir) const;
+
+    PackageConfig m_config;
+    ModelInfo m_info;
+    std::unique_ptr<Tokenizer> m_tokenizer;
+    model::Transformer m_model{nullptr};
+    torch::Device m_device;
+};
+
+}  // namespace attnlab::decoding

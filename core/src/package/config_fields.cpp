@@ -1,0 +1,76 @@
+#include <attnlab/config_fields.h>
+
+#include <sstream>
+
+namespace attnlab {
+
+namespace {
+constexpr double kBig = double(int64_t(1) << 24);
+using C = ModelConfig;
+
+std::string number(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+}
+}  // namespace
+
+const std::vector<ModelConfigField>& modelConfigFields() {
+    static const std::vector<ModelConfigField> fields = {
+        {"n_src_vocab", &C::n_src_vocab, "source vocabulary size", 1, kBig},
+        {"n_trg_vocab", &C::n_trg_vocab, "target vocabulary size", 1, kBig},
+        {"src_pad_idx", &C::src_pad_idx, "padding id of the source side (< n_src_vocab)", 0, kBig},
+        {"trg_pad_idx", &C::trg_pad_idx, "padding id of the target side (< n_trg_vocab)", 0, kBig},
+        {"d_word_vec", &C::d_word_vec, "embedding width (must equal d_model)", 1, 65536},
+        {"d_model", &C::d_model, "model width", 1, 65536},
+        {"d_inner", &C::d_inner, "hidden width of the position-wise feed-forward layer", 1, 1 << 20},
+        {"n_layers", &C::n_layers, "encoder layers and decoder layers (each)", 1, 256},
+        {"n_head", &C::n_head, "attention heads", 1, 1024},
+        {"d_k", &C::d_k, "query/key width per head", 1, 65536},
+        {"d_v", &C::d_v, "value width per head", 1, 65536},
+        {"dropout", &C::dropout, "dropout probability (training only)", 0.0, 1.0},
+        {"n_position", &C::n_position, "rows of the sinusoid table: the longest sequence accepted", 2, 8192},
+        {"trg_emb_prj_weight_sharing", &C::trg_emb_prj_weight_sharing,
+         "the output projection shares the target embedding's weights"},
+        {"emb_src_trg_weight_sharing", &C::emb_src_trg_weight_sharing,
+         "the source embedding shares the target embedding's weights"},
+        {"scale_emb_or_prj", &C::scale_emb_or_prj,
+         "with shared projection weights: emb multiplies embeddings by sqrt(d_model), prj scales the logits "
+         "by d_model^-0.5, none does neither",
+         0, 0, "emb|prj|none"},
+    };
+    return fields;
+}
+
+const char* ModelConfigField::typeName() const {
+    static const char* names[] = {"integer", "number", "boolean", "text"};
+    return names[member.index()];
+}
+
+std::string ModelConfigField::valueText(const ModelConfig& c) const {
+    return std::visit(
+        [&](auto ptr) -> std::string {
+            const auto& v = c.*ptr;
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>) return v;
+            else if constexpr (std::is_same_v<T, double>) return number(v);
+            else return std::to_string(v);
+        },
+        member);
+}
+
+std::string ModelConfigField::rangeText() const {
+    switch (member.index()) {
+    case 0:
+    case 1: return "[" + number(min) + ", " + number(max) + "]";
+    case 2: return "true | false";
+    default: {
+        std::string r = choices;
+        for (size_t i = r.find('|'); i != std::string::npos; i = r.find('|', i + 3)) r.replace(i, 1, " | ");
+        return r;
+    }
+    }
+}
+
+}  // namespace attnlab

@@ -1,0 +1,93 @@
+#include "training/checkpoint_store.h"
+
+#include "package/package_io.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+#include <attnlab/run_layout.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/serialize.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace attnlab::training {
+namespace fs = std::filesystem;
+
+namespace {
+std::string serialize(const std::function<void(std::ostream&)>& f) {
+    std::ostringstream out(std::ios::binary);
+    f(out);
+    return out.str();
+}
+
+std::string readWhole(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    if (!in && !in.eof()) throw PackageError(p.string() + ": cannot be read");
+    return s.str();
+}
+
+package::SaveOptions withState(const RunState& state, const TrainingOptions& options) {
+    package::SaveOptions so;
+    so.extra_files[run_layout::kTrainerState] = runStateToJson(state, options);
+    return so;
+}
+}  // namespace
+
+CheckpointStore::CheckpointStore(const std::string& run_dir)
+    : m_run_dir(run_dir), m_dir((fs::path(run_dir) / run_layout::kCheckpoints).string()) {
+    fs::create_directories(m_dir);
+}
+
+std::string CheckpointStore::latestDir() const { return (fs::path(m_dir) / run_layout::kLatest).string(); }
+std::string CheckpointStore::bestDir() const { return (fs::path(m_dir) / run_layout::kBest).string(); }
+bool CheckpointStore::hasLatest() const { return fs::is_regular_file(fs::path(latestDir()) / run_layout::kTrainerState); }
+bool CheckpointStore::hasBest() const { return fs::is_regular_file(fs::path(bestDir()) / package_files::kWeights); }
+
+RunState CheckpointStore::readLatestState(TrainingOptions* options) const {
+    const fs::path state = fs::path(latestDir()) / run_layout::kTrainerState;
+    if (!hasLatest()) throw InputError(state.string() + ": missing file: nothing to resume in " + m_run_dir);
+    return runStateFromJson(readWhole(state), state.string(), options);
+}
+
+void CheckpointStore::restoreLatest(torch::optim::Adam& optimizer) const {
+    const fs::path dir = latestDir();
+    try {
+        torch::load(optimizer, (dir / run_layout::kOptimizerState).string());
+        std::vector<torch::Tensor> rng;
+        torch::load(rng, (dir / run_layout::kRngState).string());
+        at::Generator gen = at::detail::getDefaultCPUGenerator();
+        gen.set_state(rng.at(0));
+    } catch (const c10::Error& e) {
+        throw PackageError(dir.string() + ": corrupt optimizer or random state: " + e.what_without_backtrace());
+    } catch (const std::out_of_range&) {
+        throw PackageError(dir.string() + ": corrupt optimizer or random state: no generator state in " +
+                           run_layout::kRngState);
+    }
+}
+
+void CheckpointStore::saveLatest(const Contents& c, const RunState& state, torch::optim::Adam& optimizer) const {
+    auto so = withState(state, c.options);
+    so.extra_files[run_layout::kOptimizerState] = serialize([&](std::ostream& os) { torch::save(optimizer, os); });
+    so.extra_files[run_layout::kRngState] = serialize([&](std::ostream& os) {
+        torch::save(std::vector<torch::Tensor>{at::detail::getDefaultCPUGenerator().get_state()}, os);
+    });
+    package::savePackage(latestDir(), c.config, c.model, c.tokenizer_model, so);
+}
+
+void CheckpointStore::saveBest(const Contents& c, const RunState& state) const {
+    package::savePackage(bestDir(), c.config, c.model, c.tokenizer_model, withState(state, c.options));
+}
+
+void CheckpointStore::saveEpoch(const Contents& c, const RunState& state, int keep) const {
+    const fs::path dir = fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch);
+    package::savePackage(dir.string(), c.config, c.model, c.tokenizer_model, withState(state, c.options));
+    std::error_code ec;
+    fs::remove_all(fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch - keep), ec);
+}
+
+}  // namespace attnlab::training

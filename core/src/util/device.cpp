@@ -1,0 +1,44 @@
+#include "util/device.h"
+
+#include <attnlab/device.h>
+#include <attnlab/errors.h>
+
+#include <torch/cuda.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+namespace attnlab {
+
+bool cudaAvailable() { return torch::cuda::is_available(); }
+
+int setComputeThreads(int threads) {
+    // 0: what OMP_NUM_THREADS asks for (the usual way to pin a thread count for a whole run),
+    // else every core.
+    if (threads <= 0) {
+        const char* env = std::getenv("OMP_NUM_THREADS");
+        const int requested = env ? std::atoi(env) : 0;
+        threads = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }
+    if (at::get_num_threads() != threads) at::set_num_threads(threads);
+    return threads;
+}
+
+namespace util {
+torch::Device resolveDevice(const std::string& name) {
+    if (name == "cpu") return torch::kCPU;
+    if (name == "auto") return cudaAvailable() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    if (!cudaAvailable())
+        throw DeviceError("device '" + name + "' was requested but LibTorch sees no CUDA device" +
+                          std::string(torch::cuda::device_count() == 0 ? " (this LibTorch is CPU-only or no GPU is present)" : ""));
+    torch::Device d(name);
+    if (d.has_index() && d.index() >= static_cast<int>(torch::cuda::device_count()))
+        throw DeviceError("device '" + name + "' does not exist: " + std::to_string(torch::cuda::device_count()) +
+                          " CUDA device(s) visible");
+    return d;
+}
+}  // namespace util
+
+}  // namespace attnlab

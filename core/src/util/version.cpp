@@ -1,0 +1,5 @@
+#include <attnlab/version.h>
+
+namespace attnlab {
+const char* version() { return ATTNLAB_VERSION; }
+}  // namespace attnlab
