@@ -14,8 +14,9 @@ status=0
 printf '%-12s %-8s %-12s %s\n' kernel threads selected result
 for k in "${kernels[@]}"; do
   for t in 1 2; do
-    env=(OMP_NUM_THREADS="$t")
-    if [ "$k" = default ]; then env+=(-u OPENBLAS_CORETYPE); else env+=(OPENBLAS_CORETYPE="$k"); fi
+    # env's options (-u) come before its assignments
+    if [ "$k" = default ]; then env=(-u OPENBLAS_CORETYPE); else env=(OPENBLAS_CORETYPE="$k"); fi
+    env+=(OMP_NUM_THREADS="$t")
     selected=$(env "${env[@]}" OPENBLAS_VERBOSE=2 build/bin/tst_positional_encoding 2>&1 | sed -n 's/^Core: //p' | head -1)
     log=$(mktemp)
     start=$(date +%s)
