@@ -8,6 +8,9 @@ Reads a model package, runs one teacher-forced forward pass per sentence with re
 
   python3 scripts/reference_forward.py --model DIR --input in.json --output out.json
 in.json: {"sentences": [{"source_ids": [...], "decoder_input_ids": [...], "target_ids": [...]}]}
+With "reference_beam": {"beam", "alpha", "max_seq_len", "bos", "eos"} in in.json, each sentence is also
+translated by the reference's own beam search (Translator.translate_sentence): "reference_beam": {"ids", "score"}.
+Each sentence's "probs" / "batch_probs" hold whole next-token distributions (alone / in one padded batch).
 Needs Debian's python3-torch (and numpy); nothing else.
 """
 import argparse, json, math, struct
@@ -97,7 +100,9 @@ class Stack(nn.Module):
         return self.layer_norm(x + self.pos_table[:, : seq.size(1)])
 
 
-def run(c, w, src, trg_in):
+def run(c, w, src, trg_in, translator=False):
+    """Teacher-forced forward pass. translator=True computes what the reference's Translator._model_decode
+    does: a target mask without the pad part, and the projection without the "prj" d_model^-0.5."""
     shared_prj, shared_emb = c["trg_emb_prj_weight_sharing"], c["emb_src_trg_weight_sharing"]
     scale_emb = math.sqrt(c["d_model"]) if shared_prj and c["scale_emb_or_prj"] == "emb" else None
     scale_prj = shared_prj and c["scale_emb_or_prj"] == "prj"
@@ -111,7 +116,9 @@ def run(c, w, src, trg_in):
     prj = trg_emb if shared_prj else w["trg_word_prj.weight"]
     src_mask = (src != c["src_pad_idx"]).unsqueeze(-2)
     n = trg_in.size(1)
-    trg_mask = (trg_in != c["trg_pad_idx"]).unsqueeze(-2) & (1 - torch.triu(torch.ones((1, n, n)), diagonal=1)).bool()
+    trg_mask = (1 - torch.triu(torch.ones((1, n, n)), diagonal=1)).bool()
+    if not translator:
+        trg_mask = (trg_in != c["trg_pad_idx"]).unsqueeze(-2) & trg_mask
     x = enc.embed(src_emb, src, c["src_pad_idx"], scale_emb)
     enc_attn = []
     for layer in enc.layer_stack:
@@ -127,9 +134,45 @@ def run(c, w, src, trg_in):
         slf.append(a)
         cross.append(b)
     logits = F.linear(y, prj)
-    if scale_prj:
+    if scale_prj and not translator:
         logits = logits * c["d_model"] ** -0.5
     return F.softmax(logits, dim=-1), enc_attn, slf, cross
+
+
+def reference_translate(c, w, src_ids, beam, alpha, max_seq_len, bos, eos):
+    """The reference's Translator.translate_sentence (transformer/Translator.py), step for step."""
+    pad = c["trg_pad_idx"]
+    src = torch.tensor([src_ids])
+
+    def decode(seq):
+        probs, _, _, _ = run(c, w, src.repeat(seq.size(0), 1), seq, translator=True)
+        return probs
+
+    dec = decode(torch.tensor([[bos]]))
+    best_k_probs, best_k_idx = dec[:, -1, :].topk(beam)
+    scores = torch.log(best_k_probs).view(beam)
+    gen_seq = torch.full((beam, max_seq_len), pad, dtype=torch.long)
+    gen_seq[:, 0] = bos
+    gen_seq[:, 1] = best_k_idx[0]
+    len_map = torch.arange(1, max_seq_len + 1, dtype=torch.long).unsqueeze(0)
+    ans_idx, seq_lens = 0, None
+    for step in range(2, max_seq_len):
+        dec = decode(gen_seq[:, :step])
+        best_k2_probs, best_k2_idx = dec[:, -1, :].topk(beam)
+        s = torch.log(best_k2_probs).view(beam, -1) + scores.view(beam, 1)
+        scores, best_k_idx_in_k2 = s.view(-1).topk(beam)
+        r, col = best_k_idx_in_k2 // beam, best_k_idx_in_k2 % beam
+        best_k_idx = best_k2_idx[r, col]
+        gen_seq[:, :step] = gen_seq[r, :step]
+        gen_seq[:, step] = best_k_idx
+        eos_locs = gen_seq == eos
+        seq_lens, _ = len_map.masked_fill(~eos_locs, max_seq_len).min(1)
+        if (eos_locs.sum(1) > 0).sum(0).item() == beam:
+            _, ans_idx = scores.div(seq_lens.float() ** alpha).max(0)
+            ans_idx = ans_idx.item()
+            break
+    n = seq_lens[ans_idx].item() if seq_lens is not None else max_seq_len
+    return {"ids": gen_seq[ans_idx][:n].tolist(), "score": scores[ans_idx].item()}
 
 
 def main():
@@ -150,6 +193,11 @@ def main():
             "decoder_self": [t[0].tolist() for t in d],
             "cross": [t[0].tolist() for t in x],
         })
+    if "reference_beam" in json.load(open(a.input)):
+        rb = json.load(open(a.input))["reference_beam"]
+        for i, s in enumerate(json.load(open(a.input))["sentences"]):
+            out[i]["reference_beam"] = reference_translate(c, w, s["source_ids"], rb["beam"], rb["alpha"],
+                                                           rb["max_seq_len"], rb["bos"], rb["eos"])
     # The same sentences as one padded batch (different lengths, padded with the pad ids): the
     # whole next-token distribution of every real (non-pad) decoder position.
     sents = json.load(open(a.input))["sentences"]

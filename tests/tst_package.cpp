@@ -5,6 +5,7 @@
 #include "package/package_io.h"
 #include "package/safetensors.h"
 
+#include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
@@ -12,11 +13,34 @@
 #include <QtTest/QtTest>
 
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 using attnlab::PackageError;
 using attnlab::Translator;
+
+namespace {
+// The number of members of an aggregate: the largest N for which T{x1, ..., xN} compiles, each x
+// convertible to anything. Independent of the field table it checks.
+struct AnyMember {
+    template <typename T>
+    operator T() const;
+};
+template <typename T, typename... A>
+constexpr auto bracesInit(int) -> decltype(T{std::declval<A>()...}, true) {
+    return true;
+}
+template <typename T, typename... A>
+constexpr bool bracesInit(...) {
+    return false;
+}
+template <typename T, typename... A>
+constexpr size_t memberCount() {
+    if constexpr (bracesInit<T, A..., AnyMember>(0)) return memberCount<T, A..., AnyMember>();
+    else return sizeof...(A);
+}
+}  // namespace
 
 class TestPackage : public QObject {
     Q_OBJECT
@@ -28,6 +52,7 @@ private Q_SLOTS:
     void corrupt_data();
     void corrupt();
     void fuzzNeverCrashes();
+    void configFieldTableCoversTheStruct();
 
 private:
     std::string copyGood(const std::string& name);
@@ -283,6 +308,24 @@ void TestPackage::fuzzNeverCrashes() {
     }
     QVERIFY(rejected > 100);
     qInfo("fuzz: %d loads, %d rejected with PackageError", loaded, rejected);
+}
+
+void TestPackage::configFieldTableCoversTheStruct() {
+    // A member added to ModelConfig but not to modelConfigFields() would be silently left out of
+    // config.json, inspect, the model card and the Model panel: this fails first.
+    const auto& fields = attnlab::modelConfigFields();
+    QCOMPARE(fields.size(), memberCount<attnlab::ModelConfig>());
+    // Each entry names a distinct member, and config.json round-trips every one of them.
+    std::set<std::string> names;
+    for (const auto& f : fields) QVERIFY2(names.insert(f.name).second, f.name);
+    auto c = m_cfg;
+    c.d_inner = 77;
+    c.dropout = 0.25;
+    c.emb_src_trg_weight_sharing = false;
+    c.scale_emb_or_prj = "none";
+    attnlab::PackageConfig pc = attnlab::testing::packageConfig(c);
+    const auto back = attnlab::packageConfigFromJson(attnlab::packageConfigToJson(pc), "test");
+    for (const auto& f : fields) QCOMPARE(f.valueText(back.model), f.valueText(c));
 }
 
 QTEST_APPLESS_MAIN(TestPackage)

@@ -70,6 +70,9 @@ void TestReferencePython::matchesReference() {
         for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) dec_in.push_back(r.best.ids[i]);
         in["sentences"].push_back({{"source_ids", r.source_ids}, {"decoder_input_ids", dec_in}, {"target_ids", r.best.ids}});
     }
+    // Also the reference's own beam search (Translator.translate_sentence) at the same beam and cap.
+    in["reference_beam"] = {{"beam", o.beam_size}, {"alpha", o.length_penalty}, {"max_seq_len", o.max_length + 1},
+                            {"bos", 2}, {"eos", 3}};
     const QString in_path = m_dir.path() + "/in.json", out_path = m_dir.path() + "/out.json";
     attnlab::testing::writeFile(in_path.toStdString(), in.dump());
     QProcess p;
@@ -99,6 +102,20 @@ void TestReferencePython::matchesReference() {
     }
     qInfo("largest difference from the Python reference: %.3g", worst);
     QVERIFY2(worst < 1e-6, qPrintable(QString("largest difference %1").arg(worst)));
+
+    // --reference-beam reproduces the reference's search: the same tokens and score. (The score
+    // is summed in another order and from log(softmax) rather than log_softmax: 1e-4.)
+    attnlab::DecodingOptions ref_o = o;
+    ref_o.reference_beam = true;
+    for (size_t s = 0; s < results.size(); ++s) {
+        const auto mine = t.translate(results[s].source_text, ref_o);
+        const json& theirs = out["sentences"][s]["reference_beam"];
+        std::vector<int> ids = theirs["ids"].get<std::vector<int>>();
+        ids.erase(ids.begin());  // <s>
+        QCOMPARE(mine.best.ids, ids);
+        QVERIFY2(std::abs(mine.best.score - theirs["score"].get<double>()) < 1e-4,
+                 qPrintable(QString("%1 vs %2").arg(mine.best.score).arg(theirs["score"].get<double>())));
+    }
 
     // Whole next-token distributions of a padded batch of sentences of different lengths: ours
     // (the engine's model over the padded batch) against the reference's over the same padded

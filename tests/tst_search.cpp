@@ -134,7 +134,7 @@ void TestSearch::lengthCapAndCancel() {
     for (int i = 0; i < 3; ++i)
         for (const auto& h : res[i]) QVERIFY(int(h.tokens.size()) <= o.max_lengths[i]);
     int calls = 0;
-    o.on_step = [&](int step, int max_steps) {
+    o.on_step = [&](int step, int /*max_steps*/) {
         ++calls;
         return step < 1;
     };

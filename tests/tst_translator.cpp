@@ -252,12 +252,32 @@ void TestTranslator::inputErrors() {
 }
 
 void TestTranslator::unknownCharactersWarn() {
+    // Characters the vocabulary lacks are left out and named; the known part translates exactly as
+    // the sentence without them (pieces, tokens, score and maps).
     DecodingOptions o;
     o.max_length = 5;
-    auto r = m_t->translate("Der Hund 🐕 bellt.", o);
-    QCOMPARE(r.warnings.size(), size_t(1));
-    QVERIFY2(QString::fromStdString(r.warnings[0]).contains(QString::fromUtf8("not in the vocabulary: 🐕")), r.warnings[0].c_str());
-    QVERIFY(m_t->translate("Der Hund bellt.", o).warnings.empty());
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"Der Hund 🐕 bellt.", "Der Hund bellt."},
+        {"😀 Ein Hund 中文 läuft.", "Ein Hund läuft."},
+        {"Ein👍Mann.", "Ein Mann."},
+    };
+    for (const auto& [with, without] : cases) {
+        auto r = m_t->translate(with, o), plain = m_t->translate(without, o);
+        QCOMPARE(r.warnings.size(), size_t(1));
+        QVERIFY2(QString::fromStdString(r.warnings[0]).contains("left out of the translation"), r.warnings[0].c_str());
+        QCOMPARE(r.source_text, with);
+        QCOMPARE(r.source_pieces, plain.source_pieces);
+        QCOMPARE(r.best.ids, plain.best.ids);
+        QCOMPARE(r.best.score, plain.best.score);
+        QCOMPARE(r.cross, plain.cross);
+        QVERIFY(plain.warnings.empty());
+    }
+    auto r = m_t->translate("😀 Ein Hund 中文 läuft.", o);
+    QVERIFY2(QString::fromStdString(r.warnings[0]).endsWith(QString::fromUtf8(": 😀 中 文")), r.warnings[0].c_str());
+    // Nothing known at all: an error that says so, also from inputProblem().
+    const auto why = m_t->inputProblem("😀 中文");
+    QVERIFY(why && QString::fromStdString(*why).contains("no character this model knows"));
+    QVERIFY_EXCEPTION_THROWN(m_t->translate("😀 中文"), attnlab::InputError);
 }
 
 void TestTranslator::progressAndCancel() {

@@ -64,6 +64,9 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     });
     connect(m_controller, &TranslationController::translationFailed, this, [this](const QString& m) {
         m_last_error = m;
+        // The maps of the previous sentence would now sit under a sentence they do not belong to.
+        m_result.reset();
+        m_explorer->setResult(nullptr);
         m_translate->showError(m);
         statusBar()->showMessage(tr("Translation failed"), 5000);
     });

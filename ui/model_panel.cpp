@@ -9,6 +9,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLocale>
 #include <QSplitter>
@@ -73,9 +74,11 @@ void ModelPanel::showModel(const ModelInfo& i) {
     const ParameterCounts& p = i.parameters;
     auto row = [](const QString& k, const QString& v) { return QStringLiteral("<tr><td>%1</td><td><b>%2</b></td></tr>").arg(k, v); };
     auto num = [](int64_t n) { return QLocale().toString(qlonglong(n)); };
-    QString html = tr("<h3>%1 → %2</h3><p>%3</p><table cellspacing='4'>")
+    // The package by its folder name; where it lies on this machine on hover.
+    const QString where = QString::fromStdString(i.package_dir);
+    QString html = tr("<h3>%1 → %2</h3><p title='%4'>%3</p><table cellspacing='4'>")
                        .arg(QString::fromStdString(i.config.source_lang), QString::fromStdString(i.config.target_lang),
-                            QString::fromStdString(i.package_dir).toHtmlEscaped());
+                            QFileInfo(where).fileName().toHtmlEscaped(), where.toHtmlEscaped());
     html += row(tr("device"), QString::fromStdString(i.device));
     html += row(tr("load time"), tr("%1 s").arg(i.load_seconds, 0, 'f', 2));
     html += row(tr("stored as"), QString::fromStdString(i.stored_dtype));

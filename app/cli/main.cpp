@@ -258,6 +258,8 @@ int main(int argc, char** argv) {
     translate->add_option("--nbest", decoding.nbest, "Hypotheses per sentence (extra ones tab-separated)")->capture_default_str();
     translate->add_option("--batch-size", decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
     translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
+    translate->add_flag("--reference-beam", decoding.reference_beam,
+                        "Search as the reference implementation's Translator does (for converted reference checkpoints)");
 
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
@@ -326,6 +328,7 @@ int main(int argc, char** argv) {
     eval->add_option("--beam", eval_decoding.beam_size, "Beam size")->capture_default_str();
     eval->add_option("--alpha", eval_decoding.length_penalty, "Length penalty")->capture_default_str();
     eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
+    eval->add_flag("--reference-beam", eval_decoding.reference_beam, "Search as the reference implementation's Translator does");
 
     try {
         app.parse(argc, argv);

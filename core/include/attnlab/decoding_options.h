@@ -16,6 +16,11 @@ struct DecodingOptions {
     int top_k_candidates = 5;     // next-token candidates recorded per decoding step (0 = none)
     bool return_attention = true; // fill TranslationResult's attention maps
     int max_batch_size = 32;      // sentences decoded together by translateBatch
+    // Reproduce the reference implementation's own search (Translator.translate_sentence) for a
+    // converted reference checkpoint: rows keep extending and scoring after </s>, length counts
+    // <s>, "prj" logits unscaled, pad and <s> not blocked, one sentence at a time, nbest 1.
+    // README "Differences from the reference implementation" says what differs otherwise.
+    bool reference_beam = false;
 
     // Throws ConfigError naming the option that is out of range.
     void validate() const;

@@ -56,7 +56,7 @@ struct TranslationResult {
     LayerHeadMaps cross;
 
     std::vector<DecodingStep> steps;  // one per generated token of the best hypothesis
-    std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (mapped to <unk>)
+    std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;               // wall time of this sentence's translation
 };
 

@@ -2,6 +2,8 @@
 
 #include "util/checks.h"
 
+#include <string>
+
 namespace attnlab {
 using util::requireRange;
 
@@ -15,6 +17,8 @@ void DecodingOptions::validate() const {
     requireRange("nbest", nbest, 1, beam_size, o);
     requireRange("top_k_candidates", top_k_candidates, 0, 1000, o);
     requireRange("max_batch_size", max_batch_size, 1, 4096, o);
+    if (reference_beam && nbest != 1)
+        throw ConfigError("decoding options: reference_beam returns one hypothesis; nbest = " + std::to_string(nbest));
 }
 
 }  // namespace attnlab

@@ -117,17 +117,46 @@ std::vector<std::vector<float>> Engine::positionalTable() const {
 
 // ---------------------------------------------------------------- input
 std::optional<std::string> Engine::inputProblem(const std::string& sentence) const {
-    Encoding unused;
+    Cleaned unused;
     return inputProblem(sentence, unused);
 }
 
-std::optional<std::string> Engine::inputProblem(const std::string& sentence, Encoding& encoding) const {
+namespace {
+// `text` without every occurrence of `chars`, whitespace runs left by them collapsed to one space.
+std::string withoutCharacters(const std::string& text, const std::vector<std::string>& chars) {
+    std::string out = text;
+    for (const auto& c : chars)
+        for (size_t at = out.find(c); at != std::string::npos; at = out.find(c, at)) out.replace(at, c.size(), " ");
+    std::string collapsed;
+    for (char c : out) {
+        const bool space = std::isspace(static_cast<unsigned char>(c));
+        if (space && (collapsed.empty() || collapsed.back() == ' ')) continue;
+        collapsed += space ? ' ' : c;
+    }
+    while (!collapsed.empty() && collapsed.back() == ' ') collapsed.pop_back();
+    return collapsed;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+    std::string list;
+    for (const auto& x : items) list += (list.empty() ? "" : " ") + x;
+    return list;
+}
+}  // namespace
+
+std::optional<std::string> Engine::inputProblem(const std::string& sentence, Cleaned& cleaned) const {
     if (sentence.size() > kMaxSentenceBytes)
         return "the sentence is " + std::to_string(sentence.size()) + " bytes long; at most " +
                std::to_string(kMaxSentenceBytes) + " are accepted";
     if (isBlank(sentence)) return std::string("the sentence is empty");
-    encoding = m_tokenizer->encode(sentence);
-    const size_t n = encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0);
+    cleaned.encoding = m_tokenizer->encode(sentence);
+    cleaned.left_out = m_tokenizer->unknownCharacters(cleaned.encoding);
+    if (!cleaned.left_out.empty()) {
+        const std::string text = withoutCharacters(sentence, cleaned.left_out);
+        if (isBlank(text)) return "the sentence has no character this model knows (" + joined(cleaned.left_out) + ")";
+        cleaned.encoding = m_tokenizer->encode(text);
+    }
+    const size_t n = cleaned.encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0);
     if (static_cast<int64_t>(n) > m_config.model.n_position)
         return "the sentence has " + std::to_string(n) + " pieces; this model accepts at most " +
                std::to_string(m_config.model.n_position) + " (n_position)";
@@ -135,21 +164,16 @@ std::optional<std::string> Engine::inputProblem(const std::string& sentence, Enc
 }
 
 Engine::Source Engine::prepare(const std::string& sentence) const {
-    Encoding e;
-    if (auto why = inputProblem(sentence, e)) throw InputError(*why);
+    Cleaned c;
+    if (auto why = inputProblem(sentence, c)) throw InputError(*why);
     Source s;
     s.text = sentence;
     if (m_config.source_bos) s.ids.push_back(static_cast<int>(m_config.bos_idx));
-    s.ids.insert(s.ids.end(), e.ids.begin(), e.ids.end());
+    s.ids.insert(s.ids.end(), c.encoding.ids.begin(), c.encoding.ids.end());
     if (m_config.source_eos) s.ids.push_back(static_cast<int>(m_config.eos_idx));
     for (int id : s.ids) s.pieces.push_back(m_tokenizer->idToPiece(id));
-    const auto unknown = m_tokenizer->unknownCharacters(e);
-    if (!unknown.empty()) {
-        std::string list;
-        for (const auto& ch : unknown) list += (list.empty() ? "" : " ") + ch;
-        s.warnings.push_back("characters not in the vocabulary: " + list +
-                             (m_tokenizer->hasByteFallback() ? " (encoded as UTF-8 byte pieces)" : " (mapped to <unk>)"));
-    }
+    if (!c.left_out.empty())
+        s.warnings.push_back("characters not in the vocabulary, left out of the translation: " + joined(c.left_out));
     return s;
 }
 
@@ -210,8 +234,9 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
 
     std::vector<TranslationResult> results(sources.size());
     torch::NoGradGuard no_grad;
-    for (size_t begin = 0; begin < order.size(); begin += o.max_batch_size) {
-        const size_t end = std::min(order.size(), begin + o.max_batch_size);
+    const size_t batch_size = o.reference_beam ? 1 : size_t(o.max_batch_size);  // the reference: one at a time
+    for (size_t begin = 0; begin < order.size(); begin += batch_size) {
+        const size_t end = std::min(order.size(), begin + batch_size);
         const auto t0 = Clock::now();
         std::vector<const Source*> batch;
         std::vector<size_t> lengths;
@@ -233,9 +258,11 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
         }
         auto src = sourceTensor(batch);
         model::Transformer model = m_model;
-        auto stepper = makeStepper(kind, model, src);
-        auto hyps = o.beam_size == 1 && o.nbest == 1 ? greedySearch(*stepper, src.size(0), so)
-                                                     : beamSearch(*stepper, src.size(0), so);
+        auto stepper = makeStepper(kind, model, src, o.reference_beam);
+        std::vector<std::vector<Hyp>> hyps;
+        if (o.reference_beam) hyps = {{referenceBeamSearch(*stepper, so)}};
+        else if (o.beam_size == 1 && o.nbest == 1) hyps = greedySearch(*stepper, src.size(0), so);
+        else hyps = beamSearch(*stepper, src.size(0), so);
         for (size_t i = 0; i < batch.size(); ++i) fillResult(results[order[begin + i]], *batch[i], hyps[i], o);
         const double per_sentence = secondsSince(t0) / double(batch.size());
         for (size_t i = begin; i < end; ++i) results[order[i]].seconds += per_sentence;

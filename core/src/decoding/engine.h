@@ -63,7 +63,13 @@ private:
         std::vector<std::string> warnings;
     };
 
-    std::optional<std::string> inputProblem(const std::string& sentence, Encoding& encoding) const;
+    // What is translated: the sentence without the characters the vocabulary lacks (the model
+    // never saw them in training: as byte pieces they garble the whole translation), encoded.
+    struct Cleaned {
+        Encoding encoding;
+        std::vector<std::string> left_out;  // the characters removed, each once
+    };
+    std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned) const;
     Source prepare(const std::string& sentence) const;  // throws InputError
     int maxLength(size_t src_len, const DecodingOptions& o) const;
     torch::Tensor sourceTensor(const std::vector<const Source*>& batch) const;

@@ -16,7 +16,8 @@ namespace {
 
 class CachedStepper final : public Stepper {
 public:
-    CachedStepper(model::Transformer& m, const torch::Tensor& src) : m_model(m) {
+    CachedStepper(model::Transformer& m, const torch::Tensor& src, bool reference_projection)
+        : m_model(m), m_as_trained(!reference_projection) {
         auto src_mask = model::padMask(src, m->config().src_pad_idx);
         auto enc = m->encoder(src, src_mask);
         m_state = m->decoder->initState(enc, src_mask);
@@ -24,19 +25,21 @@ public:
     torch::Tensor logProbs(const torch::Tensor& prefix) override {
         TORCH_CHECK(prefix.size(1) == m_state.length + 1, "cached stepper fed out of order");
         auto out = m_model->decoder->step(prefix.select(1, prefix.size(1) - 1), m_state);
-        return torch::log_softmax(m_model->project(out.squeeze(1)), -1);
+        return torch::log_softmax(m_model->project(out.squeeze(1), m_as_trained), -1);
     }
     void select(const torch::Tensor& index) override { m_state.select(index); }
     torch::Device device() const override { return m_state.src_mask.device(); }
 
 private:
     model::Transformer& m_model;
+    bool m_as_trained;
     model::DecoderState m_state;
 };
 
 class FullStepper final : public Stepper {
 public:
-    FullStepper(model::Transformer& m, const torch::Tensor& src) : m_model(m) {
+    FullStepper(model::Transformer& m, const torch::Tensor& src, bool reference_projection)
+        : m_model(m), m_as_trained(!reference_projection) {
         m_src_mask = model::padMask(src, m->config().src_pad_idx);
         m_enc = m->encoder(src, m_src_mask);
     }
@@ -45,7 +48,7 @@ public:
         // and only then the last position.
         auto trg_mask = model::decoderMask(prefix, m_model->config().trg_pad_idx);
         auto dec = m_model->decoder(prefix, trg_mask, m_enc, m_src_mask);
-        auto logp = torch::log_softmax(m_model->project(dec), -1);
+        auto logp = torch::log_softmax(m_model->project(dec, m_as_trained), -1);
         return logp.select(1, prefix.size(1) - 1);
     }
     void select(const torch::Tensor& index) override {
@@ -56,6 +59,7 @@ public:
 
 private:
     model::Transformer& m_model;
+    bool m_as_trained;
     torch::Tensor m_enc, m_src_mask;
 };
 
@@ -90,9 +94,10 @@ double normalizedScore(double score, size_t length, double alpha) {
     return alpha == 0.0 ? score : score / std::pow(static_cast<double>(std::max<size_t>(length, 1)), alpha);
 }
 
-std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& m, const torch::Tensor& src) {
-    if (kind == StepperKind::Cached) return std::make_unique<CachedStepper>(m, src);
-    return std::make_unique<FullStepper>(m, src);
+std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& m, const torch::Tensor& src,
+                                     bool reference_projection) {
+    if (kind == StepperKind::Cached) return std::make_unique<CachedStepper>(m, src, reference_projection);
+    return std::make_unique<FullStepper>(m, src, reference_projection);
 }
 
 std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const SearchOptions& o) {
@@ -262,6 +267,68 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
         active = std::move(next_active);
     }
     return finished;
+}
+
+Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
+    checkOptions(o, 1);
+    const int64_t K = o.beam_size;
+    const int max_seq_len = o.max_lengths[0] + 1;  // the reference's positions, <s> included
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(stepper.device());
+    // _get_init_state: the first step's top K start the K rows.
+    auto [v0, t0] = stepper.logProbs(torch::full({1, 1}, o.bos, i64)).topk(K, -1);
+    stepper.select(torch::zeros({K}, i64));
+    std::vector<std::vector<int64_t>> rows(K);
+    std::vector<double> scores(K);
+    auto v0c = v0.to(torch::kCPU, torch::kFloat64), t0c = t0.to(torch::kCPU);
+    for (int64_t k = 0; k < K; ++k) {
+        rows[k] = {t0c[0][k].item<int64_t>()};
+        scores[k] = v0c[0][k].item<double>();
+    }
+    auto prefix = torch::cat({torch::full({K, 1}, o.bos, i64), t0.view({K, 1})}, 1);
+    // Position of <s> is 1 in the reference's len_map: a row whose first </s> is generated token
+    // j (0-based) has length j + 2; a row without </s> has length max_seq_len.
+    auto length = [&](const std::vector<int64_t>& row) {
+        const auto it = std::find(row.begin(), row.end(), o.eos);
+        return it == row.end() ? max_seq_len : int(it - row.begin()) + 2;
+    };
+    int64_t answer = 0;
+    for (int step = 2; step < max_seq_len; ++step) {
+        // _get_the_best_score_and_idx: top K per row, then the top K of the K x K sums.
+        auto [v2, t2] = stepper.logProbs(prefix).topk(K, -1);
+        auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(v2.device());
+        auto [vals, pos] = (v2.to(torch::kFloat64) + score_t.unsqueeze(1)).view(-1).topk(K);
+        auto r = pos.div(K, "floor"), c = pos.remainder(K);
+        auto tok = t2.index({r, c});
+        auto rc = r.to(torch::kCPU), tc = tok.to(torch::kCPU);
+        auto vc = vals.to(torch::kCPU);
+        std::vector<std::vector<int64_t>> next(K);
+        for (int64_t k = 0; k < K; ++k) {
+            next[k] = rows[rc[k].item<int64_t>()];
+            next[k].push_back(tc[k].item<int64_t>());
+            scores[k] = vc[k].item<double>();
+        }
+        rows = std::move(next);
+        stepper.select(r);
+        prefix = torch::cat({prefix.index_select(0, r), tok.unsqueeze(1)}, 1);
+        report(o, step, max_seq_len - 1);
+        bool all_finished = true;
+        for (const auto& row : rows) all_finished = all_finished && length(row) < max_seq_len;
+        if (all_finished) {
+            double best = -std::numeric_limits<double>::infinity();
+            for (int64_t k = 0; k < K; ++k) {
+                const double v = scores[k] / std::pow(double(length(rows[k])), o.length_penalty);
+                if (v > best) best = v, answer = k;
+            }
+            break;
+        }
+    }
+    Hyp h;
+    const int len = length(rows[answer]);
+    h.tokens.assign(rows[answer].begin(), rows[answer].begin() + std::min<size_t>(rows[answer].size(), size_t(len - 1)));
+    h.finished = !h.tokens.empty() && h.tokens.back() == o.eos;
+    h.score = scores[answer];
+    h.normalized = h.score / std::pow(double(len), o.length_penalty);
+    return h;
 }
 
 }  // namespace attnlab::decoding

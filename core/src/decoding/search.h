@@ -24,8 +24,10 @@ public:
 
 enum class StepperKind { Cached, Full };
 
-// src [n, s] source ids (padded with src_pad_idx).
-std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& model, const torch::Tensor& src);
+// src [n, s] source ids (padded with src_pad_idx). reference_projection: the logits without the
+// d_model^-0.5 of "prj" models, as the reference's Translator computes them.
+std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& model, const torch::Tensor& src,
+                                     bool reference_projection = false);
 
 struct SearchOptions {
     int beam_size = 5;
@@ -50,6 +52,15 @@ struct Hyp {
 // One list per sentence, sorted best first, at most nbest long.
 std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n_sentences, const SearchOptions& options);
 std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n_sentences, const SearchOptions& options);
+
+// The reference implementation's Translator.translate_sentence, reproduced for one sentence (the
+// stepper holds one row): K beams from the first step's top K; every row keeps extending after
+// </s> and keeps adding to its score; the search ends when every row contains </s> or at
+// max_lengths[0] generated tokens; the answer is the row with the best score / len^alpha, where
+// len counts <s> and the tokens up to the first </s>. Returns that one hypothesis (tokens up to
+// and including its first </s>; score: the row's whole score, as the reference keeps it).
+// Nothing is blocked (options.blocked is ignored), as in the reference.
+Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& options);
 
 double normalizedScore(double score, size_t length, double alpha);
 

@@ -1,6 +1,8 @@
 #include <attnlab/errors.h>
 #include <attnlab/result_json.h>
 
+#include "util/atomic_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -99,21 +101,7 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
 void writeAttentionJson(const std::string& path, const std::vector<TranslationResult>& results, const ModelInfo& model,
                         const DecodingOptions& options) {
     const std::string text = attentionJson(results, model, options);
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw InputError(path + ": cannot be written (does its directory exist?)");
-        out << text;
-        out.flush();
-        if (!out) {
-            std::remove(tmp.c_str());
-            throw InputError(path + ": write failed (disk full?)");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw InputError(path + ": cannot be replaced");
-    }
+    util::saveToFile(path, text);
 }
 
 }  // namespace attnlab

@@ -134,9 +134,9 @@ const torch::Tensor& TransformerImpl::projectionWeight() const {
     return trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight;
 }
 
-torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output) {
+torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {
     auto logits = torch::nn::functional::linear(dec_output, projectionWeight());
-    if (m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
+    if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
     return logits;
 }
 

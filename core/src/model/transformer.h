@@ -92,7 +92,8 @@ public:
 
     torch::Tensor encode(const torch::Tensor& src_seq, std::vector<torch::Tensor>* attns = nullptr);
     // Decoder output -> logits (with the reference's d_model^-0.5 when scale_emb_or_prj == "prj").
-    torch::Tensor project(const torch::Tensor& dec_output);
+    // as_trained = false leaves that factor out, as the reference's Translator does.
+    torch::Tensor project(const torch::Tensor& dec_output, bool as_trained = true);
     const torch::Tensor& projectionWeight() const;
 
     const ModelConfig& config() const { return m_cfg; }

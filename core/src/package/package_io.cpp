@@ -1,6 +1,7 @@
 #include "package/package_io.h"
 
 #include "package/safetensors.h"
+#include "util/atomic_file.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -131,13 +132,24 @@ void writeText(const fs::path& p, const std::string& text) {
     out.flush();
     if (!out) throw PackageError(p.string() + ": write failed (disk full?)");
 }
+}  // namespace
 
-void syncFile(const fs::path& p) {
-    std::FILE* f = std::fopen(p.c_str(), "rb");
-    if (f) {
-        ::fsync(fileno(f));
-        std::fclose(f);
-    }
+namespace {
+void writeWeights(const fs::path& path, model::Transformer& model, const std::string& dtype) {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> keep_alive;
+    std::vector<safetensors::TensorView> views;
+    auto add = [&](const std::string& name, const torch::Tensor& value, bool is_buffer) {
+        auto t = value.detach().to(torch::kCPU);
+        t = (is_buffer || dtype == "F32") ? t.to(torch::kFloat32) : t.to(torch::kFloat16);
+        t = t.contiguous();
+        keep_alive.push_back(t);
+        views.push_back({name, t.scalar_type() == torch::kFloat16 ? "F16" : "F32",
+                         std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), t.data_ptr(), t.nbytes()});
+    };
+    for (const auto& p : model->named_parameters()) add(p.key(), p.value(), false);
+    for (const auto& b : model->named_buffers()) add(b.key(), b.value(), true);
+    safetensors::write(path.string(), views, {{"format", "pt"}, {"producer", "attnlab"}});
 }
 }  // namespace
 
@@ -147,48 +159,19 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
     if (options.dtype != "F32" && options.dtype != "F16")
         throw ConfigError("package save: dtype '" + options.dtype + "' is not F32 or F16");
     const fs::path target = fs::absolute(dir);
-    const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()));
-    const fs::path old = target.parent_path() / (target.filename().string() + ".old-" + std::to_string(::getpid()));
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
+    util::removeStaleStaging(target.string());
+    const fs::path tmp = util::stagingPath(target.string());
     fs::remove_all(tmp, ec);
     if (!fs::create_directory(tmp, ec)) throw PackageError(tmp.string() + ": cannot create: " + ec.message());
     try {
         writeText(tmp / package_files::kConfig, packageConfigToJson(config));
-
-        torch::NoGradGuard no_grad;
-        std::vector<torch::Tensor> keep_alive;
-        std::vector<safetensors::TensorView> views;
-        auto add = [&](const std::string& name, const torch::Tensor& value, bool is_buffer) {
-            auto t = value.detach().to(torch::kCPU);
-            t = (is_buffer || options.dtype == "F32") ? t.to(torch::kFloat32) : t.to(torch::kFloat16);
-            t = t.contiguous();
-            keep_alive.push_back(t);
-            views.push_back({name, t.scalar_type() == torch::kFloat16 ? "F16" : "F32",
-                             std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), t.data_ptr(), t.nbytes()});
-        };
-        for (const auto& p : model->named_parameters()) add(p.key(), p.value(), false);
-        for (const auto& b : model->named_buffers()) add(b.key(), b.value(), true);
-        safetensors::write((tmp / package_files::kWeights).string(), views,
-                           {{"format", "pt"}, {"producer", "attnlab"}});
-
+        writeWeights(tmp / package_files::kWeights, model, options.dtype);
         fs::copy_file(tokenizer_model, tmp / package_files::kTokenizer, fs::copy_options::overwrite_existing, ec);
         if (ec) throw PackageError(tokenizer_model + ": cannot copy into the package: " + ec.message());
         for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
-        for (const auto& e : fs::directory_iterator(tmp)) syncFile(e.path());
-
-        fs::remove_all(old, ec);
-        const bool existed = fs::exists(target);
-        if (existed) {
-            fs::rename(target, old, ec);
-            if (ec) throw PackageError(target.string() + ": cannot replace: " + ec.message());
-        }
-        fs::rename(tmp, target, ec);
-        if (ec) {
-            if (existed) fs::rename(old, target);
-            throw PackageError(target.string() + ": cannot move the new package into place: " + ec.message());
-        }
-        if (existed) fs::remove_all(old, ec);
+        util::replaceDirectory(tmp.string(), target.string());
     } catch (...) {
         fs::remove_all(tmp, ec);
         throw;

@@ -65,6 +65,16 @@ std::vector<fs::path> candidatePaths() {
     return c;
 }
 
+// The C library's own dlopen. Sanitizer runtimes intercept dlopen and refuse RTLD_DEEPBIND
+// (google/sanitizers issue 611), and that flag is what keeps SentencePiece's protobuf away from
+// LibTorch's; the module frees everything it allocates (attnlab_spm_free), so no memory crosses
+// between the allocators. In a build without sanitizers this is the same function as dlopen.
+void* openModule(const char* path, int flags) {
+    using DlOpen = void* (*)(const char*, int);
+    static const DlOpen real = reinterpret_cast<DlOpen>(dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34"));
+    return real ? real(path, flags) : dlopen(path, flags);
+}
+
 template <typename F>
 void bindSymbol(void* handle, const char* name, F& f, const std::string& path) {
     f = reinterpret_cast<F>(dlsym(handle, name));
@@ -85,7 +95,7 @@ const Api& api() {
             }
             // RTLD_DEEPBIND: the module and libsentencepiece resolve their own protobuf symbols
             // first; plain RTLD_LOCAL still aborts at start-up (measured).
-            void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+            void* h = openModule(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
             if (!h) {
                 tried += "\n  " + p.string() + " (" + dlerror() + ")";
                 continue;

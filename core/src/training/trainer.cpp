@@ -17,11 +17,13 @@
 #include "training/objective.h"
 #include "training/run_state.h"
 #include "training/validation.h"
+#include "util/atomic_file.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -223,12 +225,33 @@ void Trainer::buildModel() {
     if (m_st.step > 0) m_lr = learningRate(m_st.step, m_o.lr_mul, m_pc.model.d_model, m_o.warmup_steps);
 }
 
+// A session killed after its last checkpoint may have logged rows that the resumed run logs again:
+// keep only the rows up to the checkpoint (`column` of each data row <= limit).
+void keepRowsUpTo(const fs::path& file, size_t column, double limit) {
+    std::ifstream in(file);
+    if (!in) return;
+    std::string line, kept;
+    bool header = true;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        size_t start = 0;
+        for (size_t c = 0; c < column && start != std::string::npos; ++c) start = line.find('\t', start) + 1;
+        if (header || std::strtod(line.c_str() + start, nullptr) <= limit) kept += line + "\n";
+        header = false;
+    }
+    util::saveToFile(file.string(), kept);
+}
+
 void Trainer::openLogs() {
     auto header = [](const auto& columns) {
         std::string h;
         for (const char* c : columns) h += (h.empty() ? "" : "\t") + std::string(c);
         return h + "\n";
     };
+    // On resume, rows past the checkpoint go; a fresh run in an old output directory starts with
+    // empty logs (m_st is at step 0).
+    keepRowsUpTo(m_out / run_layout::kEpochLog, 0, double(m_st.epoch));
+    keepRowsUpTo(m_out / run_layout::kStepLog, 0, double(m_st.step));
     m_epoch_log.open(m_out / run_layout::kEpochLog, std::ios::app);
     m_step_log.open(m_out / run_layout::kStepLog, std::ios::app);
     if (fs::file_size(m_out / run_layout::kEpochLog) == 0) m_epoch_log << header(epoch_log::kColumns);

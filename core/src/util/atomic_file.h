@@ -1,0 +1,22 @@
+#pragma once
+// Atomic writes: the one place files and directories are replaced, so that a crash or a kill at
+// any moment leaves either the old or the new content, never a mixture.
+#include <string>
+
+namespace attnlab::util {
+
+// Writes `bytes` to `path`: a sibling temporary file, flushed and synced, renamed over `path`.
+// Throws InputError naming the path (missing directory, disk full).
+void saveToFile(const std::string& path, const std::string& bytes);
+
+// Puts the complete directory `staged` in place of `target`. When `target` exists the two are
+// exchanged in one step (renameat2 RENAME_EXCHANGE), so `target` is always a whole directory, old
+// or new; the old one is then removed. Throws PackageError.
+void replaceDirectory(const std::string& staged, const std::string& target);
+
+// The staging name for `target` of this process, and removal of the ones that writers killed
+// mid-write left behind (`<target>.tmp-<pid>`).
+std::string stagingPath(const std::string& target);
+void removeStaleStaging(const std::string& target);
+
+}  // namespace attnlab::util

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages AttnLab needs (only those missing). Used by setup.sh, sanitize.sh
+# and fuzz.sh.   scripts/install_packages.sh [extra package ...]
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libtorch-dev                      # LibTorch 1.13 (CPU)
+  libopenblas0-pthread              # without an OpenBLAS, LibTorch falls back to the reference BLAS (~80x slower)
+  libopenblas0-openmp               # preferred by AttnLab's executables (see CMakeLists.txt, docs/benchmarks.md)
+  libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
+  nlohmann-json3-dev libcli11-dev zlib1g-dev
+  qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
+  libbenchmark-dev                  # micro-benchmarks
+  python3-torch                     # the Python reference cross-check (tests/tst_reference_python.cpp)
+  sentencepiece                     # spm_encode, for scripts/bench_train.sh
+  "$@"
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+

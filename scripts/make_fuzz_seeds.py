@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz harnesses (fuzz/*.cpp) into DIR/<harness>/: files from the
+bundled package and small hand-made ones. Standard library only.
+  python3 scripts/make_fuzz_seeds.py DIR"""
+import gzip, json, os, random, struct, sys
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+bundled = os.path.join(root, "resources", "models", "multi30k-de-en")
+out = sys.argv[1]
+
+
+def put(harness, name, data):
+    os.makedirs(os.path.join(out, harness), exist_ok=True)
+    with open(os.path.join(out, harness, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def read(name):
+    with open(os.path.join(bundled, name), "rb") as f:
+        return f.read()
+
+
+def safetensors(tensors, metadata=None):
+    """tensors: [(name, dtype, shape, bytes)] -> the file's bytes."""
+    header, data = {}, b""
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def floats(n, scale=0.1):
+    return struct.pack("<%df" % n, *[random.uniform(-scale, scale) for _ in range(n)])
+
+
+random.seed(1)
+config = json.loads(read("config.json"))
+# config.json
+put("fuzz_config_json", "bundled.json", read("config.json"))
+for i, change in enumerate([{"scale_emb_or_prj": "prj"}, {"emb_src_trg_weight_sharing": False, "n_src_vocab": 9},
+                            {"source_bos": True}, {"dropout": 0.0, "n_position": 2}]):
+    put("fuzz_config_json", "variant%d.json" % i, json.dumps(dict(config, **change)))
+# training_log.tsv
+put("fuzz_training_log", "bundled.tsv", read("training_log.tsv"))
+put("fuzz_training_log", "small.tsv", "epoch\tstep\tvalid_bleu\tlr\n1\t133\tnan\t3e-4\r\n\n2\t266\tinf\t-1\n")
+# corpus files, plain and gzip
+text = "Ein Mann läuft.\nZwei Hunde spielen im Schnee.\r\n\nEine Frau 😀 liest.\n"
+put("fuzz_corpus", "plain.txt", text)
+put("fuzz_corpus", "text.gz", gzip.compress(text.encode()))
+# safetensors
+put("fuzz_safetensors", "two.safetensors", safetensors([("a", "F32", [2, 3], floats(6)), ("b", "F16", [2], b"\x00\x3c" * 2)],
+                                                         {"format": "pt"}))
+put("fuzz_safetensors", "empty.safetensors", safetensors([]))
+put("fuzz_safetensors", "bundled-header.safetensors", read("model.safetensors")[:4096])
+# the tokenizer model
+put("fuzz_tokenizer_model", "bundled.model", read("tokenizer.model"))
+
+
+# a whole tiny package with the bundled tokenizer: 1 layer, d_model 8, one head
+def tiny_package():
+    V, D, I, P = config["n_trg_vocab"], 8, 8, 16
+    c = dict(config, d_word_vec=D, d_model=D, d_inner=I, n_layers=1, n_head=1, d_k=D, d_v=D, n_position=P)
+    t = [("decoder.trg_word_emb.weight", [V, D])]
+
+    def ln(p):
+        t.extend([(p + ".weight", [D]), (p + ".bias", [D])])
+
+    def mha(p):
+        t.extend([(p + ".w_qs.weight", [D, D]), (p + ".w_ks.weight", [D, D]), (p + ".w_vs.weight", [D, D]),
+                  (p + ".fc.weight", [D, D])])
+        ln(p + ".layer_norm")
+
+    def ffn(p):
+        t.extend([(p + ".w_1.weight", [I, D]), (p + ".w_1.bias", [I]), (p + ".w_2.weight", [D, I]), (p + ".w_2.bias", [D])])
+        ln(p + ".layer_norm")
+
+    mha("decoder.layer_stack.0.slf_attn"); mha("decoder.layer_stack.0.enc_attn"); ffn("decoder.layer_stack.0.pos_ffn")
+    ln("decoder.layer_norm")
+    mha("encoder.layer_stack.0.slf_attn"); ffn("encoder.layer_stack.0.pos_ffn")
+    ln("encoder.layer_norm")
+    n = lambda shape: shape[0] * (shape[1] if len(shape) > 1 else 1)
+    weights = safetensors([(name, "F32", shape, floats(n(shape))) for name, shape in t])
+    return json.dumps(c).encode(), read("tokenizer.model"), weights
+
+
+def escaped(b):  # FuzzedDataProvider::ConsumeRandomLengthString's framing
+    return b.replace(b"\\", b"\\\\") + b"\\x"
+
+
+cfg, tok, w = tiny_package()
+put("fuzz_package", "tiny.bin", escaped(cfg) + escaped(tok) + w)
+print("seeds in", out)
