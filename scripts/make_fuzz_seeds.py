@@ -87,10 +87,6 @@ def tiny_package():
     return json.dumps(c).encode(), read("tokenizer.model"), weights
 
 
-def escaped(b):  # FuzzedDataProvider::ConsumeRandomLengthString's framing
-    return b.replace(b"\\", b"\\\\") + b"\\x"
-
-
-cfg, tok, w = tiny_package()
-put("fuzz_package", "tiny.bin", escaped(cfg) + escaped(tok) + w)
+cfg, tok, w = tiny_package()  # fuzz/targets.cpp packageDirectory's framing
+put("fuzz_package", "tiny.bin", struct.pack("<HI", len(cfg), len(tok)) + cfg + tok + w)
 print("seeds in", out)

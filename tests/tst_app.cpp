@@ -13,11 +13,15 @@ struct Run {
     QString err;
 };
 
-Run app(const QStringList& args) {
+Run app(const QStringList& args, bool display = true) {
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.remove("ATTNLAB_MODEL_DIR");  // the bundled model, found as a user's would be
-    env.insert("QT_QPA_PLATFORM", "offscreen");
+    if (display) {
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+    } else {  // a machine without a display: over SSH, in a container
+        for (const char* v : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) env.remove(v);
+    }
     p.setProcessEnvironment(env);
     p.start(ATTNLAB_APP_PATH, args);
     if (!p.waitForStarted() || !p.waitForFinished(180000)) return {};
@@ -36,6 +40,7 @@ private Q_SLOTS:
     void exportPngAndPdfWithTheBundledModel();
     void screenshotOfTheWindow();
     void badOptionsAreNamedAndWriteNothing();
+    void noDisplaySaysSoAndHeadlessStillWorks();
 
 private:
     QTemporaryDir m_dir;
@@ -98,6 +103,22 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
     auto r = app({"--text", kSentence, "--export", m_dir.filePath("no/such/dir/x.png")});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("cannot write"), qPrintable(r.err));
+}
+
+void TestApp::noDisplaySaysSoAndHeadlessStillWorks() {
+    // The window: one clear line and status 3, not Qt's abort (134).
+    auto r = app({}, /*display=*/false);
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains("no display to open a window on") && r.err.contains("xvfb-run") && r.err.contains("--export"),
+             qPrintable(r.err));
+    QCOMPARE(r.err.count('\n'), 1);
+    // A figure needs no display.
+    const QString png = m_dir.filePath("nodisplay.png");
+    r = app({"--text", kSentence, "--export", png}, /*display=*/false);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(!QImage(png).isNull());
+    r = app({"--help"}, /*display=*/false);
+    QCOMPARE(r.code, 0);
 }
 
 QTEST_GUILESS_MAIN(TestApp)

@@ -37,9 +37,40 @@ int fail(const QString& message) {
     std::fprintf(stderr, "attnlab: %s\n", qPrintable(message));
     return 2;
 }
+
+// The exit status when the window cannot be shown: no display (documented in the README).
+constexpr int kNoDisplay = 3;
+
+// Whether Qt can reach a display: Qt itself aborts (SIGABRT, status 134) when it cannot.
+bool displayAvailable() {
+    const QByteArray platform = qgetenv("QT_QPA_PLATFORM");
+    if (platform.startsWith("wayland")) return !qgetenv("WAYLAND_DISPLAY").isEmpty();
+    if (!platform.isEmpty() && !platform.startsWith("xcb")) return true;  // offscreen, vnc, eglfs: chosen
+    return !qgetenv("DISPLAY").isEmpty() || (platform.isEmpty() && !qgetenv("WAYLAND_DISPLAY").isEmpty());
+}
+
+// Runs that need no screen: headless figures and screenshots, help and version.
+bool needsNoScreen(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray a(argv[i]);
+        for (const char* o : {"--export", "--screenshot", "--help", "-h", "--version", "-v"})
+            if (a == o || a.startsWith(QByteArray(o) + "=")) return true;
+    }
+    return false;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (!displayAvailable()) {
+        if (!needsNoScreen(argc, argv)) {
+            std::fprintf(stderr,
+                         "attnlab: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a "
+                         "desktop session, under a virtual display (xvfb-run attnlab ...), or headless: attnlab --text "
+                         "\"...\" --export figure.png | --screenshot window.png. attnlab-cli translates without one.\n");
+            return kNoDisplay;
+        }
+        qputenv("QT_QPA_PLATFORM", "offscreen");  // a figure or a screenshot needs no screen
+    }
     QApplication app(argc, argv);
     QApplication::setApplicationName("AttnLab");
     QApplication::setOrganizationName("AttnLab");

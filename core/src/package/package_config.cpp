@@ -101,7 +101,7 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
     json j;
     try {
         j = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse errors, and numbers too large for any type (fuzz finding)
         throw PackageError(origin + ": malformed JSON: " + e.what());
     }
     if (!j.is_object()) throw PackageError(origin + ": expected a JSON object at the top level");

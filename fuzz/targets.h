@@ -1,0 +1,15 @@
+#pragma once
+// The fuzz targets (fuzz/targets.cpp), shared by the libFuzzer harnesses and the regression test.
+#include <cstddef>
+#include <cstdint>
+
+namespace attnlab::fuzz {
+
+void safetensorsFile(const uint8_t* data, size_t size);   // model.safetensors header and offsets
+void configJson(const uint8_t* data, size_t size);        // config.json
+void trainingLog(const uint8_t* data, size_t size);       // training_log.tsv / steps.tsv
+void corpusFile(const uint8_t* data, size_t size);        // corpus files, plain or gzip
+void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model through the SentencePiece module
+void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
+
+}  // namespace attnlab::fuzz
