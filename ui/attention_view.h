@@ -26,7 +26,6 @@ public:
     void setAxisTitles(const QString& query, const QString& key);
     // Fixed 0-1 colour range (default) or each map's own min-max.
     void setFixedRange(bool fixed);
-    bool fixedRange() const { return m_fixed_range; }
 
     // What is shown (tests read it back).
     const Matrix& map() const { return m_map; }

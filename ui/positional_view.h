@@ -25,8 +25,6 @@ public:
     const Matrix& table() const { return m_table; }  // [position][dimension] as shown
     QCustomPlot* heatmap() const { return m_heat; }
     QCustomPlot* figure() const { return m_heat; }  // what File > Export writes
-    QCustomPlot* curves() const { return m_curves; }
-    QCustomPlot* dots() const { return m_dots; }
 
 private:
     void rebuild();

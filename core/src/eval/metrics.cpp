@@ -2,6 +2,8 @@
 #include <attnlab/errors.h>
 #include <attnlab/metrics.h>
 
+#include "util/text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -38,7 +40,7 @@ std::u32string toCodepoints(const std::string& s) {
     std::u32string out;
     for (size_t i = 0; i < s.size();) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        int len = int(util::utf8SequenceLength(c));
         if (i + len > s.size()) len = 1;
         char32_t cp = len == 1 ? c : (c & (0x7F >> len));
         for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);

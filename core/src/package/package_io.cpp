@@ -2,6 +2,7 @@
 
 #include "package/safetensors.h"
 #include "util/atomic_file.h"
+#include "util/text.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -62,12 +63,6 @@ TensorShapes expectedTensors(const ModelConfig& c) {
 namespace {
 bool isBuffer(const std::string& name) { return name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0; }
 
-std::string shapeString(const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
-
 std::string tiedNote(const std::string& name, const ModelConfig& c) {
     if ((name == "trg_word_prj.weight" && c.trg_emb_prj_weight_sharing) ||
         (name == "encoder.src_word_emb.weight" && c.emb_src_trg_weight_sharing))
@@ -92,7 +87,7 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
             fail("missing tensor '" + name + "'");
         }
         if (t->shape != shape)
-            fail("tensor '" + name + "' has shape " + shapeString(t->shape) + " but the config needs " + shapeString(shape));
+            fail("tensor '" + name + "' has shape " + util::shapeString(t->shape) + " but the config needs " + util::shapeString(shape));
         if (t->dtype != "F32" && t->dtype != "F16" && t->dtype != "BF16")
             fail("tensor '" + name + "' has dtype " + t->dtype + "; expected F32, F16 or BF16");
     }

@@ -2,6 +2,8 @@
 
 #include <attnlab/errors.h>
 
+#include "util/text.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -17,12 +19,6 @@ namespace {
 constexpr uint64_t kMaxHeader = 100u * 1024 * 1024;  // the limit the reference library uses
 
 [[noreturn]] void fail(const std::string& origin, const std::string& m) { throw PackageError(origin + ": " + m); }
-
-std::string shapeString(const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
 }  // namespace
 
 uint64_t TensorInfo::numel() const {
@@ -110,7 +106,7 @@ Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t
                              "] out of range: the data section has " + std::to_string(h.data_size) +
                              " bytes (truncated file?)");
         if (t.end - t.begin != numel * item)
-            fail(origin, what + ": shape " + shapeString(t.shape) + " of " + t.dtype + " needs " +
+            fail(origin, what + ": shape " + util::shapeString(t.shape) + " of " + t.dtype + " needs " +
                              std::to_string(numel * item) + " bytes but data_offsets span " +
                              std::to_string(t.end - t.begin));
         h.tensors.push_back(std::move(t));

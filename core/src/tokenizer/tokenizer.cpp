@@ -4,6 +4,7 @@
 
 #include "tokenizer/spm_api.h"
 #include "util/checks.h"
+#include "util/text.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -298,7 +299,7 @@ std::vector<std::string> Tokenizer::unknownCharacters(const Encoding& e) const {
         const std::string& s = e.surfaces[i];
         for (size_t at = 0; at < s.size();) {
             const unsigned char c = static_cast<unsigned char>(s[at]);
-            const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+            const size_t len = util::utf8SequenceLength(c);
             std::string ch = s.substr(at, len);
             at += len;
             if (ch == " ") continue;
