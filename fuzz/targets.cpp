@@ -36,7 +36,8 @@ void safetensorsFile(const uint8_t* data, size_t size) {
 // config.json: JSON parsing, the field table's type checks and every range check.
 void configJson(const uint8_t* data, size_t size) {
     try {
-        const auto c = attnlab::packageConfigFromJson(std::string(reinterpret_cast<const char*>(data), size), "config.json");
+        const auto c =
+            attnlab::packageConfigFromJson(std::string(reinterpret_cast<const char*>(data), size), "config.json");
         // What is accepted writes back and reads again to the same configuration.
         const auto again = attnlab::packageConfigFromJson(attnlab::packageConfigToJson(c), "again");
         if (attnlab::packageConfigToJson(again) != attnlab::packageConfigToJson(c)) __builtin_trap();
@@ -97,7 +98,8 @@ void packageDirectory(const uint8_t* data, size_t size) {
         return part;
     };
     const size_t config_len = size >= 2 ? size_t(data[0]) | size_t(data[1]) << 8 : 0;
-    const size_t tok_len = size >= 6 ? size_t(data[2]) | size_t(data[3]) << 8 | size_t(data[4]) << 16 | size_t(data[5]) << 24 : 0;
+    const size_t tok_len =
+        size >= 6 ? size_t(data[2]) | size_t(data[3]) << 8 | size_t(data[4]) << 16 | size_t(data[5]) << 24 : 0;
     const std::string config = take(config_len), tokenizer = take(tok_len), weights = take(size);
     auto put = [&](const char* name, const std::string& bytes) {
         attnlab::fuzz::writeBytes(dir + "/" + name, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());

@@ -75,7 +75,8 @@ void TestApp::screenshotOfTheWindow() {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QImage image(png);
     QVERIFY(!image.isNull());
-    QVERIFY2(image.width() >= 1400 && image.height() >= 900, qPrintable(QString("%1x%2").arg(image.width()).arg(image.height())));
+    QVERIFY2(image.width() >= 1400 && image.height() >= 900,
+             qPrintable(QString("%1x%2").arg(image.width()).arg(image.height())));
 }
 
 void TestApp::badOptionsAreNamedAndWriteNothing() {
@@ -109,8 +110,9 @@ void TestApp::noDisplaySaysSoAndHeadlessStillWorks() {
     // The window: one clear line and status 3, not Qt's abort (134).
     auto r = app({}, /*display=*/false);
     QCOMPARE(r.code, 3);
-    QVERIFY2(r.err.contains("no display to open a window on") && r.err.contains("xvfb-run") && r.err.contains("--export"),
-             qPrintable(r.err));
+    QVERIFY2(
+        r.err.contains("no display to open a window on") && r.err.contains("xvfb-run") && r.err.contains("--export"),
+        qPrintable(r.err));
     QCOMPARE(r.err.count('\n'), 1);
     // A figure needs no display.
     const QString png = m_dir.filePath("nodisplay.png");

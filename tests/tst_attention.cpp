@@ -12,7 +12,8 @@ using attnlab::model::MultiHeadAttention;
 namespace {
 // The paper's formula, one head at a time, on the module's weights: no view/transpose tricks.
 std::pair<torch::Tensor, torch::Tensor> reference(MultiHeadAttention& m, const torch::Tensor& q, const torch::Tensor& k,
-                                                  const torch::Tensor& v, const torch::Tensor& allowed /*[b,lq,lk] or {}*/) {
+                                                  const torch::Tensor& v,
+                                                  const torch::Tensor& allowed /*[b,lq,lk] or {}*/) {
     const int64_t H = m->n_head, dk = m->d_k, dv = m->d_v, B = q.size(0), Lq = q.size(1), Lk = k.size(1);
     auto out_heads = torch::zeros({B, Lq, H * dv}, torch::kFloat64);
     auto attn = torch::zeros({B, H, Lq, Lk}, torch::kFloat64);
@@ -113,8 +114,10 @@ void TestAttention::causalRowsSeeNoFuture() {
     for (int64_t i = 0; i < 5; ++i)
         for (int64_t j = 0; j < 5; ++j) {
             const float w = attn[0][0][i][j].item<float>();
-            if (j > i) QCOMPARE(w, 0.0f);
-            else QVERIFY(w > 0.0f);
+            if (j > i)
+                QCOMPARE(w, 0.0f);
+            else
+                QVERIFY(w > 0.0f);
         }
     // Changing a future token leaves earlier outputs unchanged.
     auto x2 = x.clone();

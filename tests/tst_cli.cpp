@@ -66,7 +66,7 @@ void TestCli::helpForEverySubcommand() {
           QStringList{"train", "--help"}, QStringList{"eval", "--help"}, QStringList{"average", "--help"}}) {
         auto r = cli(args);
         QCOMPARE(r.code, 0);
-        QVERIFY2(r.out.contains("--") && r.out.contains("Usage") , qPrintable(r.out));
+        QVERIFY2(r.out.contains("--") && r.out.contains("Usage"), qPrintable(r.out));
     }
     QVERIFY(cli({"translate", "--help"}).out.contains("--beam"));
     QVERIFY(cli({"train", "--help"}).out.contains("--batch-tokens"));
@@ -80,7 +80,8 @@ void TestCli::translateText() {
     o.beam_size = 2;
     o.max_length = 8;
     const std::string expected = t.translate("Der Hund läuft.", o).best.text;
-    auto r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "2", "--max-len", "8", "--device", "cpu"});
+    auto r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "2", "--max-len", "8",
+                  "--device", "cpu"});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out, QString::fromStdString(expected) + "\n");
     // A repeated option keeps its last value (wrapper scripts append overrides).
@@ -107,7 +108,8 @@ void TestCli::translateStdinKeepsOrderAndReportsBadLines() {
 
 void TestCli::attentionJsonReadBack() {
     const QString path = m_dir.path() + "/att.json";
-    auto r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "-t", "Die Frau läuft.", "--max-len", "5", "--attention", path});
+    auto r = cli(
+        {"translate", "-m", m_pkg, "-t", "Ein Hund.", "-t", "Die Frau läuft.", "--max-len", "5", "--attention", path});
     QCOMPARE(r.code, 0);
     auto j = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()));
     QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-attention"));
@@ -127,7 +129,8 @@ void TestCli::attentionJsonReadBack() {
         QCOMPARE(cross[1][2].size(), ref.best.pieces.size());
         QCOMPARE(cross[1][2][0].size(), ref.source_pieces.size());
         QVERIFY(std::abs(cross[1][2][0][1].get<double>() - ref.cross[1][2][0][1]) < 1e-6);
-        QVERIFY(std::abs(s["attention"]["encoder_self"][0][3][1][0].get<double>() - ref.encoder_self[0][3][1][0]) < 1e-6);
+        QVERIFY(std::abs(s["attention"]["encoder_self"][0][3][1][0].get<double>() - ref.encoder_self[0][3][1][0]) <
+                1e-6);
         QCOMPARE(s["steps"].size(), ref.best.ids.size());
     }
 }
@@ -194,21 +197,22 @@ QString TestCli::writeCorpus(const QString& dir, int train_lines, int valid_line
 }
 
 static QStringList tinyModelArgs() {
-    return {"--layers", "1", "--heads", "2", "--d-model", "32", "--d-inner", "64", "--d-k", "16", "--d-v", "16",
-            "--batch-tokens", "300", "--threads", "1", "--log-every", "4", "--warmup", "10"};
+    return {"--layers", "1",  "--heads",        "2",   "--d-model", "32", "--d-inner",   "64", "--d-k",    "16",
+            "--d-v",    "16", "--batch-tokens", "300", "--threads", "1",  "--log-every", "4",  "--warmup", "10"};
 }
 
 void TestCli::trainAverageEval() {
     const QString data = writeCorpus(m_dir.path() + "/corpus", 120, 20);
     const QString out = m_dir.path() + "/run";
     auto r = cli(QStringList{"train", "--data", data, "--src", "de", "--tgt", "en", "--output", out, "--tokenizer",
-                             m_pkg + "/tokenizer.model", "--epochs", "2"} + tinyModelArgs());
+                             m_pkg + "/tokenizer.model", "--epochs", "2"} +
+                 tinyModelArgs());
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.err.contains("finished after") && r.err.contains("2 epochs"), qPrintable(r.err));
     QVERIFY2(r.err.contains("training pairs: 120 used"), qPrintable(r.err));
-    for (const char* f : {"model/config.json", "model/model.safetensors", "model/tokenizer.model", "model/MODEL_CARD.md",
-                          "checkpoints/latest/optimizer.pt", "checkpoints/epoch-001/model.safetensors",
-                          "checkpoints/epoch-002/model.safetensors"})
+    for (const char* f : {"model/config.json", "model/model.safetensors", "model/tokenizer.model",
+                          "model/MODEL_CARD.md", "checkpoints/latest/optimizer.pt",
+                          "checkpoints/epoch-001/model.safetensors", "checkpoints/epoch-002/model.safetensors"})
         QVERIFY2(QFile::exists(out + "/" + f), f);
     // log.tsv: a header and one row per epoch, epochs 1 and 2, validation BLEU a number in [0, 100]
     const auto log = attnlab::readTextLines((out + "/log.tsv").toStdString());
@@ -221,7 +225,8 @@ void TestCli::trainAverageEval() {
         const double bleu = cols[7].toDouble();
         QVERIFY(bleu >= 0 && bleu <= 100);
     }
-    const QString card = QString::fromStdString(attnlab::testing::readFile((out + "/model/MODEL_CARD.md").toStdString()));
+    const QString card =
+        QString::fromStdString(attnlab::testing::readFile((out + "/model/MODEL_CARD.md").toStdString()));
     QVERIFY2(card.contains("epochs completed: 2") && card.contains("--tokenizer"), qPrintable(card));
 
     // average of the two epoch checkpoints: a package that translates
@@ -241,7 +246,8 @@ void TestCli::trainAverageEval() {
     QCOMPARE(hyps.size(), refs.size());
     const auto bleu = attnlab::corpusBleu(hyps, refs);
     QVERIFY2(r.out.startsWith(QString("BLEU = %1 ").arg(bleu.score, 0, 'f', 2)), qPrintable(r.out));
-    QVERIFY2(r.out.contains("signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0"),
+             qPrintable(r.out));
     QVERIFY2(r.out.contains(QString("chrF2 = %1").arg(attnlab::corpusChrf(hyps, refs), 0, 'f', 2)), qPrintable(r.out));
 }
 
@@ -253,13 +259,15 @@ void TestCli::trainAndEvalErrors() {
     std::string text;
     for (const auto& l : en) text += l + "\n";
     attnlab::testing::writeFile((data + "/train.en").toStdString(), text);
-    auto r = cli(QStringList{"train", "--data", data, "--src", "de", "--tgt", "en", "--output", m_dir.path() + "/bad-run",
-                             "--tokenizer", m_pkg + "/tokenizer.model", "--epochs", "1"} + tinyModelArgs());
+    auto r = cli(QStringList{"train", "--data", data, "--src", "de", "--tgt", "en", "--output",
+                             m_dir.path() + "/bad-run", "--tokenizer", m_pkg + "/tokenizer.model", "--epochs", "1"} +
+                 tinyModelArgs());
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("mismatched corpus files") && r.err.contains("has 30 lines") && r.err.contains("has 29"),
              qPrintable(r.err));
     r = cli(QStringList{"train", "--data", m_dir.path() + "/no-such-corpus", "--src", "de", "--tgt", "en", "--output",
-                        m_dir.path() + "/bad-run2", "--epochs", "1"} + tinyModelArgs());
+                        m_dir.path() + "/bad-run2", "--epochs", "1"} +
+            tinyModelArgs());
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("no-such-corpus"), qPrintable(r.err));
     r = cli({"eval", "--model", m_pkg, "--src", data + "/val.de", "--ref", data + "/train.en"});
@@ -280,8 +288,9 @@ void TestCli::bundledModelWithoutModelOption() {
              dir.c_str());
     const std::string src = attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/de.txt");
     const QStringList src_lines = QString::fromStdString(src).split('\n', Qt::SkipEmptyParts);
-    const QStringList refs = QString::fromStdString(attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/en.txt"))
-                                 .split('\n', Qt::SkipEmptyParts);
+    const QStringList refs =
+        QString::fromStdString(attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/en.txt"))
+            .split('\n', Qt::SkipEmptyParts);
     QCOMPARE(refs.size(), src_lines.size());
     auto r = cli({"translate", "--beam", "5", "--device", "cpu"}, QByteArray::fromStdString(src));
     QCOMPARE(r.code, 0);

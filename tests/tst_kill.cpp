@@ -52,10 +52,23 @@ QStringList TestKill::trainArgs(const QString& out) const {
     // Longer runs for more kills (the run ends when a resumed session outlives its kill).
     const int kills = qEnvironmentVariableIntValue("ATTNLAB_KILLS");
     const QString epochs = QString::number(12 * std::max(1, kills / 8));
-    return {"train", "--data", m_data, "--output", out, "--tokenizer", m_tok, "--epochs", epochs,
-            "--layers", "1", "--heads", "2", "--d-model", "32", "--d-inner", "64", "--d-k", "16", "--d-v", "16",
-            "--batch-tokens", "300", "--threads", "1", "--log-every", "3", "--warmup", "10",
-            "--valid-bleu-sentences", "5", "--save-every-minutes", "0.000001"};
+    return {"train",   "--data",
+            m_data,    "--output",
+            out,       "--tokenizer",
+            m_tok,     "--epochs",
+            epochs,    "--layers",
+            "1",       "--heads",
+            "2",       "--d-model",
+            "32",      "--d-inner",
+            "64",      "--d-k",
+            "16",      "--d-v",
+            "16",      "--batch-tokens",
+            "300",     "--threads",
+            "1",       "--log-every",
+            "3",       "--warmup",
+            "10",      "--valid-bleu-sentences",
+            "5",       "--save-every-minutes",
+            "0.000001"};
 }
 
 namespace {
@@ -85,8 +98,10 @@ void TestKill::killedAndResumedEqualsUninterrupted() {
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const int duration_ms = int(clock.elapsed());
 
-    std::mt19937 rng(qEnvironmentVariableIntValue("ATTNLAB_KILL_SEED") ? qEnvironmentVariableIntValue("ATTNLAB_KILL_SEED") : 1);
-    const int kills = qEnvironmentVariableIntValue("ATTNLAB_KILLS") > 0 ? qEnvironmentVariableIntValue("ATTNLAB_KILLS") : 12;
+    std::mt19937 rng(
+        qEnvironmentVariableIntValue("ATTNLAB_KILL_SEED") ? qEnvironmentVariableIntValue("ATTNLAB_KILL_SEED") : 1);
+    const int kills =
+        qEnvironmentVariableIntValue("ATTNLAB_KILLS") > 0 ? qEnvironmentVariableIntValue("ATTNLAB_KILLS") : 12;
     int done = 0, killed_runs = 0, mid_write = 0, last_step = 0, runs = 0;
     while (!done) {
         QProcess t;
@@ -118,16 +133,20 @@ void TestKill::killedAndResumedEqualsUninterrupted() {
         } catch (const std::exception& e) {
             QFAIL(qPrintable(QString("after run %1 the checkpoint state is unreadable: %2").arg(runs).arg(e.what())));
         }
-        QVERIFY2(step >= last_step, qPrintable(QString("the checkpoint went back from step %1 to %2").arg(last_step).arg(step)));
+        QVERIFY2(step >= last_step,
+                 qPrintable(QString("the checkpoint went back from step %1 to %2").arg(last_step).arg(step)));
         last_step = step;
         QVERIFY2(runs < kills + 5, "training never finished");
     }
-    qInfo("uninterrupted run %d ms; %d runs, %d SIGKILLs, %d of them left a checkpoint half-written (cleaned up by the next save)",
-          duration_ms, runs, killed_runs, mid_write);
+    qInfo(
+        "uninterrupted run %d ms; %d runs, %d SIGKILLs, %d of them left a checkpoint half-written (cleaned up by the "
+        "next save)",
+        duration_ms, runs, killed_runs, mid_write);
     QCOMPARE(stagingLeftovers(killed), 0);
 
     QVERIFY2(QFile::exists(killed + "/model/model.safetensors"), "the final package is missing");
-    attnlab::decoding::Engine a((straight + "/model").toStdString(), {"cpu"}), b((killed + "/model").toStdString(), {"cpu"});
+    attnlab::decoding::Engine a((straight + "/model").toStdString(), {"cpu"}),
+        b((killed + "/model").toStdString(), {"cpu"});
     auto pa = a.model()->named_parameters(), pb = b.model()->named_parameters();
     for (const auto& x : pa) QVERIFY2(torch::equal(x.value(), pb[x.key()]), x.key().c_str());
     // Each epoch once, as in the uninterrupted run; each logged step once, in order (rows a killed
@@ -135,7 +154,8 @@ void TestKill::killedAndResumedEqualsUninterrupted() {
     auto firstColumn = [](const QString& file) {
         QList<double> out;
         const auto text = QString::fromStdString(attnlab::testing::readFile(file.toStdString()));
-        for (const QString& line : text.split('\n', Qt::SkipEmptyParts).mid(1)) out << line.section('\t', 0, 0).toDouble();
+        for (const QString& line : text.split('\n', Qt::SkipEmptyParts).mid(1))
+            out << line.section('\t', 0, 0).toDouble();
         return out;
     };
     QCOMPARE(firstColumn(killed + "/log.tsv"), firstColumn(straight + "/log.tsv"));

@@ -25,13 +25,20 @@ private Q_SLOTS:
 void TestMetrics::tokenize13a_data() {
     QTest::addColumn<QString>("in");
     QTest::addColumn<QString>("out");
-    QTest::newRow("punctuation") << "Hello, world!" << "Hello , world !";
-    QTest::newRow("numbers keep . and ,") << "It costs 3.50 or 1,000." << "It costs 3.50 or 1,000 .";
-    QTest::newRow("dash after digit") << "pages 5-6 and well-known" << "pages 5 - 6 and well-known";
-    QTest::newRow("apostrophe kept") << "Don't stop" << "Don't stop";
-    QTest::newRow("entities") << "&quot;hi&quot; &amp; bye" << "\" hi \" & bye";
-    QTest::newRow("brackets and quotes") << "(a) [b] {c} \"d\"" << "( a ) [ b ] { c } \" d \"";
-    QTest::newRow("umlauts untouched") << QString::fromUtf8("Männer über Straßen.") << QString::fromUtf8("Männer über Straßen .");
+    QTest::newRow("punctuation") << "Hello, world!"
+                                 << "Hello , world !";
+    QTest::newRow("numbers keep . and ,") << "It costs 3.50 or 1,000."
+                                          << "It costs 3.50 or 1,000 .";
+    QTest::newRow("dash after digit") << "pages 5-6 and well-known"
+                                      << "pages 5 - 6 and well-known";
+    QTest::newRow("apostrophe kept") << "Don't stop"
+                                     << "Don't stop";
+    QTest::newRow("entities") << "&quot;hi&quot; &amp; bye"
+                              << "\" hi \" & bye";
+    QTest::newRow("brackets and quotes") << "(a) [b] {c} \"d\""
+                                         << "( a ) [ b ] { c } \" d \"";
+    QTest::newRow("umlauts untouched") << QString::fromUtf8("Männer über Straßen.")
+                                       << QString::fromUtf8("Männer über Straßen .");
 }
 
 void TestMetrics::tokenize13a() {
@@ -53,7 +60,8 @@ void TestMetrics::brevityPenaltyAndSmoothing() {
     // 4-grams 0/1 -> 100/(4*1); BP = exp(1 - 6/4).
     const auto b = corpusBleu({"the cat the cat"}, {"the cat sat on the mat"});
     const double p[4] = {75.0, 100.0 / 3.0, 25.0, 25.0};
-    const double expected = std::exp(1.0 - 6.0 / 4.0) * std::exp((std::log(p[0]) + std::log(p[1]) + std::log(p[2]) + std::log(p[3])) / 4);
+    const double expected =
+        std::exp(1.0 - 6.0 / 4.0) * std::exp((std::log(p[0]) + std::log(p[1]) + std::log(p[2]) + std::log(p[3])) / 4);
     QVERIFY2(std::abs(b.score - expected) < 1e-9, qPrintable(QString("%1 vs %2").arg(b.score).arg(expected)));
     QVERIFY(std::abs(b.score - 21.4438) < 1e-3);
     QCOMPARE(b.sys_len, int64_t(4));

@@ -13,8 +13,8 @@
 #include <QtTest/QtTest>
 
 #include <filesystem>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace fs = std::filesystem;
 using attnlab::PackageError;
@@ -37,8 +37,10 @@ constexpr bool bracesInit(...) {
 }
 template <typename T, typename... A>
 constexpr size_t memberCount() {
-    if constexpr (bracesInit<T, A..., AnyMember>(0)) return memberCount<T, A..., AnyMember>();
-    else return sizeof...(A);
+    if constexpr (bracesInit<T, A..., AnyMember>(0))
+        return memberCount<T, A..., AnyMember>();
+    else
+        return sizeof...(A);
 }
 }  // namespace
 
@@ -81,7 +83,8 @@ void TestPackage::saveLoadTranslatesIdentically() {
     attnlab::decoding::Engine ea(m_good, {"cpu"});
     auto am = ea.model();
     auto loaded = am->named_parameters();
-    for (const auto& p : original->named_parameters()) QVERIFY2(torch::equal(p.value(), loaded[p.key()]), p.key().c_str());
+    for (const auto& p : original->named_parameters())
+        QVERIFY2(torch::equal(p.value(), loaded[p.key()]), p.key().c_str());
     // Save what was loaded, load it again: same translations and attention.
     const std::string again = m_dir.path().toStdString() + "/again";
     attnlab::package::savePackage(again, ea.config(), am, m_tok);
@@ -194,60 +197,71 @@ void TestPackage::corrupt() {
     const std::string weights = dir + "/model.safetensors";
     std::string target = dir;
     switch (which) {
-        case 0: target = dir + "/nothing-here"; break;
-        case 1: fs::remove(dir + "/config.json"); break;
-        case 2: attnlab::testing::writeFile(dir + "/config.json", "{\"format_version\": 1,"); break;
-        case 3: editConfig(dir, [](auto& j) { j["format_version"] = 99; }); break;
-        case 4: editConfig(dir, [](auto& j) { j.erase("d_inner"); }); break;
-        case 5: editConfig(dir, [](auto& j) { j["n_layers"] = "two"; }); break;
-        case 6: fs::remove(weights); break;
-        case 7: fs::remove(dir + "/tokenizer.model"); break;
-        case 8: attnlab::testing::writeFile(dir + "/tokenizer.model", "garbage"); break;
-        case 9: editConfig(dir, [](auto& j) { j["n_src_vocab"] = 300; j["n_trg_vocab"] = 300; }); break;
-        case 10:
-            editTensors(dir, [](auto& v) {
-                v.erase(std::remove_if(v.begin(), v.end(), [](auto& t) { return t.name == "encoder.layer_stack.1.pos_ffn.w_2.bias"; }), v.end());
-            });
-            break;
-        case 11:
-            editTensors(dir, [](auto& v) {
-                auto emb = *std::find_if(v.begin(), v.end(), [](auto& t) { return t.name == "decoder.trg_word_emb.weight"; });
-                emb.name = "trg_word_prj.weight";
-                v.push_back(emb);
-            });
-            break;
-        case 12:
-            editTensors(dir, [](auto& v) {
-                for (auto& t : v)
-                    if (t.name == "decoder.layer_norm.weight") { t.shape = {31}; t.nbytes = 31 * 4; }
-            });
-            break;
-        case 13:
-            editTensors(dir, [](auto& v) {
-                for (auto& t : v)
-                    if (t.name == "decoder.layer_norm.bias") t.dtype = "I32";
-            });
-            break;
-        case 14: {
-            auto bytes = attnlab::testing::readFile(weights);
-            attnlab::testing::writeFile(weights, bytes.substr(0, bytes.size() - 100));
-            break;
-        }
-        case 15: {
-            auto bytes = attnlab::testing::readFile(weights);
-            bytes[6] = '\x01';  // header length += 2^48
-            attnlab::testing::writeFile(weights, bytes);
-            break;
-        }
-        case 16: {
-            std::vector<float> nan(32, std::numeric_limits<float>::quiet_NaN());
-            editTensors(dir, [&](auto& v) {
-                for (auto& t : v)
-                    if (t.name == "encoder.layer_norm.bias") t.data = nan.data();
-            });
-            break;
-        }
-        case 17: editConfig(dir, [](auto& j) { j["eos_idx"] = 5; }); break;
+    case 0: target = dir + "/nothing-here"; break;
+    case 1: fs::remove(dir + "/config.json"); break;
+    case 2: attnlab::testing::writeFile(dir + "/config.json", "{\"format_version\": 1,"); break;
+    case 3: editConfig(dir, [](auto& j) { j["format_version"] = 99; }); break;
+    case 4: editConfig(dir, [](auto& j) { j.erase("d_inner"); }); break;
+    case 5: editConfig(dir, [](auto& j) { j["n_layers"] = "two"; }); break;
+    case 6: fs::remove(weights); break;
+    case 7: fs::remove(dir + "/tokenizer.model"); break;
+    case 8: attnlab::testing::writeFile(dir + "/tokenizer.model", "garbage"); break;
+    case 9:
+        editConfig(dir, [](auto& j) {
+            j["n_src_vocab"] = 300;
+            j["n_trg_vocab"] = 300;
+        });
+        break;
+    case 10:
+        editTensors(dir, [](auto& v) {
+            v.erase(std::remove_if(v.begin(), v.end(),
+                                   [](auto& t) { return t.name == "encoder.layer_stack.1.pos_ffn.w_2.bias"; }),
+                    v.end());
+        });
+        break;
+    case 11:
+        editTensors(dir, [](auto& v) {
+            auto emb =
+                *std::find_if(v.begin(), v.end(), [](auto& t) { return t.name == "decoder.trg_word_emb.weight"; });
+            emb.name = "trg_word_prj.weight";
+            v.push_back(emb);
+        });
+        break;
+    case 12:
+        editTensors(dir, [](auto& v) {
+            for (auto& t : v)
+                if (t.name == "decoder.layer_norm.weight") {
+                    t.shape = {31};
+                    t.nbytes = 31 * 4;
+                }
+        });
+        break;
+    case 13:
+        editTensors(dir, [](auto& v) {
+            for (auto& t : v)
+                if (t.name == "decoder.layer_norm.bias") t.dtype = "I32";
+        });
+        break;
+    case 14: {
+        auto bytes = attnlab::testing::readFile(weights);
+        attnlab::testing::writeFile(weights, bytes.substr(0, bytes.size() - 100));
+        break;
+    }
+    case 15: {
+        auto bytes = attnlab::testing::readFile(weights);
+        bytes[6] = '\x01';  // header length += 2^48
+        attnlab::testing::writeFile(weights, bytes);
+        break;
+    }
+    case 16: {
+        std::vector<float> nan(32, std::numeric_limits<float>::quiet_NaN());
+        editTensors(dir, [&](auto& v) {
+            for (auto& t : v)
+                if (t.name == "encoder.layer_norm.bias") t.data = nan.data();
+        });
+        break;
+    }
+    case 17: editConfig(dir, [](auto& j) { j["eos_idx"] = 5; }); break;
     }
     try {
         Translator t(target, {"cpu"});
@@ -292,8 +306,10 @@ void TestPackage::fuzzNeverCrashes() {
     attnlab::testing::writeFile(dir + "/model.safetensors", good_weights);
     for (int i = 0; i < 60; ++i) {
         std::string c = good_config;
-        if (i % 3 == 0) c = c.substr(0, rng() % c.size());
-        else c[rng() % c.size()] = static_cast<char>(byte(rng));
+        if (i % 3 == 0)
+            c = c.substr(0, rng() % c.size());
+        else
+            c[rng() % c.size()] = static_cast<char>(byte(rng));
         attnlab::testing::writeFile(dir + "/config.json", c);
         attempt();
     }
@@ -301,8 +317,10 @@ void TestPackage::fuzzNeverCrashes() {
     const std::string good_tok = attnlab::testing::readFile(m_good + "/tokenizer.model");
     for (int i = 0; i < 60; ++i) {
         std::string t = good_tok;
-        if (i % 3 == 0) t = t.substr(0, rng() % t.size());
-        else for (int k = 0; k < 1 + i % 5; ++k) t[rng() % t.size()] = static_cast<char>(byte(rng));
+        if (i % 3 == 0)
+            t = t.substr(0, rng() % t.size());
+        else
+            for (int k = 0; k < 1 + i % 5; ++k) t[rng() % t.size()] = static_cast<char>(byte(rng));
         attnlab::testing::writeFile(dir + "/tokenizer.model", t);
         attempt();
     }

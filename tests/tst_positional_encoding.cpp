@@ -23,8 +23,16 @@ void TestPositionalEncoding::tableMatchesFormula_data() {
     QTest::addColumn<int>("dim");
     QTest::addColumn<int>("d_hid");
     for (int d : {16, 256, 512}) {
-        for (auto [p, i] : std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {7, 4}, {13, 5}, {199, 0},
-                                                            {199, d - 1}, {50, d / 2}, {123, d / 2 + 1}}) {
+        for (auto [p, i] : std::vector<std::pair<int, int>>{{0, 0},
+                                                            {0, 1},
+                                                            {1, 0},
+                                                            {1, 1},
+                                                            {7, 4},
+                                                            {13, 5},
+                                                            {199, 0},
+                                                            {199, d - 1},
+                                                            {50, d / 2},
+                                                            {123, d / 2 + 1}}) {
             QTest::addRow("d%d_pos%d_dim%d", d, p, i) << p << i << d;
         }
     }
@@ -40,8 +48,10 @@ void TestPositionalEncoding::tableMatchesFormula() {
     const int i2 = dim - dim % 2;  // "2i" of the paper
     const double angle = pos / std::pow(10000.0, double(i2) / d_hid);
     const double expected = (dim % 2 == 0) ? std::sin(angle) : std::cos(angle);
-    QVERIFY2(std::abs(table[pos][dim].item<float>() - expected) < 1e-6,
-             qPrintable(QString("PE(%1,%2) = %3, formula %4").arg(pos).arg(dim).arg(table[pos][dim].item<float>()).arg(expected)));
+    QVERIFY2(
+        std::abs(table[pos][dim].item<float>() - expected) < 1e-6,
+        qPrintable(
+            QString("PE(%1,%2) = %3, formula %4").arg(pos).arg(dim).arg(table[pos][dim].item<float>()).arg(expected)));
 }
 
 void TestPositionalEncoding::bufferIsPosTableAndAddsRows() {

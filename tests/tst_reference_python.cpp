@@ -68,16 +68,17 @@ void TestReferencePython::matchesReference() {
     for (const auto& r : results) {
         std::vector<int> dec_in{2};
         for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) dec_in.push_back(r.best.ids[i]);
-        in["sentences"].push_back({{"source_ids", r.source_ids}, {"decoder_input_ids", dec_in}, {"target_ids", r.best.ids}});
+        in["sentences"].push_back(
+            {{"source_ids", r.source_ids}, {"decoder_input_ids", dec_in}, {"target_ids", r.best.ids}});
     }
     // Also the reference's own beam search (Translator.translate_sentence) at the same beam and cap.
-    in["reference_beam"] = {{"beam", o.beam_size}, {"alpha", o.length_penalty}, {"max_seq_len", o.max_length + 1},
-                            {"bos", 2}, {"eos", 3}};
+    in["reference_beam"] = {
+        {"beam", o.beam_size}, {"alpha", o.length_penalty}, {"max_seq_len", o.max_length + 1}, {"bos", 2}, {"eos", 3}};
     const QString in_path = m_dir.path() + "/in.json", out_path = m_dir.path() + "/out.json";
     attnlab::testing::writeFile(in_path.toStdString(), in.dump());
     QProcess p;
-    p.start(m_python, {QString(ATTNLAB_SOURCE_DIR) + "/scripts/reference_forward.py", "--model", QString::fromStdString(pkg),
-                       "--input", in_path, "--output", out_path});
+    p.start(m_python, {QString(ATTNLAB_SOURCE_DIR) + "/scripts/reference_forward.py", "--model",
+                       QString::fromStdString(pkg), "--input", in_path, "--output", out_path});
     QVERIFY(p.waitForFinished(120000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const json out = json::parse(attnlab::testing::readFile(out_path.toStdString()));
@@ -173,7 +174,8 @@ o = argparse.Namespace(src_vocab_size=c["n_src_vocab"], trg_vocab_size=c["n_trg_
     d_word_vec=c["d_word_vec"], d_model=c["d_model"], d_inner_hid=c["d_inner"], n_layers=c["n_layers"], n_head=c["n_head"], d_k=c["d_k"], d_v=c["d_v"],
     dropout=c["dropout"], proj_share_weight=True, embs_share_weight=True, scale_emb_or_prj=c["scale_emb_or_prj"])
 torch.save({"epoch": 3, "settings": o, "model": w}, "%3")
-)").arg(ATTNLAB_SOURCE_DIR, QString::fromStdString(pkg), ckpt);
+)")
+                             .arg(ATTNLAB_SOURCE_DIR, QString::fromStdString(pkg), ckpt);
     QProcess p;
     p.start(m_python, {"-c", make});
     QVERIFY(p.waitForFinished(120000));

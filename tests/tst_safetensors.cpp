@@ -63,8 +63,10 @@ void TestSafetensors::malformed_data() {
     }
     row("not json", fileWithHeader("{nope", 0), "malformed header JSON");
     row("not object", fileWithHeader("[1,2]", 0), "header is not a JSON object");
-    row("unknown dtype", fileWithHeader(R"({"x":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})", 4), "unknown dtype 'Q7'");
-    row("missing shape", fileWithHeader(R"({"x":{"dtype":"F32","data_offsets":[0,4]}})", 4), "missing or non-array shape");
+    row("unknown dtype", fileWithHeader(R"({"x":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})", 4),
+        "unknown dtype 'Q7'");
+    row("missing shape", fileWithHeader(R"({"x":{"dtype":"F32","data_offsets":[0,4]}})", 4),
+        "missing or non-array shape");
     row("negative dim", fileWithHeader(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
         "shape entries must be non-negative integers");
     row("size mismatch", fileWithHeader(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4),
@@ -73,12 +75,16 @@ void TestSafetensors::malformed_data() {
         "out of range: the data section has 8 bytes");
     row("begin after end", fileWithHeader(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8),
         "data_offsets begin > end");
-    row("overlap", fileWithHeader(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+    row("overlap",
+        fileWithHeader(
+            R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            8),
         "overlaps the tensor before it");
     row("hole", fileWithHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "hole of 4 bytes");
     row("trailing bytes", fileWithHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12),
         "8 bytes after the last tensor");
-    row("huge shape", fileWithHeader(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
+    row("huge shape",
+        fileWithHeader(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
         "shape is too large");
     row("bad metadata", fileWithHeader(R"({"__metadata__":{"a":1}})", 0), "__metadata__ value 'a' is not a string");
 }

@@ -35,11 +35,12 @@ SearchOptions options(int beam, int nbest, int max_len, int64_t n) {
 }
 
 // Sum of log-probabilities of `tokens` under a teacher-forced full forward pass.
-double teacherForcedScore(attnlab::model::Transformer& m, const torch::Tensor& src_row, const std::vector<int64_t>& tokens) {
+double teacherForcedScore(attnlab::model::Transformer& m, const torch::Tensor& src_row,
+                          const std::vector<int64_t>& tokens) {
     std::vector<int64_t> in{2};
     in.insert(in.end(), tokens.begin(), tokens.end() - 1);
-    auto logp = torch::log_softmax(m->forwardFull(src_row.unsqueeze(0), torch::tensor(in).unsqueeze(0)), -1)[0]
-                    .to(torch::kFloat64);
+    auto logp = torch::log_softmax(m->forwardFull(src_row.unsqueeze(0), torch::tensor(in).unsqueeze(0)), -1)[0].to(
+        torch::kFloat64);
     double s = 0;
     for (size_t i = 0; i < tokens.size(); ++i) s += logp[i][tokens[i]].item<double>();
     return s;

@@ -51,7 +51,7 @@ private:
     std::unique_ptr<MainWindow> m_window;
     QTemporaryDir m_dir;
     QString m_good, m_corrupt;
-    QString m_submitted;       // the last sentence sent with Enter
+    QString m_submitted;  // the last sentence sent with Enter
     bool m_expect_result = false;
     int m_translations = 0, m_errors = 0, m_exports_refused = 0;
     qint64 m_longest_round_ms = 0;
@@ -63,12 +63,14 @@ void TestSoak::initTestCase() {
     QVERIFY2(!m_good.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
     m_corrupt = m_dir.filePath("corrupt");
     QDir().mkpath(m_corrupt);
-    for (const QString f : {"config.json", "model.safetensors", "tokenizer.model"}) QFile::copy(m_good + "/" + f, m_corrupt + "/" + f);
+    for (const QString f : {"config.json", "model.safetensors", "tokenizer.model"})
+        QFile::copy(m_good + "/" + f, m_corrupt + "/" + f);
     QFile w(m_corrupt + "/model.safetensors");
     QVERIFY(w.open(QIODevice::ReadWrite));
     w.resize(w.size() / 2);
     w.close();
-    m_rng.seed(qEnvironmentVariableIntValue("ATTNLAB_SOAK_SEED") ? qEnvironmentVariableIntValue("ATTNLAB_SOAK_SEED") : 1);
+    m_rng.seed(qEnvironmentVariableIntValue("ATTNLAB_SOAK_SEED") ? qEnvironmentVariableIntValue("ATTNLAB_SOAK_SEED")
+                                                                 : 1);
     m_controller = std::make_unique<TranslationController>();
     m_window = std::make_unique<MainWindow>(m_controller.get(), /*error_dialogs=*/false);
     m_window->resize(1200, 800);
@@ -130,7 +132,8 @@ void TestSoak::act(int what) {
     }
     case 2: {  // decoding options at their limits
         for (auto* box : panel->findChildren<QSpinBox*>()) box->setValue(m_rng() % 2 ? box->minimum() : box->maximum());
-        for (auto* box : panel->findChildren<QDoubleSpinBox*>()) box->setValue(m_rng() % 2 ? box->minimum() : box->maximum());
+        for (auto* box : panel->findChildren<QDoubleSpinBox*>())
+            box->setValue(m_rng() % 2 ? box->minimum() : box->maximum());
         break;
     }
     case 3: {  // kind / layer / head keys
@@ -142,7 +145,8 @@ void TestSoak::act(int what) {
     case 4: m_window->showTab(MainWindow::Tab(m_rng() % 3)); break;
     case 5: {  // a click anywhere on the grid
         AttentionGrid* g = ex->grid();
-        QTest::mouseClick(g, Qt::LeftButton, {}, QPoint(int(m_rng() % std::max(1, g->width())), int(m_rng() % std::max(1, g->height()))));
+        QTest::mouseClick(g, Qt::LeftButton, {},
+                          QPoint(int(m_rng() % std::max(1, g->width())), int(m_rng() % std::max(1, g->height()))));
         break;
     }
     case 6: {  // open a valid, a missing or a corrupt package
@@ -193,8 +197,9 @@ void TestSoak::checkConsistent(int action) {
 }
 
 void TestSoak::randomActions() {
-    const int n = qEnvironmentVariableIntValue("ATTNLAB_SOAK_ACTIONS") > 0 ? qEnvironmentVariableIntValue("ATTNLAB_SOAK_ACTIONS")
-                                                                          : 100;
+    const int n = qEnvironmentVariableIntValue("ATTNLAB_SOAK_ACTIONS") > 0
+                      ? qEnvironmentVariableIntValue("ATTNLAB_SOAK_ACTIONS")
+                      : 100;
     const int warm_up = n / 5;
     long rss_warm = -1;
     QElapsedTimer total;
@@ -202,15 +207,17 @@ void TestSoak::randomActions() {
     for (int i = 0; i < n; ++i) {
         act(int(m_rng() % 8));
         QVERIFY2(waitIdle(), qPrintable(QString("action %1: still busy after 120 s").arg(i)));
-        QVERIFY2(m_longest_round_ms < 5000, qPrintable(QString("action %1: the GUI thread hung for %2 ms").arg(i).arg(m_longest_round_ms)));
+        QVERIFY2(m_longest_round_ms < 5000,
+                 qPrintable(QString("action %1: the GUI thread hung for %2 ms").arg(i).arg(m_longest_round_ms)));
         checkConsistent(i);
         if (i == warm_up) rss_warm = residentKb();
     }
     const long rss_end = residentKb();
-    qInfo("%d actions in %.1f s: %d translations, %d translation errors, %d exports refused; longest GUI event-loop "
-          "round %lld ms; RSS %ld kB after warm-up, %ld kB at the end (%+.1f %%)",
-          n, total.elapsed() / 1000.0, m_translations, m_errors, m_exports_refused, m_longest_round_ms, rss_warm, rss_end,
-          100.0 * double(rss_end - rss_warm) / double(rss_warm));
+    qInfo(
+        "%d actions in %.1f s: %d translations, %d translation errors, %d exports refused; longest GUI event-loop "
+        "round %lld ms; RSS %ld kB after warm-up, %ld kB at the end (%+.1f %%)",
+        n, total.elapsed() / 1000.0, m_translations, m_errors, m_exports_refused, m_longest_round_ms, rss_warm, rss_end,
+        100.0 * double(rss_end - rss_warm) / double(rss_warm));
     QVERIFY2(rss_end < rss_warm * 1.10, "resident memory grew by more than 10 % after warm-up");
 }
 

@@ -27,8 +27,8 @@ private Q_SLOTS:
 
 private:
     QTemporaryDir m_dir;
-    std::unique_ptr<Tokenizer> m_tok;      // byte fallback on
-    std::unique_ptr<Tokenizer> m_plain;    // byte fallback off
+    std::unique_ptr<Tokenizer> m_tok;    // byte fallback on
+    std::unique_ptr<Tokenizer> m_plain;  // byte fallback off
 };
 
 void TestTokenizer::initTestCase() {
@@ -106,7 +106,7 @@ void TestTokenizer::piecesAndSurfaces() {
     QCOMPARE(e.surfaces.size(), e.pieces.size());
     std::string joined;
     for (const auto& x : e.surfaces) joined += x;
-    QCOMPARE(joined, s);  // surfaces cover the input
+    QCOMPARE(joined, s);                                      // surfaces cover the input
     QVERIFY(e.pieces.front().rfind("\xE2\x96\x81", 0) == 0);  // the first piece starts with ▁
 }
 

@@ -1,10 +1,10 @@
 // Training: the loss and the schedule against independent computations, a tiny model learning to
 // copy, exact resume, and the errors of bad corpora and checkpoints.
 #include "data/corpus.h"
+#include "decoding/engine.h"
 #include "decoding/search.h"
 #include "fixtures.h"
 #include "training/objective.h"
-#include "decoding/engine.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/trainer.h>
@@ -113,8 +113,9 @@ void TestTraining::labelSmoothedLossMatchesDenseComputation() {
         auto dense = (-(smoothed * torch::log_softmax(x2, 1)).sum(1) * keep).sum() / double(tokens) * 2.5;
         dense.backward();
         QVERIFY2(torch::allclose(x1.grad().to(torch::kFloat64), x2.grad(), 1e-5, 1e-6),
-                 qPrintable(QString("eps %1: gradient differs by %2").arg(eps).arg(
-                     (x1.grad().to(torch::kFloat64) - x2.grad()).abs().max().item<double>())));
+                 qPrintable(QString("eps %1: gradient differs by %2")
+                                .arg(eps)
+                                .arg((x1.grad().to(torch::kFloat64) - x2.grad()).abs().max().item<double>())));
         QCOMPARE(x1.grad()[2].abs().sum().item<double>(), 0.0);  // a pad row gets no gradient
     }
 }
@@ -250,9 +251,10 @@ void TestTraining::tinyModelLearnsToCopy() {
     const double token_acc = double(after.right) / double(after.total);
     qInfo("copy task: %d of 100 held-out sequences exact, token accuracy %.4f (untrained: %d exact, %.4f)", after.exact,
           token_acc, before.exact, double(before.right) / double(before.total));
-    QVERIFY2(after.exact >= 75 && token_acc >= 0.90,
-             qPrintable(QString("%1 of 100 held-out sequences copied exactly, token accuracy %2")
-                            .arg(after.exact).arg(token_acc)));
+    QVERIFY2(
+        after.exact >= 75 && token_acc >= 0.90,
+        qPrintable(
+            QString("%1 of 100 held-out sequences copied exactly, token accuracy %2").arg(after.exact).arg(token_acc)));
 }
 
 void TestTraining::resumeReproducesUninterruptedRun() {
@@ -315,7 +317,8 @@ void compareRuns(const std::string& a, const std::string& b) {
         torch::load(opt, dir + "/checkpoints/latest/optimizer.pt");
         std::vector<torch::Tensor> out;
         for (const auto& p : e.model()->parameters()) {
-            auto& st = static_cast<torch::optim::AdamParamState&>(*opt.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+            auto& st = static_cast<torch::optim::AdamParamState&>(
+                *opt.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
             out.push_back(st.exp_avg());
             out.push_back(st.exp_avg_sq());
             out.push_back(torch::tensor(st.step()));
@@ -324,7 +327,8 @@ void compareRuns(const std::string& a, const std::string& b) {
     };
     const auto oa = optimizerState(ta, a), ob = optimizerState(tb, b);
     QCOMPARE(oa.size(), ob.size());
-    for (size_t i = 0; i < oa.size(); ++i) QVERIFY2(torch::equal(oa[i], ob[i]), qPrintable(QString("optimizer tensor %1").arg(i)));
+    for (size_t i = 0; i < oa.size(); ++i)
+        QVERIFY2(torch::equal(oa[i], ob[i]), qPrintable(QString("optimizer tensor %1").arg(i)));
     const auto ra = logRows(a), rb = logRows(b);
     QCOMPARE(rb, ra);
 }
@@ -439,7 +443,8 @@ void TestTraining::averageIsTheMean() {
     auto avg = t.model()->named_parameters();
     for (const auto& p : ma->named_parameters()) {
         auto expected = (p.value().to(torch::kFloat64) + mb->named_parameters()[p.key()].to(torch::kFloat64) +
-                         mc->named_parameters()[p.key()].to(torch::kFloat64)) / 3.0;
+                         mc->named_parameters()[p.key()].to(torch::kFloat64)) /
+                        3.0;
         QVERIFY2(torch::allclose(avg[p.key()].to(torch::kFloat64), expected, 0, 1e-6), p.key().c_str());
     }
     auto other = cfg;
@@ -462,7 +467,8 @@ void TestTraining::corpusErrors() {
         data::readParallel(dir + "/a.txt", dir + "/b.txt");
         QFAIL("no exception");
     } catch (const InputError& e) {
-        QVERIFY2(QString(e.what()).contains("a.txt has 3 lines but") && QString(e.what()).contains("b.txt has 2"), e.what());
+        QVERIFY2(QString(e.what()).contains("a.txt has 3 lines but") && QString(e.what()).contains("b.txt has 2"),
+                 e.what());
     }
     // gzip, read transparently; a truncated one is an error.
     gzFile f = gzopen((dir + "/c.gz").c_str(), "wb");

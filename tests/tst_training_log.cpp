@@ -25,7 +25,8 @@ private:
 
 void TestTrainingLog::readsColumnsAndRows() {
     const std::string path = m_dir.filePath("log.tsv").toStdString();
-    attnlab::testing::writeFile(path, "epoch\tstep\tvalid_bleu\tlr\n1\t133\t0.13\t0.0003325\n\n2\t266\tnan\t6.65e-4\r\n");
+    attnlab::testing::writeFile(path,
+                                "epoch\tstep\tvalid_bleu\tlr\n1\t133\t0.13\t0.0003325\n\n2\t266\tnan\t6.65e-4\r\n");
     const auto log = attnlab::readTrainingLog(path);
     QCOMPARE(log.columns, (std::vector<std::string>{"epoch", "step", "valid_bleu", "lr"}));
     QCOMPARE(log.rows.size(), size_t(2));
@@ -71,12 +72,18 @@ void TestTrainingLog::readsTheBundledModelsLog() {
 void TestTrainingLog::malformedFilesAreNamed_data() {
     QTest::addColumn<QString>("content");
     QTest::addColumn<QString>("message");
-    QTest::newRow("empty") << "" << ": empty (no header line)";
-    QTest::newRow("ragged") << "a\tb\n1\t2\n3\n" << ": line 3 has 1 fields, the header has 2";
-    QTest::newRow("text") << "a\tb\n1\tfast\n" << ": line 2, column 'b': 'fast' is not a number";
-    QTest::newRow("trailing") << "a\tb\n1\t2x\n" << ": line 2, column 'b': '2x' is not a number";
-    QTest::newRow("blank field") << "a\tb\n\t2\n" << ": line 2, column 'a': '' is not a number";
-    QTest::newRow("header") << "a\t\tc\n" << ": line 1: an empty column name in the header";
+    QTest::newRow("empty") << ""
+                           << ": empty (no header line)";
+    QTest::newRow("ragged") << "a\tb\n1\t2\n3\n"
+                            << ": line 3 has 1 fields, the header has 2";
+    QTest::newRow("text") << "a\tb\n1\tfast\n"
+                          << ": line 2, column 'b': 'fast' is not a number";
+    QTest::newRow("trailing") << "a\tb\n1\t2x\n"
+                              << ": line 2, column 'b': '2x' is not a number";
+    QTest::newRow("blank field") << "a\tb\n\t2\n"
+                                 << ": line 2, column 'a': '' is not a number";
+    QTest::newRow("header") << "a\t\tc\n"
+                            << ": line 1: an empty column name in the header";
 }
 
 void TestTrainingLog::malformedFilesAreNamed() {

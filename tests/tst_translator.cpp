@@ -1,9 +1,9 @@
 // Translator end to end on a small random model: the result's pieces, attention maps and
 // per-step candidates against independent computations; input errors; batches; progress.
 #include "decoding/engine.h"
+#include "fixtures.h"
 #include "model/masks.h"
 #include "package/package_io.h"
-#include "fixtures.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/translator.h>
@@ -42,7 +42,8 @@ void TestTranslator::initTestCase() {
     cfg.n_position = 40;
     attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, cfg);
     m_t = std::make_unique<Translator>(m_dir.path().toStdString() + "/pkg");
-    m_engine = std::make_unique<attnlab::decoding::Engine>(m_dir.path().toStdString() + "/pkg", attnlab::TranslatorOptions{"cpu"});
+    m_engine = std::make_unique<attnlab::decoding::Engine>(m_dir.path().toStdString() + "/pkg",
+                                                           attnlab::TranslatorOptions{"cpu"});
     QCOMPARE(m_t->info().device, std::string("cpu"));
     QVERIFY(m_t->info().load_seconds > 0);
 }
@@ -58,8 +59,8 @@ void TestTranslator::resultShapesAndRows() {
     QCOMPARE(r.decoder_input_pieces.front(), std::string("<s>"));
     QVERIFY(T >= 1 && T <= 9);
     for (const auto* maps : {&r.encoder_self, &r.decoder_self, &r.cross}) {
-        QCOMPARE(maps->size(), size_t(2));          // layers
-        QCOMPARE(maps->at(0).size(), size_t(4));    // heads
+        QCOMPARE(maps->size(), size_t(2));        // layers
+        QCOMPARE(maps->at(0).size(), size_t(4));  // heads
     }
     for (int l = 0; l < 2; ++l)
         for (int h = 0; h < 4; ++h) {
@@ -94,7 +95,8 @@ void TestTranslator::resultShapesAndRows() {
     x = x + attnlab::model::sinusoidTable(cfg.n_position, cfg.d_model).slice(0, 0, int64_t(S));
     x = torch::layer_norm(x, {cfg.d_model}, model->encoder->layer_norm->weight, model->encoder->layer_norm->bias, 1e-6);
     auto layer0 = model->encoder->layer_stack->ptr(0);
-    auto w_q = layer0->named_parameters()["slf_attn.w_qs.weight"], w_k = layer0->named_parameters()["slf_attn.w_ks.weight"];
+    auto w_q = layer0->named_parameters()["slf_attn.w_qs.weight"],
+         w_k = layer0->named_parameters()["slf_attn.w_ks.weight"];
     for (int h = 0; h < 4; ++h) {
         auto q = torch::mm(x, w_q.t()).slice(1, h * cfg.d_k, (h + 1) * cfg.d_k);
         auto k = torch::mm(x, w_k.t()).slice(1, h * cfg.d_k, (h + 1) * cfg.d_k);
@@ -131,7 +133,8 @@ void TestTranslator::stepsMatchScore() {
         const auto& s = r.steps[i];
         QCOMPARE(s.chosen_id, r.best.ids[i]);
         QCOMPARE(s.candidates.size(), size_t(5));
-        for (size_t k = 1; k < s.candidates.size(); ++k) QVERIFY(s.candidates[k - 1].probability >= s.candidates[k].probability);
+        for (size_t k = 1; k < s.candidates.size(); ++k)
+            QVERIFY(s.candidates[k - 1].probability >= s.candidates[k].probability);
         QVERIFY(s.candidates[0].probability >= s.chosen_probability);
         sum += std::log(double(s.chosen_probability));
     }
@@ -210,7 +213,8 @@ void TestTranslator::padAndBosAreNeverGenerated() {
 }
 
 void TestTranslator::batchKeepsOrderAndMatchesSingle() {
-    const std::vector<std::string> s = {"Ein Mann.", "Zwei mädchen spielt mit einem großen ball im garten.", "Die Katze schläft."};
+    const std::vector<std::string> s = {"Ein Mann.", "Zwei mädchen spielt mit einem großen ball im garten.",
+                                        "Die Katze schläft."};
     DecodingOptions o;
     o.beam_size = 3;
     o.max_length = 10;

@@ -72,11 +72,16 @@ void TestUi::typingTranslatesAndShowsEveryKind() {
     typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");  // QTest::keyClicks types ASCII only
     auto result = m_window->lastResult();
     QVERIFY(result);
-    auto expected = m_core->translate("Ein Mann geht mit dem Hund auf die Strasse.", m_window->translatePanel()->options());
+    auto expected =
+        m_core->translate("Ein Mann geht mit dem Hund auf die Strasse.", m_window->translatePanel()->options());
     QCOMPARE(result->best.ids, expected.best.ids);
     const int S = int(expected.source_pieces.size()), T = int(expected.best.pieces.size());
     AttentionExplorer* ex = m_window->explorer();
-    struct Case { AttentionKind kind; int rows, cols; const attnlab::LayerHeadMaps* maps; };
+    struct Case {
+        AttentionKind kind;
+        int rows, cols;
+        const attnlab::LayerHeadMaps* maps;
+    };
     for (const Case& c : {Case{AttentionKind::EncoderSelf, S, S, &expected.encoder_self},
                           Case{AttentionKind::DecoderSelf, T, T, &expected.decoder_self},
                           Case{AttentionKind::Cross, T, S, &expected.cross}}) {
@@ -155,7 +160,8 @@ void TestUi::corruptPackageKeepsOldModel() {
     QSignalSpy failed(m_controller.get(), &TranslationController::modelFailed);
     m_window->openModel(bad);
     QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 30000);  // the signal may come before wait() starts
-    QVERIFY2(failed.first().first().toString().contains("malformed JSON"), qPrintable(failed.first().first().toString()));
+    QVERIFY2(failed.first().first().toString().contains("malformed JSON"),
+             qPrintable(failed.first().first().toString()));
     QCOMPARE(m_controller->modelInfo(), before);
     typeAndWait("Der Hund schlaeft.");  // the old model still translates
     QCOMPARE(QString::fromStdString(m_window->lastResult()->source_text), QString("Der Hund schlaeft."));
@@ -245,7 +251,8 @@ void TestUi::modelPanelShowsCardAndTrainingLog() {
     const QString logged = copyAs("logged-model");
     write(logged + "/MODEL_CARD.md", "# Model card: test\n\n| set | BLEU |\n| --- | ---: |\n| test | 12.5 |\n");
     write(logged + "/training_log.tsv",
-          "epoch\tstep\ttrain_loss\tvalid_loss\tvalid_bleu\n1\t10\t7.5\t6.25\t0.5\n2\t20\t5.0\t4.75\t3.25\n3\t30\t4.0\t4.5\t6.0\n");
+          "epoch\tstep\ttrain_loss\tvalid_loss\tvalid_bleu\n1\t10\t7.5\t6.25\t0.5\n2\t20\t5.0\t4.75\t3.25\n3\t30\t4."
+          "0\t4.5\t6.0\n");
     open(logged);
     QVERIFY(panel->trainingMessage().isEmpty());
     QVERIFY(panel->card()->toPlainText().contains("Model card: test"));

@@ -16,9 +16,9 @@ namespace attnlab::ui {
 
 QString kindName(AttentionKind kind) {
     switch (kind) {
-        case AttentionKind::EncoderSelf: return QObject::tr("Encoder self-attention");
-        case AttentionKind::DecoderSelf: return QObject::tr("Masked decoder self-attention");
-        case AttentionKind::Cross: return QObject::tr("Decoder → encoder cross-attention");
+    case AttentionKind::EncoderSelf: return QObject::tr("Encoder self-attention");
+    case AttentionKind::DecoderSelf: return QObject::tr("Masked decoder self-attention");
+    case AttentionKind::Cross: return QObject::tr("Decoder → encoder cross-attention");
     }
     return {};
 }
@@ -33,7 +33,8 @@ QStringList toList(const std::vector<std::string>& v) {
 
 AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     m_kind = new QComboBox(this);
-    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross}) m_kind->addItem(kindName(k));
+    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross})
+        m_kind->addItem(kindName(k));
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
     m_layer = new QSpinBox(this);
     m_head = new QSpinBox(this);
@@ -91,9 +92,9 @@ int AttentionExplorer::head() const { return m_head->value(); }
 const LayerHeadMaps* AttentionExplorer::currentMaps() const {
     if (!m_result) return nullptr;
     switch (kind()) {
-        case AttentionKind::EncoderSelf: return &m_result->encoder_self;
-        case AttentionKind::DecoderSelf: return &m_result->decoder_self;
-        case AttentionKind::Cross: return &m_result->cross;
+    case AttentionKind::EncoderSelf: return &m_result->encoder_self;
+    case AttentionKind::DecoderSelf: return &m_result->decoder_self;
+    case AttentionKind::Cross: return &m_result->cross;
     }
     return nullptr;
 }
@@ -131,22 +132,22 @@ void AttentionExplorer::refresh() {
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
     QStringList rows, cols;
     switch (kind()) {
-        case AttentionKind::EncoderSelf:
-            rows = cols = toList(m_result->source_pieces);
-            m_view->setAxisTitles(tr("query (source piece)"), tr("key (source piece)"));
-            break;
-        // A decoder row is the step whose output is that target piece; its own input is the
-        // previous piece (<s> first), which is what the decoder self-attention keys show.
-        case AttentionKind::DecoderSelf:
-            rows = toList(m_result->best.pieces);
-            cols = toList(m_result->decoder_input_pieces);
-            m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (decoder input piece)"));
-            break;
-        case AttentionKind::Cross:
-            rows = toList(m_result->best.pieces);
-            cols = toList(m_result->source_pieces);
-            m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (source piece)"));
-            break;
+    case AttentionKind::EncoderSelf:
+        rows = cols = toList(m_result->source_pieces);
+        m_view->setAxisTitles(tr("query (source piece)"), tr("key (source piece)"));
+        break;
+    // A decoder row is the step whose output is that target piece; its own input is the
+    // previous piece (<s> first), which is what the decoder self-attention keys show.
+    case AttentionKind::DecoderSelf:
+        rows = toList(m_result->best.pieces);
+        cols = toList(m_result->decoder_input_pieces);
+        m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (decoder input piece)"));
+        break;
+    case AttentionKind::Cross:
+        rows = toList(m_result->best.pieces);
+        cols = toList(m_result->source_pieces);
+        m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (source piece)"));
+        break;
     }
     const QString what = h == heads ? tr("mean over heads") : tr("head %1").arg(h);
     m_view->setMap(map, rows, cols, tr("%1 — layer %2, %3").arg(kindName(kind())).arg(l).arg(what));

@@ -8,7 +8,7 @@
 namespace attnlab::ui {
 
 namespace {
-constexpr int kLabel = 56;   // room for row/column captions
+constexpr int kLabel = 56;  // room for row/column captions
 constexpr int kGap = 6;
 }  // namespace
 
@@ -85,7 +85,8 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
     p.setPen(palette().text().color());
     for (int c = 0; c <= heads(); ++c) {
         const QRect r = cellRect(0, c);
-        p.drawText(QRect(r.left(), 0, r.width(), kLabel / 2), Qt::AlignCenter, c == heads() ? tr("mean") : tr("head %1").arg(c));
+        p.drawText(QRect(r.left(), 0, r.width(), kLabel / 2), Qt::AlignCenter,
+                   c == heads() ? tr("mean") : tr("head %1").arg(c));
     }
     for (int l = 0; l < layers(); ++l) {
         const QRect r = cellRect(l, 0);

@@ -59,7 +59,8 @@ void AttentionView::clear() {
     m_plot->replot();
 }
 
-void AttentionView::setMap(const Matrix& map, const QStringList& queries, const QStringList& keys, const QString& title) {
+void AttentionView::setMap(const Matrix& map, const QStringList& queries, const QStringList& keys,
+                           const QString& title) {
     m_map = map;
     m_queries = queries;
     m_keys = keys;
@@ -110,8 +111,10 @@ bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
         const int column = static_cast<int>(std::lround(m_plot->xAxis->pixelToCoord(help->pos().x())));
         const int row = static_cast<int>(std::lround(m_plot->yAxis->pixelToCoord(help->pos().y())));
         const QString text = toolTipAt(row, column);
-        if (text.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(help->globalPos(), text, m_plot);
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(help->globalPos(), text, m_plot);
         return true;
     }
     return QWidget::eventFilter(watched, event);

@@ -20,7 +20,8 @@ public:
     explicit AttentionView(QWidget* parent = nullptr);
 
     // rows = queries (y axis, top to bottom), columns = keys (x axis).
-    void setMap(const Matrix& map, const QStringList& query_labels, const QStringList& key_labels, const QString& title);
+    void setMap(const Matrix& map, const QStringList& query_labels, const QStringList& key_labels,
+                const QString& title);
     void clear();
     // Axis titles (default "query" / "key").
     void setAxisTitles(const QString& query, const QString& key);

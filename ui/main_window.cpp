@@ -13,7 +13,6 @@
 
 #include <QApplication>
 
-#include <algorithm>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -25,6 +24,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace attnlab::ui {
 
@@ -73,7 +73,8 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     connect(m_controller, &TranslationController::modelLoaded, this, [this](ModelInfoPtr info) {
         m_last_error.clear();
         m_model->showModel(*info);
-        m_positional->setShape(static_cast<int>(info->config.model.n_position), static_cast<int>(info->config.model.d_model));
+        m_positional->setShape(static_cast<int>(info->config.model.n_position),
+                               static_cast<int>(info->config.model.d_model));
         const QString dir = QString::fromStdString(info->package_dir);
         m_status_model->setText(tr("%1 · %2 · loaded in %3 s")
                                     .arg(QFileInfo(dir).fileName(), QString::fromStdString(info->device))
@@ -84,7 +85,8 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     });
     connect(m_controller, &TranslationController::modelFailed, this, [this](const QString& m) {
         m_last_error = m;
-        showError(tr("Cannot open the model"), m + (m_controller->modelInfo() ? tr("\n\nThe previous model stays loaded.") : QString()));
+        showError(tr("Cannot open the model"),
+                  m + (m_controller->modelInfo() ? tr("\n\nThe previous model stays loaded.") : QString()));
     });
     connect(m_controller, &TranslationController::busyChanged, m_translate, &TranslatePanel::setBusy);
     connect(m_translate, &TranslatePanel::deviceChanged, this, [this] {
@@ -102,17 +104,20 @@ void MainWindow::buildMenus() {
     rebuildRecentMenu();
     file->addSeparator();
     file->addAction(tr("Export view as &PNG…"), QKeySequence(tr("Ctrl+E")), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export PNG"), "attention.png", tr("PNG images (*.png)"));
+        const QString path =
+            QFileDialog::getSaveFileName(this, tr("Export PNG"), "attention.png", tr("PNG images (*.png)"));
         if (path.isEmpty()) return;
         if (const auto error = exportCurrentView(path)) showError(tr("Export failed"), *error);
     });
     file->addAction(tr("Export view as P&DF…"), QKeySequence(tr("Ctrl+Shift+E")), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export PDF"), "attention.pdf", tr("PDF documents (*.pdf)"));
+        const QString path =
+            QFileDialog::getSaveFileName(this, tr("Export PDF"), "attention.pdf", tr("PDF documents (*.pdf)"));
         if (path.isEmpty()) return;
         if (const auto error = exportCurrentView(path)) showError(tr("Export failed"), *error);
     });
     file->addAction(tr("Export attention as &JSON…"), QKeySequence(tr("Ctrl+J")), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export attention"), "attention.json", tr("JSON (*.json)"));
+        const QString path =
+            QFileDialog::getSaveFileName(this, tr("Export attention"), "attention.json", tr("JSON (*.json)"));
         if (path.isEmpty()) return;
         if (const auto error = exportAttentionJson(path)) showError(tr("Export failed"), *error);
     });
@@ -126,7 +131,8 @@ void MainWindow::buildMenus() {
             m_explorer->select(k, m_explorer->layer(), m_explorer->head());
         });
     }
-    view->addAction(tr("Positional encoding"), QKeySequence(tr("Ctrl+4")), this, [this] { m_tabs->setCurrentWidget(m_positional); });
+    view->addAction(tr("Positional encoding"), QKeySequence(tr("Ctrl+4")), this,
+                    [this] { m_tabs->setCurrentWidget(m_positional); });
     view->addAction(tr("Model"), QKeySequence(tr("Ctrl+5")), this, [this] { m_tabs->setCurrentWidget(m_model); });
     view->addSeparator();
     // Bigger type for projectors: the whole window follows the application font.
@@ -184,9 +190,12 @@ void MainWindow::showTab(Tab tab) {
 
 std::optional<QString> MainWindow::exportCurrentView(const QString& path) {
     QCustomPlot* plot = nullptr;
-    if (m_tabs->currentWidget() == m_explorer) plot = m_explorer->figure();
-    else if (m_tabs->currentWidget() == m_positional) plot = m_positional->figure();
-    else if (m_tabs->currentWidget() == m_model) plot = m_model->figure();
+    if (m_tabs->currentWidget() == m_explorer)
+        plot = m_explorer->figure();
+    else if (m_tabs->currentWidget() == m_positional)
+        plot = m_positional->figure();
+    else if (m_tabs->currentWidget() == m_model)
+        plot = m_model->figure();
     if (!plot) return tr("this tab has no figure to export");
     const bool pdf = path.endsWith(".pdf", Qt::CaseInsensitive);
     const bool ok = pdf ? plot->savePdf(path, 1200, 900) : plot->savePng(path, 1200, 900, 2.0);

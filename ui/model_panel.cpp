@@ -27,8 +27,9 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
 
     m_plot = new QCustomPlot(this);
     m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, tr("Training (per epoch, from training_log.tsv)"),
-                                                               QFont(font().family(), font().pointSize() + 1, QFont::Bold)));
+    m_plot->plotLayout()->addElement(0, 0,
+                                     new QCPTextElement(m_plot, tr("Training (per epoch, from training_log.tsv)"),
+                                                        QFont(font().family(), font().pointSize() + 1, QFont::Bold)));
     m_plot->xAxis->setLabel(tr("epoch"));
     m_plot->yAxis->setLabel(tr("loss (label-smoothed, per token)"));
     m_plot->yAxis2->setLabel(tr("validation BLEU (greedy)"));
@@ -72,7 +73,9 @@ QString ModelPanel::trainingMessage() const { return m_plot_message->isHidden() 
 void ModelPanel::showModel(const ModelInfo& i) {
     const ModelConfig& m = i.config.model;
     const ParameterCounts& p = i.parameters;
-    auto row = [](const QString& k, const QString& v) { return QStringLiteral("<tr><td>%1</td><td><b>%2</b></td></tr>").arg(k, v); };
+    auto row = [](const QString& k, const QString& v) {
+        return QStringLiteral("<tr><td>%1</td><td><b>%2</b></td></tr>").arg(k, v);
+    };
     auto num = [](int64_t n) { return QLocale().toString(qlonglong(n)); };
     // The package by its folder name; where it lies on this machine on hover.
     const QString where = QString::fromStdString(i.package_dir);
@@ -105,8 +108,10 @@ void ModelPanel::showModel(const ModelInfo& i) {
 
     const QString dir = QString::fromStdString(i.package_dir);
     QFile card(QDir(dir).filePath(package_files::kModelCard));
-    if (card.open(QIODevice::ReadOnly | QIODevice::Text)) m_card->setMarkdown(QString::fromUtf8(card.readAll()));
-    else m_card->clear();
+    if (card.open(QIODevice::ReadOnly | QIODevice::Text))
+        m_card->setMarkdown(QString::fromUtf8(card.readAll()));
+    else
+        m_card->clear();
     showTrainingLog(dir);
 }
 

@@ -23,7 +23,7 @@ public:
     // Graphs, in order: training loss, validation loss (left axis), validation BLEU (right axis),
     // x = epoch. Empty when the package has no training log.
     QCustomPlot* trainingPlot() const { return m_plot; }
-    QCustomPlot* figure() const;  // the training curves; null when there are none
+    QCustomPlot* figure() const;      // the training curves; null when there are none
     QString trainingMessage() const;  // why there is no plot, or empty
 
 private:

@@ -33,7 +33,8 @@ QCPColorMap* makeMap(QCustomPlot* plot, const QString& x, const QString& y, cons
     plot->yAxis->setLabel(y);
     plot->yAxis->setRangeReversed(true);
     plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), plot->font().pointSize() + 1, QFont::Bold)));
+    plot->plotLayout()->addElement(
+        0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), plot->font().pointSize() + 1, QFont::Bold)));
     return map;
 }
 
@@ -110,7 +111,7 @@ void PositionalEncodingView::rebuild() {
 
 void PositionalEncodingView::rebuildCurves() {
     m_curves->clearGraphs();
-    static const QColor colours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+    static const QColor colours[] = {QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),
                                      QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75)};
     int n = 0;
     for (const QString& part : m_dims->text().split(',', Qt::SkipEmptyParts)) {

@@ -106,10 +106,11 @@ DecodingOptions TranslatePanel::options() const {
 
 void TranslatePanel::setExamples(const QStringList& examples) {
     auto* menu = new QMenu(this);
-    for (const QString& e : examples) menu->addAction(e, this, [this, e] {
-        m_sentence->setText(e);
-        request();
-    });
+    for (const QString& e : examples)
+        menu->addAction(e, this, [this, e] {
+            m_sentence->setText(e);
+            request();
+        });
     m_examples->setMenu(menu);
     m_examples->setEnabled(!examples.isEmpty());
 }

@@ -27,11 +27,15 @@ TranslationController::~TranslationController() {
 
 void TranslationController::post(std::function<void()> job) {
     if (m_pending.fetch_add(1) == 0) Q_EMIT busyChanged(true);
-    QMetaObject::invokeMethod(m_worker, [this, job = std::move(job)] {
-        job();
-        if (m_pending.fetch_sub(1) == 1)
-            QMetaObject::invokeMethod(this, [this] { Q_EMIT busyChanged(false); }, Qt::QueuedConnection);
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker,
+        [this, job = std::move(job)] {
+            job();
+            if (m_pending.fetch_sub(1) == 1)
+                QMetaObject::invokeMethod(
+                    this, [this] { Q_EMIT busyChanged(false); }, Qt::QueuedConnection);
+        },
+        Qt::QueuedConnection);
 }
 
 void TranslationController::waitForIdle() {

@@ -14,8 +14,8 @@
 
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 
 namespace attnlab::ui {
 
@@ -52,9 +52,9 @@ private:
     void post(std::function<void()> job);
 
     QThread m_thread;
-    QObject* m_worker = nullptr;            // lives in m_thread
+    QObject* m_worker = nullptr;               // lives in m_thread
     std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
-    ModelInfoPtr m_info;                    // written on the worker, read under m_info_mutex
+    ModelInfoPtr m_info;                       // written on the worker, read under m_info_mutex
     mutable std::mutex m_info_mutex;
     std::atomic<int> m_generation{0};
     std::atomic<int> m_pending{0};

@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
     since_start.start();
     QApplication app(argc, argv);
     QCommandLineParser p;
-    QCommandLineOption model("model", "package", "dir"), text("text", "sentence", "s",
-        "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.");
+    QCommandLineOption model("model", "package", "dir"),
+        text("text", "sentence", "s",
+             "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.");
     QCommandLineOption repeat("repeat", "runs", "n", "5");
     p.addOptions({model, text, repeat});
     p.process(app);
@@ -84,8 +85,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     const double start_ms = since_start.nsecsElapsed() / 1e6;
-    std::printf("start to model loaded: %.0f ms from process start, %.0f ms from main() (load inside the controller %.0f ms)\n",
-                msSinceProcessStart(), start_ms, controller.modelInfo()->load_seconds * 1000);
+    std::printf(
+        "start to model loaded: %.0f ms from process start, %.0f ms from main() (load inside the controller %.0f ms)\n",
+        msSinceProcessStart(), start_ms, controller.modelInfo()->load_seconds * 1000);
 
     std::vector<double> draw, sw, translate, inside;
     AttentionExplorer* ex = window.explorer();
@@ -115,10 +117,13 @@ int main(int argc, char** argv) {
                 sw.push_back(s.nsecsElapsed() / 1e6);
             }
         if (i == 0)
-            std::printf("sentence: %zu source pieces, %zu target pieces\n", r->source_pieces.size(), r->best.pieces.size());
+            std::printf("sentence: %zu source pieces, %zu target pieces\n", r->source_pieces.size(),
+                        r->best.pieces.size());
     }
-    std::printf("translation (beam 5): median %.0f ms from the request to the result on the GUI thread, %.0f ms inside the translator\n",
-                median(translate), median(inside));
+    std::printf(
+        "translation (beam 5): median %.0f ms from the request to the result on the GUI thread, %.0f ms inside the "
+        "translator\n",
+        median(translate), median(inside));
     std::printf("result to all maps drawn: median %.1f ms\n", median(draw));
     std::printf("switch kind/head and redraw: median %.1f ms, max %.1f ms over %zu switches\n", median(sw),
                 *std::max_element(sw.begin(), sw.end()), sw.size());

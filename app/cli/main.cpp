@@ -4,12 +4,12 @@
 #include <attnlab/errors.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
-#include <attnlab/text_io.h>
-#include <attnlab/trainer.h>
 #include <attnlab/result_json.h>
 #include <attnlab/run_layout.h>
-#include <attnlab/version.h>
+#include <attnlab/text_io.h>
+#include <attnlab/trainer.h>
 #include <attnlab/translator.h>
+#include <attnlab/version.h>
 
 #include <CLI/CLI.hpp>
 
@@ -23,8 +23,8 @@
 
 #include <cstdio>
 #include <iomanip>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,7 +46,8 @@ std::string resolveModel(const std::string& given) {
     if (!given.empty()) return given;
     const std::string dir = attnlab::defaultModelDir();
     if (dir.empty())
-        throw attnlab::InputError("no --model given and no bundled model found (set ATTNLAB_MODEL_DIR or pass --model DIR)");
+        throw attnlab::InputError(
+            "no --model given and no bundled model found (set ATTNLAB_MODEL_DIR or pass --model DIR)");
     return dir;
 }
 
@@ -95,7 +96,8 @@ int runTranslate(const CommonOptions& common, const std::vector<std::string>& te
     std::vector<int> slot(lines.size(), -1);  // line -> result
     for (size_t i = 0; i < results.size(); ++i) {
         slot[where[i]] = static_cast<int>(i);
-        for (const auto& w : results[i].warnings) std::cerr << "attnlab-cli: line " << where[i] + 1 << ": " << w << "\n";
+        for (const auto& w : results[i].warnings)
+            std::cerr << "attnlab-cli: line " << where[i] + 1 << ": " << w << "\n";
     }
     for (size_t i = 0; i < lines.size(); ++i) {
         if (slot[i] >= 0) {
@@ -150,8 +152,9 @@ int runTrain(const attnlab::TrainingOptions& options) {
         std::cerr << (tty ? "\r\033[K" : "") << line.str() << (tty ? "" : "\n") << std::flush;
     };
     const auto summary = attnlab::train(options, progress, &g_stop_requested);
-    std::cerr << (tty ? "\n" : "") << (summary.stopped_early ? "stopped (checkpoint saved; continue with --resume) after "
-                                                              : "finished after ")
+    std::cerr << (tty ? "\n" : "")
+              << (summary.stopped_early ? "stopped (checkpoint saved; continue with --resume) after "
+                                        : "finished after ")
               << summary.steps << " steps, " << summary.epochs_completed << " epochs, " << clock(summary.seconds)
               << "; best validation BLEU " << std::fixed << std::setprecision(2) << summary.best_valid_bleu
               << "\nmodel package: " << summary.package_dir << "\n";
@@ -165,15 +168,16 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     d.validate();
     const auto sources = attnlab::readTextLines(src), refs = attnlab::readTextLines(ref);
     if (sources.size() != refs.size())
-        throw attnlab::InputError("mismatched files: " + src + " has " + std::to_string(sources.size()) + " lines but " + ref +
-                                  " has " + std::to_string(refs.size()));
+        throw attnlab::InputError("mismatched files: " + src + " has " + std::to_string(sources.size()) +
+                                  " lines but " + ref + " has " + std::to_string(refs.size()));
     auto translator = load(common);
     std::vector<std::string> hyps(sources.size());
     std::vector<std::string> valid;
     std::vector<size_t> where;
     for (size_t i = 0; i < sources.size(); ++i) {
         if (auto why = translator.inputProblem(sources[i]))
-            std::cerr << "attnlab-cli: " << src << " line " << i + 1 << ": " << *why << " (scored as an empty translation)\n";
+            std::cerr << "attnlab-cli: " << src << " line " << i + 1 << ": " << *why
+                      << " (scored as an empty translation)\n";
         else {
             valid.push_back(sources[i]);
             where.push_back(i);
@@ -194,9 +198,9 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     const auto bleu = attnlab::corpusBleu(hyps, refs);
     std::cout << "BLEU = " << std::fixed << std::setprecision(2) << bleu.score << " " << bleu.precisions[0] << "/"
               << bleu.precisions[1] << "/" << bleu.precisions[2] << "/" << bleu.precisions[3]
-              << " (BP = " << std::setprecision(3) << bleu.brevity_penalty << " ratio = "
-              << double(bleu.sys_len) / double(std::max<int64_t>(bleu.ref_len, 1)) << " hyp_len = " << bleu.sys_len
-              << " ref_len = " << bleu.ref_len << ")\n"
+              << " (BP = " << std::setprecision(3) << bleu.brevity_penalty
+              << " ratio = " << double(bleu.sys_len) / double(std::max<int64_t>(bleu.ref_len, 1))
+              << " hyp_len = " << bleu.sys_len << " ref_len = " << bleu.ref_len << ")\n"
               << "signature: " << bleu.signature << "\n"
               << "chrF2 = " << std::setprecision(2) << attnlab::corpusChrf(hyps, refs) << "\n";
     return 0;
@@ -214,11 +218,14 @@ int runInspect(const CommonOptions& common) {
               << "load time      " << std::fixed << std::setprecision(3) << i.load_seconds << " s\n\n"
               << "configuration\n";
     for (const auto& f : attnlab::modelConfigFields())
-        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(10) << f.valueText(m) << f.meaning << "\n";
+        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(10) << f.valueText(m) << f.meaning
+                  << "\n";
     std::cout << "  " << std::left << std::setw(28) << "bos_idx / eos_idx / unk_idx" << i.config.bos_idx << " / "
               << i.config.eos_idx << " / " << i.config.unk_idx << std::right << "\n\nparameters\n";
     const auto& p = i.parameters;
-    auto row = [](const char* name, int64_t n) { std::cout << "  " << std::left << std::setw(20) << name << std::right << std::setw(12) << n << "\n"; };
+    auto row = [](const char* name, int64_t n) {
+        std::cout << "  " << std::left << std::setw(20) << name << std::right << std::setw(12) << n << "\n";
+    };
     row("encoder embedding", p.encoder_embedding);
     row("encoder layers", p.encoder_layers);
     row("decoder embedding", p.decoder_embedding);
@@ -250,16 +257,22 @@ int main(int argc, char** argv) {
     addCommon(translate, common);
     translate->add_option("--text,-t", texts, "Sentence to translate (repeatable); stdin when absent");
     translate->add_option("--beam", decoding.beam_size, "Beam size (1 = greedy)")->capture_default_str();
-    translate->add_option("--alpha", decoding.length_penalty, "Length penalty: score / length^alpha")->capture_default_str();
-    translate->add_option("--max-len", decoding.max_length, "Longest output in tokens")->capture_default_str();
-    translate->add_option("--max-len-ratio", decoding.max_length_ratio, "Relative cap: ratio * source length + offset (0 = off)")
+    translate->add_option("--alpha", decoding.length_penalty, "Length penalty: score / length^alpha")
         ->capture_default_str();
-    translate->add_option("--max-len-offset", decoding.max_length_offset, "Offset of the relative cap")->capture_default_str();
-    translate->add_option("--nbest", decoding.nbest, "Hypotheses per sentence (extra ones tab-separated)")->capture_default_str();
+    translate->add_option("--max-len", decoding.max_length, "Longest output in tokens")->capture_default_str();
+    translate
+        ->add_option("--max-len-ratio", decoding.max_length_ratio,
+                     "Relative cap: ratio * source length + offset (0 = off)")
+        ->capture_default_str();
+    translate->add_option("--max-len-offset", decoding.max_length_offset, "Offset of the relative cap")
+        ->capture_default_str();
+    translate->add_option("--nbest", decoding.nbest, "Hypotheses per sentence (extra ones tab-separated)")
+        ->capture_default_str();
     translate->add_option("--batch-size", decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
     translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
-    translate->add_flag("--reference-beam", decoding.reference_beam,
-                        "Search as the reference implementation's Translator does (for converted reference checkpoints)");
+    translate->add_flag(
+        "--reference-beam", decoding.reference_beam,
+        "Search as the reference implementation's Translator does (for converted reference checkpoints)");
 
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
@@ -276,7 +289,8 @@ int main(int argc, char** argv) {
     train->add_option("--output,-o", topt.output_dir, "Output directory (checkpoints, logs, model/)")->required();
     train->add_option("--tokenizer", topt.tokenizer, "Reuse this SentencePiece model instead of training one");
     train->add_option("--vocab-size", topt.vocab_size, "Joint SentencePiece vocabulary size")->capture_default_str();
-    train->add_option("--max-len", topt.max_tokens_per_sentence, "Skip pairs longer than this many pieces")->capture_default_str();
+    train->add_option("--max-len", topt.max_tokens_per_sentence, "Skip pairs longer than this many pieces")
+        ->capture_default_str();
     auto& m = topt.model;
     train->add_option("--layers", m.n_layers, "n_layers")->capture_default_str();
     train->add_option("--heads", m.n_head, "n_head")->capture_default_str();
@@ -286,23 +300,31 @@ int main(int argc, char** argv) {
     train->add_option("--d-v", m.d_v, "d_v")->capture_default_str();
     train->add_option("--dropout", m.dropout, "dropout")->capture_default_str();
     train->add_option("--n-position", m.n_position, "n_position")->capture_default_str();
-    train->add_option("--share-proj", m.trg_emb_prj_weight_sharing, "trg_emb_prj_weight_sharing (true/false)")->capture_default_str();
-    train->add_option("--share-emb", m.emb_src_trg_weight_sharing, "emb_src_trg_weight_sharing (true/false)")->capture_default_str();
+    train->add_option("--share-proj", m.trg_emb_prj_weight_sharing, "trg_emb_prj_weight_sharing (true/false)")
+        ->capture_default_str();
+    train->add_option("--share-emb", m.emb_src_trg_weight_sharing, "emb_src_trg_weight_sharing (true/false)")
+        ->capture_default_str();
     train->add_option("--scale-emb-or-prj", m.scale_emb_or_prj, "emb | prj | none")->capture_default_str();
     train->add_option("--batch-tokens", topt.batch_tokens, "Tokens per batch")->capture_default_str();
     train->add_option("--label-smoothing", topt.label_smoothing, "epsilon")->capture_default_str();
-    train->add_option("--lr-mul", topt.lr_mul, "Learning-rate multiplier of the warm-up schedule")->capture_default_str();
+    train->add_option("--lr-mul", topt.lr_mul, "Learning-rate multiplier of the warm-up schedule")
+        ->capture_default_str();
     train->add_option("--warmup", topt.warmup_steps, "Warm-up steps")->capture_default_str();
     train->add_option("--clip-norm", topt.clip_norm, "Gradient clipping norm (0 = off)")->capture_default_str();
     train->add_option("--seed", topt.seed, "Random seed")->capture_default_str();
     train->add_option("--threads", topt.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
     train->add_option("--epochs", topt.epochs, "Stop after this many epochs")->capture_default_str();
     train->add_option("--max-steps", topt.max_steps, "Stop after this many steps")->capture_default_str();
-    train->add_option("--time-budget", topt.time_budget_minutes, "Stop after this many minutes of training (all sessions)")
+    train
+        ->add_option("--time-budget", topt.time_budget_minutes,
+                     "Stop after this many minutes of training (all sessions)")
         ->capture_default_str();
     train->add_option("--save-every-minutes", topt.save_every_minutes, "Checkpoint interval")->capture_default_str();
-    train->add_option("--log-every", topt.log_every_steps, "Steps between progress lines / steps.tsv rows")->capture_default_str();
-    train->add_option("--valid-bleu-sentences", topt.valid_bleu_sentences, "Validation sentences translated for BLEU (0 = all)")
+    train->add_option("--log-every", topt.log_every_steps, "Steps between progress lines / steps.tsv rows")
+        ->capture_default_str();
+    train
+        ->add_option("--valid-bleu-sentences", topt.valid_bleu_sentences,
+                     "Validation sentences translated for BLEU (0 = all)")
         ->capture_default_str();
     train->add_option("--valid-beam", topt.valid_beam, "Beam of the validation BLEU")->capture_default_str();
     train->add_option("--keep-epoch-checkpoints", topt.keep_epoch_checkpoints, "Epoch checkpoints kept for averaging")
@@ -320,7 +342,8 @@ int main(int argc, char** argv) {
 
     std::string eval_src, eval_ref, eval_hyp_out;
     attnlab::DecodingOptions eval_decoding;
-    auto* eval = app.add_subcommand("eval", "Translate a file and score it: corpus BLEU (sacreBLEU's default) and chrF");
+    auto* eval =
+        app.add_subcommand("eval", "Translate a file and score it: corpus BLEU (sacreBLEU's default) and chrF");
     addCommon(eval, common);
     eval->add_option("--src", eval_src, "Source sentences, one per line")->required();
     eval->add_option("--ref", eval_ref, "Reference translations, one per line")->required();
@@ -328,7 +351,8 @@ int main(int argc, char** argv) {
     eval->add_option("--beam", eval_decoding.beam_size, "Beam size")->capture_default_str();
     eval->add_option("--alpha", eval_decoding.length_penalty, "Length penalty")->capture_default_str();
     eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
-    eval->add_flag("--reference-beam", eval_decoding.reference_beam, "Search as the reference implementation's Translator does");
+    eval->add_flag("--reference-beam", eval_decoding.reference_beam,
+                   "Search as the reference implementation's Translator does");
 
     try {
         app.parse(argc, argv);
@@ -351,7 +375,8 @@ int main(int argc, char** argv) {
         if (average->parsed()) {
             if (!average_run.empty()) {
                 auto found = attnlab::run_layout::epochCheckpoints(average_run);
-                if (static_cast<int>(found.size()) > average_last) found.erase(found.begin(), found.end() - average_last);
+                if (static_cast<int>(found.size()) > average_last)
+                    found.erase(found.begin(), found.end() - average_last);
                 average_inputs.insert(average_inputs.end(), found.begin(), found.end());
             }
             attnlab::averagePackages(average_inputs, average_output);

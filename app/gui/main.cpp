@@ -63,10 +63,11 @@ bool needsNoScreen(int argc, char** argv) {
 int main(int argc, char** argv) {
     if (!displayAvailable()) {
         if (!needsNoScreen(argc, argv)) {
-            std::fprintf(stderr,
-                         "attnlab: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a "
-                         "desktop session, under a virtual display (xvfb-run attnlab ...), or headless: attnlab --text "
-                         "\"...\" --export figure.png | --screenshot window.png. attnlab-cli translates without one.\n");
+            std::fprintf(
+                stderr,
+                "attnlab: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a "
+                "desktop session, under a virtual display (xvfb-run attnlab ...), or headless: attnlab --text "
+                "\"...\" --export figure.png | --screenshot window.png. attnlab-cli translates without one.\n");
             return kNoDisplay;
         }
         qputenv("QT_QPA_PLATFORM", "offscreen");  // a figure or a screenshot needs no screen
@@ -101,8 +102,10 @@ int main(int argc, char** argv) {
         return fail(QString("--tab '%1' is not one of attention, positional, model").arg(tab_name));
     bool layer_ok = false, head_ok = false;
     const int layer_index = parser.value(layer).toInt(&layer_ok), head_index = parser.value(head).toInt(&head_ok);
-    if (!layer_ok || layer_index < 0) return fail(QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer)));
-    if (!head_ok || head_index < 0) return fail(QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head)));
+    if (!layer_ok || layer_index < 0)
+        return fail(QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer)));
+    if (!head_ok || head_index < 0)
+        return fail(QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head)));
     const bool headless = parser.isSet(exportTo) || parser.isSet(screenshot);
     if (parser.isSet(exportTo) && tab_name == "attention" && !parser.isSet(text))
         return fail("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
@@ -115,9 +118,9 @@ int main(int argc, char** argv) {
     window.translatePanel()->setExamples(exampleSentences());
     window.resize(1400, 900);
 
-    const auto k = kind == "encoder" ? attnlab::ui::AttentionKind::EncoderSelf
-                 : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
-                                     : attnlab::ui::AttentionKind::Cross;
+    const auto k = kind == "encoder"   ? attnlab::ui::AttentionKind::EncoderSelf
+                   : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
+                                       : attnlab::ui::AttentionKind::Cross;
 
     QString load_error;  // the first failure is the one to report headlessly
     QObject::connect(&controller, &attnlab::ui::TranslationController::modelFailed, &window,
@@ -128,14 +131,17 @@ int main(int argc, char** argv) {
         window.translatePanel()->setSentence(parser.value(text));
         controller.translate(parser.value(text), window.translatePanel()->options());
     }
-    if (tab_name == "positional") window.showTab(attnlab::ui::MainWindow::Tab::Positional);
-    else if (tab_name == "model") window.showTab(attnlab::ui::MainWindow::Tab::Model);
+    if (tab_name == "positional")
+        window.showTab(attnlab::ui::MainWindow::Tab::Positional);
+    else if (tab_name == "model")
+        window.showTab(attnlab::ui::MainWindow::Tab::Model);
 
     if (!headless) {
         window.show();
-        QObject::connect(&controller, &attnlab::ui::TranslationController::translationFinished, &window,
-                         [&](attnlab::ui::ResultPtr) { window.explorer()->select(k, layer_index, head_index); },
-                         Qt::SingleShotConnection);
+        QObject::connect(
+            &controller, &attnlab::ui::TranslationController::translationFinished, &window,
+            [&](attnlab::ui::ResultPtr) { window.explorer()->select(k, layer_index, head_index); },
+            Qt::SingleShotConnection);
         return app.exec();
     }
 
@@ -148,10 +154,15 @@ int main(int argc, char** argv) {
     if (!info) return fail("no model: pass --model DIR");
     const int n_layers = int(info->config.model.n_layers), n_head = int(info->config.model.n_head);
     if (layer_index >= n_layers)
-        return fail(QString("--layer %1 is out of range: the model has %2 layers (0-%3)").arg(layer_index).arg(n_layers).arg(n_layers - 1));
+        return fail(QString("--layer %1 is out of range: the model has %2 layers (0-%3)")
+                        .arg(layer_index)
+                        .arg(n_layers)
+                        .arg(n_layers - 1));
     if (head_index > n_head)
         return fail(QString("--head %1 is out of range: the model has %2 heads (0-%3, and %2 for the mean)")
-                        .arg(head_index).arg(n_head).arg(n_head - 1));
+                        .arg(head_index)
+                        .arg(n_head)
+                        .arg(n_head - 1));
     window.explorer()->select(k, layer_index, head_index);
     // Results arrive as queued signals, and the text they set re-lays out the window through
     // further posted events: let every round of them run before grabbing.

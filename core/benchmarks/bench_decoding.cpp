@@ -7,8 +7,8 @@
 // the bundled model's shape (3+3 layers, d_model 256, 8 heads, d_inner 1024, vocabulary 8000).
 //
 //   build/bin/bench_decoding --benchmark_repetitions=3
-#include "decoding/search.h"
 #include "decoding/engine.h"
+#include "decoding/search.h"
 
 #include <attnlab/translator.h>
 
@@ -95,7 +95,16 @@ void BM_BeamSearch(benchmark::State& state) {
 }  // namespace
 
 // Args: {0 = cached, 1 = full recomputation}, {sentences per batch}.
-BENCHMARK(BM_BeamSearch)->ArgNames({"full", "batch"})->Args({0, 1})->Args({1, 1})->Args({0, 8})->Args({1, 8})->Args({0, 32})->Args({1, 32})
-    ->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_BeamSearch)
+    ->ArgNames({"full", "batch"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({0, 8})
+    ->Args({1, 8})
+    ->Args({0, 32})
+    ->Args({1, 32})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

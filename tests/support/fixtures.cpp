@@ -15,15 +15,17 @@ namespace attnlab::testing {
 
 std::vector<std::string> corpusLines(int count, unsigned seed) {
     static const std::vector<std::string> de = {
-        "ein", "eine", "der", "die", "das", "mann", "frau", "kind", "hund", "straße", "läuft", "über", "grünen",
-        "wiese", "mädchen", "spielt", "mit", "einem", "ball", "männer", "arbeiten", "auf", "großen", "baustelle",
-        "junge", "fährt", "fahrrad", "vor", "gebäude", "zwei", "drei", "schöne", "blumen", "im", "garten", "tür",
-        "öffnet", "müde", "katze", "schläft", "gemütlich", "sofa", "und", "hält", "ihre", "hände", "spaß"};
+        "ein",       "eine",   "der",    "die",       "das",     "mann",   "frau",    "kind",  "hund",    "straße",
+        "läuft",     "über",   "grünen", "wiese",     "mädchen", "spielt", "mit",     "einem", "ball",    "männer",
+        "arbeiten",  "auf",    "großen", "baustelle", "junge",   "fährt",  "fahrrad", "vor",   "gebäude", "zwei",
+        "drei",      "schöne", "blumen", "im",        "garten",  "tür",    "öffnet",  "müde",  "katze",   "schläft",
+        "gemütlich", "sofa",   "und",    "hält",      "ihre",    "hände",  "spaß"};
     static const std::vector<std::string> en = {
-        "a", "the", "man", "woman", "child", "dog", "street", "runs", "across", "green", "meadow", "girl",
-        "plays", "with", "ball", "men", "work", "on", "large", "construction", "site", "boy", "rides", "bike",
-        "in", "front", "of", "building", "two", "three", "beautiful", "flowers", "garden", "door", "opens",
-        "tired", "cat", "sleeps", "sofa", "and", "holds", "her", "hands", "fun"};
+        "a",        "the",          "man",   "woman",     "child",   "dog",    "street", "runs",  "across",
+        "green",    "meadow",       "girl",  "plays",     "with",    "ball",   "men",    "work",  "on",
+        "large",    "construction", "site",  "boy",       "rides",   "bike",   "in",     "front", "of",
+        "building", "two",          "three", "beautiful", "flowers", "garden", "door",   "opens", "tired",
+        "cat",      "sleeps",       "sofa",  "and",       "holds",   "her",    "hands",  "fun"};
     std::mt19937 rng(seed);
     std::vector<std::string> lines;
     for (int i = 0; i < count; ++i) {

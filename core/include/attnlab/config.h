@@ -21,19 +21,19 @@ inline constexpr int64_t kEos = 3;
 }  // namespace special_ids
 
 struct ModelConfig {
-    int64_t n_src_vocab = 0;        // source vocabulary size (required)
-    int64_t n_trg_vocab = 0;        // target vocabulary size (required)
-    int64_t src_pad_idx = 0;        // padding id of the source side
-    int64_t trg_pad_idx = 0;        // padding id of the target side
-    int64_t d_word_vec = 512;       // embedding width; must equal d_model
-    int64_t d_model = 512;          // model width
-    int64_t d_inner = 2048;         // hidden width of the position-wise feed-forward layer
-    int64_t n_layers = 6;           // encoder layers and decoder layers (each)
-    int64_t n_head = 8;             // attention heads
-    int64_t d_k = 64;               // query/key width per head
-    int64_t d_v = 64;               // value width per head
-    double dropout = 0.1;           // dropout probability (training only)
-    int64_t n_position = 200;       // rows of the sinusoid table: the longest sequence accepted
+    int64_t n_src_vocab = 0;                 // source vocabulary size (required)
+    int64_t n_trg_vocab = 0;                 // target vocabulary size (required)
+    int64_t src_pad_idx = 0;                 // padding id of the source side
+    int64_t trg_pad_idx = 0;                 // padding id of the target side
+    int64_t d_word_vec = 512;                // embedding width; must equal d_model
+    int64_t d_model = 512;                   // model width
+    int64_t d_inner = 2048;                  // hidden width of the position-wise feed-forward layer
+    int64_t n_layers = 6;                    // encoder layers and decoder layers (each)
+    int64_t n_head = 8;                      // attention heads
+    int64_t d_k = 64;                        // query/key width per head
+    int64_t d_v = 64;                        // value width per head
+    double dropout = 0.1;                    // dropout probability (training only)
+    int64_t n_position = 200;                // rows of the sinusoid table: the longest sequence accepted
     bool trg_emb_prj_weight_sharing = true;  // target embedding <-> output projection share weights
     bool emb_src_trg_weight_sharing = true;  // source embedding <-> target embedding share weights
     std::string scale_emb_or_prj = "prj";    // "emb": x sqrt(d_model) after embedding; "prj":

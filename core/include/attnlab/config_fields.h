@@ -12,17 +12,17 @@
 namespace attnlab {
 
 struct ModelConfigField {
-    using Member = std::variant<int64_t ModelConfig::*, double ModelConfig::*, bool ModelConfig::*,
-                                std::string ModelConfig::*>;
+    using Member =
+        std::variant<int64_t ModelConfig::*, double ModelConfig::*, bool ModelConfig::*, std::string ModelConfig::*>;
     const char* name;
     Member member;
     const char* meaning;
     double min = 0, max = 0;   // integers and numbers: the accepted range, both ends included
     const char* choices = "";  // text: the accepted values, separated by '|'
 
-    const char* typeName() const;                        // "integer" | "number" | "boolean" | "text"
-    std::string valueText(const ModelConfig& c) const;   // e.g. "256", "0.1", "true", "emb"
-    std::string rangeText() const;                       // e.g. "[1, 256]", "emb | prj | none"
+    const char* typeName() const;                       // "integer" | "number" | "boolean" | "text"
+    std::string valueText(const ModelConfig& c) const;  // e.g. "256", "0.1", "true", "emb"
+    std::string rangeText() const;                      // e.g. "[1, 256]", "emb | prj | none"
 };
 
 const std::vector<ModelConfigField>& modelConfigFields();

@@ -6,16 +6,16 @@
 namespace attnlab {
 
 struct DecodingOptions {
-    int beam_size = 5;            // 1 = greedy search
-    double length_penalty = 0.7;  // alpha: hypotheses are ranked by score / length^alpha, where
-                                  // length counts the generated tokens including </s>
-    int max_length = 200;         // absolute cap on generated tokens (also capped by n_position)
-    double max_length_ratio = 2.0;   // and by ratio * source length + offset ...
-    int max_length_offset = 10;      // ... (relative cap); ratio <= 0 disables the relative cap
-    int nbest = 1;                // hypotheses returned per sentence (<= beam_size)
-    int top_k_candidates = 5;     // next-token candidates recorded per decoding step (0 = none)
-    bool return_attention = true; // fill TranslationResult's attention maps
-    int max_batch_size = 32;      // sentences decoded together by translateBatch
+    int beam_size = 5;              // 1 = greedy search
+    double length_penalty = 0.7;    // alpha: hypotheses are ranked by score / length^alpha, where
+                                    // length counts the generated tokens including </s>
+    int max_length = 200;           // absolute cap on generated tokens (also capped by n_position)
+    double max_length_ratio = 2.0;  // and by ratio * source length + offset ...
+    int max_length_offset = 10;     // ... (relative cap); ratio <= 0 disables the relative cap
+    int nbest = 1;                  // hypotheses returned per sentence (<= beam_size)
+    int top_k_candidates = 5;       // next-token candidates recorded per decoding step (0 = none)
+    bool return_attention = true;   // fill TranslationResult's attention maps
+    int max_batch_size = 32;        // sentences decoded together by translateBatch
     // Reproduce the reference implementation's own search (Translator.translate_sentence) for a
     // converted reference checkpoint: rows keep extending and scoring after </s>, length counts
     // <s>, "prj" logits unscaled, pad and <s> not blocked, one sentence at a time, nbest 1.

@@ -9,11 +9,11 @@
 namespace attnlab {
 
 struct BleuScore {
-    double score = 0.0;           // 0..100
+    double score = 0.0;  // 0..100
     double precisions[4] = {0, 0, 0, 0};
     double brevity_penalty = 0.0;
     int64_t sys_len = 0, ref_len = 0;
-    std::string signature;        // sacreBLEU's, e.g. nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0
+    std::string signature;  // sacreBLEU's, e.g. nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0
 };
 
 // Throws InputError when the counts differ.

@@ -10,11 +10,11 @@ namespace attnlab {
 
 // The file names of a model package: the one owner every reader and writer uses.
 namespace package_files {
-inline constexpr const char* kConfig = "config.json";          // PackageConfig as JSON (required)
-inline constexpr const char* kWeights = "model.safetensors";   // parameters and buffers (required)
-inline constexpr const char* kTokenizer = "tokenizer.model";   // SentencePiece model (required)
-inline constexpr const char* kModelCard = "MODEL_CARD.md";     // how it was trained (optional)
-inline constexpr const char* kTrainingLog = "training_log.tsv";  // the run's per-epoch log (optional)
+inline constexpr const char* kConfig = "config.json";             // PackageConfig as JSON (required)
+inline constexpr const char* kWeights = "model.safetensors";      // parameters and buffers (required)
+inline constexpr const char* kTokenizer = "tokenizer.model";      // SentencePiece model (required)
+inline constexpr const char* kModelCard = "MODEL_CARD.md";        // how it was trained (optional)
+inline constexpr const char* kTrainingLog = "training_log.tsv";   // the run's per-epoch log (optional)
 inline constexpr const char* kAveragedFrom = "AVERAGED_FROM.md";  // what `average` combined (optional)
 }  // namespace package_files
 

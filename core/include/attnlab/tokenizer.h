@@ -19,15 +19,15 @@ struct TokenizerTrainingOptions {
     std::vector<std::string> input_files;  // plain text, one sentence per line
     std::string model_prefix;              // writes <prefix>.model and <prefix>.vocab
     int vocab_size = 8000;
-    std::string model_type = "unigram";    // unigram | bpe | char | word
+    std::string model_type = "unigram";  // unigram | bpe | char | word
     double character_coverage = 1.0;
-    bool byte_fallback = true;             // unseen characters become byte pieces, so that
-                                           // decode(encode(x)) == x for any UTF-8 text
-    int input_sentence_size = 0;           // sample this many sentences (0 = all)
+    bool byte_fallback = true;    // unseen characters become byte pieces, so that
+                                  // decode(encode(x)) == x for any UTF-8 text
+    int input_sentence_size = 0;  // sample this many sentences (0 = all)
     int num_threads = 2;
     int pad_id = int(special_ids::kPad), unk_id = int(special_ids::kUnk);  // the ids AttnLab packages use
     int bos_id = int(special_ids::kBos), eos_id = int(special_ids::kEos);
-    void validate() const;                 // throws ConfigError
+    void validate() const;  // throws ConfigError
 };
 
 struct Encoding {

@@ -21,7 +21,7 @@ struct TrainingOptions {
     int max_tokens_per_sentence = 100;  // longer pairs (in pieces) are skipped and counted in the log
 
     // ---- vocabulary
-    std::string tokenizer;       // an existing SentencePiece model; empty = train one on train src+tgt
+    std::string tokenizer;  // an existing SentencePiece model; empty = train one on train src+tgt
     int vocab_size = 8000;
 
     // ---- model: the reference constructor's arguments (vocab sizes and pad ids are filled in)
@@ -29,13 +29,13 @@ struct TrainingOptions {
 
     // ---- optimisation (the reference's ScheduledOptim: lr = lr_mul * d_model^-0.5 *
     //      min(step^-0.5, step * warmup^-1.5); Adam(0.9, 0.98, eps 1e-9))
-    int batch_tokens = 4096;     // per batch: sentences x longest side, at most this
+    int batch_tokens = 4096;  // per batch: sentences x longest side, at most this
     double label_smoothing = 0.1;
     double lr_mul = 0.32;
     int warmup_steps = 500;
-    double clip_norm = 0.0;      // 0 = no gradient clipping
+    double clip_norm = 0.0;  // 0 = no gradient clipping
     uint64_t seed = 1;
-    int threads = 0;             // 0 = all cores
+    int threads = 0;  // 0 = all cores
 
     // ---- stopping (whichever comes first; 0 = unlimited, but one of them must be set)
     int epochs = 0;
@@ -43,14 +43,14 @@ struct TrainingOptions {
     double time_budget_minutes = 0.0;
 
     // ---- output
-    std::string output_dir;      // checkpoints/, log.tsv, steps.tsv, and the final package in model/
-    bool resume = false;         // continue from output_dir/checkpoints/latest
+    std::string output_dir;  // checkpoints/, log.tsv, steps.tsv, and the final package in model/
+    bool resume = false;     // continue from output_dir/checkpoints/latest
     double save_every_minutes = 15.0;
     int log_every_steps = 100;
-    int valid_bleu_sentences = 0;  // 0 = the whole validation set
-    int valid_beam = 1;            // beam for the validation BLEU (1 = greedy)
+    int valid_bleu_sentences = 0;    // 0 = the whole validation set
+    int valid_beam = 1;              // beam for the validation BLEU (1 = greedy)
     int keep_epoch_checkpoints = 5;  // model-only packages checkpoints/epoch-NNN kept for averaging
-    std::string command_line;      // recorded in MODEL_CARD.md (informational)
+    std::string command_line;        // recorded in MODEL_CARD.md (informational)
 
     void validate() const;
     bool hasData() const;  // data_dir or all four files given
@@ -62,12 +62,12 @@ struct TrainingProgress {
     int epoch = 0;
     int64_t step = 0;
     int64_t batch_in_epoch = 0, batches_per_epoch = 0;
-    double loss = 0.0;            // mean per token of the last log window
+    double loss = 0.0;  // mean per token of the last log window
     double learning_rate = 0.0;
     double target_tokens_per_second = 0.0;
     double elapsed_seconds = 0.0;
-    double eta_seconds = -1.0;    // to the nearest stopping criterion, -1 when unknown
-    std::string message;          // a line worth printing (validation results, checkpoint written)
+    double eta_seconds = -1.0;  // to the nearest stopping criterion, -1 when unknown
+    std::string message;        // a line worth printing (validation results, checkpoint written)
 };
 
 using TrainingCallback = std::function<void(const TrainingProgress&)>;
@@ -77,8 +77,8 @@ struct TrainingSummary {
     int epochs_completed = 0;
     double seconds = 0.0;
     double best_valid_bleu = 0.0;
-    std::string package_dir;      // output_dir/model (the best checkpoint by validation BLEU)
-    bool stopped_early = false;   // stop flag (Ctrl-C, SIGTERM) or time budget
+    std::string package_dir;     // output_dir/model (the best checkpoint by validation BLEU)
+    bool stopped_early = false;  // stop flag (Ctrl-C, SIGTERM) or time budget
 };
 
 // Averages the parameters of packages with the same configuration (checkpoint averaging) and

@@ -36,8 +36,8 @@ inline constexpr const char* kColumns[] = {kStep, kEpoch, kElapsed, kLoss, kLr, 
 
 struct TrainingLog {
     std::string path;
-    std::vector<std::string> columns;        // the header line's names
-    std::vector<std::vector<double>> rows;   // rows[i][j]: the value of columns[j] in data line i
+    std::vector<std::string> columns;       // the header line's names
+    std::vector<std::vector<double>> rows;  // rows[i][j]: the value of columns[j] in data line i
 
     bool has(const std::string& column) const;
     // Every row's value of one column; throws InputError naming the file and the column if absent.

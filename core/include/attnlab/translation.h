@@ -13,12 +13,12 @@ using Matrix = std::vector<std::vector<float>>;
 using LayerHeadMaps = std::vector<std::vector<Matrix>>;
 
 struct Hypothesis {
-    std::vector<int> ids;              // generated target ids, </s> included when it was produced
-    std::vector<std::string> pieces;   // the same as SentencePiece pieces
-    std::string text;                  // detokenized, without </s>
-    double score = 0.0;                // sum of log-probabilities of the generated tokens
-    double normalized_score = 0.0;     // score / length^alpha (the ranking key)
-    bool finished = false;             // true when </s> was produced before the length cap
+    std::vector<int> ids;             // generated target ids, </s> included when it was produced
+    std::vector<std::string> pieces;  // the same as SentencePiece pieces
+    std::string text;                 // detokenized, without </s>
+    double score = 0.0;               // sum of log-probabilities of the generated tokens
+    double normalized_score = 0.0;    // score / length^alpha (the ranking key)
+    bool finished = false;            // true when </s> was produced before the length cap
 };
 
 struct TokenCandidate {
@@ -38,13 +38,13 @@ struct DecodingStep {
 
 struct TranslationResult {
     std::string source_text;
-    std::vector<int> source_ids;                 // what the encoder saw (pieces, then </s>)
+    std::vector<int> source_ids;  // what the encoder saw (pieces, then </s>)
     std::vector<std::string> source_pieces;
     // The decoder's input at each step: <s>, then the generated tokens but the last.
     std::vector<std::string> decoder_input_pieces;
 
-    Hypothesis best;                  // == nbest.front()
-    std::vector<Hypothesis> nbest;    // sorted by normalized_score, best first
+    Hypothesis best;                // == nbest.front()
+    std::vector<Hypothesis> nbest;  // sorted by normalized_score, best first
 
     // Attention of the best hypothesis, recomputed over the whole output in one pass.
     // encoder_self   [layer][head][src][src]
@@ -55,7 +55,7 @@ struct TranslationResult {
     LayerHeadMaps decoder_self;
     LayerHeadMaps cross;
 
-    std::vector<DecodingStep> steps;  // one per generated token of the best hypothesis
+    std::vector<DecodingStep> steps;    // one per generated token of the best hypothesis
     std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;               // wall time of this sentence's translation
 };
@@ -65,8 +65,8 @@ struct StepProgress {
     int sentence_begin = 0;  // index of the first sentence of the batch being decoded
     int sentence_end = 0;    // one past the last
     int sentences_total = 0;
-    int step = 0;            // decoding step within the batch (0-based)
-    int max_steps = 0;       // the length cap of this batch
+    int step = 0;       // decoding step within the batch (0-based)
+    int max_steps = 0;  // the length cap of this batch
 };
 
 }  // namespace attnlab

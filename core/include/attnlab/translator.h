@@ -3,8 +3,8 @@
 // attention map in std types. Thread-compatible: one Translator per thread, or external locking.
 
 #include <attnlab/config.h>
-#include <attnlab/device.h>
 #include <attnlab/decoding_options.h>
+#include <attnlab/device.h>
 #include <attnlab/translation.h>
 
 #include <functional>
@@ -41,9 +41,9 @@ struct ModelInfo {
     std::string package_dir;
     PackageConfig config;
     ParameterCounts parameters;
-    int vocab_size = 0;       // the tokenizer's
-    std::string device;       // e.g. "cpu", "cuda:0"
-    std::string stored_dtype; // "F32" or "F16" as stored in model.safetensors
+    int vocab_size = 0;        // the tokenizer's
+    std::string device;        // e.g. "cpu", "cuda:0"
+    std::string stored_dtype;  // "F32" or "F16" as stored in model.safetensors
     double load_seconds = 0.0;
 };
 

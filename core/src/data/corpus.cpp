@@ -54,8 +54,8 @@ std::string findCorpusFile(const std::string& base) {
 ParallelCorpus readParallel(const std::string& src_path, const std::string& tgt_path) {
     ParallelCorpus c{readLines(src_path), readLines(tgt_path)};
     if (c.src.size() != c.tgt.size())
-        throw InputError("mismatched corpus files: " + src_path + " has " + std::to_string(c.src.size()) + " lines but " +
-                         tgt_path + " has " + std::to_string(c.tgt.size()));
+        throw InputError("mismatched corpus files: " + src_path + " has " + std::to_string(c.src.size()) +
+                         " lines but " + tgt_path + " has " + std::to_string(c.tgt.size()));
     return c;
 }
 

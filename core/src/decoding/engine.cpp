@@ -84,8 +84,8 @@ Engine::~Engine() = default;
 void Engine::checkTokenizerMatches(const std::string& dir) const {
     const Tokenizer& tok = *m_tokenizer;
     auto mismatch = [&](const std::string& field, int64_t value, int64_t in_tokenizer) {
-        throw PackageError(dir + ": " + package_files::kConfig + " has " + field + " = " + std::to_string(value) + " but " +
-                           package_files::kTokenizer + " has " + std::to_string(in_tokenizer));
+        throw PackageError(dir + ": " + package_files::kConfig + " has " + field + " = " + std::to_string(value) +
+                           " but " + package_files::kTokenizer + " has " + std::to_string(in_tokenizer));
     };
     const int vocab = tok.vocabSize();
     if (m_config.model.n_src_vocab != vocab) mismatch("n_src_vocab", m_config.model.n_src_vocab, vocab);
@@ -101,12 +101,18 @@ ParameterCounts Engine::countParameters() const {
         const std::string& k = p.key();
         const int64_t n = p.value().numel();
         c.total += n;
-        if (k == "decoder.trg_word_emb.weight") c.decoder_embedding += n;
-        else if (k == "encoder.src_word_emb.weight") c.encoder_embedding += n;
-        else if (k == "trg_word_prj.weight") c.output_projection += n;
-        else if (k.rfind("encoder.layer_stack.", 0) == 0) c.encoder_layers += n;
-        else if (k.rfind("decoder.layer_stack.", 0) == 0) c.decoder_layers += n;
-        else c.layer_norms += n;
+        if (k == "decoder.trg_word_emb.weight")
+            c.decoder_embedding += n;
+        else if (k == "encoder.src_word_emb.weight")
+            c.encoder_embedding += n;
+        else if (k == "trg_word_prj.weight")
+            c.output_projection += n;
+        else if (k.rfind("encoder.layer_stack.", 0) == 0)
+            c.encoder_layers += n;
+        else if (k.rfind("decoder.layer_stack.", 0) == 0)
+            c.decoder_layers += n;
+        else
+            c.layer_norms += n;
     }
     return c;
 }
@@ -230,7 +236,8 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
     }
     std::vector<size_t> order(sources.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].ids.size() < sources[b].ids.size(); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return sources[a].ids.size() < sources[b].ids.size(); });
 
     std::vector<TranslationResult> results(sources.size());
     torch::NoGradGuard no_grad;
@@ -260,9 +267,12 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
         model::Transformer model = m_model;
         auto stepper = makeStepper(kind, model, src, o.reference_beam);
         std::vector<std::vector<Hyp>> hyps;
-        if (o.reference_beam) hyps = {{referenceBeamSearch(*stepper, so)}};
-        else if (o.beam_size == 1 && o.nbest == 1) hyps = greedySearch(*stepper, src.size(0), so);
-        else hyps = beamSearch(*stepper, src.size(0), so);
+        if (o.reference_beam)
+            hyps = {{referenceBeamSearch(*stepper, so)}};
+        else if (o.beam_size == 1 && o.nbest == 1)
+            hyps = greedySearch(*stepper, src.size(0), so);
+        else
+            hyps = beamSearch(*stepper, src.size(0), so);
         for (size_t i = 0; i < batch.size(); ++i) fillResult(results[order[begin + i]], *batch[i], hyps[i], o);
         const double per_sentence = secondsSince(t0) / double(batch.size());
         for (size_t i = begin; i < end; ++i) results[order[i]].seconds += per_sentence;

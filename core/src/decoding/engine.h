@@ -76,7 +76,8 @@ private:
     std::vector<TranslationResult> run(const std::vector<std::string>& sentences, const DecodingOptions& o,
                                        const StepCallback& on_step, StepperKind kind) const;
     Hypothesis toHypothesis(const Hyp& h) const;
-    void fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps, const DecodingOptions& o) const;
+    void fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps,
+                    const DecodingOptions& o) const;
     void analyse(TranslationResult& r, const DecodingOptions& o) const;
     ParameterCounts countParameters() const;
     void checkTokenizerMatches(const std::string& dir) const;

@@ -65,8 +65,8 @@ private:
 
 void checkOptions(const SearchOptions& o, int64_t n) {
     if (static_cast<int64_t>(o.max_lengths.size()) != n)
-        throw InternalError("search: max_lengths has " + std::to_string(o.max_lengths.size()) +
-                                             " entries for " + std::to_string(n) + " sentences");
+        throw InternalError("search: max_lengths has " + std::to_string(o.max_lengths.size()) + " entries for " +
+                            std::to_string(n) + " sentences");
     for (int l : o.max_lengths)
         if (l < 1) throw InternalError("search: max length < 1");
 }
@@ -152,7 +152,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
 
     // Rows: sentence-major, K beams each. All beams start as <s>; only beam 0 is live at first.
     torch::Tensor prefix;
-    std::vector<double> scores;  // [active * K]
+    std::vector<double> scores;                // [active * K]
     std::vector<std::vector<int64_t>> tokens;  // per row: generated tokens
     for (int step = 0;; ++step) {
         torch::Tensor logp;
@@ -190,8 +190,8 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
         auto vp = vals_cpu.accessor<double, 2>();
         auto ip = idx_cpu.accessor<int64_t, 2>();
 
-        std::vector<int64_t> sel_rows;   // rows (old numbering) the next beams extend
-        std::vector<int64_t> sel_tokens; // the token each appends
+        std::vector<int64_t> sel_rows;    // rows (old numbering) the next beams extend
+        std::vector<int64_t> sel_tokens;  // the token each appends
         std::vector<double> next_scores;
         std::vector<std::vector<int64_t>> next_tokens;
         std::vector<int64_t> next_active;
@@ -324,7 +324,8 @@ Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
     }
     Hyp h;
     const int len = length(rows[answer]);
-    h.tokens.assign(rows[answer].begin(), rows[answer].begin() + std::min<size_t>(rows[answer].size(), size_t(len - 1)));
+    h.tokens.assign(rows[answer].begin(),
+                    rows[answer].begin() + std::min<size_t>(rows[answer].size(), size_t(len - 1)));
     h.finished = !h.tokens.empty() && h.tokens.back() == o.eos;
     h.score = scores[answer];
     h.normalized = h.score / std::pow(double(len), o.length_penalty);

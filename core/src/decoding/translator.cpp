@@ -29,7 +29,8 @@ TranslationResult Translator::translate(const std::string& sentence, const Decod
 }
 
 std::vector<TranslationResult> Translator::translateBatch(const std::vector<std::string>& sentences,
-                                                          const DecodingOptions& options, const StepCallback& on_step) const {
+                                                          const DecodingOptions& options,
+                                                          const StepCallback& on_step) const {
     return m_engine->translate(sentences, options, on_step);
 }
 
@@ -37,8 +38,6 @@ std::optional<std::string> Translator::inputProblem(const std::string& sentence)
     return m_engine->inputProblem(sentence);
 }
 
-std::vector<std::vector<float>> Translator::positionalTable() const {
-    return m_engine->positionalTable();
-}
+std::vector<std::vector<float>> Translator::positionalTable() const { return m_engine->positionalTable(); }
 
 }  // namespace attnlab

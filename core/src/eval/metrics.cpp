@@ -19,8 +19,8 @@ void replaceAll(std::string& s, const std::string& from, const std::string& to) 
 
 bool isTokenPunct(unsigned char c) {
     // [\{-\~\[-\` -\&\(-\+\:-\@\/]
-    return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2B) ||
-           (c >= 0x3A && c <= 0x40) || c == '/';
+    return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
+           (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == '/';
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -121,7 +121,8 @@ BleuScore corpusBleu(const std::vector<std::string>& hyps, const std::vector<std
             b.precisions[n] = 100.0 * double(correct[n]) / double(total[n]);
         }
     }
-    b.brevity_penalty = b.sys_len >= b.ref_len ? 1.0 : (b.sys_len > 0 ? std::exp(1.0 - double(b.ref_len) / double(b.sys_len)) : 0.0);
+    b.brevity_penalty =
+        b.sys_len >= b.ref_len ? 1.0 : (b.sys_len > 0 ? std::exp(1.0 - double(b.ref_len) / double(b.sys_len)) : 0.0);
     double log_sum = 0;
     for (double p : b.precisions) log_sum += p > 0 ? std::log(p) : -9999999999.0;
     b.score = b.brevity_penalty * std::exp(log_sum / 4.0);

@@ -37,13 +37,17 @@ json mapsJson(const LayerHeadMaps& maps) {
 }
 
 json hypothesisJson(const Hypothesis& h) {
-    return {{"text", h.text},         {"ids", h.ids},
-            {"pieces", h.pieces},     {"score", h.score},
-            {"normalized_score", h.normalized_score}, {"finished", h.finished}};
+    return {{"text", h.text},
+            {"ids", h.ids},
+            {"pieces", h.pieces},
+            {"score", h.score},
+            {"normalized_score", h.normalized_score},
+            {"finished", h.finished}};
 }
 }  // namespace
 
-std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model, const DecodingOptions& o) {
+std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,
+                          const DecodingOptions& o) {
     json root;
     root["format"] = "attnlab-attention";
     root["version"] = kAttentionJsonVersion;
@@ -87,7 +91,9 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
             json c = json::array();
             for (const auto& cand : st.candidates)
                 c.push_back({{"id", cand.id}, {"piece", cand.piece}, {"p", round6(cand.probability)}});
-            steps.push_back({{"id", st.chosen_id}, {"piece", st.chosen_piece}, {"p", round6(st.chosen_probability)},
+            steps.push_back({{"id", st.chosen_id},
+                             {"piece", st.chosen_piece},
+                             {"p", round6(st.chosen_probability)},
                              {"candidates", std::move(c)}});
         }
         s["steps"] = std::move(steps);

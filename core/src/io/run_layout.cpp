@@ -29,7 +29,8 @@ int epochOfCheckpointName(const std::string& name) {
 std::vector<std::string> epochCheckpoints(const std::string& run_dir) {
     const fs::path dir = fs::path(run_dir) / kCheckpoints;
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) throw InputError(dir.string() + ": missing directory (is " + run_dir + " a training run?)");
+    if (!fs::is_directory(dir, ec))
+        throw InputError(dir.string() + ": missing directory (is " + run_dir + " a training run?)");
     std::vector<std::pair<int, std::string>> found;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
         const int epoch = epochOfCheckpointName(e.path().filename().string());

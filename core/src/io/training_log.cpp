@@ -47,7 +47,9 @@ TrainingLog readTrainingLog(const std::string& path) {
         auto fields = splitTabs(line);
         if (log.columns.empty()) {
             for (const auto& f : fields)
-                if (f.empty()) throw InputError(path + ": line " + std::to_string(number) + ": an empty column name in the header");
+                if (f.empty())
+                    throw InputError(path + ": line " + std::to_string(number) +
+                                     ": an empty column name in the header");
             log.columns = std::move(fields);
             continue;
         }
@@ -61,8 +63,8 @@ TrainingLog readTrainingLog(const std::string& path) {
             char* end = nullptr;
             const double v = f.empty() ? 0.0 : std::strtod(f.c_str(), &end);
             if (f.empty() || end != f.c_str() + f.size())
-                throw InputError(path + ": line " + std::to_string(number) + ", column '" + log.columns[j] + "': '" + f +
-                                 "' is not a number");
+                throw InputError(path + ": line " + std::to_string(number) + ", column '" + log.columns[j] + "': '" +
+                                 f + "' is not a number");
             row.push_back(v);
         }
         log.rows.push_back(std::move(row));

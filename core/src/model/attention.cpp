@@ -6,19 +6,19 @@
 
 namespace attnlab::model {
 
-std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
-    double temperature, FastDropout& dropout) {
+std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                                                  const torch::Tensor& v, const torch::Tensor& mask,
+                                                                  double temperature, FastDropout& dropout) {
     // One query per row (a cached decoding step): LibTorch 1.13's CPU bmm loops over the
     // batch x heads matrices one small GEMM at a time, which made these products most of a
     // decoding step; a broadcast multiply and a sum is one kernel each. Same arithmetic.
     const bool single_query = q.size(2) == 1;
-    auto scores = single_query ? ((q / temperature) * k).sum(-1).unsqueeze(2)       // [b,h,1,lk]
+    auto scores = single_query ? ((q / temperature) * k).sum(-1).unsqueeze(2)  // [b,h,1,lk]
                                : torch::matmul(q / temperature, k.transpose(2, 3));
     if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -1e9);  // ref: mask == 0
     auto probs = torch::softmax(scores, -1);
     auto p = dropout->is_training() ? dropout(probs) : probs;
-    auto out = single_query ? (p.transpose(2, 3) * v).sum(2, /*keepdim=*/true)     // [b,h,1,dv]
+    auto out = single_query ? (p.transpose(2, 3) * v).sum(2, /*keepdim=*/true)  // [b,h,1,dv]
                             : torch::matmul(p, v);
     return {out, probs};
 }
@@ -46,11 +46,10 @@ static torch::Tensor splitHeads(const torch::Tensor& x, int64_t n_head, int64_t 
 }
 
 torch::Tensor MultiHeadAttentionImpl::projectKeys(const torch::Tensor& k) { return splitHeads(w_ks(k), n_head, d_k); }
-torch::Tensor MultiHeadAttentionImpl::projectValues(const torch::Tensor& v) {
-    return splitHeads(w_vs(v), n_head, d_v);
-}
+torch::Tensor MultiHeadAttentionImpl::projectValues(const torch::Tensor& v) { return splitHeads(w_vs(v), n_head, d_v); }
 
-std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k_heads,
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const torch::Tensor& q,
+                                                                       const torch::Tensor& k_heads,
                                                                        const torch::Tensor& v_heads,
                                                                        const torch::Tensor& mask) {
     const auto sz_b = q.size(0), len_q = q.size(1);

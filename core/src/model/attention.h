@@ -1,9 +1,9 @@
 #pragma once
 #include <torch/nn/module.h>
-#include "model/dropout.h"
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/types.h>
+#include "model/dropout.h"
 
 #include <utility>
 
@@ -17,9 +17,9 @@ torch::nn::LayerNorm makeLayerNorm(int64_t d);
 // mask broadcastable to [b,h,lq,lk], true = may attend. Returns (output [b,h,lq,dv],
 // attention probabilities [b,h,lq,lk]) — probabilities after softmax, before dropout is applied
 // to the copy used for the output, so that what is returned always sums to 1 per row.
-std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
-    double temperature, FastDropout& dropout);
+std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                                                  const torch::Tensor& v, const torch::Tensor& mask,
+                                                                  double temperature, FastDropout& dropout);
 
 // ref: MultiHeadAttention — bias-free projections w_qs, w_ks, w_vs, fc; residual; post layer norm.
 class MultiHeadAttentionImpl : public torch::nn::Module {

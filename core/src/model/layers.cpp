@@ -50,7 +50,8 @@ void DecoderLayerImpl::initCache(LayerCache& cache, const torch::Tensor& enc_out
     cache.self_v = torch::Tensor();
 }
 
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderLayerImpl::step(const torch::Tensor& x, LayerCache& cache,
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderLayerImpl::step(const torch::Tensor& x,
+                                                                               LayerCache& cache,
                                                                                const torch::Tensor& enc_mask) {
     auto k = slf_attn->projectKeys(x);
     auto v = slf_attn->projectValues(x);

@@ -41,7 +41,8 @@ class DecoderLayerImpl : public torch::nn::Module {
 public:
     DecoderLayerImpl(int64_t d_model, int64_t d_inner, int64_t n_head, int64_t d_k, int64_t d_v, double dropout);
     // Whole sequence. Returns (output, self-attention [b,h,lt,lt], cross-attention [b,h,lt,ls]).
-    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& enc_output,
+    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                                    const torch::Tensor& enc_output,
                                                                     const torch::Tensor& slf_mask,
                                                                     const torch::Tensor& enc_mask);
     // One new position x [n,1,d_model]; appends its keys/values to `cache`. The new query may see

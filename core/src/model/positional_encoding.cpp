@@ -12,14 +12,16 @@ namespace attnlab::model {
 
 torch::Tensor sinusoidTable(int64_t n_position, int64_t d_hid) {
     auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-    auto pos = torch::arange(n_position, opts).unsqueeze(1);                  // [P, 1]
+    auto pos = torch::arange(n_position, opts).unsqueeze(1);  // [P, 1]
     auto hid = torch::arange(d_hid, torch::TensorOptions().dtype(torch::kInt64));
     auto exponent = (hid.div(2, "floor") * 2).to(torch::kFloat64) / static_cast<double>(d_hid);
-    auto angles = pos / torch::pow(10000.0, exponent).unsqueeze(0);            // [P, D]
+    auto angles = pos / torch::pow(10000.0, exponent).unsqueeze(0);  // [P, D]
     auto table = angles.clone();
     using torch::indexing::Slice;
-    table.index_put_({Slice(), Slice(0, torch::indexing::None, 2)}, angles.index({Slice(), Slice(0, torch::indexing::None, 2)}).sin());
-    table.index_put_({Slice(), Slice(1, torch::indexing::None, 2)}, angles.index({Slice(), Slice(1, torch::indexing::None, 2)}).cos());
+    table.index_put_({Slice(), Slice(0, torch::indexing::None, 2)},
+                     angles.index({Slice(), Slice(0, torch::indexing::None, 2)}).sin());
+    table.index_put_({Slice(), Slice(1, torch::indexing::None, 2)},
+                     angles.index({Slice(), Slice(1, torch::indexing::None, 2)}).cos());
     return table.to(torch::kFloat32);
 }
 
@@ -42,7 +44,8 @@ torch::Tensor checkedTable(int n_position, int d_hid, int64_t max_positions) {
     if (n_position < 1 || d_hid < 1 || n_position > max_positions ||
         int64_t(n_position) * d_hid > kMaxPositionalTableEntries)
         throw ConfigError("positional table: " + std::to_string(n_position) + " x " + std::to_string(d_hid) +
-                          " is empty or too large (at most " + std::to_string(kMaxPositionalTableEntries) + " entries)");
+                          " is empty or too large (at most " + std::to_string(kMaxPositionalTableEntries) +
+                          " entries)");
     return model::sinusoidTable(n_position, d_hid);
 }
 }  // namespace

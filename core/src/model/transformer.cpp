@@ -122,8 +122,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& cfg) : m_cfg(cfg) {
     encoder = register_module(
         "encoder", Encoder(cfg, cfg.emb_src_trg_weight_sharing ? decoder->trg_word_emb->weight : torch::Tensor()));
     if (!cfg.trg_emb_prj_weight_sharing)
-        trg_word_prj = register_module("trg_word_prj",
-                                       torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, cfg.n_trg_vocab).bias(false)));
+        trg_word_prj = register_module(
+            "trg_word_prj", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, cfg.n_trg_vocab).bias(false)));
     // ref: xavier_uniform_ for every parameter with more than one dimension.
     torch::NoGradGuard no_grad;
     for (auto& p : parameters())
@@ -144,14 +144,16 @@ torch::Tensor TransformerImpl::encode(const torch::Tensor& src_seq, std::vector<
     return encoder(src_seq, padMask(src_seq, m_cfg.src_pad_idx), attns);
 }
 
-torch::Tensor TransformerImpl::decoderOutput(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns) {
+torch::Tensor TransformerImpl::decoderOutput(const torch::Tensor& src_seq, const torch::Tensor& trg_seq,
+                                             Attentions* attns) {
     auto src_mask = padMask(src_seq, m_cfg.src_pad_idx);
     auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
     auto enc = encoder(src_seq, src_mask, attns ? &attns->encoder_self : nullptr);
     return decoder(trg_seq, trg_mask, enc, src_mask, attns);
 }
 
-torch::Tensor TransformerImpl::forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns) {
+torch::Tensor TransformerImpl::forwardFull(const torch::Tensor& src_seq, const torch::Tensor& trg_seq,
+                                           Attentions* attns) {
     return project(decoderOutput(src_seq, trg_seq, attns));
 }
 

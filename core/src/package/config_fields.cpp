@@ -52,10 +52,14 @@ std::string ModelConfigField::valueText(const ModelConfig& c) const {
         [&](auto ptr) -> std::string {
             const auto& v = c.*ptr;
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-            else if constexpr (std::is_same_v<T, std::string>) return v;
-            else if constexpr (std::is_same_v<T, double>) return number(v);
-            else return std::to_string(v);
+            if constexpr (std::is_same_v<T, bool>)
+                return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>)
+                return v;
+            else if constexpr (std::is_same_v<T, double>)
+                return number(v);
+            else
+                return std::to_string(v);
         },
         member);
 }

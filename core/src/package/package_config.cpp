@@ -29,7 +29,8 @@ void ModelConfig::validate() const {
         else if (auto t = std::get_if<std::string ModelConfig::*>(&f.member)) {
             const std::string choices = std::string("|") + f.choices + "|";
             if (choices.find("|" + this->**t + "|") == std::string::npos)
-                throw ConfigError(std::string(o) + ": " + f.name + " is '" + this->**t + "'; expected " + f.rangeText());
+                throw ConfigError(std::string(o) + ": " + f.name + " is '" + this->**t + "'; expected " +
+                                  f.rangeText());
         }
     }
     // What no single field's range says.
@@ -119,10 +120,14 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
             [&](auto ptr) {
                 auto& v = m.*ptr;
                 using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, int64_t>) v = r.integer(f.name);
-                else if constexpr (std::is_same_v<T, double>) v = r.number(f.name);
-                else if constexpr (std::is_same_v<T, bool>) v = r.boolean(f.name);
-                else v = r.string(f.name);
+                if constexpr (std::is_same_v<T, int64_t>)
+                    v = r.integer(f.name);
+                else if constexpr (std::is_same_v<T, double>)
+                    v = r.number(f.name);
+                else if constexpr (std::is_same_v<T, bool>)
+                    v = r.boolean(f.name);
+                else
+                    v = r.string(f.name);
             },
             f.member);
     }

@@ -61,7 +61,9 @@ TensorShapes expectedTensors(const ModelConfig& c) {
 }
 
 namespace {
-bool isBuffer(const std::string& name) { return name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0; }
+bool isBuffer(const std::string& name) {
+    return name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0;
+}
 
 std::string tiedNote(const std::string& name, const ModelConfig& c) {
     if ((name == "trg_word_prj.weight" && c.trg_emb_prj_weight_sharing) ||
@@ -87,7 +89,8 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
             fail("missing tensor '" + name + "'");
         }
         if (t->shape != shape)
-            fail("tensor '" + name + "' has shape " + util::shapeString(t->shape) + " but the config needs " + util::shapeString(shape));
+            fail("tensor '" + name + "' has shape " + util::shapeString(t->shape) + " but the config needs " +
+                 util::shapeString(shape));
         if (t->dtype != "F32" && t->dtype != "F16" && t->dtype != "BF16")
             fail("tensor '" + name + "' has dtype " + t->dtype + "; expected F32, F16 or BF16");
     }

@@ -21,10 +21,11 @@ TensorShapes expectedTensors(const ModelConfig& config);
 
 // Reads <dir>/model.safetensors into a new model built from `config` (on the CPU, eval mode).
 // Throws PackageError naming the file and the problem. *stored_dtype receives "F32"/"F16"/"BF16".
-model::Transformer loadWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype = nullptr);
+model::Transformer loadWeights(const std::string& dir, const PackageConfig& config,
+                               std::string* stored_dtype = nullptr);
 
 struct SaveOptions {
-    std::string dtype = "F32";  // "F32" or "F16" (halves the size; upcast on load)
+    std::string dtype = "F32";                       // "F32" or "F16" (halves the size; upcast on load)
     std::map<std::string, std::string> extra_files;  // name -> content (MODEL_CARD.md, logs ...)
 };
 

@@ -42,14 +42,16 @@ size_t dtypeSize(const std::string& d) {
 }
 
 Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t file_size) {
-    if (file_size < 8) fail(origin, "file is " + std::to_string(file_size) + " bytes, too short for a safetensors header");
+    if (file_size < 8)
+        fail(origin, "file is " + std::to_string(file_size) + " bytes, too short for a safetensors header");
     if (bytes.size() < 8) fail(origin, "cannot read the header length");
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
-    if (n > kMaxHeader) fail(origin, "header length " + std::to_string(n) + " exceeds the 100 MB limit (corrupt file?)");
+    if (n > kMaxHeader)
+        fail(origin, "header length " + std::to_string(n) + " exceeds the 100 MB limit (corrupt file?)");
     if (n > file_size - 8)
-        fail(origin, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file_size) +
-                         " bytes): truncated file?");
+        fail(origin, "header length " + std::to_string(n) + " runs past the end of the file (" +
+                         std::to_string(file_size) + " bytes): truncated file?");
     if (n < 2) fail(origin, "header length " + std::to_string(n) + " is too small for a JSON object");
     if (bytes.size() < 8 + n) fail(origin, "header is truncated");
 
@@ -117,7 +119,8 @@ Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t
     uint64_t cursor = 0;
     for (const auto& t : h.tensors) {
         if (t.begin < cursor) fail(origin, "tensor '" + t.name + "' overlaps the tensor before it");
-        if (t.begin > cursor) fail(origin, "hole of " + std::to_string(t.begin - cursor) + " bytes before tensor '" + t.name + "'");
+        if (t.begin > cursor)
+            fail(origin, "hole of " + std::to_string(t.begin - cursor) + " bytes before tensor '" + t.name + "'");
         cursor = t.end;
     }
     if (cursor != h.data_size)
@@ -158,7 +161,8 @@ std::vector<char> readTensorBytes(const Header& h, const TensorInfo& t) {
     return out;
 }
 
-void write(const std::string& path, const std::vector<TensorView>& tensors, const std::map<std::string, std::string>& metadata) {
+void write(const std::string& path, const std::vector<TensorView>& tensors,
+           const std::map<std::string, std::string>& metadata) {
     json j = json::object();
     if (!metadata.empty()) j["__metadata__"] = metadata;
     uint64_t offset = 0;

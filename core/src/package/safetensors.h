@@ -15,7 +15,7 @@ namespace attnlab::safetensors {
 
 struct TensorInfo {
     std::string name;
-    std::string dtype;            // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
+    std::string dtype;  // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
     std::vector<int64_t> shape;
     uint64_t begin = 0, end = 0;  // offsets into the data section
     uint64_t numel() const;
@@ -23,7 +23,7 @@ struct TensorInfo {
 
 struct Header {
     std::string path;
-    uint64_t data_offset = 0;     // 8 + N
+    uint64_t data_offset = 0;  // 8 + N
     uint64_t data_size = 0;
     std::vector<TensorInfo> tensors;  // in file order of their offsets
     std::map<std::string, std::string> metadata;

@@ -93,7 +93,8 @@ int attnlab_spm_decode(const attnlab_spm* sp, const int* ids, size_t n, char** t
         const int size = sp->processor.GetPieceSize();
         for (int id : v)
             if (id < 0 || id >= size) {
-                setError(error, "id " + std::to_string(id) + " is outside the vocabulary (size " + std::to_string(size) + ")");
+                setError(error,
+                         "id " + std::to_string(id) + " is outside the vocabulary (size " + std::to_string(size) + ")");
                 return 1;
             }
         std::string out;
@@ -117,11 +118,11 @@ int attnlab_spm_vocab_size(const attnlab_spm* sp) { return sp->processor.GetPiec
 
 int attnlab_spm_special_id(const attnlab_spm* sp, int which) {
     switch (which) {
-        case 0: return sp->processor.pad_id();
-        case 1: return sp->processor.unk_id();
-        case 2: return sp->processor.bos_id();
-        case 3: return sp->processor.eos_id();
-        default: return -1;
+    case 0: return sp->processor.pad_id();
+    case 1: return sp->processor.unk_id();
+    case 2: return sp->processor.bos_id();
+    case 3: return sp->processor.eos_id();
+    default: return -1;
     }
 }
 

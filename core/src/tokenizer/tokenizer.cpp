@@ -168,10 +168,15 @@ const std::string& probeText() {
     static const std::string text = [] {
         std::string t;
         auto put = [&](char32_t c) {
-            if (c < 0x80) t += char(c);
-            else if (c < 0x800) t += {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
-            else if (c < 0x10000) t += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
-            else t += {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+            if (c < 0x80)
+                t += char(c);
+            else if (c < 0x800)
+                t += {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
+            else if (c < 0x10000)
+                t += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+            else
+                t += {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)), char(0x80 | ((c >> 6) & 0x3F)),
+                      char(0x80 | (c & 0x3F))};
         };
         for (char32_t c = 0x20; c < 0x10000; ++c)
             if (c < 0xD800 || c > 0xDFFF) put(c);
@@ -234,7 +239,8 @@ Tokenizer::Tokenizer(const std::string& model_path) : m_impl(std::make_unique<Im
     char* err = nullptr;
     m_impl->sp = m_impl->a->load(model_path.c_str(), &err);
     if (!m_impl->sp)
-        throw TokenizerError(model_path + ": not a usable SentencePiece model: " + takeError(*m_impl->a, err, "unknown error"));
+        throw TokenizerError(model_path +
+                             ": not a usable SentencePiece model: " + takeError(*m_impl->a, err, "unknown error"));
     if (vocabSize() <= 0) throw TokenizerError(model_path + ": empty vocabulary");
 }
 
@@ -285,7 +291,9 @@ int Tokenizer::eosId() const { return m_impl->a->special_id(m_impl->sp, 3); }
 bool Tokenizer::isByte(int id) const { return m_impl->a->is_byte(m_impl->sp, id) != 0; }
 const std::string& Tokenizer::path() const { return m_impl->path; }
 
-std::vector<std::string> Tokenizer::unknownCharacters(const std::string& text) const { return unknownCharacters(encode(text)); }
+std::vector<std::string> Tokenizer::unknownCharacters(const std::string& text) const {
+    return unknownCharacters(encode(text));
+}
 
 bool Tokenizer::hasByteFallback() const { return isByte(pieceToId("<0x41>")); }
 

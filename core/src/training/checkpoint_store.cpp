@@ -45,7 +45,9 @@ CheckpointStore::CheckpointStore(const std::string& run_dir)
 
 std::string CheckpointStore::latestDir() const { return (fs::path(m_dir) / run_layout::kLatest).string(); }
 std::string CheckpointStore::bestDir() const { return (fs::path(m_dir) / run_layout::kBest).string(); }
-bool CheckpointStore::hasLatest() const { return fs::is_regular_file(fs::path(latestDir()) / run_layout::kTrainerState); }
+bool CheckpointStore::hasLatest() const {
+    return fs::is_regular_file(fs::path(latestDir()) / run_layout::kTrainerState);
+}
 bool CheckpointStore::hasBest() const { return fs::is_regular_file(fs::path(bestDir()) / package_files::kWeights); }
 
 RunState CheckpointStore::readLatestState(TrainingOptions* options) const {

@@ -52,7 +52,8 @@ CorpusFingerprint fingerprint(const Encoded& encoded) {
     return {static_cast<int64_t>(encoded.examples.size()), h};
 }
 
-BatchTensors toTensors(const std::vector<data::Example>& ex, const data::Batch& b, int64_t pad, int64_t bos, int64_t eos) {
+BatchTensors toTensors(const std::vector<data::Example>& ex, const data::Batch& b, int64_t pad, int64_t bos,
+                       int64_t eos) {
     const int64_t n = static_cast<int64_t>(b.examples.size());
     BatchTensors t;
     t.src = torch::full({n, b.src_len}, pad, torch::kInt64);

@@ -52,8 +52,8 @@ void dataSection(std::ostream& c, const ModelCardFacts& f) {
     c << "## Data\n\n"
       << "- training: " << fileName(d.train_src) << ", " << fileName(d.train_tgt) << " (" << f.train_pairs << " pairs; "
       << f.train.examples.size() << " used, " << f.train.skipped_empty << " skipped as empty, " << f.train.skipped_long
-      << " skipped as longer than " << f.options.max_tokens_per_sentence << " pieces; " << f.state.train_fingerprint.describe()
-      << ")\n"
+      << " skipped as longer than " << f.options.max_tokens_per_sentence << " pieces; "
+      << f.state.train_fingerprint.describe() << ")\n"
       << "- validation: " << fileName(d.valid_src) << ", " << fileName(d.valid_tgt) << "\n"
       << "- vocabulary: joint SentencePiece model, " << f.config.model.n_src_vocab << " pieces, byte fallback\n\n";
 }
@@ -90,7 +90,9 @@ std::string modelCard(const ModelCardFacts& f) {
       << fixed(f.state.best_bleu, 2) << "\n"
       << "- per-epoch validation figures: `" << package_files::kTrainingLog << "` in this package\n\n"
       << "## Reproduce\n\n```sh\n"
-      << (f.options.command_line.empty() ? std::string("attnlab-cli train ...") : portableCommand(f.options.command_line)) << "\n```\n";
+      << (f.options.command_line.empty() ? std::string("attnlab-cli train ...")
+                                         : portableCommand(f.options.command_line))
+      << "\n```\n";
     return c.str();
 }
 

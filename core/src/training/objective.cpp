@@ -21,8 +21,8 @@ struct SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntr
         const int64_t V = logits.size(1);
         auto logp = torch::log_softmax(logits, -1);
         auto gold_logp = logp.gather(1, gold.unsqueeze(1)).squeeze(1);
-        torch::Tensor per_token = eps > 0 ? -(1.0 - eps) * gold_logp - (eps / double(V - 1)) * (logp.sum(1) - gold_logp)
-                                          : -gold_logp;
+        torch::Tensor per_token =
+            eps > 0 ? -(1.0 - eps) * gold_logp - (eps / double(V - 1)) * (logp.sum(1) - gold_logp) : -gold_logp;
         ctx->save_for_backward({logp, gold, keep});
         ctx->saved_data["eps"] = eps;
         return (per_token * keep).sum();
@@ -37,8 +37,7 @@ struct SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntr
         // place (the graph is never run backward twice: the trainer does not retain it).
         auto grad = saved[0].exp_();
         if (off != 0.0) grad.sub_(off);
-        grad.scatter_add_(1, saved[1].unsqueeze(1),
-                          torch::full({grad.size(0), 1}, -(1.0 - eps) + off, grad.options()));
+        grad.scatter_add_(1, saved[1].unsqueeze(1), torch::full({grad.size(0), 1}, -(1.0 - eps) + off, grad.options()));
         grad.mul_((saved[2] * grad_outputs[0]).unsqueeze(1));
         return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
@@ -60,7 +59,8 @@ LossResult labelSmoothedLoss(const torch::Tensor& logits, const torch::Tensor& g
 
 double learningRate(int64_t step, double lr_mul, int64_t d_model, int64_t warmup_steps) {
     const double s = static_cast<double>(std::max<int64_t>(step, 1));
-    return lr_mul * std::pow(double(d_model), -0.5) * std::min(std::pow(s, -0.5), s * std::pow(double(warmup_steps), -1.5));
+    return lr_mul * std::pow(double(d_model), -0.5) *
+           std::min(std::pow(s, -0.5), s * std::pow(double(warmup_steps), -1.5));
 }
 
 }  // namespace attnlab::training

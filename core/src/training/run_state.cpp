@@ -74,7 +74,8 @@ RunState runStateFromJson(const std::string& text, const std::string& origin, Tr
         }
         if (j.contains("data")) {
             const json& d = j.at("data");
-            forEachDataField(s.data, [&](const char* key, std::string& value) { value = d.at(key).get<std::string>(); });
+            forEachDataField(s.data,
+                             [&](const char* key, std::string& value) { value = d.at(key).get<std::string>(); });
             s.train_fingerprint.pairs = d.at("train_pairs").get<int64_t>();
             s.train_fingerprint.hash = d.at("train_ids_hash").get<uint64_t>();
         }

@@ -18,8 +18,8 @@ struct DataFiles {
 
 struct RunState {
     int64_t step = 0;
-    int epoch = 0;                 // 0-based epoch in progress
-    int64_t batch_in_epoch = 0;    // next batch of that epoch
+    int epoch = 0;               // 0-based epoch in progress
+    int64_t batch_in_epoch = 0;  // next batch of that epoch
     double best_bleu = -1.0;
     double elapsed_seconds = 0.0;  // training time of this and earlier sessions
     // The running totals of the epoch in progress (its train_loss in the log).

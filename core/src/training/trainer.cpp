@@ -69,7 +69,11 @@ void checkSameData(const DataFiles& run, const DataFiles& given, const std::stri
 class Trainer {
 public:
     Trainer(const TrainingOptions& options, const TrainingCallback& progress, const std::atomic<bool>* stop)
-        : m_o(options), m_progress(progress), m_stop(stop), m_start(Clock::now()), m_out(options.output_dir),
+        : m_o(options),
+          m_progress(progress),
+          m_stop(stop),
+          m_start(Clock::now()),
+          m_out(options.output_dir),
           m_store(options.output_dir) {}
 
     TrainingSummary run();
@@ -82,7 +86,7 @@ private:
     std::string prepareTokenizer();
     void buildModel();
     void openLogs();
-    bool trainEpoch();                     // false when a stopping criterion was met
+    bool trainEpoch();  // false when a stopping criterion was met
     training::LossResult trainStep(const data::Batch& b);
     void reportWindow();
     void endEpoch();
@@ -163,15 +167,15 @@ void Trainer::readData() {
     if (m_train.examples.empty()) throw InputError(files.train_src + ": no usable sentence pairs");
     const CorpusFingerprint fp = fingerprint(m_train);
     if (m_o.resume && m_st.train_fingerprint.pairs > 0 && !(fp == m_st.train_fingerprint))
-        throw InputError("--resume: the training data differs from the run's: it was trained on " + m_st.data.train_src +
-                         " + " + m_st.data.train_tgt + " (" + m_st.train_fingerprint.describe() + "), now given " +
-                         files.train_src + " + " + files.train_tgt + " (" + fp.describe() +
+        throw InputError("--resume: the training data differs from the run's: it was trained on " +
+                         m_st.data.train_src + " + " + m_st.data.train_tgt + " (" + m_st.train_fingerprint.describe() +
+                         "), now given " + files.train_src + " + " + files.train_tgt + " (" + fp.describe() +
                          "); leave out the data options to use the run's own, or start a new --output");
     m_st.data = files;
     m_st.train_fingerprint = fp;
-    say("training pairs: " + std::to_string(m_train.examples.size()) + " used, " + std::to_string(m_train.skipped_empty) +
-        " skipped as empty, " + std::to_string(m_train.skipped_long) + " skipped as longer than " +
-        std::to_string(m_o.max_tokens_per_sentence) + " pieces");
+    say("training pairs: " + std::to_string(m_train.examples.size()) + " used, " +
+        std::to_string(m_train.skipped_empty) + " skipped as empty, " + std::to_string(m_train.skipped_long) +
+        " skipped as longer than " + std::to_string(m_o.max_tokens_per_sentence) + " pieces");
     m_batches = data::makeBatches(m_train.examples, m_o.batch_tokens);
 
     m_pc.source_lang = m_o.src_lang;
@@ -300,8 +304,8 @@ void Trainer::reportWindow() {
     if (budget_s > 0) eta = eta < 0 ? budget_s - elapsed() : std::min(eta, budget_s - elapsed());
     p.eta_seconds = eta;
     if (m_progress) m_progress(p);
-    m_step_log << m_st.step << '\t' << m_st.epoch + 1 << '\t' << fmt(p.elapsed_seconds, 1) << '\t' << fmt(p.loss) << '\t'
-               << m_lr << '\t' << fmt(p.target_tokens_per_second, 1) << '\n'
+    m_step_log << m_st.step << '\t' << m_st.epoch + 1 << '\t' << fmt(p.elapsed_seconds, 1) << '\t' << fmt(p.loss)
+               << '\t' << m_lr << '\t' << fmt(p.target_tokens_per_second, 1) << '\n'
                << std::flush;
     m_window = Window{};
 }
@@ -348,12 +352,13 @@ void Trainer::endEpoch() {
     say("validating after epoch " + std::to_string(m_st.epoch + 1));
     const ValidationResult v = validate(m_model, m_pc, m_tok_path, m_valid_corpus, m_o);
     m_epoch_log << m_st.epoch + 1 << '\t' << m_st.step << '\t' << fmt(elapsed(), 1) << '\t'
-                << fmt(m_st.epoch_loss_sum / double(std::max<int64_t>(m_st.epoch_tokens, 1))) << '\t' << fmt(v.loss) << '\t'
-                << fmt(v.ppl, 2) << '\t' << fmt(v.accuracy) << '\t' << fmt(v.bleu, 2) << '\t' << fmt(v.chrf, 2) << '\t'
-                << m_lr << '\n'
+                << fmt(m_st.epoch_loss_sum / double(std::max<int64_t>(m_st.epoch_tokens, 1))) << '\t' << fmt(v.loss)
+                << '\t' << fmt(v.ppl, 2) << '\t' << fmt(v.accuracy) << '\t' << fmt(v.bleu, 2) << '\t' << fmt(v.chrf, 2)
+                << '\t' << m_lr << '\n'
                 << std::flush;
     say("epoch " + std::to_string(m_st.epoch + 1) + ": valid loss " + fmt(v.loss) + ", ppl " + fmt(v.ppl, 2) +
-        ", accuracy " + fmt(v.accuracy) + ", BLEU " + fmt(v.bleu, 2) + " (" + v.signature + "), chrF " + fmt(v.chrf, 2));
+        ", accuracy " + fmt(v.accuracy) + ", BLEU " + fmt(v.bleu, 2) + " (" + v.signature + "), chrF " +
+        fmt(v.chrf, 2));
     m_st.epoch_loss_sum = 0;
     m_st.epoch_tokens = 0;
     ++m_st.epoch;
@@ -415,7 +420,8 @@ void averagePackages(const std::vector<std::string>& dirs, const std::string& ou
     for (const auto& d : dirs) {
         const PackageConfig c = readPackageConfig(d);
         if (packageConfigToJson(c) != packageConfigToJson(cfg))
-            throw PackageError(d + ": its config.json differs from " + dirs.front() + "'s; only identical models can be averaged");
+            throw PackageError(d + ": its config.json differs from " + dirs.front() +
+                               "'s; only identical models can be averaged");
         models.push_back(package::loadWeights(d, c));
     }
     torch::NoGradGuard ng;

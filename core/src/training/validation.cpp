@@ -33,8 +33,8 @@ void teacherForced(model::Transformer& model, const PackageConfig& pc, const Tok
 void translated(const decoding::Engine& engine, const data::ParallelCorpus& valid, const TrainingOptions& o,
                 ValidationResult& v) {
     std::vector<std::string> srcs, refs;
-    const size_t n = o.valid_bleu_sentences > 0 ? std::min<size_t>(o.valid_bleu_sentences, valid.src.size())
-                                                : valid.src.size();
+    const size_t n =
+        o.valid_bleu_sentences > 0 ? std::min<size_t>(o.valid_bleu_sentences, valid.src.size()) : valid.src.size();
     for (size_t i = 0; i < n; ++i)
         if (!engine.inputProblem(valid.src[i])) {
             srcs.push_back(valid.src[i]);

@@ -3,8 +3,8 @@
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
 
-#include <torch/cuda.h>
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,8 +31,9 @@ torch::Device resolveDevice(const std::string& name) {
     if (name == "cpu") return torch::kCPU;
     if (name == "auto") return cudaAvailable() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     if (!cudaAvailable())
-        throw DeviceError("device '" + name + "' was requested but LibTorch sees no CUDA device" +
-                          std::string(torch::cuda::device_count() == 0 ? " (this LibTorch is CPU-only or no GPU is present)" : ""));
+        throw DeviceError(
+            "device '" + name + "' was requested but LibTorch sees no CUDA device" +
+            std::string(torch::cuda::device_count() == 0 ? " (this LibTorch is CPU-only or no GPU is present)" : ""));
     torch::Device d(name);
     if (d.has_index() && d.index() >= static_cast<int>(torch::cuda::device_count()))
         throw DeviceError("device '" + name + "' does not exist: " + std::to_string(torch::cuda::device_count()) +
