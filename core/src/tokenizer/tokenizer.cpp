@@ -7,12 +7,15 @@
 #include "util/text.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 
 #include <filesystem>
 #include <mutex>
@@ -163,60 +166,43 @@ std::string quoteArg(const std::string& s) {
     return s;
 }
 
-// Every character of the Basic Multilingual Plane and of the emoji blocks, UTF-8, in one string.
-const std::string& probeText() {
-    static const std::string text = [] {
-        std::string t;
-        auto put = [&](char32_t c) {
-            if (c < 0x80)
-                t += char(c);
-            else if (c < 0x800)
-                t += {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
-            else if (c < 0x10000)
-                t += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
-            else
-                t += {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)), char(0x80 | ((c >> 6) & 0x3F)),
-                      char(0x80 | (c & 0x3F))};
-        };
-        for (char32_t c = 0x20; c < 0x10000; ++c)
-            if (c < 0xD800 || c > 0xDFFF) put(c);
-        for (char32_t c = 0x1F300; c < 0x1FB00; ++c) put(c);
-        return t;
-    }();
-    return text;
-}
-
 // SentencePiece trusts the normalization table stored in a model file: a corrupt one makes it read
 // out of bounds and crash while normalizing text (found by fuzzing, fuzz/targets.cpp). Before a
-// model is used, a child process loads it, encodes every character of probeText(), decodes the
-// result and names every piece; if the child dies, the file is refused with an error.
-void probeInChild(const Api& a, const std::string& path) {
-    std::fflush(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) return;  // no probe possible: load as before
-    if (pid == 0) {
-        for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
-        char* err = nullptr;
-        attnlab_spm* sp = a.load(path.c_str(), &err);
-        if (sp) {
-            const std::string& text = probeText();
-            int* ids = nullptr;
-            size_t n = 0, plen = 0, slen = 0;
-            char *pieces = nullptr, *surfaces = nullptr, *text_out = nullptr;
-            if (a.encode(sp, text.data(), text.size(), &ids, &n, &pieces, &plen, &surfaces, &slen, &err) == 0)
-                a.decode(sp, ids, n, &text_out, &plen, &err);
-            for (int id = 0, v = a.vocab_size(sp); id < v; ++id) a.free(a.id_to_piece(sp, id));
-        }
-        ::_exit(0);
-    }
+// model is used, attnlab-spm-check (next to the module; spm_check.cpp) loads it in a process of
+// its own, encodes every character of the Basic Multilingual Plane and the emoji blocks, decodes
+// the result and names every piece; if that process dies (or takes over a minute), the file is
+// refused. A fresh process (posix_spawn), not a fork: a forked copy of this multi-threaded process
+// can deadlock on a lock another thread held.
+void probeInOwnProcess(const Api& a, const std::string& path) {
+    const std::string helper = (fs::path(a.path).parent_path() / "attnlab-spm-check").string();
+    std::error_code ec;
+    if (!fs::is_regular_file(helper, ec))
+        throw TokenizerError(helper + ": missing (it checks tokenizer models before they are used; reinstall AttnLab)");
+    std::vector<char*> argv = {const_cast<char*>(helper.c_str()), const_cast<char*>(path.c_str()), nullptr};
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, helper.c_str(), &quiet, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (rc != 0) throw TokenizerError(helper + ": cannot be started: " + std::strerror(rc));
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    for (int waited_ms = 0;; waited_ms += 10) {
+        const pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0 && errno != EINTR) return;
+        if (waited_ms > 60000) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            throw TokenizerError(path + ": SentencePiece did not finish with this model in a minute: it is corrupt");
+        }
+        ::usleep(10000);
     }
-    if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))
-        throw TokenizerError(path + ": SentencePiece crashed using this model (" +
-                             (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
-                                                  : "exit status " + std::to_string(WEXITSTATUS(status))) +
-                             "): its normalization table or vocabulary is corrupt");
+    if (WIFSIGNALED(status))
+        throw TokenizerError(path + ": SentencePiece crashed using this model (signal " +
+                             std::to_string(WTERMSIG(status)) + "): its normalization table or vocabulary is corrupt");
+    // Exit status 1: SentencePiece refused the file; the load below reports its own message.
 }
 
 }  // namespace
@@ -235,7 +221,7 @@ Tokenizer::Tokenizer(const std::string& model_path) : m_impl(std::make_unique<Im
     if (!fs::is_regular_file(model_path, ec)) throw TokenizerError(model_path + ": missing file");
     m_impl->a = &api();
     m_impl->path = model_path;
-    probeInChild(*m_impl->a, model_path);
+    probeInOwnProcess(*m_impl->a, model_path);
     char* err = nullptr;
     m_impl->sp = m_impl->a->load(model_path.c_str(), &err);
     if (!m_impl->sp)
