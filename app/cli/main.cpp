@@ -238,22 +238,19 @@ int runInspect(const CommonOptions& common) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    CLI::App app{"AttnLab command line: translate with a Transformer model package and inspect it"};
-    app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("attnlab-cli ") + attnlab::version());
-    // A repeated option keeps its last value, so that a wrapper script's defaults can be
-    // overridden by appending (scripts/train_bundled_model.sh DATA --time-budget 185).
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-
-    CommonOptions common;
+// Every subcommand's options, in one struct each, registered by one function each.
+struct TranslateCommand {
+    CLI::App* cmd = nullptr;
     attnlab::DecodingOptions decoding;
     std::vector<std::string> texts;
     std::string attention_path;
+};
 
-    auto* translate = app.add_subcommand("translate", "Translate sentences (--text or one per line on stdin)");
+void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
+    auto& decoding = t.decoding;
+    auto& texts = t.texts;
+    auto& attention_path = t.attention_path;
+    auto* translate = t.cmd = app.add_subcommand("translate", "Translate sentences (--text or one per line on stdin)");
     addCommon(translate, common);
     translate->add_option("--text,-t", texts, "Sentence to translate (repeatable); stdin when absent");
     translate->add_option("--beam", decoding.beam_size, "Beam size (1 = greedy)")->capture_default_str();
@@ -273,12 +270,16 @@ int main(int argc, char** argv) {
     translate->add_flag(
         "--reference-beam", decoding.reference_beam,
         "Search as the reference implementation's Translator does (for converted reference checkpoints)");
+}
 
-    auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
-    addCommon(inspect, common);
+struct TrainCommand {
+    CLI::App* cmd = nullptr;
+    attnlab::TrainingOptions options;
+};
 
-    attnlab::TrainingOptions topt;
-    auto* train = app.add_subcommand("train", "Train a model on a parallel corpus and write a model package");
+void addTrain(CLI::App& app, TrainCommand& t) {
+    auto& topt = t.options;
+    auto* train = t.cmd = app.add_subcommand("train", "Train a model on a parallel corpus and write a model package");
     train->add_option("--data", topt.data_dir, "Directory with train.<src>(.gz), train.<tgt>, val.<src>, val.<tgt>");
     train->add_option("--src", topt.src_lang, "Source language suffix")->capture_default_str();
     train->add_option("--tgt", topt.tgt_lang, "Target language suffix")->capture_default_str();
@@ -330,19 +331,50 @@ int main(int argc, char** argv) {
     train->add_option("--keep-epoch-checkpoints", topt.keep_epoch_checkpoints, "Epoch checkpoints kept for averaging")
         ->capture_default_str();
     train->add_flag("--resume", topt.resume, "Continue from OUTPUT/checkpoints/latest");
+}
 
-    std::vector<std::string> average_inputs;
-    std::string average_run, average_output;
-    int average_last = 5;
-    auto* average = app.add_subcommand("average", "Average the parameters of checkpoints into one package");
+struct AverageCommand {
+    CLI::App* cmd = nullptr;
+    std::vector<std::string> inputs;
+    std::string run, output;
+    int last = 5;
+};
+
+void addAverage(CLI::App& app, AverageCommand& a) {
+    auto& average_inputs = a.inputs;
+    auto& average_run = a.run;
+    auto& average_output = a.output;
+    auto& average_last = a.last;
+    auto* average = a.cmd = app.add_subcommand("average", "Average the parameters of checkpoints into one package");
     average->add_option("packages", average_inputs, "Packages or checkpoints to average");
     average->add_option("--run", average_run, "A training output directory: average its last N epoch checkpoints");
     average->add_option("--last", average_last, "N for --run")->capture_default_str();
     average->add_option("--output,-o", average_output, "Where to write the averaged package")->required();
+}
 
-    std::string eval_src, eval_ref, eval_hyp_out;
-    attnlab::DecodingOptions eval_decoding;
-    auto* eval =
+int runAverage(AverageCommand& a) {
+    if (!a.run.empty()) {
+        auto found = attnlab::run_layout::epochCheckpoints(a.run);
+        if (static_cast<int>(found.size()) > a.last) found.erase(found.begin(), found.end() - a.last);
+        a.inputs.insert(a.inputs.end(), found.begin(), found.end());
+    }
+    attnlab::averagePackages(a.inputs, a.output);
+    std::cerr << "averaged " << a.inputs.size() << " packages into " << a.output << "\n";
+    return 0;
+}
+
+struct EvalCommand {
+    CLI::App* cmd = nullptr;
+    std::string src, ref, hyp_out;
+    attnlab::DecodingOptions decoding;
+};
+
+void addEval(CLI::App& app, CommonOptions& common, EvalCommand& e) {
+    auto& eval_src = e.src;
+    auto& eval_ref = e.ref;
+    auto& eval_hyp_out = e.hyp_out;
+    auto& eval_decoding = e.decoding;
+    auto* eval = e.cmd =
         app.add_subcommand("eval", "Translate a file and score it: corpus BLEU (sacreBLEU's default) and chrF");
     addCommon(eval, common);
     eval->add_option("--src", eval_src, "Source sentences, one per line")->required();
@@ -353,36 +385,48 @@ int main(int argc, char** argv) {
     eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
     eval->add_flag("--reference-beam", eval_decoding.reference_beam,
                    "Search as the reference implementation's Translator does");
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"AttnLab command line: translate with a Transformer model package and inspect it"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("attnlab-cli ") + attnlab::version());
+    // A repeated option keeps its last value, so that a wrapper script's defaults can be
+    // overridden by appending (scripts/train_bundled_model.sh DATA --time-budget 185).
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+    CommonOptions common;
+    TranslateCommand translate;
+    TrainCommand train;
+    AverageCommand average;
+    EvalCommand eval;
+    addTranslate(app, common, translate);
+    auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
+    addCommon(inspect, common);
+    addTrain(app, train);
+    addAverage(app, average);
+    addEval(app, common, eval);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
     try {
-        if (translate->parsed()) {
-            decoding.return_attention = !attention_path.empty();
-            decoding.top_k_candidates = attention_path.empty() ? 0 : 5;
-            return runTranslate(common, texts, decoding, attention_path);
+        if (translate.cmd->parsed()) {
+            translate.decoding.return_attention = !translate.attention_path.empty();
+            translate.decoding.top_k_candidates = translate.attention_path.empty() ? 0 : 5;
+            return runTranslate(common, translate.texts, translate.decoding, translate.attention_path);
         }
         if (inspect->parsed()) return runInspect(common);
-        if (train->parsed()) {
-            topt.model.d_word_vec = topt.model.d_model;
-            for (int i = 0; i < argc; ++i) topt.command_line += (i ? " " : "") + std::string(argv[i]);
-            return runTrain(topt);
+        if (train.cmd->parsed()) {
+            train.options.model.d_word_vec = train.options.model.d_model;
+            for (int i = 0; i < argc; ++i) train.options.command_line += (i ? " " : "") + std::string(argv[i]);
+            return runTrain(train.options);
         }
-        if (eval->parsed()) return runEval(common, eval_src, eval_ref, eval_hyp_out, eval_decoding);
-        if (average->parsed()) {
-            if (!average_run.empty()) {
-                auto found = attnlab::run_layout::epochCheckpoints(average_run);
-                if (static_cast<int>(found.size()) > average_last)
-                    found.erase(found.begin(), found.end() - average_last);
-                average_inputs.insert(average_inputs.end(), found.begin(), found.end());
-            }
-            attnlab::averagePackages(average_inputs, average_output);
-            std::cerr << "averaged " << average_inputs.size() << " packages into " << average_output << "\n";
-            return 0;
-        }
+        if (eval.cmd->parsed()) return runEval(common, eval.src, eval.ref, eval.hyp_out, eval.decoding);
+        if (average.cmd->parsed()) return runAverage(average);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;
