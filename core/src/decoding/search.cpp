@@ -140,131 +140,144 @@ std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const Se
     return results;
 }
 
+namespace {
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// The best `width` continuations of each active sentence over its K beams x vocabulary, best
+// first: a top-k per row, then one over K x per_row candidates (much cheaper than one top-k over
+// K x V). Scores accumulate in double precision. Index = beam * V + token.
+struct Continuations {
+    torch::Tensor values, index;  // [A, width], on the CPU
+    int64_t width = 0, vocab = 0;
+};
+
+Continuations bestContinuations(const torch::Tensor& logp, const std::vector<double>& scores, int64_t A, int K) {
+    Continuations c;
+    c.vocab = logp.size(1);
+    c.width = std::min<int64_t>(2 * K, K * c.vocab);
+    const int64_t per_row = std::min<int64_t>(c.width, c.vocab);
+    auto [row_vals, row_idx] = logp.topk(per_row, 1);  // [A*K, per_row]
+    auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(logp.device());
+    auto cand = (row_vals.to(torch::kFloat64) + score_t.unsqueeze(1)).view({A, K * per_row});
+    auto [vals, pos] = cand.topk(c.width, 1);
+    // Back to indices over K x V: beam = pos / per_row, token = row_idx[beam row, pos % per_row].
+    auto beam_of = pos.div(per_row, "floor");
+    auto rows = beam_of + torch::arange(A, pos.options()).unsqueeze(1) * K;
+    auto tok = row_idx.index({rows.reshape(-1), pos.remainder(per_row).reshape(-1)}).view({A, c.width});
+    c.values = vals.to(torch::kCPU);
+    c.index = (beam_of * c.vocab + tok).to(torch::kCPU);
+    return c;
+}
+
+Hyp makeHyp(std::vector<int64_t> tokens, int64_t token, double score, bool finished, double alpha) {
+    Hyp h;
+    h.tokens = std::move(tokens);
+    h.tokens.push_back(token);
+    h.score = score;
+    h.finished = finished;
+    h.normalized = normalizedScore(score, h.tokens.size(), alpha);
+    return h;
+}
+
+// The rows of the search (sentence-major, K beams each) and what each has generated.
+struct BeamRows {
+    torch::Tensor prefix;                      // [rows, t] on the stepper's device
+    std::vector<double> scores;                // per row
+    std::vector<std::vector<int64_t>> tokens;  // per row: generated tokens
+    std::vector<int64_t> active;               // sentence of each group of K rows
+};
+
+// One sentence's next beam: its best continuations that do not end; those that end with </s>
+// within the beam width leave the beam as finished hypotheses (as in fairseq).
+struct NextBeam {
+    std::vector<int64_t> rows, toks;
+    std::vector<double> scores;
+};
+
+NextBeam nextBeam(const Continuations& c, int64_t a, int K, const BeamRows& b, std::vector<Hyp>& finished,
+                  const SearchOptions& o) {
+    NextBeam next;
+    auto vp = c.values.accessor<double, 2>();
+    auto ip = c.index.accessor<int64_t, 2>();
+    for (int64_t j = 0; j < c.width && static_cast<int>(next.rows.size()) < K; ++j) {
+        const double v = vp[a][j];
+        if (!std::isfinite(v)) break;
+        const int64_t beam = ip[a][j] / c.vocab, tok = ip[a][j] % c.vocab;
+        const int64_t row = a * K + beam;
+        if (tok == o.eos) {
+            if (j < K) finished.push_back(makeHyp(b.tokens[row], tok, v, true, o.length_penalty));
+            continue;
+        }
+        next.rows.push_back(row);
+        next.toks.push_back(tok);
+        next.scores.push_back(v);
+    }
+    return next;
+}
+}  // namespace
+
 std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const SearchOptions& o) {
     checkOptions(o, n);
     const int K = o.beam_size;
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
     std::vector<std::vector<Hyp>> finished(n);
-    std::vector<int64_t> active(n);
-    for (int64_t i = 0; i < n; ++i) active[i] = i;
     const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
-    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-    // Rows: sentence-major, K beams each. All beams start as <s>; only beam 0 is live at first.
-    torch::Tensor prefix;
-    std::vector<double> scores;                // [active * K]
-    std::vector<std::vector<int64_t>> tokens;  // per row: generated tokens
+    BeamRows b;
+    for (int64_t i = 0; i < n; ++i) b.active.push_back(i);
     for (int step = 0;; ++step) {
         torch::Tensor logp;
         if (step == 0) {
-            // The stepper holds one row per sentence: score them once, then expand to K rows.
+            // The stepper holds one row per sentence: score them once, then expand to K rows, of
+            // which only beam 0 is live at first.
             auto first = nextLogProbs(stepper, torch::full({n, 1}, o.bos, i64.device(stepper.device())), o);
             auto expand = torch::arange(n, i64.device(first.device())).repeat_interleave(K);
             stepper.select(expand);
             logp = first.index_select(0, expand);
-            prefix = torch::full({n * K, 1}, o.bos, i64.device(first.device()));
-            scores.assign(n * K, kNegInf);
-            for (int64_t s = 0; s < n; ++s) scores[s * K] = 0.0;
-            tokens.assign(n * K, {});
+            b.prefix = torch::full({n * K, 1}, o.bos, i64.device(first.device()));
+            b.scores.assign(n * K, kNegInf);
+            for (int64_t s = 0; s < n; ++s) b.scores[s * K] = 0.0;
+            b.tokens.assign(n * K, {});
         } else {
-            logp = nextLogProbs(stepper, prefix, o);
+            logp = nextLogProbs(stepper, b.prefix, o);
         }
-        const int64_t A = static_cast<int64_t>(active.size());
-        const int64_t V = logp.size(1);
-        // The best 2K continuations of a sentence are among the best 2K of each of its beams:
-        // a top-k per row over the vocabulary, then one over K x 2K candidates (much cheaper than
-        // one top-k over K x V). Scores accumulate in double precision.
-        const int64_t width = std::min<int64_t>(2 * K, K * V);
-        const int64_t per_row = std::min<int64_t>(width, V);
-        auto [row_vals, row_idx] = logp.topk(per_row, 1);  // [A*K, per_row]
-        auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(logp.device());
-        auto cand = (row_vals.to(torch::kFloat64) + score_t.unsqueeze(1)).view({A, K * per_row});
-        auto [vals, pos] = cand.topk(width, 1);
-        // Back to indices over K x V: beam = pos / per_row, token = row_idx[beam row, pos % per_row].
-        auto beam_of = pos.div(per_row, "floor");
-        auto rows = beam_of + torch::arange(A, pos.options()).unsqueeze(1) * K;
-        auto tok = row_idx.index({rows.reshape(-1), pos.remainder(per_row).reshape(-1)}).view({A, width});
-        auto idx = beam_of * V + tok;
-        auto vals_cpu = vals.to(torch::kCPU);
-        auto idx_cpu = idx.to(torch::kCPU);
-        auto vp = vals_cpu.accessor<double, 2>();
-        auto ip = idx_cpu.accessor<int64_t, 2>();
-
-        std::vector<int64_t> sel_rows;    // rows (old numbering) the next beams extend
-        std::vector<int64_t> sel_tokens;  // the token each appends
-        std::vector<double> next_scores;
-        std::vector<std::vector<int64_t>> next_tokens;
-        std::vector<int64_t> next_active;
-        for (int64_t a = 0; a < A; ++a) {
-            const int64_t s = active[a];
-            auto& fin = finished[s];
-            std::vector<int64_t> rows, toks;
-            std::vector<double> sc;
-            for (int64_t j = 0; j < width && static_cast<int>(rows.size()) < K; ++j) {
-                const double v = vp[a][j];
-                if (!std::isfinite(v)) break;
-                const int64_t beam = ip[a][j] / V, tok = ip[a][j] % V;
-                const int64_t row = a * K + beam;
-                if (tok == o.eos) {
-                    // A finished hypothesis leaves the beam and stops accumulating score. Only
-                    // candidates ranked within the beam width may finish (as in fairseq).
-                    if (j < K) {
-                        Hyp h;
-                        h.tokens = tokens[row];
-                        h.tokens.push_back(tok);
-                        h.score = v;
-                        h.finished = true;
-                        h.normalized = normalizedScore(v, h.tokens.size(), o.length_penalty);
-                        fin.push_back(std::move(h));
-                    }
-                    continue;
-                }
-                rows.push_back(row);
-                toks.push_back(tok);
-                sc.push_back(v);
-            }
+        const auto c = bestContinuations(logp, b.scores, static_cast<int64_t>(b.active.size()), K);
+        BeamRows next;
+        std::vector<int64_t> sel_rows, sel_tokens;  // rows (old numbering) extended, and their tokens
+        for (int64_t a = 0; a < static_cast<int64_t>(b.active.size()); ++a) {
+            const int64_t s = b.active[a];
+            NextBeam beam = nextBeam(c, a, K, b, finished[s], o);
             const bool at_cap = step + 1 >= o.max_lengths[s];
-            if (static_cast<int>(fin.size()) >= K || at_cap || rows.empty()) {
-                if (at_cap) {
-                    // Length cap reached: unfinished beams compete with what has finished.
-                    for (size_t b = 0; b < rows.size(); ++b) {
-                        Hyp h;
-                        h.tokens = tokens[rows[b]];
-                        h.tokens.push_back(toks[b]);
-                        h.score = sc[b];
-                        h.finished = false;
-                        h.normalized = normalizedScore(sc[b], h.tokens.size(), o.length_penalty);
-                        fin.push_back(std::move(h));
-                    }
-                }
-                finish(fin, o.nbest);
+            if (static_cast<int>(finished[s].size()) >= K || at_cap || beam.rows.empty()) {
+                // At the length cap unfinished beams compete with what has finished.
+                if (at_cap)
+                    for (size_t k = 0; k < beam.rows.size(); ++k)
+                        finished[s].push_back(
+                            makeHyp(b.tokens[beam.rows[k]], beam.toks[k], beam.scores[k], false, o.length_penalty));
+                finish(finished[s], o.nbest);
                 continue;
             }
             // Fewer than K live candidates (tiny vocabularies): pad with dead copies.
-            while (static_cast<int>(rows.size()) < K) {
-                rows.push_back(rows.front());
-                toks.push_back(toks.front());
-                sc.push_back(kNegInf);
+            while (static_cast<int>(beam.rows.size()) < K) {
+                beam.rows.push_back(beam.rows.front());
+                beam.toks.push_back(beam.toks.front());
+                beam.scores.push_back(kNegInf);
             }
-            for (int b = 0; b < K; ++b) {
-                sel_rows.push_back(rows[b]);
-                sel_tokens.push_back(toks[b]);
-                next_scores.push_back(sc[b]);
-                auto t = tokens[rows[b]];
-                t.push_back(toks[b]);
-                next_tokens.push_back(std::move(t));
+            for (int k = 0; k < K; ++k) {
+                sel_rows.push_back(beam.rows[k]);
+                sel_tokens.push_back(beam.toks[k]);
+                next.scores.push_back(beam.scores[k]);
+                next.tokens.push_back(b.tokens[beam.rows[k]]);
+                next.tokens.back().push_back(beam.toks[k]);
             }
-            next_active.push_back(s);
+            next.active.push_back(s);
         }
         report(o, step, max_steps);
-        if (next_active.empty()) break;
-        auto index = torch::tensor(sel_rows, i64).to(prefix.device());
-        auto new_tok = torch::tensor(sel_tokens, i64).to(prefix.device()).unsqueeze(1);
-        prefix = torch::cat({prefix.index_select(0, index), new_tok}, 1);
+        if (next.active.empty()) break;
+        auto index = torch::tensor(sel_rows, i64).to(b.prefix.device());
+        auto new_tok = torch::tensor(sel_tokens, i64).to(b.prefix.device()).unsqueeze(1);
+        next.prefix = torch::cat({b.prefix.index_select(0, index), new_tok}, 1);
         stepper.select(index);
-        scores = std::move(next_scores);
-        tokens = std::move(next_tokens);
-        active = std::move(next_active);
+        b = std::move(next);
     }
     return finished;
 }
