@@ -18,6 +18,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <optional>
 
 namespace {
 QStringList exampleSentences() {
@@ -58,6 +59,90 @@ bool needsNoScreen(int argc, char** argv) {
     }
     return false;
 }
+// The command line, checked before anything is loaded: a wrong option is an error, not a default.
+struct Options {
+    QString model, text, device, tab, export_to, screenshot;
+    attnlab::ui::AttentionKind kind = attnlab::ui::AttentionKind::Cross;
+    int layer = 0, head = 0;
+    bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
+};
+
+std::optional<QString> parseOptions(const QApplication& app, Options& o) {
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Translate with a Transformer and see every head's attention.");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    QCommandLineOption model({"m", "model"}, "Model package directory (default: the bundled model).", "dir");
+    QCommandLineOption text({"t", "text"}, "Sentence to translate at start.", "sentence");
+    QCommandLineOption device("device", "auto, cpu, cuda or cuda:N.", "device", "auto");
+    QCommandLineOption view("view", "Attention kind to show: encoder, decoder or cross.", "kind", "cross");
+    QCommandLineOption layer("layer", "Layer to show.", "n", "0");
+    QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
+    QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
+    QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
+    QCommandLineOption tab("tab", "Tab to show: attention, positional or model.", "name", "attention");
+    parser.addOptions({model, text, device, view, layer, head, exportTo, screenshot, tab});
+    parser.process(app);
+
+    const QString kind = parser.value(view);
+    o.tab = parser.value(tab);
+    if (kind != "encoder" && kind != "decoder" && kind != "cross")
+        return QString("--view '%1' is not one of encoder, decoder, cross").arg(kind);
+    o.kind = kind == "encoder"   ? attnlab::ui::AttentionKind::EncoderSelf
+             : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
+                                 : attnlab::ui::AttentionKind::Cross;
+    if (o.tab != "attention" && o.tab != "positional" && o.tab != "model")
+        return QString("--tab '%1' is not one of attention, positional, model").arg(o.tab);
+    bool layer_ok = false, head_ok = false;
+    o.layer = parser.value(layer).toInt(&layer_ok);
+    o.head = parser.value(head).toInt(&head_ok);
+    if (!layer_ok || o.layer < 0)
+        return QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer));
+    if (!head_ok || o.head < 0) return QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head));
+    o.text = parser.value(text);
+    o.device = parser.value(device);
+    o.export_to = parser.value(exportTo);
+    o.screenshot = parser.value(screenshot);
+    if (!o.export_to.isEmpty() && o.tab == "attention" && !parser.isSet(text))
+        return QString("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
+    o.model = parser.value(model);
+    if (o.model.isEmpty()) o.model = QString::fromStdString(attnlab::defaultModelDir());
+    return std::nullopt;
+}
+
+// --export / --screenshot: wait for the model and the translation, check the layer and head
+// against the model, show them, render, quit.
+int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::MainWindow& window, const Options& o,
+                   const QString& load_error) {
+    window.show();
+    controller.waitForIdle();
+    if (!load_error.isEmpty()) return fail(load_error);
+    if (!window.lastError().isEmpty()) return fail(window.lastError());
+    const auto info = controller.modelInfo();
+    if (!info) return fail("no model: pass --model DIR");
+    const int n_layers = int(info->config.model.n_layers), n_head = int(info->config.model.n_head);
+    if (o.layer >= n_layers)
+        return fail(QString("--layer %1 is out of range: the model has %2 layers (0-%3)")
+                        .arg(o.layer)
+                        .arg(n_layers)
+                        .arg(n_layers - 1));
+    if (o.head > n_head)
+        return fail(QString("--head %1 is out of range: the model has %2 heads (0-%3, and %2 for the mean)")
+                        .arg(o.head)
+                        .arg(n_head)
+                        .arg(n_head - 1));
+    window.explorer()->select(o.kind, o.layer, o.head);
+    // Results arrive as queued signals, and the text they set re-lays out the window through
+    // further posted events: let every round of them run before grabbing.
+    for (int round = 0; round < 5; ++round) {
+        QApplication::processEvents();
+        QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    }
+    if (!o.export_to.isEmpty())
+        if (const auto error = window.exportCurrentView(o.export_to)) return fail(*error);
+    if (!o.screenshot.isEmpty() && !window.grab().save(o.screenshot)) return fail("cannot write " + o.screenshot);
+    return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,104 +162,29 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName("AttnLab");
     QApplication::setApplicationVersion(attnlab::version());
     QApplication::setWindowIcon(QIcon(":/attnlab.svg"));
-
-    QCommandLineParser parser;
-    parser.setApplicationDescription("Translate with a Transformer and see every head's attention.");
-    parser.addHelpOption();
-    parser.addVersionOption();
-    QCommandLineOption model({"m", "model"}, "Model package directory (default: the bundled model).", "dir");
-    QCommandLineOption text({"t", "text"}, "Sentence to translate at start.", "sentence");
-    QCommandLineOption device("device", "auto, cpu, cuda or cuda:N.", "device", "auto");
-    QCommandLineOption view("view", "Attention kind to show: encoder, decoder or cross.", "kind", "cross");
-    QCommandLineOption layer("layer", "Layer to show.", "n", "0");
-    QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
-    QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
-    QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
-    QCommandLineOption tab("tab", "Tab to show: attention, positional or model.", "name", "attention");
-    parser.addOptions({model, text, device, view, layer, head, exportTo, screenshot, tab});
-    parser.process(app);
-
-    // Options are checked before anything is loaded; a wrong one is an error, not a silent default.
-    const QString kind = parser.value(view), tab_name = parser.value(tab);
-    if (kind != "encoder" && kind != "decoder" && kind != "cross")
-        return fail(QString("--view '%1' is not one of encoder, decoder, cross").arg(kind));
-    if (tab_name != "attention" && tab_name != "positional" && tab_name != "model")
-        return fail(QString("--tab '%1' is not one of attention, positional, model").arg(tab_name));
-    bool layer_ok = false, head_ok = false;
-    const int layer_index = parser.value(layer).toInt(&layer_ok), head_index = parser.value(head).toInt(&head_ok);
-    if (!layer_ok || layer_index < 0)
-        return fail(QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer)));
-    if (!head_ok || head_index < 0)
-        return fail(QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head)));
-    const bool headless = parser.isSet(exportTo) || parser.isSet(screenshot);
-    if (parser.isSet(exportTo) && tab_name == "attention" && !parser.isSet(text))
-        return fail("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
-
-    QString dir = parser.value(model);
-    if (dir.isEmpty()) dir = QString::fromStdString(attnlab::defaultModelDir());
+    Options o;
+    if (const auto error = parseOptions(app, o)) return fail(*error);
 
     attnlab::ui::TranslationController controller;
-    attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!headless);
+    attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!o.headless());
     window.translatePanel()->setExamples(exampleSentences());
     window.resize(1400, 900);
-
-    const auto k = kind == "encoder"   ? attnlab::ui::AttentionKind::EncoderSelf
-                   : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
-                                       : attnlab::ui::AttentionKind::Cross;
-
     QString load_error;  // the first failure is the one to report headlessly
     QObject::connect(&controller, &attnlab::ui::TranslationController::modelFailed, &window,
                      [&](const QString& m) { load_error = m; });
-    window.translatePanel()->setDevice(parser.value(device));
-    if (!dir.isEmpty()) controller.loadModel(dir, parser.value(device));
-    if (parser.isSet(text)) {
-        window.translatePanel()->setSentence(parser.value(text));
-        controller.translate(parser.value(text), window.translatePanel()->options());
+    window.translatePanel()->setDevice(o.device);
+    if (!o.model.isEmpty()) controller.loadModel(o.model, o.device);
+    if (!o.text.isEmpty()) {
+        window.translatePanel()->setSentence(o.text);
+        controller.translate(o.text, window.translatePanel()->options());
     }
-    if (tab_name == "positional")
-        window.showTab(attnlab::ui::MainWindow::Tab::Positional);
-    else if (tab_name == "model")
-        window.showTab(attnlab::ui::MainWindow::Tab::Model);
+    if (o.tab == "positional") window.showTab(attnlab::ui::MainWindow::Tab::Positional);
+    if (o.tab == "model") window.showTab(attnlab::ui::MainWindow::Tab::Model);
+    if (o.headless()) return renderHeadless(controller, window, o, load_error);
 
-    if (!headless) {
-        window.show();
-        QObject::connect(
-            &controller, &attnlab::ui::TranslationController::translationFinished, &window,
-            [&](attnlab::ui::ResultPtr) { window.explorer()->select(k, layer_index, head_index); },
-            Qt::SingleShotConnection);
-        return app.exec();
-    }
-
-    // Headless: wait for the model and the translation, then render.
     window.show();
-    controller.waitForIdle();
-    if (!load_error.isEmpty()) return fail(load_error);
-    if (!window.lastError().isEmpty()) return fail(window.lastError());
-    const auto info = controller.modelInfo();
-    if (!info) return fail("no model: pass --model DIR");
-    const int n_layers = int(info->config.model.n_layers), n_head = int(info->config.model.n_head);
-    if (layer_index >= n_layers)
-        return fail(QString("--layer %1 is out of range: the model has %2 layers (0-%3)")
-                        .arg(layer_index)
-                        .arg(n_layers)
-                        .arg(n_layers - 1));
-    if (head_index > n_head)
-        return fail(QString("--head %1 is out of range: the model has %2 heads (0-%3, and %2 for the mean)")
-                        .arg(head_index)
-                        .arg(n_head)
-                        .arg(n_head - 1));
-    window.explorer()->select(k, layer_index, head_index);
-    // Results arrive as queued signals, and the text they set re-lays out the window through
-    // further posted events: let every round of them run before grabbing.
-    for (int round = 0; round < 5; ++round) {
-        QApplication::processEvents();
-        QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
-    }
-    if (parser.isSet(exportTo)) {
-        if (const auto error = window.exportCurrentView(parser.value(exportTo))) return fail(*error);
-    }
-    if (parser.isSet(screenshot)) {
-        if (!window.grab().save(parser.value(screenshot))) return fail("cannot write " + parser.value(screenshot));
-    }
-    return 0;
+    QObject::connect(
+        &controller, &attnlab::ui::TranslationController::translationFinished, &window,
+        [&](attnlab::ui::ResultPtr) { window.explorer()->select(o.kind, o.layer, o.head); }, Qt::SingleShotConnection);
+    return app.exec();
 }
