@@ -73,7 +73,6 @@ public:
 
 private:
     torch::Tensor embed(const torch::Tensor& seq, int64_t offset);
-    int64_t m_pad_idx;
     double m_emb_scale;
 };
 TORCH_MODULE(Decoder);

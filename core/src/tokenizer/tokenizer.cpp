@@ -202,6 +202,8 @@ void probeInOwnProcess(const Api& a, const std::string& path) {
     if (WIFSIGNALED(status))
         throw TokenizerError(path + ": SentencePiece crashed using this model (signal " +
                              std::to_string(WTERMSIG(status)) + "): its normalization table or vocabulary is corrupt");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+        throw TokenizerError(path + ": its normalization table is corrupt (an index points outside it)");
     // Exit status 1: SentencePiece refused the file; the load below reports its own message.
 }
 
