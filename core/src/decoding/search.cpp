@@ -75,13 +75,24 @@ void report(const SearchOptions& o, int step, int max_steps) {
     if (o.on_step && !o.on_step(step, max_steps)) throw CancelledError();
 }
 
-// The stepper's log-probabilities with the blocked tokens at -inf.
-torch::Tensor nextLogProbs(Stepper& stepper, const torch::Tensor& prefix, const SearchOptions& o) {
-    auto logp = stepper.logProbs(prefix);
-    if (o.blocked.empty()) return logp;
-    auto index = torch::tensor(o.blocked, torch::TensorOptions().dtype(torch::kInt64)).to(logp.device());
-    return logp.index_fill(1, index, -std::numeric_limits<double>::infinity());
-}
+// The stepper's log-probabilities with the blocked tokens at -inf; the index of the blocked tokens
+// is built once per search, on the stepper's device, not at every step.
+class NextLogProbs {
+public:
+    NextLogProbs(Stepper& stepper, const SearchOptions& o) : m_stepper(stepper) {
+        if (!o.blocked.empty())
+            m_blocked = torch::tensor(o.blocked, torch::TensorOptions().dtype(torch::kInt64)).to(stepper.device());
+    }
+    torch::Tensor operator()(const torch::Tensor& prefix) {
+        auto logp = m_stepper.logProbs(prefix);
+        if (!m_blocked.defined()) return logp;
+        return logp.index_fill(1, m_blocked, -std::numeric_limits<double>::infinity());
+    }
+
+private:
+    Stepper& m_stepper;
+    torch::Tensor m_blocked;
+};
 
 void finish(std::vector<Hyp>& hyps, int nbest) {
     std::stable_sort(hyps.begin(), hyps.end(), [](const Hyp& a, const Hyp& b) { return a.normalized > b.normalized; });
@@ -109,8 +120,9 @@ std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const Se
     for (int64_t i = 0; i < n; ++i) active[i] = i;
     const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
     auto prefix = torch::full({n, 1}, o.bos, i64);
+    NextLogProbs nextLogProbs(stepper, o);
     for (int step = 0;; ++step) {
-        auto [best, arg] = nextLogProbs(stepper, prefix, o).max(-1);
+        auto [best, arg] = nextLogProbs(prefix).max(-1);
         auto best_cpu = best.to(torch::kCPU, torch::kFloat64);
         auto arg_cpu = arg.to(torch::kCPU);
         auto bp = best_cpu.accessor<double, 1>();
@@ -224,12 +236,13 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
     const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
     BeamRows b;
     for (int64_t i = 0; i < n; ++i) b.active.push_back(i);
+    NextLogProbs nextLogProbs(stepper, o);
     for (int step = 0;; ++step) {
         torch::Tensor logp;
         if (step == 0) {
             // The stepper holds one row per sentence: score them once, then expand to K rows, of
             // which only beam 0 is live at first.
-            auto first = nextLogProbs(stepper, torch::full({n, 1}, o.bos, i64.device(stepper.device())), o);
+            auto first = nextLogProbs(torch::full({n, 1}, o.bos, i64.device(stepper.device())));
             auto expand = torch::arange(n, i64.device(first.device())).repeat_interleave(K);
             stepper.select(expand);
             logp = first.index_select(0, expand);
@@ -238,7 +251,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
             for (int64_t s = 0; s < n; ++s) b.scores[s * K] = 0.0;
             b.tokens.assign(n * K, {});
         } else {
-            logp = nextLogProbs(stepper, b.prefix, o);
+            logp = nextLogProbs(b.prefix);
         }
         const auto c = bestContinuations(logp, b.scores, static_cast<int64_t>(b.active.size()), K);
         BeamRows next;

@@ -207,6 +207,25 @@ void probeInOwnProcess(const Api& a, const std::string& path) {
     // Exit status 1: SentencePiece refused the file; the load below reports its own message.
 }
 
+// The check once per file version in a process: the trainer opens the same tokenizer for every
+// validation and the app reopens a package on a device change. A file is the same version while
+// its path, size and modification time are.
+void checkOnce(const Api& a, const std::string& path) {
+    static std::mutex mutex;
+    static std::set<std::string> checked;
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    const auto time = fs::last_write_time(path, ec).time_since_epoch().count();
+    const std::string key = fs::absolute(path).string() + "|" + std::to_string(size) + "|" + std::to_string(time);
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (checked.count(key)) return;
+    }
+    probeInOwnProcess(a, path);
+    std::lock_guard<std::mutex> lock(mutex);
+    checked.insert(key);
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -223,7 +242,7 @@ Tokenizer::Tokenizer(const std::string& model_path) : m_impl(std::make_unique<Im
     if (!fs::is_regular_file(model_path, ec)) throw TokenizerError(model_path + ": missing file");
     m_impl->a = &api();
     m_impl->path = model_path;
-    probeInOwnProcess(*m_impl->a, model_path);
+    checkOnce(*m_impl->a, model_path);
     char* err = nullptr;
     m_impl->sp = m_impl->a->load(model_path.c_str(), &err);
     if (!m_impl->sp)
