@@ -10,6 +10,7 @@
 #include "data/corpus.h"
 #include "package/safetensors.h"
 
+#include <attnlab/confidence.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/tokenizer.h>
@@ -41,6 +42,18 @@ void configJson(const uint8_t* data, size_t size) {
         // What is accepted writes back and reads again to the same configuration.
         const auto again = attnlab::packageConfigFromJson(attnlab::packageConfigToJson(c), "again");
         if (attnlab::packageConfigToJson(again) != attnlab::packageConfigToJson(c)) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// confidence.json: parsing and the range checks; what is accepted writes back to the same values.
+void confidenceJson(const uint8_t* data, size_t size) {
+    try {
+        const auto c = attnlab::confidenceCalibrationFromJson(std::string(reinterpret_cast<const char*>(data), size),
+                                                              "confidence.json");
+        const auto again = attnlab::confidenceCalibrationFromJson(attnlab::confidenceCalibrationToJson(c), "again");
+        if (attnlab::confidenceCalibrationToJson(again) != attnlab::confidenceCalibrationToJson(c)) __builtin_trap();
+        (void)attnlab::withConfidenceSection("# card\n## Confidence\nold\n## Next\n", c);
     } catch (const attnlab::Error&) {
     }
 }

@@ -44,6 +44,10 @@ put("fuzz_config_json", "bundled.json", read("config.json"))
 for i, change in enumerate([{"scale_emb_or_prj": "prj"}, {"emb_src_trg_weight_sharing": False, "n_src_vocab": 9},
                             {"source_bos": True}, {"dropout": 0.0, "n_position": 2}]):
     put("fuzz_config_json", "variant%d.json" % i, json.dumps(dict(config, **change)))
+# confidence.json
+put("fuzz_confidence_json", "bundled.json", read("confidence.json"))
+put("fuzz_confidence_json", "no-data.json", json.dumps({"mean_log_prob_threshold": -1e-300, "percentile": 99.9,
+                                                        "validation_sentences": 1, "beam_size": 1, "length_penalty": 0}))
 # training_log.tsv
 put("fuzz_training_log", "bundled.tsv", read("training_log.tsv"))
 put("fuzz_training_log", "small.tsv", "epoch\tstep\tvalid_bleu\tlr\n1\t133\tnan\t3e-4\r\n\n2\t266\tinf\t-1\n")

@@ -18,9 +18,13 @@ private Q_SLOTS:
 namespace {
 const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() {
     static const std::map<QString, std::function<void(const uint8_t*, size_t)>> t = {
-        {"fuzz_safetensors", attnlab::fuzz::safetensorsFile},    {"fuzz_config_json", attnlab::fuzz::configJson},
-        {"fuzz_training_log", attnlab::fuzz::trainingLog},       {"fuzz_corpus", attnlab::fuzz::corpusFile},
-        {"fuzz_tokenizer_model", attnlab::fuzz::tokenizerModel}, {"fuzz_package", attnlab::fuzz::packageDirectory}};
+        {"fuzz_safetensors", attnlab::fuzz::safetensorsFile},
+        {"fuzz_config_json", attnlab::fuzz::configJson},
+        {"fuzz_confidence_json", attnlab::fuzz::confidenceJson},
+        {"fuzz_training_log", attnlab::fuzz::trainingLog},
+        {"fuzz_corpus", attnlab::fuzz::corpusFile},
+        {"fuzz_tokenizer_model", attnlab::fuzz::tokenizerModel},
+        {"fuzz_package", attnlab::fuzz::packageDirectory}};
     return t;
 }
 }  // namespace

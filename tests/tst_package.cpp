@@ -5,6 +5,7 @@
 #include "package/package_io.h"
 #include "package/safetensors.h"
 
+#include <attnlab/confidence.h>
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -55,6 +56,8 @@ private Q_SLOTS:
     void corrupt();
     void fuzzNeverCrashes();
     void configFieldTableCoversTheStruct();
+    void confidenceCalibrationRoundTrips();
+    void percentileIsNearestRank();
 
 private:
     std::string copyGood(const std::string& name);
@@ -326,6 +329,77 @@ void TestPackage::fuzzNeverCrashes() {
     }
     QVERIFY(rejected > 100);
     qInfo("fuzz: %d loads, %d rejected with PackageError", loaded, rejected);
+}
+
+void TestPackage::confidenceCalibrationRoundTrips() {
+    using attnlab::ConfidenceCalibration;
+    const std::string dir = copyGood("calibrated");
+    QVERIFY(!attnlab::readConfidenceCalibration(dir));  // none yet: the package loads without one
+    QVERIFY(!Translator(dir, {"cpu"}).info().confidence);
+    attnlab::testing::writeFile(dir + "/MODEL_CARD.md", "# Card\n\n## Data\n\nsome\n\n## Reproduce\n\nx\n");
+    ConfidenceCalibration c;
+    c.threshold = -1.25;
+    c.percentile = 5;
+    c.sentences = 40;
+    c.beam_size = 3;
+    c.length_penalty = 0.6;
+    c.data = "`val.de`";
+    attnlab::writeConfidenceCalibration(dir, c);
+    const auto back = attnlab::readConfidenceCalibration(dir);
+    QVERIFY(back);
+    QCOMPARE(back->threshold, -1.25);
+    QCOMPARE(back->percentile, 5.0);
+    QCOMPARE(back->sentences, 40);
+    QCOMPARE(back->beam_size, 3);
+    QCOMPARE(back->length_penalty, 0.6);
+    QCOMPARE(back->data, std::string("`val.de`"));
+    // The translator carries it and judges every translation against it.
+    Translator t(dir, {"cpu"});
+    QVERIFY(t.info().confidence && t.info().confidence->threshold == -1.25);
+    const auto r = t.translate("Ein Hund rennt.");
+    QVERIFY(r.confidence.calibrated);
+    QCOMPARE(r.confidence.low, r.confidence.mean_log_prob < -1.25);
+    // The card got a Confidence section (appended: it had none); writing again replaces it.
+    attnlab::writeConfidenceCalibration(dir, c);
+    const std::string card = attnlab::testing::readFile(dir + "/MODEL_CARD.md");
+    QVERIFY2(card.find("## Data\n\nsome\n\n## Reproduce") != std::string::npos, card.c_str());
+    QVERIFY2(card.find("## Confidence\n") != std::string::npos &&
+                 card.find("## Confidence\n") == card.rfind("## Confidence\n"),
+             card.c_str());
+    QVERIFY2(card.find("at least **0.29** (mean log-probability -1.250)") != std::string::npos, card.c_str());
+    const std::string replaced =
+        attnlab::withConfidenceSection("# C\n\n## Confidence\n\nOLD TEXT\n\n## Next\n\nn\n", c);
+    QVERIFY2(replaced.find("OLD TEXT") == std::string::npos && replaced.find("## Next\n\nn\n") != std::string::npos,
+             replaced.c_str());
+    // Corrupt or out-of-range files are refused, naming the file.
+    for (const char* bad : {"{",
+                            "{\"mean_log_prob_threshold\": 0.5, \"percentile\": 5, \"validation_sentences\": 3, "
+                            "\"beam_size\": 1, \"length_penalty\": 0}",
+                            "{\"mean_log_prob_threshold\": -1, \"percentile\": 100, \"validation_sentences\": 3, "
+                            "\"beam_size\": 1, \"length_penalty\": 0}"}) {
+        attnlab::testing::writeFile(dir + "/confidence.json", bad);
+        try {
+            attnlab::readConfidenceCalibration(dir);
+            QFAIL(bad);
+        } catch (const attnlab::PackageError& e) {
+            QVERIFY2(QString(e.what()).contains("confidence.json"), e.what());
+        }
+        QVERIFY_THROWS_EXCEPTION(attnlab::PackageError, Translator(dir, {"cpu"}));
+    }
+}
+
+void TestPackage::percentileIsNearestRank() {
+    // Nearest rank: the ceil(p/100 * n)-th smallest. 20 values 1..20: 5 % -> the 1st, 10 % -> the
+    // 2nd, 50 % -> the 10th, 51 % -> the 11th.
+    std::vector<double> v;
+    for (int i = 20; i >= 1; --i) v.push_back(i);
+    QCOMPARE(attnlab::percentileOf(v, 5), 1.0);
+    QCOMPARE(attnlab::percentileOf(v, 10), 2.0);
+    QCOMPARE(attnlab::percentileOf(v, 50), 10.0);
+    QCOMPARE(attnlab::percentileOf(v, 51), 11.0);
+    QCOMPARE(attnlab::percentileOf({-3.0}, 5), -3.0);
+    QVERIFY_THROWS_EXCEPTION(attnlab::ConfigError, attnlab::percentileOf({}, 5));
+    QVERIFY_THROWS_EXCEPTION(attnlab::ConfigError, attnlab::percentileOf(v, 100));
 }
 
 void TestPackage::configFieldTableCoversTheStruct() {

@@ -6,6 +6,7 @@
 #include "fixtures.h"
 #include "training/objective.h"
 
+#include <attnlab/confidence.h>
 #include <attnlab/errors.h>
 #include <attnlab/trainer.h>
 
@@ -27,6 +28,8 @@ private Q_SLOTS:
     void initTestCase();
     void labelSmoothedLossMatchesDenseComputation();
     void learningRateSchedule();
+    void finalDecayReachesTheLastStep();
+    void initFromStartsAtThePackage();
     void batchesRespectTokenBudget();
     void tinyModelLearnsToCopy();
     void resumeReproducesUninterruptedRun();
@@ -127,6 +130,95 @@ void TestTraining::learningRateSchedule() {
     QVERIFY(std::abs(training::learningRate(1600, 0.32, 256, 400) - 0.0005) < 1e-12);
     QVERIFY(training::learningRate(399, 0.32, 256, 400) < training::learningRate(400, 0.32, 256, 400));
     QVERIFY(training::learningRate(401, 0.32, 256, 400) < training::learningRate(400, 0.32, 256, 400));
+    // The final decay over the last 4 of 10 steps: 1 up to step 6, then 4/5, 3/5, 2/5, 1/5.
+    const double expected[] = {1, 1, 1, 1, 1, 1, 0.8, 0.6, 0.4, 0.2};
+    for (int step = 1; step <= 10; ++step)
+        QVERIFY2(std::abs(training::decayFactor(step, 10, 4) - expected[step - 1]) < 1e-15,
+                 qPrintable(QString("step %1").arg(step)));
+    QCOMPARE(training::decayFactor(7, 10, 0), 1.0);  // off
+}
+
+namespace {
+// A TSV file's rows, split into fields.
+std::vector<std::vector<std::string>> tsvRows(const std::string& file) {
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream in(testing::readFile(file));
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::istringstream fields(line);
+        std::string x;
+        while (std::getline(fields, x, '\t')) f.push_back(x);
+        rows.push_back(f);
+    }
+    return rows;
+}
+
+// Field `column` of the row whose first field is `key`; empty when there is none.
+std::string tsvField(const std::string& file, const std::string& key, size_t column) {
+    for (const auto& f : tsvRows(file))
+        if (!f.empty() && f[0] == key && column < f.size()) return f[column];
+    return {};
+}
+}  // namespace
+
+void TestTraining::finalDecayReachesTheLastStep() {
+    const std::string out = m_dir.path().toStdString() + "/decay";
+    auto o = smallRun(out);
+    o.max_steps = 8;
+    o.decay_steps = 4;
+    o.log_every_steps = 1;
+    train(o);
+    // steps.tsv's lr column (index 4) at each step against the schedule computed here.
+    for (int step : {4, 5, 6, 8}) {
+        const double logged = std::stod(tsvField(out + "/steps.tsv", std::to_string(step), 4));
+        const double factor = step <= 4 ? 1.0 : (8.0 - step + 1) / 5.0;
+        const double want = 1.0 * std::pow(32.0, -0.5) * std::min(std::pow(step, -0.5), step * std::pow(4.0, -1.5));
+        QVERIFY2(std::abs(logged - want * factor) <= 1e-3 * want,  // the log prints 6 significant digits
+                 qPrintable(QString("step %1: logged %2, expected %3").arg(step).arg(logged).arg(want * factor)));
+    }
+    // decay_steps travels with the checkpoint: a resume with another value keeps the run's.
+    const std::string state = testing::readFile(out + "/checkpoints/latest/trainer_state.json");
+    QVERIFY2(state.find("\"decay_steps\": 4") != std::string::npos, state.c_str());
+}
+
+void TestTraining::initFromStartsAtThePackage() {
+    const std::string base = m_dir.path().toStdString() + "/init-base",
+                      tuned = m_dir.path().toStdString() + "/init-tuned";
+    auto o = smallRun(base);
+    o.max_steps = 3;
+    train(o);
+    // One step at a vanishing learning rate: the weights stay the package's (a random start would
+    // differ by the initialisation's scale, ~0.1), the shape is the package's even though these
+    // options ask for one layer, and the dropout is this run's.
+    auto t = smallRun(tuned);
+    t.tokenizer.clear();
+    t.init_from = base + "/checkpoints/latest";
+    t.model.n_layers = 1;
+    t.model.dropout = 0.3;
+    t.lr_mul = 1e-12;
+    t.max_steps = 1;
+    train(t);
+    decoding::Engine a(base + "/checkpoints/latest", {"cpu"}), b(tuned + "/checkpoints/latest", {"cpu"});
+    auto pa = a.model()->named_parameters(), pb = b.model()->named_parameters();
+    QCOMPARE(pb.size(), pa.size());
+    for (const auto& p : pa) QVERIFY2(torch::allclose(p.value(), pb[p.key()], 0, 1e-6), p.key().c_str());
+    const std::string config = testing::readFile(tuned + "/checkpoints/latest/config.json");
+    QVERIFY2(config.find("\"dropout\": 0.3") != std::string::npos, config.c_str());
+    QVERIFY2(config.find("\"n_layers\": 2") != std::string::npos, config.c_str());
+    // A package of the other direction is refused, by name.
+    auto w = smallRun(m_dir.path().toStdString() + "/init-wrong");
+    w.tokenizer.clear();
+    w.init_from = base + "/checkpoints/latest";
+    w.src_lang = "en";
+    w.tgt_lang = "de";
+    w.max_steps = 1;
+    try {
+        train(w);
+        QFAIL("no exception");
+    } catch (const InputError& e) {
+        QVERIFY2(QString(e.what()).contains("that model translates de -> en, this run en -> de"), e.what());
+    }
 }
 
 void TestTraining::batchesRespectTokenBudget() {
@@ -286,19 +378,21 @@ void TestTraining::resumeReproducesUninterruptedRun() {
     // Data named by file name, never by the machine's absolute path.
     QVERIFY2(card.find("training: `train.de`, `train.en`") != std::string::npos, card.c_str());
     QVERIFY(card.find(m_data) == std::string::npos);
+    // The final package is calibrated on the validation set (40 sentences) and says so.
+    const auto cal = readConfidenceCalibration(b + "/model");
+    QVERIFY(cal);
+    QCOMPARE(cal->sentences, 40);
+    QCOMPARE(cal->data, std::string("`val.de`"));
+    QVERIFY2(card.find("## Confidence\n") != std::string::npos &&
+                 card.find("40 validation sentences (`val.de`") != std::string::npos,
+             card.c_str());
 }
 
 namespace {
 // log.tsv rows without the wall-clock column.
 std::vector<std::string> logRows(const std::string& run) {
     std::vector<std::string> rows;
-    std::istringstream in(testing::readFile(run + "/log.tsv"));
-    std::string line;
-    while (std::getline(in, line)) {
-        std::vector<std::string> f;
-        std::istringstream fields(line);
-        std::string x;
-        while (std::getline(fields, x, '\t')) f.push_back(x);
+    for (auto f : tsvRows(run + "/log.tsv")) {
         if (f.size() > 2) f.erase(f.begin() + 2);  // elapsed_s
         std::string row;
         for (const auto& v : f) row += v + "|";
@@ -546,6 +640,15 @@ void TestTraining::optionErrors() {
     o.data_dir = "/tmp";
     expect(o, "no stopping criterion");
     o.epochs = 1;
+    o.decay_steps = 10;
+    expect(o, "--decay-steps needs --max-steps");
+    o.max_steps = 5;
+    expect(o, "--decay-steps 10 is longer than --max-steps 5");
+    o.decay_steps = 0;
+    o.init_from = "/tmp/pkg";
+    o.tokenizer = "/tmp/spm.model";
+    expect(o, "--init-from uses the package's own tokenizer");
+    o.tokenizer.clear();
     o.model.n_head = 0;
     expect(o, "n_head = 0");
 }

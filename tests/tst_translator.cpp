@@ -21,6 +21,7 @@ private Q_SLOTS:
     void initTestCase();
     void resultShapesAndRows();
     void stepsMatchScore();
+    void pieceProbabilitiesAreTheSearchs();
     void greedyEqualsBeamOne();
     void padAndBosAreNeverGenerated();
     void batchKeepsOrderAndMatchesSingle();
@@ -142,6 +143,49 @@ void TestTranslator::stepsMatchScore() {
     QVERIFY2(std::abs(sum - r.best.score) < 1e-3, qPrintable(QString("%1 vs %2").arg(sum).arg(r.best.score)));
     QCOMPARE(r.nbest.size(), size_t(1));
     QCOMPARE(r.best.text, r.nbest[0].text);
+}
+
+void TestTranslator::pieceProbabilitiesAreTheSearchs() {
+    // For every search: the per-piece log-probabilities add up to the hypothesis's score (the
+    // search's own numbers: the same additions, only the order of the sum differs, 1e-9), and
+    // their exp equals the probability of the chosen piece in an independent teacher-forced pass
+    // over the whole output (float32 softmax against the search's log_softmax over cached keys:
+    // 1e-4 absolute). The words' probabilities are the products of their pieces'.
+    for (int beam : {1, 4}) {
+        for (bool reference : {false, true}) {
+            if (reference && beam == 1) continue;
+            DecodingOptions o;
+            o.beam_size = beam;
+            o.reference_beam = reference;
+            o.max_length = 12;
+            o.top_k_candidates = 1;
+            const auto r = m_t->translate("Ein Kind springt in einen See.", o);
+            const QString what = QString("beam %1%2").arg(beam).arg(reference ? " (reference)" : "");
+            QCOMPARE(r.best.token_log_probs.size(), r.best.ids.size());
+            double sum = 0;
+            for (size_t i = 0; i < r.steps.size(); ++i) {
+                sum += r.best.token_log_probs[i];
+                QVERIFY2(std::abs(std::exp(r.best.token_log_probs[i]) - r.steps[i].chosen_probability) < 1e-4,
+                         qPrintable(what));
+            }
+            // The reference search keeps adding after </s>, so its score is not the sum.
+            if (!reference) QVERIFY2(std::abs(sum - r.best.score) < 1e-9, qPrintable(what));
+            QVERIFY(std::abs(r.confidence.mean_log_prob - sum / double(r.steps.size())) < 1e-12);
+            QVERIFY(std::abs(r.confidence.probability - std::exp(r.confidence.mean_log_prob)) < 1e-12);
+            QVERIFY(!r.confidence.calibrated && !r.confidence.low);  // this package has no confidence.json
+            int pieces = 0;
+            for (const auto& w : r.words) {
+                double product = 1;
+                for (int i = w.first_piece; i < w.first_piece + w.piece_count; ++i)
+                    product *= std::exp(r.best.token_log_probs[i]);
+                QVERIFY(std::abs(product - w.probability) < 1e-12);
+                QCOMPARE(w.first_piece, pieces);
+                pieces += w.piece_count;
+            }
+            const bool ends = r.best.finished;
+            QCOMPARE(size_t(pieces), r.best.ids.size() - (ends ? 1 : 0));  // </s> belongs to no word
+        }
+    }
 }
 
 void TestTranslator::greedyEqualsBeamOne() {

@@ -4,12 +4,14 @@
 #include "attention_explorer.h"
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "confidence_text.h"
 #include "main_window.h"
 #include "model_panel.h"
 #include "positional_view.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
 
+#include <attnlab/confidence.h>
 #include <attnlab/translator.h>
 
 #include <qcustomplot.h>
@@ -17,6 +19,7 @@
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <filesystem>
 
 using namespace attnlab::ui;
 
@@ -31,6 +34,7 @@ private Q_SLOTS:
     void positionalHeatmapEqualsFormula();
     void droppedFolderOpensAndIsRemembered();
     void modelPanelShowsCardAndTrainingLog();
+    void translationShowsWordProbabilitiesAndWarns();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -171,6 +175,56 @@ void TestUi::corruptPackageKeepsOldModel() {
     QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_Return);
     QTRY_VERIFY_WITH_TIMEOUT(err.count() > 0, 30000);  // the signal may come before wait() starts
     QVERIFY(err.first().first().toString().contains("empty"));
+}
+
+void TestUi::translationShowsWordProbabilitiesAndWarns() {
+    // Each word's shade and hover text come from the result's word probabilities; a package whose
+    // threshold every translation misses (0: no translation has probability 1) shows the warning,
+    // the fixture (no confidence.json) none, and the Model tab says which.
+    const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QString strict = m_dir.filePath("strict");
+    std::filesystem::copy(pkg.toStdString(), strict.toStdString(), std::filesystem::copy_options::recursive);
+    attnlab::ConfidenceCalibration c;
+    c.threshold = 0.0;
+    c.sentences = 1;
+    attnlab::writeConfidenceCalibration(strict.toStdString(), c);
+    for (const QString& dir : {strict, pkg}) {
+        QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+        m_window->openModel(dir);
+        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+        typeAndWait("Ein Kind spielt im Garten.");
+        const auto r = m_window->lastResult();
+        const ConfidenceText* text = m_window->translatePanel()->translationView();
+        QCOMPARE(text->text(), QString::fromStdString(r->best.text));
+        QCOMPARE(text->wordCount(), int(r->words.size()));
+        QVERIFY(!r->words.empty());
+        for (int i = 0; i < text->wordCount(); ++i) {
+            const auto& w = r->words[i];
+            QCOMPARE(text->bandOfWord(i), ConfidenceText::band(w.probability));
+            const QString tip = text->toolTipOfWord(i);
+            QVERIFY2(tip.contains(QString::number(w.probability, 'f', 3)), qPrintable(tip));
+            const double first = std::exp(r->best.token_log_probs[w.first_piece]);
+            QVERIFY2(tip.contains(QString::fromStdString(r->best.pieces[w.first_piece]) + "  " +
+                                  QString::number(first, 'f', 3)),
+                     qPrintable(tip));
+        }
+        const QString warning = m_window->translatePanel()->confidenceWarning();
+        const QString model = m_window->modelPanel()->details()->toPlainText();
+        if (dir == strict) {
+            QVERIFY2(warning.contains("low confidence") && warning.contains("do not trust"), qPrintable(warning));
+            QVERIFY2(model.contains("A translation is flagged when its mean probability per piece is below 1.00"),
+                     qPrintable(model));
+        } else {
+            QVERIFY2(warning.isEmpty(), qPrintable(warning));
+            QVERIFY2(model.contains("No low-confidence warning: this package has no confidence.json"),
+                     qPrintable(model));
+        }
+    }
+    QCOMPARE(ConfidenceText::band(0.95), 0);
+    QCOMPARE(ConfidenceText::band(0.8), 0);
+    QCOMPARE(ConfidenceText::band(0.79), 1);
+    QCOMPARE(ConfidenceText::band(0.2), 2);
+    QCOMPARE(ConfidenceText::band(0.01), 3);
 }
 
 void TestUi::positionalHeatmapEqualsFormula() {

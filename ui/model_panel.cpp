@@ -15,6 +15,7 @@
 #include <QSplitter>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+#include <cmath>
 
 namespace attnlab::ui {
 
@@ -70,6 +71,23 @@ QCustomPlot* ModelPanel::figure() const { return m_plot->graphCount() > 0 ? m_pl
 
 QString ModelPanel::trainingMessage() const { return m_plot_message->isHidden() ? QString() : m_plot_message->text(); }
 
+QString ModelPanel::confidenceText(const std::optional<ConfidenceCalibration>& c) {
+    if (!c)
+        return tr("No low-confidence warning: this package has no %1 (it was made before confidence calibration). "
+                  "Translations still show each word's probability. To add the threshold: "
+                  "<code>attnlab-cli calibrate --model DIR --src val.SRC</code>.")
+            .arg(package_files::kConfidence);
+    return tr("A translation is flagged when its mean probability per piece is below <b>%1</b> (mean "
+              "log-probability %2): %3 % of this model's translations of %4 validation sentences (%5, beam %6) "
+              "reach it.")
+        .arg(std::exp(c->threshold), 0, 'f', 2)
+        .arg(c->threshold, 0, 'f', 3)
+        .arg(100.0 - c->percentile, 0, 'f', 0)
+        .arg(c->sentences)
+        .arg(QString::fromStdString(c->data).remove('`').toHtmlEscaped())
+        .arg(c->beam_size);
+}
+
 void ModelPanel::showModel(const ModelInfo& i) {
     const ModelConfig& m = i.config.model;
     const ParameterCounts& p = i.parameters;
@@ -86,7 +104,8 @@ void ModelPanel::showModel(const ModelInfo& i) {
     html += row(tr("load time"), tr("%1 s").arg(i.load_seconds, 0, 'f', 2));
     html += row(tr("stored as"), QString::fromStdString(i.stored_dtype));
     html += row(tr("vocabulary"), tr("%1 pieces (shared)").arg(i.vocab_size));
-    html += "</table><h4>" + tr("Configuration") + "</h4><table cellspacing='4'>";
+    html += "</table><h4>" + tr("Confidence") + "</h4><p>" + confidenceText(i.confidence) + "</p>";
+    html += "<h4>" + tr("Configuration") + "</h4><table cellspacing='4'>";
     // Every field of the reference constructor, from the one field table; the meaning on hover.
     for (const auto& f : modelConfigFields())
         html += QStringLiteral("<tr><td title='%3'>%1</td><td><b>%2</b></td></tr>")

@@ -1,10 +1,12 @@
 #pragma once
 // ModelPanel: configuration, parameter counts, vocabulary size, device and load time of the
 // loaded model; its MODEL_CARD.md; and, when the package carries its training log
-// (training_log.tsv), the validation BLEU and the losses per epoch.
+// (training_log.tsv), the validation BLEU and the losses per epoch; its confidence threshold.
 #include "translation_controller.h"
 
 #include <QWidget>
+
+#include <optional>
 
 class QCustomPlot;
 class QLabel;
@@ -25,6 +27,9 @@ public:
     QCustomPlot* trainingPlot() const { return m_plot; }
     QCustomPlot* figure() const;      // the training curves; null when there are none
     QString trainingMessage() const;  // why there is no plot, or empty
+
+    // The Confidence paragraph: the package's threshold, or why there is none.
+    static QString confidenceText(const std::optional<ConfidenceCalibration>& calibration);
 
 private:
     void showTrainingLog(const QString& package_dir);

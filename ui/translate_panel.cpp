@@ -1,5 +1,8 @@
 #include "translate_panel.h"
 
+#include "confidence_text.h"
+
+#include <attnlab/confidence.h>
 #include <attnlab/translator.h>
 
 #include <QComboBox>
@@ -12,6 +15,8 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+
+#include <cmath>
 
 namespace attnlab::ui {
 
@@ -40,15 +45,21 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_device->addItem(tr("CPU"), "cpu");
     if (attnlab::cudaAvailable()) m_device->addItem(tr("CUDA"), "cuda");
     m_device->setToolTip(tr("Where the model runs; changing it reloads the model"));
-    m_translation = new QLabel(this);
-    m_translation->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_translation->setWordWrap(true);
+    m_translation = new ConfidenceText(this);
     QFont big = m_translation->font();
     big.setPointSizeF(big.pointSizeF() * 1.4);
     m_translation->setFont(big);
+    m_legend = new QLabel(ConfidenceText::legendHtml(), this);
+    m_legend->setVisible(false);
+    m_warning = new QLabel(this);
+    m_warning->setWordWrap(true);
+    m_warning->setStyleSheet(
+        QStringLiteral("QLabel { background:#fff3cd; color:#664d03; border:1px solid #e0b000;"
+                       " padding:4px; }"));
+    m_warning->setVisible(false);
     m_details = new QLabel(this);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // Three fixed lines, not wrapped: a wrapped label's height-for-width is not honoured by the
+    // Four fixed lines, not wrapped: a wrapped label's height-for-width is not honoured by the
     // window's layout and its last line was cut off. A long piece list is cut at the right edge
     // instead and shown whole in the tooltip.
     m_details->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
@@ -76,6 +87,8 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(opts);
     layout->addWidget(m_progress);
     layout->addWidget(m_translation);
+    layout->addWidget(m_legend);
+    layout->addWidget(m_warning);
     layout->addWidget(m_details);
 
     connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
@@ -117,16 +130,36 @@ void TranslatePanel::setExamples(const QStringList& examples) {
 
 void TranslatePanel::request() { Q_EMIT translateRequested(m_sentence->text(), options()); }
 
+QString TranslatePanel::confidenceWarning() const { return m_warning->isHidden() ? QString() : m_warning->text(); }
+
+namespace {
+QString confidenceLine(const Confidence& c) {
+    if (!c.calibrated)
+        return QObject::tr("confidence: mean probability per piece %1 (this model has no threshold: see the Model tab)")
+            .arg(c.probability, 0, 'f', 2);
+    return QObject::tr(
+               "confidence: mean probability per piece %1 (flagged below %2, which %3 % of its validation "
+               "translations reach)")
+        .arg(c.probability, 0, 'f', 2)
+        .arg(std::exp(c.threshold), 0, 'f', 2)
+        .arg(100.0 - c.percentile, 0, 'f', 0);
+}
+}  // namespace
+
 void TranslatePanel::showResult(ResultPtr r) {
-    m_translation->setText(QString::fromStdString(r->best.text));
+    m_translation->setResult(*r);
+    m_legend->setVisible(true);
+    m_warning->setText(QStringLiteral("⚠ ") + QString::fromStdString(lowConfidenceMessage(r->confidence)));
+    m_warning->setVisible(r->confidence.low);
     QStringList src, tgt;
     for (const auto& p : r->source_pieces) src << QString::fromStdString(p);
     for (const auto& p : r->best.pieces) tgt << QString::fromStdString(p);
-    QString details = tr("source pieces: %1\ntarget pieces: %2\nscore %3 (normalised %4)  ·  %5 ms")
+    QString details = tr("source pieces: %1\ntarget pieces: %2\nscore %3 (normalised %4)  ·  %5 ms\n%6")
                           .arg(src.join(' '), tgt.join(' '))
                           .arg(r->best.score, 0, 'f', 3)
                           .arg(r->best.normalized_score, 0, 'f', 3)
-                          .arg(r->seconds * 1000.0, 0, 'f', 0);
+                          .arg(r->seconds * 1000.0, 0, 'f', 0)
+                          .arg(confidenceLine(r->confidence));
     for (const auto& w : r->warnings) details += "\n⚠ " + QString::fromStdString(w);
     m_details->setText(details);
     m_details->setToolTip(details);
@@ -134,6 +167,9 @@ void TranslatePanel::showResult(ResultPtr r) {
 }
 
 void TranslatePanel::showError(const QString& message) {
+    m_translation->clear();
+    m_legend->setVisible(false);
+    m_warning->setVisible(false);
     m_details->setText(QStringLiteral("<span style='color:#b2182b'>%1</span>").arg(message.toHtmlEscaped()));
     m_details->setToolTip(message);
     m_progress->setVisible(false);

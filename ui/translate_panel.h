@@ -1,6 +1,8 @@
 #pragma once
 // TranslatePanel: the sentence field (Enter translates), example sentences, beam, alpha and
-// maximum length; shows the translation, the pieces, the score and the time taken.
+// maximum length; shows the translation with each word shaded by its probability (and a legend),
+// a warning in words when the model's confidence is below its calibrated threshold, the pieces,
+// the score and the time taken.
 
 #include "translation_controller.h"
 
@@ -16,6 +18,8 @@ class QSpinBox;
 
 namespace attnlab::ui {
 
+class ConfidenceText;
+
 class TranslatePanel : public QWidget {
     Q_OBJECT
 public:
@@ -26,6 +30,9 @@ public:
     DecodingOptions options() const;
     void setExamples(const QStringList& examples);
     QLineEdit* sentenceEdit() const { return m_sentence; }
+    const ConfidenceText* translationView() const { return m_translation; }
+    // The low-confidence warning in words; empty when the last translation was not flagged.
+    QString confidenceWarning() const;
     QString device() const;  // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
     void setDevice(const QString& device);
 
@@ -48,7 +55,9 @@ private:
     QDoubleSpinBox* m_alpha;
     QSpinBox* m_max_len;
     QComboBox* m_device;
-    QLabel* m_translation;
+    ConfidenceText* m_translation;
+    QLabel* m_legend;
+    QLabel* m_warning;
     QLabel* m_details;
     QProgressBar* m_progress;
 };

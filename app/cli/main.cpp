@@ -1,5 +1,6 @@
 // attnlab-cli: translate and inspect with AttnLab models. Only wiring: every behaviour lives in
 // attnlab_core.
+#include <attnlab/confidence.h>
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/metrics.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -58,10 +60,34 @@ attnlab::Translator load(const CommonOptions& o) {
     return attnlab::Translator(resolveModel(o.model), t);
 }
 
-int runTranslate(const CommonOptions& common, const std::vector<std::string>& texts, const attnlab::DecodingOptions& d,
-                 const std::string& attention_path) {
+// Every subcommand's options, in one struct each, registered by one function each.
+struct TranslateCommand {
+    CLI::App* cmd = nullptr;
+    attnlab::DecodingOptions decoding;
+    std::vector<std::string> texts;
+    std::string attention_path;
+    bool scores = false;
+};
+
+// --scores: the sentence's mean probability per piece, then each piece with its probability.
+std::string scoreColumns(const attnlab::TranslationResult& r) {
+    auto number = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.4f", v);
+        return std::string(buf);
+    };
+    std::string out = "\t" + number(r.confidence.probability) + "\t";
+    for (size_t i = 0; i < r.best.pieces.size(); ++i)
+        out += (i ? " " : "") + r.best.pieces[i] + "=" + number(std::exp(r.best.token_log_probs.at(i)));
+    return out;
+}
+
+int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
+    const attnlab::DecodingOptions& d = t.decoding;
     d.validate();
-    std::vector<std::string> lines = texts;
+    if (t.scores && d.nbest > 1)
+        throw attnlab::ConfigError("--scores describes the best translation: leave out --nbest");
+    std::vector<std::string> lines = t.texts;
     if (lines.empty()) {
         std::string line;
         while (std::getline(std::cin, line)) {
@@ -98,17 +124,21 @@ int runTranslate(const CommonOptions& common, const std::vector<std::string>& te
         slot[where[i]] = static_cast<int>(i);
         for (const auto& w : results[i].warnings)
             std::cerr << "attnlab-cli: line " << where[i] + 1 << ": " << w << "\n";
+        if (results[i].confidence.low)
+            std::cerr << "attnlab-cli: line " << where[i] + 1 << ": "
+                      << attnlab::lowConfidenceMessage(results[i].confidence) << "\n";
     }
     for (size_t i = 0; i < lines.size(); ++i) {
         if (slot[i] >= 0) {
             const auto& r = results[slot[i]];
             std::cout << r.best.text;
             for (size_t k = 1; k < r.nbest.size(); ++k) std::cout << "\t" << r.nbest[k].text;
+            if (t.scores) std::cout << scoreColumns(r);
         }
         std::cout << "\n";
     }
     std::cout.flush();
-    if (!attention_path.empty()) attnlab::writeAttentionJson(attention_path, results, translator.info(), d);
+    if (!t.attention_path.empty()) attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d);
     return status;
 }
 
@@ -238,14 +268,6 @@ int runInspect(const CommonOptions& common) {
     return 0;
 }
 
-// Every subcommand's options, in one struct each, registered by one function each.
-struct TranslateCommand {
-    CLI::App* cmd = nullptr;
-    attnlab::DecodingOptions decoding;
-    std::vector<std::string> texts;
-    std::string attention_path;
-};
-
 void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
     auto& decoding = t.decoding;
     auto& texts = t.texts;
@@ -267,6 +289,9 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->capture_default_str();
     translate->add_option("--batch-size", decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
     translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
+    translate->add_flag("--scores", t.scores,
+                        "After each translation: a tab, its mean probability per piece, a tab, and every piece as "
+                        "piece=probability (space-separated)");
     translate->add_flag(
         "--reference-beam", decoding.reference_beam,
         "Search as the reference implementation's Translator does (for converted reference checkpoints)");
@@ -311,6 +336,12 @@ void addTrain(CLI::App& app, TrainCommand& t) {
     train->add_option("--lr-mul", topt.lr_mul, "Learning-rate multiplier of the warm-up schedule")
         ->capture_default_str();
     train->add_option("--warmup", topt.warmup_steps, "Warm-up steps")->capture_default_str();
+    train
+        ->add_option("--decay-steps", topt.decay_steps,
+                     "Final decay: the learning rate falls linearly to 0 over this many steps before --max-steps")
+        ->capture_default_str();
+    train->add_option("--init-from", topt.init_from,
+                      "Start from this package's weights, shape and tokenizer (fine-tuning; --dropout still applies)");
     train->add_option("--clip-norm", topt.clip_norm, "Gradient clipping norm (0 = off)")->capture_default_str();
     train->add_option("--seed", topt.seed, "Random seed")->capture_default_str();
     train->add_option("--threads", topt.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
@@ -387,6 +418,39 @@ void addEval(CLI::App& app, CommonOptions& common, EvalCommand& e) {
                    "Search as the reference implementation's Translator does");
 }
 
+struct CalibrateCommand {
+    CLI::App* cmd = nullptr;
+    std::string src;
+    double percentile = 5.0;
+    attnlab::DecodingOptions decoding;
+};
+
+void addCalibrate(CLI::App& app, CommonOptions& common, CalibrateCommand& c) {
+    c.cmd = app.add_subcommand("calibrate",
+                               "Set the package's low-confidence threshold from its translations of validation "
+                               "sentences (writes confidence.json and the model card's Confidence section)");
+    addCommon(c.cmd, common);
+    c.cmd->add_option("--src", c.src, "Validation source sentences, one per line (.gz too)")->required();
+    c.cmd->add_option("--percentile", c.percentile, "Share of the validation translations flagged, in %")
+        ->capture_default_str();
+    c.cmd->add_option("--beam", c.decoding.beam_size, "Beam size")->capture_default_str();
+    c.cmd->add_option("--alpha", c.decoding.length_penalty, "Length penalty")->capture_default_str();
+}
+
+int runCalibrate(const CommonOptions& common, const CalibrateCommand& c) {
+    c.decoding.validate();
+    const auto sources = attnlab::readTextLines(c.src);
+    auto translator = load(common);
+    const auto cal = attnlab::calibrateConfidence(translator, sources, c.decoding, c.percentile,
+                                                  "`" + std::filesystem::path(c.src).filename().string() + "`");
+    attnlab::writeConfidenceCalibration(translator.info().package_dir, cal);
+    std::cout << "threshold: mean log-probability per piece " << cal.threshold << " (probability "
+              << std::exp(cal.threshold) << "), the " << cal.percentile << "th percentile of " << cal.sentences
+              << " validation translations; written to " << translator.info().package_dir << "/"
+              << attnlab::package_files::kConfidence << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -402,12 +466,14 @@ int main(int argc, char** argv) {
     TrainCommand train;
     AverageCommand average;
     EvalCommand eval;
+    CalibrateCommand calibrate;
     addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
     addTrain(app, train);
     addAverage(app, average);
     addEval(app, common, eval);
+    addCalibrate(app, common, calibrate);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -417,7 +483,7 @@ int main(int argc, char** argv) {
         if (translate.cmd->parsed()) {
             translate.decoding.return_attention = !translate.attention_path.empty();
             translate.decoding.top_k_candidates = translate.attention_path.empty() ? 0 : 5;
-            return runTranslate(common, translate.texts, translate.decoding, translate.attention_path);
+            return runTranslate(common, translate);
         }
         if (inspect->parsed()) return runInspect(common);
         if (train.cmd->parsed()) {
@@ -427,6 +493,7 @@ int main(int argc, char** argv) {
         }
         if (eval.cmd->parsed()) return runEval(common, eval.src, eval.ref, eval.hyp_out, eval.decoding);
         if (average.cmd->parsed()) return runAverage(average);
+        if (calibrate.cmd->parsed()) return runCalibrate(common, calibrate);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

@@ -16,6 +16,7 @@ inline constexpr const char* kTokenizer = "tokenizer.model";      // SentencePie
 inline constexpr const char* kModelCard = "MODEL_CARD.md";        // how it was trained (optional)
 inline constexpr const char* kTrainingLog = "training_log.tsv";   // the run's per-epoch log (optional)
 inline constexpr const char* kAveragedFrom = "AVERAGED_FROM.md";  // what `average` combined (optional)
+inline constexpr const char* kConfidence = "confidence.json";     // ConfidenceCalibration (optional)
 }  // namespace package_files
 
 // Reads and validates <dir>/config.json; throws PackageError naming the file and the problem.

@@ -22,6 +22,10 @@ struct TrainingOptions {
 
     // ---- vocabulary
     std::string tokenizer;  // an existing SentencePiece model; empty = train one on train src+tgt
+
+    // ---- starting point: a package whose weights, shape and tokenizer start the run (fine-tuning);
+    //      only model.dropout is taken from these options. Empty = random initialisation.
+    std::string init_from;
     int vocab_size = 8000;
 
     // ---- model: the reference constructor's arguments (vocab sizes and pad ids are filled in)
@@ -33,6 +37,10 @@ struct TrainingOptions {
     double label_smoothing = 0.1;
     double lr_mul = 0.32;
     int warmup_steps = 500;
+    // Final decay: over the last decay_steps steps before max_steps the rate above is multiplied
+    // by a factor falling linearly to 0, so that the last epochs (and their average) settle.
+    // 0 = off; needs max_steps.
+    int64_t decay_steps = 0;
     double clip_norm = 0.0;  // 0 = no gradient clipping
     uint64_t seed = 1;
     int threads = 0;  // 0 = all cores

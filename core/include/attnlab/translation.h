@@ -2,6 +2,7 @@
 // TranslationResult: what Translator returns, in std types only, so that the GUI and the CLI
 // never see a tensor.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct Hypothesis {
     std::vector<int> ids;             // generated target ids, </s> included when it was produced
     std::vector<std::string> pieces;  // the same as SentencePiece pieces
     std::string text;                 // detokenized, without </s>
+    std::vector<double> token_log_probs;  // log-probability of each generated token, as the search
+                                          // computed it (exp: the piece's probability)
     double score = 0.0;               // sum of log-probabilities of the generated tokens
     double normalized_score = 0.0;    // score / length^alpha (the ranking key)
     bool finished = false;            // true when </s> was produced before the length cap
@@ -34,6 +37,25 @@ struct DecodingStep {
     std::string chosen_piece;
     float chosen_probability = 0.f;
     std::vector<TokenCandidate> candidates;  // sorted, most probable first
+};
+
+// A word of the translation (the pieces from one that starts with "▁" up to the next) and how
+// probable the model found it: the product of its pieces' probabilities, P(word | what precedes).
+struct WordProbability {
+    std::string text;     // the word, detokenized
+    int first_piece = 0;  // index into Hypothesis::pieces
+    int piece_count = 0;
+    double probability = 0.0;
+};
+
+// How probable the model finds its translation (attnlab/confidence.h computes and explains it).
+struct Confidence {
+    double mean_log_prob = 0.0;  // per generated token of the best hypothesis, </s> included
+    double probability = 0.0;    // exp(mean_log_prob): the geometric mean of the pieces' probabilities
+    bool calibrated = false;     // the package carries a threshold (confidence.json)
+    double threshold = 0.0;      // mean log-probability below which a translation is flagged
+    double percentile = 0.0;     // % of the model's validation translations below the threshold
+    bool low = false;            // calibrated and mean_log_prob < threshold
 };
 
 struct TranslationResult {
@@ -55,6 +77,8 @@ struct TranslationResult {
     LayerHeadMaps decoder_self;
     LayerHeadMaps cross;
 
+    Confidence confidence;              // of the best hypothesis
+    std::vector<WordProbability> words;  // the best hypothesis's words, </s> left out
     std::vector<DecodingStep> steps;    // one per generated token of the best hypothesis
     std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;               // wall time of this sentence's translation
@@ -68,5 +92,8 @@ struct StepProgress {
     int step = 0;       // decoding step within the batch (0-based)
     int max_steps = 0;  // the length cap of this batch
 };
+
+// Return false to cancel.
+using StepCallback = std::function<bool(const StepProgress&)>;
 
 }  // namespace attnlab

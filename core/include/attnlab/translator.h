@@ -2,6 +2,7 @@
 // Translator: loads a model package onto a device and translates sentences, returning every
 // attention map in std types. Thread-compatible: one Translator per thread, or external locking.
 
+#include <attnlab/confidence.h>
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/device.h>
@@ -45,9 +46,9 @@ struct ModelInfo {
     std::string device;        // e.g. "cpu", "cuda:0"
     std::string stored_dtype;  // "F32" or "F16" as stored in model.safetensors
     double load_seconds = 0.0;
+    // The package's confidence calibration (confidence.json); absent in packages made before it.
+    std::optional<ConfidenceCalibration> confidence;
 };
-
-using StepCallback = std::function<bool(const StepProgress&)>;
 
 class Translator {
 public:

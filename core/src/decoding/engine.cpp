@@ -63,6 +63,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
         m_model->eval();
     });
     m_info.package_dir = fs::absolute(dir).string();
+    m_info.confidence = readConfidenceCalibration(dir);
     m_info.config = m_config;
     m_info.vocab_size = m_tokenizer->vocabSize();
     m_info.device = m_device.str();
@@ -282,6 +283,7 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
 
 Hypothesis Engine::toHypothesis(const Hyp& h) const {
     Hypothesis out;
+    out.token_log_probs = h.token_scores;
     out.score = h.score;
     out.normalized_score = h.normalized;
     out.finished = h.finished;
@@ -295,6 +297,29 @@ Hypothesis Engine::toHypothesis(const Hyp& h) const {
     return out;
 }
 
+std::vector<WordProbability> Engine::wordsOf(const Hypothesis& h) const {
+    static const std::string kWordStart = "\xE2\x96\x81";  // "▁", SentencePiece's word boundary
+    std::vector<WordProbability> words;
+    std::vector<int> ids;
+    auto close = [&] {
+        if (words.empty()) return;
+        words.back().text = m_tokenizer->decode(ids);
+        ids.clear();
+    };
+    for (size_t i = 0; i < h.ids.size(); ++i) {
+        if (h.ids[i] == m_config.eos_idx) break;
+        if (words.empty() || h.pieces[i].rfind(kWordStart, 0) == 0) {
+            close();
+            words.push_back({"", static_cast<int>(i), 0, 1.0});
+        }
+        words.back().piece_count += 1;
+        words.back().probability *= std::exp(h.token_log_probs.at(i));
+        ids.push_back(h.ids[i]);
+    }
+    close();
+    return words;
+}
+
 void Engine::fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps,
                         const DecodingOptions& o) const {
     r.source_text = src.text;
@@ -304,6 +329,8 @@ void Engine::fillResult(TranslationResult& r, const Source& src, const std::vect
     if (hyps.empty()) throw InternalError("search returned no hypothesis for: " + src.text);
     for (const auto& h : hyps) r.nbest.push_back(toHypothesis(h));
     r.best = r.nbest.front();
+    r.confidence = judgeConfidence(r.best, m_info.confidence);
+    r.words = wordsOf(r.best);
     r.decoder_input_pieces.push_back(m_tokenizer->idToPiece(static_cast<int>(m_config.bos_idx)));
     for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) r.decoder_input_pieces.push_back(r.best.pieces[i]);
     if (o.return_attention || o.top_k_candidates > 0) analyse(r, o);

@@ -76,6 +76,7 @@ private:
     std::vector<TranslationResult> run(const std::vector<std::string>& sentences, const DecodingOptions& o,
                                        const StepCallback& on_step, StepperKind kind) const;
     Hypothesis toHypothesis(const Hyp& h) const;
+    std::vector<WordProbability> wordsOf(const Hypothesis& h) const;
     void fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps,
                     const DecodingOptions& o) const;
     void analyse(TranslationResult& r, const DecodingOptions& o) const;

@@ -131,6 +131,7 @@ std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const Se
         for (size_t r = 0; r < active.size(); ++r) {
             Hyp& h = running[active[r]];
             h.tokens.push_back(ap[r]);
+            h.token_scores.push_back(bp[r]);
             h.score += bp[r];
             const bool eos = ap[r] == o.eos;
             if (eos || static_cast<int>(h.tokens.size()) >= o.max_lengths[active[r]]) {
@@ -181,10 +182,24 @@ Continuations bestContinuations(const torch::Tensor& logp, const std::vector<dou
     return c;
 }
 
-Hyp makeHyp(std::vector<int64_t> tokens, int64_t token, double score, bool finished, double alpha) {
+// What a beam row has generated: tokens and the log-probability of each.
+struct Prefix {
+    std::vector<int64_t> tokens;
+    std::vector<double> token_scores;
+    Prefix extended(int64_t token, double token_score) const {
+        Prefix p = *this;
+        p.tokens.push_back(token);
+        p.token_scores.push_back(token_score);
+        return p;
+    }
+};
+
+// `score` is the row's cumulative score after `token`; `parent_score` before it.
+Hyp makeHyp(const Prefix& parent, double parent_score, int64_t token, double score, bool finished, double alpha) {
     Hyp h;
-    h.tokens = std::move(tokens);
-    h.tokens.push_back(token);
+    Prefix p = parent.extended(token, score - parent_score);
+    h.tokens = std::move(p.tokens);
+    h.token_scores = std::move(p.token_scores);
     h.score = score;
     h.finished = finished;
     h.normalized = normalizedScore(score, h.tokens.size(), alpha);
@@ -193,10 +208,10 @@ Hyp makeHyp(std::vector<int64_t> tokens, int64_t token, double score, bool finis
 
 // The rows of the search (sentence-major, K beams each) and what each has generated.
 struct BeamRows {
-    torch::Tensor prefix;                      // [rows, t] on the stepper's device
-    std::vector<double> scores;                // per row
-    std::vector<std::vector<int64_t>> tokens;  // per row: generated tokens
-    std::vector<int64_t> active;               // sentence of each group of K rows
+    torch::Tensor prefix;          // [rows, t] on the stepper's device
+    std::vector<double> scores;    // per row
+    std::vector<Prefix> prefixes;  // per row: generated tokens
+    std::vector<int64_t> active;   // sentence of each group of K rows
 };
 
 // One sentence's next beam: its best continuations that do not end; those that end with </s>
@@ -217,7 +232,7 @@ NextBeam nextBeam(const Continuations& c, int64_t a, int K, const BeamRows& b, s
         const int64_t beam = ip[a][j] / c.vocab, tok = ip[a][j] % c.vocab;
         const int64_t row = a * K + beam;
         if (tok == o.eos) {
-            if (j < K) finished.push_back(makeHyp(b.tokens[row], tok, v, true, o.length_penalty));
+            if (j < K) finished.push_back(makeHyp(b.prefixes[row], b.scores[row], tok, v, true, o.length_penalty));
             continue;
         }
         next.rows.push_back(row);
@@ -249,7 +264,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
             b.prefix = torch::full({n * K, 1}, o.bos, i64.device(first.device()));
             b.scores.assign(n * K, kNegInf);
             for (int64_t s = 0; s < n; ++s) b.scores[s * K] = 0.0;
-            b.tokens.assign(n * K, {});
+            b.prefixes.assign(n * K, {});
         } else {
             logp = nextLogProbs(b.prefix);
         }
@@ -264,8 +279,8 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
                 // At the length cap unfinished beams compete with what has finished.
                 if (at_cap)
                     for (size_t k = 0; k < beam.rows.size(); ++k)
-                        finished[s].push_back(
-                            makeHyp(b.tokens[beam.rows[k]], beam.toks[k], beam.scores[k], false, o.length_penalty));
+                        finished[s].push_back(makeHyp(b.prefixes[beam.rows[k]], b.scores[beam.rows[k]], beam.toks[k],
+                                                      beam.scores[k], false, o.length_penalty));
                 finish(finished[s], o.nbest);
                 continue;
             }
@@ -278,9 +293,9 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
             for (int k = 0; k < K; ++k) {
                 sel_rows.push_back(beam.rows[k]);
                 sel_tokens.push_back(beam.toks[k]);
+                const int64_t row = beam.rows[k];
                 next.scores.push_back(beam.scores[k]);
-                next.tokens.push_back(b.tokens[beam.rows[k]]);
-                next.tokens.back().push_back(beam.toks[k]);
+                next.prefixes.push_back(b.prefixes[row].extended(beam.toks[k], beam.scores[k] - b.scores[row]));
             }
             next.active.push_back(s);
         }
@@ -303,19 +318,19 @@ Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
     // _get_init_state: the first step's top K start the K rows.
     auto [v0, t0] = stepper.logProbs(torch::full({1, 1}, o.bos, i64)).topk(K, -1);
     stepper.select(torch::zeros({K}, i64));
-    std::vector<std::vector<int64_t>> rows(K);
+    std::vector<Prefix> rows(K);
     std::vector<double> scores(K);
     auto v0c = v0.to(torch::kCPU, torch::kFloat64), t0c = t0.to(torch::kCPU);
     for (int64_t k = 0; k < K; ++k) {
-        rows[k] = {t0c[0][k].item<int64_t>()};
         scores[k] = v0c[0][k].item<double>();
+        rows[k] = Prefix{}.extended(t0c[0][k].item<int64_t>(), scores[k]);
     }
     auto prefix = torch::cat({torch::full({K, 1}, o.bos, i64), t0.view({K, 1})}, 1);
     // Position of <s> is 1 in the reference's len_map: a row whose first </s> is generated token
     // j (0-based) has length j + 2; a row without </s> has length max_seq_len.
-    auto length = [&](const std::vector<int64_t>& row) {
-        const auto it = std::find(row.begin(), row.end(), o.eos);
-        return it == row.end() ? max_seq_len : int(it - row.begin()) + 2;
+    auto length = [&](const Prefix& row) {
+        const auto it = std::find(row.tokens.begin(), row.tokens.end(), o.eos);
+        return it == row.tokens.end() ? max_seq_len : int(it - row.tokens.begin()) + 2;
     };
     int64_t answer = 0;
     for (int step = 2; step < max_seq_len; ++step) {
@@ -327,13 +342,15 @@ Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
         auto tok = t2.index({r, c});
         auto rc = r.to(torch::kCPU), tc = tok.to(torch::kCPU);
         auto vc = vals.to(torch::kCPU);
-        std::vector<std::vector<int64_t>> next(K);
+        std::vector<Prefix> next(K);
+        std::vector<double> next_scores(K);
         for (int64_t k = 0; k < K; ++k) {
-            next[k] = rows[rc[k].item<int64_t>()];
-            next[k].push_back(tc[k].item<int64_t>());
-            scores[k] = vc[k].item<double>();
+            const int64_t parent = rc[k].item<int64_t>();
+            next_scores[k] = vc[k].item<double>();
+            next[k] = rows[parent].extended(tc[k].item<int64_t>(), next_scores[k] - scores[parent]);
         }
         rows = std::move(next);
+        scores = std::move(next_scores);
         stepper.select(r);
         prefix = torch::cat({prefix.index_select(0, r), tok.unsqueeze(1)}, 1);
         report(o, step, max_seq_len - 1);
@@ -350,8 +367,9 @@ Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
     }
     Hyp h;
     const int len = length(rows[answer]);
-    h.tokens.assign(rows[answer].begin(),
-                    rows[answer].begin() + std::min<size_t>(rows[answer].size(), size_t(len - 1)));
+    const size_t kept = std::min<size_t>(rows[answer].tokens.size(), size_t(len - 1));
+    h.tokens.assign(rows[answer].tokens.begin(), rows[answer].tokens.begin() + kept);
+    h.token_scores.assign(rows[answer].token_scores.begin(), rows[answer].token_scores.begin() + kept);
     h.finished = !h.tokens.empty() && h.tokens.back() == o.eos;
     h.score = scores[answer];
     h.normalized = h.score / std::pow(double(len), o.length_penalty);

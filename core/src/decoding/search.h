@@ -43,8 +43,9 @@ struct SearchOptions {
 };
 
 struct Hyp {
-    std::vector<int64_t> tokens;  // generated tokens, eos included when finished
-    double score = 0.0;           // sum of log-probabilities
+    std::vector<int64_t> tokens;       // generated tokens, eos included when finished
+    std::vector<double> token_scores;  // the log-probability of each, as the search computed it
+    double score = 0.0;                // sum of log-probabilities
     double normalized = 0.0;      // score / len^alpha
     bool finished = false;
 };

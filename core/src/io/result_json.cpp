@@ -40,6 +40,7 @@ json hypothesisJson(const Hypothesis& h) {
     return {{"text", h.text},
             {"ids", h.ids},
             {"pieces", h.pieces},
+            {"token_log_probs", h.token_log_probs},
             {"score", h.score},
             {"normalized_score", h.normalized_score},
             {"finished", h.finished}};
@@ -79,6 +80,12 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
         s["score"] = r.best.score;
         s["normalized_score"] = r.best.normalized_score;
         s["finished"] = r.best.finished;
+        s["token_log_probs"] = r.best.token_log_probs;
+        s["confidence"] = {{"mean_log_prob", r.confidence.mean_log_prob},
+                           {"probability", r.confidence.probability},
+                           {"calibrated", r.confidence.calibrated},
+                           {"threshold", r.confidence.threshold},
+                           {"low", r.confidence.low}};
         s["seconds"] = r.seconds;
         json nb = json::array();
         for (const auto& h : r.nbest) nb.push_back(hypothesisJson(h));

@@ -5,6 +5,7 @@
 #include <attnlab/package.h>
 
 #include "util/checks.h"
+#include "util/small_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -163,14 +164,7 @@ PackageConfig readPackageConfig(const std::string& dir) {
     const fs::path path = fs::path(dir) / package_files::kConfig;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw PackageError(dir + ": not a directory (a model package is a directory)");
-    if (!fs::is_regular_file(path, ec)) throw PackageError(path.string() + ": missing file");
-    const auto size = fs::file_size(path, ec);
-    if (ec || size > (1u << 20)) throw PackageError(path.string() + ": unreadable or larger than 1 MiB");
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (!in) throw PackageError(path.string() + ": cannot be read");
-    return packageConfigFromJson(ss.str(), path.string());
+    return packageConfigFromJson(util::readSmallFile(path.string(), 1u << 20), path.string());
 }
 
 std::string defaultModelDir() {

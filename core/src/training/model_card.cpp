@@ -68,6 +68,15 @@ void hyperparameterSection(std::ostream& c, const ModelCardFacts& f) {
       << "| label smoothing | " << o.label_smoothing << " |\n"
       << "| Adam | betas (0.9, 0.98), eps 1e-9; lr = " << o.lr_mul << " * d_model^-0.5 * min(step^-0.5, step * "
       << o.warmup_steps << "^-1.5) |\n"
+      << "| final decay | "
+      << (o.decay_steps > 0 ? "linear to 0 over the last " + std::to_string(o.decay_steps) + " of " +
+                                  std::to_string(o.max_steps) + " steps"
+                            : std::string("off"))
+      << " |\n"
+      << "| started from | "
+      << (o.init_from.empty() ? std::string("random initialisation (seed below)")
+                              : "the weights of " + fileName(o.init_from))
+      << " |\n"
       << "| gradient clipping | " << (o.clip_norm > 0 ? std::to_string(o.clip_norm) : std::string("off")) << " |\n"
       << "| seed | " << o.seed << " |\n\n";
 }
@@ -89,6 +98,9 @@ std::string modelCard(const ModelCardFacts& f) {
       << "- best validation BLEU (greedy, sacreBLEU default signature nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp): "
       << fixed(f.state.best_bleu, 2) << "\n"
       << "- per-epoch validation figures: `" << package_files::kTrainingLog << "` in this package\n\n"
+      << (f.confidence ? confidenceCardSection(*f.confidence)
+                       : std::string("## Confidence\n\nNot calibrated: training stopped before the validation "
+                                     "translations were scored (`attnlab-cli calibrate` adds it).\n\n"))
       << "## Reproduce\n\n```sh\n"
       << (f.options.command_line.empty() ? std::string("attnlab-cli train ...")
                                          : portableCommand(f.options.command_line))

@@ -4,9 +4,11 @@
 #include "training/examples.h"
 #include "training/run_state.h"
 
+#include <attnlab/confidence.h>
 #include <attnlab/config.h>
 #include <attnlab/trainer.h>
 
+#include <optional>
 #include <string>
 
 namespace attnlab::training {
@@ -19,6 +21,7 @@ struct ModelCardFacts {
     const Encoded& train;    // what was used and skipped
     double seconds = 0;      // wall time of all sessions
     std::string which;       // "best validation BLEU" | "latest"
+    std::optional<ConfidenceCalibration> confidence;  // the package's threshold, when calibrated
 };
 
 std::string modelCard(const ModelCardFacts& facts);

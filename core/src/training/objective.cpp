@@ -63,4 +63,10 @@ double learningRate(int64_t step, double lr_mul, int64_t d_model, int64_t warmup
            std::min(std::pow(s, -0.5), s * std::pow(double(warmup_steps), -1.5));
 }
 
+double decayFactor(int64_t step, int64_t max_steps, int64_t decay_steps) {
+    if (decay_steps <= 0) return 1.0;
+    const int64_t left = std::max<int64_t>(max_steps - step + 1, 1);
+    return std::min(1.0, double(left) / double(decay_steps + 1));
+}
+
 }  // namespace attnlab::training

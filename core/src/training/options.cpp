@@ -36,6 +36,13 @@ void TrainingOptions::validate() const {
     if (label_smoothing < 0 || label_smoothing >= 1) fail("--label-smoothing must be in [0, 1)");
     if (lr_mul <= 0) fail("--lr-mul must be positive");
     if (warmup_steps < 1) fail("--warmup must be at least 1");
+    if (decay_steps < 0) fail("--decay-steps must not be negative");
+    if (decay_steps > 0 && max_steps <= 0) fail("--decay-steps needs --max-steps (the step the decay reaches 0)");
+    if (decay_steps > max_steps && max_steps > 0)
+        fail("--decay-steps " + std::to_string(decay_steps) + " is longer than --max-steps " +
+             std::to_string(max_steps));
+    if (!init_from.empty() && !tokenizer.empty())
+        fail("--init-from uses the package's own tokenizer: leave out --tokenizer");
     if (clip_norm < 0) fail("--clip-norm must not be negative");
     if (vocab_size < 300 && tokenizer.empty()) fail("--vocab-size " + std::to_string(vocab_size) + " is below 300");
     if (max_tokens_per_sentence < 2) fail("--max-len must be at least 2");

@@ -18,6 +18,7 @@ void forEachHyperparameter(Options& o, F&& f) {
     f("label_smoothing", o.label_smoothing);
     f("lr_mul", o.lr_mul);
     f("warmup_steps", o.warmup_steps);
+    f("decay_steps", o.decay_steps);
     f("clip_norm", o.clip_norm);
     f("seed", o.seed);
     f("max_tokens_per_sentence", o.max_tokens_per_sentence);
@@ -69,7 +70,9 @@ RunState runStateFromJson(const std::string& text, const std::string& origin, Tr
         if (j.contains("hyper") && options) {
             const json& h = j.at("hyper");
             forEachHyperparameter(*options, [&](const char* key, auto& value) {
-                value = h.at(key).get<std::decay_t<decltype(value)>>();
+                using T = std::decay_t<decltype(value)>;
+                // decay_steps came later: a checkpoint without it had no final decay.
+                value = (!h.contains(key) && std::string(key) == "decay_steps") ? T{} : h.at(key).get<T>();
             });
         }
         if (j.contains("data")) {

@@ -1,6 +1,7 @@
 // The training loop (class Trainer) and checkpoint averaging. The units it uses, one job each:
 // examples.h (corpus -> ids -> batches), run_state.h (what a checkpoint records),
 // checkpoint_store.h (latest / best / epoch-NNN), validation.h, model_card.h, objective.h.
+#include <attnlab/confidence.h>
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -8,6 +9,7 @@
 #include <attnlab/tokenizer.h>
 #include <attnlab/trainer.h>
 #include <attnlab/training_log.h>
+#include <attnlab/translator.h>
 
 #include "data/corpus.h"
 #include "package/package_io.h"
@@ -81,6 +83,10 @@ public:
 private:
     void say(const std::string& m) const;
     double elapsed() const;
+    double rateAt(int64_t step) const {
+        return learningRate(step, m_o.lr_mul, m_pc.model.d_model, m_o.warmup_steps) *
+               decayFactor(step, m_o.max_steps, m_o.decay_steps);
+    }
     void readResumeState();
     void readData();
     std::string prepareTokenizer();
@@ -92,6 +98,7 @@ private:
     void endEpoch();
     RunState snapshot(bool current_batch_done) const;
     CheckpointStore::Contents contents() { return {m_pc, m_model, m_tok_path, m_o}; }
+    std::optional<ConfidenceCalibration> calibrate(const std::string& package_dir) const;
     void writeFinalPackage();
 
     TrainingOptions m_o;  // on --resume, the checkpoint's hyperparameters replace the command line's
@@ -181,6 +188,14 @@ void Trainer::readData() {
     m_pc.source_lang = m_o.src_lang;
     m_pc.target_lang = m_o.tgt_lang;
     m_pc.model = m_o.model;
+    if (!m_o.init_from.empty() && !m_o.resume) {
+        const PackageConfig start = readPackageConfig(m_o.init_from);
+        if (start.source_lang != m_o.src_lang || start.target_lang != m_o.tgt_lang)
+            throw InputError("--init-from " + m_o.init_from + ": that model translates " + start.source_lang + " -> " +
+                             start.target_lang + ", this run " + m_o.src_lang + " -> " + m_o.tgt_lang);
+        m_pc.model = start.model;  // its shape; the run's own dropout
+        m_pc.model.dropout = m_o.model.dropout;
+    }
     m_pc.model.n_src_vocab = m_pc.model.n_trg_vocab = tok.vocabSize();
     m_pc.model.src_pad_idx = m_pc.model.trg_pad_idx = tok.padId();
     m_pc.bos_idx = tok.bosId();
@@ -190,6 +205,7 @@ void Trainer::readData() {
 
 std::string Trainer::prepareTokenizer() {
     if (m_o.resume) return (fs::path(m_store.latestDir()) / package_files::kTokenizer).string();
+    if (!m_o.init_from.empty()) return (fs::path(m_o.init_from) / package_files::kTokenizer).string();
     if (!m_o.tokenizer.empty()) return m_o.tokenizer;
     const fs::path text = m_out / "spm_input.txt";
     {
@@ -212,6 +228,11 @@ void Trainer::buildModel() {
     if (m_o.resume) {
         m_pc = readPackageConfig(m_store.latestDir());
         m_model = package::loadWeights(m_store.latestDir(), m_pc);
+    } else if (!m_o.init_from.empty()) {
+        m_pc.validate();
+        torch::manual_seed(m_o.seed);
+        m_model = package::loadWeights(m_o.init_from, m_pc);
+        say("starting from the weights of " + m_o.init_from);
     } else {
         m_pc.validate();
         torch::manual_seed(m_o.seed);
@@ -226,7 +247,7 @@ void Trainer::buildModel() {
             std::to_string(m_st.batch_in_epoch) + " of " + std::to_string(m_batches.size()));
     }
     // The learning rate of the last step taken (logged if the run resumes exactly at an epoch's end).
-    if (m_st.step > 0) m_lr = learningRate(m_st.step, m_o.lr_mul, m_pc.model.d_model, m_o.warmup_steps);
+    if (m_st.step > 0) m_lr = rateAt(m_st.step);
 }
 
 // A session killed after its last checkpoint may have logged rows that the resumed run logs again:
@@ -265,7 +286,7 @@ void Trainer::openLogs() {
 LossResult Trainer::trainStep(const data::Batch& b) {
     auto t = toTensors(m_train.examples, b, m_pc.model.trg_pad_idx, m_pc.bos_idx, m_pc.eos_idx);
     ++m_st.step;
-    m_lr = learningRate(m_st.step, m_o.lr_mul, m_pc.model.d_model, m_o.warmup_steps);
+    m_lr = rateAt(m_st.step);
     for (auto& g : m_optimizer->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(m_lr);
     m_optimizer->zero_grad();
     // Only non-pad positions are projected onto the vocabulary (the loss ignores the rest).
@@ -374,19 +395,40 @@ void Trainer::endEpoch() {
 
 // The result package: the best checkpoint by validation BLEU (else the latest), with the log
 // and a model card.
+// The confidence threshold of the final package, from its translations of the validation sources
+// (beam and length penalty as the app's defaults). Nothing when stopped meanwhile.
+std::optional<ConfidenceCalibration> Trainer::calibrate(const std::string& package_dir) const {
+    say("calibrating confidence on " + std::to_string(m_valid_corpus.src.size()) + " validation sentences");
+    TranslatorOptions to;
+    to.device = "cpu";
+    to.num_threads = m_o.threads;
+    try {
+        const Translator translator(package_dir, to);
+        return calibrateConfidence(translator, m_valid_corpus.src, DecodingOptions{}, 5.0,
+                                   "`" + fs::path(m_st.data.valid_src).filename().string() + "`",
+                                   [&](const StepProgress&) { return !(m_stop && m_stop->load()); });
+    } catch (const CancelledError&) {
+        say("confidence calibration stopped: the package carries no confidence threshold");
+        return std::nullopt;
+    }
+}
+
 void Trainer::writeFinalPackage() {
     const bool best = m_store.hasBest();
     const fs::path src = best ? m_store.bestDir() : m_store.latestDir();
     const fs::path pkg = m_out / run_layout::kFinalPackage;
     PackageConfig cfg = readPackageConfig(src.string());
     auto m = package::loadWeights(src.string(), cfg);
+    const auto calibration = calibrate(src.string());
     package::SaveOptions so;
+    if (calibration) so.extra_files[package_files::kConfidence] = confidenceCalibrationToJson(*calibration);
     std::ifstream log(m_out / run_layout::kEpochLog);
     std::stringstream ls;
     ls << log.rdbuf();
     so.extra_files[package_files::kTrainingLog] = ls.str();
-    so.extra_files[package_files::kModelCard] = modelCard(
-        {m_o, m_pc, m_st, m_train_corpus.src.size(), m_train, elapsed(), best ? "best validation BLEU" : "latest"});
+    so.extra_files[package_files::kModelCard] =
+        modelCard({m_o, m_pc, m_st, m_train_corpus.src.size(), m_train, elapsed(),
+                   best ? "best validation BLEU" : "latest", calibration});
     package::savePackage(pkg.string(), cfg, m, (src / package_files::kTokenizer).string(), so);
     m_summary.package_dir = pkg.string();
 }
