@@ -41,6 +41,7 @@ private Q_SLOTS:
     void screenshotOfTheWindow();
     void badOptionsAreNamedAndWriteNothing();
     void noDisplaySaysSoAndHeadlessStillWorks();
+    void firstScreenTranslatesTheFirstExample();
 
 private:
     QTemporaryDir m_dir;
@@ -69,6 +70,19 @@ void TestApp::exportPngAndPdfWithTheBundledModel() {
     QVERIFY(bytes.size() > 5000);
 }
 
+void TestApp::firstScreenTranslatesTheFirstExample() {
+    // Without --text the app translates the first example: the attention view has a map to export
+    // (an untranslated view has none: "translate a sentence first"). --text-size works headless;
+    // at 20 pt the window grows to hold its text.
+    const QString png = m_dir.filePath("first.png"), shot = m_dir.filePath("large.png");
+    auto r = app({"--export", png});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(!QImage(png).isNull());
+    r = app({"--text-size", "20", "--screenshot", shot});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(QImage(shot).height() >= 900);
+}
+
 void TestApp::screenshotOfTheWindow() {
     const QString png = m_dir.filePath("window.png");
     auto r = app({"--text", kSentence, "--tab", "positional", "--screenshot", png});
@@ -92,7 +106,8 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
         {{"--text", kSentence, "--layer", "x"}, "--layer 'x' is not a layer number"},
         {{"--text", kSentence, "--layer", "3"}, "--layer 3 is out of range: the model has 3 layers (0-2)"},
         {{"--text", kSentence, "--head", "9"}, "--head 9 is out of range: the model has 8 heads"},
-        {{"--view", "cross"}, "--export of the attention view needs a sentence"},
+        {{"--text", kSentence, "--text-size", "40"}, "--text-size '40' is not a size in points from 8 to 28"},
+        {{"--text", kSentence, "--text-size", "big"}, "--text-size 'big' is not a size in points"},
         {{"--text", "   "}, "empty"},
     };
     for (const Case& c : cases) {

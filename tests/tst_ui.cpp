@@ -35,6 +35,10 @@ private Q_SLOTS:
     void droppedFolderOpensAndIsRemembered();
     void modelPanelShowsCardAndTrainingLog();
     void translationShowsWordProbabilitiesAndWarns();
+    void textSizeReachesEveryPlot();
+    void shortcutsWorkFromTheSentenceField();
+    void palettesReachTheMapsAndExports();
+    void emptyWindowSaysWhatToDo();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -225,6 +229,130 @@ void TestUi::translationShowsWordProbabilitiesAndWarns() {
     QCOMPARE(ConfidenceText::band(0.79), 1);
     QCOMPARE(ConfidenceText::band(0.2), 2);
     QCOMPARE(ConfidenceText::band(0.01), 3);
+}
+
+void TestUi::textSizeReachesEveryPlot() {
+    // At each size every plot's tick labels, axis titles and colour-scale numbers are at that size,
+    // titles larger, the translation larger still; the grid's captions fit their cells and the
+    // heatmap's shown labels have room (rows x line height within the axis).
+    typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");
+    m_window->showTab(MainWindow::Tab::Attention);
+    const double before = m_window->textSize();
+    QList<QCustomPlot*> plots = {m_window->explorer()->view()->plot(), m_window->modelPanel()->trainingPlot()};
+    for (QCustomPlot* p : m_window->positional()->findChildren<QCustomPlot*>()) plots << p;
+    QCOMPARE(plots.size(), 5);
+    for (double pt : {8.0, 14.0, 20.0, 28.0}) {
+        m_window->setTextSize(pt, false);
+        QApplication::processEvents();
+        const QString at = QString("at %1 pt").arg(pt);
+        for (QCustomPlot* p : plots) {
+            QCOMPARE(p->xAxis->tickLabelFont().pointSizeF(), pt);
+            QCOMPARE(p->yAxis->labelFont().pointSizeF(), pt);
+            for (int i = 0; i < p->plotLayout()->elementCount(); ++i) {
+                if (auto* t = qobject_cast<QCPTextElement*>(p->plotLayout()->elementAt(i)))
+                    QVERIFY2(std::abs(t->font().pointSizeF() - pt * kTitleScale) < 1e-9, qPrintable(at));
+                if (auto* c = qobject_cast<QCPColorScale*>(p->plotLayout()->elementAt(i)))
+                    QCOMPARE(c->axis()->tickLabelFont().pointSizeF(), pt);
+            }
+        }
+        QVERIFY(m_window->translatePanel()->translationView()->displayFont().pointSizeF() > pt * kTitleScale);
+        QVERIFY2(m_window->explorer()->grid()->captionsFit(), qPrintable(at));
+        if (pt <= 14) QVERIFY(!m_window->explorer()->grid()->headerText(0).isEmpty());  // left out only when cramped
+        // Neighbouring labels of the heatmap's query axis are at least a line apart.
+        AttentionView* v = m_window->explorer()->view();
+        v->plot()->replot();
+        QApplication::processEvents();
+        const auto ticks = v->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>()->ticks().keys();
+        QVERIFY(!ticks.isEmpty() && v->shownQueryLabels().size() == ticks.size());
+        const double row = v->plot()->axisRect()->height() / double(v->map().size());
+        const double gap = ticks.size() > 1 ? (ticks[1] - ticks[0]) * row : 1e9;
+        QVERIFY2(gap + 1 >= QFontMetrics(v->plot()->yAxis->tickLabelFont()).height(),
+                 qPrintable(at + QString(": labels %1 px apart").arg(gap)));
+    }
+    m_window->setTextSize(before, false);
+}
+
+void TestUi::shortcutsWorkFromTheSentenceField() {
+    typeAndWait("Ein Hund.");
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    edit->setFocus();
+    QApplication::setActiveWindow(m_window.get());
+    QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
+    AttentionExplorer* ex = m_window->explorer();
+    ex->select(AttentionKind::Cross, 0, 0);
+    QTest::keyClick(edit, Qt::Key_2, Qt::AltModifier);
+    QCOMPARE(ex->kind(), AttentionKind::DecoderSelf);
+    QTest::keyClick(edit, Qt::Key_Down, Qt::AltModifier);
+    QTest::keyClick(edit, Qt::Key_Right, Qt::AltModifier);
+    QTest::keyClick(edit, Qt::Key_Right, Qt::AltModifier);
+    QCOMPARE(ex->layer(), 1);
+    QCOMPARE(ex->head(), 2);
+    QTest::keyClick(edit, Qt::Key_3, Qt::ControlModifier);
+    QCOMPARE(ex->kind(), AttentionKind::Cross);
+    QCOMPARE(edit->text(), QString("Ein Hund."));  // nothing typed into the sentence
+    QVERIFY(edit->hasFocus());
+    const QString help = m_window->shortcutsHtml();
+    for (const char* s : {"Alt+2", "Next layer", "Next head", "Larger text", "Ctrl+E"})
+        QVERIFY2(help.contains(s), qPrintable(help));
+}
+
+void TestUi::palettesReachTheMapsAndExports() {
+    // The grid's cells and the heatmap use the chosen map; an export made with viridis holds its
+    // colour for the map's smallest weight, one made with the default white -> blue does not.
+    typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");
+    m_window->showTab(MainWindow::Tab::Attention);
+    AttentionExplorer* ex = m_window->explorer();
+    ex->select(AttentionKind::Cross, 0, 0);
+    float lo = 1;
+    for (const auto& row : ex->view()->map()) lo = std::min(lo, *std::min_element(row.begin(), row.end()));
+    const QColor target = paletteColor(Palette::Viridis, lo);
+    auto near = [&](const QString& path) {
+        const QImage img = QImage(path).convertToFormat(QImage::Format_RGB32);
+        int n = 0;
+        for (int y = 0; y < img.height(); y += 2)
+            for (int x = 0; x < img.width(); x += 2) {
+                const QColor c(img.pixel(x, y));
+                n += std::abs(c.red() - target.red()) + std::abs(c.green() - target.green()) +
+                         std::abs(c.blue() - target.blue()) <=
+                     6;
+            }
+        return n;
+    };
+    const QString blues = m_dir.filePath("blues.png"), viridis = m_dir.filePath("viridis.png");
+    m_window->setColorMap(Palette::Blues, false);
+    QVERIFY(!m_window->exportCurrentView(blues));
+    m_window->setColorMap(Palette::Viridis);
+    QVERIFY(!m_window->exportCurrentView(viridis));
+    QCOMPARE(QSettings().value("colorMap").toString(), QString("viridis"));
+    QVERIFY2(near(viridis) > 20, qPrintable(QString::number(near(viridis))));
+    QCOMPARE(near(blues), 0);
+    auto* cm = qobject_cast<QCPColorMap*>(ex->view()->plot()->plottable(0));
+    for (double v : {0.0, 0.3, 1.0}) {
+        const QColor a = QColor::fromRgb(cm->gradient().color(v, QCPRange(0, 1))),
+                     b = paletteColor(Palette::Viridis, v);
+        QVERIFY(std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue()) <= 6);
+    }
+    for (int i = 0; i < kPaletteCount; ++i) QCOMPARE(paletteFromKey(paletteKey(Palette(i))), Palette(i));
+    m_window->setColorMap(Palette::Blues);
+}
+
+void TestUi::emptyWindowSaysWhatToDo() {
+    // A window with no model: no axes, no colour scale, a sentence that says what to do, and an
+    // export that says why there is nothing to export.
+    TranslationController controller;
+    MainWindow window(&controller, /*error_dialogs=*/false);
+    AttentionView* v = window.explorer()->view();
+    QVERIFY2(v->message().contains("No model loaded: File > Open model"), qPrintable(v->message()));
+    QVERIFY(!v->plot()->axisRect()->visible());
+    for (int i = 0; i < v->plot()->plotLayout()->elementCount(); ++i)
+        if (auto* c = qobject_cast<QCPColorScale*>(v->plot()->plotLayout()->elementAt(i))) QVERIFY(!c->visible());
+    const auto error = window.exportCurrentView(m_dir.filePath("empty.png"));
+    QVERIFY(error && error->contains("translate a sentence first"));
+    // With a model and nothing translated yet, it says to type a sentence.
+    QSignalSpy loaded(&controller, &TranslationController::modelLoaded);
+    window.openModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QVERIFY2(v->message().contains("Type a sentence"), qPrintable(v->message()));
 }
 
 void TestUi::positionalHeatmapEqualsFormula() {

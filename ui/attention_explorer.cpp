@@ -55,8 +55,9 @@ AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     auto* split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(m_view);
     split->addWidget(m_grid);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    split->setSizes({1000, 1000});  // half each: the grid's square cells need the width
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(split, 1);
@@ -72,18 +73,32 @@ AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
         s->setContext(Qt::WidgetWithChildrenShortcut);
         connect(s, &QShortcut::activated, this, f);
     };
-    key(Qt::Key_Up, [this] { m_layer->stepDown(); });
-    key(Qt::Key_Down, [this] { m_layer->stepUp(); });
-    key(Qt::Key_Left, [this] { m_head->stepDown(); });
-    key(Qt::Key_Right, [this] { m_head->stepUp(); });
-    key(Qt::Key_1, [this] { m_kind->setCurrentIndex(0); });
-    key(Qt::Key_2, [this] { m_kind->setCurrentIndex(1); });
-    key(Qt::Key_3, [this] { m_kind->setCurrentIndex(2); });
+    key(Qt::Key_Up, [this] { stepLayer(-1); });
+    key(Qt::Key_Down, [this] { stepLayer(1); });
+    key(Qt::Key_Left, [this] { stepHead(-1); });
+    key(Qt::Key_Right, [this] { stepHead(1); });
+    key(Qt::Key_1, [this] { setKind(AttentionKind::EncoderSelf); });
+    key(Qt::Key_2, [this] { setKind(AttentionKind::DecoderSelf); });
+    key(Qt::Key_3, [this] { setKind(AttentionKind::Cross); });
     setFocusPolicy(Qt::StrongFocus);
     refresh();
 }
 
-QCustomPlot* AttentionExplorer::figure() const { return m_view->plot(); }
+QCustomPlot* AttentionExplorer::figure() const { return m_view->map().empty() ? nullptr : m_view->plot(); }
+
+void AttentionExplorer::stepLayer(int delta) { m_layer->setValue(m_layer->value() + delta); }
+void AttentionExplorer::stepHead(int delta) { m_head->setValue(m_head->value() + delta); }
+void AttentionExplorer::setKind(AttentionKind k) { m_kind->setCurrentIndex(int(k)); }
+
+void AttentionExplorer::setColorMap(Palette palette) {
+    m_view->setColorMap(palette);
+    m_grid->setColorMap(palette);
+}
+
+void AttentionExplorer::setEmptyMessage(const QString& message) {
+    m_empty_message = message;
+    if (!currentMaps()) m_view->clear(message);
+}
 
 AttentionKind AttentionExplorer::kind() const { return static_cast<AttentionKind>(m_kind->currentIndex()); }
 int AttentionExplorer::layer() const { return m_layer->value(); }
@@ -116,7 +131,7 @@ void AttentionExplorer::select(AttentionKind k, int layer, int head) {
 void AttentionExplorer::refresh() {
     const LayerHeadMaps* maps = currentMaps();
     if (!maps || maps->empty() || maps->front().empty()) {
-        m_view->clear();
+        m_view->clear(m_empty_message);
         m_grid->setMaps({});
         m_grid_maps = nullptr;
         return;
@@ -141,12 +156,12 @@ void AttentionExplorer::refresh() {
     case AttentionKind::DecoderSelf:
         rows = toList(m_result->best.pieces);
         cols = toList(m_result->decoder_input_pieces);
-        m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (decoder input piece)"));
+        m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (decoder input piece)"));
         break;
     case AttentionKind::Cross:
         rows = toList(m_result->best.pieces);
         cols = toList(m_result->source_pieces);
-        m_view->setAxisTitles(tr("query (step, named by the piece it predicts)"), tr("key (source piece)"));
+        m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (source piece)"));
         break;
     }
     const QString what = h == heads ? tr("mean over heads") : tr("head %1").arg(h);

@@ -1,8 +1,10 @@
 #pragma once
 // AttentionExplorer: pick an attention kind, a layer and a head (or the mean over heads); see that
-// map large (AttentionView) and all of them small (AttentionGrid). Keyboard: Up/Down change the
-// layer, Left/Right the head, 1/2/3 the kind.
+// map large (AttentionView) and all of them small (AttentionGrid). Keyboard, with the focus in the
+// explorer: Up/Down change the layer, Left/Right the head, 1/2/3 the kind (MainWindow adds the
+// same on Alt+ keys from anywhere).
 
+#include "plot_style.h"
 #include "translation_controller.h"
 
 #include <QWidget>
@@ -31,13 +33,22 @@ public:
     int head() const;
 
     AttentionView* view() const { return m_view; }
-    QCustomPlot* figure() const;  // what File > Export writes
+    QCustomPlot* figure() const;  // what File > Export writes; null before a translation
     AttentionGrid* grid() const { return m_grid; }
     const LayerHeadMaps* currentMaps() const;  // null before a result
+
+    // What the keys do (plain keys inside the explorer; Alt+ keys from anywhere, MainWindow).
+    void stepLayer(int delta);
+    void stepHead(int delta);
+    void setKind(AttentionKind kind);
+    void setColorMap(Palette palette);
+    // What the heatmap says while there is no result (no model, loading, nothing translated yet).
+    void setEmptyMessage(const QString& message);
 
 private:
     void refresh();
     ResultPtr m_result;
+    QString m_empty_message;
     const LayerHeadMaps* m_grid_maps = nullptr;  // what the grid shows (re-rendered only on change)
     QComboBox* m_kind;
     QSpinBox* m_layer;

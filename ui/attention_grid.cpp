@@ -1,14 +1,15 @@
 #include "attention_grid.h"
 
+#include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QToolTip>
 
 #include <algorithm>
 
 namespace attnlab::ui {
 
 namespace {
-constexpr int kLabel = 56;  // room for row/column captions
 constexpr int kGap = 6;
 }  // namespace
 
@@ -28,20 +29,28 @@ Matrix AttentionGrid::meanOverHeads(const std::vector<Matrix>& heads) {
     return mean;
 }
 
-QImage AttentionGrid::render(const Matrix& m) {
+QImage AttentionGrid::render(const Matrix& m) const {
     const int rows = static_cast<int>(m.size()), cols = rows ? static_cast<int>(m[0].size()) : 0;
     QImage img(std::max(cols, 1), std::max(rows, 1), QImage::Format_RGB32);
     img.fill(Qt::white);
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {
-            const float v = std::clamp(m[r][c], 0.0f, 1.0f);  // the same white -> dark blue as AttentionView
-            img.setPixel(c, r, qRgb(int(255 + (8 - 255) * v), int(255 + (48 - 255) * v), int(255 + (107 - 255) * v)));
+            img.setPixel(c, r, paletteColor(m_palette, m[r][c]).rgb());  // the same colours as AttentionView
         }
     return img;
 }
 
 void AttentionGrid::setMaps(const LayerHeadMaps& maps) {
     m_maps = maps;
+    renderAll();
+}
+
+void AttentionGrid::setColorMap(Palette palette) {
+    m_palette = palette;
+    renderAll();
+}
+
+void AttentionGrid::renderAll() {
     m_images.clear();
     for (const auto& layer : m_maps) {
         std::vector<QImage> row;
@@ -59,13 +68,55 @@ void AttentionGrid::setSelected(int layer, int head) {
     update();
 }
 
-QSize AttentionGrid::sizeHint() const { return QSize(kLabel + (heads() + 1) * 90, kLabel / 2 + layers() * 90); }
+int AttentionGrid::labelWidth() const { return QFontMetrics(font()).horizontalAdvance(tr("layer %1").arg(88)) + 6; }
+int AttentionGrid::headerHeight() const { return QFontMetrics(font()).height() + 6; }
+
+QSize AttentionGrid::sizeHint() const {
+    return QSize(labelWidth() + (heads() + 1) * 90, headerHeight() + layers() * 90);
+}
 
 QRect AttentionGrid::cellRect(int layer, int column) const {
     const int columns = heads() + 1;
     if (columns <= 1 || layers() == 0) return {};
-    const int side = std::max(8, std::min((width() - kLabel) / columns, (height() - kLabel / 2) / layers()) - kGap);
-    return QRect(kLabel + column * (side + kGap), kLabel / 2 + layer * (side + kGap), side, side);
+    const int label = labelWidth(), header = headerHeight();
+    const int side = std::max(8, std::min((width() - label) / columns, (height() - header) / layers()) - kGap);
+    // The block of cells centred in the room left by the captions.
+    const int x0 = label + std::max(0, (width() - label - columns * (side + kGap)) / 2);
+    const int y0 = header + std::max(0, (height() - header - layers() * (side + kGap)) / 2);
+    return QRect(x0 + column * (side + kGap), y0 + layer * (side + kGap), side, side);
+}
+
+namespace {
+// The longest candidate that fits `room` pixels in `fm`; none when even the shortest does not
+// (the cells' tooltips still name them).
+QString fitting(const QFontMetrics& fm, const QStringList& candidates, int room) {
+    for (const QString& c : candidates)
+        if (fm.horizontalAdvance(c) <= room) return c;
+    return {};
+}
+}  // namespace
+
+QString AttentionGrid::headerText(int c) const {
+    const QStringList full = c == heads() ? QStringList{tr("mean"), tr("μ")}
+                                          : QStringList{tr("head %1").arg(c), tr("h%1").arg(c), QString::number(c)};
+    return fitting(QFontMetrics(font()), full, cellRect(0, c).width() + kGap - 2);
+}
+
+QString AttentionGrid::layerText(int l) const {
+    if (QFontMetrics(font()).height() > cellRect(l, 0).height() + kGap) return {};  // rows closer than a line
+    return fitting(QFontMetrics(font()), {tr("layer %1").arg(l), tr("L%1").arg(l), QString::number(l)},
+                   cellRect(l, 0).left() - 4);
+}
+
+bool AttentionGrid::captionsFit() const {
+    const QFontMetrics fm(font());
+    for (int c = 0; c <= heads(); ++c)
+        if (fm.horizontalAdvance(headerText(c)) > cellRect(0, c).width() + kGap - 2) return false;
+    for (int l = 0; l < layers(); ++l)
+        if (!layerText(l).isEmpty() && (fm.horizontalAdvance(layerText(l)) > cellRect(l, 0).left() - 4 ||
+                                        fm.height() > cellRect(l, 0).height() + kGap))
+            return false;
+    return cellRect(0, 0).top() >= fm.height();
 }
 
 std::pair<int, int> AttentionGrid::cellAt(const QPoint& pos) const {
@@ -83,14 +134,15 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
         return;
     }
     p.setPen(palette().text().color());
+    const int header = QFontMetrics(font()).height();
     for (int c = 0; c <= heads(); ++c) {
         const QRect r = cellRect(0, c);
-        p.drawText(QRect(r.left(), 0, r.width(), kLabel / 2), Qt::AlignCenter,
-                   c == heads() ? tr("mean") : tr("head %1").arg(c));
+        p.drawText(QRect(r.left() - kGap / 2, r.top() - header - 2, r.width() + kGap, header), Qt::AlignCenter,
+                   headerText(c));
     }
     for (int l = 0; l < layers(); ++l) {
         const QRect r = cellRect(l, 0);
-        p.drawText(QRect(0, r.top(), kLabel - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, tr("layer %1").arg(l));
+        p.drawText(QRect(0, r.top(), r.left() - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, layerText(l));
         for (int c = 0; c <= heads(); ++c) {
             const QRect cell = cellRect(l, c);
             p.drawImage(cell, m_images[l][c]);
@@ -100,6 +152,20 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
             p.setPen(palette().text().color());
         }
     }
+}
+
+bool AttentionGrid::event(QEvent* e) {
+    if (e->type() == QEvent::ToolTip) {
+        const auto [layer, column] = cellAt(static_cast<QHelpEvent*>(e)->pos());
+        if (layer < 0) {
+            QToolTip::hideText();
+        } else {
+            const QString what = column == heads() ? tr("mean over heads") : tr("head %1").arg(column);
+            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), tr("layer %1, %2").arg(layer).arg(what), this);
+        }
+        return true;
+    }
+    return QWidget::event(e);
 }
 
 void AttentionGrid::mousePressEvent(QMouseEvent* event) {

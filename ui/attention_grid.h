@@ -1,7 +1,9 @@
 #pragma once
 // AttentionGrid: every layer x head of one attention kind at once, as small maps (as bertviz's
 // model view), plus a last column with the mean over heads. A click focuses one map; the focused
-// cell is outlined.
+// cell is outlined. Square cells as large as the widget allows, centred; captions sized by the font.
+
+#include "plot_style.h"
 
 #include <attnlab/translation.h>
 
@@ -28,16 +30,30 @@ public:
 
     QSize sizeHint() const override;
 
+    void setColorMap(Palette palette);  // re-renders the cells
+    // The caption of column c (a head, or the mean) / of layer l, as drawn: the longest of
+    // "head 3" / "h3" / "3" that fits the cell at the current size and font; empty when none does
+    // (the cell's tooltip names it).
+    QString headerText(int column) const;
+    QString layerText(int layer) const;
+    // Whether every caption fits its cell (what a test at several text sizes checks).
+    bool captionsFit() const;
+
 Q_SIGNALS:
     void cellClicked(int layer, int head);
 
 protected:
     void paintEvent(QPaintEvent*) override;
     void mousePressEvent(QMouseEvent* event) override;
+    bool event(QEvent* event) override;  // tooltips: "layer 1, head 3"
 
 private:
     QRect cellRect(int layer, int column) const;
-    static QImage render(const Matrix& m);
+    QImage render(const Matrix& m) const;
+    void renderAll();
+    int labelWidth() const;    // room for the layer captions, from the font
+    int headerHeight() const;  // room for the column captions
+    Palette m_palette = Palette::Blues;
     LayerHeadMaps m_maps;
     std::vector<std::vector<QImage>> m_images;  // [layer][head + mean]
     int m_sel_layer = 0, m_sel_head = 0;

@@ -7,14 +7,23 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attnlab::ui {
 
 namespace {
-QSharedPointer<QCPAxisTickerText> textTicker(const QStringList& labels) {
+// Every `step`-th label (all of them at step 1): where the pieces are denser than the text is
+// tall, labels are thinned instead of drawn over each other.
+QSharedPointer<QCPAxisTickerText> textTicker(const QStringList& labels, int step) {
     auto t = QSharedPointer<QCPAxisTickerText>::create();
-    for (int i = 0; i < labels.size(); ++i) t->addTick(i, labels[i]);
+    for (int i = 0; i < labels.size(); i += std::max(step, 1)) t->addTick(i, labels[i]);
     return t;
+}
+
+// How many labels to skip so that one of `count` fits every `need` pixels of `room`.
+int labelStep(int count, double room, double need) {
+    if (count <= 0 || room <= 0) return 1;
+    return std::max(1, int(std::ceil(need / (room / count))));
 }
 }  // namespace
 
@@ -27,10 +36,7 @@ AttentionView::AttentionView(QWidget* parent) : QWidget(parent), m_plot(new QCus
     m_plot->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setType(QCPAxis::atRight);
     m_colormap->setColorScale(m_scale);
-    QCPColorGradient g(QCPColorGradient::gpGrayscale);
-    g.setColorStopAt(0.0, QColor(255, 255, 255));
-    g.setColorStopAt(1.0, QColor(8, 48, 107));  // white -> dark blue: weight 0 is blank paper
-    m_colormap->setGradient(g);
+    m_colormap->setGradient(paletteGradient(m_palette));
     m_colormap->setInterpolate(false);
     m_plot->yAxis->setRangeReversed(true);  // first query on top, as in a matrix
     m_plot->xAxis->setTickLabelRotation(60);
@@ -44,18 +50,56 @@ AttentionView::AttentionView(QWidget* parent) : QWidget(parent), m_plot(new QCus
     m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     m_plot->plotLayout()->insertRow(0);
-    m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+    m_title = new QCPTextElement(m_plot, QString());
     m_plot->plotLayout()->addElement(0, 0, m_title);
     m_plot->installEventFilter(this);
     m_plot->setMouseTracking(true);
+    followTextSize(m_plot);
+    connect(m_plot, &QCustomPlot::afterReplot, this, &AttentionView::updateTicks);
     clear();
 }
 
-void AttentionView::clear() {
+void AttentionView::updateTicks() {
+    if (m_map.empty()) return;
+    const QFontMetrics fm(m_plot->xAxis->tickLabelFont());
+    const QRect r = m_plot->axisRect()->rect();
+    // Key labels are rotated by 60 degrees: neighbours need about height / sin(60) apart.
+    const int rows = labelStep(m_queries.size(), r.height(), fm.height());
+    const int cols = labelStep(m_keys.size(), r.width(), fm.height() / std::sin(M_PI / 3));
+    // The query title runs along the y axis: where the axis is shorter, only its first word.
+    const QString title = QFontMetrics(m_plot->yAxis->labelFont()).horizontalAdvance(m_query_title) <= r.height()
+                              ? m_query_title
+                              : m_query_title.section(' ', 0, 0);
+    if (rows == m_row_step && cols == m_col_step && title == m_plot->yAxis->label()) return;
+    m_plot->yAxis->setLabel(title);
+    m_row_step = rows;
+    m_col_step = cols;
+    m_plot->xAxis->setTicker(textTicker(m_keys, cols));
+    m_plot->yAxis->setTicker(textTicker(m_queries, rows));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void AttentionView::showAxes(bool shown) {
+    m_plot->axisRect()->setVisible(shown);
+    m_scale->setVisible(shown);
+    for (QCPAxis* a : m_plot->axisRect()->axes()) a->setVisible(shown && (a == m_plot->xAxis || a == m_plot->yAxis));
+}
+
+void AttentionView::clear(const QString& message) {
     m_map.clear();
     m_queries.clear();
     m_keys.clear();
     m_colormap->data()->clear();
+    showAxes(false);
+    m_title->setText(message.isEmpty() ? tr("Translate a sentence to see its attention") : message);
+    m_plot->replot();
+}
+
+QString AttentionView::message() const { return m_map.empty() ? m_title->text() : QString(); }
+
+void AttentionView::setColorMap(Palette palette) {
+    m_palette = palette;
+    m_colormap->setGradient(paletteGradient(palette));
     m_plot->replot();
 }
 
@@ -69,12 +113,13 @@ void AttentionView::setMap(const Matrix& map, const QStringList& queries, const 
     m_colormap->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) m_colormap->data()->setCell(c, r, map[r][c]);
-    m_plot->xAxis->setTicker(textTicker(keys));
-    m_plot->yAxis->setTicker(textTicker(queries));
+    m_row_step = m_col_step = 0;
+    updateTicks();  // from the current layout; checked again after every replot
     m_plot->xAxis->setRange(-0.5, cols - 0.5);
     m_plot->yAxis->setRange(-0.5, rows - 0.5);
     m_plot->yAxis->setRangeReversed(true);
     m_title->setText(title);
+    showAxes(true);
     rescale();
 }
 
@@ -93,9 +138,23 @@ void AttentionView::rescale() {
 }
 
 void AttentionView::setAxisTitles(const QString& query, const QString& key) {
+    m_query_title = query;
     m_plot->yAxis->setLabel(query);
     m_plot->xAxis->setLabel(key);
+    m_row_step = 0;  // the title's fit is checked with the ticks
 }
+
+namespace {
+QStringList tickLabels(QCPAxis* axis) {
+    QStringList out;
+    if (auto t = axis->ticker().dynamicCast<QCPAxisTickerText>())
+        for (auto it = t->ticks().constBegin(); it != t->ticks().constEnd(); ++it) out << it.value();
+    return out;
+}
+}  // namespace
+
+QStringList AttentionView::shownQueryLabels() const { return tickLabels(m_plot->yAxis); }
+QStringList AttentionView::shownKeyLabels() const { return tickLabels(m_plot->xAxis); }
 
 QString AttentionView::toolTipAt(int row, int column) const {
     if (row < 0 || column < 0 || row >= int(m_map.size()) || column >= int(m_map[row].size())) return {};

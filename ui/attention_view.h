@@ -2,6 +2,8 @@
 // AttentionView: one attention map as a heatmap, the pieces as tick labels on both axes (rotated
 // on the key axis), a colour scale, and a tooltip naming query piece, key piece and weight.
 
+#include "plot_style.h"
+
 #include <attnlab/translation.h>
 
 #include <QStringList>
@@ -22,15 +24,23 @@ public:
     // rows = queries (y axis, top to bottom), columns = keys (x axis).
     void setMap(const Matrix& map, const QStringList& query_labels, const QStringList& key_labels,
                 const QString& title);
-    void clear();
+    // No map: the axes and the colour scale are hidden and `message` says why (what to do).
+    void clear(const QString& message = QString());
+    QString message() const;  // shown while there is no map
     // Axis titles (default "query" / "key").
     void setAxisTitles(const QString& query, const QString& key);
     // Fixed 0-1 colour range (default) or each map's own min-max.
     void setFixedRange(bool fixed);
+    void setColorMap(Palette palette);
+    Palette colorMap() const { return m_palette; }
 
     // What is shown (tests read it back).
     const Matrix& map() const { return m_map; }
     QString toolTipAt(int row, int column) const;
+    // The labels drawn on the query (y) and key (x) axes; fewer than the pieces when they are
+    // denser than the text is tall (the tooltip still names every cell).
+    QStringList shownQueryLabels() const;
+    QStringList shownKeyLabels() const;
     QCustomPlot* plot() const { return m_plot; }
 
     bool savePng(const QString& path, int scale = 2);
@@ -41,6 +51,8 @@ protected:
 
 private:
     void rescale();
+    void showAxes(bool shown);
+    void updateTicks();  // after each replot: the labels thinned to what the axes have room for
     QCustomPlot* m_plot;
     QCPColorMap* m_colormap;
     QCPColorScale* m_scale;
@@ -48,6 +60,9 @@ private:
     Matrix m_map;
     QStringList m_queries, m_keys;
     bool m_fixed_range = true;
+    Palette m_palette = Palette::Blues;
+    QString m_query_title = QStringLiteral("query");
+    int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)
 };
 
 }  // namespace attnlab::ui

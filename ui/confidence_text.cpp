@@ -20,6 +20,11 @@ ConfidenceText::ConfidenceText(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
 }
 
+void ConfidenceText::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::FontChange) updateGeometry();
+    QWidget::changeEvent(e);
+}
+
 int ConfidenceText::band(double p) {
     for (int b = 0; b < 4; ++b)
         if (p >= kBandLower[b]) return b;
@@ -78,7 +83,7 @@ QString ConfidenceText::toolTipOfWord(int i) const {
 int ConfidenceText::bandOfWord(int i) const { return i >= 0 && i < m_words.size() ? band(m_words[i].probability) : -1; }
 
 QVector<QRect> ConfidenceText::layoutWords(int width, int* height) const {
-    const QFontMetrics fm(font());
+    const QFontMetrics fm(displayFont());
     const int pad = fm.height() / 6, space = fm.horizontalAdvance(' '), line = fm.height() + 2 * pad + pad;
     QVector<QRect> rects;
     int x = 0, y = 0;
@@ -105,10 +110,17 @@ QSize ConfidenceText::sizeHint() const {
 
 QSize ConfidenceText::minimumSizeHint() const { return {100, heightForWidth(std::max(100, width()))}; }
 
+QFont ConfidenceText::displayFont() const {
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * kScale);
+    return f;
+}
+
 void ConfidenceText::paintEvent(QPaintEvent*) {
     QPainter p(this);
+    p.setFont(displayFont());
     p.setRenderHint(QPainter::Antialiasing);
-    const QFontMetrics fm(font());
+    const QFontMetrics fm(displayFont());
     const auto rects = layoutWords(width());
     const int pad = fm.height() / 6;
     for (int i = 0; i < m_words.size(); ++i) {

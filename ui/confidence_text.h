@@ -29,6 +29,11 @@ public:
     static QColor bandColor(int band);
     static QString legendHtml();  // the bands as coloured chips with their ranges
 
+    // The translation is the largest text on screen: this much larger than the widget's font,
+    // which follows the app's text size.
+    static constexpr double kScale = 1.4;
+    QFont displayFont() const;
+
     bool hasHeightForWidth() const override { return true; }
     int heightForWidth(int width) const override;
     QSize sizeHint() const override;
@@ -39,6 +44,7 @@ protected:
     bool event(QEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
     void keyPressEvent(QKeyEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     struct Word {

@@ -11,6 +11,7 @@
 
 #include <qcustomplot.h>
 
+#include <QActionGroup>
 #include <QApplication>
 
 #include <QDragEnterEvent>
@@ -25,8 +26,15 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <functional>
 
 namespace attnlab::ui {
+
+namespace {
+QString noModelMessage() {
+    return MainWindow::tr("No model loaded: File > Open model… (or drop a package folder here)");
+}
+}  // namespace
 
 MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QWidget* parent)
     : QMainWindow(parent), m_controller(controller), m_error_dialogs(error_dialogs) {
@@ -48,6 +56,8 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     m_status_model = new QLabel(tr("no model"), this);
     statusBar()->addPermanentWidget(m_status_model);
     buildMenus();
+    restoreAppearance();
+    m_explorer->setEmptyMessage(noModelMessage());
 
     connect(m_translate, &TranslatePanel::translateRequested, this, [this](const QString& s, const DecodingOptions& o) {
         m_result_options = o;
@@ -81,10 +91,12 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
                                     .arg(info->load_seconds, 0, 'f', 2));
         setWindowTitle(tr("AttnLab — %1").arg(QFileInfo(dir).fileName()));
         rememberRecent(dir);
+        m_explorer->setEmptyMessage(tr("Type a sentence above and press Enter (or pick one from Examples)"));
         statusBar()->showMessage(tr("Model loaded"), 5000);
     });
     connect(m_controller, &TranslationController::modelFailed, this, [this](const QString& m) {
         m_last_error = m;
+        if (!m_controller->modelInfo()) m_explorer->setEmptyMessage(noModelMessage());
         showError(tr("Cannot open the model"),
                   m + (m_controller->modelInfo() ? tr("\n\nThe previous model stays loaded.") : QString()));
     });
@@ -124,27 +136,11 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
 
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross}) {
-        view->addAction(kindName(k), QKeySequence(tr("Ctrl+%1").arg(int(k) + 1)), this, [this, k] {
-            m_tabs->setCurrentWidget(m_explorer);
-            m_explorer->select(k, m_explorer->layer(), m_explorer->head());
-        });
-    }
-    view->addAction(tr("Positional encoding"), QKeySequence(tr("Ctrl+4")), this,
-                    [this] { m_tabs->setCurrentWidget(m_positional); });
-    view->addAction(tr("Model"), QKeySequence(tr("Ctrl+5")), this, [this] { m_tabs->setCurrentWidget(m_model); });
-    view->addSeparator();
-    // Bigger type for projectors: the whole window follows the application font.
-    auto zoom = [](double factor) {
-        QFont f = QApplication::font();
-        f.setPointSizeF(std::clamp(f.pointSizeF() * factor, 6.0, 48.0));
-        QApplication::setFont(f);
-    };
-    view->addAction(tr("Larger text"), QKeySequence::ZoomIn, this, [zoom] { zoom(1.2); });
-    view->addAction(tr("Smaller text"), QKeySequence::ZoomOut, this, [zoom] { zoom(1 / 1.2); });
+    buildViewMenu();
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,
+                    [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsHtml()); });
     help->addAction(tr("&About AttnLab"), this, [this] {
         QMessageBox::about(this, tr("About AttnLab"),
                            tr("<h3>AttnLab</h3><p>Translate with a Transformer and see every head's attention "
@@ -152,7 +148,97 @@ void MainWindow::buildMenus() {
     });
 }
 
+void MainWindow::buildViewMenu() {
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross}) {
+        // Ctrl+1/2/3 and Alt+1/2/3: window-wide, so they work with the focus in the sentence field.
+        auto* a = view->addAction(kindName(k), this, [this, k] {
+            m_tabs->setCurrentWidget(m_explorer);
+            m_explorer->setKind(k);
+        });
+        a->setShortcuts({QKeySequence(tr("Ctrl+%1").arg(int(k) + 1)), QKeySequence(tr("Alt+%1").arg(int(k) + 1))});
+    }
+    view->addAction(tr("Positional encoding"), QKeySequence(tr("Ctrl+4")), this,
+                    [this] { m_tabs->setCurrentWidget(m_positional); });
+    view->addAction(tr("Model"), QKeySequence(tr("Ctrl+5")), this, [this] { m_tabs->setCurrentWidget(m_model); });
+    view->addSeparator();
+    auto step = [this](auto f) {
+        return [this, f] {
+            m_tabs->setCurrentWidget(m_explorer);
+            f();
+        };
+    };
+    view->addAction(tr("Previous layer"), QKeySequence(tr("Alt+Up")), this,
+                    step([this] { m_explorer->stepLayer(-1); }));
+    view->addAction(tr("Next layer"), QKeySequence(tr("Alt+Down")), this, step([this] { m_explorer->stepLayer(1); }));
+    view->addAction(tr("Previous head"), QKeySequence(tr("Alt+Left")), this,
+                    step([this] { m_explorer->stepHead(-1); }));
+    view->addAction(tr("Next head"), QKeySequence(tr("Alt+Right")), this, step([this] { m_explorer->stepHead(1); }));
+    view->addSeparator();
+    // Bigger type for projectors: one size for the widgets and every plot (they follow the font).
+    view->addAction(tr("Larger text"), QKeySequence::ZoomIn, this, [this] { setTextSize(textSize() + 2); });
+    view->addAction(tr("Smaller text"), QKeySequence::ZoomOut, this, [this] { setTextSize(textSize() - 2); });
+    view->addAction(tr("Default text size"), QKeySequence(tr("Ctrl+0")), this,
+                    [this] { setTextSize(m_default_text_size); });
+    QMenu* colours = view->addMenu(tr("Colour map"));
+    auto* group = new QActionGroup(this);
+    for (int i = 0; i < kPaletteCount; ++i) {
+        QAction* a = colours->addAction(paletteName(Palette(i)), this, [this, i] { setColorMap(Palette(i)); });
+        a->setCheckable(true);
+        group->addAction(a);
+        m_palette_actions << a;
+    }
+}
+
+void MainWindow::restoreAppearance() {
+    m_default_text_size = QApplication::font().pointSizeF();
+    QSettings s;
+    if (s.contains("textSize")) setTextSize(s.value("textSize").toDouble(), false);
+    setColorMap(paletteFromKey(s.value("colorMap").toString()), false);
+}
+
+double MainWindow::textSize() const { return QApplication::font().pointSizeF(); }
+
+void MainWindow::setTextSize(double points, bool remember) {
+    points = std::clamp(points, kMinTextSize, kMaxTextSize);
+    QFont f = QApplication::font();
+    f.setPointSizeF(points);
+    QApplication::setFont(f);
+    if (remember) QSettings().setValue("textSize", points);
+    statusBar()->showMessage(tr("Text size %1 pt").arg(points), 3000);
+}
+
+void MainWindow::setColorMap(Palette palette, bool remember) {
+    m_palette = palette;
+    m_explorer->setColorMap(palette);
+    m_palette_actions.value(int(palette))->setChecked(true);
+    if (remember) QSettings().setValue("colorMap", paletteKey(palette));
+}
+
+QString MainWindow::shortcutsHtml() const {
+    QString rows;
+    auto row = [&](const QString& keys, const QString& what) {
+        rows +=
+            QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+    };
+    std::function<void(const QList<QAction*>&)> walk = [&](const QList<QAction*>& actions) {
+        for (QAction* a : actions) {
+            if (a->menu()) walk(a->menu()->actions());
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
+            if (!keys.isEmpty()) row(keys.join(tr(" or ")), a->text().remove('&'));
+        }
+    };
+    walk(menuBar()->actions());
+    row(tr("Up / Down"), tr("Previous / next layer (focus in the attention view)"));
+    row(tr("Left / Right"), tr("Previous / next head (focus in the attention view)"));
+    row(tr("1 / 2 / 3"), tr("Encoder / decoder / cross-attention (focus in the attention view)"));
+    row(tr("Enter"), tr("Translate the sentence (focus in the sentence field)"));
+    return QStringLiteral("<table cellspacing='6'>%1</table>").arg(rows);
+}
+
 void MainWindow::openModel(const QString& dir) {
+    if (!m_controller->modelInfo()) m_explorer->setEmptyMessage(tr("Loading the model…"));
     statusBar()->showMessage(tr("Loading %1…").arg(dir));
     m_controller->loadModel(dir, m_translate->device());
 }
@@ -196,6 +282,8 @@ std::optional<QString> MainWindow::exportCurrentView(const QString& path) {
         plot = m_positional->figure();
     else if (m_tabs->currentWidget() == m_model)
         plot = m_model->figure();
+    if (!plot && m_tabs->currentWidget() == m_explorer)
+        return tr("translate a sentence first: the attention view is empty");
     if (!plot) return tr("this tab has no figure to export");
     const bool pdf = path.endsWith(".pdf", Qt::CaseInsensitive);
     const bool ok = pdf ? plot->savePdf(path, 1200, 900) : plot->savePng(path, 1200, 900, 2.0);

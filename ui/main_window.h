@@ -2,6 +2,7 @@
 // MainWindow: menus, tabs and status bar around the panels; wiring only. The work happens in
 // TranslationController (off the GUI thread) and the panels.
 
+#include "plot_style.h"
 #include "translation_controller.h"
 
 #include <QMainWindow>
@@ -38,6 +39,16 @@ public:
     ResultPtr lastResult() const { return m_result; }
     QString lastError() const { return m_last_error; }
 
+    // The app's text size in points (8-28): every widget and every plot follows it; the
+    // translation is drawn larger still. remember: keep it in the settings for the next start.
+    static constexpr double kMinTextSize = 8, kMaxTextSize = 28;
+    double textSize() const;
+    void setTextSize(double points, bool remember = true);
+    void setColorMap(Palette palette, bool remember = true);
+    Palette colorMap() const { return m_palette; }
+    // Help > Keyboard shortcuts: every menu shortcut and the explorer's own keys, as an HTML table.
+    QString shortcutsHtml() const;
+
     // The UI's error convention: an operation that can fail returns the reason, or nothing.
     // Export the current tab's figure; the format follows the suffix (.png or .pdf).
     std::optional<QString> exportCurrentView(const QString& path);
@@ -52,6 +63,8 @@ private:
     void rememberRecent(const QString& dir);
     void rebuildRecentMenu();
     void showError(const QString& title, const QString& message);
+    void buildViewMenu();
+    void restoreAppearance();
 
     TranslationController* m_controller;
     TranslatePanel* m_translate;
@@ -65,6 +78,9 @@ private:
     DecodingOptions m_result_options;
     QString m_last_error;
     bool m_error_dialogs;
+    Palette m_palette = Palette::Blues;
+    QList<QAction*> m_palette_actions;
+    double m_default_text_size = 0;
 };
 
 }  // namespace attnlab::ui

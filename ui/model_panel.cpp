@@ -1,5 +1,7 @@
 #include "model_panel.h"
 
+#include "plot_style.h"
+
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -29,8 +31,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     m_plot = new QCustomPlot(this);
     m_plot->plotLayout()->insertRow(0);
     m_plot->plotLayout()->addElement(0, 0,
-                                     new QCPTextElement(m_plot, tr("Training (per epoch, from training_log.tsv)"),
-                                                        QFont(font().family(), font().pointSize() + 1, QFont::Bold)));
+                                     new QCPTextElement(m_plot, tr("Training (per epoch, from training_log.tsv)")));
     m_plot->xAxis->setLabel(tr("epoch"));
     m_plot->yAxis->setLabel(tr("loss (label-smoothed, per token)"));
     m_plot->yAxis2->setLabel(tr("validation BLEU (greedy)"));
@@ -44,6 +45,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     m_plot->legend->setBorderPen(Qt::NoPen);
     m_plot->legend->setMargins(QMargins(4, 0, 4, 4));
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    followTextSize(m_plot);
     m_plot_message = new QLabel(this);
     m_plot_message->setWordWrap(true);
     m_plot_message->setAlignment(Qt::AlignCenter);

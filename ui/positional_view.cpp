@@ -1,5 +1,7 @@
 #include "positional_view.h"
 
+#include "plot_style.h"
+
 #include <attnlab/positional.h>
 
 #include <qcustomplot.h>
@@ -33,8 +35,7 @@ QCPColorMap* makeMap(QCustomPlot* plot, const QString& x, const QString& y, cons
     plot->yAxis->setLabel(y);
     plot->yAxis->setRangeReversed(true);
     plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(
-        0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), plot->font().pointSize() + 1, QFont::Bold)));
+    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title));
     return map;
 }
 
@@ -68,6 +69,7 @@ PositionalEncodingView::PositionalEncodingView(QWidget* parent) : QWidget(parent
     m_curves->xAxis->setLabel(tr("position"));
     m_curves->yAxis->setLabel(tr("PE"));
     m_curves->legend->setVisible(true);
+    for (QCustomPlot* plot : {m_heat, m_curves, m_dots}) followTextSize(plot);
 
     auto* form = new QHBoxLayout;
     form->addWidget(new QLabel(tr("Positions"), this));

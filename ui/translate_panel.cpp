@@ -15,6 +15,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QToolButton>
 
 #include <cmath>
 
@@ -45,10 +46,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_device->addItem(tr("CPU"), "cpu");
     if (attnlab::cudaAvailable()) m_device->addItem(tr("CUDA"), "cuda");
     m_device->setToolTip(tr("Where the model runs; changing it reloads the model"));
-    m_translation = new ConfidenceText(this);
-    QFont big = m_translation->font();
-    big.setPointSizeF(big.pointSizeF() * 1.4);
-    m_translation->setFont(big);
+    m_translation = new ConfidenceText(this);  // draws at 1.4 x the app's text size, whatever it is
     m_legend = new QLabel(ConfidenceText::legendHtml(), this);
     m_legend->setVisible(false);
     m_warning = new QLabel(this);
@@ -82,6 +80,14 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     opts->addWidget(new QLabel(tr("Device"), this));
     opts->addWidget(m_device);
     opts->addStretch();
+    // The piece lines, score and timing: room for the maps when the text is large.
+    m_show_details = new QToolButton(this);
+    m_show_details->setText(tr("Details"));
+    m_show_details->setCheckable(true);
+    m_show_details->setChecked(true);
+    m_show_details->setToolTip(tr("Show the pieces, the score, the time and the confidence figures"));
+    connect(m_show_details, &QToolButton::toggled, m_details, &QWidget::setVisible);
+    opts->addWidget(m_show_details);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(row);
     layout->addLayout(opts);

@@ -15,6 +15,7 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QToolButton;
 
 namespace attnlab::ui {
 
@@ -59,6 +60,7 @@ private:
     QLabel* m_legend;
     QLabel* m_warning;
     QLabel* m_details;
+    QToolButton* m_show_details;
     QProgressBar* m_progress;
 };
 

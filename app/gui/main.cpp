@@ -62,6 +62,8 @@ bool needsNoScreen(int argc, char** argv) {
 // The command line, checked before anything is loaded: a wrong option is an error, not a default.
 struct Options {
     QString model, text, device, tab, export_to, screenshot;
+    double text_size = 0;  // 0 = the remembered size, or the desktop's
+    QStringList examples = exampleSentences();
     attnlab::ui::AttentionKind kind = attnlab::ui::AttentionKind::Cross;
     int layer = 0, head = 0;
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
@@ -73,7 +75,8 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     parser.addHelpOption();
     parser.addVersionOption();
     QCommandLineOption model({"m", "model"}, "Model package directory (default: the bundled model).", "dir");
-    QCommandLineOption text({"t", "text"}, "Sentence to translate at start.", "sentence");
+    QCommandLineOption text({"t", "text"}, "Sentence to translate at start (default: the first example).", "sentence");
+    QCommandLineOption textSize("text-size", "Text size in points (8-28), for every widget and plot.", "pt");
     QCommandLineOption device("device", "auto, cpu, cuda or cuda:N.", "device", "auto");
     QCommandLineOption view("view", "Attention kind to show: encoder, decoder or cross.", "kind", "cross");
     QCommandLineOption layer("layer", "Layer to show.", "n", "0");
@@ -81,7 +84,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
     QCommandLineOption tab("tab", "Tab to show: attention, positional or model.", "name", "attention");
-    parser.addOptions({model, text, device, view, layer, head, exportTo, screenshot, tab});
+    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab});
     parser.process(app);
 
     const QString kind = parser.value(view);
@@ -99,11 +102,21 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     if (!layer_ok || o.layer < 0)
         return QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer));
     if (!head_ok || o.head < 0) return QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head));
-    o.text = parser.value(text);
+    o.text = parser.isSet(text) ? parser.value(text) : o.examples.value(0);
+    if (parser.isSet(textSize)) {
+        bool ok = false;
+        o.text_size = parser.value(textSize).toDouble(&ok);
+        using attnlab::ui::MainWindow;
+        if (!ok || o.text_size < MainWindow::kMinTextSize || o.text_size > MainWindow::kMaxTextSize)
+            return QString("--text-size '%1' is not a size in points from %2 to %3")
+                .arg(parser.value(textSize))
+                .arg(MainWindow::kMinTextSize)
+                .arg(MainWindow::kMaxTextSize);
+    }
     o.device = parser.value(device);
     o.export_to = parser.value(exportTo);
     o.screenshot = parser.value(screenshot);
-    if (!o.export_to.isEmpty() && o.tab == "attention" && !parser.isSet(text))
+    if (!o.export_to.isEmpty() && o.tab == "attention" && o.text.isEmpty())
         return QString("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
     o.model = parser.value(model);
     if (o.model.isEmpty()) o.model = QString::fromStdString(attnlab::defaultModelDir());
@@ -167,8 +180,9 @@ int main(int argc, char** argv) {
 
     attnlab::ui::TranslationController controller;
     attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!o.headless());
-    window.translatePanel()->setExamples(exampleSentences());
+    window.translatePanel()->setExamples(o.examples);
     window.resize(1400, 900);
+    if (o.text_size > 0) window.setTextSize(o.text_size, /*remember=*/false);
     QString load_error;  // the first failure is the one to report headlessly
     QObject::connect(&controller, &attnlab::ui::TranslationController::modelFailed, &window,
                      [&](const QString& m) { load_error = m; });
