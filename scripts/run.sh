@@ -21,4 +21,4 @@ if [ $# -eq 0 ] && ! build/bin/attnlab-cli inspect >/dev/null 2>&1; then
   exit 1
 fi
 build/bin/attnlab-cli inspect "$@"
-build/bin/attnlab-cli translate --beam 5 "$@" < resources/examples/de.txt
+cut -f1 resources/models/multi30k-de-en/examples.tsv | build/bin/attnlab-cli translate --beam 5 "$@"

@@ -3,6 +3,7 @@
 // non-zero exit.
 #include "fixtures.h"
 
+#include <attnlab/errors.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
@@ -54,6 +55,7 @@ private Q_SLOTS:
     void scoresArePieceProbabilities();
     void bundledModelFlagsOutOfDomain();
     void calibrateWritesTheThreshold();
+    void bundledModelsByName();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -286,7 +288,7 @@ void TestCli::trainAndEvalErrors() {
 
 // The committed model: found without --model (nor ATTNLAB_MODEL_DIR), the CLI's output equals the
 // library's for the same package, and it translates: BLEU against references written
-// independently of the model (resources/examples/en.txt) is far above what an untrained or
+// independently of the model (the reference column of its examples.tsv) is far above what an untrained or
 // wrongly loaded model scores (~0).
 void TestCli::bundledModelWithoutModelOption() {
     qunsetenv("ATTNLAB_MODEL_DIR");
@@ -294,11 +296,14 @@ void TestCli::bundledModelWithoutModelOption() {
     QVERIFY2(!dir.empty() && QFileInfo(QString::fromStdString(dir)).canonicalFilePath() ==
                                  QFileInfo(ATTNLAB_SOURCE_DIR "/resources/models/multi30k-de-en").canonicalFilePath(),
              dir.c_str());
-    const std::string src = attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/de.txt");
-    const QStringList src_lines = QString::fromStdString(src).split('\n', Qt::SkipEmptyParts);
-    const QStringList refs =
-        QString::fromStdString(attnlab::testing::readFile(ATTNLAB_SOURCE_DIR "/resources/examples/en.txt"))
-            .split('\n', Qt::SkipEmptyParts);
+    // The model's own examples (examples.tsv: German source, tab, English reference).
+    QStringList src_lines, refs;
+    for (const auto& e : attnlab::readExamples(dir)) {
+        src_lines << QString::fromStdString(e.source);
+        refs << QString::fromStdString(e.reference);
+    }
+    QVERIFY(src_lines.size() >= 8);
+    const std::string src = src_lines.join('\n').toStdString() + "\n";
     QCOMPARE(refs.size(), src_lines.size());
     auto r = cli({"translate", "--beam", "5", "--device", "cpu"}, QByteArray::fromStdString(src));
     QCOMPARE(r.code, 0);
@@ -410,6 +415,46 @@ void TestCli::calibrateWritesTheThreshold() {
     r = cli({"calibrate", "-m", pkg, "--src", m_dir.path() + "/missing.de"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("missing.de"), qPrintable(r.err));
+}
+
+void TestCli::bundledModelsByName() {
+    // --model takes a directory, a bundled model's name or its direction; anything else is an
+    // error that lists what is bundled.
+    qunsetenv("ATTNLAB_MODEL_DIR");
+    const auto models = attnlab::bundledModels();
+    QVERIFY(!models.empty());
+    QCOMPARE(models.front().name, std::string("multi30k-de-en"));  // the default comes first
+    for (const auto& m : models) {
+        QCOMPARE(attnlab::resolveModelArgument(m.name), m.dir);
+        QCOMPARE(attnlab::resolveModelArgument(m.direction()), m.dir);
+        auto r = cli({"inspect", "--model", QString::fromStdString(m.direction())});
+        QVERIFY2(r.code == 0 && r.out.contains(QString::fromStdString(m.source_lang + " -> " + m.target_lang)),
+                 qPrintable(r.out + r.err));
+    }
+    QCOMPARE(attnlab::resolveModelArgument(m_pkg.toStdString()), m_pkg.toStdString());
+    auto r = cli({"translate", "--model", "xx-yy", "--text", "Hallo."});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--model xx-yy: not a directory, and no bundled model has that name (bundled: "
+                            "multi30k-de-en (de-en)"),
+             qPrintable(r.err));
+    // examples.tsv: source, optional tab and reference; a third field is an error naming the line.
+    const QString pkg = m_dir.path() + "/with-examples";
+    std::filesystem::copy(m_pkg.toStdString(), pkg.toStdString(), std::filesystem::copy_options::recursive);
+    QVERIFY(attnlab::readExamples(pkg.toStdString()).empty());
+    attnlab::testing::writeFile(pkg.toStdString() + "/examples.tsv", "Ein Hund.\tA dog.\n\nZwei Katzen.\n");
+    const auto ex = attnlab::readExamples(pkg.toStdString());
+    QCOMPARE(ex.size(), size_t(2));
+    QCOMPARE(ex[0].reference, std::string("A dog."));
+    QCOMPARE(ex[1].source, std::string("Zwei Katzen."));
+    QCOMPARE(ex[1].reference, std::string());
+    QCOMPARE(attnlab::Translator(pkg.toStdString(), {"cpu"}).info().examples.size(), size_t(2));
+    attnlab::testing::writeFile(pkg.toStdString() + "/examples.tsv", "a\tb\n\ta\tb\tc\n");
+    try {
+        attnlab::readExamples(pkg.toStdString());
+        QFAIL("no exception");
+    } catch (const attnlab::InputError& e) {
+        QVERIFY2(QString(e.what()).contains("examples.tsv: line 2 has more than two"), e.what());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -12,6 +12,7 @@
 #include "translation_controller.h"
 
 #include <attnlab/confidence.h>
+#include <attnlab/package.h>
 #include <attnlab/translator.h>
 
 #include <qcustomplot.h>
@@ -353,6 +354,11 @@ void TestUi::emptyWindowSaysWhatToDo() {
     window.openModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     QVERIFY2(v->message().contains("Type a sentence"), qPrintable(v->message()));
+    // The direction switch lists the bundled models; this package is none of them.
+    const QStringList dirs = window.translatePanel()->directions();
+    QCOMPARE(dirs.size(), int(attnlab::bundledModels().size()) + 1);
+    QVERIFY2(dirs.first().startsWith("de → en  (multi30k-de-en)"), qPrintable(dirs.join(", ")));
+    QCOMPARE(window.translatePanel()->currentDirection(), QString("other model"));
 }
 
 void TestUi::positionalHeatmapEqualsFormula() {

@@ -7,6 +7,7 @@
 #include "translate_panel.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
 #include <attnlab/result_json.h>
 
 #include <qcustomplot.h>
@@ -31,6 +32,17 @@
 namespace attnlab::ui {
 
 namespace {
+// The bundled models as (label, canonical directory): "de → en  (multi30k-de-en)".
+QList<QPair<QString, QString>> bundledModelList() {
+    QList<QPair<QString, QString>> out;
+    for (const auto& m : bundledModels())
+        out.append({QStringLiteral("%1 → %2  (%3)")
+                        .arg(QString::fromStdString(m.source_lang), QString::fromStdString(m.target_lang),
+                             QString::fromStdString(m.name)),
+                    QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
+    return out;
+}
+
 QString noModelMessage() {
     return MainWindow::tr("No model loaded: File > Open model… (or drop a package folder here)");
 }
@@ -91,6 +103,12 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
                                     .arg(info->load_seconds, 0, 'f', 2));
         setWindowTitle(tr("AttnLab — %1").arg(QFileInfo(dir).fileName()));
         rememberRecent(dir);
+        QStringList examples;
+        for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
+        m_translate->setExamples(examples);
+        m_translate->setModels(bundledModelList(), QFileInfo(dir).canonicalFilePath());
+        for (QAction* a : m_models_menu->actions())
+            a->setChecked(a->data().toString() == QFileInfo(dir).canonicalFilePath());
         m_explorer->setEmptyMessage(tr("Type a sentence above and press Enter (or pick one from Examples)"));
         statusBar()->showMessage(tr("Model loaded"), 5000);
     });
@@ -101,6 +119,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
                   m + (m_controller->modelInfo() ? tr("\n\nThe previous model stays loaded.") : QString()));
     });
     connect(m_controller, &TranslationController::busyChanged, m_translate, &TranslatePanel::setBusy);
+    connect(m_translate, &TranslatePanel::modelChosen, this, &MainWindow::openModel);
     connect(m_translate, &TranslatePanel::deviceChanged, this, [this] {
         if (auto info = m_controller->modelInfo()) openModel(QString::fromStdString(info->package_dir));
     });
@@ -112,6 +131,13 @@ void MainWindow::buildMenus() {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a model package"));
         if (!dir.isEmpty()) openModel(dir);
     });
+    m_models_menu = file->addMenu(tr("&Models"));
+    for (const auto& [label, dir] : bundledModelList()) {
+        QAction* a = m_models_menu->addAction(label, this, [this, dir] { openModel(dir); });
+        a->setData(dir);
+        a->setCheckable(true);
+    }
+    m_models_menu->setEnabled(!m_models_menu->isEmpty());
     m_recent = file->addMenu(tr("Open &recent"));
     rebuildRecentMenu();
     file->addSeparator();

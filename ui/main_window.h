@@ -73,6 +73,7 @@ private:
     ModelPanel* m_model;
     QTabWidget* m_tabs;
     QMenu* m_recent = nullptr;
+    QMenu* m_models_menu = nullptr;
     QLabel* m_status_model;
     ResultPtr m_result;
     DecodingOptions m_result_options;

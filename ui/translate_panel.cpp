@@ -26,6 +26,9 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_sentence->setPlaceholderText(tr("Type a sentence and press Enter"));
     m_sentence->setClearButtonEnabled(true);
     m_examples = new QPushButton(tr("Examples"), this);
+    m_direction = new QComboBox(this);
+    m_direction->setToolTip(tr("Translation direction: the bundled models (File > Models)"));
+    m_direction->setVisible(false);
     m_go = new QPushButton(tr("Translate"), this);
     m_beam = new QSpinBox(this);
     m_beam->setRange(1, 32);
@@ -67,6 +70,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_progress->setVisible(false);
 
     auto* row = new QHBoxLayout;
+    row->addWidget(m_direction);
     row->addWidget(m_sentence, 1);
     row->addWidget(m_examples);
     row->addWidget(m_go);
@@ -99,6 +103,8 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
 
     connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
     connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
+    connect(m_direction, &QComboBox::activated, this,
+            [this] { Q_EMIT modelChosen(m_direction->currentData().toString()); });
     connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
 }
 
@@ -133,6 +139,24 @@ void TranslatePanel::setExamples(const QStringList& examples) {
     m_examples->setMenu(menu);
     m_examples->setEnabled(!examples.isEmpty());
 }
+
+void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, const QString& current) {
+    const QSignalBlocker block(m_direction);
+    m_direction->clear();
+    for (const auto& [label, dir] : models) m_direction->addItem(label, dir);
+    const int i = m_direction->findData(current);
+    if (i < 0 && !current.isEmpty()) m_direction->addItem(tr("other model"), current);
+    m_direction->setCurrentIndex(i >= 0 ? i : m_direction->count() - 1);
+    m_direction->setVisible(!models.isEmpty());
+}
+
+QStringList TranslatePanel::directions() const {
+    QStringList out;
+    for (int i = 0; i < m_direction->count(); ++i) out << m_direction->itemText(i);
+    return out;
+}
+
+QString TranslatePanel::currentDirection() const { return m_direction->currentText(); }
 
 void TranslatePanel::request() { Q_EMIT translateRequested(m_sentence->text(), options()); }
 

@@ -30,6 +30,11 @@ public:
     void setSentence(const QString& s);
     DecodingOptions options() const;
     void setExamples(const QStringList& examples);
+    // The direction switch beside the sentence: one entry per bundled model ("de → en"), the one
+    // at `current` (a package directory) selected; hidden when there are none.
+    void setModels(const QList<QPair<QString, QString>>& label_and_dir, const QString& current);
+    QStringList directions() const;  // the switch's entries, as shown
+    QString currentDirection() const;
     QLineEdit* sentenceEdit() const { return m_sentence; }
     const ConfidenceText* translationView() const { return m_translation; }
     // The low-confidence warning in words; empty when the last translation was not flagged.
@@ -46,11 +51,13 @@ public Q_SLOTS:
 Q_SIGNALS:
     void translateRequested(const QString& sentence, const attnlab::DecodingOptions& options);
     void deviceChanged(const QString& device);
+    void modelChosen(const QString& package_dir);
 
 private:
     void request();
     QLineEdit* m_sentence;
     QPushButton* m_examples;
+    QComboBox* m_direction;
     QPushButton* m_go;
     QSpinBox* m_beam;
     QDoubleSpinBox* m_alpha;

@@ -39,13 +39,15 @@ struct CommonOptions {
 };
 
 void addCommon(CLI::App* cmd, CommonOptions& o) {
-    cmd->add_option("--model,-m", o.model, "Model package directory (default: the bundled model)");
+    cmd->add_option(
+        "--model,-m", o.model,
+        "Model package directory, or a bundled model's name or direction (de-en); default: the bundled de-en");
     cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
     cmd->add_option("--threads", o.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
 }
 
 std::string resolveModel(const std::string& given) {
-    if (!given.empty()) return given;
+    if (!given.empty()) return attnlab::resolveModelArgument(given);
     const std::string dir = attnlab::defaultModelDir();
     if (dir.empty())
         throw attnlab::InputError(

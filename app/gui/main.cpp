@@ -1,5 +1,6 @@
 // attnlab: the desktop app. Only wiring: parse the command line, create the controller and the
 // window, and for --export/--screenshot run headlessly and quit.
+#include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/version.h>
 
@@ -21,19 +22,6 @@
 #include <optional>
 
 namespace {
-QStringList exampleSentences() {
-    QStringList out;
-    for (const QString& path : {QStringLiteral(ATTNLAB_SOURCE_EXAMPLES), QStringLiteral(ATTNLAB_INSTALL_EXAMPLES)}) {
-        QFile f(path);
-        if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) continue;
-        QTextStream in(&f);
-        while (!in.atEnd())
-            if (const QString line = in.readLine().trimmed(); !line.isEmpty()) out << line;
-        break;
-    }
-    return out;
-}
-
 int fail(const QString& message) {
     std::fprintf(stderr, "attnlab: %s\n", qPrintable(message));
     return 2;
@@ -63,7 +51,6 @@ bool needsNoScreen(int argc, char** argv) {
 struct Options {
     QString model, text, device, tab, export_to, screenshot;
     double text_size = 0;  // 0 = the remembered size, or the desktop's
-    QStringList examples = exampleSentences();
     attnlab::ui::AttentionKind kind = attnlab::ui::AttentionKind::Cross;
     int layer = 0, head = 0;
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
@@ -74,7 +61,10 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     parser.setApplicationDescription("Translate with a Transformer and see every head's attention.");
     parser.addHelpOption();
     parser.addVersionOption();
-    QCommandLineOption model({"m", "model"}, "Model package directory (default: the bundled model).", "dir");
+    QCommandLineOption model({"m", "model"},
+                             "Model package directory, or a bundled model's name or direction (de-en, en-de); "
+                             "default: the bundled de-en.",
+                             "dir|name");
     QCommandLineOption text({"t", "text"}, "Sentence to translate at start (default: the first example).", "sentence");
     QCommandLineOption textSize("text-size", "Text size in points (8-28), for every widget and plot.", "pt");
     QCommandLineOption device("device", "auto, cpu, cuda or cuda:N.", "device", "auto");
@@ -102,7 +92,19 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     if (!layer_ok || o.layer < 0)
         return QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer));
     if (!head_ok || o.head < 0) return QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head));
-    o.text = parser.isSet(text) ? parser.value(text) : o.examples.value(0);
+    o.model = parser.value(model);
+    try {
+        o.model = QString::fromStdString(o.model.isEmpty() ? attnlab::defaultModelDir()
+                                                           : attnlab::resolveModelArgument(o.model.toStdString()));
+        // Without --text, the model's first example (examples.tsv) is translated at start.
+        const auto examples =
+            o.model.isEmpty() ? std::vector<attnlab::Example>{} : attnlab::readExamples(o.model.toStdString());
+        o.text = parser.isSet(text) ? parser.value(text)
+                 : examples.empty() ? QString()
+                                    : QString::fromStdString(examples[0].source);
+    } catch (const attnlab::Error& e) {
+        return QString::fromUtf8(e.what());
+    }
     if (parser.isSet(textSize)) {
         bool ok = false;
         o.text_size = parser.value(textSize).toDouble(&ok);
@@ -118,8 +120,6 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     o.screenshot = parser.value(screenshot);
     if (!o.export_to.isEmpty() && o.tab == "attention" && o.text.isEmpty())
         return QString("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
-    o.model = parser.value(model);
-    if (o.model.isEmpty()) o.model = QString::fromStdString(attnlab::defaultModelDir());
     return std::nullopt;
 }
 
@@ -180,7 +180,6 @@ int main(int argc, char** argv) {
 
     attnlab::ui::TranslationController controller;
     attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!o.headless());
-    window.translatePanel()->setExamples(o.examples);
     window.resize(1400, 900);
     if (o.text_size > 0) window.setTextSize(o.text_size, /*remember=*/false);
     QString load_error;  // the first failure is the one to report headlessly

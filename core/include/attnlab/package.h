@@ -5,6 +5,7 @@
 #include <attnlab/config.h>
 
 #include <string>
+#include <vector>
 
 namespace attnlab {
 
@@ -17,12 +18,33 @@ inline constexpr const char* kModelCard = "MODEL_CARD.md";        // how it was 
 inline constexpr const char* kTrainingLog = "training_log.tsv";   // the run's per-epoch log (optional)
 inline constexpr const char* kAveragedFrom = "AVERAGED_FROM.md";  // what `average` combined (optional)
 inline constexpr const char* kConfidence = "confidence.json";     // ConfidenceCalibration (optional)
+inline constexpr const char* kExamples = "examples.tsv";          // example sentences (optional)
 }  // namespace package_files
 
 // Reads and validates <dir>/config.json; throws PackageError naming the file and the problem.
 PackageConfig readPackageConfig(const std::string& dir);
 PackageConfig packageConfigFromJson(const std::string& json_text, const std::string& origin);
 std::string packageConfigToJson(const PackageConfig& config);
+
+// A package's example sentences (examples.tsv: one per line, the source sentence, then optionally
+// a tab and a reference translation). Empty when the file is absent; InputError naming the file
+// and line for a line with more than two fields.
+struct Example {
+    std::string source, reference;
+};
+std::vector<Example> readExamples(const std::string& package_dir);
+
+// The models that come with AttnLab: every package under the bundled models directory, the
+// default (multi30k-de-en) first. name = the directory's name; direction = "de-en".
+struct BundledModel {
+    std::string name, dir, source_lang, target_lang;
+    std::string direction() const { return source_lang + "-" + target_lang; }
+};
+std::vector<BundledModel> bundledModels();
+
+// What a --model argument names: an existing directory as it is; else a bundled model by name
+// ("multi30k-de-en") or by direction ("en-de"). Throws InputError listing the bundled names.
+std::string resolveModelArgument(const std::string& name_or_dir);
 
 // The bundled default model: $ATTNLAB_MODEL_DIR, else resources/models/multi30k-de-en next to the
 // source tree or the installed share/attnlab/models/multi30k-de-en. Empty when none is found.

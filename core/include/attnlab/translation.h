@@ -14,14 +14,14 @@ using Matrix = std::vector<std::vector<float>>;
 using LayerHeadMaps = std::vector<std::vector<Matrix>>;
 
 struct Hypothesis {
-    std::vector<int> ids;             // generated target ids, </s> included when it was produced
-    std::vector<std::string> pieces;  // the same as SentencePiece pieces
-    std::string text;                 // detokenized, without </s>
+    std::vector<int> ids;                 // generated target ids, </s> included when it was produced
+    std::vector<std::string> pieces;      // the same as SentencePiece pieces
+    std::string text;                     // detokenized, without </s>
     std::vector<double> token_log_probs;  // log-probability of each generated token, as the search
                                           // computed it (exp: the piece's probability)
-    double score = 0.0;               // sum of log-probabilities of the generated tokens
-    double normalized_score = 0.0;    // score / length^alpha (the ranking key)
-    bool finished = false;            // true when </s> was produced before the length cap
+    double score = 0.0;                   // sum of log-probabilities of the generated tokens
+    double normalized_score = 0.0;        // score / length^alpha (the ranking key)
+    bool finished = false;                // true when </s> was produced before the length cap
 };
 
 struct TokenCandidate {
@@ -77,11 +77,11 @@ struct TranslationResult {
     LayerHeadMaps decoder_self;
     LayerHeadMaps cross;
 
-    Confidence confidence;              // of the best hypothesis
+    Confidence confidence;               // of the best hypothesis
     std::vector<WordProbability> words;  // the best hypothesis's words, </s> left out
-    std::vector<DecodingStep> steps;    // one per generated token of the best hypothesis
-    std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (left out)
-    double seconds = 0.0;               // wall time of this sentence's translation
+    std::vector<DecodingStep> steps;     // one per generated token of the best hypothesis
+    std::vector<std::string> warnings;   // e.g. characters the vocabulary lacks (left out)
+    double seconds = 0.0;                // wall time of this sentence's translation
 };
 
 // Reported after every decoding step; return false from the callback to cancel.

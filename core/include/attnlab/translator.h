@@ -6,6 +6,7 @@
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/device.h>
+#include <attnlab/package.h>
 #include <attnlab/translation.h>
 
 #include <functional>
@@ -48,6 +49,7 @@ struct ModelInfo {
     double load_seconds = 0.0;
     // The package's confidence calibration (confidence.json); absent in packages made before it.
     std::optional<ConfidenceCalibration> confidence;
+    std::vector<Example> examples;  // the package's examples.tsv (none when absent)
 };
 
 class Translator {

@@ -64,6 +64,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     });
     m_info.package_dir = fs::absolute(dir).string();
     m_info.confidence = readConfidenceCalibration(dir);
+    m_info.examples = readExamples(dir);
     m_info.config = m_config;
     m_info.vocab_size = m_tokenizer->vocabSize();
     m_info.device = m_device.str();

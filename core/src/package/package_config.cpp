@@ -3,12 +3,14 @@
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
+#include <attnlab/text_io.h>
 
 #include "util/checks.h"
 #include "util/small_file.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -167,25 +169,85 @@ PackageConfig readPackageConfig(const std::string& dir) {
     return packageConfigFromJson(util::readSmallFile(path.string(), 1u << 20), path.string());
 }
 
-std::string defaultModelDir() {
-    if (const char* env = std::getenv("ATTNLAB_MODEL_DIR"); env && *env) return env;
-    const char* rel = "multi30k-de-en";
+namespace {
+constexpr const char* kDefaultBundled = "multi30k-de-en";
+
+// Where the bundled models lie: the source tree's resources/models, or the installed
+// share/attnlab/models (next to the executable or at the install prefix).
+std::string bundledModelsDir() {
     std::vector<fs::path> candidates;
 #ifdef ATTNLAB_SOURCE_MODEL_DIR
-    candidates.emplace_back(fs::path(ATTNLAB_SOURCE_MODEL_DIR) / rel);
+    candidates.emplace_back(ATTNLAB_SOURCE_MODEL_DIR);
 #endif
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
-        candidates.push_back(exe.parent_path().parent_path() / "share/attnlab/models" / rel);
-        candidates.push_back(exe.parent_path().parent_path() / "resources/models" / rel);
+        candidates.push_back(exe.parent_path().parent_path() / "share/attnlab/models");
+        candidates.push_back(exe.parent_path().parent_path() / "resources/models");
     }
 #ifdef ATTNLAB_INSTALL_MODEL_DIR
-    candidates.emplace_back(fs::path(ATTNLAB_INSTALL_MODEL_DIR) / rel);
+    candidates.emplace_back(ATTNLAB_INSTALL_MODEL_DIR);
 #endif
     for (const auto& c : candidates)
-        if (fs::is_regular_file(c / package_files::kConfig, ec)) return c.string();
+        if (fs::is_regular_file(c / kDefaultBundled / package_files::kConfig, ec)) return c.string();
     return {};
+}
+}  // namespace
+
+std::vector<Example> readExamples(const std::string& package_dir) {
+    const std::string path = (fs::path(package_dir) / package_files::kExamples).string();
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return {};
+    std::vector<Example> out;
+    size_t line_no = 0;
+    for (const std::string& line : readTextLines(path)) {
+        ++line_no;
+        if (line.empty()) continue;
+        const size_t tab = line.find('\t');
+        if (tab != std::string::npos && line.find('\t', tab + 1) != std::string::npos)
+            throw InputError(path + ": line " + std::to_string(line_no) +
+                             " has more than two tab-separated fields (source, reference)");
+        out.push_back({line.substr(0, tab), tab == std::string::npos ? std::string() : line.substr(tab + 1)});
+    }
+    return out;
+}
+
+std::vector<BundledModel> bundledModels() {
+    std::vector<BundledModel> out;
+    const std::string root = bundledModelsDir();
+    if (root.empty()) return out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+        if (!fs::is_regular_file(entry.path() / package_files::kConfig, ec)) continue;
+        try {
+            const PackageConfig c = readPackageConfig(entry.path().string());
+            out.push_back({entry.path().filename().string(), entry.path().string(), c.source_lang, c.target_lang});
+        } catch (const Error&) {
+            // A broken bundled package is reported when it is opened, not listed.
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const BundledModel& a, const BundledModel& b) {
+        return std::make_pair(a.name != kDefaultBundled, a.name) < std::make_pair(b.name != kDefaultBundled, b.name);
+    });
+    return out;
+}
+
+std::string resolveModelArgument(const std::string& name_or_dir) {
+    std::error_code ec;
+    if (fs::is_directory(name_or_dir, ec)) return name_or_dir;
+    const auto models = bundledModels();
+    for (const auto& m : models)
+        if (m.name == name_or_dir || m.direction() == name_or_dir) return m.dir;
+    std::string names;
+    for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name + " (" + m.direction() + ")";
+    throw InputError("--model " + name_or_dir + ": not a directory, and no bundled model has that name (bundled: " +
+                     (names.empty() ? std::string("none found") : names) + ")");
+}
+
+std::string defaultModelDir() {
+    if (const char* env = std::getenv("ATTNLAB_MODEL_DIR"); env && *env) return env;
+    const std::string root = bundledModelsDir();
+    return root.empty() ? std::string() : (fs::path(root) / kDefaultBundled).string();
 }
 
 }  // namespace attnlab
