@@ -18,5 +18,8 @@ shot --view decoder --layer 1 --head 8 --screenshot "$out/attention-decoder.png"
 shot --tab positional --screenshot "$out/positional.png"
 shot --tab model --screenshot "$out/model.png"
 shot --view cross --layer 2 --head 5 --export "$out/cross-layer2-head5.png"
+# Projector size (20 pt: every widget and plot label), and a sentence the model is not sure of.
+shot --view cross --layer 2 --head 8 --text-size 20 --screenshot "$out/attention-cross-20pt.png"
+"$app" "${model[@]}" --text "Der Compiler meldet einen Fehler in Zeile zwölf." --screenshot "$out/low-confidence.png"
 shot --tab model --export "$out/training.png"
 ls -l "$out"

@@ -2,7 +2,7 @@
 # Reproduces the bundled de->en model (resources/models/multi30k-de-en) end to end:
 #   scripts/models/multi30k-de-en.sh DATA_DIR
 # 1. the base run: the reference's settings, dropout 0.1, 3,432 steps (scripts/train_bundled_model.sh);
-# 2. fine-tuning its best checkpoint: dropout 0.3, 10 epochs (1,330 steps) with the learning rate
+# 2. annealing its best checkpoint: 6 epochs (798 steps), dropout 0.1, the learning rate
 #    falling linearly to 0 (--decay-steps), so that the last epoch checkpoints settle and average well;
 # 3. packaging: average vs best on val, test once, confidence threshold, model card (scripts/package_model.sh).
 # Run it again after a stop: a finished stage is skipped, a started one continues (--resume). DATA_DIR holds Multi30k
@@ -15,8 +15,8 @@ cli=${ATTNLAB_CLI:-build/bin/attnlab-cli}
 base=runs/multi30k-de-en run=runs/multi30k-de-en-ft
 [ -f "$base/model/config.json" ] || scripts/train_bundled_model.sh "$data" --max-steps 3432 --time-budget 0 $(resume "$base")
 [ -f "$run/model/config.json" ] ||
-  "$cli" train --data "$data" --src de --tgt en --output "$run" --init-from "$base/model" --dropout 0.3 \
-    --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.08 --warmup 100 --max-steps 1330 --decay-steps 1330 \
-    --seed 2 --save-every-minutes 10 --log-every 50 --keep-epoch-checkpoints 10 $(resume "$run")
+  "$cli" train --data "$data" --src de --tgt en --output "$run" --init-from "$base/model" --dropout 0.1 \
+    --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.054 --warmup 100 --max-steps 798 --decay-steps 798 \
+    --seed 3 --save-every-minutes 10 --log-every 50 --keep-epoch-checkpoints 6 $(resume "$run")
 scripts/package_model.sh "$data" "$run" resources/models/multi30k-de-en de en --last 5 \
   --notes scripts/models/multi30k-de-en.notes.md --reproduce scripts/models/multi30k-de-en.reproduce.md
