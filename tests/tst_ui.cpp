@@ -353,7 +353,8 @@ void TestUi::emptyWindowSaysWhatToDo() {
     QSignalSpy loaded(&controller, &TranslationController::modelLoaded);
     window.openModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
-    QVERIFY2(v->message().contains("Type a sentence"), qPrintable(v->message()));
+    // The spy records in the worker thread; the window's own slot runs when the event loop does.
+    QTRY_VERIFY2_WITH_TIMEOUT(v->message().contains("Type a sentence"), qPrintable(v->message()), 10000);
     // The direction switch lists the bundled models; this package is none of them.
     const QStringList dirs = window.translatePanel()->directions();
     QCOMPARE(dirs.size(), int(attnlab::bundledModels().size()) + 1);
