@@ -324,7 +324,7 @@ void TestCli::bundledModelWithoutModelOption() {
         ref_lines.push_back(refs[i].toStdString());
     }
     const double bleu = attnlab::corpusBleu(hyps, ref_lines).score;
-    qInfo("bundled model on resources/examples: BLEU %.2f", bleu);
+    qInfo("bundled model on its examples.tsv: BLEU %.2f", bleu);
     QVERIFY2(bleu > 25.0, qPrintable(QString("BLEU %1 on the examples:\n%2").arg(bleu).arg(out.join('\n'))));
 }
 
