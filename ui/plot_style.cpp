@@ -30,12 +30,9 @@ void applyTextSize(QCustomPlot* plot) {
             t->setSelectedFont(title);
         } else if (auto* s = qobject_cast<QCPColorScale*>(e)) {
             styleAxis(s->axis());
-        } else if (auto* l = qobject_cast<QCPLegend*>(e)) {
-            l->setFont(base);
-            l->setSelectedFont(base);  // QCPLegend passes it on to its items
         }
     }
-    if (plot->legend) {
+    if (plot->legend) {  // wherever it is laid out; QCPLegend passes the font on to its items
         plot->legend->setFont(base);
         plot->legend->setSelectedFont(base);
     }
