@@ -13,7 +13,7 @@ data=${1:?usage: scripts/models/multi30k-de-en.sh DATA_DIR}
 resume() { [ -d "$1/checkpoints/latest" ] && echo --resume || true; }
 cli=${ATTNLAB_CLI:-build/bin/attnlab-cli}
 base=runs/multi30k-de-en run=runs/multi30k-de-en-ft
-[ -f "$base/model/config.json" ] || scripts/train_bundled_model.sh "$data" --max-steps 3432 --time-budget 0 $(resume "$base")
+[ -f "$base/model/config.json" ] || scripts/train_bundled_model.sh "$data" de en --max-steps 3432 --time-budget 0 $(resume "$base")
 [ -f "$run/model/config.json" ] ||
   "$cli" train --data "$data" --src de --tgt en --output "$run" --init-from "$base/model" --dropout 0.1 \
     --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.054 --warmup 100 --max-steps 798 --decay-steps 798 \
