@@ -6,6 +6,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
+#include <attnlab/teaching_json.h>
 #include <attnlab/text_io.h>
 #include <attnlab/translator.h>
 
@@ -56,6 +57,7 @@ private Q_SLOTS:
     void bundledModelFlagsOutOfDomain();
     void calibrateWritesTheThreshold();
     void bundledModelsByName();
+    void forcePrefixTraceAndExplain();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -73,7 +75,7 @@ void TestCli::helpForEverySubcommand() {
     for (const QStringList& args :
          {QStringList{"--help"}, QStringList{"translate", "--help"}, QStringList{"inspect", "--help"},
           QStringList{"train", "--help"}, QStringList{"eval", "--help"}, QStringList{"average", "--help"},
-          QStringList{"calibrate", "--help"}}) {
+          QStringList{"calibrate", "--help"}, QStringList{"explain", "--help"}}) {
         auto r = cli(args);
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("--") && r.out.contains("Usage"), qPrintable(r.out));
@@ -455,6 +457,71 @@ void TestCli::bundledModelsByName() {
     } catch (const attnlab::InputError& e) {
         QVERIFY2(QString(e.what()).contains("examples.tsv: line 2 has more than two"), e.what());
     }
+}
+
+void TestCli::forcePrefixTraceAndExplain() {
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.max_length = 8;
+    o.force_prefix = "Hund Katze";
+    o.record_trace = true;
+    const auto lib = t.translate("Eine Frau liest.", o);
+    // --force-prefix: the output begins with exactly that text, as the library's.
+    const QString trace = m_dir.path() + "/trace.json";
+    auto r = cli({"translate", "-m", m_pkg, "-t", "Eine Frau liest.", "--max-len", "8", "--force-prefix", "Hund Katze",
+                  "--trace", trace});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.startsWith("Hund Katze"), qPrintable(r.out));
+    QCOMPARE(r.out, QString::fromStdString(lib.best.text) + "\n");
+    // --trace: the documented keys; the best path's log-probabilities sum to its score.
+    const auto j = nlohmann::json::parse(attnlab::testing::readFile(trace.toStdString()));
+    QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-trace"));
+    const auto& s = j["sentences"][0];
+    QCOMPARE(s["translation"].get<std::string>(), lib.best.text);
+    QCOMPARE(s["steps"].size(), lib.trace.size());
+    const int last = int(lib.best.ids.size()) - 1;
+    int node = -1;
+    for (size_t k = 0; k < s["steps"][last]["hypotheses"].size(); ++k)
+        if (s["steps"][last]["hypotheses"][k]["score"].get<double>() == lib.best.score) node = int(k);
+    QVERIFY(node >= 0);
+    double sum = 0;
+    std::string pieces;
+    for (int step = last; step >= 0; --step) {
+        const auto& h = s["steps"][step]["hypotheses"][node];
+        for (const char* key : {"parent", "piece", "log_prob", "score", "finished"}) QVERIFY2(h.contains(key), key);
+        sum += h["log_prob"].get<double>();
+        pieces = h["piece"].get<std::string>() + pieces;
+        node = h["parent"].get<int>();
+    }
+    QVERIFY(std::abs(sum - lib.best.score) < 1e-9);
+    std::string expected;
+    for (const auto& p : lib.best.pieces) expected += p;
+    QCOMPARE(pieces, expected);
+
+    // explain: the library's explanation of the same cell, as JSON.
+    o.record_trace = false;
+    o.force_prefix.clear();
+    o.beam_size = 5;
+    const auto plain = t.translate("Eine Frau liest.", o);
+    r = cli({"explain", "-m", m_pkg, "--text", "Eine Frau liest.", "--max-len", "8", "--kind", "decoder", "--layer",
+             "1", "--head", "2", "--query", "1", "--key", "1"});
+    QCOMPARE(r.code, 0);
+    const auto e = nlohmann::json::parse(r.out.toStdString());
+    const auto lib_e = t.explain(plain, {attnlab::AttentionKind::DecoderSelf, 1, 2, 1, 1});
+    QCOMPARE(e["weight"].get<double>(), lib_e.weight);
+    QCOMPARE(e["row_weights"].get<std::vector<float>>(), lib_e.row_weights);
+    QCOMPARE(e["dot"].get<double>(), lib_e.dot);
+    QCOMPARE(e["temperature"].get<double>(), std::sqrt(8.0));  // d_k of the small configuration
+    // Errors name the option and the range.
+    r = cli({"explain", "-m", m_pkg, "--text", "Ein Hund.", "--kind", "self"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--kind 'self' is not one of encoder, decoder, cross"), qPrintable(r.err));
+    r = cli({"explain", "-m", m_pkg, "--text", "Ein Hund.", "--layer", "7"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("layer 7 is out of range: there are 2 layers (0-based: 0..1)"), qPrintable(r.err));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--force-prefix", "x", "--reference-beam"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("force_prefix cannot be used with reference_beam"), qPrintable(r.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

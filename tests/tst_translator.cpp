@@ -30,6 +30,9 @@ private Q_SLOTS:
     void progressAndCancel();
     void deviceAndOptions();
     void positionalTable();
+    void forcedPrefixBeginsTheOutput();
+    void forcingTheFreeOutputReproducesIt();
+    void traceIsTheSearch();
 
 private:
     QTemporaryDir m_dir;
@@ -373,6 +376,118 @@ void TestTranslator::positionalTable() {
     QCOMPARE(t.size(), size_t(40));
     QCOMPARE(t[0].size(), size_t(32));
     QVERIFY(std::abs(t[17][6] - std::sin(17 / std::pow(10000.0, 6.0 / 32))) < 1e-6);
+}
+
+void TestTranslator::forcedPrefixBeginsTheOutput() {
+    // The output begins with the forced text; each forced token keeps the model's own
+    // log-probability (the teacher-forced pass's probability of that token, 1e-4 as above).
+    for (int beam : {1, 4}) {
+        DecodingOptions o;
+        o.beam_size = beam;
+        o.max_length = 10;
+        o.top_k_candidates = 1;
+        o.force_prefix = "Hund Katze";
+        const auto r = m_t->translate("Eine Frau liest ein Buch.", o);
+        QVERIFY2(r.best.text.rfind("Hund Katze", 0) == 0, r.best.text.c_str());
+        const auto forced = m_engine->tokenizer().encode("Hund Katze").ids;
+        QCOMPARE(r.forced_tokens, int(forced.size()));
+        QVERIFY(std::equal(forced.begin(), forced.end(), r.best.ids.begin()));
+        for (int i = 0; i < r.forced_tokens; ++i)
+            QVERIFY(std::abs(std::exp(r.best.token_log_probs[i]) - r.steps[i].chosen_probability) < 1e-4);
+        QVERIFY(int(r.best.ids.size()) > r.forced_tokens);  // the model continues
+    }
+    // A prefix longer than the length cap still fits: the cap grows to it.
+    DecodingOptions tight;
+    tight.max_length = 2;
+    tight.force_prefix = "Hund Katze Maus Hund";
+    const auto r = m_t->translate("Ein Hund.", tight);
+    QVERIFY(r.best.text.rfind("Hund Katze Maus Hund", 0) == 0);
+    QCOMPARE(int(r.best.ids.size()), r.forced_tokens + 1);
+    // Not with the reference's search, whose code has no prefix.
+    DecodingOptions ref;
+    ref.reference_beam = true;
+    ref.force_prefix = "Hund";
+    QVERIFY_THROWS_EXCEPTION(attnlab::ConfigError, m_t->translate("Ein Hund.", ref));
+}
+
+void TestTranslator::forcingTheFreeOutputReproducesIt() {
+    // Greedy search forced through the first k tokens of its own free output makes the same
+    // choices: the forced tokens are the argmax anyway and keep the same log-probabilities (the
+    // same computation), so the tokens and the score are the same.
+    DecodingOptions greedy;
+    greedy.beam_size = 1;
+    greedy.max_length = 12;
+    auto model = m_engine->model();
+    torch::NoGradGuard g;
+    const auto free = m_t->translate("Eine Frau hält ihre Hände vor dem Gebäude.", greedy);
+    const std::vector<int64_t> ids(free.best.ids.begin(), free.best.ids.end());
+    for (size_t k : {size_t(1), size_t(3), ids.size() - 1}) {
+        auto src = torch::tensor(std::vector<int64_t>(free.source_ids.begin(), free.source_ids.end())).unsqueeze(0);
+        auto stepper = attnlab::decoding::makeStepper(attnlab::decoding::StepperKind::Cached, model, src);
+        auto so = m_engine->searchOptions(greedy, {free.source_ids.size()});
+        so.forced.assign(ids.begin(), ids.begin() + k);
+        const auto forced = attnlab::decoding::greedySearch(*stepper, 1, so);
+        QCOMPARE(forced[0][0].tokens, ids);
+        QVERIFY(std::abs(forced[0][0].score - free.best.score) < 1e-9);
+    }
+}
+
+void TestTranslator::traceIsTheSearch() {
+    for (int beam : {1, 4}) {
+        DecodingOptions o;
+        o.beam_size = beam;
+        o.max_length = 12;
+        const auto plain = m_t->translate("Ein Kind springt in einen See.", o);
+        o.record_trace = true;
+        const auto r = m_t->translate("Ein Kind springt in einen See.", o);
+        // A trace never changes the translation.
+        QCOMPARE(r.best.ids, plain.best.ids);
+        QCOMPARE(r.best.score, plain.best.score);
+        QVERIFY(plain.trace.empty());
+        // The search may go on after the best hypothesis finished (others are longer).
+        QVERIFY(r.trace.size() >= r.best.ids.size());
+        if (beam == 1) QCOMPARE(r.trace.size(), r.best.ids.size());
+        for (size_t t = 0; t < r.trace.size(); ++t) {
+            const auto& hyps = r.trace[t].hypotheses;
+            QVERIFY(!hyps.empty());
+            int kept = 0;
+            for (size_t k = 0; k < hyps.size(); ++k) {
+                const auto& h = hyps[k];
+                if (k > 0) QVERIFY(hyps[k - 1].score >= h.score);  // best first
+                QVERIFY(!(h.finished && h.pruned));
+                if (!h.finished && !h.pruned) ++kept;
+                if (h.finished) QVERIFY2(int(k) < beam, "only the beam's top K may finish");
+                if (t == 0) {
+                    QCOMPARE(h.parent, -1);
+                    QVERIFY(std::abs(h.score - h.log_prob) < 1e-12);
+                } else {
+                    QVERIFY(h.parent >= 0 && h.parent < int(r.trace[t - 1].hypotheses.size()));
+                    const auto& p = r.trace[t - 1].hypotheses[h.parent];
+                    QVERIFY2(!p.finished && !p.pruned, "only live hypotheses are extended");
+                    QVERIFY(std::abs(p.score + h.log_prob - h.score) < 1e-9);
+                }
+            }
+            QVERIFY(kept <= beam);
+            if (beam == 1) QCOMPARE(hyps.size(), size_t(1));
+        }
+        // The best hypothesis is a path through the trace whose log-probabilities sum to its score.
+        const int end = int(r.best.ids.size()) - 1;
+        const auto& last = r.trace[end].hypotheses;
+        int node = -1;
+        for (size_t k = 0; k < last.size(); ++k)
+            if (last[k].score == r.best.score && last[k].token_id == r.best.ids.back() && !last[k].pruned) node = int(k);
+        QVERIFY(node >= 0);
+        QCOMPARE(last[node].finished, r.best.finished);
+        double sum = 0;
+        for (int t = end; t >= 0; --t) {
+            const auto& h = r.trace[t].hypotheses[node];
+            QCOMPARE(h.token_id, r.best.ids[t]);
+            sum += h.log_prob;
+            node = h.parent;
+        }
+        QCOMPARE(node, -1);
+        QVERIFY(std::abs(sum - r.best.score) < 1e-9);
+    }
 }
 
 QTEST_APPLESS_MAIN(TestTranslator)

@@ -7,6 +7,7 @@
 #include <attnlab/package.h>
 #include <attnlab/result_json.h>
 #include <attnlab/run_layout.h>
+#include <attnlab/teaching_json.h>
 #include <attnlab/text_io.h>
 #include <attnlab/trainer.h>
 #include <attnlab/translator.h>
@@ -68,6 +69,7 @@ struct TranslateCommand {
     attnlab::DecodingOptions decoding;
     std::vector<std::string> texts;
     std::string attention_path;
+    std::string trace_path;
     bool scores = false;
 };
 
@@ -141,6 +143,7 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     }
     std::cout.flush();
     if (!t.attention_path.empty()) attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d);
+    if (!t.trace_path.empty()) attnlab::writeTraceJson(t.trace_path, results, translator.info(), d);
     return status;
 }
 
@@ -294,6 +297,11 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
     translate->add_flag("--scores", t.scores,
                         "After each translation: a tab, its mean probability per piece, a tab, and every piece as "
                         "piece=probability (space-separated)");
+    translate->add_option("--force-prefix", decoding.force_prefix,
+                          "Make every translation begin with this target text, then let the model continue");
+    translate->add_option("--trace", t.trace_path,
+                          "Write every hypothesis the search scored, step by step, to this JSON file "
+                          "(docs/trace-json.md)");
     translate->add_flag(
         "--reference-beam", decoding.reference_beam,
         "Search as the reference implementation's Translator does (for converted reference checkpoints)");
@@ -453,6 +461,44 @@ int runCalibrate(const CommonOptions& common, const CalibrateCommand& c) {
     return 0;
 }
 
+struct ExplainCommand {
+    CLI::App* cmd = nullptr;
+    std::string text, kind = "cross";
+    attnlab::CellRef cell;
+    attnlab::DecodingOptions decoding;
+};
+
+void addExplain(CLI::App& app, CommonOptions& common, ExplainCommand& e) {
+    e.cmd = app.add_subcommand("explain",
+                               "Translate a sentence and print, as JSON, how one attention weight came to be "
+                               "(q, k, their products and dot, sqrt(d_k), the mask, the row's softmax)");
+    addCommon(e.cmd, common);
+    e.cmd->add_option("--text,-t", e.text, "The sentence")->required();
+    e.cmd->add_option("--kind", e.kind, "encoder | decoder | cross")->capture_default_str();
+    e.cmd->add_option("--layer", e.cell.layer, "Layer, 0-based")->capture_default_str();
+    e.cmd->add_option("--head", e.cell.head, "Head, 0-based")->capture_default_str();
+    e.cmd->add_option("--query", e.cell.query, "Row of the map (query position), 0-based")->capture_default_str();
+    e.cmd->add_option("--key", e.cell.key, "Column of the map (key position), 0-based")->capture_default_str();
+    e.cmd->add_option("--beam", e.decoding.beam_size, "Beam size")->capture_default_str();
+    e.cmd->add_option("--alpha", e.decoding.length_penalty, "Length penalty")->capture_default_str();
+    e.cmd->add_option("--max-len", e.decoding.max_length, "Longest output in tokens")->capture_default_str();
+    e.cmd->add_option("--force-prefix", e.decoding.force_prefix, "Forced beginning of the translation");
+}
+
+int runExplain(const CommonOptions& common, ExplainCommand& e) {
+    const auto kind = attnlab::attentionKindFromName(e.kind);
+    if (!kind) throw attnlab::ConfigError("--kind '" + e.kind + "' is not one of encoder, decoder, cross");
+    e.cell.kind = *kind;
+    e.decoding.return_attention = false;
+    e.decoding.top_k_candidates = 0;
+    e.decoding.validate();
+    auto translator = load(common);
+    if (auto why = translator.inputProblem(e.text)) throw attnlab::InputError(*why);
+    const auto result = translator.translate(e.text, e.decoding);
+    std::cout << attnlab::explanationJson(translator.explain(result, e.cell));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -469,6 +515,7 @@ int main(int argc, char** argv) {
     AverageCommand average;
     EvalCommand eval;
     CalibrateCommand calibrate;
+    ExplainCommand explain;
     addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
@@ -476,6 +523,7 @@ int main(int argc, char** argv) {
     addAverage(app, average);
     addEval(app, common, eval);
     addCalibrate(app, common, calibrate);
+    addExplain(app, common, explain);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -485,6 +533,7 @@ int main(int argc, char** argv) {
         if (translate.cmd->parsed()) {
             translate.decoding.return_attention = !translate.attention_path.empty();
             translate.decoding.top_k_candidates = translate.attention_path.empty() ? 0 : 5;
+            translate.decoding.record_trace = !translate.trace_path.empty();
             return runTranslate(common, translate);
         }
         if (inspect->parsed()) return runInspect(common);
@@ -496,6 +545,7 @@ int main(int argc, char** argv) {
         if (eval.cmd->parsed()) return runEval(common, eval.src, eval.ref, eval.hyp_out, eval.decoding);
         if (average.cmd->parsed()) return runAverage(average);
         if (calibrate.cmd->parsed()) return runCalibrate(common, calibrate);
+        if (explain.cmd->parsed()) return runExplain(common, explain);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

@@ -2,6 +2,7 @@
 // DecodingOptions: how Translator searches for a translation. Checked up front by validate().
 
 #include <cstdint>
+#include <string>
 
 namespace attnlab {
 
@@ -21,6 +22,12 @@ struct DecodingOptions {
     // <s>, "prj" logits unscaled, pad and <s> not blocked, one sentence at a time, nbest 1.
     // README "Differences from the reference implementation" says what differs otherwise.
     bool reference_beam = false;
+    // Target text every translation must begin with (a what-if for teaching): encoded with the
+    // target tokenizer and forced token by token, each keeping the model's own log-probability;
+    // the search decodes on from there. Empty = none. Not with reference_beam.
+    std::string force_prefix;
+    // Fill TranslationResult::trace: every continuation the search scored at each step.
+    bool record_trace = false;
 
     // Throws ConfigError naming the option that is out of range.
     void validate() const;

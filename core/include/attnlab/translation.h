@@ -58,6 +58,23 @@ struct Confidence {
     bool low = false;            // calibrated and mean_log_prob < threshold
 };
 
+// One continuation the search scored at one step (the beam as a tree; docs/trace-json.md). For
+// greedy search a step holds the one token chosen.
+struct TraceHypothesis {
+    int parent = -1;              // index into the previous step's hypotheses; -1 at step 0 (<s>)
+    int token_id = 0;
+    std::string piece;
+    double log_prob = 0.0;          // of this token given the parent's prefix
+    double score = 0.0;             // cumulative log-probability of the prefix ending here
+    double normalized_score = 0.0;  // score / length^alpha
+    bool finished = false;          // ended with </s> and left the beam as a finished hypothesis
+    bool pruned = false;            // dropped: outside the beam, or the search ended without it
+};
+
+struct TraceStep {
+    std::vector<TraceHypothesis> hypotheses;  // best score first
+};
+
 struct TranslationResult {
     std::string source_text;
     std::vector<int> source_ids;  // what the encoder saw (pieces, then </s>)
@@ -80,6 +97,8 @@ struct TranslationResult {
     Confidence confidence;               // of the best hypothesis
     std::vector<WordProbability> words;  // the best hypothesis's words, </s> left out
     std::vector<DecodingStep> steps;     // one per generated token of the best hypothesis
+    int forced_tokens = 0;               // leading tokens of best forced by DecodingOptions::force_prefix
+    std::vector<TraceStep> trace;        // DecodingOptions::record_trace: the search, step by step
     std::vector<std::string> warnings;   // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;                // wall time of this sentence's translation
 };

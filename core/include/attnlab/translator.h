@@ -6,6 +6,7 @@
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/device.h>
+#include <attnlab/explain.h>
 #include <attnlab/package.h>
 #include <attnlab/translation.h>
 
@@ -75,6 +76,13 @@ public:
 
     // Why the sentence cannot be translated (empty, too long), or nothing when it can.
     std::optional<std::string> inputProblem(const std::string& sentence) const;
+
+    // The numbers behind a translation (attnlab/explain.h), from a teacher-forced pass over its
+    // source and best hypothesis. Throw InputError naming an index out of range.
+    AttentionExplanation explain(const TranslationResult& result, const CellRef& cell) const;
+    TokenInside tokenInside(const TranslationResult& result, bool target, int position) const;
+    // The padding, look-ahead and cross masks the model builds when these are decoded together.
+    BatchMasks masks(const std::vector<TranslationResult>& results) const;
 
     // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).
     std::vector<std::vector<float>> positionalTable() const;

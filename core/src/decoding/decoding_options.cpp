@@ -19,6 +19,14 @@ void DecodingOptions::validate() const {
     requireRange("max_batch_size", max_batch_size, 1, 4096, o);
     if (reference_beam && nbest != 1)
         throw ConfigError("decoding options: reference_beam returns one hypothesis; nbest = " + std::to_string(nbest));
+    if (reference_beam && !force_prefix.empty())
+        throw ConfigError("decoding options: force_prefix cannot be used with reference_beam (the reference's search "
+                          "has no forced prefix)");
+    if (reference_beam && record_trace)
+        throw ConfigError("decoding options: record_trace cannot be used with reference_beam");
+    if (force_prefix.size() > 4096)
+        throw ConfigError("decoding options: force_prefix is " + std::to_string(force_prefix.size()) +
+                          " bytes long; at most 4096 are accepted");
 }
 
 }  // namespace attnlab

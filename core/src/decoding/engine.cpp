@@ -3,6 +3,7 @@
 #include "package/package_io.h"
 #include "util/device.h"
 #include "util/tensor_convert.h"
+#include "util/torch_errors.h"
 
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
@@ -28,15 +29,7 @@ bool isBlank(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
-// LibTorch reports failures as c10::Error; the engine's callers see InternalError instead.
-template <typename F>
-auto translatingTorchErrors(const char* what, F&& f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const c10::Error& e) {
-        throw InternalError(std::string(what) + ": LibTorch failed: " + e.what_without_backtrace());
-    }
-}
+using util::translatingTorchErrors;
 }  // namespace
 
 // ---------------------------------------------------------------- loading
@@ -202,8 +195,23 @@ SearchOptions Engine::searchOptions(const DecodingOptions& o, const std::vector<
     // Padding and <s> are never generated: a generated pad would be masked as padding by the
     // decoder mask of the maps, and <s> only ever starts the decoder's input.
     so.blocked = {m_config.model.trg_pad_idx, m_config.bos_idx};
-    for (size_t len : source_lengths) so.max_lengths.push_back(maxLength(len, o));
+    so.forced = forcedTokens(o);
+    // A forced prefix always fits: the cap grows to the prefix and one more token.
+    for (size_t len : source_lengths)
+        so.max_lengths.push_back(std::max<int>(maxLength(len, o), static_cast<int>(so.forced.size()) + 1));
     return so;
+}
+
+std::vector<int64_t> Engine::forcedTokens(const DecodingOptions& o) const {
+    if (isBlank(o.force_prefix)) return {};
+    const Encoding e = m_tokenizer->encode(o.force_prefix);
+    const auto unknown = m_tokenizer->unknownCharacters(e);
+    if (!unknown.empty())
+        throw InputError("the forced prefix has characters the vocabulary lacks: " + joined(unknown));
+    if (static_cast<int64_t>(e.ids.size()) + 1 > m_config.model.n_position)
+        throw InputError("the forced prefix has " + std::to_string(e.ids.size()) + " pieces; this model generates at most " +
+                         std::to_string(m_config.model.n_position - 1) + " (n_position - 1)");
+    return {e.ids.begin(), e.ids.end()};
 }
 
 torch::Tensor Engine::sourceTensor(const std::vector<const Source*>& batch) const {
@@ -254,6 +262,8 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
             lengths.push_back(sources[order[i]].ids.size());
         }
         SearchOptions so = searchOptions(o, lengths);
+        std::vector<TraceSteps> traces;
+        if (o.record_trace) so.traces = &traces;
         if (on_step) {
             so.on_step = [&, begin, end](int step, int max_steps) {
                 StepProgress p;
@@ -275,7 +285,12 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
             hyps = greedySearch(*stepper, src.size(0), so);
         else
             hyps = beamSearch(*stepper, src.size(0), so);
-        for (size_t i = 0; i < batch.size(); ++i) fillResult(results[order[begin + i]], *batch[i], hyps[i], o);
+        for (size_t i = 0; i < batch.size(); ++i) {
+            auto& r = results[order[begin + i]];
+            fillResult(r, *batch[i], hyps[i], o);
+            r.forced_tokens = static_cast<int>(so.forced.size());
+            if (o.record_trace) r.trace = toTrace(traces.at(i));
+        }
         const double per_sentence = secondsSince(t0) / double(batch.size());
         for (size_t i = begin; i < end; ++i) results[order[i]].seconds += per_sentence;
     }
@@ -295,6 +310,24 @@ Hypothesis Engine::toHypothesis(const Hyp& h) const {
         if (t != m_config.eos_idx) text_ids.push_back(static_cast<int>(t));
     }
     out.text = m_tokenizer->decode(text_ids);
+    return out;
+}
+
+std::vector<TraceStep> Engine::toTrace(const TraceSteps& steps) const {
+    std::vector<TraceStep> out(steps.size());
+    for (size_t t = 0; t < steps.size(); ++t)
+        for (const TraceNode& n : steps[t]) {
+            TraceHypothesis h;
+            h.parent = n.parent;
+            h.token_id = static_cast<int>(n.token);
+            h.piece = m_tokenizer->idToPiece(h.token_id);
+            h.log_prob = n.log_prob;
+            h.score = n.score;
+            h.normalized_score = n.normalized;
+            h.finished = n.finished;
+            h.pruned = n.pruned;
+            out[t].hypotheses.push_back(std::move(h));
+        }
     return out;
 }
 

@@ -4,13 +4,15 @@
 // face, and the trainer's validation, the benchmarks and the tests use it directly.
 //
 // Where the next features go:
-//   - options of a search (forced target prefix, blocked tokens): DecodingOptions -> searchOptions()
-//     here -> decoding::SearchOptions, implemented in search.cpp;
-//   - what a search records (a beam trace): decoding::Hyp / search.cpp, copied out in fillResult();
+//   - options of a search (as the forced target prefix, blocked tokens): DecodingOptions ->
+//     searchOptions() here -> decoding::SearchOptions, implemented in search.cpp;
+//   - what a search records (as the trace): decoding::Hyp / TraceSteps in search.cpp, copied out
+//     in fillResult() / run();
 //   - changes to the forward pass (head masks): model::TransformerImpl, reached through model();
 //   - numbers derived from one teacher-forced pass (attention maps, per-cell q.k): analyse().
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
+#include <attnlab/explain.h>
 #include <attnlab/tokenizer.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
@@ -49,11 +51,20 @@ public:
                                              const StepCallback& on_step = {},
                                              StepperKind kind = StepperKind::Cached) const;
 
+    // explain.cpp: the numbers behind a translation, from a teacher-forced pass over its source and
+    // best hypothesis (attnlab/explain.h). Throw InputError naming an index out of range.
+    AttentionExplanation explain(const TranslationResult& r, const CellRef& cell) const;
+    TokenInside tokenInside(const TranslationResult& r, bool target, int position) const;
+    BatchMasks masks(const std::vector<TranslationResult>& results) const;
+
     // The sinusoid table of the loaded model, [position][dimension].
     std::vector<std::vector<float>> positionalTable() const;
 
     // The search options for a batch of sources of these lengths (special ids, blocked tokens, caps).
     SearchOptions searchOptions(const DecodingOptions& options, const std::vector<size_t>& source_lengths) const;
+    // The target ids of options.force_prefix (none when empty); throws InputError when the prefix
+    // is longer than the model's positions or has characters the vocabulary lacks.
+    std::vector<int64_t> forcedTokens(const DecodingOptions& options) const;
 
 private:
     struct Source {
@@ -79,6 +90,7 @@ private:
     std::vector<WordProbability> wordsOf(const Hypothesis& h) const;
     void fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps,
                     const DecodingOptions& o) const;
+    std::vector<TraceStep> toTrace(const TraceSteps& steps) const;
     void analyse(TranslationResult& r, const DecodingOptions& o) const;
     ParameterCounts countParameters() const;
     void checkTokenizerMatches(const std::string& dir) const;

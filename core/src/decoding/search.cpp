@@ -75,24 +75,36 @@ void report(const SearchOptions& o, int step, int max_steps) {
     if (o.on_step && !o.on_step(step, max_steps)) throw CancelledError();
 }
 
-// The stepper's log-probabilities with the blocked tokens at -inf; the index of the blocked tokens
-// is built once per search, on the stepper's device, not at every step.
+// The stepper's log-probabilities with the blocked tokens at -inf and, during a forced prefix,
+// every token but the forced one at -inf. The index of the blocked tokens is built once per
+// search, on the stepper's device, not at every step.
 class NextLogProbs {
 public:
-    NextLogProbs(Stepper& stepper, const SearchOptions& o) : m_stepper(stepper) {
+    NextLogProbs(Stepper& stepper, const SearchOptions& o) : m_stepper(stepper), m_forced(o.forced) {
         if (!o.blocked.empty())
             m_blocked = torch::tensor(o.blocked, torch::TensorOptions().dtype(torch::kInt64)).to(stepper.device());
     }
-    torch::Tensor operator()(const torch::Tensor& prefix) {
+    torch::Tensor operator()(const torch::Tensor& prefix, int step) {
         auto logp = m_stepper.logProbs(prefix);
+        if (step < static_cast<int>(m_forced.size())) {
+            auto index = torch::full({1}, m_forced[step], torch::TensorOptions().dtype(torch::kInt64).device(logp.device()));
+            auto forced = torch::full_like(logp, -std::numeric_limits<double>::infinity());
+            return forced.index_copy_(1, index, logp.index_select(1, index));
+        }
         if (!m_blocked.defined()) return logp;
         return logp.index_fill(1, m_blocked, -std::numeric_limits<double>::infinity());
     }
 
 private:
     Stepper& m_stepper;
+    std::vector<int64_t> m_forced;
     torch::Tensor m_blocked;
 };
+
+std::vector<TraceSteps>* startTraces(const SearchOptions& o, int64_t n) {
+    if (o.traces) o.traces->assign(n, {});
+    return o.traces;
+}
 
 void finish(std::vector<Hyp>& hyps, int nbest) {
     std::stable_sort(hyps.begin(), hyps.end(), [](const Hyp& a, const Hyp& b) { return a.normalized > b.normalized; });
@@ -121,8 +133,9 @@ std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const Se
     const int max_steps = *std::max_element(o.max_lengths.begin(), o.max_lengths.end());
     auto prefix = torch::full({n, 1}, o.bos, i64);
     NextLogProbs nextLogProbs(stepper, o);
+    auto* traces = startTraces(o, n);
     for (int step = 0;; ++step) {
-        auto [best, arg] = nextLogProbs(prefix).max(-1);
+        auto [best, arg] = nextLogProbs(prefix, step).max(-1);
         auto best_cpu = best.to(torch::kCPU, torch::kFloat64);
         auto arg_cpu = arg.to(torch::kCPU);
         auto bp = best_cpu.accessor<double, 1>();
@@ -134,6 +147,11 @@ std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n, const Se
             h.token_scores.push_back(bp[r]);
             h.score += bp[r];
             const bool eos = ap[r] == o.eos;
+            if (traces) {
+                TraceNode node{step == 0 ? -1 : 0, ap[r], bp[r], h.score, 0.0, eos, false};
+                node.normalized = normalizedScore(h.score, h.tokens.size(), o.length_penalty);
+                (*traces)[active[r]].push_back({node});
+            }
             if (eos || static_cast<int>(h.tokens.size()) >= o.max_lengths[active[r]]) {
                 h.finished = eos;
                 h.normalized = normalizedScore(h.score, h.tokens.size(), o.length_penalty);
@@ -212,6 +230,7 @@ struct BeamRows {
     std::vector<double> scores;    // per row
     std::vector<Prefix> prefixes;  // per row: generated tokens
     std::vector<int64_t> active;   // sentence of each group of K rows
+    std::vector<int> nodes;        // per row: its node in the current step of its sentence's trace
 };
 
 // One sentence's next beam: its best continuations that do not end; those that end with </s>
@@ -219,25 +238,36 @@ struct BeamRows {
 struct NextBeam {
     std::vector<int64_t> rows, toks;
     std::vector<double> scores;
+    std::vector<int> nodes;  // trace node of each (-1 without a trace)
 };
 
+// `trace`, when given, receives every finite candidate of this step with what became of it.
 NextBeam nextBeam(const Continuations& c, int64_t a, int K, const BeamRows& b, std::vector<Hyp>& finished,
-                  const SearchOptions& o) {
+                  const SearchOptions& o, int step, std::vector<TraceNode>* trace) {
     NextBeam next;
     auto vp = c.values.accessor<double, 2>();
     auto ip = c.index.accessor<int64_t, 2>();
-    for (int64_t j = 0; j < c.width && static_cast<int>(next.rows.size()) < K; ++j) {
+    for (int64_t j = 0; j < c.width; ++j) {
         const double v = vp[a][j];
         if (!std::isfinite(v)) break;
+        const bool beam_full = static_cast<int>(next.rows.size()) >= K;
+        if (beam_full && !trace) break;
         const int64_t beam = ip[a][j] / c.vocab, tok = ip[a][j] % c.vocab;
         const int64_t row = a * K + beam;
-        if (tok == o.eos) {
-            if (j < K) finished.push_back(makeHyp(b.prefixes[row], b.scores[row], tok, v, true, o.length_penalty));
-            continue;
+        const bool eos = tok == o.eos;
+        const bool ends = eos && j < K && !beam_full;
+        const bool kept = !eos && !beam_full;
+        if (trace) {
+            const size_t length = b.prefixes[row].tokens.size() + 1;
+            trace->push_back({step == 0 ? -1 : b.nodes[row], tok, v - b.scores[row], v,
+                              normalizedScore(v, length, o.length_penalty), ends, !ends && !kept});
         }
+        if (ends) finished.push_back(makeHyp(b.prefixes[row], b.scores[row], tok, v, true, o.length_penalty));
+        if (!kept) continue;
         next.rows.push_back(row);
         next.toks.push_back(tok);
         next.scores.push_back(v);
+        next.nodes.push_back(trace ? static_cast<int>(trace->size()) - 1 : -1);
     }
     return next;
 }
@@ -252,12 +282,13 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
     BeamRows b;
     for (int64_t i = 0; i < n; ++i) b.active.push_back(i);
     NextLogProbs nextLogProbs(stepper, o);
+    auto* traces = startTraces(o, n);
     for (int step = 0;; ++step) {
         torch::Tensor logp;
         if (step == 0) {
             // The stepper holds one row per sentence: score them once, then expand to K rows, of
             // which only beam 0 is live at first.
-            auto first = nextLogProbs(torch::full({n, 1}, o.bos, i64.device(stepper.device())));
+            auto first = nextLogProbs(torch::full({n, 1}, o.bos, i64.device(stepper.device())), 0);
             auto expand = torch::arange(n, i64.device(first.device())).repeat_interleave(K);
             stepper.select(expand);
             logp = first.index_select(0, expand);
@@ -265,17 +296,23 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
             b.scores.assign(n * K, kNegInf);
             for (int64_t s = 0; s < n; ++s) b.scores[s * K] = 0.0;
             b.prefixes.assign(n * K, {});
+            b.nodes.assign(n * K, -1);
         } else {
-            logp = nextLogProbs(b.prefix);
+            logp = nextLogProbs(b.prefix, step);
         }
         const auto c = bestContinuations(logp, b.scores, static_cast<int64_t>(b.active.size()), K);
         BeamRows next;
         std::vector<int64_t> sel_rows, sel_tokens;  // rows (old numbering) extended, and their tokens
         for (int64_t a = 0; a < static_cast<int64_t>(b.active.size()); ++a) {
             const int64_t s = b.active[a];
-            NextBeam beam = nextBeam(c, a, K, b, finished[s], o);
+            std::vector<TraceNode>* trace = nullptr;
+            if (traces) trace = &(*traces)[s].emplace_back();
+            NextBeam beam = nextBeam(c, a, K, b, finished[s], o, step, trace);
             const bool at_cap = step + 1 >= o.max_lengths[s];
             if (static_cast<int>(finished[s].size()) >= K || at_cap || beam.rows.empty()) {
+                // The search ends for this sentence: live rows that do not become final are dropped.
+                if (trace && !at_cap)
+                    for (int node : beam.nodes) (*trace)[node].pruned = true;
                 // At the length cap unfinished beams compete with what has finished.
                 if (at_cap)
                     for (size_t k = 0; k < beam.rows.size(); ++k)
@@ -289,6 +326,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
                 beam.rows.push_back(beam.rows.front());
                 beam.toks.push_back(beam.toks.front());
                 beam.scores.push_back(kNegInf);
+                beam.nodes.push_back(-1);
             }
             for (int k = 0; k < K; ++k) {
                 sel_rows.push_back(beam.rows[k]);
@@ -296,6 +334,7 @@ std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n, const Sear
                 const int64_t row = beam.rows[k];
                 next.scores.push_back(beam.scores[k]);
                 next.prefixes.push_back(b.prefixes[row].extended(beam.toks[k], beam.scores[k] - b.scores[row]));
+                next.nodes.push_back(beam.nodes[k]);
             }
             next.active.push_back(s);
         }

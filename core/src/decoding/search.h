@@ -29,6 +29,18 @@ enum class StepperKind { Cached, Full };
 std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& model, const torch::Tensor& src,
                                      bool reference_projection = false);
 
+// One node of a search's trace: a continuation the search scored at one step.
+struct TraceNode {
+    int parent = -1;            // index into the previous step's nodes (-1 at the first step: <s>)
+    int64_t token = 0;
+    double log_prob = 0.0;      // of the token given the parent's prefix
+    double score = 0.0;         // cumulative: the parent's score + log_prob
+    double normalized = 0.0;    // score / length^alpha
+    bool finished = false;      // ended with </s> and left the beam as a finished hypothesis
+    bool pruned = false;        // fell outside the beam (or the search ended with it unfinished)
+};
+using TraceSteps = std::vector<std::vector<TraceNode>>;  // [step][node]
+
 struct SearchOptions {
     int beam_size = 5;
     double length_penalty = 0.7;  // alpha
@@ -38,6 +50,12 @@ struct SearchOptions {
     // blocks padding and <s>.
     std::vector<int64_t> blocked;
     std::vector<int> max_lengths;  // per sentence: generated tokens at most (>= 1)
+    // Tokens every sentence's output must begin with (a forced target prefix): at step t <
+    // forced.size() every other token's log-probability is -inf; the forced token keeps the
+    // model's own. The callers keep max_lengths > forced.size().
+    std::vector<int64_t> forced;
+    // When set: one trace per sentence (resized by the search). A trace never changes the search.
+    std::vector<TraceSteps>* traces = nullptr;
     // Called after each step with the step index; return false to cancel (throws CancelledError).
     std::function<bool(int step, int max_steps)> on_step;
 };

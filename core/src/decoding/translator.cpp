@@ -38,6 +38,16 @@ std::optional<std::string> Translator::inputProblem(const std::string& sentence)
     return m_engine->inputProblem(sentence);
 }
 
+AttentionExplanation Translator::explain(const TranslationResult& result, const CellRef& cell) const {
+    return m_engine->explain(result, cell);
+}
+
+TokenInside Translator::tokenInside(const TranslationResult& result, bool target, int position) const {
+    return m_engine->tokenInside(result, target, position);
+}
+
+BatchMasks Translator::masks(const std::vector<TranslationResult>& results) const { return m_engine->masks(results); }
+
 std::vector<std::vector<float>> Translator::positionalTable() const { return m_engine->positionalTable(); }
 
 }  // namespace attnlab

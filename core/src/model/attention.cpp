@@ -8,18 +8,21 @@ namespace attnlab::model {
 
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                                                   const torch::Tensor& v, const torch::Tensor& mask,
-                                                                  double temperature, FastDropout& dropout) {
+                                                                  double temperature, FastDropout& dropout,
+                                                                  AttentionCapture* capture) {
     // One query per row (a cached decoding step): LibTorch 1.13's CPU bmm loops over the
     // batch x heads matrices one small GEMM at a time, which made these products most of a
     // decoding step; a broadcast multiply and a sum is one kernel each. Same arithmetic.
     const bool single_query = q.size(2) == 1;
     auto scores = single_query ? ((q / temperature) * k).sum(-1).unsqueeze(2)  // [b,h,1,lk]
                                : torch::matmul(q / temperature, k.transpose(2, 3));
+    if (capture) capture->scores = scores, capture->mask = mask;
     if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -1e9);  // ref: mask == 0
     auto probs = torch::softmax(scores, -1);
     auto p = dropout->is_training() ? dropout(probs) : probs;
     auto out = single_query ? (p.transpose(2, 3) * v).sum(2, /*keepdim=*/true)  // [b,h,1,dv]
                             : torch::matmul(p, v);
+    if (capture) capture->q = q, capture->k = k, capture->v = v, capture->weights = probs, capture->heads_out = out;
     return {out, probs};
 }
 
@@ -55,7 +58,7 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
     const auto sz_b = q.size(0), len_q = q.size(1);
     auto qh = splitHeads(w_qs(q), n_head, d_k);
     auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
-    auto [out, attn] = scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout);
+    auto [out, attn] = scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout, capture);
     out = out.transpose(1, 2).contiguous().view({sz_b, len_q, -1});
     out = dropout(fc(out));
     out = layer_norm(out + q);

@@ -13,13 +13,24 @@ namespace attnlab::model {
 inline constexpr double kLayerNormEps = 1e-6;
 torch::nn::LayerNorm makeLayerNorm(int64_t d);
 
+// What one attention module computed in its last forward pass, kept while
+// MultiHeadAttentionImpl::capture points here (to explain one weight from the model's own numbers).
+struct AttentionCapture {
+    torch::Tensor q, k, v;    // the heads' queries and keys (before the temperature), values [b,h,l,d]
+    torch::Tensor scores;     // (q / temperature) k^T before the mask [b,h,lq,lk]
+    torch::Tensor mask;       // as given, broadcastable to scores; undefined = no mask
+    torch::Tensor weights;    // softmax of the masked scores [b,h,lq,lk]
+    torch::Tensor heads_out;  // each head's weighted sum of values, before fc [b,h,lq,dv]
+};
+
 // ref: ScaledDotProductAttention. q [b,h,lq,dk], k [b,h,lk,dk], v [b,h,lk,dv];
 // mask broadcastable to [b,h,lq,lk], true = may attend. Returns (output [b,h,lq,dv],
 // attention probabilities [b,h,lq,lk]) — probabilities after softmax, before dropout is applied
 // to the copy used for the output, so that what is returned always sums to 1 per row.
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                                                   const torch::Tensor& v, const torch::Tensor& mask,
-                                                                  double temperature, FastDropout& dropout);
+                                                                  double temperature, FastDropout& dropout,
+                                                                  AttentionCapture* capture = nullptr);
 
 // ref: MultiHeadAttention — bias-free projections w_qs, w_ks, w_vs, fc; residual; post layer norm.
 class MultiHeadAttentionImpl : public torch::nn::Module {
@@ -45,6 +56,8 @@ public:
     torch::nn::Linear w_qs{nullptr}, w_ks{nullptr}, w_vs{nullptr}, fc{nullptr};
     FastDropout attn_dropout{nullptr}, dropout{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
+    // Set by the engine around one forward pass (decoding::CaptureGuard); not owned.
+    AttentionCapture* capture = nullptr;
 };
 TORCH_MODULE(MultiHeadAttention);
 

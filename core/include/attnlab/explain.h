@@ -1,0 +1,78 @@
+#pragma once
+// Explaining the numbers of a translation for teaching: how one attention weight came to be
+// (q, k, sqrt(d_k), the mask, the softmax; the reference's order), what one token is before the
+// first layer (embedding, scaling, positional encoding, layer norm), and the masks of a batch.
+// Translator computes them from the model's own forward pass; the UI and the CLI only show them.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+enum class AttentionKind { EncoderSelf, DecoderSelf, Cross };
+
+// "encoder" | "decoder" | "cross" (the CLI's and the lesson files' names).
+std::string attentionKindName(AttentionKind kind);
+std::optional<AttentionKind> attentionKindFromName(const std::string& name);
+
+// One cell of one map: row `query`, column `key` of head `head` in layer `layer` (0-based). The
+// indices are those of TranslationResult's maps: encoder self [src][src], decoder self
+// [tgt][tgt] (row i = the step that produced best.pieces[i]), cross [tgt][src].
+struct CellRef {
+    AttentionKind kind = AttentionKind::Cross;
+    int layer = 0;
+    int head = 0;
+    int query = 0;
+    int key = 0;
+};
+
+struct AttentionExplanation {
+    CellRef cell;
+    std::string query_piece, key_piece;  // the query row's and the key column's pieces
+    std::vector<float> query_vector;     // q_i of this head (d_k values), before the temperature
+    std::vector<float> key_vector;       // k_j of this head (d_k values)
+    std::vector<double> products;        // q_i[d] * k_j[d]
+    double dot = 0.0;                    // their sum, q_i . k_j
+    double temperature = 0.0;            // sqrt(d_k)
+    double scaled = 0.0;                 // dot / temperature
+    bool masked = false;                 // the mask removes this key for this query
+    std::string mask_reason;             // "padding" | "future position" | "" when not masked
+    // The whole row as the model computed it: (q_i / temperature) . k_j for every key j, which
+    // keys the mask removes (their score becomes -1e9), and the softmax = the map's row.
+    std::vector<float> row_scaled;
+    std::vector<bool> row_masked;
+    std::vector<float> row_weights;
+    double weight = 0.0;                           // row_weights[key]
+    std::vector<std::vector<float>> value_vectors;  // v_j of this head for every key [lk][d_v]
+    std::vector<float> head_output;                 // sum_j row_weights[j] * v_j (d_v values)
+};
+
+// One piece before the first layer, in the reference's order: embedding row, times sqrt(d_model)
+// when scale_emb_or_prj is "emb", plus the positional encoding of its position, then the layer
+// norm after them (dropout is off at inference).
+struct TokenInside {
+    bool target = false;  // a decoder input piece (else a source piece)
+    int position = 0;
+    int token_id = 0;
+    std::string piece;
+    std::vector<float> embedding;   // the embedding row
+    double scale = 1.0;             // sqrt(d_model) or 1
+    std::vector<float> scaled;      // embedding * scale
+    std::vector<float> positional;  // PE(position)
+    std::vector<float> sum;         // scaled + positional
+    std::vector<float> normalized;  // layer_norm(sum): the first layer's input
+    double sum_mean = 0.0, sum_std = 0.0;  // what the layer norm subtracts and divides by
+};
+
+// The masks the model builds for a batch (true = may attend), as matrices [row][column].
+struct BatchMasks {
+    std::vector<std::vector<std::string>> source_pieces;  // per sentence, padded with "<pad>"
+    std::vector<std::vector<std::string>> target_pieces;  // decoder inputs, padded with "<pad>"
+    // Per sentence: the source padding mask as the encoder sees it [src][src] (every query row the
+    // same: padded keys removed), the decoder's self-attention mask [tgt][tgt] (padding & no
+    // future), and the cross-attention mask [tgt][src].
+    std::vector<std::vector<std::vector<bool>>> encoder, decoder, cross;
+};
+
+}  // namespace attnlab

@@ -1,0 +1,215 @@
+// Engine's explanations (attnlab/explain.h): one attention weight opened up, one token before the
+// first layer, the masks of a batch. Every number comes from the model's own modules and forward
+// pass; the only arithmetic here is what the explanation shows step by step (q*k, the dot).
+#include "decoding/engine.h"
+
+#include "model/masks.h"
+#include "util/torch_errors.h"
+
+#include <attnlab/errors.h>
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace attnlab {
+
+std::string attentionKindName(AttentionKind kind) {
+    switch (kind) {
+        case AttentionKind::EncoderSelf: return "encoder";
+        case AttentionKind::DecoderSelf: return "decoder";
+        case AttentionKind::Cross: return "cross";
+    }
+    return "cross";
+}
+
+std::optional<AttentionKind> attentionKindFromName(const std::string& name) {
+    if (name == "encoder") return AttentionKind::EncoderSelf;
+    if (name == "decoder") return AttentionKind::DecoderSelf;
+    if (name == "cross") return AttentionKind::Cross;
+    return std::nullopt;
+}
+
+}  // namespace attnlab
+
+namespace attnlab::decoding {
+
+namespace {
+std::vector<float> toVector(const torch::Tensor& t) {
+    auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous().reshape(-1);
+    return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+// e.g. "layer 5 is out of range: there are 2 layers (0-based: 0..1)".
+void requireIndex(const char* what, int value, int64_t size, const std::string& things) {
+    if (value < 0 || value >= size)
+        throw InputError(std::string(what) + " " + std::to_string(value) + " is out of range: there are " +
+                         std::to_string(size) + " " + things + " (0-based: 0.." + std::to_string(size - 1) + ")");
+}
+
+// Points one attention module's capture at a struct for one forward pass.
+class CaptureGuard {
+public:
+    CaptureGuard(model::MultiHeadAttention m, model::AttentionCapture& c) : m_module(std::move(m)) {
+        m_module->capture = &c;
+    }
+    ~CaptureGuard() { m_module->capture = nullptr; }
+    CaptureGuard(const CaptureGuard&) = delete;
+    CaptureGuard& operator=(const CaptureGuard&) = delete;
+
+private:
+    model::MultiHeadAttention m_module;
+};
+
+// The decoder's input for a result: <s> then the best hypothesis's tokens but the last.
+std::vector<int64_t> decoderInput(const TranslationResult& r, int64_t bos) {
+    std::vector<int64_t> ids{bos};
+    for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) ids.push_back(r.best.ids[i]);
+    return ids;
+}
+}  // namespace
+
+AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& cell) const {
+    const auto& cfg = m_config.model;
+    const auto src_len = static_cast<int64_t>(r.source_ids.size());
+    const auto trg_in = decoderInput(r, m_config.bos_idx);
+    const auto trg_len = static_cast<int64_t>(trg_in.size());
+    if (src_len == 0 || r.best.ids.empty()) throw InputError("explain: the translation is empty");
+    requireIndex("layer", cell.layer, cfg.n_layers, "layers");
+    requireIndex("head", cell.head, cfg.n_head, "heads per layer");
+    const bool queries_source = cell.kind == AttentionKind::EncoderSelf;
+    const bool keys_source = cell.kind != AttentionKind::DecoderSelf;
+    requireIndex("query", cell.query, queries_source ? src_len : trg_len,
+                 queries_source ? "source pieces" : "target pieces");
+    requireIndex("key", cell.key, keys_source ? src_len : trg_len,
+                 keys_source ? "source pieces" : "decoder input pieces");
+
+    return util::translatingTorchErrors("explaining an attention weight", [&] {
+        torch::NoGradGuard no_grad;
+        model::Transformer model = m_model;
+        model::MultiHeadAttention module{nullptr};
+        if (cell.kind == AttentionKind::EncoderSelf)
+            module = model->encoder->layer_stack[cell.layer]->as<model::EncoderLayer>()->slf_attn;
+        else if (cell.kind == AttentionKind::DecoderSelf)
+            module = model->decoder->layer_stack[cell.layer]->as<model::DecoderLayer>()->slf_attn;
+        else
+            module = model->decoder->layer_stack[cell.layer]->as<model::DecoderLayer>()->enc_attn;
+        model::AttentionCapture cap;
+        {
+            CaptureGuard guard(module, cap);
+            const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+            std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
+            auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);
+            auto trg = torch::tensor(trg_in, i64).unsqueeze(0).to(m_device);
+            model->forwardFull(src, trg);
+        }
+        const int h = cell.head, i = cell.query, j = cell.key;
+        AttentionExplanation e;
+        e.cell = cell;
+        e.query_piece = queries_source ? r.source_pieces.at(i) : r.best.pieces.at(i);
+        e.key_piece = keys_source ? r.source_pieces.at(j) : m_tokenizer->idToPiece(static_cast<int>(trg_in[j]));
+        e.query_vector = toVector(cap.q[0][h][i]);
+        e.key_vector = toVector(cap.k[0][h][j]);
+        for (size_t d = 0; d < e.query_vector.size(); ++d) {
+            e.products.push_back(double(e.query_vector[d]) * double(e.key_vector[d]));
+            e.dot += e.products.back();
+        }
+        e.temperature = std::sqrt(double(module->d_k));
+        e.scaled = e.dot / e.temperature;
+        e.row_scaled = toVector(cap.scores[0][h][i]);
+        auto allowed = cap.mask.defined() ? cap.mask.expand_as(cap.scores)[0][h][i].to(torch::kCPU)
+                                          : torch::ones({cap.scores.size(3)}, torch::kBool);
+        auto ap = allowed.accessor<bool, 1>();
+        for (int64_t k = 0; k < allowed.size(0); ++k) e.row_masked.push_back(!ap[k]);
+        e.masked = e.row_masked.at(j);
+        if (e.masked) e.mask_reason = cell.kind == AttentionKind::DecoderSelf && j > i ? "future position" : "padding";
+        e.row_weights = toVector(cap.weights[0][h][i]);
+        e.weight = e.row_weights.at(j);
+        for (int64_t k = 0; k < cap.v.size(2); ++k) e.value_vectors.push_back(toVector(cap.v[0][h][k]));
+        e.head_output = toVector(cap.heads_out[0][h][i]);
+        return e;
+    });
+}
+
+TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int position) const {
+    const auto trg_in = decoderInput(r, m_config.bos_idx);
+    const std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
+    const auto& ids = target ? trg_in : src_ids;
+    requireIndex("position", position, static_cast<int64_t>(ids.size()),
+                 target ? "decoder input pieces" : "source pieces");
+    return util::translatingTorchErrors("explaining a token", [&] {
+        torch::NoGradGuard no_grad;
+        model::Transformer model = m_model;
+        TokenInside t;
+        t.target = target;
+        t.position = position;
+        t.token_id = static_cast<int>(ids[position]);
+        t.piece = m_tokenizer->idToPiece(t.token_id);
+        const torch::Tensor weight = target ? model->decoder->trg_word_emb->weight : model->encoder->embeddingWeight();
+        const auto& table = target ? model->decoder->position_enc->pos_table : model->encoder->position_enc->pos_table;
+        auto norm = target ? model->decoder->layer_norm : model->encoder->layer_norm;
+        auto emb = weight[ids[position]];
+        t.scale = m_config.model.scaleEmb() ? std::sqrt(double(m_config.model.d_model)) : 1.0;
+        // As the model's forward: the scaled embedding (the multiply skipped when the scale is 1), plus the table row.
+        auto scaled = t.scale != 1.0 ? emb * t.scale : emb;
+        auto pe = table[0][position];
+        auto sum = scaled + pe;
+        t.embedding = toVector(emb);
+        t.scaled = toVector(scaled);
+        t.positional = toVector(pe);
+        t.sum = toVector(sum);
+        t.normalized = toVector(norm(sum.view({1, 1, -1})));
+        t.sum_mean = sum.mean().item<double>();
+        t.sum_std = std::sqrt(sum.var(/*unbiased=*/false).item<double>() + model::kLayerNormEps);
+        return t;
+    });
+}
+
+BatchMasks Engine::masks(const std::vector<TranslationResult>& results) const {
+    BatchMasks m;
+    if (results.empty()) return m;
+    size_t ls = 0, lt = 0;
+    for (const auto& r : results) {
+        ls = std::max(ls, r.source_ids.size());
+        lt = std::max(lt, decoderInput(r, m_config.bos_idx).size());
+    }
+    const auto n = static_cast<int64_t>(results.size());
+    const auto& cfg = m_config.model;
+    auto src = torch::full({n, int64_t(ls)}, cfg.src_pad_idx, torch::kInt64);
+    auto trg = torch::full({n, int64_t(lt)}, cfg.trg_pad_idx, torch::kInt64);
+    for (int64_t b = 0; b < n; ++b) {
+        const auto& r = results[b];
+        const auto din = decoderInput(r, m_config.bos_idx);
+        std::vector<std::string> sp, tp;
+        for (size_t j = 0; j < ls; ++j) {
+            const int id = j < r.source_ids.size() ? r.source_ids[j] : static_cast<int>(cfg.src_pad_idx);
+            src[b][int64_t(j)] = id;
+            sp.push_back(m_tokenizer->idToPiece(id));
+        }
+        for (size_t j = 0; j < lt; ++j) {
+            const int id = j < din.size() ? static_cast<int>(din[j]) : static_cast<int>(cfg.trg_pad_idx);
+            trg[b][int64_t(j)] = id;
+            tp.push_back(m_tokenizer->idToPiece(id));
+        }
+        m.source_pieces.push_back(std::move(sp));
+        m.target_pieces.push_back(std::move(tp));
+    }
+    // The model's own mask functions (model/masks.h), as the forward pass calls them.
+    auto src_mask = model::padMask(src, cfg.src_pad_idx);  // [n,1,ls]
+    auto dec_mask = model::decoderMask(trg, cfg.trg_pad_idx);  // [n,lt,lt]
+    auto toRows = [](const torch::Tensor& t) {
+        std::vector<std::vector<bool>> rows(t.size(0), std::vector<bool>(t.size(1)));
+        auto a = t.accessor<bool, 2>();
+        for (int64_t i = 0; i < t.size(0); ++i)
+            for (int64_t j = 0; j < t.size(1); ++j) rows[i][j] = a[i][j];
+        return rows;
+    };
+    for (int64_t b = 0; b < n; ++b) {
+        m.encoder.push_back(toRows(src_mask[b].expand({int64_t(ls), int64_t(ls)}).contiguous()));
+        m.decoder.push_back(toRows(dec_mask[b].contiguous()));
+        m.cross.push_back(toRows(src_mask[b].expand({int64_t(lt), int64_t(ls)}).contiguous()));
+    }
+    return m;
+}
+
+}  // namespace attnlab::decoding

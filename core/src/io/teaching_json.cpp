@@ -1,0 +1,87 @@
+#include <attnlab/teaching_json.h>
+
+#include "util/atomic_file.h"
+
+#include <nlohmann/json.hpp>
+
+namespace attnlab {
+using nlohmann::json;
+
+namespace {
+json traceStepsJson(const std::vector<TraceStep>& trace) {
+    json steps = json::array();
+    for (size_t t = 0; t < trace.size(); ++t) {
+        json hyps = json::array();
+        for (const auto& h : trace[t].hypotheses)
+            hyps.push_back({{"parent", h.parent},
+                            {"token_id", h.token_id},
+                            {"piece", h.piece},
+                            {"log_prob", h.log_prob},
+                            {"score", h.score},
+                            {"normalized_score", h.normalized_score},
+                            {"finished", h.finished},
+                            {"pruned", h.pruned}});
+        steps.push_back({{"step", t}, {"hypotheses", std::move(hyps)}});
+    }
+    return steps;
+}
+}  // namespace
+
+std::string traceJson(const std::vector<TranslationResult>& results, const ModelInfo& model,
+                      const DecodingOptions& o) {
+    json root;
+    root["format"] = "attnlab-trace";
+    root["version"] = kTraceJsonVersion;
+    root["model"] = {{"package", model.package_dir},
+                     {"source_lang", model.config.source_lang},
+                     {"target_lang", model.config.target_lang}};
+    root["decoding"] = {{"beam_size", o.beam_size},
+                        {"length_penalty", o.length_penalty},
+                        {"force_prefix", o.force_prefix}};
+    json sentences = json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        sentences.push_back({{"index", i},
+                             {"source", r.source_text},
+                             {"translation", r.best.text},
+                             {"score", r.best.score},
+                             {"normalized_score", r.best.normalized_score},
+                             {"forced_tokens", r.forced_tokens},
+                             {"steps", traceStepsJson(r.trace)}});
+    }
+    root["sentences"] = std::move(sentences);
+    return root.dump(1) + "\n";
+}
+
+void writeTraceJson(const std::string& path, const std::vector<TranslationResult>& results, const ModelInfo& model,
+                    const DecodingOptions& options) {
+    util::saveToFile(path, traceJson(results, model, options));
+}
+
+std::string explanationJson(const AttentionExplanation& e) {
+    json j;
+    j["kind"] = attentionKindName(e.cell.kind);
+    j["layer"] = e.cell.layer;
+    j["head"] = e.cell.head;
+    j["query"] = e.cell.query;
+    j["key"] = e.cell.key;
+    j["query_piece"] = e.query_piece;
+    j["key_piece"] = e.key_piece;
+    j["query_vector"] = e.query_vector;
+    j["key_vector"] = e.key_vector;
+    j["products"] = e.products;
+    j["dot"] = e.dot;
+    j["temperature"] = e.temperature;
+    j["scaled"] = e.scaled;
+    j["masked"] = e.masked;
+    j["mask_reason"] = e.mask_reason;
+    j["row_scaled"] = e.row_scaled;
+    j["row_masked"] = e.row_masked;
+    j["row_weights"] = e.row_weights;
+    j["weight"] = e.weight;
+    j["value_vectors"] = e.value_vectors;
+    j["head_output"] = e.head_output;
+    return j.dump(1) + "\n";
+}
+
+}  // namespace attnlab
