@@ -102,13 +102,17 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
     const QList<Case> cases = {
         {{"--model", m_dir.filePath("no-such-model"), "--text", kSentence}, "no-such-model: not a directory"},
         {{"--text", kSentence, "--view", "sideways"}, "--view 'sideways' is not one of encoder, decoder, cross"},
-        {{"--text", kSentence, "--tab", "nope"}, "--tab 'nope' is not one of attention, positional, model"},
+        {{"--text", kSentence, "--tab", "nope"}, "--tab 'nope' is not one of attention, decoding, weight, positional, model"},
         {{"--text", kSentence, "--layer", "x"}, "--layer 'x' is not a layer number"},
         {{"--text", kSentence, "--layer", "3"}, "--layer 3 is out of range: the model has 3 layers (0-2)"},
         {{"--text", kSentence, "--head", "9"}, "--head 9 is out of range: the model has 8 heads"},
         {{"--text", kSentence, "--text-size", "40"}, "--text-size '40' is not a size in points from 8 to 28"},
         {{"--text", kSentence, "--text-size", "big"}, "--text-size 'big' is not a size in points"},
         {{"--text", "   "}, "empty"},
+        {{"--text", kSentence, "--cell", "2"}, "--cell '2' is not row,column"},
+        {{"--text", kSentence, "--step", "-1"}, "--step '-1' is not a step number"},
+        {{"--text", kSentence, "--cell", "0,99", "--tab", "weight"}, "key 99 is out of range: there are"},
+        {{"--text", kSentence, "--cell", "0,0", "--head", "8"}, "--cell needs one head"},
     };
     for (const Case& c : cases) {
         auto r = app(c.args + QStringList{"--export", out});

@@ -163,6 +163,9 @@ void TestExplain::rowsAreTheMaps() {
     const auto e = m_t->explain(r, {AttentionKind::Cross, 1, 2, 0, 1});
     QCOMPARE(e.query_piece, r.best.pieces[0]);
     QCOMPARE(e.key_piece, r.source_pieces[1]);
+    QCOMPARE(e.row_pieces, r.source_pieces);
+    const auto d = m_t->explain(r, {AttentionKind::DecoderSelf, 0, 0, 0, 0});
+    QCOMPARE(d.row_pieces, r.decoder_input_pieces);
 }
 
 void TestExplain::decoderMaskIsExplained() {

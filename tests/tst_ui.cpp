@@ -4,12 +4,15 @@
 #include "attention_explorer.h"
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "bar_plot.h"
 #include "confidence_text.h"
+#include "decoding_view.h"
 #include "main_window.h"
 #include "model_panel.h"
 #include "positional_view.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
+#include "weight_view.h"
 
 #include <attnlab/confidence.h>
 #include <attnlab/package.h>
@@ -17,6 +20,7 @@
 
 #include <qcustomplot.h>
 
+#include <QTreeWidget>
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -40,6 +44,9 @@ private Q_SLOTS:
     void shortcutsWorkFromTheSentenceField();
     void palettesReachTheMapsAndExports();
     void emptyWindowSaysWhatToDo();
+    void decodingTabStepsThroughTheSearch();
+    void candidateClickForcesAndEveryViewFollows();
+    void clickingACellExplainsItsWeight();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -471,6 +478,116 @@ void TestUi::modelPanelShowsCardAndTrainingLog() {
     QVERIFY2(panel->trainingMessage().contains("training_log.tsv: line 3 has 1 fields, the header has 2"),
              qPrintable(panel->trainingMessage()));
     m_window->tabs()->setCurrentIndex(0);
+}
+
+void TestUi::decodingTabStepsThroughTheSearch() {
+    typeAndWait("Eine Frau liest ein Buch im Park.");
+    const auto r = m_window->lastResult();
+    QVERIFY(r && !r->trace.empty());  // the window always records the search
+    DecodingView* d = m_window->decodingView();
+    QCOMPARE(d->stepCount(), int(r->best.ids.size()));
+    const int t = std::min(2, d->stepCount() - 1);
+    d->slider()->setFocus();
+    QTest::keyClick(d->slider(), Qt::Key_Home);
+    for (int i = 0; i < t; ++i) QTest::keyClick(d->slider(), Qt::Key_Right);  // keys move the step
+    QCOMPARE(d->step(), t);
+    // The candidates are the result's for that step, with their probabilities on hover.
+    const auto& st = r->steps[t];
+    QCOMPARE(d->candidates()->count(), int(st.candidates.size()));
+    QVERIFY(d->candidates()->toolTipAt(0).contains(QString::fromStdString(st.candidates[0].piece)));
+    QVERIFY(d->candidates()->toolTipAt(0).contains(QString::number(st.candidates[0].probability, 'g', 5)));
+    // The prefix holds the pieces chosen before this step.
+    for (int i = 0; i < t; ++i)
+        QVERIFY(d->prefixText().contains(QString::fromStdString(r->best.pieces[i]).toHtmlEscaped()));
+    // This step's cross-attention row of every layer and head, layer-major.
+    const auto& rows = d->crossRows()->map();
+    const int H = int(r->cross[0].size());
+    QCOMPARE(int(rows.size()), int(r->cross.size()) * H);
+    QCOMPARE(rows[1 * H + 2], r->cross[1][2][t]);
+    // The tree: the first step's hypotheses at the top, the next steps under their parents.
+    QCOMPARE(d->tree()->topLevelItemCount(), int(r->trace[0].hypotheses.size()));
+    QCOMPARE(d->tree()->topLevelItem(0)->text(0), QString::fromStdString(r->trace[0].hypotheses[0].piece));
+    int children = 0;
+    for (int i = 0; i < d->tree()->topLevelItemCount(); ++i) children += d->tree()->topLevelItem(i)->childCount();
+    if (t >= 1) QCOMPARE(children, int(r->trace[1].hypotheses.size()));
+    QVERIFY(d->comparisonText().contains(QString::fromStdString(r->best.text).toHtmlEscaped()));
+}
+
+void TestUi::candidateClickForcesAndEveryViewFollows() {
+    const auto free = m_window->lastResult();
+    QVERIFY(free);
+    DecodingView* d = m_window->decodingView();
+    m_window->showTab(MainWindow::Tab::Decoding);
+    d->setStep(1);
+    const auto& cands = free->steps[1].candidates;
+    QVERIFY(cands.size() >= 2);
+    int other = cands[0].id == free->best.ids[1] ? 1 : 0;  // a candidate the search did not choose
+    QSignalSpy done(m_controller.get(), &TranslationController::translationFinished);
+    QCustomPlot* plot = d->candidates()->plot();
+    const QPoint at(int(plot->xAxis->coordToPixel(other)), plot->axisRect()->center().y());
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
+    QTRY_VERIFY(m_window->lastResult() != free);
+    const auto forced = m_window->lastResult();
+    QCOMPARE(forced->forced_tokens, 2);
+    QCOMPARE(forced->best.ids[0], free->best.ids[0]);
+    QCOMPARE(forced->best.ids[1], cands[other].id);
+    QCOMPARE(forced->source_text, free->source_text);
+    // Free and forced side by side; every view follows the forced one.
+    QVERIFY(d->comparisonText().contains("Free:") && d->comparisonText().contains("Forced"));
+    QVERIFY(d->comparisonText().contains(QString::fromStdString(free->best.text).toHtmlEscaped()));
+    QCOMPARE(d->freeResult(), free);
+    m_window->explorer()->select(AttentionKind::Cross, 0, 1);
+    QCOMPARE(m_window->explorer()->view()->map(), forced->cross[0][1]);
+    QCOMPARE(d->step(), 2);  // the first step after the forced ones
+    // A typed prefix: the translation begins with exactly that text.
+    done.clear();
+    Q_EMIT d->forceRequested({}, QStringLiteral("Der Hund"));
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
+    QTRY_VERIFY(QString::fromStdString(m_window->lastResult()->best.text).startsWith("Der Hund"));
+    // And back to the free decoding.
+    done.clear();
+    Q_EMIT d->forceRequested({}, QString());
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
+    QTRY_COMPARE(m_window->lastResult()->forced_tokens, 0);
+    QCOMPARE(m_window->lastResult()->best.ids, free->best.ids);
+}
+
+void TestUi::clickingACellExplainsItsWeight() {
+    const auto r = m_window->lastResult();
+    QVERIFY(r);
+    m_window->showTab(MainWindow::Tab::Attention);
+    AttentionExplorer* ex = m_window->explorer();
+    ex->select(AttentionKind::Cross, 1, 2);
+    QCustomPlot* plot = ex->view()->plot();
+    plot->replot();
+    const int row = 1, column = 2;
+    const QPoint at(int(plot->xAxis->coordToPixel(column)), int(plot->yAxis->coordToPixel(row)));
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    WeightView* w = m_window->weightView();
+    QTRY_VERIFY_WITH_TIMEOUT(w->explanation() != nullptr, 30000);
+    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(w));
+    const auto e = w->explanation();
+    QCOMPARE(e->cell.kind, attnlab::AttentionKind::Cross);
+    QCOMPARE(e->cell.layer, 1);
+    QCOMPARE(e->cell.head, 2);
+    QCOMPARE(e->cell.query, row);
+    QCOMPARE(e->cell.key, column);
+    // The softmax row shown is the map's row (the same forward pass, in the core).
+    QCOMPARE(int(e->row_weights.size()), int(r->cross[1][2][row].size()));
+    for (size_t j = 0; j < e->row_weights.size(); ++j) QVERIFY(std::abs(e->row_weights[j] - r->cross[1][2][row][j]) < 1e-6);
+    QCOMPARE(w->weights()->count(), int(e->row_weights.size()));
+    QCOMPARE(w->vectors()->count(), int(e->query_vector.size()));
+    QVERIFY(w->summaryText().contains(QString::number(e->dot, 'f', 4)));
+    QVERIFY(w->summaryText().contains(QString::number(e->temperature, 'f', 4)));
+    // The mean over heads is no one head: nothing to explain.
+    m_window->showTab(MainWindow::Tab::Attention);
+    ex->select(AttentionKind::Cross, 1, int(r->cross[1].size()));
+    QSignalSpy asked(m_controller.get(), &TranslationController::explained);
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    QTest::qWait(200);
+    QCOMPARE(asked.count(), 0);
+    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(ex));
 }
 
 QTEST_MAIN(TestUi)

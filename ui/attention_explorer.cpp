@@ -23,6 +23,15 @@ QString kindName(AttentionKind kind) {
     return {};
 }
 
+attnlab::AttentionKind coreKind(AttentionKind kind) {
+    switch (kind) {
+    case AttentionKind::EncoderSelf: return attnlab::AttentionKind::EncoderSelf;
+    case AttentionKind::DecoderSelf: return attnlab::AttentionKind::DecoderSelf;
+    case AttentionKind::Cross: return attnlab::AttentionKind::Cross;
+    }
+    return attnlab::AttentionKind::Cross;
+}
+
 namespace {
 QStringList toList(const std::vector<std::string>& v) {
     QStringList out;
@@ -67,6 +76,11 @@ AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     connect(m_head, &QSpinBox::valueChanged, this, [this] { refresh(); });
     connect(m_fixed, &QCheckBox::toggled, m_view, &AttentionView::setFixedRange);
     connect(m_grid, &AttentionGrid::cellClicked, this, [this](int l, int h) { select(kind(), l, h); });
+    connect(m_view, &AttentionView::cellClicked, this, [this](int row, int column) {
+        const auto* maps = currentMaps();
+        if (!maps || maps->empty() || head() >= int(maps->front().size())) return;  // the mean: no one head
+        Q_EMIT cellChosen(CellRef{coreKind(kind()), layer(), head(), row, column});
+    });
 
     auto key = [this](QKeySequence seq, std::function<void()> f) {
         auto* s = new QShortcut(seq, this);

@@ -7,6 +7,8 @@
 #include "plot_style.h"
 #include "translation_controller.h"
 
+#include <attnlab/explain.h>
+
 #include <QWidget>
 
 class QCheckBox;
@@ -45,6 +47,10 @@ public:
     // What the heatmap says while there is no result (no model, loading, nothing translated yet).
     void setEmptyMessage(const QString& message);
 
+Q_SIGNALS:
+    // A cell of one head's map was clicked (not of the mean over heads): what to explain.
+    void cellChosen(attnlab::CellRef cell);
+
 private:
     void refresh();
     ResultPtr m_result;
@@ -59,5 +65,7 @@ private:
 };
 
 QString kindName(AttentionKind kind);
+// The core's name for the same kind (attnlab::AttentionKind, attnlab/explain.h).
+attnlab::AttentionKind coreKind(AttentionKind kind);
 
 }  // namespace attnlab::ui

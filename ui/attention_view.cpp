@@ -1,5 +1,7 @@
 #include "attention_view.h"
 
+#include <QMouseEvent>
+
 #include <qcustomplot.h>
 
 #include <QHelpEvent>
@@ -175,6 +177,13 @@ bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
         else
             QToolTip::showText(help->globalPos(), text, m_plot);
         return true;
+    }
+    if (watched == m_plot && event->type() == QEvent::MouseButtonPress && !m_map.empty()) {
+        auto* mouse = static_cast<QMouseEvent*>(event);
+        const int column = static_cast<int>(std::lround(m_plot->xAxis->pixelToCoord(mouse->pos().x())));
+        const int row = static_cast<int>(std::lround(m_plot->yAxis->pixelToCoord(mouse->pos().y())));
+        if (row >= 0 && row < int(m_map.size()) && column >= 0 && column < int(m_map[row].size()))
+            Q_EMIT cellClicked(row, column);
     }
     return QWidget::eventFilter(watched, event);
 }

@@ -46,6 +46,10 @@ public:
     bool savePng(const QString& path, int scale = 2);
     bool savePdf(const QString& path);
 
+Q_SIGNALS:
+    // A click on a cell of the map: row = query, column = key.
+    void cellClicked(int row, int column);
+
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 

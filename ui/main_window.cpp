@@ -2,6 +2,9 @@
 
 #include "attention_explorer.h"
 #include "attention_view.h"
+#include "bar_plot.h"
+#include "decoding_view.h"
+#include "weight_view.h"
 #include "model_panel.h"
 #include "positional_view.h"
 #include "translate_panel.h"
@@ -56,8 +59,12 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     m_explorer = new AttentionExplorer(this);
     m_positional = new PositionalEncodingView(this);
     m_model = new ModelPanel(this);
+    m_decoding = new DecodingView(this);
+    m_weight = new WeightView(this);
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(m_explorer, tr("&Attention"));
+    m_tabs->addTab(m_decoding, tr("&Decoding"));
+    m_tabs->addTab(m_weight, tr("&Weight"));
     m_tabs->addTab(m_positional, tr("&Positional encoding"));
     m_tabs->addTab(m_model, tr("&Model"));
     auto* central = new QWidget(this);
@@ -71,17 +78,16 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     restoreAppearance();
     m_explorer->setEmptyMessage(noModelMessage());
 
-    connect(m_translate, &TranslatePanel::translateRequested, this, [this](const QString& s, const DecodingOptions& o) {
-        m_result_options = o;
-        statusBar()->showMessage(tr("Translating…"));
-        m_controller->translate(s, o);
-    });
+    connect(m_translate, &TranslatePanel::translateRequested, this,
+            [this](const QString& s, const DecodingOptions& o) { translateSentence(s, o); });
     connect(m_controller, &TranslationController::translationProgress, m_translate, &TranslatePanel::showProgress);
     connect(m_controller, &TranslationController::translationFinished, this, [this](ResultPtr r) {
         m_result = r;
         m_last_error.clear();
         m_translate->showResult(r);
         m_explorer->setResult(r);
+        m_decoding->setResult(r);
+        if (m_weight->explanation()) m_weight->clear(tr("The translation changed: click a cell of a map again."));
         statusBar()->showMessage(tr("Translated in %1 ms").arg(r->seconds * 1000, 0, 'f', 0), 5000);
     });
     connect(m_controller, &TranslationController::translationFailed, this, [this](const QString& m) {
@@ -89,6 +95,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
         // The maps of the previous sentence would now sit under a sentence they do not belong to.
         m_result.reset();
         m_explorer->setResult(nullptr);
+        m_decoding->clear(m);
         m_translate->showError(m);
         statusBar()->showMessage(tr("Translation failed"), 5000);
     });
@@ -120,9 +127,48 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     });
     connect(m_controller, &TranslationController::busyChanged, m_translate, &TranslatePanel::setBusy);
     connect(m_translate, &TranslatePanel::modelChosen, this, &MainWindow::openModel);
+    wireTeaching();
     connect(m_translate, &TranslatePanel::deviceChanged, this, [this] {
         if (auto info = m_controller->modelInfo()) openModel(QString::fromStdString(info->package_dir));
     });
+}
+
+// The trace is always recorded (the Decoding tab shows it).
+void MainWindow::translateSentence(const QString& sentence, const DecodingOptions& options) {
+    m_result_options = options;
+    m_result_options.record_trace = true;
+    statusBar()->showMessage(options.force_prefix.empty() && options.force_prefix_ids.empty()
+                                 ? tr("Translating…")
+                                 : tr("Translating with a forced beginning…"));
+    m_controller->translate(sentence, m_result_options);
+}
+
+// The Decoding tab's what-if requests and the Weight tab's explanations.
+void MainWindow::wireTeaching() {
+    connect(m_decoding, &DecodingView::forceRequested, this, [this](const std::vector<int>& ids, const QString& text) {
+        DecodingOptions o = m_translate->options();
+        o.force_prefix = text.toStdString();
+        o.force_prefix_ids = ids;
+        // The sentence the steps belong to, even when the field has been edited since.
+        const auto shown = m_decoding->freeResult() ? m_decoding->freeResult() : m_result;
+        translateSentence(shown ? QString::fromStdString(shown->source_text) : m_translate->sentence(), o);
+    });
+    connect(m_explorer, &AttentionExplorer::cellChosen, this, &MainWindow::explainCell);
+    connect(m_controller, &TranslationController::explained, m_weight, &WeightView::setExplanation);
+    connect(m_controller, &TranslationController::explainFailed, this, [this](const QString& m) {
+        m_last_error = m;
+        m_weight->clear(tr("Cannot explain this weight: %1").arg(m));
+    });
+}
+
+void MainWindow::explainCell(const CellRef& cell) {
+    m_tabs->setCurrentWidget(m_weight);
+    if (!m_result) {
+        m_weight->clear(tr("Translate a sentence first."));
+        return;
+    }
+    m_weight->clear(tr("Computing…"));
+    m_controller->explain(m_result, cell);
 }
 
 void MainWindow::buildMenus() {
@@ -237,6 +283,7 @@ void MainWindow::setTextSize(double points, bool remember) {
 void MainWindow::setColorMap(Palette palette, bool remember) {
     m_palette = palette;
     m_explorer->setColorMap(palette);
+    m_decoding->setColorMap(palette);
     m_palette_actions.value(int(palette))->setChecked(true);
     if (remember) QSettings().setValue("colorMap", paletteKey(palette));
 }
@@ -295,6 +342,8 @@ void MainWindow::showError(const QString& title, const QString& message) {
 void MainWindow::showTab(Tab tab) {
     switch (tab) {
     case Tab::Attention: m_tabs->setCurrentWidget(m_explorer); break;
+    case Tab::Decoding: m_tabs->setCurrentWidget(m_decoding); break;
+    case Tab::Weight: m_tabs->setCurrentWidget(m_weight); break;
     case Tab::Positional: m_tabs->setCurrentWidget(m_positional); break;
     case Tab::Model: m_tabs->setCurrentWidget(m_model); break;
     }
@@ -308,6 +357,10 @@ std::optional<QString> MainWindow::exportCurrentView(const QString& path) {
         plot = m_positional->figure();
     else if (m_tabs->currentWidget() == m_model)
         plot = m_model->figure();
+    else if (m_tabs->currentWidget() == m_decoding && m_decoding->stepCount() > 0)
+        plot = m_decoding->candidates()->plot();
+    else if (m_tabs->currentWidget() == m_weight && m_weight->explanation())
+        plot = m_weight->weights()->plot();
     if (!plot && m_tabs->currentWidget() == m_explorer)
         return tr("translate a sentence first: the attention view is empty");
     if (!plot) return tr("this tab has no figure to export");

@@ -16,7 +16,9 @@ class QLabel;
 namespace attnlab::ui {
 
 class AttentionExplorer;
+class DecodingView;
 class ModelPanel;
+class WeightView;
 class PositionalEncodingView;
 class TranslatePanel;
 
@@ -27,14 +29,21 @@ public:
     // bar and lastError() (headless runs: --export/--screenshot, tests).
     explicit MainWindow(TranslationController* controller, bool error_dialogs = true, QWidget* parent = nullptr);
 
-    enum class Tab { Attention, Positional, Model };
+    enum class Tab { Attention, Decoding, Weight, Positional, Model };
     void showTab(Tab tab);
 
     void openModel(const QString& dir);  // asynchronous; errors are shown, the old model stays
+    // Asynchronous: the Weight tab shows how this weight of the last result came to be (an error
+    // goes to lastError() and the tab). Switches to the Weight tab.
+    void explainCell(const CellRef& cell);
+    // Asynchronous; the result reaches every tab. The search's trace is always recorded.
+    void translateSentence(const QString& sentence, const DecodingOptions& options);
     TranslatePanel* translatePanel() const { return m_translate; }
     AttentionExplorer* explorer() const { return m_explorer; }
     PositionalEncodingView* positional() const { return m_positional; }
     ModelPanel* modelPanel() const { return m_model; }
+    DecodingView* decodingView() const { return m_decoding; }
+    WeightView* weightView() const { return m_weight; }
     QTabWidget* tabs() const { return m_tabs; }
     ResultPtr lastResult() const { return m_result; }
     QString lastError() const { return m_last_error; }
@@ -60,6 +69,7 @@ protected:
 
 private:
     void buildMenus();
+    void wireTeaching();
     void rememberRecent(const QString& dir);
     void rebuildRecentMenu();
     void showError(const QString& title, const QString& message);
@@ -71,6 +81,8 @@ private:
     AttentionExplorer* m_explorer;
     PositionalEncodingView* m_positional;
     ModelPanel* m_model;
+    DecodingView* m_decoding;
+    WeightView* m_weight;
     QTabWidget* m_tabs;
     QMenu* m_recent = nullptr;
     QMenu* m_models_menu = nullptr;

@@ -12,6 +12,7 @@ namespace attnlab::ui {
 TranslationController::TranslationController(QObject* parent) : QObject(parent) {
     qRegisterMetaType<ResultPtr>("attnlab::ui::ResultPtr");
     qRegisterMetaType<ModelInfoPtr>("attnlab::ui::ModelInfoPtr");
+    qRegisterMetaType<ExplanationPtr>("attnlab::ui::ExplanationPtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -97,6 +98,23 @@ void TranslationController::translate(const QString& sentence, const DecodingOpt
             Q_EMIT translationFailed(QString::fromStdString(e.what()));
         } catch (...) {
             Q_EMIT translationFailed(tr("unknown error during translation"));
+        }
+    });
+}
+
+void TranslationController::explain(ResultPtr result, const CellRef& cell) {
+    if (!result) return;
+    post([this, result, cell] {
+        if (!m_translator) {
+            Q_EMIT explainFailed(tr("no model is loaded (File > Open model…)"));
+            return;
+        }
+        try {
+            Q_EMIT explained(std::make_shared<const AttentionExplanation>(m_translator->explain(*result, cell)));
+        } catch (const std::exception& e) {
+            Q_EMIT explainFailed(QString::fromStdString(e.what()));
+        } catch (...) {
+            Q_EMIT explainFailed(tr("unknown error while explaining a weight"));
         }
     });
 }

@@ -5,6 +5,7 @@
 // exception ever reaches a Qt slot. A model that fails to load leaves the previous one in place.
 
 #include <attnlab/decoding_options.h>
+#include <attnlab/explain.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
 
@@ -21,6 +22,7 @@ namespace attnlab::ui {
 
 using ResultPtr = std::shared_ptr<const TranslationResult>;
 using ModelInfoPtr = std::shared_ptr<const ModelInfo>;
+using ExplanationPtr = std::shared_ptr<const AttentionExplanation>;
 
 class TranslationController : public QObject {
     Q_OBJECT
@@ -33,6 +35,9 @@ public:
     // Asynchronous; answered by translationFinished or translationFailed (or nothing, when a newer
     // request superseded it).
     void translate(const QString& sentence, const DecodingOptions& options);
+    // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
+    // by explained or explainFailed. Queued behind translations, never cancelling them.
+    void explain(ResultPtr result, const CellRef& cell);
     // Blocks until queued work is done (tests, headless export).
     void waitForIdle();
 
@@ -47,6 +52,8 @@ Q_SIGNALS:
     void translationFinished(attnlab::ui::ResultPtr result);
     void translationFailed(const QString& message);
     void busyChanged(bool busy);
+    void explained(attnlab::ui::ExplanationPtr explanation);
+    void explainFailed(const QString& message);
 
 private:
     void post(std::function<void()> job);
@@ -64,3 +71,4 @@ private:
 
 Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)

@@ -5,7 +5,9 @@
 #include <attnlab/version.h>
 
 #include "attention_explorer.h"
+#include "decoding_view.h"
 #include "main_window.h"
+#include "weight_view.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
 
@@ -53,6 +55,8 @@ struct Options {
     double text_size = 0;  // 0 = the remembered size, or the desktop's
     attnlab::ui::AttentionKind kind = attnlab::ui::AttentionKind::Cross;
     int layer = 0, head = 0;
+    int cell_row = -1, cell_column = -1;  // --cell: the weight to open up (Weight tab)
+    int step = 0;                         // --step: the Decoding tab's step
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
 };
 
@@ -73,8 +77,11 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
-    QCommandLineOption tab("tab", "Tab to show: attention, positional or model.", "name", "attention");
-    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab});
+    QCommandLineOption tab("tab", "Tab to show: attention, decoding, weight, positional or model.", "name", "attention");
+    QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
+                            "row,column");
+    QCommandLineOption step("step", "Decoding step shown in the Decoding tab (0-based).", "n", "0");
+    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab, cell, step});
     parser.process(app);
 
     const QString kind = parser.value(view);
@@ -84,14 +91,27 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     o.kind = kind == "encoder"   ? attnlab::ui::AttentionKind::EncoderSelf
              : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
                                  : attnlab::ui::AttentionKind::Cross;
-    if (o.tab != "attention" && o.tab != "positional" && o.tab != "model")
-        return QString("--tab '%1' is not one of attention, positional, model").arg(o.tab);
+    if (!QStringList{"attention", "decoding", "weight", "positional", "model"}.contains(o.tab))
+        return QString("--tab '%1' is not one of attention, decoding, weight, positional, model").arg(o.tab);
     bool layer_ok = false, head_ok = false;
     o.layer = parser.value(layer).toInt(&layer_ok);
     o.head = parser.value(head).toInt(&head_ok);
     if (!layer_ok || o.layer < 0)
         return QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer));
     if (!head_ok || o.head < 0) return QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head));
+    if (parser.isSet(cell)) {
+        const QStringList parts = parser.value(cell).split(',');
+        bool row_ok = false, column_ok = false;
+        if (parts.size() == 2) {
+            o.cell_row = parts[0].trimmed().toInt(&row_ok);
+            o.cell_column = parts[1].trimmed().toInt(&column_ok);
+        }
+        if (!row_ok || !column_ok || o.cell_row < 0 || o.cell_column < 0)
+            return QString("--cell '%1' is not row,column (two numbers from 0, e.g. 2,3)").arg(parser.value(cell));
+    }
+    bool step_ok = false;
+    o.step = parser.value(step).toInt(&step_ok);
+    if (!step_ok || o.step < 0) return QString("--step '%1' is not a step number (0, 1, ...)").arg(parser.value(step));
     o.model = parser.value(model);
     try {
         o.model = QString::fromStdString(o.model.isEmpty() ? attnlab::defaultModelDir()
@@ -145,6 +165,13 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
                         .arg(n_head)
                         .arg(n_head - 1));
     window.explorer()->select(o.kind, o.layer, o.head);
+    window.decodingView()->setStep(o.step);
+    if (o.cell_row >= 0) {
+        if (o.head == n_head) return fail("--cell needs one head (--head 0.." + QString::number(n_head - 1) + ")");
+        window.explainCell({attnlab::ui::coreKind(o.kind), o.layer, o.head, o.cell_row, o.cell_column});
+        controller.waitForIdle();
+        if (!window.weightView()->explanation()) return fail(window.lastError());
+    }
     // Results arrive as queued signals, and the text they set re-lays out the window through
     // further posted events: let every round of them run before grabbing.
     for (int round = 0; round < 5; ++round) {
@@ -189,10 +216,12 @@ int main(int argc, char** argv) {
     if (!o.model.isEmpty()) controller.loadModel(o.model, o.device);
     if (!o.text.isEmpty()) {
         window.translatePanel()->setSentence(o.text);
-        controller.translate(o.text, window.translatePanel()->options());
+        window.translateSentence(o.text, window.translatePanel()->options());
     }
     if (o.tab == "positional") window.showTab(attnlab::ui::MainWindow::Tab::Positional);
     if (o.tab == "model") window.showTab(attnlab::ui::MainWindow::Tab::Model);
+    if (o.tab == "decoding") window.showTab(attnlab::ui::MainWindow::Tab::Decoding);
+    if (o.tab == "weight") window.showTab(attnlab::ui::MainWindow::Tab::Weight);
     if (o.headless()) return renderHeadless(controller, window, o, load_error);
 
     window.show();

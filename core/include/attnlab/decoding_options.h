@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attnlab {
 
@@ -26,6 +27,9 @@ struct DecodingOptions {
     // target tokenizer and forced token by token, each keeping the model's own log-probability;
     // the search decodes on from there. Empty = none. Not with reference_beam.
     std::string force_prefix;
+    // The same as target ids (e.g. a hypothesis's first tokens and one candidate: the app's what-if
+    // click); used when force_prefix is empty. Padding, <s> and </s> are refused.
+    std::vector<int> force_prefix_ids;
     // Fill TranslationResult::trace: every continuation the search scored at each step.
     bool record_trace = false;
 

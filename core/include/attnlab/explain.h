@@ -40,6 +40,7 @@ struct AttentionExplanation {
     std::string mask_reason;             // "padding" | "future position" | "" when not masked
     // The whole row as the model computed it: (q_i / temperature) . k_j for every key j, which
     // keys the mask removes (their score becomes -1e9), and the softmax = the map's row.
+    std::vector<std::string> row_pieces;  // the keys' pieces
     std::vector<float> row_scaled;
     std::vector<bool> row_masked;
     std::vector<float> row_weights;

@@ -19,7 +19,7 @@ void DecodingOptions::validate() const {
     requireRange("max_batch_size", max_batch_size, 1, 4096, o);
     if (reference_beam && nbest != 1)
         throw ConfigError("decoding options: reference_beam returns one hypothesis; nbest = " + std::to_string(nbest));
-    if (reference_beam && !force_prefix.empty())
+    if (reference_beam && (!force_prefix.empty() || !force_prefix_ids.empty()))
         throw ConfigError("decoding options: force_prefix cannot be used with reference_beam (the reference's search "
                           "has no forced prefix)");
     if (reference_beam && record_trace)

@@ -203,7 +203,18 @@ SearchOptions Engine::searchOptions(const DecodingOptions& o, const std::vector<
 }
 
 std::vector<int64_t> Engine::forcedTokens(const DecodingOptions& o) const {
-    if (isBlank(o.force_prefix)) return {};
+    if (isBlank(o.force_prefix)) {
+        for (int id : o.force_prefix_ids)
+            if (id < 0 || id >= m_info.vocab_size || id == m_config.model.trg_pad_idx || id == m_config.bos_idx ||
+                id == m_config.eos_idx)
+                throw InputError("the forced prefix has token id " + std::to_string(id) +
+                                 ", which is not a piece this model generates (0.." +
+                                 std::to_string(m_info.vocab_size - 1) + " without padding, <s> and </s>)");
+        if (static_cast<int64_t>(o.force_prefix_ids.size()) + 1 > m_config.model.n_position)
+            throw InputError("the forced prefix has " + std::to_string(o.force_prefix_ids.size()) +
+                             " pieces; this model generates at most " + std::to_string(m_config.model.n_position - 1));
+        return {o.force_prefix_ids.begin(), o.force_prefix_ids.end()};
+    }
     const Encoding e = m_tokenizer->encode(o.force_prefix);
     const auto unknown = m_tokenizer->unknownCharacters(e);
     if (!unknown.empty())

@@ -117,6 +117,9 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
         e.temperature = std::sqrt(double(module->d_k));
         e.scaled = e.dot / e.temperature;
         e.row_scaled = toVector(cap.scores[0][h][i]);
+        for (int64_t k = 0; k < int64_t(e.row_scaled.size()); ++k)
+            e.row_pieces.push_back(keys_source ? r.source_pieces.at(k)
+                                               : m_tokenizer->idToPiece(static_cast<int>(trg_in.at(k))));
         auto allowed = cap.mask.defined() ? cap.mask.expand_as(cap.scores)[0][h][i].to(torch::kCPU)
                                           : torch::ones({cap.scores.size(3)}, torch::kBool);
         auto ap = allowed.accessor<bool, 1>();

@@ -75,6 +75,7 @@ std::string explanationJson(const AttentionExplanation& e) {
     j["scaled"] = e.scaled;
     j["masked"] = e.masked;
     j["mask_reason"] = e.mask_reason;
+    j["row_pieces"] = e.row_pieces;
     j["row_scaled"] = e.row_scaled;
     j["row_masked"] = e.row_masked;
     j["row_weights"] = e.row_weights;

@@ -1,0 +1,252 @@
+#include "decoding_view.h"
+
+#include "attention_view.h"
+#include "bar_plot.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace attnlab::ui {
+
+namespace {
+const QColor kBar(49, 130, 189);
+
+
+QString pieceHtml(const std::string& p) { return QString::fromStdString(p).toHtmlEscaped(); }
+
+QString scoreLine(const Hypothesis& h) {
+    return QObject::tr("score %1, per token %2")
+        .arg(h.score, 0, 'f', 3)
+        .arg(h.ids.empty() ? 0.0 : h.score / double(h.ids.size()), 0, 'f', 3);
+}
+}  // namespace
+
+DecodingView::DecodingView(QWidget* parent) : QWidget(parent) {
+    m_slider = new QSlider(Qt::Horizontal, this);
+    m_slider->setPageStep(1);
+    m_step_label = new QLabel(this);
+    m_prefix = new QLabel(this);
+    m_prefix->setWordWrap(true);
+    m_prefix->setTextFormat(Qt::RichText);
+    m_comparison = new QLabel(this);
+    m_comparison->setWordWrap(true);
+    m_comparison->setTextFormat(Qt::RichText);
+    m_force = new QLineEdit(this);
+    m_force->setPlaceholderText(tr("What if the translation began with… (type, then Enter)"));
+    auto* force = new QPushButton(tr("Decode from this prefix"), this);
+    auto* free = new QPushButton(tr("Free decoding"), this);
+    m_candidates = new BarPlot(this);
+    m_candidates->setValueAxisTitle(tr("probability"));
+    m_tree = new QTreeWidget(this);
+    m_tree->setColumnCount(5);
+    m_tree->setHeaderLabels({tr("token"), tr("log P"), tr("score"), tr("normalised"), tr("state")});
+    m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_cross = new AttentionView(this);
+    m_cross->setAxisTitles(tr("layer, head"), tr("source piece"));
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Step"), this));
+    top->addWidget(m_slider, 1);
+    top->addWidget(m_step_label);
+    auto* what_if = new QHBoxLayout;
+    what_if->addWidget(m_force, 1);
+    what_if->addWidget(force);
+    what_if->addWidget(free);
+    auto* upper = new QSplitter(Qt::Horizontal, this);
+    upper->addWidget(m_candidates);
+    upper->addWidget(m_tree);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(upper);
+    split->addWidget(m_cross);
+    upper->setSizes({1000, 1000});
+    split->setSizes({1000, 1000});
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(m_prefix);
+    layout->addLayout(what_if);
+    layout->addWidget(m_comparison);
+    layout->addWidget(split, 1);
+
+    connect(m_slider, &QSlider::valueChanged, this, [this] { showStep(); });
+    connect(m_candidates, &BarPlot::barClicked, this, [this](int i) {
+        if (!m_result) return;
+        const int t = step();
+        const auto& cands = m_result->steps.at(t).candidates;
+        if (i >= int(cands.size())) return;
+        std::vector<int> ids(m_result->best.ids.begin(), m_result->best.ids.begin() + t);
+        ids.push_back(cands[i].id);
+        Q_EMIT forceRequested(ids, QString());
+    });
+    auto typed = [this] { Q_EMIT forceRequested({}, m_force->text().trimmed()); };
+    connect(m_force, &QLineEdit::returnPressed, this, typed);
+    connect(force, &QPushButton::clicked, this, typed);
+    connect(free, &QPushButton::clicked, this, [this] {
+        m_force->clear();
+        Q_EMIT forceRequested({}, QString());
+    });
+    clear(tr("Translate a sentence to step through its decoding."));
+}
+
+void DecodingView::clear(const QString& message) {
+    m_result.reset();
+    m_free.reset();
+    m_slider->setRange(0, 0);
+    m_slider->setEnabled(false);
+    m_step_label->clear();
+    m_prefix->setText(message.toHtmlEscaped());
+    m_comparison->clear();
+    m_candidates->clear();
+    m_tree->clear();
+    m_cross->clear(message);
+}
+
+void DecodingView::setColorMap(Palette palette) { m_cross->setColorMap(palette); }
+
+void DecodingView::setResult(ResultPtr r) {
+    if (!r) return clear(tr("Translate a sentence to step through its decoding."));
+    const bool same_source = m_free && m_free->source_text == r->source_text;
+    if (r->forced_tokens == 0 || !same_source) m_free = r->forced_tokens == 0 ? r : nullptr;
+    m_result = r;
+    const int steps = int(r->best.ids.size());
+    const int keep = std::min(step(), steps - 1);
+    m_slider->blockSignals(true);
+    m_slider->setRange(0, std::max(0, steps - 1));
+    m_slider->setValue(r->forced_tokens > 0 ? std::min(r->forced_tokens, steps - 1) : std::max(0, keep));
+    m_slider->blockSignals(false);
+    m_slider->setEnabled(steps > 1);
+    updateComparison();
+    showStep();
+}
+
+int DecodingView::step() const { return m_slider->value(); }
+int DecodingView::stepCount() const { return m_result ? int(m_result->best.ids.size()) : 0; }
+void DecodingView::setStep(int s) { m_slider->setValue(s); }
+QString DecodingView::prefixText() const { return m_prefix->text(); }
+QString DecodingView::comparisonText() const { return m_comparison->text(); }
+
+void DecodingView::updateComparison() {
+    const auto& r = *m_result;
+    QString text;
+    if (m_free)
+        text += tr("<b>Free:</b> %1 <i>(%2)</i>")
+                    .arg(QString::fromStdString(m_free->best.text).toHtmlEscaped(), scoreLine(m_free->best));
+    if (r.forced_tokens > 0)
+        text += tr("%1<b>Forced</b> (first %2 pieces): %3 <i>(%4)</i>")
+                    .arg(text.isEmpty() ? QString() : QStringLiteral("<br>"))
+                    .arg(r.forced_tokens)
+                    .arg(QString::fromStdString(r.best.text).toHtmlEscaped(), scoreLine(r.best));
+    m_comparison->setText(text);
+}
+
+void DecodingView::showStep() {
+    if (!m_result) return;
+    const auto& r = *m_result;
+    const int t = step();
+    m_step_label->setText(tr("%1 of %2").arg(t + 1).arg(stepCount()));
+    // The prefix the decoder has at this step, then the piece it produced (forced ones in italics).
+    QString prefix = QStringLiteral("&lt;s&gt;");
+    for (int i = 0; i < t; ++i) {
+        const QString p = pieceHtml(r.best.pieces[i]);
+        prefix += QStringLiteral(" ") + (i < r.forced_tokens ? QStringLiteral("<i>%1</i>").arg(p) : p);
+    }
+    const auto& st = r.steps.at(t);
+    m_prefix->setText(tr("Prefix: %1 &nbsp;→&nbsp; next: <b>%2</b> (p = %3)%4")
+                          .arg(prefix, pieceHtml(st.chosen_piece))
+                          .arg(st.chosen_probability, 0, 'f', 3)
+                          .arg(t < r.forced_tokens ? tr(", forced") : QString()));
+    // The top-k next tokens given this prefix; the chosen one highlighted. Click one to force it.
+    QStringList labels;
+    std::vector<double> probs;
+    int chosen = -1;
+    for (size_t i = 0; i < st.candidates.size(); ++i) {
+        labels << QString::fromStdString(st.candidates[i].piece);
+        probs.push_back(st.candidates[i].probability);
+        if (st.candidates[i].id == st.chosen_id) chosen = int(i);
+    }
+    m_candidates->setTitle(tr("Next token at step %1 (click one: what if?)").arg(t + 1));
+    m_candidates->setBars({{tr("probability"), probs, kBar}}, labels, chosen);
+    buildTree(t);
+    // This step's cross-attention row of every layer and head.
+    Matrix rows;
+    QStringList row_labels, keys;
+    for (size_t l = 0; l < r.cross.size(); ++l)
+        for (size_t h = 0; h < r.cross[l].size(); ++h) {
+            rows.push_back(r.cross[l][h].at(t));
+            row_labels << tr("L%1 H%2").arg(l + 1).arg(h + 1);
+        }
+    for (const auto& p : r.source_pieces) keys << QString::fromStdString(p);
+    if (rows.empty())
+        m_cross->clear(tr("No attention maps for this translation."));
+    else
+        m_cross->setMap(rows, row_labels, keys,
+                        tr("Cross-attention while producing “%1”: every layer and head")
+                            .arg(QString::fromStdString(st.chosen_piece)));
+}
+
+namespace {
+// The nodes of the best hypothesis's path through the trace, per step (-1 past its end).
+std::vector<int> bestPath(const TranslationResult& r) {
+    std::vector<int> path(r.trace.size(), -1);
+    const int end = int(r.best.ids.size()) - 1;
+    if (end < 0 || end >= int(r.trace.size())) return path;
+    int node = -1;
+    const auto& last = r.trace[end].hypotheses;
+    for (size_t k = 0; k < last.size() && node < 0; ++k)
+        if (last[k].token_id == r.best.ids.back() && last[k].score == r.best.score && !last[k].pruned) node = int(k);
+    for (int t = end; t >= 0 && node >= 0; --t) {
+        path[t] = node;
+        node = r.trace[t].hypotheses[node].parent;
+    }
+    return path;
+}
+}  // namespace
+
+void DecodingView::buildTree(int up_to) {
+    m_tree->clear();
+    const auto& trace = m_result->trace;
+    const auto path = bestPath(*m_result);
+    if (trace.empty()) {
+        m_tree->addTopLevelItem(new QTreeWidgetItem({tr("(no trace recorded)")}));
+        return;
+    }
+    std::vector<QTreeWidgetItem*> previous;
+    for (int t = 0; t <= up_to && t < int(trace.size()); ++t) {
+        std::vector<QTreeWidgetItem*> current;
+        for (int k = 0; k < int(trace[t].hypotheses.size()); ++k) {
+            const auto& h = trace[t].hypotheses[k];
+            QString state = h.finished ? tr("finished") : h.pruned ? tr("pruned") : tr("kept");
+            if (path[t] == k) state += tr(" · best path");
+            auto* item = new QTreeWidgetItem({QString::fromStdString(h.piece), QString::number(h.log_prob, 'f', 3),
+                                              QString::number(h.score, 'f', 3),
+                                              QString::number(h.normalized_score, 'f', 3), state});
+            if (h.pruned)
+                for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(150, 150, 150));
+            if (path[t] == k)
+                for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(8, 81, 156));
+            if (t == up_to) {
+                QFont f = item->font(0);
+                f.setBold(true);
+                for (int c = 0; c < 5; ++c) item->setFont(c, f);
+            }
+            if (h.parent >= 0 && h.parent < int(previous.size()) && previous[h.parent])
+                previous[h.parent]->addChild(item);
+            else
+                m_tree->addTopLevelItem(item);
+            current.push_back(item);
+        }
+        previous = std::move(current);
+    }
+    m_tree->expandAll();
+    if (!previous.empty()) m_tree->scrollToItem(previous.front());
+}
+
+}  // namespace attnlab::ui

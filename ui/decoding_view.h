@@ -1,0 +1,68 @@
+#pragma once
+// DecodingView: the decoding of the current sentence, step by step. A step slider (arrow keys,
+// Home/End when it has the focus); at each step the prefix so far, the top-k next tokens with
+// their probabilities, the search as a tree (every hypothesis with its token, log-probability,
+// cumulative and length-normalised score; pruned and finished ones marked) and that step's
+// cross-attention row for every layer and head. What-if: clicking a candidate, or typing a
+// prefix, asks for a translation forced to begin that way; the free and the forced translation
+// stand side by side with their scores. Shows TranslationResult's numbers only.
+
+#include "plot_style.h"
+#include "translation_controller.h"
+
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QSlider;
+class QTreeWidget;
+
+namespace attnlab::ui {
+
+class AttentionView;
+class BarPlot;
+
+class DecodingView : public QWidget {
+    Q_OBJECT
+public:
+    explicit DecodingView(QWidget* parent = nullptr);
+
+    // A translation with no forced prefix becomes the free one; a forced one is shown beside it.
+    void setResult(ResultPtr result);
+    void clear(const QString& message);
+    void setStep(int step);
+    int step() const;
+    int stepCount() const;
+    void setColorMap(Palette palette);
+
+    // What is shown (tests read it).
+    QString prefixText() const;
+    QString comparisonText() const;
+    BarPlot* candidates() const { return m_candidates; }
+    QTreeWidget* tree() const { return m_tree; }
+    AttentionView* crossRows() const { return m_cross; }
+    QSlider* slider() const { return m_slider; }
+    ResultPtr freeResult() const { return m_free; }
+
+Q_SIGNALS:
+    // Translate the current sentence again, forced to begin with these target ids / this text;
+    // both empty = freely.
+    void forceRequested(const std::vector<int>& ids, const QString& text);
+
+private:
+    void showStep();
+    void buildTree(int up_to_step);
+    void updateComparison();
+
+    ResultPtr m_result, m_free;
+    QSlider* m_slider;
+    QLabel* m_step_label;
+    QLabel* m_prefix;
+    QLabel* m_comparison;
+    QLineEdit* m_force;
+    BarPlot* m_candidates;
+    QTreeWidget* m_tree;
+    AttentionView* m_cross;
+};
+
+}  // namespace attnlab::ui

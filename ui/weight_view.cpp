@@ -1,0 +1,131 @@
+#include "weight_view.h"
+
+#include "attention_explorer.h"
+#include "bar_plot.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+namespace {
+const QColor kQuery(49, 130, 189), kKey(107, 174, 214), kNeutral(120, 120, 120);
+
+QString piece(const std::string& p) { return QString::fromStdString(p).toHtmlEscaped(); }
+
+std::vector<double> toDoubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+QLabel* wrapped(QWidget* parent) {
+    auto* l = new QLabel(parent);
+    l->setWordWrap(true);
+    l->setTextFormat(Qt::RichText);
+    return l;
+}
+
+QString kindText(attnlab::AttentionKind k) {
+    switch (k) {
+    case attnlab::AttentionKind::EncoderSelf: return kindName(AttentionKind::EncoderSelf);
+    case attnlab::AttentionKind::DecoderSelf: return kindName(AttentionKind::DecoderSelf);
+    case attnlab::AttentionKind::Cross: return kindName(AttentionKind::Cross);
+    }
+    return {};
+}
+}  // namespace
+
+WeightView::WeightView(QWidget* parent) : QWidget(parent) {
+    auto* inner = new QWidget;
+    m_heading = wrapped(inner);
+    m_arithmetic = wrapped(inner);
+    m_mask = wrapped(inner);
+    m_output_text = wrapped(inner);
+    m_vectors = new BarPlot(inner);
+    m_products = new BarPlot(inner);
+    m_scores = new BarPlot(inner);
+    m_weights = new BarPlot(inner);
+    m_output = new BarPlot(inner);
+    auto* grid = new QGridLayout(inner);
+    grid->addWidget(m_heading, 0, 0, 1, 2);
+    grid->addWidget(m_vectors, 1, 0);
+    grid->addWidget(m_products, 1, 1);
+    grid->addWidget(m_arithmetic, 2, 0);
+    grid->addWidget(m_mask, 2, 1);
+    grid->addWidget(m_scores, 3, 0);
+    grid->addWidget(m_weights, 3, 1);
+    grid->addWidget(m_output_text, 4, 0);
+    grid->addWidget(m_output, 4, 1);
+    for (int r : {1, 3, 4}) grid->setRowStretch(r, 1);
+    for (auto* p : {m_vectors, m_products, m_scores, m_weights, m_output}) p->setMinimumHeight(200);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(inner);
+    scroll->setWidgetResizable(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(scroll);
+    clear(tr("Click a cell of a map in the Attention tab (one head, not the mean) to see how its weight is "
+             "computed."));
+}
+
+void WeightView::clear(const QString& message) {
+    m_e.reset();
+    m_heading->setText(message.toHtmlEscaped());
+    for (auto* l : {m_arithmetic, m_mask, m_output_text}) l->clear();
+    for (auto* p : {m_vectors, m_products, m_scores, m_weights, m_output}) {
+        p->clear();
+        p->setVisible(false);
+    }
+}
+
+QString WeightView::summaryText() const { return m_arithmetic->text() + "\n" + m_mask->text(); }
+
+void WeightView::setExplanation(ExplanationPtr e) {
+    if (!e) return clear(tr("Nothing to explain."));
+    m_e = e;
+    const auto& c = e->cell;
+    const int dk = int(e->query_vector.size());
+    m_heading->setText(tr("<b>%1, layer %2, head %3</b>: how much query <b>%4</b> (row %5) attends to key "
+                          "<b>%6</b> (column %7)")
+                           .arg(kindText(c.kind))
+                           .arg(c.layer + 1)
+                           .arg(c.head + 1)
+                           .arg(piece(e->query_piece))
+                           .arg(c.query)
+                           .arg(piece(e->key_piece))
+                           .arg(c.key));
+    for (auto* p : {m_vectors, m_products, m_scores, m_weights, m_output}) p->setVisible(true);
+    m_vectors->setTitle(tr("1. q (query row) and k (key row) of this head: %1 values each").arg(dk));
+    m_vectors->setBars({{tr("q"), toDoubles(e->query_vector), kQuery}, {tr("k"), toDoubles(e->key_vector), kKey}}, {});
+    m_products->setTitle(tr("2. q × k, component by component"));
+    m_products->setBars({{tr("q×k"), e->products, kNeutral}}, {});
+    m_arithmetic->setText(tr("<p><b>3.</b> q · k = sum of the products = <b>%1</b><br>÷ temperature √d<sub>k</sub> "
+                             "= √%2 = %3<br>= scaled score <b>%4</b></p>")
+                              .arg(e->dot, 0, 'f', 4)
+                              .arg(dk)
+                              .arg(e->temperature, 0, 'f', 4)
+                              .arg(e->scaled, 0, 'f', 4));
+    m_mask->setText(e->masked ? tr("<p><b>4. Masked</b> (%1): the score is replaced by −10<sup>9</sup> before the "
+                                   "softmax, so the weight is 0.</p>")
+                                    .arg(e->mask_reason == "future position"
+                                             ? tr("the key is a future position: the decoder may not look ahead")
+                                             : tr("the key is padding"))
+                              : tr("<p><b>4. Not masked</b>: this key may be attended to.</p>"));
+    QStringList keys;
+    std::vector<double> scaled;
+    for (size_t j = 0; j < e->row_scaled.size(); ++j) {
+        keys << QString::fromStdString(e->row_pieces.at(j));
+        scaled.push_back(e->row_masked[j] ? 0.0 : double(e->row_scaled[j]));
+    }
+    m_scores->setTitle(tr("5. The whole row of scaled scores (masked keys shown as 0)"));
+    m_scores->setBars({{tr("scaled score"), scaled, kNeutral}}, keys, c.key);
+    m_weights->setTitle(tr("6. softmax of the row = the map's row: exp(score) / Σ exp(scores); this cell %1")
+                            .arg(e->weight, 0, 'f', 4));
+    m_weights->setBars({{tr("weight"), toDoubles(e->row_weights), kQuery}}, keys, c.key);
+    m_output_text->setText(tr("<p><b>7.</b> The head's output for this query is the sum over keys of weight × "
+                              "value row (%1 values), before the heads are joined and projected.</p>")
+                               .arg(e->head_output.size()));
+    m_output->setTitle(tr("7. Head output = Σ weight × v"));
+    m_output->setBars({{tr("output"), toDoubles(e->head_output), kKey}}, {});
+}
+
+}  // namespace attnlab::ui
