@@ -7,6 +7,7 @@
 #include "bar_plot.h"
 #include "confidence_text.h"
 #include "decoding_view.h"
+#include "inputs_view.h"
 #include "main_window.h"
 #include "model_panel.h"
 #include "positional_view.h"
@@ -47,6 +48,7 @@ private Q_SLOTS:
     void decodingTabStepsThroughTheSearch();
     void candidateClickForcesAndEveryViewFollows();
     void clickingACellExplainsItsWeight();
+    void inputsTabShowsTokenAndMasks();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -588,6 +590,36 @@ void TestUi::clickingACellExplainsItsWeight() {
     QTest::qWait(200);
     QCOMPARE(asked.count(), 0);
     QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(ex));
+}
+
+void TestUi::inputsTabShowsTokenAndMasks() {
+    const auto r = m_window->lastResult();
+    QVERIFY(r);
+    InputsView* in = m_window->inputsView();
+    in->setSecondSentence("Ein Hund.");
+    QSignalSpy masks(m_controller.get(), &TranslationController::masksReady);
+    m_window->showTab(MainWindow::Tab::Inputs);  // asks for its numbers when shown
+    QTRY_VERIFY_WITH_TIMEOUT(in->token() && in->masks(), 30000);
+    // The token: the core's numbers, shown as they are.
+    auto t = in->token();
+    QCOMPARE(t->piece, r->source_pieces[1]);
+    QCOMPARE(in->embedding()->count(), int(t->embedding.size()));
+    QVERIFY(in->normalized()->toolTipAt(3).contains(QString::number(t->normalized[3], 'g', 5)));
+    in->selectToken(true, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(in->token() && in->token()->target, 30000);
+    QCOMPARE(in->token()->piece, std::string("<s>"));
+    // The masks of the batch: the short second sentence's padded keys are 0, the decoder's future is 0.
+    const auto m = in->masks();
+    QCOMPARE(m->encoder.size(), size_t(2));
+    const attnlab::Matrix& pad = in->maskView(1, 0)->map();
+    const int S = int(m->source_pieces[1].size());
+    QCOMPARE(int(pad.size()), S);
+    int zeros = 0;
+    for (float v : pad[0]) zeros += v == 0.f;
+    QVERIFY2(zeros > 0, "the shorter sentence is padded");
+    const attnlab::Matrix& dec = in->maskView(0, 1)->map();
+    QCOMPARE(dec[0][1], 0.f);  // the first query does not see the second position
+    QCOMPARE(dec[1][0], 1.f);
 }
 
 QTEST_MAIN(TestUi)

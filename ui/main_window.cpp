@@ -4,6 +4,7 @@
 #include "attention_view.h"
 #include "bar_plot.h"
 #include "decoding_view.h"
+#include "inputs_view.h"
 #include "weight_view.h"
 #include "model_panel.h"
 #include "positional_view.h"
@@ -61,10 +62,12 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     m_model = new ModelPanel(this);
     m_decoding = new DecodingView(this);
     m_weight = new WeightView(this);
+    m_inputs = new InputsView(this);
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(m_explorer, tr("&Attention"));
     m_tabs->addTab(m_decoding, tr("&Decoding"));
     m_tabs->addTab(m_weight, tr("&Weight"));
+    m_tabs->addTab(m_inputs, tr("&Inputs"));
     m_tabs->addTab(m_positional, tr("&Positional encoding"));
     m_tabs->addTab(m_model, tr("&Model"));
     auto* central = new QWidget(this);
@@ -87,6 +90,9 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
         m_translate->showResult(r);
         m_explorer->setResult(r);
         m_decoding->setResult(r);
+        m_inputs->setResult(r);
+        m_inputs_stale = true;
+        refreshInputs();
         if (m_weight->explanation()) m_weight->clear(tr("The translation changed: click a cell of a map again."));
         statusBar()->showMessage(tr("Translated in %1 ms").arg(r->seconds * 1000, 0, 'f', 0), 5000);
     });
@@ -113,6 +119,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
         QStringList examples;
         for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
         m_translate->setExamples(examples);
+        m_inputs->setSecondSentence(examples.value(1));
         m_translate->setModels(bundledModelList(), QFileInfo(dir).canonicalFilePath());
         for (QAction* a : m_models_menu->actions())
             a->setChecked(a->data().toString() == QFileInfo(dir).canonicalFilePath());
@@ -128,6 +135,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     connect(m_controller, &TranslationController::busyChanged, m_translate, &TranslatePanel::setBusy);
     connect(m_translate, &TranslatePanel::modelChosen, this, &MainWindow::openModel);
     wireTeaching();
+    wireInputs();
     connect(m_translate, &TranslatePanel::deviceChanged, this, [this] {
         if (auto info = m_controller->modelInfo()) openModel(QString::fromStdString(info->package_dir));
     });
@@ -159,6 +167,33 @@ void MainWindow::wireTeaching() {
         m_last_error = m;
         m_weight->clear(tr("Cannot explain this weight: %1").arg(m));
     });
+}
+
+void MainWindow::wireInputs() {
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] { refreshInputs(); });
+    connect(m_inputs, &InputsView::tokenRequested, this, [this](bool target, int position) {
+        m_controller->inspectToken(m_result, target, position);
+    });
+    connect(m_inputs, &InputsView::masksRequested, this, [this](const QString& second) {
+        DecodingOptions o = m_result_options;
+        o.force_prefix.clear();
+        o.force_prefix_ids.clear();
+        o.record_trace = false;
+        m_controller->inspectMasks(m_result, second, o);
+    });
+    connect(m_controller, &TranslationController::tokenInspected, m_inputs, &InputsView::showToken);
+    connect(m_controller, &TranslationController::masksReady, m_inputs, &InputsView::showMasks);
+    connect(m_controller, &TranslationController::inspectFailed, this, [this](const QString& m) {
+        m_last_error = m;
+        statusBar()->showMessage(tr("Inputs: %1").arg(m), 8000);
+    });
+}
+
+void MainWindow::refreshInputs() {
+    if (!m_inputs_stale || !m_result || m_tabs->currentWidget() != m_inputs) return;
+    m_inputs_stale = false;
+    m_inputs->selectToken(false, 1 < int(m_result->source_ids.size()) ? 1 : 0);
+    Q_EMIT m_inputs->masksRequested(m_inputs->secondSentence());
 }
 
 void MainWindow::explainCell(const CellRef& cell) {
@@ -284,6 +319,7 @@ void MainWindow::setColorMap(Palette palette, bool remember) {
     m_palette = palette;
     m_explorer->setColorMap(palette);
     m_decoding->setColorMap(palette);
+    m_inputs->setColorMap(palette);
     m_palette_actions.value(int(palette))->setChecked(true);
     if (remember) QSettings().setValue("colorMap", paletteKey(palette));
 }
@@ -344,6 +380,7 @@ void MainWindow::showTab(Tab tab) {
     case Tab::Attention: m_tabs->setCurrentWidget(m_explorer); break;
     case Tab::Decoding: m_tabs->setCurrentWidget(m_decoding); break;
     case Tab::Weight: m_tabs->setCurrentWidget(m_weight); break;
+    case Tab::Inputs: m_tabs->setCurrentWidget(m_inputs); break;
     case Tab::Positional: m_tabs->setCurrentWidget(m_positional); break;
     case Tab::Model: m_tabs->setCurrentWidget(m_model); break;
     }
@@ -361,6 +398,8 @@ std::optional<QString> MainWindow::exportCurrentView(const QString& path) {
         plot = m_decoding->candidates()->plot();
     else if (m_tabs->currentWidget() == m_weight && m_weight->explanation())
         plot = m_weight->weights()->plot();
+    else if (m_tabs->currentWidget() == m_inputs && m_inputs->token())
+        plot = m_inputs->normalized()->plot();
     if (!plot && m_tabs->currentWidget() == m_explorer)
         return tr("translate a sentence first: the attention view is empty");
     if (!plot) return tr("this tab has no figure to export");

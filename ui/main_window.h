@@ -17,6 +17,7 @@ namespace attnlab::ui {
 
 class AttentionExplorer;
 class DecodingView;
+class InputsView;
 class ModelPanel;
 class WeightView;
 class PositionalEncodingView;
@@ -29,7 +30,7 @@ public:
     // bar and lastError() (headless runs: --export/--screenshot, tests).
     explicit MainWindow(TranslationController* controller, bool error_dialogs = true, QWidget* parent = nullptr);
 
-    enum class Tab { Attention, Decoding, Weight, Positional, Model };
+    enum class Tab { Attention, Decoding, Weight, Inputs, Positional, Model };
     void showTab(Tab tab);
 
     void openModel(const QString& dir);  // asynchronous; errors are shown, the old model stays
@@ -44,6 +45,7 @@ public:
     ModelPanel* modelPanel() const { return m_model; }
     DecodingView* decodingView() const { return m_decoding; }
     WeightView* weightView() const { return m_weight; }
+    InputsView* inputsView() const { return m_inputs; }
     QTabWidget* tabs() const { return m_tabs; }
     ResultPtr lastResult() const { return m_result; }
     QString lastError() const { return m_last_error; }
@@ -70,6 +72,8 @@ protected:
 private:
     void buildMenus();
     void wireTeaching();
+    void wireInputs();
+    void refreshInputs();  // asks for the Inputs tab's numbers when it shows a new result
     void rememberRecent(const QString& dir);
     void rebuildRecentMenu();
     void showError(const QString& title, const QString& message);
@@ -83,6 +87,8 @@ private:
     ModelPanel* m_model;
     DecodingView* m_decoding;
     WeightView* m_weight;
+    InputsView* m_inputs;
+    bool m_inputs_stale = false;
     QTabWidget* m_tabs;
     QMenu* m_recent = nullptr;
     QMenu* m_models_menu = nullptr;

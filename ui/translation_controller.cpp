@@ -13,6 +13,8 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<ResultPtr>("attnlab::ui::ResultPtr");
     qRegisterMetaType<ModelInfoPtr>("attnlab::ui::ModelInfoPtr");
     qRegisterMetaType<ExplanationPtr>("attnlab::ui::ExplanationPtr");
+    qRegisterMetaType<TokenInsidePtr>("attnlab::ui::TokenInsidePtr");
+    qRegisterMetaType<MasksPtr>("attnlab::ui::MasksPtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -102,21 +104,51 @@ void TranslationController::translate(const QString& sentence, const DecodingOpt
     });
 }
 
-void TranslationController::explain(ResultPtr result, const CellRef& cell) {
-    if (!result) return;
-    post([this, result, cell] {
+void TranslationController::postInspection(std::function<void(const Translator&)> work,
+                                           void (TranslationController::*failed)(const QString&)) {
+    post([this, work = std::move(work), failed] {
         if (!m_translator) {
-            Q_EMIT explainFailed(tr("no model is loaded (File > Open model…)"));
+            Q_EMIT(this->*failed)(tr("no model is loaded (File > Open model…)"));
             return;
         }
         try {
-            Q_EMIT explained(std::make_shared<const AttentionExplanation>(m_translator->explain(*result, cell)));
+            work(*m_translator);
         } catch (const std::exception& e) {
-            Q_EMIT explainFailed(QString::fromStdString(e.what()));
+            Q_EMIT(this->*failed)(QString::fromStdString(e.what()));
         } catch (...) {
-            Q_EMIT explainFailed(tr("unknown error while explaining a weight"));
+            Q_EMIT(this->*failed)(tr("unknown error"));
         }
     });
+}
+
+void TranslationController::explain(ResultPtr result, const CellRef& cell) {
+    if (!result) return;
+    postInspection(
+        [this, result, cell](const Translator& t) {
+            Q_EMIT explained(std::make_shared<const AttentionExplanation>(t.explain(*result, cell)));
+        },
+        &TranslationController::explainFailed);
+}
+
+void TranslationController::inspectToken(ResultPtr result, bool target, int position) {
+    if (!result) return;
+    postInspection(
+        [this, result, target, position](const Translator& t) {
+            Q_EMIT tokenInspected(std::make_shared<const TokenInside>(t.tokenInside(*result, target, position)));
+        },
+        &TranslationController::inspectFailed);
+}
+
+void TranslationController::inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options) {
+    if (!result) return;
+    const std::string text = second.trimmed().toStdString();
+    postInspection(
+        [this, result, text, options](const Translator& t) {
+            std::vector<TranslationResult> batch{*result};
+            if (!text.empty()) batch.push_back(t.translate(text, options));
+            Q_EMIT masksReady(std::make_shared<const BatchMasks>(t.masks(batch)));
+        },
+        &TranslationController::inspectFailed);
 }
 
 }  // namespace attnlab::ui

@@ -23,6 +23,8 @@ namespace attnlab::ui {
 using ResultPtr = std::shared_ptr<const TranslationResult>;
 using ModelInfoPtr = std::shared_ptr<const ModelInfo>;
 using ExplanationPtr = std::shared_ptr<const AttentionExplanation>;
+using TokenInsidePtr = std::shared_ptr<const TokenInside>;
+using MasksPtr = std::shared_ptr<const BatchMasks>;
 
 class TranslationController : public QObject {
     Q_OBJECT
@@ -38,6 +40,12 @@ public:
     // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
     // by explained or explainFailed. Queued behind translations, never cancelling them.
     void explain(ResultPtr result, const CellRef& cell);
+    // Asynchronous: one piece of `result` before the first layer (Translator::tokenInside);
+    // answered by tokenInspected or inspectFailed.
+    void inspectToken(ResultPtr result, bool target, int position);
+    // Asynchronous: the masks of `result` decoded in one batch with `second` (translated first
+    // with `options`; empty = alone); answered by masksReady or inspectFailed.
+    void inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options);
     // Blocks until queued work is done (tests, headless export).
     void waitForIdle();
 
@@ -54,9 +62,14 @@ Q_SIGNALS:
     void busyChanged(bool busy);
     void explained(attnlab::ui::ExplanationPtr explanation);
     void explainFailed(const QString& message);
+    void tokenInspected(attnlab::ui::TokenInsidePtr token);
+    void masksReady(attnlab::ui::MasksPtr masks);
+    void inspectFailed(const QString& message);
 
 private:
     void post(std::function<void()> job);
+    // Runs `work` on the worker with the loaded translator; any exception becomes `failed`.
+    void postInspection(std::function<void(const Translator&)> work, void (TranslationController::*failed)(const QString&));
 
     QThread m_thread;
     QObject* m_worker = nullptr;               // lives in m_thread
@@ -72,3 +85,5 @@ private:
 Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)
+Q_DECLARE_METATYPE(attnlab::ui::TokenInsidePtr)
+Q_DECLARE_METATYPE(attnlab::ui::MasksPtr)

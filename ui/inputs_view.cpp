@@ -1,0 +1,172 @@
+#include "inputs_view.h"
+
+#include "attention_view.h"
+#include "bar_plot.h"
+
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+namespace {
+const QColor kEmb(49, 130, 189), kPe(230, 120, 20), kNorm(35, 139, 69);
+std::vector<double> doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+QStringList toList(const std::vector<std::string>& v) {
+    QStringList out;
+    for (const auto& s : v) out << QString::fromStdString(s);
+    return out;
+}
+
+Matrix toMatrix(const std::vector<std::vector<bool>>& m) {
+    Matrix out;
+    for (const auto& row : m) out.emplace_back(row.begin(), row.end());
+    return out;
+}
+}  // namespace
+
+InputsView::InputsView(QWidget* parent) : QWidget(parent) {
+    auto* inner = new QWidget;
+    m_piece = new QComboBox(inner);
+    m_token_text = new QLabel(inner);
+    m_token_text->setWordWrap(true);
+    m_token_text->setTextFormat(Qt::RichText);
+    m_embedding = new BarPlot(inner);
+    m_scaled = new BarPlot(inner);
+    m_positional = new BarPlot(inner);
+    m_normalized = new BarPlot(inner);
+    m_second = new QLineEdit(inner);
+    m_second->setPlaceholderText(tr("A second sentence of another length, decoded in the same batch"));
+    auto* show = new QPushButton(tr("Show the masks"), inner);
+    m_mask_text = new QLabel(inner);
+    m_mask_text->setWordWrap(true);
+    for (auto& row : m_mask_views)
+        for (auto*& v : row) {
+            v = new AttentionView(inner);
+            v->setMinimumHeight(260);
+            v->clear(tr("The masks appear here (Show the masks)"));
+            v->setAxisTitles(tr("query"), tr("key"));
+        }
+
+    auto* grid = new QGridLayout(inner);
+    auto* pick = new QHBoxLayout;
+    pick->addWidget(new QLabel(tr("Inside one token:"), inner));
+    pick->addWidget(m_piece, 1);
+    grid->addLayout(pick, 0, 0, 1, 2);
+    grid->addWidget(m_token_text, 1, 0, 1, 2);
+    grid->addWidget(m_embedding, 2, 0);
+    grid->addWidget(m_scaled, 2, 1);
+    grid->addWidget(m_positional, 3, 0);
+    grid->addWidget(m_normalized, 3, 1);
+    auto* masks = new QHBoxLayout;
+    masks->addWidget(new QLabel(tr("Masks of a batch:"), inner));
+    masks->addWidget(m_second, 1);
+    masks->addWidget(show);
+    grid->addLayout(masks, 4, 0, 1, 2);
+    grid->addWidget(m_mask_text, 5, 0, 1, 2);
+    for (int s = 0; s < 2; ++s)
+        for (int w = 0; w < 2; ++w) grid->addWidget(m_mask_views[s][w], 6 + s, w);
+    for (auto* p : {m_embedding, m_scaled, m_positional, m_normalized}) p->setMinimumHeight(220);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(inner);
+    scroll->setWidgetResizable(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(scroll);
+
+    connect(m_piece, &QComboBox::activated, this, [this](int i) {
+        const auto code = m_piece->itemData(i).toInt();
+        Q_EMIT tokenRequested(code < 0, code < 0 ? -code - 1 : code);
+    });
+    auto ask = [this] { Q_EMIT masksRequested(m_second->text()); };
+    connect(m_second, &QLineEdit::returnPressed, this, ask);
+    connect(show, &QPushButton::clicked, this, ask);
+    m_token_text->setText(tr("Translate a sentence to look inside its tokens."));
+}
+
+void InputsView::setColorMap(Palette palette) {
+    for (auto& row : m_mask_views)
+        for (auto* v : row) v->setColorMap(palette);
+}
+
+void InputsView::setSecondSentence(const QString& s) { m_second->setText(s); }
+QString InputsView::secondSentence() const { return m_second->text(); }
+
+void InputsView::setResult(ResultPtr r) {
+    m_result = r;
+    m_token.reset();
+    m_masks.reset();
+    m_piece->clear();
+    if (!r) return;
+    // Item data: source position p as p, decoder input position p as -(p + 1).
+    for (size_t p = 0; p < r->source_pieces.size(); ++p)
+        m_piece->addItem(tr("source %1: %2").arg(p).arg(QString::fromStdString(r->source_pieces[p])), int(p));
+    for (size_t p = 0; p < r->decoder_input_pieces.size(); ++p)
+        m_piece->addItem(tr("target %1: %2").arg(p).arg(QString::fromStdString(r->decoder_input_pieces[p])),
+                         -int(p) - 1);
+}
+
+void InputsView::selectToken(bool target, int position) {
+    const int i = m_piece->findData(target ? -position - 1 : position);
+    if (i < 0) return;
+    m_piece->setCurrentIndex(i);
+    Q_EMIT tokenRequested(target, position);
+}
+
+bool InputsView::selectedTarget() const { return m_piece->currentData().toInt() < 0; }
+int InputsView::selectedPosition() const {
+    const int code = m_piece->currentData().toInt();
+    return code < 0 ? -code - 1 : code;
+}
+
+void InputsView::showToken(TokenInsidePtr t) {
+    m_token = t;
+    if (!t) return;
+    const QString piece = QString::fromStdString(t->piece).toHtmlEscaped();
+    m_token_text->setText(
+        tr("<b>%1</b> (%2 position %3, id %4). The encoder and decoder add the position's sinusoid to the scaled "
+           "embedding, then normalise: the sum's mean %5 is subtracted and the result divided by its standard "
+           "deviation %6, then scaled and shifted by the layer norm's weights.")
+            .arg(piece, t->target ? tr("target") : tr("source"))
+            .arg(t->position)
+            .arg(t->token_id)
+            .arg(t->sum_mean, 0, 'f', 4)
+            .arg(t->sum_std, 0, 'f', 4));
+    m_embedding->setTitle(tr("1. Embedding row of %1").arg(QString::fromStdString(t->piece)));
+    m_embedding->setBars({{tr("embedding"), doubles(t->embedding), kEmb}}, {});
+    m_scaled->setTitle(t->scale != 1.0 ? tr("2. × √d_model = %1").arg(t->scale, 0, 'f', 2)
+                                       : tr("2. not scaled (scale_emb_or_prj is not emb)"));
+    m_scaled->setBars({{tr("scaled"), doubles(t->scaled), kEmb}}, {});
+    m_positional->setTitle(tr("3. + positional encoding of position %1").arg(t->position));
+    m_positional->setBars({{tr("PE"), doubles(t->positional), kPe}}, {});
+    m_normalized->setTitle(tr("4. layer norm of the sum: the first layer's input"));
+    m_normalized->setBars({{tr("sum"), doubles(t->sum), QColor(150, 150, 150)},
+                           {tr("layer norm"), doubles(t->normalized), kNorm}},
+                          {});
+}
+
+void InputsView::showMasks(MasksPtr m) {
+    m_masks = m;
+    if (!m) return;
+    const int n = int(m->encoder.size());
+    m_mask_text->setText(tr("1 = may attend, 0 = masked (weight 0). Padding keys are masked for every query; the "
+                            "decoder also masks future positions. The cross-attention mask is the source padding "
+                            "mask for every target row."));
+    for (int s = 0; s < 2; ++s) {
+        for (int w = 0; w < 2; ++w) m_mask_views[s][w]->setVisible(s < n);
+        if (s >= n) continue;
+        const auto src = toList(m->source_pieces[s]), trg = toList(m->target_pieces[s]);
+        m_mask_views[s][0]->setMap(toMatrix(m->encoder[s]), src, src,
+                                   tr("Sentence %1: encoder padding mask").arg(s + 1));
+        m_mask_views[s][1]->setMap(toMatrix(m->decoder[s]), trg, trg,
+                                   tr("Sentence %1: decoder padding + look-ahead mask").arg(s + 1));
+    }
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,66 @@
+#pragma once
+// InputsView: what the model's layers receive. Inside one token: a source or target piece's
+// embedding row, its scaling by sqrt(d_model) (scale_emb_or_prj = emb), the positional encoding
+// added for its position, and the layer norm after them, each as a plot with the numbers on hover.
+// Masks: the padding mask and the look-ahead mask for the current sentence decoded in one batch
+// with a second sentence of another length, drawn as matrices (1 = may attend). The numbers come
+// from the core (Translator::tokenInside, Translator::masks).
+
+#include "plot_style.h"
+#include "translation_controller.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+
+namespace attnlab::ui {
+
+class AttentionView;
+class BarPlot;
+
+class InputsView : public QWidget {
+    Q_OBJECT
+public:
+    explicit InputsView(QWidget* parent = nullptr);
+
+    void setResult(ResultPtr result);  // the pieces to choose from; asks for the first source piece
+    void setSecondSentence(const QString& sentence);
+    QString secondSentence() const;
+    // Select a piece: target = a decoder input piece, else a source piece.
+    void selectToken(bool target, int position);
+    bool selectedTarget() const;
+    int selectedPosition() const;
+    void setColorMap(Palette palette);
+
+    void showToken(TokenInsidePtr token);
+    void showMasks(MasksPtr masks);
+    TokenInsidePtr token() const { return m_token; }
+    MasksPtr masks() const { return m_masks; }
+
+    BarPlot* embedding() const { return m_embedding; }
+    BarPlot* normalized() const { return m_normalized; }
+    // [sentence][0 = encoder padding mask, 1 = decoder mask]
+    AttentionView* maskView(int sentence, int which) const { return m_mask_views[sentence][which]; }
+
+Q_SIGNALS:
+    void tokenRequested(bool target, int position);
+    void masksRequested(const QString& second_sentence);
+
+private:
+    ResultPtr m_result;
+    TokenInsidePtr m_token;
+    MasksPtr m_masks;
+    QComboBox* m_piece;
+    QLabel* m_token_text;
+    BarPlot* m_embedding;
+    BarPlot* m_scaled;
+    BarPlot* m_positional;
+    BarPlot* m_normalized;
+    QLineEdit* m_second;
+    QLabel* m_mask_text;
+    AttentionView* m_mask_views[2][2];
+};
+
+}  // namespace attnlab::ui
