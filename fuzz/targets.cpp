@@ -11,6 +11,7 @@
 #include "package/safetensors.h"
 
 #include <attnlab/confidence.h>
+#include <attnlab/lesson.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/tokenizer.h>
@@ -54,6 +55,24 @@ void confidenceJson(const uint8_t* data, size_t size) {
         const auto again = attnlab::confidenceCalibrationFromJson(attnlab::confidenceCalibrationToJson(c), "again");
         if (attnlab::confidenceCalibrationToJson(again) != attnlab::confidenceCalibrationToJson(c)) __builtin_trap();
         (void)attnlab::withConfidenceSection("# card\n## Confidence\nold\n## Next\n", c);
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// Lesson and session files: parsing, the model-shape check; an accepted session writes back and
+// reads again to the same file.
+void lessonFile(const uint8_t* data, size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    try {
+        const auto lesson = attnlab::parseLesson(text, "lesson.json");
+        attnlab::checkLessonFitsModel(lesson, 3, 8, "lesson.json");
+    } catch (const attnlab::Error&) {
+    }
+    try {
+        const auto session = attnlab::parseSession(text, "session.json");
+        const std::string again = attnlab::sessionJson(session.steps.at(0), session.model);
+        const auto reread = attnlab::parseSession(again, "again");
+        if (attnlab::sessionJson(reread.steps.at(0), reread.model) != again) __builtin_trap();
     } catch (const attnlab::Error&) {
     }
 }

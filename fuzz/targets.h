@@ -8,6 +8,7 @@ namespace attnlab::fuzz {
 void safetensorsFile(const uint8_t* data, size_t size);   // model.safetensors header and offsets
 void configJson(const uint8_t* data, size_t size);        // config.json
 void confidenceJson(const uint8_t* data, size_t size);    // confidence.json
+void lessonFile(const uint8_t* data, size_t size);        // lesson and session JSON
 void trainingLog(const uint8_t* data, size_t size);       // training_log.tsv / steps.tsv
 void corpusFile(const uint8_t* data, size_t size);        // corpus files, plain or gzip
 void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model through the SentencePiece module

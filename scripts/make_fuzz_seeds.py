@@ -39,6 +39,15 @@ def floats(n, scale=0.1):
 
 random.seed(1)
 config = json.loads(read("config.json"))
+# lessons and sessions: the bundled lessons and a session of every field
+for name in sorted(os.listdir(os.path.join(root, "resources", "lessons"))):
+    with open(os.path.join(root, "resources", "lessons", name), "rb") as f:
+        put("fuzz_lesson", name, f.read())
+put("fuzz_lesson", "session.json", json.dumps({
+    "format": "attnlab-session", "version": 1, "model": "de-en", "title": "t", "caption": "*c*",
+    "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 2, "alpha": 0.5, "max_length": 9,
+             "force_prefix": "A", "kind": "decoder", "layer": 1, "head": 8, "cell": [1, 0], "step": 2,
+             "token": {"side": "target", "position": 1}}}))
 # config.json
 put("fuzz_config_json", "bundled.json", read("config.json"))
 for i, change in enumerate([{"scale_emb_or_prj": "prj"}, {"emb_src_trg_weight_sharing": False, "n_src_vocab": 9},

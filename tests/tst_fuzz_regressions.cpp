@@ -21,6 +21,7 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_safetensors", attnlab::fuzz::safetensorsFile},
         {"fuzz_config_json", attnlab::fuzz::configJson},
         {"fuzz_confidence_json", attnlab::fuzz::confidenceJson},
+        {"fuzz_lesson", attnlab::fuzz::lessonFile},
         {"fuzz_training_log", attnlab::fuzz::trainingLog},
         {"fuzz_corpus", attnlab::fuzz::corpusFile},
         {"fuzz_tokenizer_model", attnlab::fuzz::tokenizerModel},

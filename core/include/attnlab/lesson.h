@@ -1,0 +1,63 @@
+#pragma once
+// Lessons and sessions (docs/lessons.md): a lesson is an ordered list of steps, each a view of the
+// app (tab, sentence, decoding options, forced prefix, kind, layer, head, selected cell, decoding
+// step, token) and a caption in Markdown; a session file is one such step, written by File > Save
+// session. Read and written here only; the app applies a ViewState, the tests and the fuzzer read
+// the same files through the same functions.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+inline constexpr int kLessonVersion = 1;
+// The tabs a view may name, in the app's order.
+const std::vector<std::string>& lessonTabs();
+
+// What a step shows. An absent field keeps what the app shows already (a step may change the head
+// only); `sentence` absent keeps the sentence and its translation.
+struct ViewState {
+    std::optional<std::string> tab;  // one of lessonTabs()
+    std::optional<std::string> sentence;
+    std::optional<int> beam;           // 1..256
+    std::optional<double> alpha;       // 0..10
+    std::optional<int> max_length;     // 1..65536
+    std::optional<std::string> force_prefix;  // "" = free decoding
+    std::optional<std::string> kind;   // "encoder" | "decoder" | "cross"
+    std::optional<int> layer;          // 0-based
+    std::optional<int> head;           // 0-based; n_head = the mean over heads
+    std::optional<int> cell_query, cell_key;  // both or neither: the weight opened in the Weight tab
+    std::optional<int> step;           // the Decoding tab's step, 0-based
+    std::optional<bool> token_target;  // with token_position: the Inputs tab's piece
+    std::optional<int> token_position;
+};
+
+struct LessonStep {
+    std::string title;
+    std::string caption;  // Markdown
+    ViewState view;
+};
+
+struct Lesson {
+    std::string title;
+    std::string model;  // a bundled model's name or direction, or "" = the one loaded
+    std::vector<LessonStep> steps;
+};
+
+// Parse a lesson from JSON text. `origin` names the file in errors. Throws InputError naming the
+// file, the step (1-based, as shown in the app) and the field: "lesson.json: step 3: layer: ...".
+Lesson parseLesson(const std::string& text, const std::string& origin);
+Lesson readLesson(const std::string& path);  // at most 4 MB
+// Check every step's layer, head and kind against a model's shape (head == n_head is the mean);
+// throws InputError naming the file, the step and the field.
+void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin);
+
+// A session file: one step ("format": "attnlab-session"), the same shape as a lesson's step.
+std::string sessionJson(const LessonStep& step, const std::string& model);
+void writeSession(const std::string& path, const LessonStep& step, const std::string& model);  // atomic
+// Reads a session file as a lesson of one step.
+Lesson readSession(const std::string& path);
+Lesson parseSession(const std::string& text, const std::string& origin);
+
+}  // namespace attnlab

@@ -1,0 +1,244 @@
+// Lesson and session files (attnlab/lesson.h, docs/lessons.md): the one place their JSON keys
+// are read and written.
+#include <attnlab/errors.h>
+#include <attnlab/lesson.h>
+
+#include "util/atomic_file.h"
+#include "util/small_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnlab {
+using nlohmann::json;
+
+namespace {
+constexpr const char* kLessonFormat = "attnlab-lesson";
+constexpr const char* kSessionFormat = "attnlab-session";
+constexpr size_t kMaxLessonBytes = 4 << 20;
+
+// Where an error is: "lesson.json: step 3: layer".
+struct Where {
+    std::string origin;
+    int step = 0;  // 1-based; 0 = the file itself
+    std::string at(const std::string& field) const {
+        return origin + ": " + (step > 0 ? "step " + std::to_string(step) + ": " : std::string()) + field;
+    }
+    [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+        throw InputError(at(field) + ": " + why);
+    }
+};
+
+std::string typeName(const json& j) { return j.type_name(); }
+
+std::string getString(const json& obj, const char* key, const Where& w) {
+    const auto& v = obj.at(key);
+    if (!v.is_string()) w.fail(key, "expected a string, found " + typeName(v));
+    return v.get<std::string>();
+}
+
+int getInt(const json& obj, const char* key, int lo, int hi, const Where& w) {
+    const auto& v = obj.at(key);
+    if (!v.is_number_integer()) w.fail(key, "expected a whole number, found " + typeName(v));
+    const auto n = v.get<int64_t>();
+    if (n < lo || n > hi) w.fail(key, std::to_string(n) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    return static_cast<int>(n);
+}
+
+double getNumber(const json& obj, const char* key, double lo, double hi, const Where& w) {
+    const auto& v = obj.at(key);
+    if (!v.is_number()) w.fail(key, "expected a number, found " + typeName(v));
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) w.fail(key, "out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    return d;
+}
+
+void requireObject(const json& j, const std::string& field, const Where& w) {
+    if (!j.is_object()) w.fail(field, "expected an object, found " + typeName(j));
+}
+
+// Every key of `obj` must be one of `known` (a typo is an error, not a silently ignored field).
+void onlyKnownKeys(const json& obj, std::initializer_list<const char*> known, const std::string& in, const Where& w) {
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+        if (std::none_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; }))
+            w.fail(in.empty() ? it.key() : in + "." + it.key(), "unknown field");
+}
+
+ViewState parseView(const json& v, const Where& w) {
+    requireObject(v, "view", w);
+    onlyKnownKeys(v, {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
+                      "step", "token"},
+                  "view", w);
+    ViewState s;
+    if (v.contains("tab")) {
+        s.tab = getString(v, "tab", w);
+        const auto& tabs = lessonTabs();
+        if (std::find(tabs.begin(), tabs.end(), *s.tab) == tabs.end()) {
+            std::string list;
+            for (const auto& t : tabs) list += (list.empty() ? "" : ", ") + t;
+            w.fail("tab", "'" + *s.tab + "' is not one of " + list);
+        }
+    }
+    if (v.contains("sentence")) {
+        s.sentence = getString(v, "sentence", w);
+        if (s.sentence->find_first_not_of(" \t\r\n") == std::string::npos) w.fail("sentence", "is empty");
+    }
+    if (v.contains("beam")) s.beam = getInt(v, "beam", 1, 256, w);
+    if (v.contains("alpha")) s.alpha = getNumber(v, "alpha", 0.0, 10.0, w);
+    if (v.contains("max_length")) s.max_length = getInt(v, "max_length", 1, 1 << 16, w);
+    if (v.contains("force_prefix")) s.force_prefix = getString(v, "force_prefix", w);
+    if (v.contains("kind")) {
+        s.kind = getString(v, "kind", w);
+        if (*s.kind != "encoder" && *s.kind != "decoder" && *s.kind != "cross")
+            w.fail("kind", "'" + *s.kind + "' is not one of encoder, decoder, cross");
+    }
+    if (v.contains("layer")) s.layer = getInt(v, "layer", 0, 1 << 16, w);
+    if (v.contains("head")) s.head = getInt(v, "head", 0, 1 << 16, w);
+    if (v.contains("cell")) {
+        const auto& c = v.at("cell");
+        if (!c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number_integer() ||
+            c[0].get<int64_t>() < 0 || c[1].get<int64_t>() < 0 || c[0].get<int64_t>() > (1 << 16) ||
+            c[1].get<int64_t>() > (1 << 16))
+            w.fail("cell", "expected [query, key]: two whole numbers from 0");
+        s.cell_query = c[0].get<int>();
+        s.cell_key = c[1].get<int>();
+    }
+    if (v.contains("step")) s.step = getInt(v, "step", 0, 1 << 16, w);
+    if (v.contains("token")) {
+        const auto& t = v.at("token");
+        requireObject(t, "token", w);
+        onlyKnownKeys(t, {"side", "position"}, "token", w);
+        if (!t.contains("side") || !t.contains("position")) w.fail("token", "needs side and position");
+        const std::string side = getString(t, "side", w);
+        if (side != "source" && side != "target") w.fail("token.side", "'" + side + "' is not source or target");
+        s.token_target = side == "target";
+        s.token_position = getInt(t, "position", 0, 1 << 16, w);
+    }
+    return s;
+}
+
+LessonStep parseStep(const json& j, const Where& w) {
+    requireObject(j, "step", w);
+    onlyKnownKeys(j, {"title", "caption", "view", "format", "version", "model"}, "", w);
+    LessonStep s;
+    if (j.contains("title")) s.title = getString(j, "title", w);
+    if (j.contains("caption")) s.caption = getString(j, "caption", w);
+    if (!j.contains("view")) w.fail("view", "missing");
+    s.view = parseView(j.at("view"), w);
+    return s;
+}
+
+json parseJson(const std::string& text, const std::string& origin) {
+    try {
+        return json::parse(text);
+    } catch (const json::exception& e) {
+        throw InputError(origin + ": not valid JSON (" + e.what() + ")");
+    }
+}
+
+void checkHeader(const json& j, const char* format, const Where& w) {
+    requireObject(j, "the file", w);
+    if (!j.contains("format") || !j.at("format").is_string() || j.at("format").get<std::string>() != format)
+        w.fail("format", std::string("expected \"") + format + "\"");
+    if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int64_t>() != kLessonVersion)
+        w.fail("version", "expected " + std::to_string(kLessonVersion));
+}
+
+std::string readFileAsInput(const std::string& path) {
+    try {
+        return util::readSmallFile(path, kMaxLessonBytes);
+    } catch (const Error& e) {
+        throw InputError(e.what());
+    }
+}
+
+json viewJson(const ViewState& s) {
+    json v = json::object();
+    if (s.tab) v["tab"] = *s.tab;
+    if (s.sentence) v["sentence"] = *s.sentence;
+    if (s.beam) v["beam"] = *s.beam;
+    if (s.alpha) v["alpha"] = *s.alpha;
+    if (s.max_length) v["max_length"] = *s.max_length;
+    if (s.force_prefix) v["force_prefix"] = *s.force_prefix;
+    if (s.kind) v["kind"] = *s.kind;
+    if (s.layer) v["layer"] = *s.layer;
+    if (s.head) v["head"] = *s.head;
+    if (s.cell_query && s.cell_key) v["cell"] = {*s.cell_query, *s.cell_key};
+    if (s.step) v["step"] = *s.step;
+    if (s.token_target && s.token_position)
+        v["token"] = {{"side", *s.token_target ? "target" : "source"}, {"position", *s.token_position}};
+    return v;
+}
+}  // namespace
+
+const std::vector<std::string>& lessonTabs() {
+    static const std::vector<std::string> tabs{"attention", "decoding", "weight", "inputs", "positional", "model"};
+    return tabs;
+}
+
+Lesson parseLesson(const std::string& text, const std::string& origin) {
+    const json j = parseJson(text, origin);
+    Where w{origin};
+    checkHeader(j, kLessonFormat, w);
+    onlyKnownKeys(j, {"format", "version", "title", "model", "steps"}, "", w);
+    Lesson lesson;
+    if (j.contains("title")) lesson.title = getString(j, "title", w);
+    if (j.contains("model")) lesson.model = getString(j, "model", w);
+    if (!j.contains("steps") || !j.at("steps").is_array() || j.at("steps").empty())
+        w.fail("steps", "expected a list of at least one step");
+    for (const auto& s : j.at("steps")) {
+        w.step = static_cast<int>(lesson.steps.size()) + 1;
+        lesson.steps.push_back(parseStep(s, w));
+    }
+    return lesson;
+}
+
+Lesson readLesson(const std::string& path) { return parseLesson(readFileAsInput(path), path); }
+
+void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin) {
+    for (size_t i = 0; i < lesson.steps.size(); ++i) {
+        const Where w{origin, static_cast<int>(i) + 1};
+        const auto& v = lesson.steps[i].view;
+        if (v.layer && *v.layer >= n_layers)
+            w.fail("layer", std::to_string(*v.layer) + " is out of range: the model has " + std::to_string(n_layers) +
+                                " layers (0.." + std::to_string(n_layers - 1) + ")");
+        if (v.head && *v.head > n_head)
+            w.fail("head", std::to_string(*v.head) + " is out of range: the model has " + std::to_string(n_head) +
+                               " heads (0.." + std::to_string(n_head - 1) + ", " + std::to_string(n_head) +
+                               " = the mean)");
+        if (v.cell_query && v.head && *v.head == n_head)
+            w.fail("cell", "a cell belongs to one head, not to the mean over heads");
+    }
+}
+
+std::string sessionJson(const LessonStep& step, const std::string& model) {
+    json j;
+    j["format"] = kSessionFormat;
+    j["version"] = kLessonVersion;
+    if (!model.empty()) j["model"] = model;
+    j["title"] = step.title;
+    j["caption"] = step.caption;
+    j["view"] = viewJson(step.view);
+    return j.dump(2) + "\n";
+}
+
+void writeSession(const std::string& path, const LessonStep& step, const std::string& model) {
+    util::saveToFile(path, sessionJson(step, model));
+}
+
+Lesson parseSession(const std::string& text, const std::string& origin) {
+    const json j = parseJson(text, origin);
+    const Where w{origin};
+    checkHeader(j, kSessionFormat, w);
+    Lesson lesson;
+    if (j.contains("model")) lesson.model = getString(j, "model", w);
+    lesson.steps.push_back(parseStep(j, w));
+    lesson.title = lesson.steps.front().title;
+    return lesson;
+}
+
+Lesson readSession(const std::string& path) { return parseSession(readFileAsInput(path), path); }
+
+}  // namespace attnlab

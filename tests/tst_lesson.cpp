@@ -1,0 +1,175 @@
+// Lesson and session files (core/src/io/lesson.cpp): every field read, a session written and read
+// back, each malformed case answered with a message naming the file, the step and the field, and
+// the bundled lessons valid for the bundled model.
+#include "fixtures.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/lesson.h>
+#include <attnlab/package.h>
+
+#include <QtTest/QtTest>
+
+#include <filesystem>
+
+using attnlab::InputError;
+
+namespace {
+std::string lesson(const std::string& steps) {
+    return R"({"format": "attnlab-lesson", "version": 1, "title": "T", "steps": [)" + steps + "]}";
+}
+
+std::string errorOf(const std::string& text) {
+    try {
+        attnlab::parseLesson(text, "l.json");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+class TestLesson : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void everyFieldIsRead();
+    void malformedLessonsAreNamed_data();
+    void malformedLessonsAreNamed();
+    void modelShapeIsChecked();
+    void sessionRoundTrip();
+    void bundledLessonsAreValid();
+};
+
+void TestLesson::everyFieldIsRead() {
+    const auto l = attnlab::parseLesson(lesson(R"(
+        {"title": "one", "caption": "**Hi**", "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 3,
+         "alpha": 0.5, "max_length": 20, "force_prefix": "A dog", "kind": "decoder", "layer": 1, "head": 2,
+         "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}}},
+        {"view": {"head": 5}})"),
+                                        "l.json");
+    QCOMPARE(l.title, std::string("T"));
+    QCOMPARE(l.steps.size(), size_t(2));
+    const auto& v = l.steps[0].view;
+    QCOMPARE(l.steps[0].caption, std::string("**Hi**"));
+    QCOMPARE(*v.tab, std::string("weight"));
+    QCOMPARE(*v.sentence, std::string("Ein Hund."));
+    QCOMPARE(*v.beam, 3);
+    QCOMPARE(*v.alpha, 0.5);
+    QCOMPARE(*v.max_length, 20);
+    QCOMPARE(*v.force_prefix, std::string("A dog"));
+    QCOMPARE(*v.kind, std::string("decoder"));
+    QCOMPARE(*v.layer, 1);
+    QCOMPARE(*v.head, 2);
+    QCOMPARE(*v.cell_query, 3);
+    QCOMPARE(*v.cell_key, 1);
+    QCOMPARE(*v.step, 4);
+    QCOMPARE(*v.token_target, true);
+    QCOMPARE(*v.token_position, 2);
+    // Absent fields stay absent: the app keeps what it shows.
+    const auto& w = l.steps[1].view;
+    QVERIFY(!w.tab && !w.sentence && !w.layer && !w.cell_query && !w.token_target);
+    QCOMPARE(*w.head, 5);
+}
+
+void TestLesson::malformedLessonsAreNamed_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("not json") << "{\"format\": " << "l.json: not valid JSON";
+    QTest::newRow("format") << R"({"format": "x", "version": 1, "steps": []})" << R"(l.json: format: expected "attnlab-lesson")";
+    QTest::newRow("version") << R"({"format": "attnlab-lesson", "version": 7, "steps": []})" << "l.json: version: expected 1";
+    QTest::newRow("no steps") << QString::fromStdString(lesson("")) << "l.json: steps: expected a list of at least one step";
+    QTest::newRow("unknown tab") << QString::fromStdString(lesson(R"({"view": {}}, {"view": {"tab": "maps"}})"))
+                                 << "l.json: step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, "
+                                    "positional, model";
+    QTest::newRow("unknown kind") << QString::fromStdString(lesson(R"({"view": {"kind": "self"}})"))
+                                  << "l.json: step 1: kind: 'self' is not one of encoder, decoder, cross";
+    QTest::newRow("layer type") << QString::fromStdString(lesson(R"({"view": {"layer": "2"}})"))
+                                << "l.json: step 1: layer: expected a whole number, found string";
+    QTest::newRow("negative head") << QString::fromStdString(lesson(R"({"view": {"head": -1}})"))
+                                   << "l.json: step 1: head: -1 is out of range (0..65536)";
+    QTest::newRow("beam") << QString::fromStdString(lesson(R"({"view": {"beam": 0}})"))
+                          << "l.json: step 1: beam: 0 is out of range (1..256)";
+    QTest::newRow("cell") << QString::fromStdString(lesson(R"({"view": {"cell": [1]}})"))
+                          << "l.json: step 1: cell: expected [query, key]";
+    QTest::newRow("typo") << QString::fromStdString(lesson(R"({"view": {"layr": 1}})"))
+                          << "l.json: step 1: view.layr: unknown field";
+    QTest::newRow("no view") << QString::fromStdString(lesson(R"({"caption": "x"})")) << "l.json: step 1: view: missing";
+    QTest::newRow("empty sentence") << QString::fromStdString(lesson(R"({"view": {"sentence": "  "}})"))
+                                    << "l.json: step 1: sentence: is empty";
+    QTest::newRow("token side") << QString::fromStdString(lesson(R"({"view": {"token": {"side": "left", "position": 0}}})"))
+                                << "l.json: step 1: token.side: 'left' is not source or target";
+}
+
+void TestLesson::malformedLessonsAreNamed() {
+    QFETCH(QString, text);
+    QFETCH(QString, message);
+    const std::string e = errorOf(text.toStdString());
+    QVERIFY2(e.rfind(message.toStdString(), 0) == 0, e.c_str());
+}
+
+void TestLesson::modelShapeIsChecked() {
+    const auto l = attnlab::parseLesson(lesson(R"({"view": {}}, {"view": {"layer": 3}})"), "l.json");
+    try {
+        attnlab::checkLessonFitsModel(l, 3, 8, "l.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()), std::string("l.json: step 2: layer: 3 is out of range: the model has 3 layers (0..2)"));
+    }
+    const auto mean = attnlab::parseLesson(lesson(R"({"view": {"head": 8}})"), "l.json");
+    attnlab::checkLessonFitsModel(mean, 3, 8, "l.json");  // the mean over heads
+    const auto cell = attnlab::parseLesson(lesson(R"({"view": {"head": 8, "cell": [0, 0]}})"), "l.json");
+    QVERIFY_THROWS_EXCEPTION(InputError, attnlab::checkLessonFitsModel(cell, 3, 8, "l.json"));
+}
+
+void TestLesson::sessionRoundTrip() {
+    QTemporaryDir dir;
+    attnlab::LessonStep step;
+    step.title = "saved";
+    step.caption = "a *view*";
+    step.view.tab = "decoding";
+    step.view.sentence = "Zwei Hunde spielen.";
+    step.view.beam = 4;
+    step.view.alpha = 0.6;
+    step.view.force_prefix = "Two";
+    step.view.kind = "cross";
+    step.view.layer = 2;
+    step.view.head = 7;
+    step.view.cell_query = 1;
+    step.view.cell_key = 3;
+    step.view.step = 2;
+    step.view.token_target = false;
+    step.view.token_position = 4;
+    const std::string path = dir.filePath("s.json").toStdString();
+    attnlab::writeSession(path, step, "de-en");
+    const auto back = attnlab::readSession(path);
+    QCOMPARE(back.model, std::string("de-en"));
+    QCOMPARE(back.steps.size(), size_t(1));
+    QCOMPARE(attnlab::sessionJson(back.steps[0], back.model), attnlab::testing::readFile(path));
+    QCOMPARE(*back.steps[0].view.cell_key, 3);
+    QCOMPARE(*back.steps[0].view.token_position, 4);
+    // A session is not a lesson, and the other way round; a missing file is named.
+    QVERIFY_THROWS_EXCEPTION(InputError, attnlab::readLesson(path));
+    try {
+        attnlab::readSession(dir.filePath("none.json").toStdString());
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("none.json: missing file") != std::string::npos, e.what());
+    }
+}
+
+void TestLesson::bundledLessonsAreValid() {
+    const std::filesystem::path dir = ATTNLAB_SOURCE_DIR "/resources/lessons";
+    int files = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        const auto l = attnlab::readLesson(f.path().string());
+        attnlab::checkLessonFitsModel(l, 3, 8, f.path().string());  // the bundled models' shape
+        QVERIFY(!l.title.empty());
+        for (const auto& s : l.steps) QVERIFY2(!s.caption.empty(), f.path().c_str());
+        ++files;
+    }
+    QVERIFY(files >= 2);
+    const auto tour = attnlab::readLesson((dir / "transformer-tour.json").string());
+    QVERIFY(tour.steps.size() >= 12);
+}
+
+QTEST_APPLESS_MAIN(TestLesson)
+#include "tst_lesson.moc"
