@@ -42,6 +42,7 @@ private Q_SLOTS:
     void badOptionsAreNamedAndWriteNothing();
     void noDisplaySaysSoAndHeadlessStillWorks();
     void firstScreenTranslatesTheFirstExample();
+    void bundledLessonHeadless();
 
 private:
     QTemporaryDir m_dir;
@@ -81,6 +82,22 @@ void TestApp::firstScreenTranslatesTheFirstExample() {
     r = app({"--text-size", "20", "--screenshot", shot});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(QImage(shot).height() >= 900);
+}
+
+void TestApp::bundledLessonHeadless() {
+    // attnlab --lesson FILE --lesson-step N --screenshot F: the bundled tour's weight step renders;
+    // a step beyond the end is named, and nothing is written.
+    const QString lesson = ATTNLAB_SOURCE_DIR "/resources/lessons/transformer-tour.json";
+    const QString shot = m_dir.filePath("lesson.png");
+    auto r = app({"--lesson", lesson, "--lesson-step", "7", "--screenshot", shot});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QImage image(shot);
+    QVERIFY(!image.isNull() && image.width() > 800);
+    const QString never = m_dir.filePath("never-lesson.png");
+    r = app({"--lesson", lesson, "--lesson-step", "99", "--screenshot", never});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("transformer-tour.json: step 99 is beyond the end (the lesson has 15 steps)"), qPrintable(r.err));
+    QVERIFY(!QFile::exists(never));
 }
 
 void TestApp::screenshotOfTheWindow() {

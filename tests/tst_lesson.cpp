@@ -36,6 +36,7 @@ private Q_SLOTS:
     void malformedLessonsAreNamed();
     void modelShapeIsChecked();
     void sessionRoundTrip();
+    void jumpingToAStepKeepsItsContext();
     void bundledLessonsAreValid();
 };
 
@@ -120,6 +121,23 @@ void TestLesson::modelShapeIsChecked() {
     QVERIFY_THROWS_EXCEPTION(InputError, attnlab::checkLessonFitsModel(cell, 3, 8, "l.json"));
 }
 
+void TestLesson::jumpingToAStepKeepsItsContext() {
+    const auto l = attnlab::parseLesson(lesson(R"(
+        {"view": {"sentence": "A", "beam": 2, "kind": "encoder", "layer": 1, "tab": "weight", "cell": [0, 1]}},
+        {"view": {"sentence": "B", "head": 3, "step": 2}},
+        {"view": {"layer": 0, "tab": "decoding"}})"),
+                                        "l.json");
+    const auto v = attnlab::lessonViewAt(l, 2);
+    QCOMPARE(*v.sentence, std::string("B"));  // the latest sentence
+    QCOMPARE(*v.beam, 2);
+    QCOMPARE(*v.kind, std::string("encoder"));
+    QCOMPARE(*v.layer, 0);  // its own
+    QCOMPARE(*v.head, 3);
+    QCOMPARE(*v.tab, std::string("decoding"));
+    QVERIFY(!v.cell_query && !v.step);  // not inherited: they belong to their step
+    QVERIFY(!attnlab::lessonViewAt(l, 0).head);
+}
+
 void TestLesson::sessionRoundTrip() {
     QTemporaryDir dir;
     attnlab::LessonStep step;
@@ -167,6 +185,7 @@ void TestLesson::bundledLessonsAreValid() {
         ++files;
     }
     QVERIFY(files >= 2);
+    QCOMPARE(int(attnlab::bundledLessons().size()), files);  // found from the executable, as the app does
     const auto tour = attnlab::readLesson((dir / "transformer-tour.json").string());
     QVERIFY(tour.steps.size() >= 12);
 }

@@ -395,6 +395,7 @@ void TestTranslator::forcedPrefixBeginsTheOutput() {
         for (int i = 0; i < r.forced_tokens; ++i)
             QVERIFY(std::abs(std::exp(r.best.token_log_probs[i]) - r.steps[i].chosen_probability) < 1e-4);
         QVERIFY(int(r.best.ids.size()) > r.forced_tokens);  // the model continues
+        QCOMPARE(r.forced_text, std::string("Hund Katze"));
     }
     // A prefix longer than the length cap still fits: the cap grows to it.
     DecodingOptions tight;

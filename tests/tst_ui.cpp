@@ -8,6 +8,8 @@
 #include "confidence_text.h"
 #include "decoding_view.h"
 #include "inputs_view.h"
+#include "lesson_pane.h"
+#include "view_states.h"
 #include "main_window.h"
 #include "model_panel.h"
 #include "positional_view.h"
@@ -49,6 +51,9 @@ private Q_SLOTS:
     void candidateClickForcesAndEveryViewFollows();
     void clickingACellExplainsItsWeight();
     void inputsTabShowsTokenAndMasks();
+    void lessonStepsAndSessionRoundTrip();
+    void malformedLessonsKeepTheWindow();
+    void presenterMode();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -620,6 +625,125 @@ void TestUi::inputsTabShowsTokenAndMasks() {
     const attnlab::Matrix& dec = in->maskView(0, 1)->map();
     QCOMPARE(dec[0][1], 0.f);  // the first query does not see the second position
     QCOMPARE(dec[1][0], 1.f);
+}
+
+namespace {
+QString writeText(const QString& path, const QString& text) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) return {};
+    f.write(text.toUtf8());
+    return path;
+}
+}  // namespace
+
+void TestUi::lessonStepsAndSessionRoundTrip() {
+    const QString path = writeText(m_dir.filePath("lesson.json"), R"({"format": "attnlab-lesson", "version": 1,
+      "title": "Test lesson", "steps": [
+       {"title": "One", "caption": "The **first** step.",
+        "view": {"tab": "attention", "sentence": "Der Hund spielt im Park.", "beam": 2, "kind": "cross", "layer": 1, "head": 2}},
+       {"caption": "Decoding.", "view": {"tab": "decoding", "step": 1}},
+       {"caption": "A weight.", "view": {"kind": "encoder", "layer": 0, "head": 1, "cell": [1, 2]}}]})");
+    QVERIFY(!path.isEmpty());
+    QVERIFY(!m_window->openLesson(path));
+    LessonPane* pane = m_window->lessonPane();
+    QCOMPARE(pane->current(), 0);
+    QVERIFY(pane->captionText().contains("The first step."));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->lastResult() &&
+                                 m_window->lastResult()->source_text == "Der Hund spielt im Park." &&
+                                 !m_window->viewStates()->pending(),
+                             30000);
+    QCOMPARE(m_window->translatePanel()->options().beam_size, 2);
+    QCOMPARE(m_window->explorer()->kind(), AttentionKind::Cross);
+    QCOMPARE(m_window->explorer()->layer(), 1);
+    QCOMPARE(m_window->explorer()->head(), 2);
+    QCOMPARE(m_window->explorer()->view()->map(), m_window->lastResult()->cross[1][2]);
+    // PageDown, from wherever the focus is: the next step.
+    m_window->translatePanel()->sentenceEdit()->setFocus();
+    QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_PageDown);
+    QCOMPARE(pane->current(), 1);
+    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(m_window->decodingView()));
+    QCOMPARE(m_window->decodingView()->step(), 1);
+    QTest::keyClick(m_window.get(), Qt::Key_PageDown);
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->weightView()->explanation() != nullptr, 30000);
+    const auto e = m_window->weightView()->explanation();
+    QCOMPARE(e->cell.kind, attnlab::AttentionKind::EncoderSelf);
+    QCOMPARE(e->cell.head, 1);
+    QCOMPARE(e->cell.query, 1);
+    QCOMPARE(e->cell.key, 2);
+    QTest::keyClick(m_window.get(), Qt::Key_PageDown);  // past the end: stays
+    QCOMPARE(pane->current(), 2);
+    QTest::keyClick(m_window.get(), Qt::Key_PageUp);
+    QCOMPARE(pane->current(), 1);
+    QVERIFY(m_window->goToLessonStep(2) == std::nullopt);
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->weightView()->explanation() != nullptr, 30000);
+
+    // Save the view, change everything, reopen: the same view.
+    const QString session = m_dir.filePath("session.json");
+    QVERIFY(!m_window->saveSession(session));
+    const auto saved = m_window->viewStates()->current();
+    typeAndWait("Eine Katze schlaeft.");
+    m_window->explorer()->select(AttentionKind::DecoderSelf, 1, 3);
+    m_window->showTab(MainWindow::Tab::Model);
+    QVERIFY(!m_window->openSession(session));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->lastResult()->source_text == "Der Hund spielt im Park." &&
+                                 !m_window->viewStates()->pending() && m_window->weightView()->explanation(),
+                             30000);
+    const auto back = m_window->viewStates()->current();
+    QCOMPARE(*back.sentence, *saved.sentence);
+    QCOMPARE(*back.kind, std::string("encoder"));
+    QCOMPARE(*back.layer, 0);
+    QCOMPARE(*back.head, 1);
+    QCOMPARE(*back.cell_query, 1);
+    QCOMPARE(*back.cell_key, 2);
+    QCOMPARE(*back.tab, *saved.tab);
+    QCOMPARE(*back.beam, 2);
+    QCOMPARE(attnlab::sessionJson({"", "", back}, ""), attnlab::sessionJson({"", "", saved}, ""));
+}
+
+void TestUi::malformedLessonsKeepTheWindow() {
+    const auto before = m_window->lastResult();
+    QVERIFY(before);
+    struct Case {
+        QString text, message;
+    };
+    const QList<Case> cases = {
+        {R"({"format": "attnlab-lesson", "version": 1, "steps": [{"view": {}}, {"view": {"layer": 5}}]})",
+         "bad.json: step 2: layer: 5 is out of range: the model has 2 layers (0..1)"},
+        {R"({"format": "attnlab-lesson", "version": 1, "steps": [{"view": {"tab": "slides"}}]})",
+         "bad.json: step 1: tab: 'slides' is not one of"},
+        {R"({"format": "attnlab-lesson", "version": 1, "steps": [{"view": {"head": 4, "cell": [0, 0]}}]})",
+         "bad.json: step 1: cell: a cell belongs to one head"},
+        {R"({"format": "attnlab-lesson", "version": 1, "steps": [)", "bad.json: not valid JSON"},
+        {R"({"format": "attnlab-lesson", "version": 1, "model": "xx-yy", "steps": [{"view": {}}]})",
+         "bad.json: model: --model xx-yy: not a directory"},
+    };
+    for (const Case& c : cases) {
+        const QString path = writeText(m_dir.filePath("bad.json"), c.text);
+        const auto error = m_window->openLesson(path);
+        QVERIFY2(error && error->contains(c.message), qPrintable(error.value_or("no error")));
+        QCOMPARE(m_window->lastResult(), before);  // nothing changed
+    }
+    const QString good = writeText(m_dir.filePath("short.json"),
+                                   R"({"format": "attnlab-lesson", "version": 1, "steps": [{"view": {}}]})");
+    const auto beyond = m_window->openLesson(good, 3);
+    QVERIFY2(beyond && beyond->contains("step 4 is beyond the end (the lesson has 1 steps)"),
+             qPrintable(beyond.value_or("no error")));
+    const auto missing = m_window->openSession(m_dir.filePath("none.json"));
+    QVERIFY(missing && missing->contains("none.json: missing file"));
+}
+
+void TestUi::presenterMode() {
+    const double size = m_window->textSize();
+    const Palette palette = m_window->colorMap();
+    m_window->setPresenterMode(true);
+    QVERIFY(m_window->presenterMode());
+    QVERIFY(m_window->textSize() >= 18);
+    QCOMPARE(m_window->colorMap(), Palette::HighContrast);
+    QVERIFY(m_window->lessonPane()->isVisible());
+    QTest::keyClick(m_window.get(), Qt::Key_Escape);
+    QVERIFY(!m_window->presenterMode());
+    QCOMPARE(m_window->textSize(), size);
+    QCOMPARE(m_window->colorMap(), palette);
 }
 
 QTEST_MAIN(TestUi)

@@ -99,6 +99,7 @@ void InputsView::setSecondSentence(const QString& s) { m_second->setText(s); }
 QString InputsView::secondSentence() const { return m_second->text(); }
 
 void InputsView::setResult(ResultPtr r) {
+    const int previous = m_piece->count() > 0 ? m_piece->currentData().toInt() : 1;  // default: source 1
     m_result = r;
     m_token.reset();
     m_masks.reset();
@@ -110,6 +111,9 @@ void InputsView::setResult(ResultPtr r) {
     for (size_t p = 0; p < r->decoder_input_pieces.size(); ++p)
         m_piece->addItem(tr("target %1: %2").arg(p).arg(QString::fromStdString(r->decoder_input_pieces[p])),
                          -int(p) - 1);
+    // The same piece position as before when the new sentence has it.
+    const int keep = m_piece->findData(previous);
+    m_piece->setCurrentIndex(keep >= 0 ? keep : 0);
 }
 
 void InputsView::selectToken(bool target, int position) {

@@ -5,6 +5,7 @@
 #include "bar_plot.h"
 #include "decoding_view.h"
 #include "inputs_view.h"
+#include "lesson_pane.h"
 #include "weight_view.h"
 #include "model_panel.h"
 #include "positional_view.h"
@@ -125,6 +126,17 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
             a->setChecked(a->data().toString() == QFileInfo(dir).canonicalFilePath());
         m_explorer->setEmptyMessage(tr("Type a sentence above and press Enter (or pick one from Examples)"));
         statusBar()->showMessage(tr("Model loaded"), 5000);
+        if (m_pending_lesson_step >= 0) {
+            const int step = std::exchange(m_pending_lesson_step, -1);
+            try {
+                checkLessonFitsModel(m_lesson->lesson(), int(info->config.model.n_layers),
+                                     int(info->config.model.n_head), m_lesson->origin().toStdString());
+                m_lesson->show(step);
+            } catch (const attnlab::Error& e) {
+                m_last_error = QString::fromStdString(e.what());
+                showError(tr("Cannot show the lesson"), m_last_error);
+            }
+        }
     });
     connect(m_controller, &TranslationController::modelFailed, this, [this](const QString& m) {
         m_last_error = m;
@@ -192,7 +204,7 @@ void MainWindow::wireInputs() {
 void MainWindow::refreshInputs() {
     if (!m_inputs_stale || !m_result || m_tabs->currentWidget() != m_inputs) return;
     m_inputs_stale = false;
-    m_inputs->selectToken(false, 1 < int(m_result->source_ids.size()) ? 1 : 0);
+    m_inputs->selectToken(m_inputs->selectedTarget(), m_inputs->selectedPosition());
     Q_EMIT m_inputs->masksRequested(m_inputs->secondSentence());
 }
 
@@ -244,6 +256,7 @@ void MainWindow::buildMenus() {
     file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
 
     buildViewMenu();
+    buildLessonMenu();
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,

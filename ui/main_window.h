@@ -5,10 +5,13 @@
 #include "plot_style.h"
 #include "translation_controller.h"
 
+#include <attnlab/lesson.h>
+
 #include <QMainWindow>
 
 #include <optional>
 
+class QDockWidget;
 class QMenu;
 class QTabWidget;
 class QLabel;
@@ -18,6 +21,8 @@ namespace attnlab::ui {
 class AttentionExplorer;
 class DecodingView;
 class InputsView;
+class LessonPane;
+class ViewStates;
 class ModelPanel;
 class WeightView;
 class PositionalEncodingView;
@@ -48,6 +53,7 @@ public:
     InputsView* inputsView() const { return m_inputs; }
     QTabWidget* tabs() const { return m_tabs; }
     ResultPtr lastResult() const { return m_result; }
+    DecodingOptions resultOptions() const { return m_result_options; }  // of the last request
     QString lastError() const { return m_last_error; }
 
     // The app's text size in points (8-28): every widget and every plot follows it; the
@@ -65,6 +71,21 @@ public:
     std::optional<QString> exportCurrentView(const QString& path);
     std::optional<QString> exportAttentionJson(const QString& path);
 
+    // Lessons (attnlab/lesson.h): open one and show its step `first` (0-based); a lesson naming
+    // another bundled model loads it first. Errors name the file, the step and the field; the
+    // window keeps what it had.
+    std::optional<QString> openLesson(const QString& path, int first = 0);
+    std::optional<QString> goToLessonStep(int index);
+    // File > Save session / Open session: the current view as one lesson step.
+    std::optional<QString> saveSession(const QString& path);
+    std::optional<QString> openSession(const QString& path);
+    // Full screen, text at least 18 pt, the high-contrast colour map, the caption pane shown;
+    // off restores what was there.
+    void setPresenterMode(bool on);
+    bool presenterMode() const { return m_presenter; }
+    LessonPane* lessonPane() const { return m_lesson; }
+    ViewStates* viewStates() const { return m_views; }
+
 protected:
     void dragEnterEvent(QDragEnterEvent* e) override;
     void dropEvent(QDropEvent* e) override;
@@ -73,6 +94,8 @@ private:
     void buildMenus();
     void wireTeaching();
     void wireInputs();
+    void buildLessonMenu();
+    std::optional<QString> startLesson(const Lesson& lesson, const QString& origin, int first);
     void refreshInputs();  // asks for the Inputs tab's numbers when it shows a new result
     void rememberRecent(const QString& dir);
     void rebuildRecentMenu();
@@ -89,6 +112,14 @@ private:
     WeightView* m_weight;
     InputsView* m_inputs;
     bool m_inputs_stale = false;
+    LessonPane* m_lesson;
+    QDockWidget* m_lesson_dock;
+    ViewStates* m_views;
+    int m_pending_lesson_step = -1;  // shown once the lesson's model has loaded
+    bool m_presenter = false;
+    double m_saved_text_size = 0;
+    Palette m_saved_palette = Palette::Blues;
+    QAction* m_presenter_action = nullptr;
     QTabWidget* m_tabs;
     QMenu* m_recent = nullptr;
     QMenu* m_models_menu = nullptr;

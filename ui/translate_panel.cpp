@@ -129,6 +129,12 @@ DecodingOptions TranslatePanel::options() const {
     return o;
 }
 
+void TranslatePanel::setOptions(const DecodingOptions& o) {
+    m_beam->setValue(o.beam_size);
+    m_alpha->setValue(o.length_penalty);
+    m_max_len->setValue(o.max_length);
+}
+
 void TranslatePanel::setExamples(const QStringList& examples) {
     auto* menu = new QMenu(this);
     for (const QString& e : examples)

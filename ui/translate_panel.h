@@ -29,6 +29,7 @@ public:
     QString sentence() const;
     void setSentence(const QString& s);
     DecodingOptions options() const;
+    void setOptions(const DecodingOptions& options);  // beam, alpha and maximum length
     void setExamples(const QStringList& examples);
     // The direction switch beside the sentence: one entry per bundled model ("de → en"), the one
     // at `current` (a package directory) selected; hidden when there are none.

@@ -118,8 +118,7 @@ void WeightView::setExplanation(ExplanationPtr e) {
     }
     m_scores->setTitle(tr("5. The whole row of scaled scores (masked keys shown as 0)"));
     m_scores->setBars({{tr("scaled score"), scaled, kNeutral}}, keys, c.key);
-    m_weights->setTitle(tr("6. softmax of the row = the map's row: exp(score) / Σ exp(scores); this cell %1")
-                            .arg(e->weight, 0, 'f', 4));
+    m_weights->setTitle(tr("6. softmax → the map's row (this cell %1)").arg(e->weight, 0, 'f', 4));
     m_weights->setBars({{tr("weight"), toDoubles(e->row_weights), kQuery}}, keys, c.key);
     m_output_text->setText(tr("<p><b>7.</b> The head's output for this query is the sum over keys of weight × "
                               "value row (%1 values), before the heads are joined and projected.</p>")

@@ -9,6 +9,7 @@
 #include "main_window.h"
 #include "weight_view.h"
 #include "translate_panel.h"
+#include "view_states.h"
 #include "translation_controller.h"
 
 #include <QApplication>
@@ -57,6 +58,9 @@ struct Options {
     int layer = 0, head = 0;
     int cell_row = -1, cell_column = -1;  // --cell: the weight to open up (Weight tab)
     int step = 0;                         // --step: the Decoding tab's step
+    QString lesson;                       // --lesson FILE, shown from --lesson-step (1-based)
+    int lesson_step = 1;
+    bool presenter = false;
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
 };
 
@@ -81,7 +85,12 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
                             "row,column");
     QCommandLineOption step("step", "Decoding step shown in the Decoding tab (0-based).", "n", "0");
-    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab, cell, step});
+    QCommandLineOption lesson("lesson", "Open this lesson (JSON, docs/lessons.md); PageDown / PageUp step through it.",
+                              "file");
+    QCommandLineOption lessonStep("lesson-step", "The lesson's step to show first (1-based).", "n", "1");
+    QCommandLineOption presenter("presenter", "Start in presenter mode (full screen, large text, high contrast).");
+    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab, cell, step, lesson,
+                       lessonStep, presenter});
     parser.process(app);
 
     const QString kind = parser.value(view);
@@ -112,6 +121,12 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     bool step_ok = false;
     o.step = parser.value(step).toInt(&step_ok);
     if (!step_ok || o.step < 0) return QString("--step '%1' is not a step number (0, 1, ...)").arg(parser.value(step));
+    o.lesson = parser.value(lesson);
+    o.presenter = parser.isSet(presenter);
+    bool lesson_step_ok = false;
+    o.lesson_step = parser.value(lessonStep).toInt(&lesson_step_ok);
+    if (!lesson_step_ok || o.lesson_step < 1)
+        return QString("--lesson-step '%1' is not a step number (1, 2, ...)").arg(parser.value(lessonStep));
     o.model = parser.value(model);
     try {
         o.model = QString::fromStdString(o.model.isEmpty() ? attnlab::defaultModelDir()
@@ -164,9 +179,19 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
                         .arg(o.head)
                         .arg(n_head)
                         .arg(n_head - 1));
-    window.explorer()->select(o.kind, o.layer, o.head);
-    window.decodingView()->setStep(o.step);
-    if (o.cell_row >= 0) {
+    if (!o.lesson.isEmpty()) {
+        if (const auto error = window.openLesson(o.lesson, o.lesson_step - 1)) return fail(*error);
+        // A step may translate, then explain a cell or inspect a token: wait until all of it is done.
+        do {
+            controller.waitForIdle();
+            QApplication::processEvents();
+        } while (controller.busy() || window.viewStates()->pending());
+        if (!window.lastError().isEmpty()) return fail(window.lastError());
+    } else {
+        window.explorer()->select(o.kind, o.layer, o.head);
+        window.decodingView()->setStep(o.step);
+    }
+    if (o.cell_row >= 0 && o.lesson.isEmpty()) {
         if (o.head == n_head) return fail("--cell needs one head (--head 0.." + QString::number(n_head - 1) + ")");
         window.explainCell({attnlab::ui::coreKind(o.kind), o.layer, o.head, o.cell_row, o.cell_column});
         controller.waitForIdle();
@@ -226,8 +251,15 @@ int main(int argc, char** argv) {
     if (o.headless()) return renderHeadless(controller, window, o, load_error);
 
     window.show();
-    QObject::connect(
-        &controller, &attnlab::ui::TranslationController::translationFinished, &window,
-        [&](attnlab::ui::ResultPtr) { window.explorer()->select(o.kind, o.layer, o.head); }, Qt::SingleShotConnection);
+    if (!o.lesson.isEmpty()) {
+        // A bad lesson is reported; the window stays open with what it has.
+        if (const auto error = window.openLesson(o.lesson, o.lesson_step - 1)) fail(*error);
+    } else {
+        QObject::connect(
+            &controller, &attnlab::ui::TranslationController::translationFinished, &window,
+            [&](attnlab::ui::ResultPtr) { window.explorer()->select(o.kind, o.layer, o.head); },
+            Qt::SingleShotConnection);
+    }
+    if (o.presenter) window.setPresenterMode(true);
     return app.exec();
 }

@@ -53,6 +53,18 @@ Lesson readLesson(const std::string& path);  // at most 4 MB
 // throws InputError naming the file, the step and the field.
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin);
 
+// What step `index` shows when reached from anywhere (a jump, --lesson-step): the sentence, the
+// decoding options, the forced prefix, kind, layer and head as the steps up to it last set them;
+// tab, cell, decoding step and token as that step alone sets them.
+ViewState lessonViewAt(const Lesson& lesson, int index);
+
+// The lessons that come with AttnLab (attnlab::bundledLessonsDir()), sorted by file name; a file
+// that does not parse is left out (tst_lesson checks that every bundled one parses).
+struct BundledLesson {
+    std::string title, path;
+};
+std::vector<BundledLesson> bundledLessons();
+
 // A session file: one step ("format": "attnlab-session"), the same shape as a lesson's step.
 std::string sessionJson(const LessonStep& step, const std::string& model);
 void writeSession(const std::string& path, const LessonStep& step, const std::string& model);  // atomic

@@ -46,6 +46,10 @@ std::vector<BundledModel> bundledModels();
 // ("multi30k-de-en") or by direction ("en-de"). Throws InputError listing the bundled names.
 std::string resolveModelArgument(const std::string& name_or_dir);
 
+// The bundled lessons' directory (resources/lessons, or share/attnlab/lessons once installed): the
+// sibling of the bundled models' directory. Empty when none is found.
+std::string bundledLessonsDir();
+
 // The bundled default model: $ATTNLAB_MODEL_DIR, else resources/models/multi30k-de-en next to the
 // source tree or the installed share/attnlab/models/multi30k-de-en. Empty when none is found.
 std::string defaultModelDir();

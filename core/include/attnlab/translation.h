@@ -98,6 +98,7 @@ struct TranslationResult {
     std::vector<WordProbability> words;  // the best hypothesis's words, </s> left out
     std::vector<DecodingStep> steps;     // one per generated token of the best hypothesis
     int forced_tokens = 0;               // leading tokens of best forced by DecodingOptions::force_prefix
+    std::string forced_text;             // those tokens as text (what a session saves)
     std::vector<TraceStep> trace;        // DecodingOptions::record_trace: the search, step by step
     std::vector<std::string> warnings;   // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;                // wall time of this sentence's translation

@@ -2,6 +2,7 @@
 // are read and written.
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
+#include <attnlab/package.h>
 
 #include "util/atomic_file.h"
 #include "util/small_file.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace attnlab {
 using nlohmann::json;
@@ -211,6 +213,43 @@ void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const 
         if (v.cell_query && v.head && *v.head == n_head)
             w.fail("cell", "a cell belongs to one head, not to the mean over heads");
     }
+}
+
+ViewState lessonViewAt(const Lesson& lesson, int index) {
+    ViewState v = lesson.steps.at(static_cast<size_t>(index)).view;
+    for (int i = index - 1; i >= 0; --i) {
+        const ViewState& earlier = lesson.steps[static_cast<size_t>(i)].view;
+        auto inherit = [](auto& field, const auto& from) {
+            if (!field && from) field = from;
+        };
+        inherit(v.sentence, earlier.sentence);
+        inherit(v.beam, earlier.beam);
+        inherit(v.alpha, earlier.alpha);
+        inherit(v.max_length, earlier.max_length);
+        inherit(v.force_prefix, earlier.force_prefix);
+        inherit(v.kind, earlier.kind);
+        inherit(v.layer, earlier.layer);
+        inherit(v.head, earlier.head);
+    }
+    return v;
+}
+
+std::vector<BundledLesson> bundledLessons() {
+    std::vector<BundledLesson> out;
+    const std::string dir = bundledLessonsDir();
+    if (dir.empty()) return out;
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec))
+        if (f.path().extension() == ".json") files.push_back(f.path().string());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+        try {
+            out.push_back({readLesson(f).title, f});
+        } catch (const Error&) {
+        }
+    }
+    return out;
 }
 
 std::string sessionJson(const LessonStep& step, const std::string& model) {

@@ -194,6 +194,14 @@ std::string bundledModelsDir() {
 }
 }  // namespace
 
+std::string bundledLessonsDir() {
+    const std::string models = bundledModelsDir();
+    if (models.empty()) return {};
+    std::error_code ec;
+    const fs::path lessons = fs::path(models).parent_path() / "lessons";
+    return fs::is_directory(lessons, ec) ? lessons.string() : std::string();
+}
+
 std::vector<Example> readExamples(const std::string& package_dir) {
     const std::string path = (fs::path(package_dir) / package_files::kExamples).string();
     std::error_code ec;

@@ -1,0 +1,45 @@
+#pragma once
+// LessonPane: the caption pane of a lesson (attnlab/lesson.h): its title, "step 3 of 15", the
+// step's title and its caption rendered from Markdown, Previous / Next. It holds the lesson and
+// says which step to show; MainWindow applies the step's view.
+
+#include <attnlab/lesson.h>
+
+#include <QWidget>
+
+class QLabel;
+class QPushButton;
+class QTextBrowser;
+
+namespace attnlab::ui {
+
+class LessonPane : public QWidget {
+    Q_OBJECT
+public:
+    explicit LessonPane(QWidget* parent = nullptr);
+
+    void setLesson(const Lesson& lesson, const QString& origin);
+    const Lesson& lesson() const { return m_lesson; }
+    QString origin() const { return m_origin; }
+    bool hasLesson() const { return !m_lesson.steps.empty(); }
+    int current() const { return m_current; }  // 0-based; -1 before the first step
+    int count() const { return int(m_lesson.steps.size()); }
+    // Shows step i's caption and emits stepShown; false when i is outside the lesson.
+    bool show(int i);
+    QString captionText() const;  // as rendered (plain text; tests read it)
+
+Q_SIGNALS:
+    void stepShown(int index, const attnlab::ViewState& view);
+
+private:
+    Lesson m_lesson;
+    QString m_origin;
+    int m_current = -1;
+    QLabel* m_title;
+    QLabel* m_position;
+    QTextBrowser* m_caption;
+    QPushButton* m_prev;
+    QPushButton* m_next;
+};
+
+}  // namespace attnlab::ui
