@@ -185,6 +185,15 @@ void TestExplain::decoderMaskIsExplained() {
     }
     const auto seen = m_t->explain(r, {AttentionKind::DecoderSelf, 1, 1, 1, 1});
     QVERIFY(!seen.masked && seen.mask_reason.empty() && seen.weight > 0);
+    // Another sentence, same kind and layer: its own pass (the engine caches the last pass per
+    // tokens, kind and layer), so its row is its own map's.
+    const auto other = m_t->translate("Zwei Hunde spielen im Schnee.", o);
+    const auto e2 = m_t->explain(other, {AttentionKind::DecoderSelf, 1, 1, 1, 0});
+    for (size_t j = 0; j < e2.row_weights.size(); ++j)
+        QVERIFY(std::abs(e2.row_weights[j] - other.decoder_self[1][1][1][j]) < 1e-6);
+    const auto again = m_t->explain(r, {AttentionKind::DecoderSelf, 1, 1, 1, 0});
+    for (size_t j = 0; j < again.row_weights.size(); ++j)
+        QVERIFY(std::abs(again.row_weights[j] - r.decoder_self[1][1][1][j]) < 1e-6);
 }
 
 void TestExplain::tokenInsideFromTheWeights() {

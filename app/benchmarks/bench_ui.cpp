@@ -5,6 +5,8 @@
 #include "attention_explorer.h"
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "decoding_view.h"
+#include "weight_view.h"
 #include "main_window.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
@@ -127,5 +129,51 @@ int main(int argc, char** argv) {
     std::printf("result to all maps drawn: median %.1f ms\n", median(draw));
     std::printf("switch kind/head and redraw: median %.1f ms, max %.1f ms over %zu switches\n", median(sw),
                 *std::max_element(sw.begin(), sw.end()), sw.size());
+
+    // Issue 11: the Decoding tab's step slider (candidates, tree, cross rows redrawn) and opening a
+    // cell in the Weight tab (explained in the core on the worker, then drawn).
+    window.showTab(MainWindow::Tab::Decoding);
+    DecodingView* dv = window.decodingView();
+    QApplication::processEvents();
+    std::vector<double> slide, cell;
+    for (int i = 0; i < n; ++i)
+        for (int step = 0; step < dv->stepCount(); ++step) {
+            QElapsedTimer s;
+            s.start();
+            dv->setStep(step);
+            dv->repaint();
+            slide.push_back(s.nsecsElapsed() / 1e6);
+        }
+    std::printf("decoding step slider, one step redrawn: median %.1f ms, max %.1f ms over %zu moves\n", median(slide),
+                *std::max_element(slide.begin(), slide.end()), slide.size());
+    const auto r = window.lastResult();
+    auto open = [&](int layer, int q) {
+        QSignalSpy explained(&controller, &TranslationController::explained);
+        QElapsedTimer s;
+        s.start();
+        window.explainCell({attnlab::AttentionKind::Cross, layer, 3, q, 1});
+        waitFor(explained);
+        QApplication::processEvents();
+        window.weightView()->repaint();
+        return s.nsecsElapsed() / 1e6;
+    };
+    // The first cell opened after a translation runs the model's teacher-forced pass (capturing
+    // every attention module); every further cell of that translation, in any map, reuses it.
+    std::vector<double> first;
+    const QStringList sentences{QStringLiteral("Zwei Hunde spielen im Schnee."), p.value(text)};
+    for (int i = 0; i < 2 * n; ++i) {
+        QSignalSpy done(&controller, &TranslationController::translationFinished);
+        controller.translate(sentences[i % 2], window.translatePanel()->options());
+        waitFor(done);
+        QApplication::processEvents();
+        first.push_back(open(i % 3, 1));
+    }
+    for (int i = 0; i < n; ++i)
+        for (int q = 0; q < int(r->best.ids.size()); q += 3) cell.push_back(open(2, q));
+    std::printf("open the first cell after a translation (model pass + Weight tab drawn): median %.1f ms, max %.1f ms "
+                "over %zu\n",
+                median(first), *std::max_element(first.begin(), first.end()), first.size());
+    std::printf("open another cell of the same translation: median %.1f ms, max %.1f ms over %zu cells\n", median(cell),
+                *std::max_element(cell.begin(), cell.end()), cell.size());
     return 0;
 }

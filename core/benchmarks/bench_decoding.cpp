@@ -10,6 +10,7 @@
 #include "decoding/engine.h"
 #include "decoding/search.h"
 
+#include <attnlab/package.h>
 #include <attnlab/translator.h>
 
 #include <benchmark/benchmark.h>
@@ -92,7 +93,34 @@ void BM_BeamSearch(benchmark::State& state) {
     state.counters["out_tokens"] = double(tokens);
 }
 
+// A whole translation through the public Translator (search, attention maps, candidates) with and
+// without the search's trace (issue 11: the trace should add at most 10 %). The bundled model, or
+// ATTNLAB_BENCH_MODEL.
+const Translator& translator() {
+    static const Translator t = [] {
+        const char* dir = std::getenv("ATTNLAB_BENCH_MODEL");
+        const char* threads = std::getenv("ATTNLAB_THREADS");
+        return Translator(dir && *dir ? dir : defaultModelDir(), TranslatorOptions{"cpu", threads ? std::atoi(threads) : 0});
+    }();
+    return t;
+}
+
+void BM_TranslateTrace(benchmark::State& state) {
+    DecodingOptions o;
+    o.record_trace = state.range(0) == 1;
+    size_t nodes = 0;
+    for (auto _ : state) {
+        const auto r = translator().translate(
+            "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.", o);
+        nodes = 0;
+        for (const auto& step : r.trace) nodes += step.hypotheses.size();
+    }
+    state.counters["trace_nodes"] = double(nodes);
+}
+
 }  // namespace
+
+BENCHMARK(BM_TranslateTrace)->ArgNames({"trace"})->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 
 // Args: {0 = cached, 1 = full recomputation}, {sentences per batch}.
 BENCHMARK(BM_BeamSearch)

@@ -95,6 +95,11 @@ private:
     ParameterCounts countParameters() const;
     void checkTokenizerMatches(const std::string& dir) const;
 
+    // The last teacher-forced pass explain() captured: clicking more cells of the same map (same
+    // tokens, kind and layer) reuses it instead of running the model again.
+    struct CaptureCache;
+    mutable std::shared_ptr<CaptureCache> m_capture_cache;
+
     PackageConfig m_config;
     ModelInfo m_info;
     std::unique_ptr<Tokenizer> m_tokenizer;

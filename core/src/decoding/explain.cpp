@@ -69,6 +69,14 @@ std::vector<int64_t> decoderInput(const TranslationResult& r, int64_t bos) {
 }
 }  // namespace
 
+// Every attention module's numbers from one teacher-forced pass over a translation's tokens:
+// [kind][layer], kinds in AttentionKind's order.
+struct Engine::CaptureCache {
+    std::vector<int> source_ids, target_ids;
+    std::vector<std::vector<model::AttentionCapture>> captures;
+    std::vector<std::vector<int64_t>> d_k;
+};
+
 AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& cell) const {
     const auto& cfg = m_config.model;
     const auto src_len = static_cast<int64_t>(r.source_ids.size());
@@ -86,23 +94,33 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
 
     return util::translatingTorchErrors("explaining an attention weight", [&] {
         torch::NoGradGuard no_grad;
-        model::Transformer model = m_model;
-        model::MultiHeadAttention module{nullptr};
-        if (cell.kind == AttentionKind::EncoderSelf)
-            module = model->encoder->layer_stack[cell.layer]->as<model::EncoderLayer>()->slf_attn;
-        else if (cell.kind == AttentionKind::DecoderSelf)
-            module = model->decoder->layer_stack[cell.layer]->as<model::DecoderLayer>()->slf_attn;
-        else
-            module = model->decoder->layer_stack[cell.layer]->as<model::DecoderLayer>()->enc_attn;
-        model::AttentionCapture cap;
-        {
-            CaptureGuard guard(module, cap);
+        const auto& c = m_capture_cache;
+        if (!c || c->source_ids != r.source_ids || c->target_ids != r.best.ids) {
+            model::Transformer model = m_model;
+            auto fresh = std::make_shared<CaptureCache>();
+            fresh->source_ids = r.source_ids;
+            fresh->target_ids = r.best.ids;
+            fresh->captures.assign(3, std::vector<model::AttentionCapture>(size_t(cfg.n_layers)));
+            fresh->d_k.assign(3, std::vector<int64_t>(size_t(cfg.n_layers)));
+            std::vector<std::unique_ptr<CaptureGuard>> guards;
+            for (int64_t l = 0; l < cfg.n_layers; ++l) {
+                auto enc = model->encoder->layer_stack[l]->as<model::EncoderLayer>();
+                auto dec = model->decoder->layer_stack[l]->as<model::DecoderLayer>();
+                const model::MultiHeadAttention modules[3] = {enc->slf_attn, dec->slf_attn, dec->enc_attn};
+                for (int k = 0; k < 3; ++k) {
+                    guards.push_back(std::make_unique<CaptureGuard>(modules[k], fresh->captures[k][l]));
+                    fresh->d_k[k][l] = modules[k]->d_k;
+                }
+            }
             const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
             std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
             auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);
             auto trg = torch::tensor(trg_in, i64).unsqueeze(0).to(m_device);
             model->forwardFull(src, trg);
+            guards.clear();
+            m_capture_cache = fresh;
         }
+        const model::AttentionCapture& cap = m_capture_cache->captures[int(cell.kind)][cell.layer];
         const int h = cell.head, i = cell.query, j = cell.key;
         AttentionExplanation e;
         e.cell = cell;
@@ -114,7 +132,7 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
             e.products.push_back(double(e.query_vector[d]) * double(e.key_vector[d]));
             e.dot += e.products.back();
         }
-        e.temperature = std::sqrt(double(module->d_k));
+        e.temperature = std::sqrt(double(m_capture_cache->d_k[int(cell.kind)][cell.layer]));
         e.scaled = e.dot / e.temperature;
         e.row_scaled = toVector(cap.scores[0][h][i]);
         for (int64_t k = 0; k < int64_t(e.row_scaled.size()); ++k)
