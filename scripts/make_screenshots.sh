@@ -22,4 +22,10 @@ shot --view cross --layer 2 --head 5 --export "$out/cross-layer2-head5.png"
 shot --view cross --layer 2 --head 8 --text-size 20 --screenshot "$out/attention-cross-20pt.png"
 "$app" "${model[@]}" --text "Der Compiler meldet einen Fehler in Zeile zwölf." --screenshot "$out/low-confidence.png"
 shot --tab model --export "$out/training.png"
+# Teaching: steps of the bundled tour (the lesson sets sentence, tab and view).
+lesson() { "$app" "${model[@]}" --lesson resources/lessons/transformer-tour.json --lesson-step "$1" --screenshot "$out/$2"; }
+lesson 13 decoding-beam.png
+lesson 7 weight.png
+lesson 4 inputs.png
+lesson 14 what-if.png
 ls -l "$out"
