@@ -28,4 +28,5 @@ lesson 13 decoding-beam.png
 lesson 7 weight.png
 lesson 4 inputs.png
 lesson 14 what-if.png
+"$app" "${model[@]}" --lesson resources/lessons/minimal-pairs.json --lesson-step 3 --screenshot "$out/minimal-pairs.png"
 ls -l "$out"

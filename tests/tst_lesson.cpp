@@ -44,7 +44,7 @@ void TestLesson::everyFieldIsRead() {
     const auto l = attnlab::parseLesson(lesson(R"(
         {"title": "one", "caption": "**Hi**", "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 3,
          "alpha": 0.5, "max_length": 20, "force_prefix": "A dog", "kind": "decoder", "layer": 1, "head": 2,
-         "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}}},
+         "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}, "pair": ["Ein Hund.", "Eine Katze."]}},
         {"view": {"head": 5}})"),
                                         "l.json");
     QCOMPARE(l.title, std::string("T"));
@@ -65,6 +65,7 @@ void TestLesson::everyFieldIsRead() {
     QCOMPARE(*v.step, 4);
     QCOMPARE(*v.token_target, true);
     QCOMPARE(*v.token_position, 2);
+    QCOMPARE(*v.pair_b, std::string("Eine Katze."));
     // Absent fields stay absent: the app keeps what it shows.
     const auto& w = l.steps[1].view;
     QVERIFY(!w.tab && !w.sentence && !w.layer && !w.cell_query && !w.token_target);
@@ -80,7 +81,7 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("no steps") << QString::fromStdString(lesson("")) << "l.json: steps: expected a list of at least one step";
     QTest::newRow("unknown tab") << QString::fromStdString(lesson(R"({"view": {}}, {"view": {"tab": "maps"}})"))
                                  << "l.json: step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, "
-                                    "positional, model";
+                                    "pairs, positional, model";
     QTest::newRow("unknown kind") << QString::fromStdString(lesson(R"({"view": {"kind": "self"}})"))
                                   << "l.json: step 1: kind: 'self' is not one of encoder, decoder, cross";
     QTest::newRow("layer type") << QString::fromStdString(lesson(R"({"view": {"layer": "2"}})"))
@@ -96,6 +97,8 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("no view") << QString::fromStdString(lesson(R"({"caption": "x"})")) << "l.json: step 1: view: missing";
     QTest::newRow("empty sentence") << QString::fromStdString(lesson(R"({"view": {"sentence": "  "}})"))
                                     << "l.json: step 1: sentence: is empty";
+    QTest::newRow("pair") << QString::fromStdString(lesson(R"({"view": {"pair": ["A", ""]}})"))
+                          << "l.json: step 1: pair: expected [sentence A, sentence B]";
     QTest::newRow("token side") << QString::fromStdString(lesson(R"({"view": {"token": {"side": "left", "position": 0}}})"))
                                 << "l.json: step 1: token.side: 'left' is not source or target";
 }
@@ -156,6 +159,8 @@ void TestLesson::sessionRoundTrip() {
     step.view.step = 2;
     step.view.token_target = false;
     step.view.token_position = 4;
+    step.view.pair_a = "Der Hund.";
+    step.view.pair_b = "Den Hund.";
     const std::string path = dir.filePath("s.json").toStdString();
     attnlab::writeSession(path, step, "de-en");
     const auto back = attnlab::readSession(path);

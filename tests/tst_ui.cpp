@@ -9,6 +9,7 @@
 #include "decoding_view.h"
 #include "inputs_view.h"
 #include "lesson_pane.h"
+#include "pair_view.h"
 #include "view_states.h"
 #include "main_window.h"
 #include "model_panel.h"
@@ -54,6 +55,7 @@ private Q_SLOTS:
     void lessonStepsAndSessionRoundTrip();
     void malformedLessonsKeepTheWindow();
     void presenterMode();
+    void minimalPairsSideBySide();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -744,6 +746,28 @@ void TestUi::presenterMode() {
     QVERIFY(!m_window->presenterMode());
     QCOMPARE(m_window->textSize(), size);
     QCOMPARE(m_window->colorMap(), palette);
+}
+
+void TestUi::minimalPairsSideBySide() {
+    PairView* pv = m_window->pairView();
+    m_window->showTab(MainWindow::Tab::Pairs);
+    pv->setSentences("Der Hund beisst den Mann.", "Den Hund beisst der Mann.");
+    pv->select(AttentionKind::EncoderSelf, 1, 2);
+    QSignalSpy pair(m_controller.get(), &TranslationController::pairTranslated);
+    pv->requestCompare();
+    QTRY_VERIFY_WITH_TIMEOUT(!pv->difference()->map().empty(), 30000);
+    const auto a = m_core->translate("Der Hund beisst den Mann.", m_window->translatePanel()->options());
+    const auto b = m_core->translate("Den Hund beisst der Mann.", m_window->translatePanel()->options());
+    QCOMPARE(pv->mapA()->map(), a.encoder_self[1][2]);
+    QCOMPARE(pv->mapB()->map(), b.encoder_self[1][2]);
+    // The difference shown is the core's comparison of the two maps (tst_explain checks it).
+    const auto expected = attnlab::compareMaps(a.encoder_self[1][2], b.encoder_self[1][2], a.source_pieces,
+                                               b.source_pieces, a.source_pieces, b.source_pieces);
+    QCOMPARE(pv->difference()->map(), expected.difference);
+    QVERIFY(!expected.difference.empty());
+    QVERIFY(pv->summaryText().contains(QString::fromStdString(a.best.text)));
+    // The main translation is untouched by the pair.
+    QVERIFY(m_window->lastResult()->source_text != "Der Hund beisst den Mann.");
 }
 
 QTEST_MAIN(TestUi)

@@ -23,6 +23,14 @@ QString kindName(AttentionKind kind) {
     return {};
 }
 
+QComboBox* makeKindCombo(QWidget* parent, AttentionKind initial) {
+    auto* combo = new QComboBox(parent);
+    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross})
+        combo->addItem(kindName(k));
+    combo->setCurrentIndex(int(initial));
+    return combo;
+}
+
 attnlab::AttentionKind coreKind(AttentionKind kind) {
     switch (kind) {
     case AttentionKind::EncoderSelf: return attnlab::AttentionKind::EncoderSelf;
@@ -41,10 +49,7 @@ QStringList toList(const std::vector<std::string>& v) {
 }  // namespace
 
 AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
-    m_kind = new QComboBox(this);
-    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross})
-        m_kind->addItem(kindName(k));
-    m_kind->setCurrentIndex(int(AttentionKind::Cross));
+    m_kind = makeKindCombo(this, AttentionKind::Cross);
     m_layer = new QSpinBox(this);
     m_head = new QSpinBox(this);
     m_head->setSpecialValueText(QString());

@@ -65,6 +65,8 @@ private:
 };
 
 QString kindName(AttentionKind kind);
+// A combo box listing the three kinds (index = AttentionKind), `initial` selected.
+QComboBox* makeKindCombo(QWidget* parent, AttentionKind initial);
 // The core's name for the same kind (attnlab::AttentionKind, attnlab/explain.h).
 attnlab::AttentionKind coreKind(AttentionKind kind);
 

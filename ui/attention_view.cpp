@@ -101,7 +101,7 @@ QString AttentionView::message() const { return m_map.empty() ? m_title->text() 
 
 void AttentionView::setColorMap(Palette palette) {
     m_palette = palette;
-    m_colormap->setGradient(paletteGradient(palette));
+    if (!m_diverging) m_colormap->setGradient(paletteGradient(palette));
     m_plot->replot();
 }
 
@@ -130,8 +130,23 @@ void AttentionView::setFixedRange(bool fixed) {
     rescale();
 }
 
+void AttentionView::setDiverging(bool diverging) {
+    m_diverging = diverging;
+    QCPColorGradient polar;  // blue (negative) - white (0) - red (positive)
+    polar.setColorStopAt(0.0, QColor(33, 102, 172));
+    polar.setColorStopAt(0.5, Qt::white);
+    polar.setColorStopAt(1.0, QColor(178, 24, 43));
+    m_colormap->setGradient(diverging ? polar : paletteGradient(m_palette));
+    rescale();
+}
+
 void AttentionView::rescale() {
-    if (m_fixed_range || m_map.empty()) {
+    if (m_diverging) {
+        double m = 1e-6;
+        for (const auto& row : m_map)
+            for (float v : row) m = std::max(m, double(std::abs(v)));
+        m_colormap->setDataRange(QCPRange(-m, m));
+    } else if (m_fixed_range || m_map.empty()) {
         m_colormap->setDataRange(QCPRange(0.0, 1.0));
     } else {
         m_colormap->rescaleDataRange(true);

@@ -33,6 +33,8 @@ public:
     void setFixedRange(bool fixed);
     void setColorMap(Palette palette);
     Palette colorMap() const { return m_palette; }
+    // Signed values (a difference of two maps): blue-white-red, symmetric around 0.
+    void setDiverging(bool diverging);
 
     // What is shown (tests read it back).
     const Matrix& map() const { return m_map; }
@@ -64,6 +66,7 @@ private:
     Matrix m_map;
     QStringList m_queries, m_keys;
     bool m_fixed_range = true;
+    bool m_diverging = false;
     Palette m_palette = Palette::Blues;
     QString m_query_title = QStringLiteral("query");
     int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)

@@ -6,6 +6,7 @@
 #include "decoding_view.h"
 #include "inputs_view.h"
 #include "lesson_pane.h"
+#include "pair_view.h"
 #include "weight_view.h"
 #include "model_panel.h"
 #include "positional_view.h"
@@ -64,11 +65,13 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     m_decoding = new DecodingView(this);
     m_weight = new WeightView(this);
     m_inputs = new InputsView(this);
+    m_pairs = new PairView(this);
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(m_explorer, tr("&Attention"));
     m_tabs->addTab(m_decoding, tr("&Decoding"));
     m_tabs->addTab(m_weight, tr("&Weight"));
     m_tabs->addTab(m_inputs, tr("&Inputs"));
+    m_tabs->addTab(m_pairs, tr("Minimal pai&rs"));
     m_tabs->addTab(m_positional, tr("&Positional encoding"));
     m_tabs->addTab(m_model, tr("&Model"));
     auto* central = new QWidget(this);
@@ -194,6 +197,11 @@ void MainWindow::wireInputs() {
         m_controller->inspectMasks(m_result, second, o);
     });
     connect(m_controller, &TranslationController::tokenInspected, m_inputs, &InputsView::showToken);
+    connect(m_pairs, &PairView::compareRequested, this, [this](const QString& a, const QString& b) {
+        DecodingOptions o = m_translate->options();
+        m_controller->translatePair(a, b, o);
+    });
+    connect(m_controller, &TranslationController::pairTranslated, m_pairs, &PairView::setPair);
     connect(m_controller, &TranslationController::masksReady, m_inputs, &InputsView::showMasks);
     connect(m_controller, &TranslationController::inspectFailed, this, [this](const QString& m) {
         m_last_error = m;
@@ -333,6 +341,7 @@ void MainWindow::setColorMap(Palette palette, bool remember) {
     m_explorer->setColorMap(palette);
     m_decoding->setColorMap(palette);
     m_inputs->setColorMap(palette);
+    m_pairs->setColorMap(palette);
     m_palette_actions.value(int(palette))->setChecked(true);
     if (remember) QSettings().setValue("colorMap", paletteKey(palette));
 }
@@ -394,9 +403,25 @@ void MainWindow::showTab(Tab tab) {
     case Tab::Decoding: m_tabs->setCurrentWidget(m_decoding); break;
     case Tab::Weight: m_tabs->setCurrentWidget(m_weight); break;
     case Tab::Inputs: m_tabs->setCurrentWidget(m_inputs); break;
+    case Tab::Pairs: m_tabs->setCurrentWidget(m_pairs); break;
     case Tab::Positional: m_tabs->setCurrentWidget(m_positional); break;
     case Tab::Model: m_tabs->setCurrentWidget(m_model); break;
     }
+}
+
+QWidget* MainWindow::tabNamed(const std::string& name) const {
+    const std::vector<std::pair<std::string, QWidget*>> tabs = {
+        {"attention", m_explorer}, {"decoding", m_decoding}, {"weight", m_weight},  {"inputs", m_inputs},
+        {"pairs", m_pairs},        {"positional", m_positional}, {"model", m_model}};
+    for (const auto& [n, w] : tabs)
+        if (n == name) return w;
+    return nullptr;
+}
+
+std::string MainWindow::tabName(const QWidget* tab) const {
+    for (const auto& name : lessonTabs())
+        if (tabNamed(name) == tab) return name;
+    return {};
 }
 
 std::optional<QString> MainWindow::exportCurrentView(const QString& path) {

@@ -22,6 +22,7 @@ class AttentionExplorer;
 class DecodingView;
 class InputsView;
 class LessonPane;
+class PairView;
 class ViewStates;
 class ModelPanel;
 class WeightView;
@@ -35,8 +36,11 @@ public:
     // bar and lastError() (headless runs: --export/--screenshot, tests).
     explicit MainWindow(TranslationController* controller, bool error_dialogs = true, QWidget* parent = nullptr);
 
-    enum class Tab { Attention, Decoding, Weight, Inputs, Positional, Model };
+    enum class Tab { Attention, Decoding, Weight, Inputs, Pairs, Positional, Model };
     void showTab(Tab tab);
+    // The tab a name of attnlab::lessonTabs() names ("attention", "decoding", ...); null if none.
+    QWidget* tabNamed(const std::string& name) const;
+    std::string tabName(const QWidget* tab) const;
 
     void openModel(const QString& dir);  // asynchronous; errors are shown, the old model stays
     // Asynchronous: the Weight tab shows how this weight of the last result came to be (an error
@@ -51,6 +55,7 @@ public:
     DecodingView* decodingView() const { return m_decoding; }
     WeightView* weightView() const { return m_weight; }
     InputsView* inputsView() const { return m_inputs; }
+    PairView* pairView() const { return m_pairs; }
     QTabWidget* tabs() const { return m_tabs; }
     ResultPtr lastResult() const { return m_result; }
     DecodingOptions resultOptions() const { return m_result_options; }  // of the last request
@@ -111,6 +116,7 @@ private:
     DecodingView* m_decoding;
     WeightView* m_weight;
     InputsView* m_inputs;
+    PairView* m_pairs;
     bool m_inputs_stale = false;
     LessonPane* m_lesson;
     QDockWidget* m_lesson_dock;

@@ -139,6 +139,17 @@ void TranslationController::inspectToken(ResultPtr result, bool target, int posi
         &TranslationController::inspectFailed);
 }
 
+void TranslationController::translatePair(const QString& a, const QString& b, const DecodingOptions& options) {
+    const std::string sa = a.toStdString(), sb = b.toStdString();
+    postInspection(
+        [this, sa, sb, options](const Translator& t) {
+            auto ra = std::make_shared<const TranslationResult>(t.translate(sa, options));
+            auto rb = std::make_shared<const TranslationResult>(t.translate(sb, options));
+            Q_EMIT pairTranslated(std::move(ra), std::move(rb));
+        },
+        &TranslationController::inspectFailed);
+}
+
 void TranslationController::inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options) {
     if (!result) return;
     const std::string text = second.trimmed().toStdString();

@@ -46,6 +46,9 @@ public:
     // Asynchronous: the masks of `result` decoded in one batch with `second` (translated first
     // with `options`; empty = alone); answered by masksReady or inspectFailed.
     void inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options);
+    // Asynchronous: two sentences (a minimal pair) translated with the same options; answered by
+    // pairTranslated or inspectFailed. Does not cancel, and is not cancelled by, translate().
+    void translatePair(const QString& a, const QString& b, const DecodingOptions& options);
     // Blocks until queued work is done (tests, headless export).
     void waitForIdle();
 
@@ -65,6 +68,7 @@ Q_SIGNALS:
     void tokenInspected(attnlab::ui::TokenInsidePtr token);
     void masksReady(attnlab::ui::MasksPtr masks);
     void inspectFailed(const QString& message);
+    void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
 
 private:
     void post(std::function<void()> job);

@@ -5,6 +5,7 @@
 #include "inputs_view.h"
 #include "main_window.h"
 #include "model_panel.h"
+#include "pair_view.h"
 #include "positional_view.h"
 #include "translate_panel.h"
 #include "weight_view.h"
@@ -22,16 +23,6 @@ AttentionKind kindFromKey(const std::string& key) {
     return AttentionKind::Cross;
 }
 
-// The lesson's tab names (attnlab::lessonTabs()) and the window's tabs.
-QWidget* tabWidget(MainWindow* w, const std::string& name) {
-    if (name == "attention") return w->explorer();
-    if (name == "decoding") return w->decodingView();
-    if (name == "weight") return w->weightView();
-    if (name == "inputs") return w->inputsView();
-    if (name == "positional") return w->positional();
-    if (name == "model") return w->modelPanel();
-    return nullptr;
-}
 }  // namespace
 
 ViewStates::ViewStates(MainWindow* window, TranslationController* controller)
@@ -47,8 +38,7 @@ ViewStates::ViewStates(MainWindow* window, TranslationController* controller)
 
 ViewState ViewStates::current() const {
     ViewState v;
-    for (const auto& name : lessonTabs())
-        if (tabWidget(m_window, name) == m_window->tabs()->currentWidget()) v.tab = name;
+    if (const auto name = m_window->tabName(m_window->tabs()->currentWidget()); !name.empty()) v.tab = name;
     const DecodingOptions o = m_window->translatePanel()->options();
     v.beam = o.beam_size;
     v.alpha = o.length_penalty;
@@ -61,6 +51,8 @@ ViewState ViewStates::current() const {
         v.token_target = m_window->inputsView()->selectedTarget();
         v.token_position = m_window->inputsView()->selectedPosition();
     }
+    const auto [a, b] = m_window->pairView()->sentences();
+    if (!a.trimmed().isEmpty() && !b.trimmed().isEmpty()) v.pair_a = a.toStdString(), v.pair_b = b.toStdString();
     const AttentionExplorer* ex = m_window->explorer();
     v.kind = kindKey(ex->kind());
     v.layer = ex->layer();
@@ -100,10 +92,16 @@ void ViewStates::applyDetails(const ViewState& v) {
     ex->select(v.kind ? kindFromKey(*v.kind) : ex->kind(), v.layer ? *v.layer : ex->layer(), v.head ? *v.head : ex->head());
     if (v.step) m_window->decodingView()->setStep(*v.step);
     if (v.token_target && v.token_position) m_window->inputsView()->selectToken(*v.token_target, *v.token_position);
+    if (v.pair_a && v.pair_b) {
+        PairView* pairs = m_window->pairView();
+        pairs->setSentences(QString::fromStdString(*v.pair_a), QString::fromStdString(*v.pair_b));
+        pairs->select(v.kind ? kindFromKey(*v.kind) : ex->kind(), ex->layer(), ex->head());
+        pairs->requestCompare();
+    }
     if (v.cell_query && v.cell_key)
         m_window->explainCell({coreKind(ex->kind()), ex->layer(), ex->head(), *v.cell_query, *v.cell_key});
     if (v.tab)
-        if (QWidget* w = tabWidget(m_window, *v.tab)) m_window->tabs()->setCurrentWidget(w);
+        if (QWidget* w = m_window->tabNamed(*v.tab)) m_window->tabs()->setCurrentWidget(w);
 }
 
 }  // namespace attnlab::ui

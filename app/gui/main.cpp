@@ -1,6 +1,7 @@
 // attnlab: the desktop app. Only wiring: parse the command line, create the controller and the
 // window, and for --export/--screenshot run headlessly and quit.
 #include <attnlab/errors.h>
+#include <attnlab/lesson.h>
 #include <attnlab/package.h>
 #include <attnlab/version.h>
 
@@ -81,7 +82,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
-    QCommandLineOption tab("tab", "Tab to show: attention, decoding, weight, inputs, positional or model.", "name", "attention");
+    QCommandLineOption tab("tab", "Tab to show: attention, decoding, weight, inputs, pairs, positional or model.", "name", "attention");
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
                             "row,column");
     QCommandLineOption step("step", "Decoding step shown in the Decoding tab (0-based).", "n", "0");
@@ -100,8 +101,9 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     o.kind = kind == "encoder"   ? attnlab::ui::AttentionKind::EncoderSelf
              : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
                                  : attnlab::ui::AttentionKind::Cross;
-    if (!QStringList{"attention", "decoding", "weight", "inputs", "positional", "model"}.contains(o.tab))
-        return QString("--tab '%1' is not one of attention, decoding, weight, inputs, positional, model").arg(o.tab);
+    QStringList tabs;
+    for (const auto& t : attnlab::lessonTabs()) tabs << QString::fromStdString(t);
+    if (!tabs.contains(o.tab)) return QString("--tab '%1' is not one of %2").arg(o.tab, tabs.join(", "));
     bool layer_ok = false, head_ok = false;
     o.layer = parser.value(layer).toInt(&layer_ok);
     o.head = parser.value(head).toInt(&head_ok);
@@ -243,11 +245,7 @@ int main(int argc, char** argv) {
         window.translatePanel()->setSentence(o.text);
         window.translateSentence(o.text, window.translatePanel()->options());
     }
-    if (o.tab == "positional") window.showTab(attnlab::ui::MainWindow::Tab::Positional);
-    if (o.tab == "model") window.showTab(attnlab::ui::MainWindow::Tab::Model);
-    if (o.tab == "decoding") window.showTab(attnlab::ui::MainWindow::Tab::Decoding);
-    if (o.tab == "weight") window.showTab(attnlab::ui::MainWindow::Tab::Weight);
-    if (o.tab == "inputs") window.showTab(attnlab::ui::MainWindow::Tab::Inputs);
+    if (QWidget* tab = window.tabNamed(o.tab.toStdString())) window.tabs()->setCurrentWidget(tab);
     if (o.headless()) return renderHeadless(controller, window, o, load_error);
 
     window.show();

@@ -4,6 +4,8 @@
 // first layer (embedding, scaling, positional encoding, layer norm), and the masks of a batch.
 // Translator computes them from the model's own forward pass; the UI and the CLI only show them.
 
+#include <attnlab/translation.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,5 +77,19 @@ struct BatchMasks {
     // future), and the cross-attention mask [tgt][src].
     std::vector<std::vector<std::vector<bool>>> encoder, decoder, cross;
 };
+
+// Minimal pairs: two maps of the same kind, layer and head for two sentences, compared where their
+// pieces line up: the pieces both have in the same order (a longest common subsequence), and
+// between two of those the pieces position by position when both sides have as many (a changed
+// word); other pieces are left out. difference = a - b on the aligned rows and columns; a label is
+// the piece, or "a/b" where they differ. Throws InputError when labels and maps disagree in size.
+struct MapDifference {
+    Matrix difference;
+    std::vector<std::string> rows, columns;
+    bool same_shape = false;  // both maps had the same number of rows and columns
+};
+MapDifference compareMaps(const Matrix& a, const Matrix& b, const std::vector<std::string>& a_rows,
+                          const std::vector<std::string>& b_rows, const std::vector<std::string>& a_columns,
+                          const std::vector<std::string>& b_columns);
 
 }  // namespace attnlab

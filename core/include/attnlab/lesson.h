@@ -31,6 +31,7 @@ struct ViewState {
     std::optional<int> step;           // the Decoding tab's step, 0-based
     std::optional<bool> token_target;  // with token_position: the Inputs tab's piece
     std::optional<int> token_position;
+    std::optional<std::string> pair_a, pair_b;  // both or neither: the minimal pair compared
 };
 
 struct LessonStep {

@@ -30,6 +30,57 @@ std::optional<AttentionKind> attentionKindFromName(const std::string& name) {
     return std::nullopt;
 }
 
+namespace {
+// Where two piece sequences line up: the pieces of a longest common subsequence, and between two
+// such anchors the pieces position by position when both gaps are equally long (a changed word of
+// the same length in pieces); unequal gaps are left out.
+std::vector<std::pair<size_t, size_t>> alignPieces(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    const size_t n = a.size(), m = b.size();
+    std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
+    for (size_t i = n; i-- > 0;)
+        for (size_t j = m; j-- > 0;)
+            lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    std::vector<std::pair<size_t, size_t>> anchors;
+    for (size_t i = 0, j = 0; i < n && j < m;) {
+        if (a[i] == b[j]) anchors.emplace_back(i++, j++);
+        else if (lcs[i + 1][j] >= lcs[i][j + 1]) ++i;
+        else ++j;
+    }
+    anchors.emplace_back(n, m);  // the end closes the last gap
+    std::vector<std::pair<size_t, size_t>> out;
+    size_t pi = 0, pj = 0;
+    for (const auto& [i, j] : anchors) {
+        if (i - pi == j - pj)
+            for (size_t k = 0; k < i - pi; ++k) out.emplace_back(pi + k, pj + k);
+        if (i < n) out.emplace_back(i, j);
+        pi = i + 1, pj = j + 1;
+    }
+    return out;
+}
+
+std::string pairedLabel(const std::string& x, const std::string& y) { return x == y ? x : x + "/" + y; }
+}  // namespace
+
+MapDifference compareMaps(const Matrix& a, const Matrix& b, const std::vector<std::string>& a_rows,
+                          const std::vector<std::string>& b_rows, const std::vector<std::string>& a_columns,
+                          const std::vector<std::string>& b_columns) {
+    MapDifference d;
+    d.same_shape = a.size() == b.size() && (a.empty() || a[0].size() == b[0].size());
+    if (a.size() != a_rows.size() || b.size() != b_rows.size() || (!a.empty() && a[0].size() != a_columns.size()) ||
+        (!b.empty() && b[0].size() != b_columns.size()))
+        throw InputError("compareMaps: the labels do not match the maps' sizes");
+    const auto rows = alignPieces(a_rows, b_rows);
+    const auto cols = alignPieces(a_columns, b_columns);
+    for (const auto& [i, k] : rows) {
+        std::vector<float> row;
+        for (const auto& [j, l] : cols) row.push_back(a[i][j] - b[k][l]);
+        d.difference.push_back(std::move(row));
+        d.rows.push_back(pairedLabel(a_rows[i], b_rows[k]));
+    }
+    for (const auto& [j, l] : cols) d.columns.push_back(pairedLabel(a_columns[j], b_columns[l]));
+    return d;
+}
+
 }  // namespace attnlab
 
 namespace attnlab::decoding {

@@ -71,7 +71,7 @@ void onlyKnownKeys(const json& obj, std::initializer_list<const char*> known, co
 ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
     onlyKnownKeys(v, {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                      "step", "token"},
+                      "step", "token", "pair"},
                   "view", w);
     ViewState s;
     if (v.contains("tab")) {
@@ -117,6 +117,15 @@ ViewState parseView(const json& v, const Where& w) {
         if (side != "source" && side != "target") w.fail("token.side", "'" + side + "' is not source or target");
         s.token_target = side == "target";
         s.token_position = getInt(t, "position", 0, 1 << 16, w);
+    }
+    if (v.contains("pair")) {
+        const auto& p = v.at("pair");
+        if (!p.is_array() || p.size() != 2 || !p[0].is_string() || !p[1].is_string() ||
+            p[0].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos ||
+            p[1].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos)
+            w.fail("pair", "expected [sentence A, sentence B]: two non-empty strings");
+        s.pair_a = p[0].get<std::string>();
+        s.pair_b = p[1].get<std::string>();
     }
     return s;
 }
@@ -171,12 +180,14 @@ json viewJson(const ViewState& s) {
     if (s.step) v["step"] = *s.step;
     if (s.token_target && s.token_position)
         v["token"] = {{"side", *s.token_target ? "target" : "source"}, {"position", *s.token_position}};
+    if (s.pair_a && s.pair_b) v["pair"] = {*s.pair_a, *s.pair_b};
     return v;
 }
 }  // namespace
 
 const std::vector<std::string>& lessonTabs() {
-    static const std::vector<std::string> tabs{"attention", "decoding", "weight", "inputs", "positional", "model"};
+    static const std::vector<std::string> tabs{"attention", "decoding", "weight", "inputs", "pairs", "positional",
+                                               "model"};
     return tabs;
 }
 
@@ -230,6 +241,8 @@ ViewState lessonViewAt(const Lesson& lesson, int index) {
         inherit(v.kind, earlier.kind);
         inherit(v.layer, earlier.layer);
         inherit(v.head, earlier.head);
+        inherit(v.pair_a, earlier.pair_a);
+        inherit(v.pair_b, earlier.pair_b);
     }
     return v;
 }

@@ -1,0 +1,148 @@
+#include "pair_view.h"
+
+#include "attention_view.h"
+
+#include <attnlab/explain.h>
+
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+namespace {
+QStringList toList(const std::vector<std::string>& v) {
+    QStringList out;
+    for (const auto& s : v) out << QString::fromStdString(s);
+    return out;
+}
+
+// The map of `kind` with its row and column pieces.
+struct Shown {
+    const Matrix* map = nullptr;
+    const std::vector<std::string>* rows = nullptr;
+    const std::vector<std::string>* columns = nullptr;
+};
+
+Shown shown(const TranslationResult& r, AttentionKind kind, int layer, int head) {
+    const LayerHeadMaps& maps = kind == AttentionKind::EncoderSelf   ? r.encoder_self
+                                : kind == AttentionKind::DecoderSelf ? r.decoder_self
+                                                                     : r.cross;
+    if (layer >= int(maps.size()) || head >= int(maps[layer].size())) return {};
+    const auto* rows = kind == AttentionKind::EncoderSelf ? &r.source_pieces : &r.best.pieces;
+    const auto* cols = kind == AttentionKind::DecoderSelf ? &r.decoder_input_pieces : &r.source_pieces;
+    return {&maps[layer][head], rows, cols};
+}
+}  // namespace
+
+PairView::PairView(QWidget* parent) : QWidget(parent) {
+    m_sa = new QLineEdit(this);
+    m_sb = new QLineEdit(this);
+    m_sa->setPlaceholderText(tr("Sentence A, e.g. Der Hund beißt den Mann."));
+    m_sb->setPlaceholderText(tr("Sentence B, one word changed, e.g. Den Hund beißt der Mann."));
+    auto* compare = new QPushButton(tr("Compare"), this);
+    m_kind = makeKindCombo(this, AttentionKind::EncoderSelf);
+    m_layer = new QSpinBox(this);
+    m_head = new QSpinBox(this);
+    m_summary = new QLabel(this);
+    m_summary->setWordWrap(true);
+    m_a = new AttentionView(this);
+    m_b = new AttentionView(this);
+    m_diff = new AttentionView(this);
+    m_diff->setDiverging(true);
+    for (auto* v : {m_a, m_b, m_diff}) v->clear(tr("Type two sentences and press Compare"));
+
+    auto* inputs = new QGridLayout;
+    inputs->addWidget(new QLabel(tr("A"), this), 0, 0);
+    inputs->addWidget(m_sa, 0, 1);
+    inputs->addWidget(new QLabel(tr("B"), this), 1, 0);
+    inputs->addWidget(m_sb, 1, 1);
+    inputs->addWidget(compare, 0, 2, 2, 1);
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(m_kind);
+    controls->addWidget(new QLabel(tr("Layer"), this));
+    controls->addWidget(m_layer);
+    controls->addWidget(new QLabel(tr("Head"), this));
+    controls->addWidget(m_head);
+    controls->addStretch();
+    auto* maps = new QHBoxLayout;
+    for (auto* v : {m_a, m_b, m_diff}) maps->addWidget(v, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(inputs);
+    layout->addLayout(controls);
+    layout->addWidget(m_summary);
+    layout->addLayout(maps, 1);
+
+    connect(compare, &QPushButton::clicked, this, &PairView::requestCompare);
+    connect(m_sb, &QLineEdit::returnPressed, this, &PairView::requestCompare);
+    connect(m_sa, &QLineEdit::returnPressed, this, &PairView::requestCompare);
+    connect(m_kind, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(m_layer, &QSpinBox::valueChanged, this, [this] { refresh(); });
+    connect(m_head, &QSpinBox::valueChanged, this, [this] { refresh(); });
+}
+
+void PairView::requestCompare() {
+    if (m_sa->text().trimmed().isEmpty() || m_sb->text().trimmed().isEmpty()) {
+        m_summary->setText(tr("Type both sentences."));
+        return;
+    }
+    m_summary->setText(tr("Translating both…"));
+    Q_EMIT compareRequested(m_sa->text(), m_sb->text());
+}
+
+void PairView::setSentences(const QString& a, const QString& b) {
+    m_sa->setText(a);
+    m_sb->setText(b);
+}
+
+std::pair<QString, QString> PairView::sentences() const { return {m_sa->text(), m_sb->text()}; }
+
+void PairView::setColorMap(Palette palette) {
+    m_a->setColorMap(palette);
+    m_b->setColorMap(palette);
+}
+
+void PairView::setPair(ResultPtr a, ResultPtr b) {
+    m_ra = std::move(a);
+    m_rb = std::move(b);
+    if (!m_ra || !m_rb) return;
+    m_layer->setRange(0, int(m_ra->cross.size()) - 1);
+    m_head->setRange(0, m_ra->cross.empty() ? 0 : int(m_ra->cross[0].size()) - 1);
+    refresh();
+}
+
+void PairView::select(AttentionKind kind, int layer, int head) {
+    m_kind->setCurrentIndex(int(kind));
+    m_layer->setValue(layer);
+    m_head->setValue(head);
+    refresh();
+}
+
+QString PairView::summaryText() const { return m_summary->text(); }
+
+void PairView::refresh() {
+    if (!m_ra || !m_rb) return;
+    const auto kind = static_cast<AttentionKind>(m_kind->currentIndex());
+    const int layer = m_layer->value(), head = m_head->value();
+    const Shown a = shown(*m_ra, kind, layer, head), b = shown(*m_rb, kind, layer, head);
+    if (!a.map || !b.map) return;
+    const QString where = tr("layer %1, head %2").arg(layer + 1).arg(head + 1);
+    m_a->setMap(*a.map, toList(*a.rows), toList(*a.columns), tr("A: %1").arg(where));
+    m_b->setMap(*b.map, toList(*b.rows), toList(*b.columns), tr("B: %1").arg(where));
+    const MapDifference d = compareMaps(*a.map, *b.map, *a.rows, *b.rows, *a.columns, *b.columns);
+    m_diff->setMap(d.difference, toList(d.rows), toList(d.columns), tr("A − B (red: more in A, blue: more in B)"));
+    m_summary->setText(tr("A: %1 → %2\nB: %3 → %4%5")
+                           .arg(QString::fromStdString(m_ra->source_text), QString::fromStdString(m_ra->best.text),
+                                QString::fromStdString(m_rb->source_text), QString::fromStdString(m_rb->best.text))
+                           .arg(d.same_shape ? QString()
+                                             : tr("\nThe sentences have different pieces: the difference shows the "
+                                                  "rows and columns whose pieces line up (a word split differently "
+                                                  "is left out).")));
+}
+
+}  // namespace attnlab::ui
