@@ -530,6 +530,19 @@ void TestCli::forcePrefixTraceAndExplain() {
     r = cli({"explain", "-m", m_pkg, "--text", "Ein Hund.", "--layer", "7"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("layer 7 is out of range: there are 2 layers (0-based: 0..1)"), qPrintable(r.err));
+    // --ablate: the library's translation with those heads off; malformed and out-of-range named.
+    attnlab::DecodingOptions ab;
+    ab.max_length = 8;
+    ab.ablate = attnlab::parseHeadList("cross:1:0,encoder:0:3");
+    r = cli({"translate", "-m", m_pkg, "-t", "Eine Frau liest.", "--max-len", "8", "--ablate", "cross:1:0,encoder:0:3"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.out, QString::fromStdString(t.translate("Eine Frau liest.", ab).best.text) + "\n");
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--ablate", "cross:1"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--ablate: 'cross:1' is not kind:layer:head"), qPrintable(r.err));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--ablate", "decoder:0:4"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("ablate decoder:0:4: head 4 is out of range (0..3)"), qPrintable(r.err));
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--force-prefix", "x", "--reference-beam"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("force_prefix cannot be used with reference_beam"), qPrintable(r.err));

@@ -33,6 +33,8 @@ private Q_SLOTS:
     void forcedPrefixBeginsTheOutput();
     void forcingTheFreeOutputReproducesIt();
     void traceIsTheSearch();
+    void ablatingNoHeadIsThePlainTranslation();
+    void ablatingAHeadRemovesItsContribution();
 
 private:
     QTemporaryDir m_dir;
@@ -488,6 +490,74 @@ void TestTranslator::traceIsTheSearch() {
         }
         QCOMPARE(node, -1);
         QVERIFY(std::abs(sum - r.best.score) < 1e-9);
+    }
+}
+
+void TestTranslator::ablatingNoHeadIsThePlainTranslation() {
+    DecodingOptions o;
+    o.max_length = 10;
+    const auto plain = m_t->translate("Ein Kind springt in einen See.", o);
+    o.ablate = attnlab::parseHeadList("");
+    const auto none = m_t->translate("Ein Kind springt in einen See.", o);
+    QCOMPARE(none.best.ids, plain.best.ids);
+    QCOMPARE(none.best.score, plain.best.score);  // bit for bit: the same computation
+    QCOMPARE(none.cross, plain.cross);
+    QVERIFY(none.ablated.empty());
+}
+
+void TestTranslator::ablatingAHeadRemovesItsContribution() {
+    // Encoder layer 0, head 2 switched off: that layer's self-attention output must equal, computed
+    // by hand from the weights, layer_norm(x + fc(heads with head 2's block zeroed)). The module's
+    // own forward with the gate set is compared with that, 1e-5 (float32, same operations).
+    auto model = m_engine->model();
+    torch::NoGradGuard g;
+    auto attn = model->encoder->layer_stack[0]->as<attnlab::model::EncoderLayer>()->slf_attn;
+    torch::manual_seed(5);
+    auto x = torch::randn({1, 6, model->config().d_model});
+    const int64_t H = attn->n_head, dk = attn->d_k, dv = attn->d_v;
+    auto split = [&](const torch::Tensor& t, int64_t d) { return t.view({1, 6, H, d}).transpose(1, 2); };
+    auto q = split(torch::matmul(x, attn->w_qs->weight.t()), dk);
+    auto k = split(torch::matmul(x, attn->w_ks->weight.t()), dk);
+    auto v = split(torch::matmul(x, attn->w_vs->weight.t()), dv);
+    auto w = torch::softmax(torch::matmul(q / std::sqrt(double(dk)), k.transpose(2, 3)), -1);
+    auto heads = torch::matmul(w, v);  // [1,H,6,dv]
+    heads.select(1, 2).zero_();
+    auto joined = heads.transpose(1, 2).reshape({1, 6, H * dv});
+    auto expected = attn->layer_norm(x + torch::matmul(joined, attn->fc->weight.t()));
+    attn->head_keep = torch::ones({H});
+    attn->head_keep[2] = 0.0;
+    auto [got, maps] = attn->forward(x, x, x);
+    attn->head_keep = torch::Tensor();
+    QVERIFY((got - expected).abs().max().item<double>() < 1e-5);
+    auto [plain, plain_maps] = attn->forward(x, x, x);
+    QVERIFY((plain - expected).abs().max().item<double>() > 1e-4);  // the head mattered
+    QVERIFY(torch::equal(maps, plain_maps));                        // its map is still computed
+
+    // Through the translator: reported, every head back on afterwards, cached = full recomputation.
+    DecodingOptions o;
+    o.max_length = 10;
+    o.ablate = attnlab::parseHeadList("encoder:0:2, cross:1:3");
+    const auto r = m_t->translate("Ein Kind springt in einen See.", o);
+    QCOMPARE(r.ablated.size(), size_t(2));
+    QVERIFY(r.ablated[1] == (attnlab::HeadRef{attnlab::AttentionKind::Cross, 1, 3}));
+    const auto full = m_engine->translate({"Ein Kind springt in einen See."}, o, {}, attnlab::decoding::StepperKind::Full);
+    QCOMPARE(full[0].best.ids, r.best.ids);
+    const auto after = m_t->translate("Ein Kind springt in einen See.", DecodingOptions{});
+    const auto plain_again = m_t->translate("Ein Kind springt in einen See.");
+    QCOMPARE(after.best.ids, plain_again.best.ids);
+    // Out of range and malformed heads are named.
+    o.ablate = attnlab::parseHeadList("cross:2:0");
+    try {
+        m_t->translate("Ein Hund.", o);
+        QFAIL("no error");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(std::string(e.what()), std::string("ablate cross:2:0: layer 2 is out of range (0..1)"));
+    }
+    try {
+        attnlab::parseHeadList("cross:1:0,self:0:1");
+        QFAIL("no error");
+    } catch (const attnlab::ConfigError& e) {
+        QVERIFY2(std::string(e.what()).rfind("'self:0:1' is not kind:layer:head", 0) == 0, e.what());
     }
 }
 

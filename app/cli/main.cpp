@@ -70,6 +70,7 @@ struct TranslateCommand {
     std::vector<std::string> texts;
     std::string attention_path;
     std::string trace_path;
+    std::string ablate;
     bool scores = false;
 };
 
@@ -299,6 +300,9 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
                         "piece=probability (space-separated)");
     translate->add_option("--force-prefix", decoding.force_prefix,
                           "Make every translation begin with this target text, then let the model continue");
+    translate->add_option("--ablate", t.ablate,
+                          "Switch heads off: kind:layer:head, comma-separated (e.g. cross:2:5,encoder:0:3; "
+                          "0-based); each one's output becomes zeros before the output projection");
     translate->add_option("--trace", t.trace_path,
                           "Write every hypothesis the search scored, step by step, to this JSON file "
                           "(docs/trace-json.md)");
@@ -534,6 +538,11 @@ int main(int argc, char** argv) {
             translate.decoding.return_attention = !translate.attention_path.empty();
             translate.decoding.top_k_candidates = translate.attention_path.empty() ? 0 : 5;
             translate.decoding.record_trace = !translate.trace_path.empty();
+            try {
+                translate.decoding.ablate = attnlab::parseHeadList(translate.ablate);
+            } catch (const attnlab::ConfigError& e) {
+                throw attnlab::ConfigError(std::string("--ablate: ") + e.what());
+            }
             return runTranslate(common, translate);
         }
         if (inspect->parsed()) return runInspect(common);

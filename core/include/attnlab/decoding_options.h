@@ -1,6 +1,8 @@
 #pragma once
 // DecodingOptions: how Translator searches for a translation. Checked up front by validate().
 
+#include <attnlab/attention_kind.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +32,10 @@ struct DecodingOptions {
     // The same as target ids (e.g. a hypothesis's first tokens and one candidate: the app's what-if
     // click); used when force_prefix is empty. Padding, <s> and </s> are refused.
     std::vector<int> force_prefix_ids;
+    // Heads switched off in every forward pass of this translation (search and maps): each one's
+    // output is replaced by zeros before the output projection (docs/head-lab.md says why).
+    // Checked against the model's layers and heads by the translator (InputError naming the head).
+    std::vector<HeadRef> ablate;
     // Fill TranslationResult::trace: every continuation the search scored at each step.
     bool record_trace = false;
 

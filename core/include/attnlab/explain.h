@@ -4,6 +4,7 @@
 // first layer (embedding, scaling, positional encoding, layer norm), and the masks of a batch.
 // Translator computes them from the model's own forward pass; the UI and the CLI only show them.
 
+#include <attnlab/attention_kind.h>
 #include <attnlab/translation.h>
 
 #include <optional>
@@ -11,12 +12,6 @@
 #include <vector>
 
 namespace attnlab {
-
-enum class AttentionKind { EncoderSelf, DecoderSelf, Cross };
-
-// "encoder" | "decoder" | "cross" (the CLI's and the lesson files' names).
-std::string attentionKindName(AttentionKind kind);
-std::optional<AttentionKind> attentionKindFromName(const std::string& name);
 
 // One cell of one map: row `query`, column `key` of head `head` in layer `layer` (0-based). The
 // indices are those of TranslationResult's maps: encoder self [src][src], decoder self

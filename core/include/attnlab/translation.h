@@ -2,6 +2,8 @@
 // TranslationResult: what Translator returns, in std types only, so that the GUI and the CLI
 // never see a tensor.
 
+#include <attnlab/attention_kind.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -100,6 +102,9 @@ struct TranslationResult {
     int forced_tokens = 0;               // leading tokens of best forced by DecodingOptions::force_prefix
     std::string forced_text;             // those tokens as text (what a session saves)
     std::vector<TraceStep> trace;        // DecodingOptions::record_trace: the search, step by step
+    // The heads switched off (DecodingOptions::ablate): their maps are still the weights they
+    // computed, but their output did not reach the next layer.
+    std::vector<HeadRef> ablated;
     std::vector<std::string> warnings;   // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;                // wall time of this sentence's translation
 };

@@ -262,6 +262,7 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
 
     std::vector<TranslationResult> results(sources.size());
     torch::NoGradGuard no_grad;
+    const auto ablation = ablateHeads(o.ablate);
     const size_t batch_size = o.reference_beam ? 1 : size_t(o.max_batch_size);  // the reference: one at a time
     for (size_t begin = 0; begin < order.size(); begin += batch_size) {
         const size_t end = std::min(order.size(), begin + batch_size);
@@ -300,6 +301,7 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
             auto& r = results[order[begin + i]];
             fillResult(r, *batch[i], hyps[i], o);
             r.forced_tokens = static_cast<int>(so.forced.size());
+            r.ablated = o.ablate;
             r.forced_text = m_tokenizer->decode(std::vector<int>(so.forced.begin(), so.forced.end()));
             if (o.record_trace) r.trace = toTrace(traces.at(i));
         }
@@ -323,6 +325,34 @@ Hypothesis Engine::toHypothesis(const Hyp& h) const {
     }
     out.text = m_tokenizer->decode(text_ids);
     return out;
+}
+
+std::shared_ptr<void> Engine::ablateHeads(const std::vector<HeadRef>& heads) const {
+    if (heads.empty()) return nullptr;
+    const auto& cfg = m_config.model;
+    std::vector<model::MultiHeadAttention> touched;
+    for (const auto& h : heads) {
+        if (h.layer < 0 || h.layer >= cfg.n_layers)
+            throw InputError("ablate " + headName(h) + ": layer " + std::to_string(h.layer) + " is out of range (0.." +
+                             std::to_string(cfg.n_layers - 1) + ")");
+        if (h.head < 0 || h.head >= cfg.n_head)
+            throw InputError("ablate " + headName(h) + ": head " + std::to_string(h.head) + " is out of range (0.." +
+                             std::to_string(cfg.n_head - 1) + ")");
+        model::Transformer m = m_model;
+        auto enc = m->encoder->layer_stack[h.layer]->as<model::EncoderLayer>();
+        auto dec = m->decoder->layer_stack[h.layer]->as<model::DecoderLayer>();
+        model::MultiHeadAttention module = h.kind == AttentionKind::EncoderSelf   ? enc->slf_attn
+                                           : h.kind == AttentionKind::DecoderSelf ? dec->slf_attn
+                                                                                  : dec->enc_attn;
+        if (!module->head_keep.defined())
+            module->head_keep = torch::ones({cfg.n_head}, torch::TensorOptions().device(m_device));
+        module->head_keep[h.head] = 0.0;
+        touched.push_back(module);
+    }
+    // Every head back on when the translation is done (or throws).
+    return std::shared_ptr<void>(nullptr, [touched](void*) {
+        for (auto m : touched) m->head_keep = torch::Tensor();
+    });
 }
 
 std::vector<TraceStep> Engine::toTrace(const TraceSteps& steps) const {

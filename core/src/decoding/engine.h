@@ -91,6 +91,9 @@ private:
     void fillResult(TranslationResult& r, const Source& src, const std::vector<Hyp>& hyps,
                     const DecodingOptions& o) const;
     std::vector<TraceStep> toTrace(const TraceSteps& steps) const;
+    // Checks DecodingOptions::ablate against the model (InputError naming the head) and switches
+    // those heads off until the returned guard is destroyed.
+    std::shared_ptr<void> ablateHeads(const std::vector<HeadRef>& heads) const;
     void analyse(TranslationResult& r, const DecodingOptions& o) const;
     ParameterCounts countParameters() const;
     void checkTokenizerMatches(const std::string& dir) const;

@@ -14,22 +14,6 @@
 
 namespace attnlab {
 
-std::string attentionKindName(AttentionKind kind) {
-    switch (kind) {
-        case AttentionKind::EncoderSelf: return "encoder";
-        case AttentionKind::DecoderSelf: return "decoder";
-        case AttentionKind::Cross: return "cross";
-    }
-    return "cross";
-}
-
-std::optional<AttentionKind> attentionKindFromName(const std::string& name) {
-    if (name == "encoder") return AttentionKind::EncoderSelf;
-    if (name == "decoder") return AttentionKind::DecoderSelf;
-    if (name == "cross") return AttentionKind::Cross;
-    return std::nullopt;
-}
-
 namespace {
 // Where two piece sequences line up: the pieces of a longest common subsequence, and between two
 // such anchors the pieces position by position when both gaps are equally long (a changed word of

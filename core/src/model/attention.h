@@ -58,6 +58,9 @@ public:
     torch::nn::LayerNorm layer_norm{nullptr};
     // Set by the engine around one forward pass (decoding::CaptureGuard); not owned.
     AttentionCapture* capture = nullptr;
+    // Head ablation: [n_head] of 1 (kept) and 0 (switched off), multiplied into each head's
+    // output before fc; undefined = every head kept. Set by the engine around a translation.
+    torch::Tensor head_keep;
 };
 TORCH_MODULE(MultiHeadAttention);
 
