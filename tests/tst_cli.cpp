@@ -4,6 +4,8 @@
 #include "fixtures.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/head_lab.h>
+#include <attnlab/head_lab_json.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
 #include <attnlab/teaching_json.h>
@@ -58,6 +60,7 @@ private Q_SLOTS:
     void calibrateWritesTheThreshold();
     void bundledModelsByName();
     void forcePrefixTraceAndExplain();
+    void headsAndAlign();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -75,7 +78,8 @@ void TestCli::helpForEverySubcommand() {
     for (const QStringList& args :
          {QStringList{"--help"}, QStringList{"translate", "--help"}, QStringList{"inspect", "--help"},
           QStringList{"train", "--help"}, QStringList{"eval", "--help"}, QStringList{"average", "--help"},
-          QStringList{"calibrate", "--help"}, QStringList{"explain", "--help"}}) {
+          QStringList{"calibrate", "--help"}, QStringList{"explain", "--help"},
+          QStringList{"heads", "--help"}, QStringList{"align", "--help"}}) {
         auto r = cli(args);
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("--") && r.out.contains("Usage"), qPrintable(r.out));
@@ -546,6 +550,76 @@ void TestCli::forcePrefixTraceAndExplain() {
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--force-prefix", "x", "--reference-beam"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("force_prefix cannot be used with reference_beam"), qPrintable(r.err));
+}
+
+void TestCli::headsAndAlign() {
+    const QString d = m_dir.path();
+    const std::vector<std::string> src{"Ein Hund läuft im Park.", "Zwei Kinder spielen Fußball.", "Eine Frau liest."};
+    const std::vector<std::string> ref{"A dog runs in the park.", "Two children play football.", "A woman reads."};
+    std::string s, t;
+    for (size_t i = 0; i < src.size(); ++i) {
+        s += src[i] + "\n";
+        t += ref[i] + "\n";
+    }
+    attnlab::testing::writeFile((d + "/h.de").toStdString(), s);
+    attnlab::testing::writeFile((d + "/h.en").toStdString(), t);
+    // heads: the JSON and the CSV are the library's numbers for the same corpus.
+    auto r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/heads.json",
+                  "--csv", d + "/heads.csv", "--radius", "3"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("heads over 3 sentences (decoder teacher-forced"), qPrintable(r.out));
+    attnlab::Translator tr(m_pkg.toStdString(), {"cpu"});
+    const auto lib = attnlab::corpusHeadStatistics(tr, src, &ref, {}, 3);
+    const auto j = nlohmann::json::parse(attnlab::testing::readFile((d + "/heads.json").toStdString()));
+    QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-heads"));
+    QCOMPARE(j["heads"].size(), lib.heads.size());
+    QCOMPARE(j["heads"][5]["name"].get<std::string>(), attnlab::headName(lib.heads[5].head));
+    QVERIFY(std::abs(j["heads"][5]["entropy"].get<double>() - lib.heads[5].value(attnlab::HeadStatistic::Entropy)) < 1e-6);
+    QCOMPARE(j["heads"][5]["offset_histogram"].size(), size_t(7));
+    QVERIFY(!j.contains("importance"));
+    QCOMPARE(attnlab::testing::readFile((d + "/heads.csv").toStdString()), attnlab::headStatsCsv(lib));
+    // --importance over cross heads only: baseline and one run per head in the JSON.
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/imp.json", "--importance",
+             "--importance-kinds", "cross", "--curve-step", "4"});
+    QCOMPARE(r.code, 0);
+    const auto imp = nlohmann::json::parse(attnlab::testing::readFile((d + "/imp.json").toStdString()))["importance"];
+    QCOMPARE(imp["heads"].size(), size_t(2 * 4));
+    QCOMPARE(imp["curve"].size(), size_t(3));
+    QCOMPARE(imp["curve"][2]["removed"].size(), size_t(8));
+    QVERIFY(r.out.contains("pruning curve"));
+    // align: one Pharaoh line per pair; a 1-indexed gold file; AER as the library computes it.
+    attnlab::testing::writeFile((d + "/gold.txt").toStdString(), "1-1 2-2 3-3 4p4 4-5 5-6\n1-1 2-2 3-3 4-4\n1-1 2-2 3-3\n");
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/gold.txt",
+             "--gold-one-indexed", "--method", "layer:1", "--output", d + "/links.txt", "--json", d + "/align.json"});
+    QCOMPARE(r.code, 0);
+    std::vector<attnlab::GoldAlignment> gold = attnlab::readGoldAlignments((d + "/gold.txt").toStdString(), {true, false});
+    const auto rep = attnlab::alignCorpus(tr, src, ref, &gold, "gold.txt");
+    QCOMPARE(attnlab::testing::readFile((d + "/links.txt").toStdString()),
+             attnlab::alignmentLinksText(rep, attnlab::parseAlignmentMethod("layer:1")));
+    const auto aj = nlohmann::json::parse(attnlab::testing::readFile((d + "/align.json").toStdString()));
+    QCOMPARE(aj["methods"].size(), rep.methods.size());
+    QCOMPARE(aj["best_head"]["method"].get<std::string>(),
+             attnlab::alignmentMethodName(rep.methods[size_t(rep.best_head)].method));
+    QVERIFY(std::abs(aj["best_head"]["aer"].get<double>() - rep.methods[size_t(rep.best_head)].counts.aer()) < 1e-12);
+    QVERIFY2(r.out.contains("best head"), qPrintable(r.out));
+    // Errors name the option, the file, the line and the link.
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--json", d + "/x.json", "--importance"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: --importance needs --ref (BLEU needs references)\n"));
+    attnlab::testing::writeFile((d + "/short.en").toStdString(), "A dog.\n");
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/short.en", "--output", d + "/l.txt"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));
+    attnlab::testing::writeFile((d + "/bad.txt").toStdString(), "0-0\n0-0 1x2\n0-0\n");
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/bad.txt", "--output",
+             d + "/l.txt"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: %1 line 2: link '1x2' is not i-j (sure) or ipj / i?j (possible)\n").arg(d + "/bad.txt"));
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--method", "head:7:0", "--output",
+             d + "/l.txt"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: --method head:7:0: layer 7 is out of range (0..1)\n"));
+    QVERIFY(!QFile::exists(d + "/l.txt"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

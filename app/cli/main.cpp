@@ -13,6 +13,9 @@
 #include <attnlab/translator.h>
 #include <attnlab/version.h>
 
+#include "cli_common.h"
+#include "head_lab_commands.h"
+
 #include <CLI/CLI.hpp>
 
 #include <malloc.h>
@@ -33,35 +36,9 @@
 
 namespace {
 
-struct CommonOptions {
-    std::string model;
-    std::string device = "auto";
-    int threads = 0;
-};
-
-void addCommon(CLI::App* cmd, CommonOptions& o) {
-    cmd->add_option(
-        "--model,-m", o.model,
-        "Model package directory, or a bundled model's name or direction (de-en); default: the bundled de-en");
-    cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-    cmd->add_option("--threads", o.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
-}
-
-std::string resolveModel(const std::string& given) {
-    if (!given.empty()) return attnlab::resolveModelArgument(given);
-    const std::string dir = attnlab::defaultModelDir();
-    if (dir.empty())
-        throw attnlab::InputError(
-            "no --model given and no bundled model found (set ATTNLAB_MODEL_DIR or pass --model DIR)");
-    return dir;
-}
-
-attnlab::Translator load(const CommonOptions& o) {
-    attnlab::TranslatorOptions t;
-    t.device = o.device;
-    t.num_threads = o.threads;
-    return attnlab::Translator(resolveModel(o.model), t);
-}
+using attnlab_cli::addCommon;
+using attnlab_cli::CommonOptions;
+using attnlab_cli::load;
 
 // Every subcommand's options, in one struct each, registered by one function each.
 struct TranslateCommand {
@@ -520,6 +497,8 @@ int main(int argc, char** argv) {
     EvalCommand eval;
     CalibrateCommand calibrate;
     ExplainCommand explain;
+    attnlab_cli::HeadsCommand heads;
+    attnlab_cli::AlignCommand align;
     addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
@@ -528,6 +507,8 @@ int main(int argc, char** argv) {
     addEval(app, common, eval);
     addCalibrate(app, common, calibrate);
     addExplain(app, common, explain);
+    attnlab_cli::addHeads(app, common, heads);
+    attnlab_cli::addAlign(app, common, align);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -555,6 +536,8 @@ int main(int argc, char** argv) {
         if (average.cmd->parsed()) return runAverage(average);
         if (calibrate.cmd->parsed()) return runCalibrate(common, calibrate);
         if (explain.cmd->parsed()) return runExplain(common, explain);
+        if (heads.cmd->parsed()) return attnlab_cli::runHeads(common, heads);
+        if (align.cmd->parsed()) return attnlab_cli::runAlign(common, align);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

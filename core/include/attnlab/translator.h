@@ -74,6 +74,16 @@ public:
                                                   const DecodingOptions& options = {},
                                                   const StepCallback& on_step = {}) const;
 
+    // Results for given translations instead of the model's own (teacher forcing): best holds each
+    // target's pieces and </s> with the model's log-probability of each, and every attention map
+    // (options.return_attention); no steps, no trace. options.ablate applies; beam settings do not.
+    // Characters the vocabulary lacks are left out of either side, with a warning. Throws InputError
+    // naming the pair (1-based) and side, CancelledError when the callback (once per batch) returns false.
+    std::vector<TranslationResult> teacherForce(const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& targets,
+                                                const DecodingOptions& options = {},
+                                                const StepCallback& on_batch = {}) const;
+
     // Why the sentence cannot be translated (empty, too long), or nothing when it can.
     std::optional<std::string> inputProblem(const std::string& sentence) const;
 

@@ -51,6 +51,16 @@ public:
                                              const StepCallback& on_step = {},
                                              StepperKind kind = StepperKind::Cached) const;
 
+    // teacher_forcing.cpp: results for given targets instead of a search's output (head statistics
+    // over references, alignment against gold). best = the target's pieces and </s>, with the
+    // model's log-probability of each; every map; no steps, no trace. Sentences are sorted by length
+    // and run options.max_batch_size at a time (padded keys get weight 0, so each sentence's maps are
+    // its own). Characters the vocabulary lacks are left out of either side, with a warning.
+    // Throws InputError naming the pair's index (1-based), CancelledError.
+    std::vector<TranslationResult> teacherForce(const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& targets, const DecodingOptions& options,
+                                                const StepCallback& on_batch = {}) const;
+
     // explain.cpp: the numbers behind a translation, from a teacher-forced pass over its source and
     // best hypothesis (attnlab/explain.h). Throw InputError naming an index out of range.
     AttentionExplanation explain(const TranslationResult& r, const CellRef& cell) const;
@@ -82,6 +92,10 @@ private:
     };
     std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned) const;
     Source prepare(const std::string& sentence) const;  // throws InputError
+    Source prepareTarget(const std::string& sentence) const;  // its pieces and </s>; throws InputError
+    std::vector<TranslationResult> teacherForceBatch(const std::vector<const Source*>& sources,
+                                                     const std::vector<const Source*>& targets,
+                                                     const DecodingOptions& o) const;
     int maxLength(size_t src_len, const DecodingOptions& o) const;
     torch::Tensor sourceTensor(const std::vector<const Source*>& batch) const;
     std::vector<TranslationResult> run(const std::vector<std::string>& sentences, const DecodingOptions& o,

@@ -34,6 +34,13 @@ std::vector<TranslationResult> Translator::translateBatch(const std::vector<std:
     return m_engine->translate(sentences, options, on_step);
 }
 
+std::vector<TranslationResult> Translator::teacherForce(const std::vector<std::string>& sources,
+                                                        const std::vector<std::string>& targets,
+                                                        const DecodingOptions& options,
+                                                        const StepCallback& on_batch) const {
+    return m_engine->teacherForce(sources, targets, options, on_batch);
+}
+
 std::optional<std::string> Translator::inputProblem(const std::string& sentence) const {
     return m_engine->inputProblem(sentence);
 }

@@ -1,0 +1,49 @@
+#include "cli_common.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <unistd.h>
+
+#include <iostream>
+
+namespace attnlab_cli {
+
+void addCommon(CLI::App* cmd, CommonOptions& o) {
+    cmd->add_option(
+        "--model,-m", o.model,
+        "Model package directory, or a bundled model's name or direction (de-en); default: the bundled de-en");
+    cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+    cmd->add_option("--threads", o.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
+}
+
+std::string resolveModel(const std::string& given) {
+    if (!given.empty()) return attnlab::resolveModelArgument(given);
+    const std::string dir = attnlab::defaultModelDir();
+    if (dir.empty())
+        throw attnlab::InputError(
+            "no --model given and no bundled model found (set ATTNLAB_MODEL_DIR or pass --model DIR)");
+    return dir;
+}
+
+attnlab::Translator load(const CommonOptions& o) {
+    attnlab::TranslatorOptions t;
+    t.device = o.device;
+    t.num_threads = o.threads;
+    return attnlab::Translator(resolveModel(o.model), t);
+}
+
+ProgressLine::ProgressLine() : m_tty(isatty(STDERR_FILENO)) {}
+
+attnlab::CorpusCallback ProgressLine::callback() {
+    return [this](const attnlab::CorpusProgress& p) {
+        if (m_tty) std::cerr << "\r\033[K" << p.stage << " " << p.done << "/" << p.total << std::flush;
+        return true;
+    };
+}
+
+void ProgressLine::clear() {
+    if (m_tty) std::cerr << "\r\033[K" << std::flush;
+}
+
+}  // namespace attnlab_cli

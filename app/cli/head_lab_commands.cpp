@@ -1,0 +1,190 @@
+// attnlab-cli heads / align: wiring only; every number comes from attnlab/head_lab.h.
+#include "head_lab_commands.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/head_lab.h>
+#include <attnlab/head_lab_json.h>
+#include <attnlab/text_io.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+namespace attnlab_cli {
+
+namespace {
+
+std::vector<std::string> readLines(const std::string& path, int limit) {
+    auto lines = attnlab::readTextLines(path);
+    if (limit > 0 && lines.size() > static_cast<size_t>(limit)) lines.resize(static_cast<size_t>(limit));
+    return lines;
+}
+
+void checkSameCount(const std::string& a, size_t na, const std::string& b, size_t nb) {
+    if (na != nb)
+        throw attnlab::InputError("mismatched files: " + a + " has " + std::to_string(na) + " lines but " + b + " has " +
+                                  std::to_string(nb));
+}
+
+std::vector<attnlab::AttentionKind> parseKinds(const std::string& text) {
+    std::vector<attnlab::AttentionKind> kinds;
+    std::istringstream in(text);
+    std::string name;
+    while (std::getline(in, name, ',')) {
+        const auto kind = attnlab::attentionKindFromName(name);
+        if (!kind) throw attnlab::ConfigError("--importance-kinds: '" + name + "' is not encoder, decoder or cross");
+        kinds.push_back(*kind);
+    }
+    return kinds;
+}
+
+void printStatistics(const attnlab::HeadStatsReport& rep) {
+    std::cout << rep.heads.size() << " heads over " << rep.sentences << " sentences"
+              << (rep.teacher_forced ? " (decoder teacher-forced through the references)" : " (the model's own translations)")
+              << "\n"
+              << std::left << std::setw(28) << "statistic" << std::setw(22) << "highest" << "lowest\n";
+    for (const auto& info : attnlab::headStatisticInfos()) {
+        const auto by = [&](const attnlab::HeadStats& a, const attnlab::HeadStats& b) {
+            return a.value(info.id) < b.value(info.id);
+        };
+        const auto lo = std::min_element(rep.heads.begin(), rep.heads.end(), by);
+        const auto hi = std::max_element(rep.heads.begin(), rep.heads.end(), by);
+        if (lo == rep.heads.end()) break;
+        std::ostringstream h, l;
+        h << attnlab::headName(hi->head) << " " << std::fixed << std::setprecision(3) << hi->value(info.id);
+        l << attnlab::headName(lo->head) << " " << std::fixed << std::setprecision(3) << lo->value(info.id);
+        std::cout << std::setw(28) << info.label << std::setw(22) << h.str() << l.str() << "\n";
+    }
+    std::cout << std::right;
+}
+
+void printImportance(const attnlab::ImportanceReport& imp) {
+    std::cout << std::fixed << std::setprecision(2) << "baseline: BLEU " << imp.baseline_bleu << ", chrF "
+              << imp.baseline_chrf << " (" << imp.sentences << " sentences)\nmost important (BLEU with the head ablated alone):";
+    for (size_t i = imp.heads.size(), shown = 0; i-- > 0 && shown < 5; ++shown)
+        std::cout << " " << attnlab::headName(imp.heads[i].head) << " " << imp.heads[i].bleu;
+    std::cout << "\npruning curve (heads removed: BLEU):";
+    for (const auto& p : imp.curve) std::cout << " " << p.heads_removed << ": " << p.bleu;
+    std::cout << "\n";
+}
+
+}  // namespace
+
+void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
+    h.cmd = app.add_subcommand("heads",
+                               "Statistics of every attention head over a corpus, and with --importance the BLEU of "
+                               "the corpus with each head ablated (docs/head-lab.md)");
+    addCommon(h.cmd, common);
+    h.cmd->add_option("--src", h.src, "Source sentences, one per line (plain or .gz)")->required();
+    h.cmd->add_option("--ref", h.ref,
+                      "Reference translations: the decoder is teacher-forced through them (needed for --importance)");
+    h.cmd->add_option("--json", h.json_path, "Write statistics (and importance) to this JSON file")->required();
+    h.cmd->add_option("--csv", h.csv_path, "Also write the statistics as CSV, one row per head");
+    h.cmd->add_flag("--importance", h.importance,
+                    "Translate the corpus once per head with that head ablated, then with the least important "
+                    "removed cumulatively; BLEU and chrF of each run go into the JSON");
+    h.cmd->add_option("--importance-kinds", h.kinds, "Only heads of these kinds take part, e.g. cross or encoder,cross");
+    h.cmd->add_option("--curve-step", h.curve_step, "Heads removed between two points of the pruning curve")
+        ->capture_default_str();
+    h.cmd->add_option("--radius", h.radius, "Offsets -R..R in the histogram (the ends collect the rest)")
+        ->capture_default_str();
+    h.cmd->add_option("--limit", h.limit, "Use only the first N lines (0 = all)")->capture_default_str();
+    h.cmd->add_option("--beam", h.decoding.beam_size, "Beam size of the model's own translations (1 = greedy)")
+        ->capture_default_str();
+    h.cmd->add_option("--batch-size", h.decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
+    h.decoding.beam_size = 1;
+}
+
+int runHeads(const CommonOptions& common, const HeadsCommand& h) {
+    if (h.importance && h.ref.empty()) throw attnlab::ConfigError("--importance needs --ref (BLEU needs references)");
+    const auto sources = readLines(h.src, h.limit);
+    std::vector<std::string> refs;
+    if (!h.ref.empty()) {
+        refs = readLines(h.ref, h.limit);
+        checkSameCount(h.src, sources.size(), h.ref, refs.size());
+    }
+    attnlab::ImportanceOptions io;
+    io.decoding = h.decoding;
+    io.curve_step = h.curve_step;
+    io.kinds = parseKinds(h.kinds);
+    io.validate();
+    auto translator = load(common);
+    ProgressLine progress;
+    const auto stats = attnlab::corpusHeadStatistics(translator, sources, refs.empty() ? nullptr : &refs, h.decoding,
+                                                     h.radius, progress.callback());
+    progress.clear();
+    std::optional<attnlab::ImportanceReport> importance;
+    if (h.importance) {
+        importance = attnlab::headImportance(translator, sources, refs, io, progress.callback());
+        progress.clear();
+    }
+    attnlab::writeHeadLabFile(h.json_path,
+                              attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info()));
+    if (!h.csv_path.empty()) attnlab::writeHeadLabFile(h.csv_path, attnlab::headStatsCsv(stats));
+    printStatistics(stats);
+    if (importance) printImportance(*importance);
+    std::cout << "wrote " << h.json_path << (h.csv_path.empty() ? "" : " and " + h.csv_path) << "\n";
+    return 0;
+}
+
+void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
+    a.cmd = app.add_subcommand("align",
+                               "Word alignment from cross-attention, teacher-forced through given translations; with "
+                               "--gold, AER / precision / recall of every head and layer (docs/head-lab.md)");
+    addCommon(a.cmd, common);
+    a.cmd->add_option("--src", a.src, "Source sentences, one per line, words separated by spaces")->required();
+    a.cmd->add_option("--tgt", a.tgt, "Their translations, one per line")->required();
+    a.cmd->add_option("--gold", a.gold, "Gold alignments: Pharaoh lines, i-j sure, ipj or i?j possible");
+    a.cmd->add_flag("--gold-one-indexed", a.one_indexed, "The gold file counts words from 1");
+    a.cmd->add_flag("--gold-reversed", a.reversed, "The gold file writes target-source (j-i)");
+    a.cmd->add_option("--method", a.method, "head:L:H | layer:L | all (0-based): the links written to --output")
+        ->capture_default_str();
+    a.cmd->add_option("--threshold", a.threshold,
+                      "Besides the argmax, link every source word whose weight reaches this (0 = argmax only)")
+        ->capture_default_str();
+    a.cmd->add_option("--output", a.output, "Write one Pharaoh line per pair (i-j, 0-indexed, source-target)")
+        ->required();
+    a.cmd->add_option("--json", a.json_path, "Write AER, precision and recall of every head and layer");
+}
+
+int runAlign(const CommonOptions& common, const AlignCommand& a) {
+    const auto method = attnlab::parseAlignmentMethod(a.method);
+    if (a.threshold < 0 || a.threshold > 1)
+        throw attnlab::ConfigError("--threshold " + std::to_string(a.threshold) + " is out of range (0..1)");
+    const auto sources = attnlab::readTextLines(a.src), targets = attnlab::readTextLines(a.tgt);
+    checkSameCount(a.src, sources.size(), a.tgt, targets.size());
+    std::vector<attnlab::GoldAlignment> gold;
+    if (!a.gold.empty()) {
+        gold = attnlab::readGoldAlignments(a.gold, {a.one_indexed, a.reversed});
+        checkSameCount(a.src, sources.size(), a.gold, gold.size());
+    }
+    auto translator = load(common);
+    const auto& shape = translator.info().config.model;
+    if (auto why = attnlab::alignmentMethodProblem(method, int(shape.n_layers), int(shape.n_head)))
+        throw attnlab::ConfigError("--method " + a.method + ": " + *why);
+    ProgressLine progress;
+    const auto rep = attnlab::alignCorpus(translator, sources, targets, a.gold.empty() ? nullptr : &gold, a.gold,
+                                          a.threshold, progress.callback());
+    progress.clear();
+    attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
+    if (!a.json_path.empty()) attnlab::writeHeadLabFile(a.json_path, attnlab::alignmentJson(rep, translator.info()));
+    std::cout << rep.pairs << " sentence pairs aligned; " << a.output << ": links of " << attnlab::alignmentMethodName(method)
+              << "\n";
+    if (rep.has_gold) {
+        auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
+            std::cout << std::left << std::setw(12) << what << std::setw(12) << attnlab::alignmentMethodName(m.method)
+                      << std::right << std::fixed << std::setprecision(3) << "AER " << m.counts.aer() << "  precision "
+                      << m.counts.precision() << "  recall " << m.counts.recall() << "\n";
+        };
+        line("chosen", *rep.find(method));
+        line("best head", rep.methods[static_cast<size_t>(rep.best_head)]);
+        line("best layer", rep.methods[static_cast<size_t>(rep.best_layer)]);
+        line("all layers", rep.methods.back());
+    }
+    if (!a.json_path.empty()) std::cout << "wrote " << a.json_path << "\n";
+    return 0;
+}
+
+}  // namespace attnlab_cli

@@ -1,0 +1,34 @@
+#pragma once
+// attnlab-cli heads / align: the head lab from the command line (attnlab/head_lab.h).
+#include "cli_common.h"
+
+#include <attnlab/decoding_options.h>
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace attnlab_cli {
+
+struct HeadsCommand {
+    CLI::App* cmd = nullptr;
+    std::string src, ref, json_path, csv_path, kinds;
+    bool importance = false;
+    int radius = 8;
+    int curve_step = 8;
+    int limit = 0;
+    attnlab::DecodingOptions decoding;
+};
+void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h);
+int runHeads(const CommonOptions& common, const HeadsCommand& h);
+
+struct AlignCommand {
+    CLI::App* cmd = nullptr;
+    std::string src, tgt, gold, method = "all", output, json_path;
+    bool one_indexed = false, reversed = false;
+    double threshold = 0.0;
+};
+void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a);
+int runAlign(const CommonOptions& common, const AlignCommand& a);
+
+}  // namespace attnlab_cli

@@ -1,0 +1,96 @@
+#pragma once
+// The head lab over a corpus (issue 12, docs/head-lab.md): statistics of every head, the
+// importance of every head by ablation, and alignment against gold. Each runner reports progress
+// and can be cancelled (the callback returns false: CancelledError).
+
+#include <attnlab/alignment.h>
+#include <attnlab/attention_kind.h>
+#include <attnlab/decoding_options.h>
+#include <attnlab/head_stats.h>
+#include <attnlab/translator.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+struct CorpusProgress {
+    std::string stage;  // what is being done, e.g. "ablating cross:2:5"
+    int done = 0;       // units of work done (sentences, or runs for importance)
+    int total = 0;
+};
+// Return false to cancel.
+using CorpusCallback = std::function<bool(const CorpusProgress&)>;
+
+// Statistics of every head over `sources`: with `references` (same count) the decoder is
+// teacher-forced through them, otherwise it reads the model's own translations (decoding: its
+// beam and caps; attention is always recorded). Sentences run in chunks, so memory stays small.
+// Throws InputError naming the line (1-based) of a sentence that cannot be translated, or the
+// counts when they differ.
+HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
+                                     const std::vector<std::string>* references, const DecodingOptions& decoding,
+                                     int histogram_radius = 8, const CorpusCallback& progress = {});
+
+struct HeadImportance {
+    HeadRef head;
+    double bleu = 0.0;  // corpus BLEU with this head alone ablated
+    double chrf = 0.0;
+    double bleu_drop = 0.0;  // baseline BLEU - bleu (negative: the corpus scores higher without it)
+};
+
+struct PruningPoint {
+    int heads_removed = 0;
+    double bleu = 0.0;
+    double chrf = 0.0;
+    std::vector<HeadRef> removed;  // every head removed at this point, least important first
+};
+
+struct ImportanceReport {
+    int sentences = 0;
+    double baseline_bleu = 0.0;
+    double baseline_chrf = 0.0;
+    std::string bleu_signature;
+    std::vector<HeadImportance> heads;  // least important first: highest BLEU when ablated (ties: chrF)
+    std::vector<PruningPoint> curve;    // 0 removed, then every `curve_step` more, then all
+};
+
+struct ImportanceOptions {
+    DecodingOptions decoding;  // the search every run uses (the CLI: greedy)
+    int curve_step = 8;        // heads removed between two points of the pruning curve
+    // Heads of which kinds take part ("encoder", "decoder", "cross"); empty = all three.
+    std::vector<AttentionKind> kinds;
+    void validate() const;  // throws ConfigError
+};
+
+// Michel et al. 2019's experiment: BLEU and chrF of the corpus with each head ablated alone, then
+// heads removed cumulatively in order of increasing importance. One translation run of the corpus
+// per head and per curve point. Throws InputError for differing counts or an untranslatable line.
+ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
+                                const std::vector<std::string>& references, const ImportanceOptions& options,
+                                const CorpusCallback& progress = {});
+
+struct AlignmentMethodReport {
+    AlignmentMethod method;
+    AlignmentCounts counts;                 // against gold (all zero without it)
+    std::vector<AlignmentLinks> links;      // per sentence pair
+};
+
+struct AlignmentReport {
+    int pairs = 0;
+    bool has_gold = false;
+    double threshold = 0.0;
+    std::vector<AlignmentMethodReport> methods;  // allAlignmentMethods() order
+    int best_head = -1;   // index into methods of the head with the lowest AER (-1 without gold)
+    int best_layer = -1;  // ... of the layer mean
+    const AlignmentMethodReport* find(const AlignmentMethod& m) const;
+};
+
+// Teacher-forces every pair and extracts links by every method. `gold` (optional) must have one
+// entry per pair; `gold_name` names its file in messages (index beyond a sentence's words).
+AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
+                            const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
+                            const std::string& gold_name, double threshold = 0.0,
+                            const CorpusCallback& progress = {});
+
+}  // namespace attnlab

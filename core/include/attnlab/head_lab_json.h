@@ -1,0 +1,35 @@
+#pragma once
+// The head lab's files: statistics and importance (`attnlab-cli heads --json/--csv`, the app's
+// Heads tab export) and alignment (`attnlab-cli align --json/--output`). Keys and columns are
+// defined here once (statistic names: headStatisticInfos()); docs/head-lab.md shows them.
+
+#include <attnlab/head_lab.h>
+#include <attnlab/translator.h>
+
+#include <string>
+
+namespace attnlab {
+
+inline constexpr int kHeadLabJsonVersion = 1;
+
+// {"format": "attnlab-heads", "version", "model", "sentences", "teacher_forced",
+//  "histogram_radius", "heads": [{"kind", "layer", "head", "name", "rows", <statistic keys>,
+//  "offset_histogram", "typical_sentence": {<statistic key>: index}}],
+//  "importance" (when given): {"sentences", "baseline_bleu", "baseline_chrf", "bleu_signature",
+//  "heads": [{"name", "kind", "layer", "head", "bleu", "chrf", "bleu_drop"}],
+//  "curve": [{"heads_removed", "bleu", "chrf", "removed": [name]}]}}
+std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model);
+// One row per head: kind,layer,head,rows,<statistic keys>.
+std::string headStatsCsv(const HeadStatsReport& stats);
+
+// {"format": "attnlab-alignment", "version", "model", "pairs", "has_gold", "threshold",
+//  "methods": [{"method", "aer", "precision", "recall", "predicted", "sure", "predicted_sure",
+//  "predicted_possible"}], "best_head": {"method", "aer", ...} | null, "best_layer": ... | null}
+std::string alignmentJson(const AlignmentReport& report, const ModelInfo& model);
+// One Pharaoh line per pair for the method ("i-j", 0-based, source-target).
+std::string alignmentLinksText(const AlignmentReport& report, const AlignmentMethod& method);
+
+// Atomic write of any of the above (util::saveToFile); throws InputError naming the path.
+void writeHeadLabFile(const std::string& path, const std::string& text);
+
+}  // namespace attnlab

@@ -1,0 +1,103 @@
+#pragma once
+// Head statistics: what each attention head does across many sentences (issue 12, docs/head-lab.md).
+// Pure arithmetic over TranslationResult's maps and pieces: no model, no tensors, so that tests can
+// feed hand-built maps.
+//
+// A row is one query position of one sentence (encoder self-attention: every source position;
+// decoder self- and cross-attention: every generated position, </s> included). Every statistic
+// is a mean over all rows of all sentences, each row counting once (long sentences weigh more).
+// With i the query position and j the key position:
+//   entropy            -sum_j w_ij ln w_ij (nats)
+//   mean_offset        sum_j w_ij (j - i)            (cross: source position minus target position)
+//   mean_abs_offset    sum_j w_ij |j - i|
+//   eos_share          weight on </s> (decoder self-attention, whose keys hold no </s>: on <s>)
+//   punctuation_share  weight on pieces made of punctuation only (with or without "▁")
+//   previous_share     weight on j = i - 1
+//   same_share         weight on j = i
+//   diagonal_max       1 when the row's largest weight is at j = i, else 0
+// The offset histogram holds, per offset -R..R, the mean weight at that offset; its first and
+// last bins also collect every offset beyond -R and R.
+
+#include <attnlab/attention_kind.h>
+#include <attnlab/translation.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+enum class HeadStatistic {
+    Entropy,
+    MeanOffset,
+    MeanAbsOffset,
+    EosShare,
+    PunctuationShare,
+    PreviousShare,
+    SameShare,
+    DiagonalMax,
+};
+constexpr int kHeadStatisticCount = 8;
+
+// The one owner of each statistic's name: the JSON key, the CSV column and the app's label.
+struct HeadStatisticInfo {
+    HeadStatistic id;
+    const char* key;      // "entropy", "mean_offset", ...
+    const char* label;    // "Entropy (nats)", ...
+    const char* meaning;  // one sentence, for tooltips and the docs
+};
+const std::array<HeadStatisticInfo, kHeadStatisticCount>& headStatisticInfos();
+const HeadStatisticInfo& headStatisticInfo(HeadStatistic s);
+
+struct HeadStats {
+    HeadRef head;
+    int64_t rows = 0;
+    std::array<double, kHeadStatisticCount> values{};  // indexed by HeadStatistic
+    std::vector<double> offset_histogram;              // 2R + 1 bins: offsets -R..R
+    // Per statistic: the sentence (0-based, in input order) whose own mean is closest to the
+    // corpus mean, among sentences with at least 3 rows (any sentence when none has); -1 when empty.
+    std::array<int, kHeadStatisticCount> typical_sentence{};
+    double value(HeadStatistic s) const { return values[static_cast<size_t>(s)]; }
+};
+
+struct HeadStatsReport {
+    int sentences = 0;
+    int histogram_radius = 0;
+    bool teacher_forced = false;  // decoder statistics over given references, not the model's output
+    std::vector<HeadStats> heads;  // encoder layers x heads, then decoder, then cross
+    const HeadStats* find(const HeadRef& head) const;  // nullptr when absent
+};
+
+// Punctuation only: every character (after a leading "▁") is ASCII punctuation or one of the
+// typographic marks „“”‘’«»…–—·; "▁" alone, </s> and <s> are not.
+bool isPunctuationPiece(const std::string& piece);
+
+class HeadStatsAccumulator {
+public:
+    explicit HeadStatsAccumulator(int histogram_radius = 8);
+    // Adds one sentence's maps (encoder_self, decoder_self, cross; any of them may be empty). Keys
+    // are source_pieces (encoder, cross) and decoder_input_pieces (decoder self). Throws
+    // InputError when the shapes differ from the pieces or from sentences added before.
+    void add(const TranslationResult& result);
+    int sentences() const { return m_sentences; }
+    HeadStatsReport report(bool teacher_forced = false) const;
+
+private:
+    struct Head {
+        HeadRef ref;
+        int64_t rows = 0;
+        std::array<double, kHeadStatisticCount> sums{};
+        std::vector<double> histogram;
+        // per sentence: rows and sums (for the typical sentence)
+        std::vector<int> sentence_rows;
+        std::vector<std::array<double, kHeadStatisticCount>> sentence_sums;
+    };
+    void addMaps(AttentionKind kind, const LayerHeadMaps& maps, const std::vector<std::string>& key_pieces,
+                 const std::string& boundary);
+    int m_radius;
+    int m_sentences = 0;
+    std::vector<Head> m_heads;
+};
+
+}  // namespace attnlab

@@ -1,0 +1,144 @@
+// Engine::teacherForce: results for given targets (attnlab/translator.h, engine.h).
+#include "decoding/engine.h"
+#include "util/tensor_convert.h"
+#include "util/torch_errors.h"
+
+#include <attnlab/confidence.h>
+#include <attnlab/errors.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace attnlab::decoding {
+
+Engine::Source Engine::prepareTarget(const std::string& sentence) const {
+    Cleaned c;
+    if (auto why = inputProblem(sentence, c)) throw InputError("target: " + *why);
+    Source t;
+    t.text = sentence;
+    t.ids.assign(c.encoding.ids.begin(), c.encoding.ids.end());
+    t.ids.push_back(static_cast<int>(m_config.eos_idx));
+    for (int id : t.ids) t.pieces.push_back(m_tokenizer->idToPiece(id));
+    if (!c.left_out.empty()) {
+        std::string chars;
+        for (const auto& ch : c.left_out) chars += (chars.empty() ? "" : " ") + ch;
+        t.warnings.push_back("target characters not in the vocabulary, left out: " + chars);
+    }
+    return t;
+}
+
+std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::string>& sources,
+                                                    const std::vector<std::string>& targets, const DecodingOptions& o,
+                                                    const StepCallback& on_batch) const {
+    o.validate();
+    if (sources.size() != targets.size())
+        throw InputError(std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
+    std::vector<Source> src(sources.size()), trg(targets.size());
+    for (size_t i = 0; i < sources.size(); ++i) {
+        try {
+            src[i] = prepare(sources[i]);
+            trg[i] = prepareTarget(targets[i]);
+        } catch (const InputError& e) {
+            throw InputError("pair " + std::to_string(i + 1) + ": " + e.what());
+        }
+    }
+    std::vector<size_t> order(src.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return src[a].ids.size() + trg[a].ids.size() < src[b].ids.size() + trg[b].ids.size();
+    });
+    std::vector<TranslationResult> results(src.size());
+    return util::translatingTorchErrors("teacher forcing", [&] {
+        torch::NoGradGuard no_grad;
+        const auto ablation = ablateHeads(o.ablate);
+        const size_t batch_size = static_cast<size_t>(o.max_batch_size);
+        for (size_t begin = 0; begin < order.size(); begin += batch_size) {
+            const size_t end = std::min(order.size(), begin + batch_size);
+            if (on_batch) {
+                StepProgress p{static_cast<int>(begin), static_cast<int>(end), static_cast<int>(order.size()), 0, 1};
+                if (!on_batch(p)) throw CancelledError();
+            }
+            const auto t0 = std::chrono::steady_clock::now();
+            std::vector<const Source*> bs, bt;
+            for (size_t i = begin; i < end; ++i) {
+                bs.push_back(&src[order[i]]);
+                bt.push_back(&trg[order[i]]);
+            }
+            auto out = teacherForceBatch(bs, bt, o);
+            const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                               double(end - begin);
+            for (size_t i = begin; i < end; ++i) {
+                results[order[i]] = std::move(out[i - begin]);
+                results[order[i]].seconds = per;
+            }
+        }
+        return results;
+    });
+}
+
+std::vector<TranslationResult> Engine::teacherForceBatch(const std::vector<const Source*>& sources,
+                                                         const std::vector<const Source*>& targets,
+                                                         const DecodingOptions& o) const {
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    int64_t lt = 0;
+    for (const auto* t : targets) lt = std::max<int64_t>(lt, static_cast<int64_t>(t->ids.size()));
+    const int64_t b = static_cast<int64_t>(targets.size());
+    // The decoder's input: <s>, then the target but its last token (</s>).
+    auto trg_in = torch::full({b, lt}, m_config.model.trg_pad_idx, i64);
+    auto gold = torch::zeros({b, lt}, i64);
+    {
+        auto a = trg_in.accessor<int64_t, 2>();
+        auto g = gold.accessor<int64_t, 2>();
+        for (int64_t i = 0; i < b; ++i) {
+            a[i][0] = m_config.bos_idx;
+            const auto& ids = targets[i]->ids;
+            for (size_t j = 0; j < ids.size(); ++j) {
+                if (j + 1 < ids.size()) a[i][j + 1] = ids[j];
+                g[i][j] = ids[j];
+            }
+        }
+    }
+    auto src = sourceTensor(sources);
+    model::Attentions attns;
+    model::Transformer model = m_model;
+    auto logits = model->forwardFull(src, trg_in.to(m_device), o.return_attention ? &attns : nullptr);
+    auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1).gather(2, gold.to(m_device).unsqueeze(2)).squeeze(2);
+    logp = logp.to(torch::kCPU).to(torch::kFloat64);
+    auto lp = logp.accessor<double, 2>();
+
+    DecodingOptions plain = o;
+    plain.return_attention = false;
+    plain.top_k_candidates = 0;
+    std::vector<TranslationResult> results(static_cast<size_t>(b));
+    for (int64_t i = 0; i < b; ++i) {
+        const auto& ids = targets[i]->ids;
+        Hyp h;
+        h.finished = true;
+        for (size_t j = 0; j < ids.size(); ++j) {
+            h.tokens.push_back(ids[j]);
+            h.token_scores.push_back(lp[i][j]);
+            h.score += lp[i][j];
+        }
+        h.normalized = h.score / std::pow(double(ids.size()), o.length_penalty);
+        auto& r = results[static_cast<size_t>(i)];
+        fillResult(r, *sources[i], {h}, plain);
+        r.warnings.insert(r.warnings.end(), targets[i]->warnings.begin(), targets[i]->warnings.end());
+        r.ablated = o.ablate;
+        if (!o.return_attention) continue;
+        const int64_t ls = static_cast<int64_t>(sources[i]->ids.size()), n = static_cast<int64_t>(ids.size());
+        using torch::indexing::Slice;
+        for (const auto& a : attns.encoder_self)
+            r.encoder_self.push_back(util::toLayerHeads(a[i].index({Slice(), Slice(0, ls), Slice(0, ls)})));
+        for (const auto& a : attns.decoder_self)
+            r.decoder_self.push_back(util::toLayerHeads(a[i].index({Slice(), Slice(0, n), Slice(0, n)})));
+        for (const auto& a : attns.cross)
+            r.cross.push_back(util::toLayerHeads(a[i].index({Slice(), Slice(0, n), Slice(0, ls)})));
+    }
+    return results;
+}
+
+}  // namespace attnlab::decoding

@@ -1,0 +1,291 @@
+// Word alignment from cross-attention and AER: attnlab/alignment.h defines every rule.
+#include <attnlab/alignment.h>
+#include <attnlab/errors.h>
+#include <attnlab/text_io.h>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace attnlab {
+
+namespace {
+
+const std::string kWordStart = "\xE2\x96\x81";  // "▁"
+
+void sortUnique(AlignmentLinks& links) {
+    std::sort(links.begin(), links.end());
+    links.erase(std::unique(links.begin(), links.end()), links.end());
+}
+
+bool contains(const AlignmentLinks& sorted, const AlignmentLink& link) {
+    return std::binary_search(sorted.begin(), sorted.end(), link);
+}
+
+// A non-negative decimal number, the whole text.
+std::optional<int> parseIndex(const std::string& text) {
+    if (text.empty() || text.size() > 6) return std::nullopt;
+    for (char c : text)
+        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    return std::stoi(text);
+}
+
+}  // namespace
+
+GoldAlignment parseGoldLine(const std::string& line, const GoldFormat& format, const std::string& where) {
+    GoldAlignment gold;
+    std::istringstream in(line);
+    std::string link;
+    const int first = format.one_indexed ? 1 : 0;
+    while (in >> link) {
+        const size_t sep = link.find_first_of("-p?");
+        const auto a = sep == std::string::npos ? std::nullopt : parseIndex(link.substr(0, sep));
+        const auto b = sep == std::string::npos ? std::nullopt : parseIndex(link.substr(sep + 1));
+        if (!a || !b)
+            throw InputError(where + ": link '" + link + "' is not i-j (sure) or ipj / i?j (possible)");
+        if (*a < first || *b < first)
+            throw InputError(where + ": link '" + link + "' has index 0, but the file is read as 1-indexed " +
+                             "(--gold-one-indexed); drop that option for 0-indexed files");
+        AlignmentLink l = format.reversed ? AlignmentLink{*b - first, *a - first} : AlignmentLink{*a - first, *b - first};
+        if (link[sep] == '-') gold.sure.push_back(l);
+        gold.possible.push_back(l);
+    }
+    sortUnique(gold.sure);
+    sortUnique(gold.possible);
+    return gold;
+}
+
+std::vector<GoldAlignment> readGoldAlignments(const std::string& path, const GoldFormat& format) {
+    const auto lines = readTextLines(path);
+    std::vector<GoldAlignment> gold;
+    gold.reserve(lines.size());
+    for (size_t i = 0; i < lines.size(); ++i)
+        gold.push_back(parseGoldLine(lines[i], format, path + " line " + std::to_string(i + 1)));
+    return gold;
+}
+
+void checkGoldIndices(const GoldAlignment& gold, int source_words, int target_words, const std::string& where) {
+    for (const auto& [s, t] : gold.possible) {
+        if (s >= source_words || t >= target_words)
+            throw InputError(where + ": link " + std::to_string(s) + "-" + std::to_string(t) +
+                             " (0-based source-target) is beyond the sentence pair's " + std::to_string(source_words) +
+                             " source and " + std::to_string(target_words) +
+                             " target words (--gold-one-indexed or --gold-reversed?)");
+    }
+}
+
+std::string pharaohLine(const AlignmentLinks& links) {
+    std::string out;
+    for (const auto& [s, t] : links) {
+        if (!out.empty()) out += ' ';
+        out += std::to_string(s) + "-" + std::to_string(t);
+    }
+    return out;
+}
+
+PieceWords groupPiecesIntoWords(const std::vector<std::string>& pieces) {
+    PieceWords w;
+    bool open = false;
+    for (const auto& p : pieces) {
+        if (p == "</s>" || p == "<s>" || p == "<pad>") {
+            w.word_of_piece.push_back(-1);
+            open = false;
+            continue;
+        }
+        if (!open || p.rfind(kWordStart, 0) == 0) {
+            w.words += 1;
+            open = true;
+        }
+        w.word_of_piece.push_back(w.words - 1);
+    }
+    return w;
+}
+
+std::vector<std::string> whitespaceWords(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> words;
+    std::string w;
+    while (in >> w) words.push_back(w);
+    return words;
+}
+
+Matrix mergeToWords(const Matrix& piece_map, const PieceWords& target, const PieceWords& source) {
+    if (piece_map.size() != target.word_of_piece.size())
+        throw InputError("the map has " + std::to_string(piece_map.size()) + " rows for " +
+                         std::to_string(target.word_of_piece.size()) + " target pieces");
+    Matrix words(target.words, std::vector<float>(source.words, 0.f));
+    std::vector<int> pieces_per_word(target.words, 0);
+    for (size_t i = 0; i < piece_map.size(); ++i) {
+        const int tw = target.word_of_piece[i];
+        if (tw < 0) continue;
+        if (piece_map[i].size() != source.word_of_piece.size())
+            throw InputError("the map's row " + std::to_string(i) + " has " + std::to_string(piece_map[i].size()) +
+                             " weights for " + std::to_string(source.word_of_piece.size()) + " source pieces");
+        pieces_per_word[tw] += 1;
+        for (size_t j = 0; j < piece_map[i].size(); ++j) {
+            const int sw = source.word_of_piece[j];
+            if (sw >= 0) words[tw][sw] += piece_map[i][j];
+        }
+    }
+    for (int t = 0; t < target.words; ++t)
+        for (float& x : words[t]) x /= float(std::max(pieces_per_word[t], 1));
+    return words;
+}
+
+Matrix meanOfMaps(const std::vector<const Matrix*>& maps) {
+    if (maps.empty()) return {};
+    Matrix mean = *maps.front();
+    for (size_t k = 1; k < maps.size(); ++k) {
+        const Matrix& m = *maps[k];
+        if (m.size() != mean.size()) throw InputError("meanOfMaps: maps of different shapes");
+        for (size_t i = 0; i < m.size(); ++i) {
+            if (m[i].size() != mean[i].size()) throw InputError("meanOfMaps: maps of different shapes");
+            for (size_t j = 0; j < m[i].size(); ++j) mean[i][j] += m[i][j];
+        }
+    }
+    for (auto& row : mean)
+        for (float& x : row) x /= float(maps.size());
+    return mean;
+}
+
+AlignmentLinks extractLinks(const Matrix& word_map, double threshold) {
+    AlignmentLinks links;
+    for (size_t t = 0; t < word_map.size(); ++t) {
+        const auto& row = word_map[t];
+        if (row.empty()) continue;
+        const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+        links.push_back({static_cast<int>(best), static_cast<int>(t)});
+        if (threshold > 0)
+            for (size_t s = 0; s < row.size(); ++s)
+                if (row[s] >= threshold) links.push_back({static_cast<int>(s), static_cast<int>(t)});
+    }
+    sortUnique(links);
+    return links;
+}
+
+std::string alignmentMethodName(const AlignmentMethod& m) {
+    switch (m.kind) {
+    case AlignmentMethod::Kind::Head: return "head:" + std::to_string(m.layer) + ":" + std::to_string(m.head);
+    case AlignmentMethod::Kind::Layer: return "layer:" + std::to_string(m.layer);
+    case AlignmentMethod::Kind::All: break;
+    }
+    return "all";
+}
+
+AlignmentMethod parseAlignmentMethod(const std::string& text) {
+    const auto fail = [&] {
+        return ConfigError("alignment method '" + text + "' is not head:L:H, layer:L or all (0-based layer and head)");
+    };
+    if (text == "all") return {};
+    std::vector<std::string> parts;
+    std::string part;
+    std::istringstream in(text);
+    while (std::getline(in, part, ':')) parts.push_back(part);
+    AlignmentMethod m;
+    if (parts.size() == 3 && parts[0] == "head") {
+        const auto l = parseIndex(parts[1]), h = parseIndex(parts[2]);
+        if (!l || !h) throw fail();
+        m.kind = AlignmentMethod::Kind::Head;
+        m.layer = *l;
+        m.head = *h;
+        return m;
+    }
+    if (parts.size() == 2 && parts[0] == "layer") {
+        const auto l = parseIndex(parts[1]);
+        if (!l) throw fail();
+        m.kind = AlignmentMethod::Kind::Layer;
+        m.layer = *l;
+        return m;
+    }
+    throw fail();
+}
+
+std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& m, int layers, int heads) {
+    if (m.kind != AlignmentMethod::Kind::All && (m.layer >= layers || m.layer < 0))
+        return "layer " + std::to_string(m.layer) + " is out of range (0.." + std::to_string(layers - 1) + ")";
+    if (m.kind == AlignmentMethod::Kind::Head && (m.head >= heads || m.head < 0))
+        return "head " + std::to_string(m.head) + " is out of range (0.." + std::to_string(heads - 1) + ")";
+    return std::nullopt;
+}
+
+std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads) {
+    std::vector<AlignmentMethod> all;
+    for (int l = 0; l < layers; ++l)
+        for (int h = 0; h < heads; ++h) all.push_back({AlignmentMethod::Kind::Head, l, h});
+    for (int l = 0; l < layers; ++l) all.push_back({AlignmentMethod::Kind::Layer, l, 0});
+    all.push_back({});
+    return all;
+}
+
+namespace {
+
+PieceWords checkedWords(const std::vector<std::string>& pieces, const std::string& text, const char* side) {
+    PieceWords w = groupPiecesIntoWords(pieces);
+    const size_t words = whitespaceWords(text).size();
+    if (static_cast<size_t>(w.words) != words)
+        throw InputError(std::string("the ") + side + " '" + text + "' has " + std::to_string(words) +
+                         " words but its pieces make " + std::to_string(w.words) +
+                         " (a word made only of characters the vocabulary lacks?)");
+    return w;
+}
+
+}  // namespace
+
+std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& r, PieceWords* source_out, PieceWords* target_out) {
+    const PieceWords source = checkedWords(r.source_pieces, r.source_text, "source");
+    const PieceWords target = checkedWords(r.best.pieces, r.best.text, "target");
+    if (r.cross.empty()) throw InputError("the result has no cross-attention maps");
+    std::vector<Matrix> heads;
+    std::vector<const Matrix*> all;
+    std::vector<Matrix> layers;
+    for (const auto& layer : r.cross)
+        for (const auto& m : layer) heads.push_back(mergeToWords(m, target, source));
+    size_t k = 0;
+    for (const auto& layer : r.cross) {
+        std::vector<const Matrix*> of_layer;
+        for (size_t h = 0; h < layer.size(); ++h) of_layer.push_back(&heads[k++]);
+        layers.push_back(meanOfMaps(of_layer));
+    }
+    for (const auto& m : heads) all.push_back(&m);
+    Matrix mean_all = meanOfMaps(all);
+    std::vector<Matrix> out = std::move(heads);
+    for (auto& m : layers) out.push_back(std::move(m));
+    out.push_back(std::move(mean_all));
+    if (source_out) *source_out = source;
+    if (target_out) *target_out = target;
+    return out;
+}
+
+WordAlignment alignWords(const TranslationResult& r, const AlignmentMethod& method, double threshold) {
+    const int layers = static_cast<int>(r.cross.size());
+    const int heads = layers ? static_cast<int>(r.cross.front().size()) : 0;
+    if (auto why = alignmentMethodProblem(method, layers, heads))
+        throw InputError("alignment method " + alignmentMethodName(method) + ": " + *why);
+    const auto methods = allAlignmentMethods(layers, heads);
+    const size_t at = static_cast<size_t>(std::find(methods.begin(), methods.end(), method) - methods.begin());
+    auto maps = wordMapsOfAllMethods(r);
+    WordAlignment w;
+    w.source_words = whitespaceWords(r.source_text);
+    w.target_words = whitespaceWords(r.best.text);
+    w.map = std::move(maps.at(at));
+    w.links = extractLinks(w.map, threshold);
+    return w;
+}
+
+void AlignmentCounts::add(const AlignmentLinks& predicted_links, const GoldAlignment& gold) {
+    predicted += static_cast<int64_t>(predicted_links.size());
+    sure += static_cast<int64_t>(gold.sure.size());
+    for (const auto& l : predicted_links) {
+        if (contains(gold.sure, l)) predicted_sure += 1;
+        if (contains(gold.possible, l) || contains(gold.sure, l)) predicted_possible += 1;
+    }
+}
+
+double AlignmentCounts::precision() const { return predicted ? double(predicted_possible) / double(predicted) : 0.0; }
+double AlignmentCounts::recall() const { return sure ? double(predicted_sure) / double(sure) : 0.0; }
+double AlignmentCounts::aer() const {
+    const int64_t denom = predicted + sure;
+    return denom ? 1.0 - double(predicted_sure + predicted_possible) / double(denom) : 0.0;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,526 @@
+// The head lab (issue 12): statistics of hand-built maps against hand computation, gold alignment
+// files, AER / precision / recall on hand-made fixtures, piece -> word merging, teacher forcing
+// against the search's own numbers, and the corpus runners (statistics, alignment, importance)
+// against the same computation done step by step here.
+#include "fixtures.h"
+
+#include <attnlab/alignment.h>
+#include <attnlab/errors.h>
+#include <attnlab/head_lab.h>
+#include <attnlab/head_lab_json.h>
+#include <attnlab/head_stats.h>
+#include <attnlab/metrics.h>
+#include <attnlab/translator.h>
+
+#include <nlohmann/json.hpp>
+
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <set>
+
+using attnlab::AlignmentLinks;
+using attnlab::AttentionKind;
+using attnlab::DecodingOptions;
+using attnlab::HeadRef;
+using attnlab::HeadStatistic;
+using attnlab::Matrix;
+using attnlab::TranslationResult;
+
+namespace {
+
+template <typename F>
+QString errorOf(F&& f) {
+    try {
+        f();
+    } catch (const attnlab::Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return "no error";
+}
+
+// Two hand-built sentences (docs/head-lab.md's definitions, computed here term by term).
+TranslationResult firstSentence() {
+    TranslationResult r;
+    r.source_pieces = {"\xE2\x96\x81" "Ein", "\xE2\x96\x81" "Hund", ".", "</s>"};
+    r.encoder_self = {{{{1, 0, 0, 0}, {0.5f, 0.5f, 0, 0}, {0, 0, 0.25f, 0.75f}, {0.25f, 0.25f, 0.25f, 0.25f}}}};
+    r.decoder_input_pieces = {"<s>", "\xE2\x96\x81" "A", "\xE2\x96\x81" "dog"};
+    r.decoder_self = {{{{1, 0, 0}, {0.5f, 0.5f, 0}, {0.2f, 0.3f, 0.5f}}}};
+    return r;
+}
+
+TranslationResult secondSentence() {
+    TranslationResult r;
+    r.source_pieces = {"\xE2\x96\x81" "Ja", "!", "</s>"};
+    r.encoder_self = {{{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}}};
+    r.decoder_input_pieces = {"<s>"};
+    r.decoder_self = {{{{1}}}};
+    return r;
+}
+
+std::set<std::pair<int, int>> asSet(const AlignmentLinks& l) { return {l.begin(), l.end()}; }
+
+}  // namespace
+
+class TestHeadLab : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void statisticsOfHandBuiltMaps();
+    void statisticNamesAndPunctuation();
+    void statisticsRejectMismatchedMaps();
+    void goldLinesAllFormats();
+    void goldErrorsNameFileLineAndLink();
+    void aerPrecisionRecallByHand();
+    void mergingPiecesIntoWords();
+    void alignmentMethods();
+    void teacherForcingMatchesTheForcedSearch();
+    void teacherForcingBatchedEqualsAlone();
+    void teacherForcingErrors();
+    void corpusStatisticsEqualStepByStep();
+    void corpusAlignmentAgainstGold();
+    void importanceAndPruningCurve();
+    void jsonAndCsv();
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<attnlab::Translator> m_t;
+    std::vector<std::string> m_src, m_ref;
+};
+
+void TestHeadLab::initTestCase() {
+    const std::string tok = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
+    auto cfg = attnlab::testing::smallConfig(400);
+    cfg.n_position = 40;
+    attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, cfg);
+    m_t = std::make_unique<attnlab::Translator>(m_dir.path().toStdString() + "/pkg",
+                                                attnlab::TranslatorOptions{"cpu", 0});
+    m_src = {"Ein Hund läuft im Park.", "Zwei Kinder spielen Fußball.", "Eine Frau liest ein Buch.",
+             "Der Mann trinkt 20 Tassen Kaffee."};
+    m_ref = {"A dog runs in the park.", "Two children play football.", "A woman reads a book.",
+             "The man drinks 20 cups of coffee."};
+}
+
+void TestHeadLab::statisticsOfHandBuiltMaps() {
+    attnlab::HeadStatsAccumulator acc(2);
+    acc.add(firstSentence());
+    acc.add(secondSentence());
+    const auto rep = acc.report();
+    QCOMPARE(rep.sentences, 2);
+    QCOMPARE(rep.heads.size(), size_t(2));  // encoder:0:0 and decoder:0:0 (no cross maps given)
+    const auto* enc = rep.find({AttentionKind::EncoderSelf, 0, 0});
+    QVERIFY(enc);
+    QCOMPARE(enc->rows, int64_t(7));
+    // Row by row (sentence 1 rows 0..3, sentence 2 rows 4..6):
+    const double h2 = -(0.25 * std::log(0.25) + 0.75 * std::log(0.75));
+    const double eps = 1e-6;  // float maps summed in double
+    QVERIFY(std::abs(enc->value(HeadStatistic::Entropy) - (0 + std::log(2.0) + h2 + std::log(4.0) + 0 + 0 + 0) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::MeanOffset) - (0 - 0.5 + 0.75 - 1.5) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::MeanAbsOffset) - (0 + 0.5 + 0.75 + 1.5) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::EosShare) - (0.75 + 0.25 + 1.0) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::PunctuationShare) - (0.25 + 0.25 + 1.0) / 7) < eps);  // "." and "!"
+    QVERIFY(std::abs(enc->value(HeadStatistic::PreviousShare) - (0.5 + 0.25) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::SameShare) - (1 + 0.5 + 0.25 + 0.25 + 3) / 7) < eps);
+    // argmax on the diagonal: row 0 and the three identity rows (row 1 ties 0.5/0.5: the first wins)
+    QVERIFY(std::abs(enc->value(HeadStatistic::DiagonalMax) - 4.0 / 7) < eps);
+    // offsets -2(and beyond) .. +2: sentence 1 gives .5 / .75 / 2 / .75 / 0, sentence 2 gives 3 at 0
+    const std::vector<double> hist{0.5 / 7, 0.75 / 7, 5.0 / 7, 0.75 / 7, 0.0};
+    QCOMPARE(enc->offset_histogram.size(), hist.size());
+    for (size_t i = 0; i < hist.size(); ++i) QVERIFY(std::abs(enc->offset_histogram[i] - hist[i]) < eps);
+    // same_share: sentence 1's own mean 0.5, sentence 2's 1.0, corpus 5/7 -> sentence 1 (0) is typical
+    QCOMPARE(enc->typical_sentence[static_cast<size_t>(HeadStatistic::SameShare)], 0);
+    // entropy: sentence 1 (1.06 / 4 rows... its mean) vs sentence 2 (0): corpus mean 0.46
+    const double s1 = (std::log(2.0) + h2 + std::log(4.0)) / 4, mean = (std::log(2.0) + h2 + std::log(4.0)) / 7;
+    QCOMPARE(enc->typical_sentence[0], std::abs(s1 - mean) < mean ? 0 : 1);
+
+    const auto* dec = rep.find({AttentionKind::DecoderSelf, 0, 0});
+    QVERIFY(dec);
+    QCOMPARE(dec->rows, int64_t(4));
+    QVERIFY(std::abs(dec->value(HeadStatistic::EosShare) - (1 + 0.5 + 0.2 + 1) / 4) < eps);  // on <s>
+    QVERIFY(std::abs(dec->value(HeadStatistic::PreviousShare) - (0.5 + 0.3) / 4) < eps);
+    QVERIFY(std::abs(dec->value(HeadStatistic::MeanOffset) - (0 - 0.5 - (0.2 * 2 + 0.3)) / 4) < eps);
+    // the sentence-2 decoder has 1 row, fewer than 3: sentence 1 (3 rows) is the only candidate
+    QCOMPARE(dec->typical_sentence[0], 0);
+}
+
+void TestHeadLab::statisticNamesAndPunctuation() {
+    std::set<std::string> keys;
+    for (const auto& i : attnlab::headStatisticInfos()) {
+        QVERIFY(keys.insert(i.key).second);
+        QCOMPARE(&attnlab::headStatisticInfo(i.id), &i);
+    }
+    QCOMPARE(keys.size(), size_t(attnlab::kHeadStatisticCount));
+    using attnlab::isPunctuationPiece;
+    QVERIFY(isPunctuationPiece("."));
+    QVERIFY(isPunctuationPiece("\xE2\x96\x81,"));
+    QVERIFY(isPunctuationPiece("\xE2\x96\x81\xE2\x80\x9E"));  // ▁„
+    QVERIFY(isPunctuationPiece("?!"));
+    QVERIFY(!isPunctuationPiece("\xE2\x96\x81"));
+    QVERIFY(!isPunctuationPiece("</s>"));
+    QVERIFY(!isPunctuationPiece("a."));
+    QVERIFY(!isPunctuationPiece("\xE2\x96\x81" "20"));
+    QVERIFY(!isPunctuationPiece("\xC3\xA4"));  // ä
+}
+
+void TestHeadLab::statisticsRejectMismatchedMaps() {
+    attnlab::HeadStatsAccumulator acc;
+    auto r = firstSentence();
+    r.source_pieces.pop_back();
+    QCOMPARE(errorOf([&] { acc.add(r); }),
+             QString("sentence 1, encoder layer 0 head 0: row 0 has 4 weights for 3 keys"));
+    QCOMPARE(errorOf([] { attnlab::HeadStatsAccumulator bad(0); }),
+             QString("histogram radius 0 is out of range (1..100)"));
+}
+
+void TestHeadLab::goldLinesAllFormats() {
+    const attnlab::AlignmentLinks sure{{0, 0}, {2, 1}}, possible{{0, 0}, {1, 2}, {2, 1}, {3, 3}};
+    const auto zero = attnlab::parseGoldLine("0-0 1p2 2-1 3?3", {}, "g");
+    QCOMPARE(zero.sure, sure);
+    QCOMPARE(zero.possible, possible);
+    const auto one = attnlab::parseGoldLine("1-1 2p3 3-2 4?4", {true, false}, "g");
+    QCOMPARE(one.sure, sure);
+    QCOMPARE(one.possible, possible);
+    const auto rev = attnlab::parseGoldLine("0-0 2p1 1-2 3?3", {false, true}, "g");  // target-source
+    QCOMPARE(rev.sure, sure);
+    QCOMPARE(rev.possible, possible);
+    const auto both = attnlab::parseGoldLine("  2-3 3p2\t1-1 ", {true, true}, "g");
+    QCOMPARE(both.sure, (AlignmentLinks{{0, 0}, {2, 1}}));
+    QVERIFY(attnlab::parseGoldLine("", {}, "g").possible.empty());
+    QCOMPARE(attnlab::pharaohLine(possible), std::string("0-0 1-2 2-1 3-3"));
+}
+
+void TestHeadLab::goldErrorsNameFileLineAndLink() {
+    QCOMPARE(errorOf([] { attnlab::parseGoldLine("0-0 1:2", {}, "gold.txt line 3"); }),
+             QString("gold.txt line 3: link '1:2' is not i-j (sure) or ipj / i?j (possible)"));
+    QCOMPARE(errorOf([] { attnlab::parseGoldLine("0-x", {}, "g line 1"); }),
+             QString("g line 1: link '0-x' is not i-j (sure) or ipj / i?j (possible)"));
+    QCOMPARE(errorOf([] { attnlab::parseGoldLine("1-1 0-2", {true, false}, "g line 2"); }),
+             QString("g line 2: link '0-2' has index 0, but the file is read as 1-indexed (--gold-one-indexed); "
+                     "drop that option for 0-indexed files"));
+    const auto g = attnlab::parseGoldLine("0-0 4p1", {}, "g");
+    QCOMPARE(errorOf([&] { attnlab::checkGoldIndices(g, 3, 2, "gold.txt line 7"); }),
+             QString("gold.txt line 7: link 4-1 (0-based source-target) is beyond the sentence pair's 3 source and 2 "
+                     "target words (--gold-one-indexed or --gold-reversed?)"));
+    const QString path = m_dir.filePath("gold.txt");
+    attnlab::testing::writeFile(path.toStdString(), "0-0\n1-1 2-\n");
+    QCOMPARE(errorOf([&] { attnlab::readGoldAlignments(path.toStdString(), {}); }),
+             path + " line 2: link '2-' is not i-j (sure) or ipj / i?j (possible)");
+}
+
+void TestHeadLab::aerPrecisionRecallByHand() {
+    // A = {0-0, 1-2, 2-2}; S = {0-0, 2-1}; P = S + {1-2}. |A&S| = 1, |A&P| = 2, |A| = 3, |S| = 2.
+    const auto gold = attnlab::parseGoldLine("0-0 2-1 1p2", {}, "g");
+    attnlab::AlignmentCounts c;
+    c.add({{0, 0}, {1, 2}, {2, 2}}, gold);
+    QCOMPARE(c.predicted, int64_t(3));
+    QCOMPARE(c.sure, int64_t(2));
+    QCOMPARE(c.predicted_sure, int64_t(1));
+    QCOMPARE(c.predicted_possible, int64_t(2));
+    QCOMPARE(c.precision(), 2.0 / 3);
+    QCOMPARE(c.recall(), 0.5);
+    QVERIFY(std::abs(c.aer() - (1.0 - 3.0 / 5)) < 1e-12);
+    // A second pair, perfect on sure links: counts add up over the corpus.
+    c.add({{0, 0}, {1, 1}}, attnlab::parseGoldLine("0-0 1-1", {}, "g"));
+    QCOMPARE(c.precision(), 4.0 / 5);
+    QCOMPARE(c.recall(), 3.0 / 4);
+    QVERIFY(std::abs(c.aer() - (1.0 - (3.0 + 4.0) / (5.0 + 4.0))) < 1e-12);
+    // Nothing predicted, nothing gold: no error, AER 0.
+    QCOMPARE(attnlab::AlignmentCounts{}.aer(), 0.0);
+}
+
+void TestHeadLab::mergingPiecesIntoWords() {
+    // "Ein Fußballspieler mit 20 Jahren ." -> 6 words; "Jahren" + "." would be one word without the space.
+    const std::string W = "\xE2\x96\x81";
+    const std::vector<std::string> src{W + "Ein", W + "Fußball", "spiel", "er", W + "mit", W + "2", "0", W + "Jahren",
+                                       W + ".", "</s>"};
+    const std::vector<std::string> trg{W + "A", W + "foot", "ball", "er", W + "aged", W + "20.", "</s>"};
+    const auto sw = attnlab::groupPiecesIntoWords(src), tw = attnlab::groupPiecesIntoWords(trg);
+    QCOMPARE(sw.words, 6);
+    QCOMPARE(sw.word_of_piece, (std::vector<int>{0, 1, 1, 1, 2, 3, 3, 4, 5, -1}));
+    QCOMPARE(tw.words, 4);
+    QCOMPARE(tw.word_of_piece, (std::vector<int>{0, 1, 1, 1, 2, 3, -1}));
+    QCOMPARE(attnlab::groupPiecesIntoWords({"spiel", W + "er"}).word_of_piece, (std::vector<int>{0, 1}));
+    // A piece map with distinct values: cell (i, j) = (i + 1) / 100 + j / 1000.
+    Matrix m(trg.size(), std::vector<float>(src.size()));
+    for (size_t i = 0; i < trg.size(); ++i)
+        for (size_t j = 0; j < src.size(); ++j) m[i][j] = float(i + 1) / 100 + float(j) / 1000;
+    const auto words = attnlab::mergeToWords(m, tw, sw);
+    QCOMPARE(words.size(), size_t(4));
+    QCOMPARE(words[0].size(), size_t(6));
+    auto cell = [&](size_t i, size_t j) { return double(m[i][j]); };
+    // target word 1 ("football": pieces 1..3) x source word 1 ("Fußballspieler": pieces 1..3):
+    // sum over the source pieces, mean over the target pieces.
+    double expect = 0;
+    for (size_t i = 1; i <= 3; ++i) expect += (cell(i, 1) + cell(i, 2) + cell(i, 3)) / 3;
+    QVERIFY(std::abs(words[1][1] - expect) < 1e-6);
+    // target word 3 ("20.") x source word 3 ("20": pieces 5, 6); </s> (piece 9, row 6) is in no word.
+    QVERIFY(std::abs(words[3][3] - (cell(5, 5) + cell(5, 6))) < 1e-6);
+    QVERIFY(std::abs(words[0][5] - cell(0, 8)) < 1e-6);
+    // argmax per target word; with a threshold, every cell reaching it too.
+    const Matrix wm{{0.1f, 0.7f, 0.2f}, {0.5f, 0.1f, 0.45f}};
+    QCOMPARE(attnlab::extractLinks(wm), (AlignmentLinks{{0, 1}, {1, 0}}));
+    QCOMPARE(attnlab::extractLinks(wm, 0.4), (AlignmentLinks{{0, 1}, {1, 0}, {2, 1}}));
+    QCOMPARE(attnlab::whitespaceWords("  Ein  Hund .\t"), (std::vector<std::string>{"Ein", "Hund", "."}));
+    QCOMPARE(errorOf([&] { attnlab::mergeToWords(Matrix(2, std::vector<float>(10)), tw, sw); }),
+             QString("the map has 2 rows for 7 target pieces"));
+}
+
+void TestHeadLab::alignmentMethods() {
+    using K = attnlab::AlignmentMethod::Kind;
+    QCOMPARE(attnlab::alignmentMethodName(attnlab::parseAlignmentMethod("head:2:5")), std::string("head:2:5"));
+    QVERIFY(attnlab::parseAlignmentMethod("layer:1").kind == K::Layer);
+    QVERIFY(attnlab::parseAlignmentMethod("all").kind == K::All);
+    for (const char* bad : {"head:1", "layer:x", "heads:1:2", "", "layer:-1"})
+        QCOMPARE(errorOf([&] { attnlab::parseAlignmentMethod(bad); }),
+                 QString("alignment method '%1' is not head:L:H, layer:L or all (0-based layer and head)").arg(bad));
+    const auto all = attnlab::allAlignmentMethods(2, 3);
+    QCOMPARE(all.size(), size_t(2 * 3 + 2 + 1));
+    QCOMPARE(attnlab::alignmentMethodName(all[6]), std::string("layer:0"));
+    QCOMPARE(attnlab::alignmentMethodName(all.back()), std::string("all"));
+}
+
+void TestHeadLab::teacherForcingMatchesTheForcedSearch() {
+    // The search forced through a target gives each forced token the model's own log-probability
+    // (cached incremental decoder); teacher forcing computes the same from one full pass. Maps:
+    // the forced translation's first rows (the decoder is causal, so they see the same prefix).
+    DecodingOptions o;
+    o.beam_size = 1;
+    const std::string target = "A dog runs in the park.";
+    const auto tf = m_t->teacherForce({m_src[0]}, {target}, o).front();
+    QCOMPARE(tf.best.pieces.back(), std::string("</s>"));
+    QVERIFY(tf.best.finished);
+    QVERIFY(tf.steps.empty());
+    o.force_prefix = target;
+    o.max_length = 40;
+    const auto forced = m_t->translate(m_src[0], o);
+    const size_t n = tf.best.ids.size() - 1;  // the target's pieces without </s>
+    QCOMPARE(std::vector<int>(forced.best.ids.begin(), forced.best.ids.begin() + long(n)),
+             std::vector<int>(tf.best.ids.begin(), tf.best.ids.end() - 1));
+    double sum = 0;
+    for (size_t i = 0; i < tf.best.ids.size(); ++i) sum += tf.best.token_log_probs[i];
+    QVERIFY(std::abs(sum - tf.best.score) < 1e-9);
+    // different kernels (one token at a time vs the whole sequence): float32 rounding, 1e-4
+    for (size_t i = 0; i < n; ++i) QVERIFY(std::abs(tf.best.token_log_probs[i] - forced.best.token_log_probs[i]) < 1e-4);
+    for (size_t l = 0; l < tf.cross.size(); ++l)
+        for (size_t h = 0; h < tf.cross[l].size(); ++h)
+            for (size_t i = 0; i < n; ++i)
+                for (size_t j = 0; j < tf.cross[l][h][i].size(); ++j) {
+                    QVERIFY(std::abs(tf.cross[l][h][i][j] - forced.cross[l][h][i][j]) < 1e-5);
+                    QVERIFY(std::abs(tf.decoder_self[l][h][i][std::min(j, i)] -
+                                     forced.decoder_self[l][h][i][std::min(j, i)]) < 1e-5);
+                }
+    QCOMPARE(tf.encoder_self.size(), forced.encoder_self.size());
+}
+
+void TestHeadLab::teacherForcingBatchedEqualsAlone() {
+    DecodingOptions o;
+    const auto together = m_t->teacherForce(m_src, m_ref, o);
+    QCOMPARE(together.size(), m_src.size());
+    for (size_t s = 0; s < m_src.size(); ++s) {
+        const auto alone = m_t->teacherForce({m_src[s]}, {m_ref[s]}, o).front();
+        const auto& t = together[s];
+        QCOMPARE(t.source_text, m_src[s]);
+        QCOMPARE(t.best.ids, alone.best.ids);
+        // padded batch vs one sentence: other GEMM shapes, float32 rounding only
+        QVERIFY(std::abs(t.best.score - alone.best.score) < 1e-4);
+        for (size_t l = 0; l < t.cross.size(); ++l)
+            for (size_t h = 0; h < t.cross[l].size(); ++h) {
+                QCOMPARE(t.cross[l][h].size(), alone.cross[l][h].size());
+                QCOMPARE(t.encoder_self[l][h].size(), alone.encoder_self[l][h].size());
+                for (size_t i = 0; i < t.cross[l][h].size(); ++i) {
+                    QCOMPARE(t.cross[l][h][i].size(), alone.cross[l][h][i].size());
+                    for (size_t j = 0; j < t.cross[l][h][i].size(); ++j)
+                        QVERIFY(std::abs(t.cross[l][h][i][j] - alone.cross[l][h][i][j]) < 1e-5);
+                }
+            }
+    }
+}
+
+void TestHeadLab::teacherForcingErrors() {
+    QCOMPARE(errorOf([&] { m_t->teacherForce({"Ein Hund."}, {}); }), QString("1 sources but 0 targets"));
+    QCOMPARE(errorOf([&] { m_t->teacherForce({"Ein Hund.", "Eine Katze."}, {"A dog.", "  "}); }),
+             QString("pair 2: target: the sentence is empty"));
+    int batches = 0;
+    DecodingOptions o;
+    o.max_batch_size = 2;
+    QCOMPARE(errorOf([&] {
+                 m_t->teacherForce(m_src, m_ref, o, [&](const attnlab::StepProgress&) { return ++batches < 2; });
+             }),
+             QString("cancelled"));
+    QCOMPARE(batches, 2);
+}
+
+void TestHeadLab::corpusStatisticsEqualStepByStep() {
+    DecodingOptions o;
+    o.beam_size = 2;
+    o.max_length = 12;
+    std::vector<attnlab::CorpusProgress> seen;
+    const auto forced = attnlab::corpusHeadStatistics(*m_t, m_src, &m_ref, o, 4, [&](const attnlab::CorpusProgress& p) {
+        seen.push_back(p);
+        return true;
+    });
+    attnlab::HeadStatsAccumulator acc(4);
+    for (const auto& r : m_t->teacherForce(m_src, m_ref, o)) acc.add(r);
+    const auto expect = acc.report(true);
+    QVERIFY(forced.teacher_forced);
+    QCOMPARE(forced.heads.size(), size_t(3 * 2 * 4));
+    QCOMPARE(forced.sentences, 4);
+    for (size_t h = 0; h < forced.heads.size(); ++h) {
+        QVERIFY(forced.heads[h].head == expect.heads[h].head);
+        QCOMPARE(forced.heads[h].rows, expect.heads[h].rows);
+        for (int s = 0; s < attnlab::kHeadStatisticCount; ++s)
+            QVERIFY(std::abs(forced.heads[h].values[s] - expect.heads[h].values[s]) < 1e-5);
+    }
+    QVERIFY(!seen.empty());
+    QCOMPARE(seen.back().done, 4);
+    QCOMPARE(seen.back().stage, std::string("teacher-forcing the references"));
+    // Without references: the model's own translations (same search options).
+    const auto own = attnlab::corpusHeadStatistics(*m_t, m_src, nullptr, o, 4);
+    attnlab::HeadStatsAccumulator acc2(4);
+    for (const auto& r : m_t->translateBatch(m_src, o)) acc2.add(r);
+    QVERIFY(!own.teacher_forced);
+    const auto* a = own.find({AttentionKind::Cross, 1, 3});
+    const auto* b = acc2.report().find({AttentionKind::Cross, 1, 3});
+    QCOMPARE(a->rows, b->rows);
+    QVERIFY(std::abs(a->value(HeadStatistic::Entropy) - b->value(HeadStatistic::Entropy)) < 1e-5);
+    // Errors name the line.
+    auto refs = m_ref;
+    refs.pop_back();
+    QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, m_src, &refs, o); }),
+             QString("mismatched inputs: 4 source sentences but 3 references"));
+    auto srcs = m_src;
+    srcs[2] = "";
+    QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, srcs, nullptr, o); }),
+             QString("source line 3: the sentence is empty"));
+    QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, m_src, nullptr, o, 4, [](auto&) { return false; }); }),
+             QString("cancelled"));
+}
+
+void TestHeadLab::corpusAlignmentAgainstGold() {
+    // Hand-made gold for the four pairs (0-based source-target words, a few possible links).
+    const std::vector<std::string> gold_lines{"0-0 1-1 2-2 3p3 3-4 4-5", "0-0 1-1 2-2 3-3", "0-0 1-1 2-2 3-3 4-4",
+                                              "0-0 1-1 2-2 3-3 4-4 4p5 5-6"};
+    std::vector<attnlab::GoldAlignment> gold;
+    for (const auto& l : gold_lines) gold.push_back(attnlab::parseGoldLine(l, {}, "g"));
+    const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt");
+    QCOMPARE(rep.pairs, 4);
+    QCOMPARE(rep.methods.size(), size_t(2 * 4 + 2 + 1));
+    // head:1:2 step by step: teacher-force, merge, argmax, then the counts by set arithmetic here.
+    const auto tf = m_t->teacherForce(m_src, m_ref);
+    int64_t a = 0, s = 0, as = 0, ap = 0;
+    for (size_t p = 0; p < tf.size(); ++p) {
+        const auto w = attnlab::alignWords(tf[p], attnlab::parseAlignmentMethod("head:1:2"));
+        QCOMPARE(w.source_words.size(), attnlab::whitespaceWords(m_src[p]).size());
+        QCOMPARE(w.target_words.size(), attnlab::whitespaceWords(m_ref[p]).size());
+        for (size_t t = 0; t < w.map.size(); ++t) {  // one argmax link per target word
+            const auto best = std::max_element(w.map[t].begin(), w.map[t].end()) - w.map[t].begin();
+            QVERIFY(std::count(w.links.begin(), w.links.end(), std::pair<int, int>(int(best), int(t))) == 1);
+        }
+        QCOMPARE(w.links.size(), w.target_words.size());
+        QCOMPARE(rep.find(attnlab::parseAlignmentMethod("head:1:2"))->links[p], w.links);
+        const auto S = asSet(gold[p].sure), P = asSet(gold[p].possible);
+        for (const auto& l : w.links) {
+            as += S.count(l);
+            ap += P.count(l);
+        }
+        a += static_cast<int64_t>(w.links.size());
+        s += static_cast<int64_t>(S.size());
+    }
+    const auto& c = rep.find(attnlab::parseAlignmentMethod("head:1:2"))->counts;
+    QCOMPARE(c.predicted, a);
+    QCOMPARE(c.sure, s);
+    QCOMPARE(c.predicted_sure, as);
+    QCOMPARE(c.predicted_possible, ap);
+    QVERIFY(std::abs(c.aer() - (1.0 - double(as + ap) / double(a + s))) < 1e-12);
+    // best head / layer: the lowest AER of their kind
+    QVERIFY(rep.best_head >= 0 && rep.best_head < 8);
+    QVERIFY(rep.best_layer >= 8 && rep.best_layer < 10);
+    for (int m = 0; m < 8; ++m) QVERIFY(rep.methods[size_t(rep.best_head)].counts.aer() <= rep.methods[size_t(m)].counts.aer());
+    // Errors: a link beyond the words names the gold file and line; counts must match.
+    gold[1] = attnlab::parseGoldLine("0-0 9-1", {}, "g");
+    QCOMPARE(errorOf([&] { attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt"); }),
+             QString("gold.txt line 2: link 9-1 (0-based source-target) is beyond the sentence pair's 4 source and 4 "
+                     "target words (--gold-one-indexed or --gold-reversed?)"));
+    gold.pop_back();
+    QCOMPARE(errorOf([&] { attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt"); }),
+             QString("mismatched inputs: 4 source sentences but 3 gold alignment lines in gold.txt"));
+    QCOMPARE(errorOf([&] { attnlab::alignWords(tf[0], attnlab::parseAlignmentMethod("head:2:0")); }),
+             QString("alignment method head:2:0: layer 2 is out of range (0..1)"));
+    QCOMPARE(errorOf([&] { attnlab::alignWords(tf[0], attnlab::parseAlignmentMethod("head:1:4")); }),
+             QString("alignment method head:1:4: head 4 is out of range (0..3)"));
+}
+
+void TestHeadLab::importanceAndPruningCurve() {
+    attnlab::ImportanceOptions io;
+    io.decoding.beam_size = 1;
+    io.decoding.max_length = 10;
+    io.kinds = {AttentionKind::Cross};
+    io.curve_step = 3;
+    int calls = 0;
+    const auto rep = attnlab::headImportance(*m_t, m_src, m_ref, io, [&](const attnlab::CorpusProgress& p) {
+        ++calls;
+        return p.total == 1 + 8 + 3;  // baseline, 8 heads, curve points after 3, 6, 8 heads
+    });
+    QVERIFY(calls > 0);
+    // Independently: the corpus BLEU of the plain translation and of two heads ablated alone.
+    auto hypsWith = [&](const std::vector<HeadRef>& ablate) {
+        DecodingOptions d = io.decoding;
+        d.ablate = ablate;
+        std::vector<std::string> hyps;
+        for (const auto& r : m_t->translateBatch(m_src, d)) hyps.push_back(r.best.text);
+        return hyps;
+    };
+    auto bleuWith = [&](const std::vector<HeadRef>& ablate) { return attnlab::corpusBleu(hypsWith(ablate), m_ref).score; };
+    auto chrfWith = [&](const std::vector<HeadRef>& ablate) { return attnlab::corpusChrf(hypsWith(ablate), m_ref); };
+    QCOMPARE(rep.baseline_bleu, bleuWith({}));
+    QCOMPARE(rep.heads.size(), size_t(8));
+    for (size_t i = 0; i < rep.heads.size(); ++i) {
+        QVERIFY(rep.heads[i].head.kind == AttentionKind::Cross);
+        if (i) {  // least important first: BLEU, then chrF for ties
+            const auto &a = rep.heads[i - 1], &b = rep.heads[i];
+            QVERIFY(a.bleu > b.bleu || (a.bleu == b.bleu && a.chrf >= b.chrf));
+        }
+        QCOMPARE(rep.heads[i].bleu_drop, rep.baseline_bleu - rep.heads[i].bleu);
+    }
+    for (size_t i : {size_t(0), size_t(7)}) {
+        QCOMPARE(rep.heads[i].bleu, bleuWith({rep.heads[i].head}));
+        QCOMPARE(rep.heads[i].chrf, chrfWith({rep.heads[i].head}));
+    }
+    QVERIFY(rep.heads.front().bleu > rep.heads.back().bleu);  // the heads made a difference
+    QCOMPARE(rep.baseline_chrf, chrfWith({}));
+    QCOMPARE(rep.curve.size(), size_t(4));
+    QCOMPARE(rep.curve[1].heads_removed, 3);
+    QCOMPARE(rep.curve[3].heads_removed, 8);
+    QCOMPARE(rep.curve[1].removed, (std::vector<HeadRef>{rep.heads[0].head, rep.heads[1].head, rep.heads[2].head}));
+    QCOMPARE(rep.curve[2].bleu, bleuWith(rep.curve[2].removed));
+    QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io, [](auto&) { return false; }); }),
+             QString("cancelled"));
+    io.curve_step = 0;
+    QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io); }),
+             QString("importance options: curve_step 0 is below 1"));
+}
+
+void TestHeadLab::jsonAndCsv() {
+    attnlab::HeadStatsAccumulator acc(2);
+    acc.add(firstSentence());
+    const auto rep = acc.report();
+    const auto j = nlohmann::json::parse(attnlab::headsJson(rep, nullptr, m_t->info()));
+    QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-heads"));
+    QCOMPARE(j["heads"].size(), size_t(2));
+    QCOMPARE(j["heads"][0]["name"].get<std::string>(), std::string("encoder:0:0"));
+    QCOMPARE(j["heads"][0]["same_share"].get<double>(), rep.heads[0].value(HeadStatistic::SameShare));
+    QCOMPARE(j["heads"][0]["offset_histogram"].size(), size_t(5));
+    QVERIFY(!j.contains("importance"));
+    const auto csv = QString::fromStdString(attnlab::headStatsCsv(rep)).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(csv.size(), 3);
+    QCOMPARE(csv[0], QString("kind,layer,head,rows,entropy,mean_offset,mean_abs_offset,eos_share,punctuation_share,"
+                             "previous_share,same_share,diagonal_max"));
+    QVERIFY(csv[1].startsWith("encoder,0,0,4,"));
+    QCOMPARE(csv[1].split(',')[10].toDouble(), rep.heads[0].value(HeadStatistic::SameShare));
+    const auto path = m_dir.filePath("heads.csv").toStdString();
+    attnlab::writeHeadLabFile(path, attnlab::headStatsCsv(rep));
+    QCOMPARE(attnlab::testing::readFile(path), attnlab::headStatsCsv(rep));
+}
+
+QTEST_GUILESS_MAIN(TestHeadLab)
+#include "tst_head_lab.moc"
