@@ -60,6 +60,7 @@ rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
 cp "$run/$pick/config.json" "$run/$pick/model.safetensors" "$run/$pick/tokenizer.model" "$dest.tmp/"
 cp "$run/log.tsv" "$dest.tmp/training_log.tsv"
 [ -f "$dest/examples.tsv" ] && cp "$dest/examples.tsv" "$dest.tmp/"
+[ -f "$dest/alignments.txt" ] && cp "$dest/alignments.txt" "$dest.tmp/"
 {
   sed '/^## Confidence/,$d' "$run/model/MODEL_CARD.md" |
     sed "s/This package is the best validation BLEU checkpoint./This package is $what. Chosen on the validation set (beam 5): best checkpoint $best_bleu BLEU, average of the last $last epoch checkpoints $avg_bleu./"

@@ -472,6 +472,33 @@ void TestCli::bundledModelsByName() {
     } catch (const attnlab::InputError& e) {
         QVERIFY2(QString(e.what()).contains("examples.tsv: line 2 has more than two"), e.what());
     }
+    // alignments.txt: one gold line per example, checked against the examples' words.
+    const std::string dir = pkg.toStdString();
+    attnlab::testing::writeFile(dir + "/examples.tsv", "Ein Hund läuft.\tA dog runs.\nZwei Katzen.\tTwo cats.\n");
+    attnlab::testing::writeFile(dir + "/alignments.txt", "0-0 1-1 2p2\n0-0 1-1\n");
+    const auto gold = attnlab::readExamples(dir);
+    QCOMPARE(gold[0].alignment, std::string("0-0 1-1 2p2"));
+    QCOMPARE(gold[1].alignment, std::string("0-0 1-1"));
+    auto loadError = [&](const std::string& text) {
+        attnlab::testing::writeFile(dir + "/alignments.txt", text);
+        try {
+            attnlab::readExamples(dir);
+        } catch (const attnlab::InputError& e) {
+            return QString(e.what());
+        }
+        return QString("no error");
+    };
+    QCOMPARE(loadError("0-0\n"), QString::fromStdString(dir + "/alignments.txt has 1 lines but " + dir +
+                                                         "/examples.tsv has 2 examples"));
+    QCOMPARE(loadError("0-0\n0-0 1-2\n"),
+             QString::fromStdString(dir + "/alignments.txt line 2: link 1-2 (0-based source-target) is beyond the "
+                                          "sentence pair's 2 source and 2 target words (--gold-one-indexed or "
+                                          "--gold-reversed?)"));
+    QCOMPARE(loadError("0-0 1=1\n0-0\n"),
+             QString::fromStdString(dir + "/alignments.txt line 1: link '1=1' is not i-j (sure) or ipj / i?j (possible)"));
+    // The bundled examples' gold alignments load and fit their sentences.
+    for (const auto& m : attnlab::bundledModels())
+        for (const auto& e : attnlab::readExamples(m.dir)) QVERIFY2(!e.alignment.empty(), m.name.c_str());
 }
 
 void TestCli::forcePrefixTraceAndExplain() {

@@ -81,7 +81,7 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("no steps") << QString::fromStdString(lesson("")) << "l.json: steps: expected a list of at least one step";
     QTest::newRow("unknown tab") << QString::fromStdString(lesson(R"({"view": {}}, {"view": {"tab": "maps"}})"))
                                  << "l.json: step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, "
-                                    "pairs, positional, model";
+                                    "pairs, heads, positional, model";
     QTest::newRow("unknown kind") << QString::fromStdString(lesson(R"({"view": {"kind": "self"}})"))
                                   << "l.json: step 1: kind: 'self' is not one of encoder, decoder, cross";
     QTest::newRow("layer type") << QString::fromStdString(lesson(R"({"view": {"layer": "2"}})"))

@@ -1,12 +1,16 @@
 // The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
 // the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
 // model; the positional heatmap equals the formula; a dropped package opens and is remembered.
+#include "ablation_panel.h"
+#include "alignment_panel.h"
 #include "attention_explorer.h"
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "bar_plot.h"
 #include "confidence_text.h"
 #include "decoding_view.h"
+#include "head_lab_view.h"
+#include "head_stats_panel.h"
 #include "inputs_view.h"
 #include "lesson_pane.h"
 #include "pair_view.h"
@@ -19,6 +23,8 @@
 #include "weight_view.h"
 
 #include <attnlab/confidence.h>
+#include <attnlab/head_lab.h>
+#include <attnlab/head_lab_json.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
 
@@ -56,6 +62,9 @@ private Q_SLOTS:
     void malformedLessonsKeepTheWindow();
     void presenterMode();
     void minimalPairsSideBySide();
+    void headStatisticsRunShowsAndExports();
+    void togglingAHeadRetranslates();
+    void alignmentDrawsGoldAndLinks();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -768,6 +777,118 @@ void TestUi::minimalPairsSideBySide() {
     QVERIFY(pv->summaryText().contains(QString::fromStdString(a.best.text)));
     // The main translation is untouched by the pair.
     QVERIFY(m_window->lastResult()->source_text != "Der Hund beisst den Mann.");
+}
+
+void TestUi::headStatisticsRunShowsAndExports() {
+    HeadStatsPanel* p = m_window->headLab()->statistics();
+    m_window->showTab(MainWindow::Tab::Heads);
+    const std::vector<std::string> src{"Ein Hund läuft.", "Zwei Kinder spielen im Park.", "Eine Frau liest."};
+    const std::vector<std::string> ref{"A dog runs.", "Two children play in the park.", "A woman reads."};
+    p->setCorpus(src, ref, "three pairs");
+    QSignalSpy progress(m_controller.get(), &TranslationController::headLabProgress);
+    QSignalSpy done(m_controller.get(), &TranslationController::headLabFinished);
+    HeadLabRequest r;
+    r.sources = src;
+    r.references = ref;
+    Q_EMIT p->runRequested(r);
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 60000);
+    QTRY_VERIFY(p->stats());
+    QVERIFY(progress.count() > 0);
+    // The numbers are the core's for the same corpus (teacher-forced through the references).
+    const auto expect = attnlab::corpusHeadStatistics(*m_core, src, &ref, r.decoding);
+    const int heads = int(expect.heads.size());
+    QCOMPARE(p->table()->rowCount(), heads);
+    QCOMPARE(p->stats()->heads.size(), expect.heads.size());
+    p->select(int(attnlab::HeadStatistic::Entropy), attnlab::AttentionKind::Cross);
+    const auto* c11 = expect.find({attnlab::AttentionKind::Cross, 1, 1});
+    QVERIFY(std::abs(p->heatmap()->map()[1][1] - c11->value(attnlab::HeadStatistic::Entropy)) < 1e-5);
+    QVERIFY(p->statusText().contains("teacher-forced"));
+    // Sorting by a statistic orders the rows by its number.
+    const int col = 2 + int(attnlab::HeadStatistic::MeanAbsOffset);
+    p->table()->sortItems(col, Qt::DescendingOrder);
+    for (int row = 1; row < heads; ++row)
+        QVERIFY(p->table()->item(row - 1, col)->data(Qt::UserRole).toDouble() >=
+                p->table()->item(row, col)->data(Qt::UserRole).toDouble());
+    // Exports read back equal the core's writers.
+    const QString csv = m_dir.filePath("heads.csv"), json = m_dir.filePath("heads.json");
+    QVERIFY(!p->exportCsv(csv));
+    QVERIFY(!p->exportJson(json));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll().toStdString(), attnlab::headStatsCsv(*p->stats()));
+    QCOMPARE(p->exportCsv("/nonexistent/dir/x.csv").value_or(""),
+             QString("/nonexistent/dir/x.csv: cannot be written (does its directory exist?)"));
+    // Cancel: the run stops with "cancelled", the previous results stay.
+    QSignalSpy failed(m_controller.get(), &TranslationController::headLabFailed);
+    r.importance = true;
+    m_controller->runHeadLab(r);
+    m_controller->cancelHeadLab();
+    QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 60000);
+    QCOMPARE(failed.takeFirst().at(0).toString(), QString("cancelled"));
+    QTRY_VERIFY(p->statusText().startsWith("Cancelled"));
+    QCOMPARE(p->table()->rowCount(), heads);
+}
+
+void TestUi::togglingAHeadRetranslates() {
+    AblationPanel* a = m_window->headLab()->ablation();
+    typeAndWait("Ein Kind springt in einen See.");
+    const auto before = m_window->lastResult();
+    QVERIFY(before->ablated.empty());
+    QToolButton* t = a->toggle({attnlab::AttentionKind::Cross, 1, 2});
+    QVERIFY(t);
+    QVERIFY(!a->toggle({attnlab::AttentionKind::Cross, 9, 0}));
+    QSignalSpy done(m_controller.get(), &TranslationController::translationFinished);
+    t->click();
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
+    QApplication::processEvents();
+    const auto after = m_window->lastResult();
+    QCOMPARE(after->source_text, before->source_text);
+    QCOMPARE(after->ablated.size(), size_t(1));
+    QVERIFY(after->ablated[0] == (attnlab::HeadRef{attnlab::AttentionKind::Cross, 1, 2}));
+    // The same as the core with that head ablated; before and after both shown.
+    auto o = m_window->resultOptions();
+    const auto core = m_core->translate(before->source_text, o);
+    QCOMPARE(after->best.ids, core.best.ids);
+    QVERIFY(a->beforeText().contains(QString::fromStdString(before->best.text).toHtmlEscaped()));
+    QVERIFY(a->afterText().contains("score"));
+    // All heads on again: the plain translation comes back.
+    QSignalSpy again(m_controller.get(), &TranslationController::translationFinished);
+    a->setAblated({});
+    QTRY_VERIFY_WITH_TIMEOUT(again.count() > 0, 30000);
+    QApplication::processEvents();
+    QVERIFY(m_window->lastResult()->ablated.empty());
+    QCOMPARE(m_window->lastResult()->best.ids, before->best.ids);
+    // The changed words of "after", by hand: "a big dog runs" vs "a dog runs fast" -> big? no: "fast".
+    QCOMPARE(AblationPanel::changedWords({"a", "big", "dog", "runs"}, {"a", "dog", "runs", "fast"}),
+             (std::vector<bool>{false, false, false, true}));
+    QCOMPARE(AblationPanel::changedWords({}, {"x"}), (std::vector<bool>{true}));
+}
+
+void TestUi::alignmentDrawsGoldAndLinks() {
+    AlignmentPanel* al = m_window->headLab()->alignment();
+    m_window->showTab(MainWindow::Tab::Heads);
+    m_window->headLab()->pages()->setCurrentWidget(al);
+    al->setPair("Ein Hund läuft im Park.", "A dog runs in the park.", "0-0 1-1 2-2 3p3 3-4 4-5");
+    al->setMethod("head:1:0");
+    QSignalSpy aligned(m_controller.get(), &TranslationController::pairAligned);
+    al->requestAlign();
+    QTRY_VERIFY_WITH_TIMEOUT(aligned.count() > 0, 30000);
+    QApplication::processEvents();
+    const auto forced = m_core->teacherForce({"Ein Hund läuft im Park."}, {"A dog runs in the park."}).front();
+    const auto expect = attnlab::alignWords(forced, attnlab::parseAlignmentMethod("head:1:0"));
+    QCOMPARE(al->alignment().links, expect.links);
+    QCOMPARE(al->map()->map().size(), size_t(6));     // target words
+    QCOMPARE(al->map()->map()[0].size(), size_t(5));  // source words
+    for (size_t i = 0; i < expect.map.size(); ++i)
+        for (size_t j = 0; j < expect.map[i].size(); ++j) QVERIFY(std::abs(al->map()->map()[i][j] - expect.map[i][j]) < 1e-6);
+    QCOMPARE(al->overlayCount(), 6 + int(expect.links.size()));  // 6 gold frames + one dot per link
+    attnlab::AlignmentCounts c;
+    c.add(expect.links, attnlab::parseGoldLine("0-0 1-1 2-2 3p3 3-4 4-5", {}, "g"));
+    QVERIFY2(al->summaryText().contains(QString("AER %1").arg(c.aer(), 0, 'f', 3)), qPrintable(al->summaryText()));
+    // A gold link beyond the words is named, the map stays.
+    al->setPair("Ein Hund läuft im Park.", "A dog runs in the park.", "0-0 7-1");
+    al->setMethod("all");
+    QVERIFY2(al->summaryText().contains("link 7-1 (0-based source-target) is beyond"), qPrintable(al->summaryText()));
 }
 
 QTEST_MAIN(TestUi)

@@ -40,14 +40,6 @@ attnlab::AttentionKind coreKind(AttentionKind kind) {
     return attnlab::AttentionKind::Cross;
 }
 
-namespace {
-QStringList toList(const std::vector<std::string>& v) {
-    QStringList out;
-    for (const auto& s : v) out << QString::fromStdString(s);
-    return out;
-}
-}  // namespace
-
 AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     m_kind = makeKindCombo(this, AttentionKind::Cross);
     m_layer = new QSpinBox(this);
@@ -167,19 +159,19 @@ void AttentionExplorer::refresh() {
     QStringList rows, cols;
     switch (kind()) {
     case AttentionKind::EncoderSelf:
-        rows = cols = toList(m_result->source_pieces);
+        rows = cols = toQStringList(m_result->source_pieces);
         m_view->setAxisTitles(tr("query (source piece)"), tr("key (source piece)"));
         break;
     // A decoder row is the step whose output is that target piece; its own input is the
     // previous piece (<s> first), which is what the decoder self-attention keys show.
     case AttentionKind::DecoderSelf:
-        rows = toList(m_result->best.pieces);
-        cols = toList(m_result->decoder_input_pieces);
+        rows = toQStringList(m_result->best.pieces);
+        cols = toQStringList(m_result->decoder_input_pieces);
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (decoder input piece)"));
         break;
     case AttentionKind::Cross:
-        rows = toList(m_result->best.pieces);
-        cols = toList(m_result->source_pieces);
+        rows = toQStringList(m_result->best.pieces);
+        cols = toQStringList(m_result->source_pieces);
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (source piece)"));
         break;
     }

@@ -18,11 +18,6 @@ namespace {
 const QColor kEmb(49, 130, 189), kPe(230, 120, 20), kNorm(35, 139, 69);
 std::vector<double> doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-QStringList toList(const std::vector<std::string>& v) {
-    QStringList out;
-    for (const auto& s : v) out << QString::fromStdString(s);
-    return out;
-}
 
 Matrix toMatrix(const std::vector<std::vector<bool>>& m) {
     Matrix out;
@@ -165,7 +160,7 @@ void InputsView::showMasks(MasksPtr m) {
     for (int s = 0; s < 2; ++s) {
         for (int w = 0; w < 2; ++w) m_mask_views[s][w]->setVisible(s < n);
         if (s >= n) continue;
-        const auto src = toList(m->source_pieces[s]), trg = toList(m->target_pieces[s]);
+        const auto src = toQStringList(m->source_pieces[s]), trg = toQStringList(m->target_pieces[s]);
         m_mask_views[s][0]->setMap(toMatrix(m->encoder[s]), src, src,
                                    tr("Sentence %1: encoder padding mask").arg(s + 1));
         m_mask_views[s][1]->setMap(toMatrix(m->decoder[s]), trg, trg,

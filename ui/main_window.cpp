@@ -4,6 +4,10 @@
 #include "attention_view.h"
 #include "bar_plot.h"
 #include "decoding_view.h"
+#include "head_lab_view.h"
+#include "head_stats_panel.h"
+#include "ablation_panel.h"
+#include "alignment_panel.h"
 #include "inputs_view.h"
 #include "lesson_pane.h"
 #include "pair_view.h"
@@ -66,12 +70,14 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     m_weight = new WeightView(this);
     m_inputs = new InputsView(this);
     m_pairs = new PairView(this);
+    m_heads = new HeadLabView(this);
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(m_explorer, tr("&Attention"));
     m_tabs->addTab(m_decoding, tr("&Decoding"));
     m_tabs->addTab(m_weight, tr("&Weight"));
     m_tabs->addTab(m_inputs, tr("&Inputs"));
     m_tabs->addTab(m_pairs, tr("Minimal pai&rs"));
+    m_tabs->addTab(m_heads, tr("&Heads"));
     m_tabs->addTab(m_positional, tr("&Positional encoding"));
     m_tabs->addTab(m_model, tr("&Model"));
     auto* central = new QWidget(this);
@@ -151,6 +157,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     connect(m_translate, &TranslatePanel::modelChosen, this, &MainWindow::openModel);
     wireTeaching();
     wireInputs();
+    wireHeads();
     connect(m_translate, &TranslatePanel::deviceChanged, this, [this] {
         if (auto info = m_controller->modelInfo()) openModel(QString::fromStdString(info->package_dir));
     });
@@ -160,6 +167,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
 void MainWindow::translateSentence(const QString& sentence, const DecodingOptions& options) {
     m_result_options = options;
     m_result_options.record_trace = true;
+    m_result_options.ablate = m_heads->ablation()->ablated();  // the Heads tab's switched-off heads
     statusBar()->showMessage(options.force_prefix.empty() && options.force_prefix_ids.empty()
                                  ? tr("Translating…")
                                  : tr("Translating with a forced beginning…"));
@@ -342,6 +350,8 @@ void MainWindow::setColorMap(Palette palette, bool remember) {
     m_decoding->setColorMap(palette);
     m_inputs->setColorMap(palette);
     m_pairs->setColorMap(palette);
+    m_heads->statistics()->setColorMap(palette);
+    m_heads->alignment()->setColorMap(palette);
     m_palette_actions.value(int(palette))->setChecked(true);
     if (remember) QSettings().setValue("colorMap", paletteKey(palette));
 }
@@ -404,6 +414,7 @@ void MainWindow::showTab(Tab tab) {
     case Tab::Weight: m_tabs->setCurrentWidget(m_weight); break;
     case Tab::Inputs: m_tabs->setCurrentWidget(m_inputs); break;
     case Tab::Pairs: m_tabs->setCurrentWidget(m_pairs); break;
+    case Tab::Heads: m_tabs->setCurrentWidget(m_heads); break;
     case Tab::Positional: m_tabs->setCurrentWidget(m_positional); break;
     case Tab::Model: m_tabs->setCurrentWidget(m_model); break;
     }
@@ -412,7 +423,7 @@ void MainWindow::showTab(Tab tab) {
 QWidget* MainWindow::tabNamed(const std::string& name) const {
     const std::vector<std::pair<std::string, QWidget*>> tabs = {
         {"attention", m_explorer}, {"decoding", m_decoding}, {"weight", m_weight},  {"inputs", m_inputs},
-        {"pairs", m_pairs},        {"positional", m_positional}, {"model", m_model}};
+        {"pairs", m_pairs},        {"heads", m_heads},           {"positional", m_positional}, {"model", m_model}};
     for (const auto& [n, w] : tabs)
         if (n == name) return w;
     return nullptr;

@@ -20,6 +20,7 @@ namespace attnlab::ui {
 
 class AttentionExplorer;
 class DecodingView;
+class HeadLabView;
 class InputsView;
 class LessonPane;
 class PairView;
@@ -36,7 +37,7 @@ public:
     // bar and lastError() (headless runs: --export/--screenshot, tests).
     explicit MainWindow(TranslationController* controller, bool error_dialogs = true, QWidget* parent = nullptr);
 
-    enum class Tab { Attention, Decoding, Weight, Inputs, Pairs, Positional, Model };
+    enum class Tab { Attention, Decoding, Weight, Inputs, Pairs, Heads, Positional, Model };
     void showTab(Tab tab);
     // The tab a name of attnlab::lessonTabs() names ("attention", "decoding", ...); null if none.
     QWidget* tabNamed(const std::string& name) const;
@@ -56,6 +57,7 @@ public:
     WeightView* weightView() const { return m_weight; }
     InputsView* inputsView() const { return m_inputs; }
     PairView* pairView() const { return m_pairs; }
+    HeadLabView* headLab() const { return m_heads; }
     QTabWidget* tabs() const { return m_tabs; }
     ResultPtr lastResult() const { return m_result; }
     DecodingOptions resultOptions() const { return m_result_options; }  // of the last request
@@ -99,6 +101,7 @@ private:
     void buildMenus();
     void wireTeaching();
     void wireInputs();
+    void wireHeads();  // main_window_heads.cpp
     void buildLessonMenu();
     std::optional<QString> startLesson(const Lesson& lesson, const QString& origin, int first);
     void refreshInputs();  // asks for the Inputs tab's numbers when it shows a new result
@@ -117,6 +120,7 @@ private:
     WeightView* m_weight;
     InputsView* m_inputs;
     PairView* m_pairs;
+    HeadLabView* m_heads;
     bool m_inputs_stale = false;
     LessonPane* m_lesson;
     QDockWidget* m_lesson_dock;

@@ -16,11 +16,6 @@
 namespace attnlab::ui {
 
 namespace {
-QStringList toList(const std::vector<std::string>& v) {
-    QStringList out;
-    for (const auto& s : v) out << QString::fromStdString(s);
-    return out;
-}
 
 // The map of `kind` with its row and column pieces.
 struct Shown {
@@ -132,10 +127,10 @@ void PairView::refresh() {
     const Shown a = shown(*m_ra, kind, layer, head), b = shown(*m_rb, kind, layer, head);
     if (!a.map || !b.map) return;
     const QString where = tr("layer %1, head %2").arg(layer + 1).arg(head + 1);
-    m_a->setMap(*a.map, toList(*a.rows), toList(*a.columns), tr("A: %1").arg(where));
-    m_b->setMap(*b.map, toList(*b.rows), toList(*b.columns), tr("B: %1").arg(where));
+    m_a->setMap(*a.map, toQStringList(*a.rows), toQStringList(*a.columns), tr("A: %1").arg(where));
+    m_b->setMap(*b.map, toQStringList(*b.rows), toQStringList(*b.columns), tr("B: %1").arg(where));
     const MapDifference d = compareMaps(*a.map, *b.map, *a.rows, *b.rows, *a.columns, *b.columns);
-    m_diff->setMap(d.difference, toList(d.rows), toList(d.columns), tr("A − B (red: more in A, blue: more in B)"));
+    m_diff->setMap(d.difference, toQStringList(d.rows), toQStringList(d.columns), tr("A − B (red: more in A, blue: more in B)"));
     m_summary->setText(tr("A: %1 → %2\nB: %3 → %4%5")
                            .arg(QString::fromStdString(m_ra->source_text), QString::fromStdString(m_ra->best.text),
                                 QString::fromStdString(m_rb->source_text), QString::fromStdString(m_rb->best.text))

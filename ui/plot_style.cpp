@@ -10,6 +10,12 @@
 
 namespace attnlab::ui {
 
+QStringList toQStringList(const std::vector<std::string>& v) {
+    QStringList out;
+    for (const auto& s : v) out << QString::fromStdString(s);
+    return out;
+}
+
 void applyTextSize(QCustomPlot* plot) {
     const QFont base = plot->font();
     QFont title = base;

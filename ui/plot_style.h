@@ -6,10 +6,16 @@
 #include <QString>
 #include <QStringList>
 
+#include <string>
+#include <vector>
+
 class QCustomPlot;
 class QCPColorGradient;
 
 namespace attnlab::ui {
+
+// Pieces, words, labels: std strings (UTF-8) as a QStringList.
+QStringList toQStringList(const std::vector<std::string>& v);
 
 // Sets every text of `plot` from plot->font(): tick labels, axis titles and the colour scales'
 // numbers at the font's size, legends too, titles (QCPTextElement) 20 % larger and bold; then

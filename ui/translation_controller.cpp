@@ -15,6 +15,8 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<ExplanationPtr>("attnlab::ui::ExplanationPtr");
     qRegisterMetaType<TokenInsidePtr>("attnlab::ui::TokenInsidePtr");
     qRegisterMetaType<MasksPtr>("attnlab::ui::MasksPtr");
+    qRegisterMetaType<HeadStatsPtr>("attnlab::ui::HeadStatsPtr");
+    qRegisterMetaType<ImportancePtr>("attnlab::ui::ImportancePtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -148,6 +150,39 @@ void TranslationController::translatePair(const QString& a, const QString& b, co
             Q_EMIT pairTranslated(std::move(ra), std::move(rb));
         },
         &TranslationController::inspectFailed);
+}
+
+void TranslationController::runHeadLab(const HeadLabRequest& request) {
+    m_cancel_head_lab.store(false);
+    postInspection(
+        [this, request](const Translator& t) {
+            const auto progress = [this](const CorpusProgress& p) {
+                Q_EMIT headLabProgress(QString::fromStdString(p.stage), p.done, p.total);
+                return !m_cancel_head_lab.load();
+            };
+            const auto* refs = request.references.empty() ? nullptr : &request.references;
+            auto stats = std::make_shared<const HeadStatsReport>(
+                corpusHeadStatistics(t, request.sources, refs, request.decoding, 8, progress));
+            ImportancePtr importance;
+            if (request.importance) {
+                if (!refs) throw InputError("importance needs reference translations");
+                ImportanceOptions io;
+                io.decoding = request.decoding;
+                importance = std::make_shared<const ImportanceReport>(
+                    headImportance(t, request.sources, request.references, io, progress));
+            }
+            Q_EMIT headLabFinished(std::move(stats), std::move(importance));
+        },
+        &TranslationController::headLabFailed);
+}
+
+void TranslationController::alignPair(const QString& source, const QString& target) {
+    const std::string s = source.toStdString(), g = target.toStdString();
+    postInspection(
+        [this, s, g](const Translator& t) {
+            Q_EMIT pairAligned(std::make_shared<const TranslationResult>(t.teacherForce({s}, {g}).front()));
+        },
+        &TranslationController::alignFailed);
 }
 
 void TranslationController::inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options) {

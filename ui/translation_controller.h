@@ -6,6 +6,7 @@
 
 #include <attnlab/decoding_options.h>
 #include <attnlab/explain.h>
+#include <attnlab/head_lab.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
 
@@ -25,6 +26,16 @@ using ModelInfoPtr = std::shared_ptr<const ModelInfo>;
 using ExplanationPtr = std::shared_ptr<const AttentionExplanation>;
 using TokenInsidePtr = std::shared_ptr<const TokenInside>;
 using MasksPtr = std::shared_ptr<const BatchMasks>;
+using HeadStatsPtr = std::shared_ptr<const HeadStatsReport>;
+using ImportancePtr = std::shared_ptr<const ImportanceReport>;  // null when not asked for
+
+// A head-lab run over a corpus (the Heads tab).
+struct HeadLabRequest {
+    std::vector<std::string> sources;
+    std::vector<std::string> references;  // empty: the model's own translations
+    bool importance = false;              // needs references
+    DecodingOptions decoding;             // the model's own translations and the importance runs
+};
 
 class TranslationController : public QObject {
     Q_OBJECT
@@ -49,6 +60,14 @@ public:
     // Asynchronous: two sentences (a minimal pair) translated with the same options; answered by
     // pairTranslated or inspectFailed. Does not cancel, and is not cancelled by, translate().
     void translatePair(const QString& a, const QString& b, const DecodingOptions& options);
+    // Asynchronous: statistics (and importance) over a corpus; reports headLabProgress, answered
+    // by headLabFinished or headLabFailed ("cancelled" after cancelHeadLab()). Translations
+    // requested meanwhile wait for it.
+    void runHeadLab(const HeadLabRequest& request);
+    void cancelHeadLab() { m_cancel_head_lab.store(true); }
+    // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
+    // by pairAligned or alignFailed.
+    void alignPair(const QString& source, const QString& target);
     // Blocks until queued work is done (tests, headless export).
     void waitForIdle();
 
@@ -69,6 +88,11 @@ Q_SIGNALS:
     void masksReady(attnlab::ui::MasksPtr masks);
     void inspectFailed(const QString& message);
     void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
+    void headLabProgress(const QString& stage, int done, int total);
+    void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
+    void headLabFailed(const QString& message);
+    void pairAligned(attnlab::ui::ResultPtr forced);
+    void alignFailed(const QString& message);
 
 private:
     void post(std::function<void()> job);
@@ -82,6 +106,7 @@ private:
     mutable std::mutex m_info_mutex;
     std::atomic<int> m_generation{0};
     std::atomic<int> m_pending{0};
+    std::atomic<bool> m_cancel_head_lab{false};
 };
 
 }  // namespace attnlab::ui
@@ -91,3 +116,5 @@ Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)
 Q_DECLARE_METATYPE(attnlab::ui::TokenInsidePtr)
 Q_DECLARE_METATYPE(attnlab::ui::MasksPtr)
+Q_DECLARE_METATYPE(attnlab::ui::HeadStatsPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ImportancePtr)

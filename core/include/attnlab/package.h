@@ -19,6 +19,7 @@ inline constexpr const char* kTrainingLog = "training_log.tsv";   // the run's p
 inline constexpr const char* kAveragedFrom = "AVERAGED_FROM.md";  // what `average` combined (optional)
 inline constexpr const char* kConfidence = "confidence.json";     // ConfidenceCalibration (optional)
 inline constexpr const char* kExamples = "examples.tsv";          // example sentences (optional)
+inline constexpr const char* kAlignments = "alignments.txt";      // gold alignments of the examples (optional)
 }  // namespace package_files
 
 // Reads and validates <dir>/config.json; throws PackageError naming the file and the problem.
@@ -31,6 +32,10 @@ std::string packageConfigToJson(const PackageConfig& config);
 // and line for a line with more than two fields.
 struct Example {
     std::string source, reference;
+    // A hand-made gold word alignment of source and reference (package file alignments.txt, one
+    // Pharaoh line per example: i-j sure, ipj possible, 0-based source-target whitespace words);
+    // empty when the package has none.
+    std::string alignment;
 };
 std::vector<Example> readExamples(const std::string& package_dir);
 

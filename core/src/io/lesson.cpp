@@ -186,8 +186,8 @@ json viewJson(const ViewState& s) {
 }  // namespace
 
 const std::vector<std::string>& lessonTabs() {
-    static const std::vector<std::string> tabs{"attention", "decoding", "weight", "inputs", "pairs", "positional",
-                                               "model"};
+    static const std::vector<std::string> tabs{"attention", "decoding", "weight", "inputs", "pairs", "heads",
+                                               "positional", "model"};
     return tabs;
 }
 

@@ -2,6 +2,7 @@
 #include <attnlab/config.h>
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
+#include <attnlab/alignment.h>
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 
@@ -215,7 +216,19 @@ std::vector<Example> readExamples(const std::string& package_dir) {
         if (tab != std::string::npos && line.find('\t', tab + 1) != std::string::npos)
             throw InputError(path + ": line " + std::to_string(line_no) +
                              " has more than two tab-separated fields (source, reference)");
-        out.push_back({line.substr(0, tab), tab == std::string::npos ? std::string() : line.substr(tab + 1)});
+        out.push_back({line.substr(0, tab), tab == std::string::npos ? std::string() : line.substr(tab + 1), {}});
+    }
+    const std::string gold_path = (fs::path(package_dir) / package_files::kAlignments).string();
+    if (!fs::exists(gold_path, ec)) return out;
+    const auto gold = readTextLines(gold_path);
+    if (gold.size() != out.size())
+        throw InputError(gold_path + " has " + std::to_string(gold.size()) + " lines but " + path + " has " +
+                         std::to_string(out.size()) + " examples");
+    for (size_t i = 0; i < out.size(); ++i) {
+        const std::string where = gold_path + " line " + std::to_string(i + 1);
+        checkGoldIndices(parseGoldLine(gold[i], {}, where), static_cast<int>(whitespaceWords(out[i].source).size()),
+                         static_cast<int>(whitespaceWords(out[i].reference).size()), where);
+        out[i].alignment = gold[i];
     }
     return out;
 }

@@ -1,0 +1,161 @@
+#include "ablation_panel.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+namespace {
+const char* const kKindTitles[] = {"Encoder self-attention", "Decoder self-attention", "Cross-attention"};
+
+QString scored(const TranslationResult& r) {
+    return QObject::tr("%1  <span style='color:gray'>(score %2, per piece %3)</span>")
+        .arg(QString::fromStdString(r.best.text).toHtmlEscaped())
+        .arg(r.best.score, 0, 'f', 2)
+        .arg(r.confidence.mean_log_prob, 0, 'f', 3);
+}
+}  // namespace
+
+AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
+    m_summary = new QLabel(tr("Translate a sentence, then click heads to switch them off."), this);
+    m_summary->setWordWrap(true);
+    m_before = new QLabel(this);
+    m_after = new QLabel(this);
+    for (auto* l : {m_before, m_after}) {
+        l->setWordWrap(true);
+        l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    }
+    auto* clear = new QPushButton(tr("All heads on"), this);
+    connect(clear, &QPushButton::clicked, this, [this] { setAblated({}); });
+    auto* layout = m_layout = new QVBoxLayout(this);
+    layout->addWidget(clear, 0, Qt::AlignLeft);
+    layout->addWidget(m_summary);
+    layout->addWidget(new QLabel(tr("<b>Before</b> (every head on):"), this));
+    layout->addWidget(m_before);
+    layout->addWidget(new QLabel(tr("<b>After</b> (the heads switched off; new words in bold):"), this));
+    layout->addWidget(m_after);
+    layout->addStretch(1);
+}
+
+void AblationPanel::setShape(int layers, int heads) {
+    delete m_grid_host;
+    m_grid_host = new QWidget(this);
+    auto* grid = new QGridLayout(m_grid_host);
+    m_layout->insertWidget(0, m_grid_host);
+    m_toggles.assign(3, {});
+    for (int k = 0; k < 3; ++k) {
+        const int col = k * (heads + 2);
+        grid->addWidget(new QLabel(tr(kKindTitles[k]), m_grid_host), 0, col + 1, 1, heads);
+        for (int l = 0; l < layers; ++l) {
+            grid->addWidget(new QLabel(tr("layer %1").arg(l), m_grid_host), l + 1, col);
+            m_toggles[k].emplace_back();
+            for (int h = 0; h < heads; ++h) {
+                auto* b = new QToolButton(m_grid_host);
+                b->setCheckable(true);
+                b->setText(QString::number(h));
+                b->setToolTip(tr("%1, layer %2, head %3: click to switch it off").arg(tr(kKindTitles[k])).arg(l).arg(h));
+                b->setStyleSheet("QToolButton:checked { background: #c0392b; color: white; }");
+                connect(b, &QToolButton::toggled, this, [this] { emitChange(); });
+                grid->addWidget(b, l + 1, col + 1 + h);
+                m_toggles[k].back().push_back(b);
+            }
+        }
+    }
+}
+
+QToolButton* AblationPanel::toggle(const HeadRef& head) const {
+    const size_t k = static_cast<size_t>(head.kind);
+    if (k >= m_toggles.size() || head.layer < 0 || size_t(head.layer) >= m_toggles[k].size()) return nullptr;
+    const auto& layer = m_toggles[k][size_t(head.layer)];
+    return head.head >= 0 && size_t(head.head) < layer.size() ? layer[size_t(head.head)] : nullptr;
+}
+
+std::vector<HeadRef> AblationPanel::ablated() const {
+    std::vector<HeadRef> heads;
+    for (size_t k = 0; k < m_toggles.size(); ++k)
+        for (size_t l = 0; l < m_toggles[k].size(); ++l)
+            for (size_t h = 0; h < m_toggles[k][l].size(); ++h)
+                if (m_toggles[k][l][h]->isChecked())
+                    heads.push_back({static_cast<attnlab::AttentionKind>(k), int(l), int(h)});
+    return heads;
+}
+
+void AblationPanel::setAblated(const std::vector<HeadRef>& heads) {
+    m_quiet = true;
+    for (auto& kind : m_toggles)
+        for (auto& layer : kind)
+            for (auto* b : layer) b->setChecked(false);
+    for (const auto& h : heads)
+        if (auto* b = toggle(h)) b->setChecked(true);
+    m_quiet = false;
+    emitChange();
+}
+
+void AblationPanel::emitChange() {
+    if (m_quiet) return;
+    const auto heads = ablated();
+    QStringList names;
+    for (const auto& h : heads) names << QString::fromStdString(headName(h));
+    m_summary->setText(heads.empty() ? tr("Every head is on.") : tr("Switched off: %1").arg(names.join(", ")));
+    Q_EMIT ablationChanged(heads);
+}
+
+void AblationPanel::setResult(ResultPtr r) {
+    if (!r) return;
+    if (r->ablated.empty()) {
+        m_r_before = r;
+        if (m_r_after && m_r_after->source_text != r->source_text) m_r_after.reset();
+    } else {
+        m_r_after = r;
+    }
+    showComparison();
+}
+
+std::vector<bool> AblationPanel::changedWords(const QStringList& before, const QStringList& after) {
+    const size_t n = size_t(before.size()), m = size_t(after.size());
+    std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
+    for (size_t i = n; i-- > 0;)
+        for (size_t j = m; j-- > 0;)
+            lcs[i][j] = before[int(i)] == after[int(j)] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    std::vector<bool> changed(m, true);
+    for (size_t i = 0, j = 0; i < n && j < m;) {
+        if (before[int(i)] == after[int(j)]) {
+            changed[j] = false;
+            ++i;
+            ++j;
+        } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
+            ++i;
+        } else {
+            ++j;
+        }
+    }
+    return changed;
+}
+
+void AblationPanel::showComparison() {
+    m_before->setText(m_r_before ? scored(*m_r_before) : QString());
+    if (!m_r_after || !m_r_before || m_r_after->source_text != m_r_before->source_text) {
+        m_after->setText(m_r_after ? scored(*m_r_after) : tr("(no head switched off yet)"));
+        return;
+    }
+    const QStringList b = QString::fromStdString(m_r_before->best.text).split(' ', Qt::SkipEmptyParts);
+    const QStringList a = QString::fromStdString(m_r_after->best.text).split(' ', Qt::SkipEmptyParts);
+    const auto changed = changedWords(b, a);
+    QStringList words;
+    for (int i = 0; i < a.size(); ++i)
+        words << (changed[size_t(i)] ? "<b style='color:#c0392b'>" + a[i].toHtmlEscaped() + "</b>" : a[i].toHtmlEscaped());
+    m_after->setText(tr("%1  <span style='color:gray'>(score %2, per piece %3; %4 of %5 words changed)</span>")
+                         .arg(words.join(' '))
+                         .arg(m_r_after->best.score, 0, 'f', 2)
+                         .arg(m_r_after->confidence.mean_log_prob, 0, 'f', 3)
+                         .arg(std::count(changed.begin(), changed.end(), true))
+                         .arg(a.size()));
+}
+
+QString AblationPanel::beforeText() const { return m_before->text(); }
+QString AblationPanel::afterText() const { return m_after->text(); }
+
+}  // namespace attnlab::ui

@@ -1,0 +1,88 @@
+#pragma once
+// HeadStatsPanel (Heads tab, "Statistics"): what every head does over a corpus — a layer x head
+// heatmap of the chosen statistic for one kind, a sortable table of every head, and with
+// references the importance of each head (BLEU with it ablated) and the pruning curve. Files are
+// chosen here; the run itself happens in TranslationController (progress bar, Cancel).
+
+#include "plot_style.h"
+#include "translation_controller.h"
+
+#include <attnlab/package.h>
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTableWidget;
+
+namespace attnlab::ui {
+
+class AttentionView;
+
+class HeadStatsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit HeadStatsPanel(QWidget* parent = nullptr);
+
+    void setExamples(const std::vector<Example>& examples);  // "Use the model's examples"
+    // The corpus to run on (lines of text); references may be empty.
+    void setCorpus(const std::vector<std::string>& sources, const std::vector<std::string>& references,
+                   const QString& description);
+    void setReport(HeadStatsPtr stats, ImportancePtr importance, ModelInfoPtr model);
+    void showProgress(const QString& stage, int done, int total);
+    void showFailure(const QString& message);
+    void setColorMap(Palette palette);
+    // The statistic (index into headStatisticInfos(), or kImportanceColumn) and kind shown.
+    void select(int statistic, attnlab::AttentionKind kind);
+    static constexpr int kImportanceColumn = kHeadStatisticCount;
+
+    // Exports; the UI's error convention: the reason, or nothing.
+    std::optional<QString> exportJson(const QString& path) const;
+    std::optional<QString> exportCsv(const QString& path) const;
+
+    // What is shown (tests read it back).
+    AttentionView* heatmap() const { return m_heatmap; }
+    QTableWidget* table() const { return m_table; }
+    QCustomPlot* curve() const { return m_curve; }
+    QString statusText() const;
+    HeadStatsPtr stats() const { return m_stats; }
+
+Q_SIGNALS:
+    void runRequested(const attnlab::ui::HeadLabRequest& request);
+    void cancelRequested();
+    // A table row was activated: show this sentence (the head's most typical one for the chosen
+    // statistic) with the head selected.
+    void sentenceRequested(const QString& sentence, const attnlab::HeadRef& head);
+
+private:
+    void buildControls();
+    void chooseFiles();
+    void run();
+    void refreshHeatmap();
+    void refreshTable();
+    void refreshCurve();
+    double valueOf(const HeadStats& h, int statistic) const;
+
+    std::vector<std::string> m_sources, m_refs;
+    std::vector<Example> m_examples;
+    HeadStatsPtr m_stats;
+    ImportancePtr m_importance;
+    ModelInfoPtr m_model;
+    QLabel* m_corpus;
+    QCheckBox* m_importance_box;
+    QPushButton* m_run;
+    QPushButton* m_cancel;
+    QProgressBar* m_progress;
+    QLabel* m_status;
+    QComboBox* m_statistic;
+    QComboBox* m_kind;
+    AttentionView* m_heatmap;
+    QTableWidget* m_table;
+    QCustomPlot* m_curve;
+};
+
+}  // namespace attnlab::ui
