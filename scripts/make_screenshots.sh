@@ -29,4 +29,10 @@ lesson 7 weight.png
 lesson 4 inputs.png
 lesson 14 what-if.png
 "$app" "${model[@]}" --lesson resources/lessons/minimal-pairs.json --lesson-step 3 --screenshot "$out/minimal-pairs.png"
+# Head lab (issue 12): statistics over the examples, the first example's alignment with its gold,
+# and the last layer's cross-attention heads switched off.
+"$app" "${model[@]}" --heads statistics --screenshot "$out/heads-statistics.png"
+"$app" "${model[@]}" --heads alignment --screenshot "$out/heads-alignment.png"
+"$app" "${model[@]}" --text "Zwei Hunde spielen im Schnee." --heads ablation \
+  --ablate cross:2:0,cross:2:1,cross:2:2,cross:2:3,cross:2:4,cross:2:5,cross:2:6,cross:2:7 --screenshot "$out/heads-ablation.png"
 ls -l "$out"

@@ -40,6 +40,7 @@ private Q_SLOTS:
     void exportPngAndPdfWithTheBundledModel();
     void screenshotOfTheWindow();
     void badOptionsAreNamedAndWriteNothing();
+    void headsTabPages();
     void noDisplaySaysSoAndHeadlessStillWorks();
     void firstScreenTranslatesTheFirstExample();
     void bundledLessonHeadless();
@@ -110,6 +111,17 @@ void TestApp::screenshotOfTheWindow() {
              qPrintable(QString("%1x%2").arg(image.width()).arg(image.height())));
 }
 
+void TestApp::headsTabPages() {
+    // Each page of the Heads tab, driven from the command line as the README's screenshots are.
+    for (const QStringList& args : {QStringList{"--heads", "statistics"}, QStringList{"--heads", "alignment"},
+                                    QStringList{"--heads", "ablation", "--ablate", "cross:2:0,cross:2:1"}}) {
+        const QString png = m_dir.filePath(args[1] + ".png");
+        auto r = app(QStringList{"--text", kSentence, "--screenshot", png} + args);
+        QVERIFY2(r.code == 0, qPrintable(args.join(' ') + ": " + r.err));
+        QVERIFY(!QImage(png).isNull());
+    }
+}
+
 void TestApp::badOptionsAreNamedAndWriteNothing() {
     const QString out = m_dir.filePath("never.png");
     struct Case {
@@ -130,6 +142,10 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
         {{"--text", kSentence, "--step", "-1"}, "--step '-1' is not a step number"},
         {{"--text", kSentence, "--cell", "0,99", "--tab", "weight"}, "key 99 is out of range: there are"},
         {{"--text", kSentence, "--cell", "0,0", "--head", "8"}, "--cell needs one head"},
+        {{"--text", kSentence, "--heads", "lab"}, "--heads 'lab' is not one of statistics, ablation, alignment"},
+        {{"--text", kSentence, "--heads", "ablation", "--ablate", "cross:1"}, "--ablate: 'cross:1' is not kind:layer:head"},
+        {{"--text", kSentence, "--ablate", "cross:1:1"}, "--ablate goes with --heads ablation"},
+        {{"--text", kSentence, "--heads", "ablation", "--ablate", "cross:7:0"}, "--ablate cross:7:0: the model has no such head"},
     };
     for (const Case& c : cases) {
         auto r = app(c.args + QStringList{"--export", out});

@@ -76,6 +76,7 @@ private Q_SLOTS:
     void alignmentMethods();
     void teacherForcingMatchesTheForcedSearch();
     void teacherForcingBatchedEqualsAlone();
+    void teacherForcingResultsReproducesTheirMaps();
     void teacherForcingErrors();
     void corpusStatisticsEqualStepByStep();
     void corpusAlignmentAgainstGold();
@@ -333,6 +334,32 @@ void TestHeadLab::teacherForcingBatchedEqualsAlone() {
                         QVERIFY(std::abs(t.cross[l][h][i][j] - alone.cross[l][h][i][j]) < 1e-5);
                 }
             }
+    }
+}
+
+void TestHeadLab::teacherForcingResultsReproducesTheirMaps() {
+    // The search's own results, teacher-forced through their ids in one padded batch: the same
+    // tokens, the scores the search computed, and the maps analyse() computed one sentence at a
+    // time (other GEMM shapes: float32 rounding, 1e-4 / 1e-5).
+    DecodingOptions o;
+    o.beam_size = 2;
+    o.max_length = 12;  // some hypotheses end at the cap without </s>
+    const auto own = m_t->translateBatch(m_src, o);
+    const auto re = m_t->teacherForce(own, o);
+    QCOMPARE(re.size(), own.size());
+    for (size_t s = 0; s < own.size(); ++s) {
+        QCOMPARE(re[s].best.ids, own[s].best.ids);
+        QCOMPARE(re[s].best.finished, own[s].best.finished);
+        QVERIFY(std::abs(re[s].best.score - own[s].best.score) < 1e-4);
+        QCOMPARE(re[s].decoder_input_pieces, own[s].decoder_input_pieces);
+        for (size_t l = 0; l < own[s].cross.size(); ++l)
+            for (size_t h = 0; h < own[s].cross[l].size(); ++h)
+                for (size_t i = 0; i < own[s].cross[l][h].size(); ++i)
+                    for (size_t j = 0; j < own[s].cross[l][h][i].size(); ++j) {
+                        QVERIFY(std::abs(re[s].cross[l][h][i][j] - own[s].cross[l][h][i][j]) < 1e-5);
+                        if (j < own[s].decoder_self[l][h][i].size())
+                            QVERIFY(std::abs(re[s].decoder_self[l][h][i][j] - own[s].decoder_self[l][h][i][j]) < 1e-5);
+                    }
     }
 }
 

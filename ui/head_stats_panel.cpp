@@ -110,7 +110,7 @@ void HeadStatsPanel::buildControls() {
         }
         setCorpus(s, r, tr("the model's %1 examples").arg(s.size()));
     });
-    connect(m_run, &QPushButton::clicked, this, &HeadStatsPanel::run);
+    connect(m_run, &QPushButton::clicked, this, [this] { startRun(m_importance_box->isChecked()); });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
         m_status->setText(tr("Cancelling…"));
         Q_EMIT cancelRequested();
@@ -180,12 +180,15 @@ void HeadStatsPanel::setCorpus(const std::vector<std::string>& sources, const st
     m_run->setEnabled(!sources.empty());
 }
 
-void HeadStatsPanel::run() {
+void HeadStatsPanel::startRun(bool importance) {
+    if (m_sources.empty()) return;
     HeadLabRequest r;
     r.sources = m_sources;
     r.references = m_refs;
-    r.importance = m_importance_box->isChecked();
+    r.importance = importance && !m_refs.empty();
+    m_importance_box->setChecked(r.importance);
     r.decoding.beam_size = 1;  // greedy: the importance runs translate the corpus once per head
+    r.decoding.max_batch_size = 128;
     m_run->setEnabled(false);
     m_cancel->setEnabled(true);
     m_progress->setRange(0, 0);

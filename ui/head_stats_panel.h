@@ -40,6 +40,8 @@ public:
     void select(int statistic, attnlab::AttentionKind kind);
     static constexpr int kImportanceColumn = kHeadStatisticCount;
 
+    // Runs on the corpus set (the Run button); importance when `importance` and references exist.
+    void startRun(bool importance);
     // Exports; the UI's error convention: the reason, or nothing.
     std::optional<QString> exportJson(const QString& path) const;
     std::optional<QString> exportCsv(const QString& path) const;
@@ -61,7 +63,6 @@ Q_SIGNALS:
 private:
     void buildControls();
     void chooseFiles();
-    void run();
     void refreshHeatmap();
     void refreshTable();
     void refreshCurve();

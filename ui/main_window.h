@@ -58,6 +58,10 @@ public:
     InputsView* inputsView() const { return m_inputs; }
     PairView* pairView() const { return m_pairs; }
     HeadLabView* headLab() const { return m_heads; }
+    // The Heads tab on one page (asynchronous; what --heads does): "statistics" runs them over the
+    // model's examples (teacher-forced through their references), "ablation" switches `ablate`
+    // off and translates the sentence again, "alignment" aligns the first example with its gold.
+    std::optional<QString> showHeadLab(const QString& page, const std::vector<HeadRef>& ablate);
     QTabWidget* tabs() const { return m_tabs; }
     ResultPtr lastResult() const { return m_result; }
     DecodingOptions resultOptions() const { return m_result_options; }  // of the last request

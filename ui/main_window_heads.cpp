@@ -7,6 +7,8 @@
 #include "main_window.h"
 #include "translate_panel.h"
 
+#include <QTabWidget>
+
 #include <QStatusBar>
 
 namespace attnlab::ui {
@@ -55,6 +57,35 @@ void MainWindow::wireHeads() {
         m_heads->alignment()->setModelShape(layers, heads);
         m_heads->alignment()->setExamples(info->examples);
     });
+}
+
+std::optional<QString> MainWindow::showHeadLab(const QString& page, const std::vector<HeadRef>& ablate) {
+    const auto info = m_controller->modelInfo();
+    if (!info) return tr("no model is loaded");
+    showTab(Tab::Heads);
+    if (page == "statistics") {
+        m_heads->pages()->setCurrentWidget(m_heads->statistics());
+        std::vector<std::string> sources, references;
+        for (const auto& e : info->examples) {
+            sources.push_back(e.source);
+            references.push_back(e.reference);
+        }
+        if (sources.empty()) return tr("the model has no examples (examples.tsv) to run the statistics on");
+        m_heads->statistics()->setCorpus(sources, references, tr("the model's %1 examples").arg(sources.size()));
+        m_heads->statistics()->startRun(false);
+    } else if (page == "ablation") {
+        m_heads->pages()->setCurrentWidget(m_heads->ablation());
+        for (const auto& h : ablate)
+            if (!m_heads->ablation()->toggle(h))
+                return tr("--ablate %1: the model has no such head").arg(QString::fromStdString(headName(h)));
+        m_heads->ablation()->setAblated(ablate);
+    } else if (page == "alignment") {
+        m_heads->pages()->setCurrentWidget(m_heads->alignment());
+        m_heads->alignment()->chooseExample(0);
+    } else {
+        return tr("'%1' is not one of statistics, ablation, alignment").arg(page);
+    }
+    return std::nullopt;
 }
 
 }  // namespace attnlab::ui

@@ -2,7 +2,9 @@
 //   QT_QPA_PLATFORM=offscreen build/bin/bench_ui --model DIR [--text S] [--repeat N]
 // Prints one line per measurement (median over --repeat runs). Offscreen rendering goes through
 // the same QCustomPlot and QPainter code as on screen.
+#include "ablation_panel.h"
 #include "attention_explorer.h"
+#include "head_lab_view.h"
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "decoding_view.h"
@@ -175,5 +177,26 @@ int main(int argc, char** argv) {
                 median(first), *std::max_element(first.begin(), first.end()), first.size());
     std::printf("open another cell of the same translation: median %.1f ms, max %.1f ms over %zu cells\n", median(cell),
                 *std::max_element(cell.begin(), cell.end()), cell.size());
+
+    // Issue 12: toggling a head in the Heads tab's ablation grid -> the sentence translated again
+    // with it off (beam 5) -> the new translation and every map drawn.
+    window.showTab(MainWindow::Tab::Heads);
+    AblationPanel* ablation = window.headLab()->ablation();
+    std::vector<double> toggle;
+    for (int i = 0; i < n; ++i)
+        for (int h = 0; h < 4; ++h) {
+            QSignalSpy done(&controller, &TranslationController::translationFinished);
+            QElapsedTimer s;
+            s.start();
+            ablation->toggle({attnlab::AttentionKind::Cross, 2, h})->click();  // on -> off, or off -> on
+            waitFor(done);
+            QApplication::processEvents();
+            ex->view()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+            ex->grid()->repaint();
+            ablation->repaint();
+            toggle.push_back(s.nsecsElapsed() / 1e6);
+        }
+    std::printf("toggle a head -> new translation and maps drawn: median %.1f ms, max %.1f ms over %zu toggles\n",
+                median(toggle), *std::max_element(toggle.begin(), toggle.end()), toggle.size());
     return 0;
 }

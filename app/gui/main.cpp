@@ -59,6 +59,8 @@ struct Options {
     int layer = 0, head = 0;
     int cell_row = -1, cell_column = -1;  // --cell: the weight to open up (Weight tab)
     int step = 0;                         // --step: the Decoding tab's step
+    QString heads_page;                   // --heads statistics|ablation|alignment
+    std::vector<attnlab::HeadRef> ablate; // --ablate kind:layer:head,...
     QString lesson;                       // --lesson FILE, shown from --lesson-step (1-based)
     int lesson_step = 1;
     bool presenter = false;
@@ -82,7 +84,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
-    QCommandLineOption tab("tab", "Tab to show: attention, decoding, weight, inputs, pairs, positional or model.", "name", "attention");
+    QCommandLineOption tab("tab", "Tab to show: attention, decoding, weight, inputs, pairs, heads, positional or model.", "name", "attention");
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
                             "row,column");
     QCommandLineOption step("step", "Decoding step shown in the Decoding tab (0-based).", "n", "0");
@@ -90,8 +92,13 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                               "file");
     QCommandLineOption lessonStep("lesson-step", "The lesson's step to show first (1-based).", "n", "1");
     QCommandLineOption presenter("presenter", "Start in presenter mode (full screen, large text, high contrast).");
+    QCommandLineOption heads("heads",
+                             "Heads tab page: statistics (over the model's examples), ablation (with --ablate) or "
+                             "alignment (the first example with its gold).",
+                             "page");
+    QCommandLineOption ablate("ablate", "Switch these heads off: kind:layer:head, comma-separated (0-based).", "heads");
     parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab, cell, step, lesson,
-                       lessonStep, presenter});
+                       lessonStep, presenter, heads, ablate});
     parser.process(app);
 
     const QString kind = parser.value(view);
@@ -123,6 +130,15 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     bool step_ok = false;
     o.step = parser.value(step).toInt(&step_ok);
     if (!step_ok || o.step < 0) return QString("--step '%1' is not a step number (0, 1, ...)").arg(parser.value(step));
+    o.heads_page = parser.value(heads);
+    if (!o.heads_page.isEmpty() && !QStringList{"statistics", "ablation", "alignment"}.contains(o.heads_page))
+        return QString("--heads '%1' is not one of statistics, ablation, alignment").arg(o.heads_page);
+    try {
+        o.ablate = attnlab::parseHeadList(parser.value(ablate).toStdString());
+    } catch (const attnlab::Error& e) {
+        return QString("--ablate: %1").arg(QString::fromUtf8(e.what()));
+    }
+    if (!o.ablate.empty() && o.heads_page != "ablation") return QString("--ablate goes with --heads ablation");
     o.lesson = parser.value(lesson);
     o.presenter = parser.isSet(presenter);
     bool lesson_step_ok = false;
@@ -193,6 +209,14 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
         window.explorer()->select(o.kind, o.layer, o.head);
         window.decodingView()->setStep(o.step);
     }
+    if (!o.heads_page.isEmpty()) {
+        if (const auto error = window.showHeadLab(o.heads_page, o.ablate)) return fail(*error);
+        do {
+            controller.waitForIdle();
+            QApplication::processEvents();
+        } while (controller.busy());
+        if (!window.lastError().isEmpty()) return fail(window.lastError());
+    }
     if (o.cell_row >= 0 && o.lesson.isEmpty()) {
         if (o.head == n_head) return fail("--cell needs one head (--head 0.." + QString::number(n_head - 1) + ")");
         window.explainCell({attnlab::ui::coreKind(o.kind), o.layer, o.head, o.cell_row, o.cell_column});
@@ -258,6 +282,13 @@ int main(int argc, char** argv) {
             [&](attnlab::ui::ResultPtr) { window.explorer()->select(o.kind, o.layer, o.head); },
             Qt::SingleShotConnection);
     }
+    if (!o.heads_page.isEmpty())
+        QObject::connect(
+            &controller, &attnlab::ui::TranslationController::translationFinished, &window,
+            [&](attnlab::ui::ResultPtr) {
+                if (const auto error = window.showHeadLab(o.heads_page, o.ablate)) fail(*error);
+            },
+            Qt::SingleShotConnection);
     if (o.presenter) window.setPresenterMode(true);
     return app.exec();
 }

@@ -83,6 +83,11 @@ public:
                                                 const std::vector<std::string>& targets,
                                                 const DecodingOptions& options = {},
                                                 const StepCallback& on_batch = {}) const;
+    // The same through the best hypotheses of earlier results (their token ids as they are): the
+    // maps of many translations from one padded pass per batch instead of one pass per sentence.
+    std::vector<TranslationResult> teacherForce(const std::vector<TranslationResult>& results,
+                                                const DecodingOptions& options = {},
+                                                const StepCallback& on_batch = {}) const;
 
     // Why the sentence cannot be translated (empty, too long), or nothing when it can.
     std::optional<std::string> inputProblem(const std::string& sentence) const;

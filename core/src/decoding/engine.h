@@ -60,6 +60,9 @@ public:
     std::vector<TranslationResult> teacherForce(const std::vector<std::string>& sources,
                                                 const std::vector<std::string>& targets, const DecodingOptions& options,
                                                 const StepCallback& on_batch = {}) const;
+    // The same for the best hypotheses of results (their ids as they are, </s> when they have it).
+    std::vector<TranslationResult> teacherForce(const std::vector<TranslationResult>& results,
+                                                const DecodingOptions& options, const StepCallback& on_batch = {}) const;
 
     // explain.cpp: the numbers behind a translation, from a teacher-forced pass over its source and
     // best hypothesis (attnlab/explain.h). Throw InputError naming an index out of range.
@@ -93,6 +96,8 @@ private:
     std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned) const;
     Source prepare(const std::string& sentence) const;  // throws InputError
     Source prepareTarget(const std::string& sentence) const;  // its pieces and </s>; throws InputError
+    std::vector<TranslationResult> forceAll(const std::vector<Source>& sources, const std::vector<Source>& targets,
+                                            const DecodingOptions& o, const StepCallback& on_batch) const;
     std::vector<TranslationResult> teacherForceBatch(const std::vector<const Source*>& sources,
                                                      const std::vector<const Source*>& targets,
                                                      const DecodingOptions& o) const;

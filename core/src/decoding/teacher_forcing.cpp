@@ -46,6 +46,26 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
             throw InputError("pair " + std::to_string(i + 1) + ": " + e.what());
         }
     }
+    return forceAll(src, trg, o, on_batch);
+}
+
+std::vector<TranslationResult> Engine::teacherForce(const std::vector<TranslationResult>& results,
+                                                    const DecodingOptions& o, const StepCallback& on_batch) const {
+    o.validate();
+    std::vector<Source> src(results.size()), trg(results.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        src[i] = prepare(r.source_text);
+        if (r.best.ids.empty()) throw InputError("result " + std::to_string(i + 1) + " has no target tokens");
+        trg[i].text = r.best.text;
+        trg[i].ids = r.best.ids;
+        trg[i].pieces = r.best.pieces;
+    }
+    return forceAll(src, trg, o, on_batch);
+}
+
+std::vector<TranslationResult> Engine::forceAll(const std::vector<Source>& src, const std::vector<Source>& trg,
+                                                const DecodingOptions& o, const StepCallback& on_batch) const {
     std::vector<size_t> order(src.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -117,7 +137,7 @@ std::vector<TranslationResult> Engine::teacherForceBatch(const std::vector<const
     for (int64_t i = 0; i < b; ++i) {
         const auto& ids = targets[i]->ids;
         Hyp h;
-        h.finished = true;
+        h.finished = ids.back() == m_config.eos_idx;
         for (size_t j = 0; j < ids.size(); ++j) {
             h.tokens.push_back(ids[j]);
             h.token_scores.push_back(lp[i][j]);

@@ -41,6 +41,12 @@ std::vector<TranslationResult> Translator::teacherForce(const std::vector<std::s
     return m_engine->teacherForce(sources, targets, options, on_batch);
 }
 
+std::vector<TranslationResult> Translator::teacherForce(const std::vector<TranslationResult>& results,
+                                                        const DecodingOptions& options,
+                                                        const StepCallback& on_batch) const {
+    return m_engine->teacherForce(results, options, on_batch);
+}
+
 std::optional<std::string> Translator::inputProblem(const std::string& sentence) const {
     return m_engine->inputProblem(sentence);
 }
