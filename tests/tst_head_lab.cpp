@@ -520,7 +520,27 @@ void TestHeadLab::importanceAndPruningCurve() {
     QCOMPARE(rep.curve[3].heads_removed, 8);
     QCOMPARE(rep.curve[1].removed, (std::vector<HeadRef>{rep.heads[0].head, rep.heads[1].head, rep.heads[2].head}));
     QCOMPARE(rep.curve[2].bleu, bleuWith(rep.curve[2].removed));
+    // Spread over two translators of the same package (two threads): the same report.
+    attnlab::Translator second(m_dir.path().toStdString() + "/pkg", attnlab::TranslatorOptions{"cpu", 1});
+    int parallel_calls = 0;
+    const auto par = attnlab::headImportance({m_t.get(), &second}, m_src, m_ref, io, [&](const attnlab::CorpusProgress&) {
+        ++parallel_calls;  // one call at a time (the runner holds a lock), so no race here
+        return true;
+    });
+    QVERIFY(parallel_calls > 0);
+    QCOMPARE(par.baseline_bleu, rep.baseline_bleu);
+    QCOMPARE(par.heads.size(), rep.heads.size());
+    for (size_t i = 0; i < rep.heads.size(); ++i) {
+        QVERIFY(par.heads[i].head == rep.heads[i].head);
+        QCOMPARE(par.heads[i].bleu, rep.heads[i].bleu);
+        QCOMPARE(par.heads[i].chrf, rep.heads[i].chrf);
+    }
+    for (size_t i = 0; i < rep.curve.size(); ++i) QCOMPARE(par.curve[i].bleu, rep.curve[i].bleu);
     QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io, [](auto&) { return false; }); }),
+             QString("cancelled"));
+    QCOMPARE(errorOf([&] {
+                 attnlab::headImportance({m_t.get(), &second}, m_src, m_ref, io, [](auto&) { return false; });
+             }),
              QString("cancelled"));
     io.curve_step = 0;
     QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io); }),

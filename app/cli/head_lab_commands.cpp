@@ -11,6 +11,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 namespace attnlab_cli {
 
@@ -88,6 +89,10 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd->add_option("--importance-kinds", h.kinds, "Only heads of these kinds take part, e.g. cross or encoder,cross");
     h.cmd->add_option("--curve-step", h.curve_step, "Heads removed between two points of the pruning curve")
         ->capture_default_str();
+    h.cmd->add_option("--workers", h.workers,
+                      "Importance runs translated at once, each by its own copy of the model with a share of "
+                      "--threads (the results do not depend on it)")
+        ->capture_default_str();
     h.cmd->add_option("--radius", h.radius, "Offsets -R..R in the histogram (the ends collect the rest)")
         ->capture_default_str();
     h.cmd->add_option("--limit", h.limit, "Use only the first N lines (0 = all)")->capture_default_str();
@@ -117,7 +122,20 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     progress.clear();
     std::optional<attnlab::ImportanceReport> importance;
     if (h.importance) {
-        importance = attnlab::headImportance(translator, sources, refs, io, progress.callback());
+        if (h.workers < 1 || h.workers > 64)
+            throw attnlab::ConfigError("--workers " + std::to_string(h.workers) + " is out of range (1..64)");
+        // One translator per worker, the cores split between them (single-sentence products are
+        // too small for two threads to share well; two workers with one thread each are ~1.9x).
+        const int cores = common.threads > 0 ? common.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+        std::vector<attnlab::Translator> copies;
+        std::vector<const attnlab::Translator*> workers{&translator};
+        if (h.workers > 1) {
+            CommonOptions each = common;
+            each.threads = std::max(1, cores / h.workers);
+            for (int w = 1; w < h.workers; ++w) copies.push_back(load(each));
+            for (const auto& c : copies) workers.push_back(&c);
+        }
+        importance = attnlab::headImportance(workers, sources, refs, io, progress.callback());
         progress.clear();
     }
     attnlab::writeHeadLabFile(h.json_path,

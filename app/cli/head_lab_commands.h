@@ -17,6 +17,7 @@ struct HeadsCommand {
     int radius = 8;
     int curve_step = 8;
     int limit = 0;
+    int workers = 2;
     attnlab::DecodingOptions decoding;
 };
 void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h);

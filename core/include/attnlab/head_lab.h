@@ -69,6 +69,12 @@ struct ImportanceOptions {
 ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
                                 const std::vector<std::string>& references, const ImportanceOptions& options,
                                 const CorpusCallback& progress = {});
+// The same with the runs spread over several translators of one package, one thread each (give
+// each a share of the cores: TranslatorOptions::num_threads); the results equal one translator's.
+// The callback is called from those threads, one call at a time.
+ImportanceReport headImportance(const std::vector<const Translator*>& translators,
+                                const std::vector<std::string>& sources, const std::vector<std::string>& references,
+                                const ImportanceOptions& options, const CorpusCallback& progress = {});
 
 struct AlignmentMethodReport {
     AlignmentMethod method;

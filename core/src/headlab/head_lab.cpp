@@ -4,6 +4,10 @@
 #include <attnlab/metrics.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 namespace attnlab {
 
@@ -82,59 +86,132 @@ void ImportanceOptions::validate() const {
     if (curve_step < 1) throw ConfigError("importance options: curve_step " + std::to_string(curve_step) + " is below 1");
 }
 
-ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
-                                const std::vector<std::string>& references, const ImportanceOptions& options,
-                                const CorpusCallback& progress) {
-    options.validate();
-    checkCounts(sources.size(), references.size(), "references");
-    checkTranslatable(translator, sources, "source");
-    const auto heads = headsOf(translator, options.kinds);
-    const int curve_points = static_cast<int>((heads.size() + options.curve_step - 1) / options.curve_step);
-    const int runs = 1 + static_cast<int>(heads.size()) + curve_points;
-    int done = 0;
-    struct Score {
-        double bleu, chrf;
-        std::string signature;
-    };
-    auto run = [&](const std::vector<HeadRef>& ablate, const std::string& stage) {
-        if (!report(progress, stage, done, runs)) throw CancelledError();
-        DecodingOptions d = options.decoding;
+namespace {
+
+struct RunScore {
+    double bleu = 0, chrf = 0;
+    std::string signature;
+};
+
+// Translates the corpus once per job (a set of heads to ablate), the jobs spread over the
+// translators, one thread each (a single translator runs on the calling thread). Progress and
+// cancellation go through one lock; the first exception of any job is rethrown after all stop.
+class ImportanceRunner {
+public:
+    ImportanceRunner(const std::vector<const Translator*>& translators, const std::vector<std::string>& sources,
+                     const std::vector<std::string>& references, const ImportanceOptions& options,
+                     const CorpusCallback& progress, int runs)
+        : m_translators(translators), m_sources(sources), m_refs(references), m_options(options),
+          m_progress(progress), m_runs(runs) {}
+
+    std::vector<RunScore> run(const std::vector<std::vector<HeadRef>>& jobs, const std::string& stage) {
+        std::vector<RunScore> scores(jobs.size());
+        std::atomic<size_t> next{0};
+        std::exception_ptr error;
+        auto work = [&](const Translator& t) {
+            try {
+                for (size_t j = next++; j < jobs.size() && !m_cancelled; j = next++) scores[j] = one(t, jobs[j], stage);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(m_mutex);
+                if (!error) error = std::current_exception();
+                m_cancelled = true;
+            }
+        };
+        if (m_translators.size() == 1) {
+            work(*m_translators.front());
+        } else {
+            std::vector<std::thread> threads;
+            for (const Translator* t : m_translators) threads.emplace_back(work, std::cref(*t));
+            for (auto& th : threads) th.join();
+        }
+        if (error) std::rethrow_exception(error);
+        if (m_cancelled) throw CancelledError();
+        return scores;
+    }
+
+    int total() const { return m_runs; }
+
+private:
+    bool tick(const std::string& stage) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        if (!m_cancelled && !report(m_progress, stage, m_done, m_runs)) m_cancelled = true;
+        return !m_cancelled;
+    }
+
+    RunScore one(const Translator& t, const std::vector<HeadRef>& ablate, const std::string& stage) {
+        if (!tick(stage)) throw CancelledError();
+        DecodingOptions d = m_options.decoding;
         d.return_attention = false;
         d.top_k_candidates = 0;
         d.record_trace = false;
         d.ablate = ablate;
-        const auto results =
-            translator.translateBatch(sources, d, [&](const StepProgress&) { return report(progress, stage, done, runs); });
+        const auto results = t.translateBatch(m_sources, d, [&](const StepProgress&) { return tick(stage); });
         std::vector<std::string> hyps;
         for (const auto& r : results) hyps.push_back(r.best.text);
-        const auto bleu = corpusBleu(hyps, references);
-        ++done;
-        return Score{bleu.score, corpusChrf(hyps, references), bleu.signature};
-    };
+        const auto bleu = corpusBleu(hyps, m_refs);
+        RunScore score{bleu.score, corpusChrf(hyps, m_refs), bleu.signature};
+        std::lock_guard<std::mutex> lock(m_mutex);
+        ++m_done;
+        return score;
+    }
+
+    const std::vector<const Translator*>& m_translators;
+    const std::vector<std::string>& m_sources;
+    const std::vector<std::string>& m_refs;
+    const ImportanceOptions& m_options;
+    const CorpusCallback& m_progress;
+    const int m_runs;
+    std::mutex m_mutex;
+    int m_done = 0;
+    std::atomic<bool> m_cancelled{false};
+};
+
+}  // namespace
+
+ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
+                                const std::vector<std::string>& references, const ImportanceOptions& options,
+                                const CorpusCallback& progress) {
+    return headImportance(std::vector<const Translator*>{&translator}, sources, references, options, progress);
+}
+
+ImportanceReport headImportance(const std::vector<const Translator*>& translators,
+                                const std::vector<std::string>& sources, const std::vector<std::string>& references,
+                                const ImportanceOptions& options, const CorpusCallback& progress) {
+    options.validate();
+    if (translators.empty()) throw ConfigError("importance: no translator given");
+    const Translator& first = *translators.front();
+    checkCounts(sources.size(), references.size(), "references");
+    checkTranslatable(first, sources, "source");
+    const auto heads = headsOf(first, options.kinds);
+    const int curve_points = static_cast<int>((heads.size() + options.curve_step - 1) / options.curve_step);
+    ImportanceRunner runner(translators, sources, references, options, progress,
+                            1 + static_cast<int>(heads.size()) + curve_points);
+    // The baseline and every head alone, then the curve (its order needs the single results).
+    std::vector<std::vector<HeadRef>> singles{{}};
+    for (const auto& h : heads) singles.push_back({h});
+    const auto single = runner.run(singles, "ablating one head at a time");
     ImportanceReport rep;
     rep.sentences = static_cast<int>(sources.size());
-    const Score base = run({}, "translating without ablation");
-    rep.baseline_bleu = base.bleu;
-    rep.baseline_chrf = base.chrf;
-    rep.bleu_signature = base.signature;
-    for (const auto& h : heads) {
-        const Score s = run({h}, "ablating " + headName(h));
-        rep.heads.push_back({h, s.bleu, s.chrf, base.bleu - s.bleu});
-    }
-    std::stable_sort(rep.heads.begin(), rep.heads.end(),
-                     [](const HeadImportance& a, const HeadImportance& b) {
-                         return a.bleu != b.bleu ? a.bleu > b.bleu : a.chrf > b.chrf;  // chrF breaks BLEU's ties
-                     });
-    rep.curve.push_back({0, base.bleu, base.chrf, {}});
+    rep.baseline_bleu = single[0].bleu;
+    rep.baseline_chrf = single[0].chrf;
+    rep.bleu_signature = single[0].signature;
+    for (size_t i = 0; i < heads.size(); ++i)
+        rep.heads.push_back({heads[i], single[i + 1].bleu, single[i + 1].chrf, rep.baseline_bleu - single[i + 1].bleu});
+    std::stable_sort(rep.heads.begin(), rep.heads.end(), [](const HeadImportance& a, const HeadImportance& b) {
+        return a.bleu != b.bleu ? a.bleu > b.bleu : a.chrf > b.chrf;  // chrF breaks BLEU's ties
+    });
+    rep.curve.push_back({0, rep.baseline_bleu, rep.baseline_chrf, {}});
+    std::vector<std::vector<HeadRef>> cumulative;
     std::vector<HeadRef> removed;
     for (size_t k = 0; k < rep.heads.size(); ++k) {
         removed.push_back(rep.heads[k].head);
-        const bool point = removed.size() % static_cast<size_t>(options.curve_step) == 0 || k + 1 == rep.heads.size();
-        if (!point) continue;
-        const Score s = run(removed, "pruning " + std::to_string(removed.size()) + " heads");
-        rep.curve.push_back({static_cast<int>(removed.size()), s.bleu, s.chrf, removed});
+        if (removed.size() % static_cast<size_t>(options.curve_step) == 0 || k + 1 == rep.heads.size())
+            cumulative.push_back(removed);
     }
-    report(progress, "done", runs, runs);
+    const auto curve = runner.run(cumulative, "removing the least important heads");
+    for (size_t i = 0; i < cumulative.size(); ++i)
+        rep.curve.push_back({static_cast<int>(cumulative[i].size()), curve[i].bleu, curve[i].chrf, cumulative[i]});
+    report(progress, "done", runner.total(), runner.total());
     return rep;
 }
 
