@@ -849,6 +849,12 @@ void TestUi::togglingAHeadRetranslates() {
     auto o = m_window->resultOptions();
     const auto core = m_core->translate(before->source_text, o);
     QCOMPARE(after->best.ids, core.best.ids);
+    // The Attention tab's grid crosses the head out (cross-attention shown), and only that one.
+    m_window->explorer()->select(AttentionKind::Cross, 0, 0);
+    QVERIFY(m_window->explorer()->grid()->isAblated(1, 2));
+    QVERIFY(!m_window->explorer()->grid()->isAblated(1, 1));
+    m_window->explorer()->select(AttentionKind::EncoderSelf, 0, 0);
+    QVERIFY(!m_window->explorer()->grid()->isAblated(1, 2));
     QVERIFY(a->beforeText().contains(QString::fromStdString(before->best.text).toHtmlEscaped()));
     QVERIFY(a->afterText().contains("score"));
     // All heads on again: the plain translation comes back.

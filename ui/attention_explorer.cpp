@@ -181,6 +181,10 @@ void AttentionExplorer::refresh() {
         m_grid->setMaps(*maps);
         m_grid_maps = maps;
     }
+    std::vector<std::pair<int, int>> off;
+    for (const auto& a : m_result->ablated)
+        if (a.kind == coreKind(kind())) off.emplace_back(a.layer, a.head);
+    m_grid->setAblated(off);
     m_grid->setSelected(l, h);
 }
 

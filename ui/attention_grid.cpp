@@ -146,12 +146,26 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
         for (int c = 0; c <= heads(); ++c) {
             const QRect cell = cellRect(l, c);
             p.drawImage(cell, m_images[l][c]);
+            if (isAblated(l, c)) {  // switched off: its weights are shown, its output was zeroed
+                p.setPen(QPen(QColor(192, 57, 43), 2));
+                p.drawLine(cell.topLeft(), cell.bottomRight());
+                p.drawLine(cell.topRight(), cell.bottomLeft());
+            }
             const bool selected = l == m_sel_layer && c == m_sel_head;
             p.setPen(QPen(selected ? QColor(220, 60, 20) : palette().mid().color(), selected ? 3 : 1));
             p.drawRect(cell.adjusted(-1, -1, 0, 0));
             p.setPen(palette().text().color());
         }
     }
+}
+
+void AttentionGrid::setAblated(const std::vector<std::pair<int, int>>& heads) {
+    m_ablated = heads;
+    update();
+}
+
+bool AttentionGrid::isAblated(int layer, int head) const {
+    return std::find(m_ablated.begin(), m_ablated.end(), std::make_pair(layer, head)) != m_ablated.end();
 }
 
 bool AttentionGrid::event(QEvent* e) {
@@ -161,7 +175,9 @@ bool AttentionGrid::event(QEvent* e) {
             QToolTip::hideText();
         } else {
             const QString what = column == heads() ? tr("mean over heads") : tr("head %1").arg(column);
-            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), tr("layer %1, %2").arg(layer).arg(what), this);
+            const QString off = isAblated(layer, column) ? tr(" (switched off: its output did not reach the layer)") : QString();
+            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), tr("layer %1, %2%3").arg(layer).arg(what, off),
+                               this);
         }
         return true;
     }

@@ -21,6 +21,9 @@ public:
 
     void setMaps(const LayerHeadMaps& maps);  // [layer][head]
     void setSelected(int layer, int head);    // head == heads() means the mean column
+    // Heads switched off in the translation shown ({layer, head}): crossed out, named in the tooltip.
+    void setAblated(const std::vector<std::pair<int, int>>& heads);
+    bool isAblated(int layer, int head) const;
     int layers() const { return static_cast<int>(m_maps.size()); }
     int heads() const { return m_maps.empty() ? 0 : static_cast<int>(m_maps[0].size()); }
     // The cell under a widget position, {-1, -1} outside.
@@ -57,6 +60,7 @@ private:
     LayerHeadMaps m_maps;
     std::vector<std::vector<QImage>> m_images;  // [layer][head + mean]
     int m_sel_layer = 0, m_sel_head = 0;
+    std::vector<std::pair<int, int>> m_ablated;
 };
 
 }  // namespace attnlab::ui
