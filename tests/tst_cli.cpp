@@ -634,6 +634,9 @@ void TestCli::headsAndAlign() {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, QString("attnlab-cli: --importance needs --ref (BLEU needs references)\n"));
     attnlab::testing::writeFile((d + "/short.en").toStdString(), "A dog.\n");
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/short.en", "--limit", "1", "--json", d + "/x.json"});
+    QCOMPARE(r.code, 2);  // the files differ even though --limit would use one line of each
+    QCOMPARE(r.err, QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/short.en", "--output", d + "/l.txt"});
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));

@@ -17,10 +17,9 @@ namespace attnlab_cli {
 
 namespace {
 
-std::vector<std::string> readLines(const std::string& path, int limit) {
-    auto lines = attnlab::readTextLines(path);
+// --limit N: the first N lines (0 = all).
+void keepFirst(std::vector<std::string>& lines, int limit) {
     if (limit > 0 && lines.size() > static_cast<size_t>(limit)) lines.resize(static_cast<size_t>(limit));
-    return lines;
 }
 
 void checkSameCount(const std::string& a, size_t na, const std::string& b, size_t nb) {
@@ -104,12 +103,15 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
 
 int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     if (h.importance && h.ref.empty()) throw attnlab::ConfigError("--importance needs --ref (BLEU needs references)");
-    const auto sources = readLines(h.src, h.limit);
+    auto sources = attnlab::readTextLines(h.src);
     std::vector<std::string> refs;
     if (!h.ref.empty()) {
-        refs = readLines(h.ref, h.limit);
-        checkSameCount(h.src, sources.size(), h.ref, refs.size());
+        refs = attnlab::readTextLines(h.ref);
+        checkSameCount(h.src, sources.size(), h.ref, refs.size());  // before --limit cuts both
     }
+    if (h.limit < 0) throw attnlab::ConfigError("--limit " + std::to_string(h.limit) + " is below 0");
+    keepFirst(sources, h.limit);
+    keepFirst(refs, h.limit);
     attnlab::ImportanceOptions io;
     io.decoding = h.decoding;
     io.curve_step = h.curve_step;
