@@ -790,7 +790,7 @@ void TestUi::headStatisticsRunShowsAndExports() {
     HeadLabRequest r;
     r.sources = src;
     r.references = ref;
-    Q_EMIT p->runRequested(r);
+    p->startRun(false);  // the Run button
     QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 60000);
     QTRY_VERIFY(p->stats());
     QVERIFY(progress.count() > 0);
@@ -816,6 +816,23 @@ void TestUi::headStatisticsRunShowsAndExports() {
     QFile f(csv);
     QVERIFY(f.open(QIODevice::ReadOnly));
     QCOMPARE(f.readAll().toStdString(), attnlab::headStatsCsv(*p->stats()));
+    // Double-clicking a head: its most typical sentence (for the statistic shown) is translated,
+    // the Attention tab shows that head.
+    p->select(int(attnlab::HeadStatistic::Entropy), attnlab::AttentionKind::Cross);
+    QSignalSpy typical(p, &HeadStatsPanel::sentenceRequested);
+    QSignalSpy translated(m_controller.get(), &TranslationController::translationFinished);
+    const int index = p->table()->item(3, 0)->data(Qt::UserRole).toInt();
+    const auto& head = p->stats()->heads[size_t(index)];
+    Q_EMIT p->table()->cellDoubleClicked(3, 0);
+    QCOMPARE(typical.count(), 1);
+    const int sentence = head.typical_sentence[size_t(attnlab::HeadStatistic::Entropy)];
+    QCOMPARE(typical.at(0).at(0).toString(), QString::fromStdString(src[size_t(sentence)]));
+    QTRY_VERIFY_WITH_TIMEOUT(translated.count() > 0, 30000);
+    QApplication::processEvents();
+    QCOMPARE(m_window->lastResult()->source_text, src[size_t(sentence)]);
+    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(m_window->explorer()));
+    QCOMPARE(int(m_window->explorer()->kind()), int(head.head.kind));
+    m_window->showTab(MainWindow::Tab::Heads);
     QCOMPARE(p->exportCsv("/nonexistent/dir/x.csv").value_or(""),
              QString("/nonexistent/dir/x.csv: cannot be written (does its directory exist?)"));
     // Cancel: the run stops with "cancelled", the previous results stay.

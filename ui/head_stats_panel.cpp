@@ -63,8 +63,8 @@ HeadStatsPanel::HeadStatsPanel(QWidget* parent) : QWidget(parent) {
         const auto& h = m_stats->heads.at(static_cast<size_t>(index));
         const int stat = std::min(m_statistic->currentIndex(), kHeadStatisticCount - 1);
         const int sentence = h.typical_sentence[static_cast<size_t>(stat)];
-        if (sentence >= 0 && sentence < int(m_sources.size()))
-            Q_EMIT sentenceRequested(QString::fromStdString(m_sources[size_t(sentence)]), h.head);
+        if (sentence >= 0 && sentence < int(m_run_sources.size()))
+            Q_EMIT sentenceRequested(QString::fromStdString(m_run_sources[size_t(sentence)]), h.head);
     });
 
     auto* split = new QSplitter(Qt::Horizontal, this);
@@ -187,6 +187,7 @@ void HeadStatsPanel::startRun(bool importance) {
     r.references = m_refs;
     r.importance = importance && !m_refs.empty();
     m_importance_box->setChecked(r.importance);
+    m_pending_sources = m_sources;
     r.decoding.beam_size = 1;  // greedy: the importance runs translate the corpus once per head
     r.decoding.max_batch_size = 128;
     m_run->setEnabled(false);
@@ -214,6 +215,7 @@ void HeadStatsPanel::showFailure(const QString& message) {
 void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, ModelInfoPtr model) {
     m_stats = std::move(stats);
     m_importance = std::move(importance);
+    m_run_sources = std::move(m_pending_sources);
     m_model = std::move(model);
     m_progress->hide();
     m_run->setEnabled(!m_sources.empty());

@@ -69,6 +69,8 @@ private:
     double valueOf(const HeadStats& h, int statistic) const;
 
     std::vector<std::string> m_sources, m_refs;
+    std::vector<std::string> m_run_sources;      // the corpus of the run shown (typical sentences index it)
+    std::vector<std::string> m_pending_sources;  // the corpus of the run under way
     std::vector<Example> m_examples;
     HeadStatsPtr m_stats;
     ImportancePtr m_importance;
