@@ -153,13 +153,15 @@ void AlignmentPanel::refresh() {
         // The best head of this pair, for comparison.
         QString best;
         double best_aer = 2;
-        for (const auto& m : allAlignmentMethods(int(m_forced->cross.size()), int(m_forced->cross.front().size()))) {
-            if (m.kind != AlignmentMethod::Kind::Head) continue;
+        const auto methods = allAlignmentMethods(int(m_forced->cross.size()), int(m_forced->cross.front().size()));
+        const auto maps = wordMapsOfAllMethods(*m_forced);  // every method's word map, merged once
+        for (size_t i = 0; i < methods.size(); ++i) {
+            if (methods[i].kind != AlignmentMethod::Kind::Head) continue;
             AlignmentCounts h;
-            h.add(alignWords(*m_forced, m, m_threshold->value()).links, gold);
+            h.add(extractLinks(maps[i], m_threshold->value()), gold);
             if (h.aer() < best_aer) {
                 best_aer = h.aer();
-                best = QString::fromStdString(alignmentMethodName(m));
+                best = QString::fromStdString(alignmentMethodName(methods[i]));
             }
         }
         m_summary->setText(tr("%1: AER %2, precision %3, recall %4 (%5 links; gold %6 sure, %7 possible). "
