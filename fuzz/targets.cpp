@@ -9,12 +9,15 @@
 
 #include "data/corpus.h"
 #include "package/safetensors.h"
+#include "tokenizer/normalizer_check.h"
+#include "tokenizer/spm_loader.h"
+#include "util/text.h"
 
+#include <attnlab/alignment.h>
 #include <attnlab/confidence.h>
 #include <attnlab/lesson.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
-#include <attnlab/tokenizer.h>
 #include <attnlab/training_log.h>
 #include <attnlab/translator.h>
 
@@ -22,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace attnlab::fuzz {
 
@@ -101,44 +105,122 @@ void corpusFile(const uint8_t* data, size_t size) {
     }
 }
 
-// tokenizer.model bytes through the dlopen'ed SentencePiece module: load, encode, decode.
-void tokenizerModel(const uint8_t* data, size_t size) {
-    static const std::string path = attnlab::fuzz::scratch("tokenizer.model");
-    attnlab::fuzz::writeBytes(path, data, size);
-    try {
-        attnlab::Tokenizer tok(path);
-        const auto e = tok.encode("Ein Hund läuft 😀 über die Wiese.");
-        (void)tok.decode(e.ids);
-        (void)tok.unknownCharacters(e);
-        for (int id = 0; id < std::min(tok.vocabSize(), 16); ++id) (void)tok.idToPiece(id);
-    } catch (const attnlab::Error&) {
-    }
+namespace {
+// Text for a tokenizer model to encode: every character up to U+02FF, every 37th of the rest of
+// the Basic Multilingual Plane, every 7th emoji and a German sentence.
+const std::string& manyScripts() {
+    static const std::string text = [] {
+        std::string t = "Ein Hund läuft 😀 über die Wiese. ";
+        auto put = [&](char32_t c) { attnlab::util::appendUtf8(t, c); };
+        for (char32_t c = 0x20; c < 0x300; ++c) put(c);
+        for (char32_t c = 0x300; c < 0x10000; c += 37)
+            if (c < 0xD800 || c > 0xDFFF) put(c);
+        for (char32_t c = 0x1F300; c < 0x1FB00; c += 7) put(c);
+        return t;
+    }();
+    return text;
 }
 
-// A whole package directory through the load path the app uses (attnlab::Translator): the input
-// is [config length: 2 bytes LE][tokenizer length: 4 bytes LE][config.json][tokenizer.model]
-// [model.safetensors] (lengths clipped to what is there), written to a directory, loaded, and,
-// when it loads, used to translate a sentence.
+// Writes `bytes` to `path` unless the last call for that path wrote the same bytes: an unchanged
+// file keeps its modification time, so the tokenizer's once-per-file-version probe is not rerun.
+void writeIfChanged(const std::string& path, const std::string& bytes, std::string& last) {
+    if (bytes == last && std::filesystem::exists(path)) return;
+    attnlab::fuzz::writeBytes(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    last = bytes;
+}
+}  // namespace
+
+// tokenizer.model bytes: the normalization-table check the tokenizer runs first
+// (normalizer_check.h), then, for a model that passes it, the dlopen'ed SentencePiece module in
+// this process: load, encode text of many scripts, decode, name pieces. attnlab::Tokenizer also
+// probes every model in a process of its own and refuses one that crashes it (tokenizer.cpp);
+// here that crash is a finding, because the in-process check alone must make SentencePiece safe.
+// (Spawning that probe for every input held this harness to 14 executions per second.)
+void tokenizerModel(const uint8_t* data, size_t size) {
+    static const std::string path = attnlab::fuzz::scratch("tokenizer.model");
+    const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    if (!attnlab::spm::normalizationTableProblem(bytes).empty()) return;
+    attnlab::fuzz::writeBytes(path, data, size);
+    const auto& m = attnlab::spm::module();
+    char* err = nullptr;
+    attnlab_spm* sp = m.load(path.c_str(), &err);
+    if (!sp) {
+        (void)attnlab::spm::takeError(m, err, "");
+        return;
+    }
+    const std::string& text = manyScripts();
+    int* ids = nullptr;
+    size_t n = 0, plen = 0, slen = 0;
+    char *pieces = nullptr, *surfaces = nullptr;
+    if (m.encode(sp, text.data(), text.size(), &ids, &n, &pieces, &plen, &surfaces, &slen, &err) == 0) {
+        char* decoded = nullptr;
+        size_t len = 0;
+        if (m.decode(sp, ids, n, &decoded, &len, &err) == 0)
+            m.free(decoded);
+        else
+            (void)attnlab::spm::takeError(m, err, "");
+        for (size_t i = 0; i < n; ++i) (void)(m.is_byte(sp, ids[i]) + m.is_unknown(sp, ids[i]));
+        m.free(ids);
+        m.free(pieces);
+        m.free(surfaces);
+    } else {
+        (void)attnlab::spm::takeError(m, err, "");
+    }
+    for (int which = 0; which < 4; ++which) (void)m.special_id(sp, which);
+    for (int id = -1; id < std::min(m.vocab_size(sp), 64); ++id) m.free(m.id_to_piece(sp, id));
+    (void)m.piece_to_id(sp, "<0x41>");
+    m.destroy(sp);
+}
+
+// A package's examples.tsv and alignments.txt (separated by kPackagePartSeparator) through
+// readExamples, which checks every gold link against the example's words; then alignments.txt as a
+// gold file of `attnlab-cli align --gold` in each of its four formats.
+void examplesAndGold(const uint8_t* data, size_t size) {
+    static const std::string dir = attnlab::fuzz::scratch("examples");
+    std::filesystem::create_directories(dir);
+    const std::string_view input(reinterpret_cast<const char*>(data), size);
+    const size_t cut = std::min(input.find(kPackagePartSeparator), input.size());
+    const std::string examples(input.substr(0, cut));
+    const std::string gold(cut < input.size() ? input.substr(cut + std::string_view(kPackagePartSeparator).size()) : "");
+    const std::string gold_path = dir + "/" + attnlab::package_files::kAlignments;
+    attnlab::fuzz::writeBytes(dir + "/" + attnlab::package_files::kExamples,
+                              reinterpret_cast<const uint8_t*>(examples.data()), examples.size());
+    attnlab::fuzz::writeBytes(gold_path, reinterpret_cast<const uint8_t*>(gold.data()), gold.size());
+    try {
+        (void)attnlab::readExamples(dir);
+    } catch (const attnlab::Error&) {
+    }
+    for (const bool one : {false, true})
+        for (const bool reversed : {false, true}) {
+            try {
+                for (const auto& g : attnlab::readGoldAlignments(gold_path, {one, reversed}))
+                    for (const auto& link : g.sure)  // every sure link is also possible (alignment.h)
+                        if (!std::binary_search(g.possible.begin(), g.possible.end(), link)) __builtin_trap();
+            } catch (const attnlab::Error&) {
+            }
+        }
+}
+
+// A whole package directory through the load path the app uses (attnlab::Translator): the input is
+// config.json, tokenizer.model and model.safetensors separated by kPackagePartSeparator (a missing
+// part is an empty file), written to a directory, loaded, and, when it loads, used to translate a
+// sentence. Separators keep a mutation inside one file from shifting the others, and a file is
+// rewritten only when its bytes changed (writeIfChanged).
 void packageDirectory(const uint8_t* data, size_t size) {
     static const std::string dir = attnlab::fuzz::scratch("package");
+    static std::string last[3];
     std::filesystem::create_directories(dir);
-    size_t at = std::min<size_t>(size, 6);
-    auto take = [&](size_t n) {
-        n = std::min(n, size - at);
-        std::string part(reinterpret_cast<const char*>(data) + at, n);
-        at += n;
-        return part;
-    };
-    const size_t config_len = size >= 2 ? size_t(data[0]) | size_t(data[1]) << 8 : 0;
-    const size_t tok_len =
-        size >= 6 ? size_t(data[2]) | size_t(data[3]) << 8 | size_t(data[4]) << 16 | size_t(data[5]) << 24 : 0;
-    const std::string config = take(config_len), tokenizer = take(tok_len), weights = take(size);
-    auto put = [&](const char* name, const std::string& bytes) {
-        attnlab::fuzz::writeBytes(dir + "/" + name, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    };
-    put("config.json", config);
-    put("tokenizer.model", tokenizer);
-    put("model.safetensors", weights);
+    const std::string_view input(reinterpret_cast<const char*>(data), size);
+    const std::string_view sep = kPackagePartSeparator;
+    std::string parts[3];
+    size_t at = 0;
+    for (int i = 0; i < 3 && at <= input.size(); ++i) {
+        const size_t end = i < 2 ? std::min(input.find(sep, at), input.size()) : input.size();
+        parts[i] = std::string(input.substr(at, end - at));
+        at = end + sep.size();
+    }
+    const char* names[3] = {"config.json", "tokenizer.model", "model.safetensors"};
+    for (int i = 0; i < 3; ++i) writeIfChanged(dir + "/" + names[i], parts[i], last[i]);
     try {
         attnlab::Translator t(dir, {"cpu", 1});
         attnlab::DecodingOptions o;

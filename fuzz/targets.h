@@ -5,6 +5,9 @@
 
 namespace attnlab::fuzz {
 
+// Between the files of a fuzz_package input (scripts/make_fuzz_seeds.py writes the same).
+inline constexpr const char* kPackagePartSeparator = "\n--attnlab-fuzz-part--\n";
+
 void safetensorsFile(const uint8_t* data, size_t size);   // model.safetensors header and offsets
 void configJson(const uint8_t* data, size_t size);        // config.json
 void confidenceJson(const uint8_t* data, size_t size);    // confidence.json
@@ -12,6 +15,7 @@ void lessonFile(const uint8_t* data, size_t size);        // lesson and session 
 void trainingLog(const uint8_t* data, size_t size);       // training_log.tsv / steps.tsv
 void corpusFile(const uint8_t* data, size_t size);        // corpus files, plain or gzip
 void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model through the SentencePiece module
+void examplesAndGold(const uint8_t* data, size_t size);    // examples.tsv + alignments.txt, gold files
 void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
 
 }  // namespace attnlab::fuzz

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses (fuzz/*.cpp) into DIR/<harness>/: files from the
-bundled package and small hand-made ones. Standard library only.
+bundled package and small hand-made ones. Standard library and spm_train (Debian package
+sentencepiece) only.
   python3 scripts/make_fuzz_seeds.py DIR"""
-import gzip, json, os, random, struct, sys
+import gzip, json, os, random, struct, subprocess, sys, tempfile
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 bundled = os.path.join(root, "resources", "models", "multi30k-de-en")
@@ -38,6 +39,7 @@ def floats(n, scale=0.1):
 
 
 random.seed(1)
+SEPARATOR = b"\n--attnlab-fuzz-part--\n"  # between the files of one input: fuzz/targets.h kPackagePartSeparator
 config = json.loads(read("config.json"))
 # lessons and sessions: the bundled lessons and a session of every field
 for name in sorted(os.listdir(os.path.join(root, "resources", "lessons"))):
@@ -64,20 +66,55 @@ put("fuzz_training_log", "small.tsv", "epoch\tstep\tvalid_bleu\tlr\n1\t133\tnan\
 text = "Ein Mann läuft.\nZwei Hunde spielen im Schnee.\r\n\nEine Frau 😀 liest.\n"
 put("fuzz_corpus", "plain.txt", text)
 put("fuzz_corpus", "text.gz", gzip.compress(text.encode()))
+# examples.tsv + alignments.txt of both bundled packages (fuzz/targets.h kPackagePartSeparator)
+for package in ("multi30k-de-en", "multi30k-en-de"):
+    with open(os.path.join(root, "resources", "models", package, "examples.tsv"), "rb") as e, \
+            open(os.path.join(root, "resources", "models", package, "alignments.txt"), "rb") as g:
+        put("fuzz_examples", package + ".bin", e.read() + SEPARATOR + g.read())
+put("fuzz_examples", "possible-reversed.bin", b"Ein Hund.\tA dog.\n" + SEPARATOR + b"0-0 1p1 0?1\n")
 # safetensors
 put("fuzz_safetensors", "two.safetensors", safetensors([("a", "F32", [2, 3], floats(6)), ("b", "F16", [2], b"\x00\x3c" * 2)],
                                                          {"format": "pt"}))
 put("fuzz_safetensors", "empty.safetensors", safetensors([]))
 put("fuzz_safetensors", "bundled-header.safetensors", read("model.safetensors")[:4096])
-# the tokenizer model
+
+
+def tiny_tokenizer(normalization):
+    """A SentencePiece model of about 40 pieces trained on six sentences -> (bytes, vocabulary size).
+    normalization: a rule name (identity, nmt_nfkc) or "rules" (four hand-written rules: a table of
+    about a kilobyte, where nmt_nfkc's is 237 kB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "t.txt"), "w") as f:
+            f.write("Ein Mann läuft.\nZwei Hunde spielen im Schnee.\nEine Frau liest ein Buch.\n"
+                    "A man runs.\nTwo dogs play in the snow.\nA woman reads a book.\n")
+        with open(os.path.join(tmp, "rules.tsv"), "w") as f:
+            f.write("E4\t61 65\nDF\t73 73\nC4\t41 65\nFF21\t41\n")  # ä -> ae, ß -> ss, Ä -> Ae, Ａ -> A
+        rule = ("--normalization_rule_tsv=" + os.path.join(tmp, "rules.tsv") if normalization == "rules"
+                else "--normalization_rule_name=" + normalization)
+        subprocess.run(["spm_train", "--input=" + os.path.join(tmp, "t.txt"), "--model_prefix=" + os.path.join(tmp, "m"),
+                        "--vocab_size=40", "--pad_id=0", "--unk_id=1", "--bos_id=2", "--eos_id=3",
+                        "--hard_vocab_limit=false", "--minloglevel=2", rule],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.path.join(tmp, "m.model"), "rb") as f, open(os.path.join(tmp, "m.vocab")) as v:
+            return f.read(), sum(1 for _ in v)
+
+
+# the tokenizer model: the bundled one and tiny ones with each kind of normalization table
 put("fuzz_tokenizer_model", "bundled.model", read("tokenizer.model"))
+for normalization in ("identity", "rules", "nmt_nfkc"):
+    put("fuzz_tokenizer_model", "tiny-%s.model" % normalization, tiny_tokenizer(normalization)[0])
 
 
-# a whole tiny package with the bundled tokenizer: 1 layer, d_model 8, one head
-def tiny_package():
-    V, D, I, P = config["n_trg_vocab"], 8, 8, 16
-    c = dict(config, d_word_vec=D, d_model=D, d_inner=I, n_layers=1, n_head=1, d_k=D, d_v=D, n_position=P)
+# a whole tiny package: 1 layer, d_model 8, one head, a 40-piece tokenizer
+def tiny_package(vocab, **changes):
+    V, D, I, P = vocab, 8, 8, 16
+    c = dict(config, d_word_vec=D, d_model=D, d_inner=I, n_layers=1, n_head=1, d_k=D, d_v=D, n_position=P,
+             n_src_vocab=V, n_trg_vocab=V, **changes)
     t = [("decoder.trg_word_emb.weight", [V, D])]
+    if not c["emb_src_trg_weight_sharing"]:
+        t.append(("encoder.src_word_emb.weight", [V, D]))
+    if not c["trg_emb_prj_weight_sharing"]:
+        t.append(("trg_word_prj.weight", [V, D]))
 
     def ln(p):
         t.extend([(p + ".weight", [D]), (p + ".bias", [D])])
@@ -96,10 +133,12 @@ def tiny_package():
     mha("encoder.layer_stack.0.slf_attn"); ffn("encoder.layer_stack.0.pos_ffn")
     ln("encoder.layer_norm")
     n = lambda shape: shape[0] * (shape[1] if len(shape) > 1 else 1)
-    weights = safetensors([(name, "F32", shape, floats(n(shape))) for name, shape in t])
-    return json.dumps(c).encode(), read("tokenizer.model"), weights
+    return json.dumps(c).encode(), safetensors([(name, "F32", shape, floats(n(shape))) for name, shape in t])
 
 
-cfg, tok, w = tiny_package()  # fuzz/targets.cpp packageDirectory's framing
-put("fuzz_package", "tiny.bin", struct.pack("<HI", len(cfg), len(tok)) + cfg + tok + w)
+tok, vocab = tiny_tokenizer("rules")
+for name, changes in (("tiny", {}), ("unshared", {"emb_src_trg_weight_sharing": False, "trg_emb_prj_weight_sharing": False,
+                                                  "scale_emb_or_prj": "prj"})):
+    cfg, w = tiny_package(vocab, **changes)
+    put("fuzz_package", name + ".bin", cfg + SEPARATOR + tok + SEPARATOR + w)
 print("seeds in", out)

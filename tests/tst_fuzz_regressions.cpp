@@ -24,6 +24,7 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_lesson", attnlab::fuzz::lessonFile},
         {"fuzz_training_log", attnlab::fuzz::trainingLog},
         {"fuzz_corpus", attnlab::fuzz::corpusFile},
+        {"fuzz_examples", attnlab::fuzz::examplesAndGold},
         {"fuzz_tokenizer_model", attnlab::fuzz::tokenizerModel},
         {"fuzz_package", attnlab::fuzz::packageDirectory}};
     return t;

@@ -5,6 +5,8 @@
 #include <attnlab/errors.h>
 #include <attnlab/tokenizer.h>
 
+#include "tokenizer/normalizer_check.h"
+
 #include <torch/torch.h>
 
 #include <QtTest/QtTest>
@@ -23,6 +25,7 @@ private Q_SLOTS:
     void nfkcNormalisation();
     void torchAndSentencePieceInOneProcess();
     void missingAndCorruptModel();
+    void normalizationTableCheck();
     void trainingErrors();
 
 private:
@@ -142,6 +145,62 @@ void TestTokenizer::missingAndCorruptModel() {
         QFAIL("no exception");
     } catch (const attnlab::TokenizerError& e) {
         QVERIFY2(QString(e.what()).contains("outside the vocabulary"), e.what());
+    }
+}
+
+namespace {
+std::string fileBytes(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return f.readAll().toStdString();
+}
+
+// A protobuf length-delimited field: key (field number, wire type 2), varint length, bytes.
+std::string lengthDelimited(int field, const std::string& bytes) {
+    std::string out(1, char(field << 3 | 2));
+    for (size_t n = bytes.size();; n >>= 7) {
+        out += char((n & 0x7F) | (n > 0x7F ? 0x80 : 0));
+        if (n <= 0x7F) break;
+    }
+    return out + bytes;
+}
+}  // namespace
+
+// The tables are checked before SentencePiece sees them (normalizer_check.h): the bundled models
+// and the trained ones pass; the two tables the fuzzer found crash SentencePiece, a second
+// normalizer_spec after a sound one (protobuf merges them: the last table wins) and a message the
+// reader cannot walk are refused, and the tokenizer names the file and the problem.
+void TestTokenizer::normalizationTableCheck() {
+    using attnlab::spm::normalizationTableProblem;
+    const QString root = ATTNLAB_SOURCE_DIR;
+    const std::string bundled = fileBytes(root + "/resources/models/multi30k-de-en/tokenizer.model");
+    QVERIFY(bundled.size() > 100000);
+    QCOMPARE(normalizationTableProblem(bundled), std::string());
+    QCOMPARE(normalizationTableProblem(fileBytes(root + "/resources/models/multi30k-en-de/tokenizer.model")),
+             std::string());
+    QCOMPARE(normalizationTableProblem(fileBytes(QString::fromStdString(m_tok->path()))), std::string());
+    const std::string corrupt = "its normalization table is corrupt (an index points outside it)";
+    for (const char* name : {"corrupt-normalizer.model", "corrupt-trie-index.model"})
+        QCOMPARE(normalizationTableProblem(fileBytes(root + "/tests/fuzz-regressions/fuzz_tokenizer_model/" + name)),
+                 corrupt);
+    // A one-unit trie: the root's children would be read from units 0..255.
+    const std::string one_unit_trie = std::string("\x04\0\0\0", 4) + std::string("\0\0\0\0", 4) + "x";
+    const std::string second_spec = lengthDelimited(3, lengthDelimited(2, one_unit_trie));
+    QCOMPARE(normalizationTableProblem(bundled + second_spec), corrupt);
+    QCOMPARE(normalizationTableProblem(bundled + lengthDelimited(5, lengthDelimited(2, one_unit_trie))), corrupt);
+    QCOMPARE(normalizationTableProblem(bundled + lengthDelimited(3, lengthDelimited(2, ""))), std::string());
+    const std::string unreadable = "not a usable SentencePiece model: not a protobuf message that can be read to its end";
+    QCOMPARE(normalizationTableProblem(std::string("\x0b", 1) + bundled), unreadable);  // a group (wire type 3)
+    QCOMPARE(normalizationTableProblem(bundled + lengthDelimited(3, "").substr(0, 1)), unreadable);
+    QCOMPARE(normalizationTableProblem(bundled.substr(0, bundled.size() - 1)), unreadable);
+
+    const std::string path = m_dir.path().toStdString() + "/second-spec.model";
+    attnlab::testing::writeFile(path, bundled + second_spec);
+    try {
+        Tokenizer t(path);
+        QFAIL("no exception");
+    } catch (const attnlab::TokenizerError& e) {
+        QCOMPARE(std::string(e.what()), path + ": " + corrupt);
     }
 }
 

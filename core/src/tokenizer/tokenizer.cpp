@@ -2,11 +2,12 @@
 #include <attnlab/errors.h>
 #include <attnlab/tokenizer.h>
 
-#include "tokenizer/spm_api.h"
+#include "tokenizer/normalizer_check.h"
+#include "tokenizer/spm_loader.h"
 #include "util/checks.h"
+#include "util/small_file.h"
 #include "util/text.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -17,6 +18,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -37,117 +40,6 @@ void TokenizerTrainingOptions::validate() const {
 
 namespace {
 
-struct Api {
-    std::string path;
-    decltype(&attnlab_spm_abi_version) abi_version = nullptr;
-    decltype(&attnlab_spm_load) load = nullptr;
-    decltype(&attnlab_spm_destroy) destroy = nullptr;
-    decltype(&attnlab_spm_free) free = nullptr;
-    decltype(&attnlab_spm_encode) encode = nullptr;
-    decltype(&attnlab_spm_decode) decode = nullptr;
-    decltype(&attnlab_spm_vocab_size) vocab_size = nullptr;
-    decltype(&attnlab_spm_special_id) special_id = nullptr;
-    decltype(&attnlab_spm_is_byte) is_byte = nullptr;
-    decltype(&attnlab_spm_is_unknown) is_unknown = nullptr;
-    decltype(&attnlab_spm_id_to_piece) id_to_piece = nullptr;
-    decltype(&attnlab_spm_piece_to_id) piece_to_id = nullptr;
-    decltype(&attnlab_spm_train) train = nullptr;
-};
-
-constexpr const char* kModuleName = "libattnlab_spm.so";
-
-std::vector<fs::path> candidatePaths() {
-    std::vector<fs::path> c;
-    if (const char* env = std::getenv("ATTNLAB_SPM_MODULE"); env && *env) c.emplace_back(env);
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        c.push_back(exe.parent_path() / kModuleName);
-        c.push_back(exe.parent_path().parent_path() / "lib/attnlab" / kModuleName);
-        c.push_back(exe.parent_path().parent_path() / "lib/x86_64-linux-gnu/attnlab" / kModuleName);
-    }
-#ifdef ATTNLAB_SPM_MODULE_BUILD_PATH
-    c.emplace_back(ATTNLAB_SPM_MODULE_BUILD_PATH);
-#endif
-#ifdef ATTNLAB_SPM_MODULE_INSTALL_PATH
-    c.emplace_back(ATTNLAB_SPM_MODULE_INSTALL_PATH);
-#endif
-    return c;
-}
-
-// The C library's own dlopen. Sanitizer runtimes intercept dlopen and refuse RTLD_DEEPBIND
-// (google/sanitizers issue 611), and that flag is what keeps SentencePiece's protobuf away from
-// LibTorch's; the module frees everything it allocates (attnlab_spm_free), so no memory crosses
-// between the allocators. In a build without sanitizers this is the same function as dlopen.
-void* openModule(const char* path, int flags) {
-    using DlOpen = void* (*)(const char*, int);
-    static const DlOpen real = reinterpret_cast<DlOpen>(dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34"));
-    return real ? real(path, flags) : dlopen(path, flags);
-}
-
-template <typename F>
-void bindSymbol(void* handle, const char* name, F& f, const std::string& path) {
-    f = reinterpret_cast<F>(dlsym(handle, name));
-    if (!f) throw TokenizerError(path + ": symbol " + name + " is missing (module from another AttnLab version?)");
-}
-
-const Api& api() {
-    static std::once_flag once;
-    static Api a;
-    static std::string error;
-    std::call_once(once, [] {
-        std::string tried;
-        for (const auto& p : candidatePaths()) {
-            std::error_code ec;
-            if (!fs::is_regular_file(p, ec)) {
-                tried += "\n  " + p.string() + " (absent)";
-                continue;
-            }
-            // RTLD_DEEPBIND: the module and libsentencepiece resolve their own protobuf symbols
-            // first; plain RTLD_LOCAL still aborts at start-up (measured).
-            void* h = openModule(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-            if (!h) {
-                tried += "\n  " + p.string() + " (" + dlerror() + ")";
-                continue;
-            }
-            try {
-                a.path = p.string();
-                bindSymbol(h, "attnlab_spm_abi_version", a.abi_version, a.path);
-                bindSymbol(h, "attnlab_spm_load", a.load, a.path);
-                bindSymbol(h, "attnlab_spm_destroy", a.destroy, a.path);
-                bindSymbol(h, "attnlab_spm_free", a.free, a.path);
-                bindSymbol(h, "attnlab_spm_encode", a.encode, a.path);
-                bindSymbol(h, "attnlab_spm_decode", a.decode, a.path);
-                bindSymbol(h, "attnlab_spm_vocab_size", a.vocab_size, a.path);
-                bindSymbol(h, "attnlab_spm_special_id", a.special_id, a.path);
-                bindSymbol(h, "attnlab_spm_is_byte", a.is_byte, a.path);
-                bindSymbol(h, "attnlab_spm_is_unknown", a.is_unknown, a.path);
-                bindSymbol(h, "attnlab_spm_id_to_piece", a.id_to_piece, a.path);
-                bindSymbol(h, "attnlab_spm_piece_to_id", a.piece_to_id, a.path);
-                bindSymbol(h, "attnlab_spm_train", a.train, a.path);
-                if (a.abi_version() != ATTNLAB_SPM_ABI_VERSION)
-                    throw TokenizerError(a.path + ": ABI version " + std::to_string(a.abi_version()) + ", expected " +
-                                         std::to_string(ATTNLAB_SPM_ABI_VERSION));
-                return;  // the handle stays open for the life of the process
-            } catch (const TokenizerError& e) {
-                tried += "\n  " + std::string(e.what());
-                a = Api{};
-                dlclose(h);
-            }
-        }
-        error = "cannot load the SentencePiece module " + std::string(kModuleName) +
-                " (set ATTNLAB_SPM_MODULE to its path); tried:" + tried;
-    });
-    if (!a.load) throw TokenizerError(error);
-    return a;
-}
-
-std::string takeError(const Api& a, char* e, const std::string& fallback) {
-    std::string m = e ? e : fallback;
-    if (e) a.free(e);
-    return m;
-}
-
 std::vector<std::string> unpack(const char* p, size_t len) {
     std::vector<std::string> out;
     size_t at = 0;
@@ -167,13 +59,14 @@ std::string quoteArg(const std::string& s) {
 }
 
 // SentencePiece trusts the normalization table stored in a model file: a corrupt one makes it read
-// out of bounds and crash while normalizing text (found by fuzzing, fuzz/targets.cpp). Before a
-// model is used, attnlab-spm-check (next to the module; spm_check.cpp) loads it in a process of
+// out of bounds and crash while normalizing text (found by fuzzing, fuzz/targets.cpp). The tables
+// are checked in this process first (readCheckedModel, below); as a second line, before a model is
+// used, attnlab-spm-check (next to the module; spm_check.cpp) loads it in a process of
 // its own, encodes every character of the Basic Multilingual Plane and the emoji blocks, decodes
 // the result and names every piece; if that process dies (or takes over a minute), the file is
 // refused. A fresh process (posix_spawn), not a fork: a forked copy of this multi-threaded process
 // can deadlock on a lock another thread held.
-void probeInOwnProcess(const Api& a, const std::string& path) {
+void probeInOwnProcess(const spm::Module& a, const std::string& path) {
     const std::string helper = (fs::path(a.path).parent_path() / "attnlab-spm-check").string();
     std::error_code ec;
     if (!fs::is_regular_file(helper, ec))
@@ -207,29 +100,42 @@ void probeInOwnProcess(const Api& a, const std::string& path) {
     // Exit status 1: SentencePiece refused the file; the load below reports its own message.
 }
 
-// The check once per file version in a process: the trainer opens the same tokenizer for every
-// validation and the app reopens a package on a device change. A file is the same version while
-// its path, size and modification time are.
-void checkOnce(const Api& a, const std::string& path) {
+// The model file's bytes, its normalization tables checked in this process before SentencePiece
+// sees them (normalizer_check.h); the probe in a process of its own (above) is the second line.
+std::string readCheckedModel(const std::string& path) {
+    std::string bytes;
+    try {
+        bytes = util::readSmallFile(path, size_t(1) << 30);
+    } catch (const Error& e) {
+        throw TokenizerError(e.what());
+    }
+    if (const std::string problem = spm::normalizationTableProblem(bytes); !problem.empty())
+        throw TokenizerError(path + ": " + problem);
+    return bytes;
+}
+
+// The probe once per model in a process: the trainer opens the same tokenizer for every
+// validation and the app reopens a package on a device change. The last kRemembered models that
+// passed are remembered by their bytes (compared whole: a file rewritten within the file
+// system's time resolution is not taken for the one before).
+void probeOnce(const spm::Module& a, const std::string& path, const std::string& bytes) {
+    constexpr size_t kRemembered = 8;
     static std::mutex mutex;
-    static std::set<std::string> checked;
-    std::error_code ec;
-    const auto size = fs::file_size(path, ec);
-    const auto time = fs::last_write_time(path, ec).time_since_epoch().count();
-    const std::string key = fs::absolute(path).string() + "|" + std::to_string(size) + "|" + std::to_string(time);
+    static std::deque<std::string> passed;
     {
         std::lock_guard<std::mutex> lock(mutex);
-        if (checked.count(key)) return;
+        if (std::find(passed.begin(), passed.end(), bytes) != passed.end()) return;
     }
     probeInOwnProcess(a, path);
     std::lock_guard<std::mutex> lock(mutex);
-    checked.insert(key);
+    passed.push_back(bytes);
+    if (passed.size() > kRemembered) passed.pop_front();
 }
 
 }  // namespace
 
 struct Tokenizer::Impl {
-    const Api* a = nullptr;
+    const spm::Module* a = nullptr;
     attnlab_spm* sp = nullptr;
     std::string path;
     ~Impl() {
@@ -240,14 +146,14 @@ struct Tokenizer::Impl {
 Tokenizer::Tokenizer(const std::string& model_path) : m_impl(std::make_unique<Impl>()) {
     std::error_code ec;
     if (!fs::is_regular_file(model_path, ec)) throw TokenizerError(model_path + ": missing file");
-    m_impl->a = &api();
+    m_impl->a = &spm::module();
     m_impl->path = model_path;
-    checkOnce(*m_impl->a, model_path);
+    probeOnce(*m_impl->a, model_path, readCheckedModel(model_path));
     char* err = nullptr;
     m_impl->sp = m_impl->a->load(model_path.c_str(), &err);
     if (!m_impl->sp)
         throw TokenizerError(model_path +
-                             ": not a usable SentencePiece model: " + takeError(*m_impl->a, err, "unknown error"));
+                             ": not a usable SentencePiece model: " + spm::takeError(*m_impl->a, err, "unknown error"));
     if (vocabSize() <= 0) throw TokenizerError(model_path + ": empty vocabulary");
 }
 
@@ -256,12 +162,12 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
 Encoding Tokenizer::encode(const std::string& text) const {
-    const Api& a = *m_impl->a;
+    const spm::Module& a = *m_impl->a;
     int* ids = nullptr;
     size_t n = 0, plen = 0, slen = 0;
     char *pieces = nullptr, *surfaces = nullptr, *err = nullptr;
     if (a.encode(m_impl->sp, text.data(), text.size(), &ids, &n, &pieces, &plen, &surfaces, &slen, &err) != 0)
-        throw TokenizerError("cannot tokenize: " + takeError(a, err, "unknown error"));
+        throw TokenizerError("cannot tokenize: " + spm::takeError(a, err, "unknown error"));
     Encoding e;
     e.ids.assign(ids, ids + n);
     e.pieces = unpack(pieces, plen);
@@ -273,11 +179,11 @@ Encoding Tokenizer::encode(const std::string& text) const {
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
-    const Api& a = *m_impl->a;
+    const spm::Module& a = *m_impl->a;
     char *text = nullptr, *err = nullptr;
     size_t len = 0;
     if (a.decode(m_impl->sp, ids.data(), ids.size(), &text, &len, &err) != 0)
-        throw TokenizerError("cannot detokenize: " + takeError(a, err, "unknown error"));
+        throw TokenizerError("cannot detokenize: " + spm::takeError(a, err, "unknown error"));
     std::string s(text, len);
     a.free(text);
     return s;
@@ -341,12 +247,12 @@ void Tokenizer::train(const TokenizerTrainingOptions& o) {
          << " --minloglevel=2 --hard_vocab_limit=false";
     if (o.input_sentence_size > 0)
         args << " --input_sentence_size=" << o.input_sentence_size << " --shuffle_input_sentence=true";
-    const Api& a = api();
+    const spm::Module& a = spm::module();
     char* err = nullptr;
     if (a.train(args.str().c_str(), &err) != 0)
-        throw TokenizerError("tokenizer training failed: " + takeError(a, err, "unknown error"));
+        throw TokenizerError("tokenizer training failed: " + spm::takeError(a, err, "unknown error"));
 }
 
-std::string Tokenizer::modulePath() { return api().path; }
+std::string Tokenizer::modulePath() { return spm::module().path; }
 
 }  // namespace attnlab

@@ -13,6 +13,20 @@ inline size_t utf8SequenceLength(unsigned char lead) {
     return lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : (lead >> 3) == 30 ? 4 : 1;
 }
 
+// Appends code point `c` to `out` as UTF-8.
+inline void appendUtf8(std::string& out, char32_t c) {
+    if (c < 0x80) {
+        out += char(c);
+    } else if (c < 0x800) {
+        out += {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
+    } else if (c < 0x10000) {
+        out += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+    } else {
+        out += {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)), char(0x80 | ((c >> 6) & 0x3F)),
+                char(0x80 | (c & 0x3F))};
+    }
+}
+
 // "[2, 3]" for a tensor shape, in error messages.
 inline std::string shapeString(const std::vector<int64_t>& s) {
     std::string r = "[";
