@@ -3,6 +3,7 @@
 # UndefinedBehaviorSanitizer into build-fuzz/, seeds them (scripts/make_fuzz_seeds.py: the bundled
 # package and small hand-made files) and runs each for SECONDS (default 60), one line per harness.
 #   scripts/fuzz.sh [SECONDS] [harness ...]
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh 3600 fuzz_package   # stop at N executions or SECONDS, first
 # Corpora grow in build-fuzz/corpus/<harness>; crashes land in build-fuzz/artifacts/<harness>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ for h in "${harnesses[@]}"; do
   log=build-fuzz/$h.log
   rc=0
   case $h in fuzz_tokenizer_model|fuzz_package) export ASAN_OPTIONS=$module_asan ;; *) export ASAN_OPTIONS=$asan ;; esac
-  build-fuzz/bin/$h -max_total_time="$seconds" -max_len=1048576 -rss_limit_mb=4096 -timeout=25 -print_final_stats=1 \
+  build-fuzz/bin/$h -max_total_time="$seconds" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} -max_len=1048576 -rss_limit_mb=4096 -timeout=25 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)

@@ -10,17 +10,28 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 namespace {
-std::string probeText() {
-    std::string t;
-    auto put = [&](char32_t c) { attnlab::util::appendUtf8(t, c); };
+// Every character of the Basic Multilingual Plane (no surrogates) and of the emoji blocks, in
+// pieces of 64 characters that overlap by 8: one 70,000-character text took SentencePiece 0.1 s
+// of copying (its lattice grows with the text), the pieces 0.01 s; the overlap keeps every short
+// sequence across a cut in one piece.
+std::vector<std::string> probeTexts() {
+    std::vector<char32_t> chars;
     for (char32_t c = 0x20; c < 0x10000; ++c)
-        if (c < 0xD800 || c > 0xDFFF) put(c);
-    for (char32_t c = 0x1F300; c < 0x1FB00; ++c) put(c);
-    return t;
+        if (c < 0xD800 || c > 0xDFFF) chars.push_back(c);
+    for (char32_t c = 0x1F300; c < 0x1FB00; ++c) chars.push_back(c);
+    constexpr size_t kPiece = 64, kOverlap = 8;
+    std::vector<std::string> texts;
+    for (size_t at = 0; at < chars.size(); at += kPiece - kOverlap) {
+        std::string t;
+        for (size_t i = at; i < std::min(chars.size(), at + kPiece); ++i) attnlab::util::appendUtf8(t, chars[i]);
+        texts.push_back(std::move(t));
+    }
+    return texts;
 }
 }  // namespace
 
@@ -29,10 +40,12 @@ int main(int argc, char** argv) {
     sentencepiece::SentencePieceProcessor sp;
     if (!sp.Load(argv[1]).ok()) return 1;
     if (!attnlab::spm::normalizationTableProblem(sp.serialized_model_proto()).empty()) return 3;
-    std::vector<int> ids;
-    if (!sp.Encode(probeText(), &ids).ok()) return 1;
-    std::string text;
-    (void)sp.Decode(ids, &text);
+    for (const std::string& probe : probeTexts()) {
+        std::vector<int> ids;
+        if (!sp.Encode(probe, &ids).ok()) return 1;
+        std::string text;
+        (void)sp.Decode(ids, &text);
+    }
     for (int id = 0; id < sp.GetPieceSize(); ++id) (void)sp.IdToPiece(id);
     return 0;
 }
