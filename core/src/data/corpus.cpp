@@ -18,7 +18,10 @@ std::vector<std::string> readLines(const std::string& path) {
     // gzopen reads plain files transparently too.
     gzFile f = gzopen(path.c_str(), "rb");
     if (!f) throw InputError(path + ": cannot be opened");
-    gzbuffer(f, 1 << 17);
+    // 128 KiB of input buffer for a corpus, no more than the file for a small one (a package's
+    // examples, a gold file): zlib allocates it, and twice that for output, on every open.
+    const auto size = fs::file_size(path, ec);
+    gzbuffer(f, unsigned(std::clamp<std::uintmax_t>(ec ? 0 : size, 8192, 1 << 17)));
     std::vector<std::string> lines;
     std::string cur;
     char buf[1 << 16];
