@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +29,16 @@ constexpr const char* kBeam = "beam_size";
 constexpr const char* kAlpha = "length_penalty";
 constexpr const char* kData = "data";
 
+// A whole number that fits an int, or ConfigError naming the key: a number such as 1e73 or 2.5
+// would be cut or overflow the conversion (the fuzzer found 1e73 for validation_sentences).
+int wholeNumber(const json& j, const char* key, const std::string& origin) {
+    const json& v = j.at(key);
+    const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT_MAX)
+                                             : v.is_number_integer() && v.get<int64_t>() >= INT_MIN && v.get<int64_t>() <= INT_MAX;
+    if (!fits) throw ConfigError(origin + ": " + key + " must be a whole number that fits an int, not " + v.dump());
+    return int(v.get<int64_t>());
+}
+
 void check(const ConfidenceCalibration& c, const std::string& origin) {
     auto fail = [&](const std::string& m) { throw ConfigError(origin + ": " + m); };
     if (!std::isfinite(c.threshold) || c.threshold > 0) fail("the threshold must be a log-probability (finite, <= 0)");
@@ -43,8 +54,8 @@ ConfidenceCalibration confidenceCalibrationFromJson(const std::string& text, con
         const json j = json::parse(text);
         c.threshold = j.at(kThreshold).get<double>();
         c.percentile = j.at(kPercentile).get<double>();
-        c.sentences = j.at(kSentences).get<int>();
-        c.beam_size = j.at(kBeam).get<int>();
+        c.sentences = wholeNumber(j, kSentences, origin);
+        c.beam_size = wholeNumber(j, kBeam, origin);
         c.length_penalty = j.at(kAlpha).get<double>();
         c.data = j.value(kData, std::string());
         check(c, origin);
