@@ -407,7 +407,8 @@ void TestHeadLab::corpusStatisticsEqualStepByStep() {
     for (const auto& r : m_t->translateBatch(m_src, o)) acc2.add(r);
     QVERIFY(!own.teacher_forced);
     const auto* a = own.find({AttentionKind::Cross, 1, 3});
-    const auto* b = acc2.report().find({AttentionKind::Cross, 1, 3});
+    const auto stepwise = acc2.report();  // find() points into the report: keep it alive
+    const auto* b = stepwise.find({AttentionKind::Cross, 1, 3});
     QCOMPARE(a->rows, b->rows);
     QVERIFY(std::abs(a->value(HeadStatistic::Entropy) - b->value(HeadStatistic::Entropy)) < 1e-5);
     // Errors name the line.

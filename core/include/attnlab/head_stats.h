@@ -66,7 +66,10 @@ struct HeadStatsReport {
     int histogram_radius = 0;
     bool teacher_forced = false;  // decoder statistics over given references, not the model's output
     std::vector<HeadStats> heads;  // encoder layers x heads, then decoder, then cross
-    const HeadStats* find(const HeadRef& head) const;  // nullptr when absent
+    // nullptr when absent. The pointer is into `heads`: not callable on a temporary report
+    // (sanitize.sh found a test reading through one after the report was gone).
+    const HeadStats* find(const HeadRef& head) const&;
+    const HeadStats* find(const HeadRef& head) const&& = delete;
 };
 
 // Punctuation only: every character (after a leading "▁") is ASCII punctuation or one of the

@@ -45,7 +45,7 @@ const std::array<HeadStatisticInfo, kHeadStatisticCount>& headStatisticInfos() {
 
 const HeadStatisticInfo& headStatisticInfo(HeadStatistic s) { return headStatisticInfos()[idx(s)]; }
 
-const HeadStats* HeadStatsReport::find(const HeadRef& head) const {
+const HeadStats* HeadStatsReport::find(const HeadRef& head) const& {
     for (const auto& h : heads)
         if (h.head == head) return &h;
     return nullptr;
