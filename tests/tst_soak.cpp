@@ -221,7 +221,15 @@ void TestSoak::randomActions() {
         "round %lld ms; RSS %ld kB after warm-up, %ld kB at the end (%+.1f %%)",
         n, total.elapsed() / 1000.0, m_translations, m_errors, m_exports_refused, m_longest_round_ms, rss_warm, rss_end,
         100.0 * double(rss_end - rss_warm) / double(rss_warm));
-    QVERIFY2(rss_end < rss_warm * 1.10, "resident memory grew by more than 10 % after warm-up");
+    // Under AddressSanitizer (scripts/sanitize.sh) freed memory stays resident in its quarantine,
+    // up to 256 MB by default, before it is reused: measured +11.9 % over 100 actions there, +2.0 %
+    // over 1,000 in a normal build. The bound allows for that quarantine; leaks are LeakSanitizer's.
+#if defined(__SANITIZE_ADDRESS__)
+    const long quarantine_kb = 256 * 1024;
+#else
+    const long quarantine_kb = 0;
+#endif
+    QVERIFY2(rss_end < rss_warm * 1.10 + quarantine_kb, "resident memory grew by more than 10 % after warm-up");
 }
 
 QTEST_MAIN(TestSoak)
