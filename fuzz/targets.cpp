@@ -70,6 +70,7 @@ void lessonFile(const uint8_t* data, size_t size) {
     try {
         const auto lesson = attnlab::parseLesson(text, "lesson.json");
         attnlab::checkLessonFitsModel(lesson, 3, 8, "lesson.json");
+        attnlab::checkLessonViews(lesson, {"attention", "weight"}, "lesson.json");
     } catch (const attnlab::Error&) {
     }
     try {

@@ -35,6 +35,7 @@ private Q_SLOTS:
     void malformedLessonsAreNamed_data();
     void malformedLessonsAreNamed();
     void modelShapeIsChecked();
+    void tabsAreCheckedAgainstTheAppsViews();
     void sessionRoundTrip();
     void jumpingToAStepKeepsItsContext();
     void bundledLessonsAreValid();
@@ -57,7 +58,7 @@ void TestLesson::everyFieldIsRead() {
     QCOMPARE(*v.alpha, 0.5);
     QCOMPARE(*v.max_length, 20);
     QCOMPARE(*v.force_prefix, std::string("A dog"));
-    QCOMPARE(*v.kind, std::string("decoder"));
+    QCOMPARE(*v.kind, attnlab::AttentionKind::DecoderSelf);
     QCOMPARE(*v.layer, 1);
     QCOMPARE(*v.head, 2);
     QCOMPARE(*v.cell_query, 3);
@@ -79,9 +80,8 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("format") << R"({"format": "x", "version": 1, "steps": []})" << R"(l.json: format: expected "attnlab-lesson")";
     QTest::newRow("version") << R"({"format": "attnlab-lesson", "version": 7, "steps": []})" << "l.json: version: expected 1";
     QTest::newRow("no steps") << QString::fromStdString(lesson("")) << "l.json: steps: expected a list of at least one step";
-    QTest::newRow("unknown tab") << QString::fromStdString(lesson(R"({"view": {}}, {"view": {"tab": "maps"}})"))
-                                 << "l.json: step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, "
-                                    "pairs, heads, positional, model";
+    QTest::newRow("empty tab") << QString::fromStdString(lesson(R"({"view": {}}, {"view": {"tab": ""}})"))
+                               << "l.json: step 2: tab: is empty";
     QTest::newRow("unknown kind") << QString::fromStdString(lesson(R"({"view": {"kind": "self"}})"))
                                   << "l.json: step 1: kind: 'self' is not one of encoder, decoder, cross";
     QTest::newRow("layer type") << QString::fromStdString(lesson(R"({"view": {"layer": "2"}})"))
@@ -124,6 +124,17 @@ void TestLesson::modelShapeIsChecked() {
     QVERIFY_THROWS_EXCEPTION(InputError, attnlab::checkLessonFitsModel(cell, 3, 8, "l.json"));
 }
 
+void TestLesson::tabsAreCheckedAgainstTheAppsViews() {
+    const auto l = attnlab::parseLesson(lesson(R"({"view": {"tab": "weight"}}, {"view": {"tab": "maps"}})"), "l.json");
+    try {
+        attnlab::checkLessonViews(l, {"attention", "weight"}, "l.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()), std::string("l.json: step 2: tab: 'maps' is not one of attention, weight"));
+    }
+    attnlab::checkLessonViews(l, {"maps", "weight"}, "l.json");  // both named: no error
+}
+
 void TestLesson::jumpingToAStepKeepsItsContext() {
     const auto l = attnlab::parseLesson(lesson(R"(
         {"view": {"sentence": "A", "beam": 2, "kind": "encoder", "layer": 1, "tab": "weight", "cell": [0, 1]}},
@@ -133,7 +144,7 @@ void TestLesson::jumpingToAStepKeepsItsContext() {
     const auto v = attnlab::lessonViewAt(l, 2);
     QCOMPARE(*v.sentence, std::string("B"));  // the latest sentence
     QCOMPARE(*v.beam, 2);
-    QCOMPARE(*v.kind, std::string("encoder"));
+    QCOMPARE(*v.kind, attnlab::AttentionKind::EncoderSelf);
     QCOMPARE(*v.layer, 0);  // its own
     QCOMPARE(*v.head, 3);
     QCOMPARE(*v.tab, std::string("decoding"));
@@ -151,7 +162,7 @@ void TestLesson::sessionRoundTrip() {
     step.view.beam = 4;
     step.view.alpha = 0.6;
     step.view.force_prefix = "Two";
-    step.view.kind = "cross";
+    step.view.kind = attnlab::AttentionKind::Cross;
     step.view.layer = 2;
     step.view.head = 7;
     step.view.cell_query = 1;

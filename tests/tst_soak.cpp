@@ -10,6 +10,7 @@
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "main_window.h"
+#include "view_registry.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
 
@@ -75,7 +76,7 @@ void TestSoak::initTestCase() {
     m_window = std::make_unique<MainWindow>(m_controller.get(), /*error_dialogs=*/false);
     m_window->resize(1200, 800);
     m_window->show();
-    m_window->openModel(m_good);
+    m_window->context()->loadModel(m_good);
     QVERIFY(waitIdle());
     QVERIFY(m_controller->modelInfo());
 }
@@ -118,7 +119,7 @@ bool TestSoak::waitIdle() {
 
 void TestSoak::act(int what) {
     TranslatePanel* panel = m_window->translatePanel();
-    AttentionExplorer* ex = m_window->explorer();
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
     switch (what) {
     case 0:
     case 1: {  // type and press Enter (twice in a row: Enter while a translation is running)
@@ -142,7 +143,7 @@ void TestSoak::act(int what) {
         for (int i = 0; i < 3; ++i) QTest::keyClick(ex, Qt::Key(keys[m_rng() % 7]));
         break;
     }
-    case 4: m_window->showTab(MainWindow::Tab(m_rng() % 3)); break;
+    case 4: m_window->views()->setCurrentIndex(int(m_rng() % 3)); break;
     case 5: {  // a click anywhere on the grid
         AttentionGrid* g = ex->grid();
         QTest::mouseClick(g, Qt::LeftButton, {},
@@ -151,9 +152,9 @@ void TestSoak::act(int what) {
     }
     case 6: {  // open a valid, a missing or a corrupt package
         const int which = int(m_rng() % 3);
-        m_window->openModel(which == 0 ? m_good : which == 1 ? m_dir.filePath("missing") : m_corrupt);
+        m_window->context()->loadModel(which == 0 ? m_good : which == 1 ? m_dir.filePath("missing") : m_corrupt);
         QVERIFY(waitIdle());
-        if (which != 0) QVERIFY2(!m_window->lastError().isEmpty(), "a failed load shows no error");
+        if (which != 0) QVERIFY2(!m_window->context()->lastError().isEmpty(), "a failed load shows no error");
         QVERIFY2(m_controller->modelInfo(), "a failed load lost the model");
         m_expect_result = false;
         break;
@@ -172,7 +173,7 @@ void TestSoak::act(int what) {
 }
 
 void TestSoak::checkConsistent(int action) {
-    const auto result = m_window->lastResult();
+    const auto result = m_window->context()->result();
     const QString context = QString("action %1").arg(action);
     if (m_expect_result) {
         if (result) {
@@ -180,19 +181,19 @@ void TestSoak::checkConsistent(int action) {
                      qPrintable(context + ": the maps shown are of another sentence"));
             ++m_translations;
         } else {
-            QVERIFY2(!m_window->lastError().isEmpty(), qPrintable(context + ": no result and no error"));
+            QVERIFY2(!m_window->context()->lastError().isEmpty(), qPrintable(context + ": no result and no error"));
             ++m_errors;
         }
         m_expect_result = false;
     }
     if (result) {
-        const auto& shown = m_window->explorer()->view()->map();
+        const auto& shown = m_window->views()->find<AttentionExplorer>()->view()->map();
         const size_t T = result->best.pieces.size(), S = result->source_pieces.size();
         const bool fits = shown.empty() || (shown.size() == T && (shown[0].size() == S || shown[0].size() == T)) ||
                           (shown.size() == S && shown[0].size() == S);
         QVERIFY2(fits, qPrintable(context + ": the map's shape is not the result's"));
     } else {
-        QVERIFY2(m_window->explorer()->view()->map().empty(), qPrintable(context + ": a map without a result"));
+        QVERIFY2(m_window->views()->find<AttentionExplorer>()->view()->map().empty(), qPrintable(context + ": a map without a result"));
     }
 }
 

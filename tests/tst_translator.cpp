@@ -11,6 +11,7 @@
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <functional>
 
 using attnlab::DecodingOptions;
 using attnlab::Translator;
@@ -35,6 +36,7 @@ private Q_SLOTS:
     void traceIsTheSearch();
     void ablatingNoHeadIsThePlainTranslation();
     void ablatingAHeadRemovesItsContribution();
+    void libtorchErrorsNeverReachTheCaller();
 
 private:
     QTemporaryDir m_dir;
@@ -561,6 +563,34 @@ void TestTranslator::ablatingAHeadRemovesItsContribution() {
         QFAIL("no error");
     } catch (const attnlab::ConfigError& e) {
         QVERIFY2(std::string(e.what()).rfind("'self:0:1' is not kind:layer:head", 0) == 0, e.what());
+    }
+}
+
+
+// A result whose ids are outside the vocabulary (a file edited by hand, a result of another model)
+// makes LibTorch fail inside the engine (index out of range in the embedding); every entry point
+// reports it as an attnlab::Error naming the operation, never as c10::Error. (masks() reads only where
+// the padding is, so such ids are no problem for it.)
+void TestTranslator::libtorchErrorsNeverReachTheCaller() {
+    auto r = m_t->translate("Ein Hund.", {});
+    for (int& id : r.source_ids) id = 1 << 24;
+    for (int& id : r.best.ids) id = 1 << 24;
+    const std::vector<std::function<void()>> calls{
+        [&] { (void)m_t->tokenInside(r, false, 0); },
+        [&] { (void)m_t->explain(r, {attnlab::AttentionKind::Cross, 0, 0, 0, 0}); },
+        [&] { (void)m_t->teacherForce(std::vector<attnlab::TranslationResult>{r}); },
+    };
+    for (size_t i = 0; i < calls.size(); ++i) {
+        try {
+            calls[i]();
+            QFAIL(qPrintable(QString("call %1 accepted ids outside the vocabulary").arg(i)));
+        } catch (const attnlab::Error& e) {
+            QVERIFY2(std::string(e.what()).find("LibTorch") == std::string::npos ||
+                         dynamic_cast<const attnlab::InternalError*>(&e),
+                     e.what());
+        } catch (const std::exception& e) {
+            QFAIL(qPrintable(QString("call %1 let a non-attnlab exception through: %2").arg(i).arg(e.what())));
+        }
     }
 }
 

@@ -15,7 +15,9 @@
 #include "lesson_pane.h"
 #include "pair_view.h"
 #include "view_states.h"
+#include "lesson_controller.h"
 #include "main_window.h"
+#include "view_registry.h"
 #include "model_panel.h"
 #include "positional_view.h"
 #include "translate_panel.h"
@@ -37,6 +39,7 @@
 #include <filesystem>
 
 using namespace attnlab::ui;
+using attnlab::AttentionKind;
 
 class TestUi : public QObject {
     Q_OBJECT
@@ -87,7 +90,7 @@ void TestUi::initTestCase() {
     m_window->resize(1200, 800);
     m_window->show();
     QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
-    m_window->openModel(pkg);
+    m_window->context()->loadModel(pkg);
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);  // the signal may come before wait() starts
     QVERIFY(m_controller->modelInfo());
 }
@@ -104,13 +107,13 @@ void TestUi::typeAndWait(const QString& sentence) {
 
 void TestUi::typingTranslatesAndShowsEveryKind() {
     typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");  // QTest::keyClicks types ASCII only
-    auto result = m_window->lastResult();
+    auto result = m_window->context()->result();
     QVERIFY(result);
     auto expected =
         m_core->translate("Ein Mann geht mit dem Hund auf die Strasse.", m_window->translatePanel()->options());
     QCOMPARE(result->best.ids, expected.best.ids);
     const int S = int(expected.source_pieces.size()), T = int(expected.best.pieces.size());
-    AttentionExplorer* ex = m_window->explorer();
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
     struct Case {
         AttentionKind kind;
         int rows, cols;
@@ -135,9 +138,9 @@ void TestUi::typingTranslatesAndShowsEveryKind() {
 }
 
 void TestUi::layerAndHeadSelectTheirMaps() {
-    auto result = m_window->lastResult();
+    auto result = m_window->context()->result();
     QVERIFY(result);
-    AttentionExplorer* ex = m_window->explorer();
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
     ex->select(AttentionKind::Cross, 0, 0);
     ex->setFocus();
     QTest::keyClick(ex, Qt::Key_Right);  // head 1
@@ -168,7 +171,7 @@ void TestUi::layerAndHeadSelectTheirMaps() {
 }
 
 void TestUi::exportsPngAndPdf() {
-    m_window->tabs()->setCurrentWidget(m_window->explorer());
+    m_window->views()->setCurrentWidget(m_window->views()->find<AttentionExplorer>());
     const QString png = m_dir.filePath("view.png"), pdf = m_dir.filePath("view.pdf"), json = m_dir.filePath("att.json");
     if (const auto error = m_window->exportCurrentView(png)) QFAIL(qPrintable(*error));
     QImage img(png);
@@ -191,20 +194,23 @@ void TestUi::corruptPackageKeepsOldModel() {
     QVERIFY(cfg.open(QIODevice::WriteOnly));
     cfg.write("{ not json");
     cfg.close();
-    QSignalSpy failed(m_controller.get(), &TranslationController::modelFailed);
-    m_window->openModel(bad);
+    QSignalSpy failed(m_window->context(), &ViewContext::failed);
+    m_window->context()->loadModel(bad);
     QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 30000);  // the signal may come before wait() starts
-    QVERIFY2(failed.first().first().toString().contains("malformed JSON"),
-             qPrintable(failed.first().first().toString()));
+    QCOMPARE(failed.first().at(0).value<Operation>(), Operation::LoadModel);
+    QVERIFY2(failed.first().at(1).toString().contains("malformed JSON"), qPrintable(failed.first().at(1).toString()));
+    QVERIFY(m_window->context()->lastError().contains("malformed JSON"));
     QCOMPARE(m_controller->modelInfo(), before);
     typeAndWait("Der Hund schlaeft.");  // the old model still translates
-    QCOMPARE(QString::fromStdString(m_window->lastResult()->source_text), QString("Der Hund schlaeft."));
+    QCOMPARE(QString::fromStdString(m_window->context()->result()->source_text), QString("Der Hund schlaeft."));
     // An empty sentence is an error message, not a crash.
-    QSignalSpy err(m_controller.get(), &TranslationController::translationFailed);
+    QSignalSpy err(m_window->context(), &ViewContext::failed);
     m_window->translatePanel()->sentenceEdit()->clear();
     QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_Return);
     QTRY_VERIFY_WITH_TIMEOUT(err.count() > 0, 30000);  // the signal may come before wait() starts
-    QVERIFY(err.first().first().toString().contains("empty"));
+    QCOMPARE(err.first().at(0).value<Operation>(), Operation::Translate);
+    QVERIFY(err.first().at(1).toString().contains("empty"));
+    QVERIFY(!m_window->context()->result());  // the old maps do not stay under a sentence they do not belong to
 }
 
 void TestUi::translationShowsWordProbabilitiesAndWarns() {
@@ -220,10 +226,10 @@ void TestUi::translationShowsWordProbabilitiesAndWarns() {
     attnlab::writeConfidenceCalibration(strict.toStdString(), c);
     for (const QString& dir : {strict, pkg}) {
         QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
-        m_window->openModel(dir);
+        m_window->context()->loadModel(dir);
         QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
         typeAndWait("Ein Kind spielt im Garten.");
-        const auto r = m_window->lastResult();
+        const auto r = m_window->context()->result();
         const ConfidenceText* text = m_window->translatePanel()->translationView();
         QCOMPARE(text->text(), QString::fromStdString(r->best.text));
         QCOMPARE(text->wordCount(), int(r->words.size()));
@@ -239,7 +245,7 @@ void TestUi::translationShowsWordProbabilitiesAndWarns() {
                      qPrintable(tip));
         }
         const QString warning = m_window->translatePanel()->confidenceWarning();
-        const QString model = m_window->modelPanel()->details()->toPlainText();
+        const QString model = m_window->views()->find<ModelPanel>()->details()->toPlainText();
         if (dir == strict) {
             QVERIFY2(warning.contains("low confidence") && warning.contains("do not trust"), qPrintable(warning));
             QVERIFY2(model.contains("A translation is flagged when its mean probability per piece is below 1.00"),
@@ -262,13 +268,13 @@ void TestUi::textSizeReachesEveryPlot() {
     // titles larger, the translation larger still; the grid's captions fit their cells and the
     // heatmap's shown labels have room (rows x line height within the axis).
     typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");
-    m_window->showTab(MainWindow::Tab::Attention);
-    const double before = m_window->textSize();
-    QList<QCustomPlot*> plots = {m_window->explorer()->view()->plot(), m_window->modelPanel()->trainingPlot()};
-    for (QCustomPlot* p : m_window->positional()->findChildren<QCustomPlot*>()) plots << p;
+    m_window->views()->showView("attention");
+    const double before = m_window->context()->textSize();
+    QList<QCustomPlot*> plots = {m_window->views()->find<AttentionExplorer>()->view()->plot(), m_window->views()->find<ModelPanel>()->trainingPlot()};
+    for (QCustomPlot* p : m_window->views()->find<PositionalEncodingView>()->findChildren<QCustomPlot*>()) plots << p;
     QCOMPARE(plots.size(), 5);
     for (double pt : {8.0, 14.0, 20.0, 28.0}) {
-        m_window->setTextSize(pt, false);
+        m_window->context()->setTextSize(pt, false);
         QApplication::processEvents();
         const QString at = QString("at %1 pt").arg(pt);
         for (QCustomPlot* p : plots) {
@@ -282,10 +288,10 @@ void TestUi::textSizeReachesEveryPlot() {
             }
         }
         QVERIFY(m_window->translatePanel()->translationView()->displayFont().pointSizeF() > pt * kTitleScale);
-        QVERIFY2(m_window->explorer()->grid()->captionsFit(), qPrintable(at));
-        if (pt <= 14) QVERIFY(!m_window->explorer()->grid()->headerText(0).isEmpty());  // left out only when cramped
+        QVERIFY2(m_window->views()->find<AttentionExplorer>()->grid()->captionsFit(), qPrintable(at));
+        if (pt <= 14) QVERIFY(!m_window->views()->find<AttentionExplorer>()->grid()->headerText(0).isEmpty());  // left out only when cramped
         // Neighbouring labels of the heatmap's query axis are at least a line apart.
-        AttentionView* v = m_window->explorer()->view();
+        AttentionView* v = m_window->views()->find<AttentionExplorer>()->view();
         v->plot()->replot();
         QApplication::processEvents();
         const auto ticks = v->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>()->ticks().keys();
@@ -295,7 +301,7 @@ void TestUi::textSizeReachesEveryPlot() {
         QVERIFY2(gap + 1 >= QFontMetrics(v->plot()->yAxis->tickLabelFont()).height(),
                  qPrintable(at + QString(": labels %1 px apart").arg(gap)));
     }
-    m_window->setTextSize(before, false);
+    m_window->context()->setTextSize(before, false);
 }
 
 void TestUi::shortcutsWorkFromTheSentenceField() {
@@ -304,7 +310,7 @@ void TestUi::shortcutsWorkFromTheSentenceField() {
     edit->setFocus();
     QApplication::setActiveWindow(m_window.get());
     QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
-    AttentionExplorer* ex = m_window->explorer();
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
     ex->select(AttentionKind::Cross, 0, 0);
     QTest::keyClick(edit, Qt::Key_2, Qt::AltModifier);
     QCOMPARE(ex->kind(), AttentionKind::DecoderSelf);
@@ -326,8 +332,8 @@ void TestUi::palettesReachTheMapsAndExports() {
     // The grid's cells and the heatmap use the chosen map; an export made with viridis holds its
     // colour for the map's smallest weight, one made with the default white -> blue does not.
     typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");
-    m_window->showTab(MainWindow::Tab::Attention);
-    AttentionExplorer* ex = m_window->explorer();
+    m_window->views()->showView("attention");
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
     ex->select(AttentionKind::Cross, 0, 0);
     float lo = 1;
     for (const auto& row : ex->view()->map()) lo = std::min(lo, *std::min_element(row.begin(), row.end()));
@@ -345,9 +351,9 @@ void TestUi::palettesReachTheMapsAndExports() {
         return n;
     };
     const QString blues = m_dir.filePath("blues.png"), viridis = m_dir.filePath("viridis.png");
-    m_window->setColorMap(Palette::Blues, false);
+    m_window->context()->setPalette(Palette::Blues, false);
     QVERIFY(!m_window->exportCurrentView(blues));
-    m_window->setColorMap(Palette::Viridis);
+    m_window->context()->setPalette(Palette::Viridis);
     QVERIFY(!m_window->exportCurrentView(viridis));
     QCOMPARE(QSettings().value("colorMap").toString(), QString("viridis"));
     QVERIFY2(near(viridis) > 20, qPrintable(QString::number(near(viridis))));
@@ -359,7 +365,7 @@ void TestUi::palettesReachTheMapsAndExports() {
         QVERIFY(std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue()) <= 6);
     }
     for (int i = 0; i < kPaletteCount; ++i) QCOMPARE(paletteFromKey(paletteKey(Palette(i))), Palette(i));
-    m_window->setColorMap(Palette::Blues);
+    m_window->context()->setPalette(Palette::Blues);
 }
 
 void TestUi::emptyWindowSaysWhatToDo() {
@@ -367,7 +373,7 @@ void TestUi::emptyWindowSaysWhatToDo() {
     // export that says why there is nothing to export.
     TranslationController controller;
     MainWindow window(&controller, /*error_dialogs=*/false);
-    AttentionView* v = window.explorer()->view();
+    AttentionView* v = window.views()->find<AttentionExplorer>()->view();
     QVERIFY2(v->message().contains("No model loaded: File > Open model"), qPrintable(v->message()));
     QVERIFY(!v->plot()->axisRect()->visible());
     for (int i = 0; i < v->plot()->plotLayout()->elementCount(); ++i)
@@ -376,7 +382,7 @@ void TestUi::emptyWindowSaysWhatToDo() {
     QVERIFY(error && error->contains("translate a sentence first"));
     // With a model and nothing translated yet, it says to type a sentence.
     QSignalSpy loaded(&controller, &TranslationController::modelLoaded);
-    window.openModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));
+    window.context()->loadModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     // The spy records in the worker thread; the window's own slot runs when the event loop does.
     QTRY_VERIFY2_WITH_TIMEOUT(v->message().contains("Type a sentence"), qPrintable(v->message()), 10000);
@@ -388,7 +394,7 @@ void TestUi::emptyWindowSaysWhatToDo() {
 }
 
 void TestUi::positionalHeatmapEqualsFormula() {
-    PositionalEncodingView* pe = m_window->positional();
+    PositionalEncodingView* pe = m_window->views()->find<PositionalEncodingView>();
     pe->setShape(40, 16);
     const auto& t = pe->table();
     QCOMPARE(int(t.size()), 40);
@@ -432,7 +438,7 @@ void TestUi::droppedFolderOpensAndIsRemembered() {
     QCOMPARE(menu->actions().size(), 2);
     QCOMPARE(menu->actions().first()->text(), recent[0]);
     typeAndWait("Der Hund schlaeft.");  // the dropped model translates
-    QVERIFY(m_window->lastResult());
+    QVERIFY(m_window->context()->result());
 }
 
 void TestUi::modelPanelShowsCardAndTrainingLog() {
@@ -449,10 +455,10 @@ void TestUi::modelPanelShowsCardAndTrainingLog() {
         f.write(text);
     };
     auto open = [&](const QString& dir) {
-        m_window->openModel(dir);
+        m_window->context()->loadModel(dir);
         QTRY_VERIFY_WITH_TIMEOUT(m_window->windowTitle().endsWith(QFileInfo(dir).fileName()), 30000);
     };
-    ModelPanel* panel = m_window->modelPanel();
+    ModelPanel* panel = m_window->views()->find<ModelPanel>();
 
     // The fixture package has neither a card nor a log.
     open(copyAs("plain-model"));
@@ -483,7 +489,7 @@ void TestUi::modelPanelShowsCardAndTrainingLog() {
     }
     QCOMPARE(plot->graph(2)->valueAxis(), plot->yAxis2);  // BLEU on its own axis
     // The Model tab's figure exports like the others.
-    m_window->tabs()->setCurrentWidget(panel);
+    m_window->views()->setCurrentWidget(panel);
     const QString png = m_dir.filePath("training.png");
     QVERIFY(!m_window->exportCurrentView(png));
     QVERIFY(!QImage(png).isNull());
@@ -495,14 +501,14 @@ void TestUi::modelPanelShowsCardAndTrainingLog() {
     QCOMPARE(plot->graphCount(), 0);
     QVERIFY2(panel->trainingMessage().contains("training_log.tsv: line 3 has 1 fields, the header has 2"),
              qPrintable(panel->trainingMessage()));
-    m_window->tabs()->setCurrentIndex(0);
+    m_window->views()->setCurrentIndex(0);
 }
 
 void TestUi::decodingTabStepsThroughTheSearch() {
     typeAndWait("Eine Frau liest ein Buch im Park.");
-    const auto r = m_window->lastResult();
+    const auto r = m_window->context()->result();
     QVERIFY(r && !r->trace.empty());  // the window always records the search
-    DecodingView* d = m_window->decodingView();
+    DecodingView* d = m_window->views()->find<DecodingView>();
     QCOMPARE(d->stepCount(), int(r->best.ids.size()));
     const int t = std::min(2, d->stepCount() - 1);
     d->slider()->setFocus();
@@ -532,10 +538,10 @@ void TestUi::decodingTabStepsThroughTheSearch() {
 }
 
 void TestUi::candidateClickForcesAndEveryViewFollows() {
-    const auto free = m_window->lastResult();
+    const auto free = m_window->context()->result();
     QVERIFY(free);
-    DecodingView* d = m_window->decodingView();
-    m_window->showTab(MainWindow::Tab::Decoding);
+    DecodingView* d = m_window->views()->find<DecodingView>();
+    m_window->views()->showView("decoding");
     d->setStep(1);
     const auto& cands = free->steps[1].candidates;
     QVERIFY(cands.size() >= 2);
@@ -545,8 +551,8 @@ void TestUi::candidateClickForcesAndEveryViewFollows() {
     const QPoint at(int(plot->xAxis->coordToPixel(other)), plot->axisRect()->center().y());
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
     QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
-    QTRY_VERIFY(m_window->lastResult() != free);
-    const auto forced = m_window->lastResult();
+    QTRY_VERIFY(m_window->context()->result() != free);
+    const auto forced = m_window->context()->result();
     QCOMPARE(forced->forced_tokens, 2);
     QCOMPARE(forced->best.ids[0], free->best.ids[0]);
     QCOMPARE(forced->best.ids[1], cands[other].id);
@@ -555,36 +561,36 @@ void TestUi::candidateClickForcesAndEveryViewFollows() {
     QVERIFY(d->comparisonText().contains("Free:") && d->comparisonText().contains("Forced"));
     QVERIFY(d->comparisonText().contains(QString::fromStdString(free->best.text).toHtmlEscaped()));
     QCOMPARE(d->freeResult(), free);
-    m_window->explorer()->select(AttentionKind::Cross, 0, 1);
-    QCOMPARE(m_window->explorer()->view()->map(), forced->cross[0][1]);
+    m_window->views()->find<AttentionExplorer>()->select(AttentionKind::Cross, 0, 1);
+    QCOMPARE(m_window->views()->find<AttentionExplorer>()->view()->map(), forced->cross[0][1]);
     QCOMPARE(d->step(), 2);  // the first step after the forced ones
     // A typed prefix: the translation begins with exactly that text.
     done.clear();
     Q_EMIT d->forceRequested({}, QStringLiteral("Der Hund"));
     QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
-    QTRY_VERIFY(QString::fromStdString(m_window->lastResult()->best.text).startsWith("Der Hund"));
+    QTRY_VERIFY(QString::fromStdString(m_window->context()->result()->best.text).startsWith("Der Hund"));
     // And back to the free decoding.
     done.clear();
     Q_EMIT d->forceRequested({}, QString());
     QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
-    QTRY_COMPARE(m_window->lastResult()->forced_tokens, 0);
-    QCOMPARE(m_window->lastResult()->best.ids, free->best.ids);
+    QTRY_COMPARE(m_window->context()->result()->forced_tokens, 0);
+    QCOMPARE(m_window->context()->result()->best.ids, free->best.ids);
 }
 
 void TestUi::clickingACellExplainsItsWeight() {
-    const auto r = m_window->lastResult();
+    const auto r = m_window->context()->result();
     QVERIFY(r);
-    m_window->showTab(MainWindow::Tab::Attention);
-    AttentionExplorer* ex = m_window->explorer();
+    m_window->views()->showView("attention");
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
     ex->select(AttentionKind::Cross, 1, 2);
     QCustomPlot* plot = ex->view()->plot();
     plot->replot();
     const int row = 1, column = 2;
     const QPoint at(int(plot->xAxis->coordToPixel(column)), int(plot->yAxis->coordToPixel(row)));
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
-    WeightView* w = m_window->weightView();
+    WeightView* w = m_window->views()->find<WeightView>();
     QTRY_VERIFY_WITH_TIMEOUT(w->explanation() != nullptr, 30000);
-    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(w));
+    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(w));
     const auto e = w->explanation();
     QCOMPARE(e->cell.kind, attnlab::AttentionKind::Cross);
     QCOMPARE(e->cell.layer, 1);
@@ -599,22 +605,22 @@ void TestUi::clickingACellExplainsItsWeight() {
     QVERIFY(w->summaryText().contains(QString::number(e->dot, 'f', 4)));
     QVERIFY(w->summaryText().contains(QString::number(e->temperature, 'f', 4)));
     // The mean over heads is no one head: nothing to explain.
-    m_window->showTab(MainWindow::Tab::Attention);
+    m_window->views()->showView("attention");
     ex->select(AttentionKind::Cross, 1, int(r->cross[1].size()));
     QSignalSpy asked(m_controller.get(), &TranslationController::explained);
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
     QTest::qWait(200);
     QCOMPARE(asked.count(), 0);
-    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(ex));
+    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(ex));
 }
 
 void TestUi::inputsTabShowsTokenAndMasks() {
-    const auto r = m_window->lastResult();
+    const auto r = m_window->context()->result();
     QVERIFY(r);
-    InputsView* in = m_window->inputsView();
+    InputsView* in = m_window->views()->find<InputsView>();
     in->setSecondSentence("Ein Hund.");
     QSignalSpy masks(m_controller.get(), &TranslationController::masksReady);
-    m_window->showTab(MainWindow::Tab::Inputs);  // asks for its numbers when shown
+    m_window->views()->showView("inputs");  // asks for its numbers when shown
     QTRY_VERIFY_WITH_TIMEOUT(in->token() && in->masks(), 30000);
     // The token: the core's numbers, shown as they are.
     auto t = in->token();
@@ -655,28 +661,28 @@ void TestUi::lessonStepsAndSessionRoundTrip() {
        {"caption": "Decoding.", "view": {"tab": "decoding", "step": 1}},
        {"caption": "A weight.", "view": {"kind": "encoder", "layer": 0, "head": 1, "cell": [1, 2]}}]})");
     QVERIFY(!path.isEmpty());
-    QVERIFY(!m_window->openLesson(path));
-    LessonPane* pane = m_window->lessonPane();
+    QVERIFY(!m_window->lessons()->openLesson(path));
+    LessonPane* pane = m_window->lessons()->pane();
     QCOMPARE(pane->current(), 0);
     QVERIFY(pane->captionText().contains("The first step."));
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->lastResult() &&
-                                 m_window->lastResult()->source_text == "Der Hund spielt im Park." &&
-                                 !m_window->viewStates()->pending(),
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->context()->result() &&
+                                 m_window->context()->result()->source_text == "Der Hund spielt im Park." &&
+                                 !m_window->lessons()->viewStates()->pending(),
                              30000);
     QCOMPARE(m_window->translatePanel()->options().beam_size, 2);
-    QCOMPARE(m_window->explorer()->kind(), AttentionKind::Cross);
-    QCOMPARE(m_window->explorer()->layer(), 1);
-    QCOMPARE(m_window->explorer()->head(), 2);
-    QCOMPARE(m_window->explorer()->view()->map(), m_window->lastResult()->cross[1][2]);
+    QCOMPARE(m_window->views()->find<AttentionExplorer>()->kind(), AttentionKind::Cross);
+    QCOMPARE(m_window->views()->find<AttentionExplorer>()->layer(), 1);
+    QCOMPARE(m_window->views()->find<AttentionExplorer>()->head(), 2);
+    QCOMPARE(m_window->views()->find<AttentionExplorer>()->view()->map(), m_window->context()->result()->cross[1][2]);
     // PageDown, from wherever the focus is: the next step.
     m_window->translatePanel()->sentenceEdit()->setFocus();
     QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_PageDown);
     QCOMPARE(pane->current(), 1);
-    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(m_window->decodingView()));
-    QCOMPARE(m_window->decodingView()->step(), 1);
+    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(m_window->views()->find<DecodingView>()));
+    QCOMPARE(m_window->views()->find<DecodingView>()->step(), 1);
     QTest::keyClick(m_window.get(), Qt::Key_PageDown);
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->weightView()->explanation() != nullptr, 30000);
-    const auto e = m_window->weightView()->explanation();
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->views()->find<WeightView>()->explanation() != nullptr, 30000);
+    const auto e = m_window->views()->find<WeightView>()->explanation();
     QCOMPARE(e->cell.kind, attnlab::AttentionKind::EncoderSelf);
     QCOMPARE(e->cell.head, 1);
     QCOMPARE(e->cell.query, 1);
@@ -685,23 +691,23 @@ void TestUi::lessonStepsAndSessionRoundTrip() {
     QCOMPARE(pane->current(), 2);
     QTest::keyClick(m_window.get(), Qt::Key_PageUp);
     QCOMPARE(pane->current(), 1);
-    QVERIFY(m_window->goToLessonStep(2) == std::nullopt);
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->weightView()->explanation() != nullptr, 30000);
+    QVERIFY(m_window->lessons()->goToStep(2) == std::nullopt);
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->views()->find<WeightView>()->explanation() != nullptr, 30000);
 
     // Save the view, change everything, reopen: the same view.
     const QString session = m_dir.filePath("session.json");
-    QVERIFY(!m_window->saveSession(session));
-    const auto saved = m_window->viewStates()->current();
+    QVERIFY(!m_window->lessons()->saveSession(session));
+    const auto saved = m_window->lessons()->viewStates()->current();
     typeAndWait("Eine Katze schlaeft.");
-    m_window->explorer()->select(AttentionKind::DecoderSelf, 1, 3);
-    m_window->showTab(MainWindow::Tab::Model);
-    QVERIFY(!m_window->openSession(session));
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->lastResult()->source_text == "Der Hund spielt im Park." &&
-                                 !m_window->viewStates()->pending() && m_window->weightView()->explanation(),
+    m_window->views()->find<AttentionExplorer>()->select(AttentionKind::DecoderSelf, 1, 3);
+    m_window->views()->showView("model");
+    QVERIFY(!m_window->lessons()->openSession(session));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->context()->result()->source_text == "Der Hund spielt im Park." &&
+                                 !m_window->lessons()->viewStates()->pending() && m_window->views()->find<WeightView>()->explanation(),
                              30000);
-    const auto back = m_window->viewStates()->current();
+    const auto back = m_window->lessons()->viewStates()->current();
     QCOMPARE(*back.sentence, *saved.sentence);
-    QCOMPARE(*back.kind, std::string("encoder"));
+    QCOMPARE(*back.kind, AttentionKind::EncoderSelf);
     QCOMPARE(*back.layer, 0);
     QCOMPARE(*back.head, 1);
     QCOMPARE(*back.cell_query, 1);
@@ -712,7 +718,7 @@ void TestUi::lessonStepsAndSessionRoundTrip() {
 }
 
 void TestUi::malformedLessonsKeepTheWindow() {
-    const auto before = m_window->lastResult();
+    const auto before = m_window->context()->result();
     QVERIFY(before);
     struct Case {
         QString text, message;
@@ -730,36 +736,36 @@ void TestUi::malformedLessonsKeepTheWindow() {
     };
     for (const Case& c : cases) {
         const QString path = writeText(m_dir.filePath("bad.json"), c.text);
-        const auto error = m_window->openLesson(path);
+        const auto error = m_window->lessons()->openLesson(path);
         QVERIFY2(error && error->contains(c.message), qPrintable(error.value_or("no error")));
-        QCOMPARE(m_window->lastResult(), before);  // nothing changed
+        QCOMPARE(m_window->context()->result(), before);  // nothing changed
     }
     const QString good = writeText(m_dir.filePath("short.json"),
                                    R"({"format": "attnlab-lesson", "version": 1, "steps": [{"view": {}}]})");
-    const auto beyond = m_window->openLesson(good, 3);
+    const auto beyond = m_window->lessons()->openLesson(good, 3);
     QVERIFY2(beyond && beyond->contains("step 4 is beyond the end (the lesson has 1 steps)"),
              qPrintable(beyond.value_or("no error")));
-    const auto missing = m_window->openSession(m_dir.filePath("none.json"));
+    const auto missing = m_window->lessons()->openSession(m_dir.filePath("none.json"));
     QVERIFY(missing && missing->contains("none.json: missing file"));
 }
 
 void TestUi::presenterMode() {
-    const double size = m_window->textSize();
-    const Palette palette = m_window->colorMap();
-    m_window->setPresenterMode(true);
-    QVERIFY(m_window->presenterMode());
-    QVERIFY(m_window->textSize() >= 18);
-    QCOMPARE(m_window->colorMap(), Palette::HighContrast);
-    QVERIFY(m_window->lessonPane()->isVisible());
+    const double size = m_window->context()->textSize();
+    const Palette palette = m_window->context()->palette();
+    m_window->lessons()->setPresenterMode(true);
+    QVERIFY(m_window->lessons()->presenterMode());
+    QVERIFY(m_window->context()->textSize() >= 18);
+    QCOMPARE(m_window->context()->palette(), Palette::HighContrast);
+    QVERIFY(m_window->lessons()->pane()->isVisible());
     QTest::keyClick(m_window.get(), Qt::Key_Escape);
-    QVERIFY(!m_window->presenterMode());
-    QCOMPARE(m_window->textSize(), size);
-    QCOMPARE(m_window->colorMap(), palette);
+    QVERIFY(!m_window->lessons()->presenterMode());
+    QCOMPARE(m_window->context()->textSize(), size);
+    QCOMPARE(m_window->context()->palette(), palette);
 }
 
 void TestUi::minimalPairsSideBySide() {
-    PairView* pv = m_window->pairView();
-    m_window->showTab(MainWindow::Tab::Pairs);
+    PairView* pv = m_window->views()->find<PairView>();
+    m_window->views()->showView("pairs");
     pv->setSentences("Der Hund beisst den Mann.", "Den Hund beisst der Mann.");
     pv->select(AttentionKind::EncoderSelf, 1, 2);
     QSignalSpy pair(m_controller.get(), &TranslationController::pairTranslated);
@@ -776,12 +782,12 @@ void TestUi::minimalPairsSideBySide() {
     QVERIFY(!expected.difference.empty());
     QVERIFY(pv->summaryText().contains(QString::fromStdString(a.best.text)));
     // The main translation is untouched by the pair.
-    QVERIFY(m_window->lastResult()->source_text != "Der Hund beisst den Mann.");
+    QVERIFY(m_window->context()->result()->source_text != "Der Hund beisst den Mann.");
 }
 
 void TestUi::headStatisticsRunShowsAndExports() {
-    HeadStatsPanel* p = m_window->headLab()->statistics();
-    m_window->showTab(MainWindow::Tab::Heads);
+    HeadStatsPanel* p = m_window->views()->find<HeadLabView>()->statistics();
+    m_window->views()->showView("heads");
     const std::vector<std::string> src{"Ein Hund läuft.", "Zwei Kinder spielen im Park.", "Eine Frau liest."};
     const std::vector<std::string> ref{"A dog runs.", "Two children play in the park.", "A woman reads."};
     p->setCorpus(src, ref, "three pairs");
@@ -829,27 +835,29 @@ void TestUi::headStatisticsRunShowsAndExports() {
     QCOMPARE(typical.at(0).at(0).toString(), QString::fromStdString(src[size_t(sentence)]));
     QTRY_VERIFY_WITH_TIMEOUT(translated.count() > 0, 30000);
     QApplication::processEvents();
-    QCOMPARE(m_window->lastResult()->source_text, src[size_t(sentence)]);
-    QCOMPARE(m_window->tabs()->currentWidget(), static_cast<QWidget*>(m_window->explorer()));
-    QCOMPARE(int(m_window->explorer()->kind()), int(head.head.kind));
-    m_window->showTab(MainWindow::Tab::Heads);
+    QCOMPARE(m_window->context()->result()->source_text, src[size_t(sentence)]);
+    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(m_window->views()->find<AttentionExplorer>()));
+    QCOMPARE(int(m_window->views()->find<AttentionExplorer>()->kind()), int(head.head.kind));
+    m_window->views()->showView("heads");
     QCOMPARE(p->exportCsv("/nonexistent/dir/x.csv").value_or(""),
              QString("/nonexistent/dir/x.csv: cannot be written (does its directory exist?)"));
     // Cancel: the run stops with "cancelled", the previous results stay.
-    QSignalSpy failed(m_controller.get(), &TranslationController::headLabFailed);
+    QSignalSpy failed(m_window->context(), &ViewContext::failed);
     r.importance = true;
     m_controller->runHeadLab(r);
     m_controller->cancelHeadLab();
     QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 60000);
-    QCOMPARE(failed.takeFirst().at(0).toString(), QString("cancelled"));
+    const auto cancelled = failed.takeFirst();
+    QCOMPARE(cancelled.at(0).value<Operation>(), Operation::HeadLab);
+    QCOMPARE(cancelled.at(1).toString(), QString("cancelled"));
     QTRY_VERIFY(p->statusText().startsWith("Cancelled"));
     QCOMPARE(p->table()->rowCount(), heads);
 }
 
 void TestUi::togglingAHeadRetranslates() {
-    AblationPanel* a = m_window->headLab()->ablation();
+    AblationPanel* a = m_window->views()->find<HeadLabView>()->ablation();
     typeAndWait("Ein Kind springt in einen See.");
-    const auto before = m_window->lastResult();
+    const auto before = m_window->context()->result();
     QVERIFY(before->ablated.empty());
     QToolButton* t = a->toggle({attnlab::AttentionKind::Cross, 1, 2});
     QVERIFY(t);
@@ -858,20 +866,20 @@ void TestUi::togglingAHeadRetranslates() {
     t->click();
     QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);
     QApplication::processEvents();
-    const auto after = m_window->lastResult();
+    const auto after = m_window->context()->result();
     QCOMPARE(after->source_text, before->source_text);
     QCOMPARE(after->ablated.size(), size_t(1));
     QVERIFY(after->ablated[0] == (attnlab::HeadRef{attnlab::AttentionKind::Cross, 1, 2}));
     // The same as the core with that head ablated; before and after both shown.
-    auto o = m_window->resultOptions();
+    auto o = m_window->context()->resultOptions();
     const auto core = m_core->translate(before->source_text, o);
     QCOMPARE(after->best.ids, core.best.ids);
     // The Attention tab's grid crosses the head out (cross-attention shown), and only that one.
-    m_window->explorer()->select(AttentionKind::Cross, 0, 0);
-    QVERIFY(m_window->explorer()->grid()->isAblated(1, 2));
-    QVERIFY(!m_window->explorer()->grid()->isAblated(1, 1));
-    m_window->explorer()->select(AttentionKind::EncoderSelf, 0, 0);
-    QVERIFY(!m_window->explorer()->grid()->isAblated(1, 2));
+    m_window->views()->find<AttentionExplorer>()->select(AttentionKind::Cross, 0, 0);
+    QVERIFY(m_window->views()->find<AttentionExplorer>()->grid()->isAblated(1, 2));
+    QVERIFY(!m_window->views()->find<AttentionExplorer>()->grid()->isAblated(1, 1));
+    m_window->views()->find<AttentionExplorer>()->select(AttentionKind::EncoderSelf, 0, 0);
+    QVERIFY(!m_window->views()->find<AttentionExplorer>()->grid()->isAblated(1, 2));
     QVERIFY(a->beforeText().contains(QString::fromStdString(before->best.text).toHtmlEscaped()));
     QVERIFY(a->afterText().contains("score"));
     // All heads on again: the plain translation comes back.
@@ -879,8 +887,8 @@ void TestUi::togglingAHeadRetranslates() {
     a->setAblated({});
     QTRY_VERIFY_WITH_TIMEOUT(again.count() > 0, 30000);
     QApplication::processEvents();
-    QVERIFY(m_window->lastResult()->ablated.empty());
-    QCOMPARE(m_window->lastResult()->best.ids, before->best.ids);
+    QVERIFY(m_window->context()->result()->ablated.empty());
+    QCOMPARE(m_window->context()->result()->best.ids, before->best.ids);
     // The changed words of "after", by hand: "a big dog runs" vs "a dog runs fast" -> big? no: "fast".
     QCOMPARE(AblationPanel::changedWords({"a", "big", "dog", "runs"}, {"a", "dog", "runs", "fast"}),
              (std::vector<bool>{false, false, false, true}));
@@ -888,9 +896,9 @@ void TestUi::togglingAHeadRetranslates() {
 }
 
 void TestUi::alignmentDrawsGoldAndLinks() {
-    AlignmentPanel* al = m_window->headLab()->alignment();
-    m_window->showTab(MainWindow::Tab::Heads);
-    m_window->headLab()->pages()->setCurrentWidget(al);
+    AlignmentPanel* al = m_window->views()->find<HeadLabView>()->alignment();
+    m_window->views()->showView("heads");
+    m_window->views()->find<HeadLabView>()->pages()->setCurrentWidget(al);
     al->setPair("Ein Hund läuft im Park.", "A dog runs in the park.", "0-0 1-1 2-2 3p3 3-4 4-5");
     al->setMethod("head:1:0");
     QSignalSpy aligned(m_controller.get(), &TranslationController::pairAligned);

@@ -2,60 +2,33 @@
 
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "head_picker.h"
 
+#include <QAction>
 #include <QCheckBox>
-#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QShortcut>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
 
 namespace attnlab::ui {
 
-QString kindName(AttentionKind kind) {
-    switch (kind) {
-    case AttentionKind::EncoderSelf: return QObject::tr("Encoder self-attention");
-    case AttentionKind::DecoderSelf: return QObject::tr("Masked decoder self-attention");
-    case AttentionKind::Cross: return QObject::tr("Decoder → encoder cross-attention");
-    }
-    return {};
+namespace {
+QString noModelMessage() {
+    return QObject::tr("No model loaded: File > Open model… (or drop a package folder here)");
 }
+}  // namespace
 
-QComboBox* makeKindCombo(QWidget* parent, AttentionKind initial) {
-    auto* combo = new QComboBox(parent);
-    for (auto k : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross})
-        combo->addItem(kindName(k));
-    combo->setCurrentIndex(int(initial));
-    return combo;
-}
-
-attnlab::AttentionKind coreKind(AttentionKind kind) {
-    switch (kind) {
-    case AttentionKind::EncoderSelf: return attnlab::AttentionKind::EncoderSelf;
-    case AttentionKind::DecoderSelf: return attnlab::AttentionKind::DecoderSelf;
-    case AttentionKind::Cross: return attnlab::AttentionKind::Cross;
-    }
-    return attnlab::AttentionKind::Cross;
-}
-
-AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
-    m_kind = makeKindCombo(this, AttentionKind::Cross);
-    m_layer = new QSpinBox(this);
-    m_head = new QSpinBox(this);
-    m_head->setSpecialValueText(QString());
+AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : View(context, parent) {
+    m_picker = new HeadPicker(AttentionKind::Cross, /*with_mean=*/true, this);
     m_fixed = new QCheckBox(tr("Fixed 0–1 colour range"), this);
     m_fixed->setChecked(true);
     m_view = new AttentionView(this);
     m_grid = new AttentionGrid(this);
 
     auto* controls = new QHBoxLayout;
-    controls->addWidget(m_kind);
-    controls->addWidget(new QLabel(tr("Layer"), this));
-    controls->addWidget(m_layer);
-    controls->addWidget(new QLabel(tr("Head"), this));
-    controls->addWidget(m_head);
+    controls->addWidget(m_picker);
     controls->addWidget(m_fixed);
     controls->addStretch();
     auto* split = new QSplitter(Qt::Horizontal, this);
@@ -68,15 +41,13 @@ AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     layout->addLayout(controls);
     layout->addWidget(split, 1);
 
-    connect(m_kind, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
-    connect(m_layer, &QSpinBox::valueChanged, this, [this] { refresh(); });
-    connect(m_head, &QSpinBox::valueChanged, this, [this] { refresh(); });
+    connect(m_picker, &HeadPicker::changed, this, [this] { refresh(); });
     connect(m_fixed, &QCheckBox::toggled, m_view, &AttentionView::setFixedRange);
     connect(m_grid, &AttentionGrid::cellClicked, this, [this](int l, int h) { select(kind(), l, h); });
     connect(m_view, &AttentionView::cellClicked, this, [this](int row, int column) {
         const auto* maps = currentMaps();
         if (!maps || maps->empty() || head() >= int(maps->front().size())) return;  // the mean: no one head
-        Q_EMIT cellChosen(CellRef{coreKind(kind()), layer(), head(), row, column});
+        Q_EMIT cellChosen(CellRef{kind(), layer(), head(), row, column});
     });
 
     auto key = [this](QKeySequence seq, std::function<void()> f) {
@@ -92,14 +63,73 @@ AttentionExplorer::AttentionExplorer(QWidget* parent) : QWidget(parent) {
     key(Qt::Key_2, [this] { setKind(AttentionKind::DecoderSelf); });
     key(Qt::Key_3, [this] { setKind(AttentionKind::Cross); });
     setFocusPolicy(Qt::StrongFocus);
+    buildActions();
+    follow(context);
+    m_empty_message = noModelMessage();
     refresh();
+}
+
+void AttentionExplorer::follow(ViewContext* c) {
+    connect(c, &ViewContext::resultChanged, this, &AttentionExplorer::setResult);
+    connect(c, &ViewContext::paletteChanged, this, &AttentionExplorer::setColorMap);
+    connect(this, &AttentionExplorer::cellChosen, c, &ViewContext::explainCell);
+    connect(c, &ViewContext::modelLoading, this, [this, c] {
+        if (!c->model()) setEmptyMessage(tr("Loading the model…"));
+    });
+    connect(c, &ViewContext::modelChanged, this,
+            [this] { setEmptyMessage(tr("Type a sentence above and press Enter (or pick one from Examples)")); });
+    connect(c, &ViewContext::failed, this, [this, c](Operation op) {
+        if (op == Operation::LoadModel && !c->model()) setEmptyMessage(noModelMessage());
+    });
+    connect(c, &ViewContext::headRequested, this, [this, c](const HeadRef& h, bool mean) {
+        const auto* maps = currentMaps();
+        const int heads = maps && !maps->empty() ? int(maps->front().size()) : h.head;
+        select(h.kind, h.layer, mean ? heads : h.head);
+        c->showView("attention");
+    });
+}
+
+// Window-wide keys (the View menu): each shows this view and acts on it.
+void AttentionExplorer::buildActions() {
+    auto add = [this](const QString& text, QList<QKeySequence> keys, std::function<void()> f) {
+        auto* a = new QAction(text, this);
+        a->setShortcuts(keys);
+        connect(a, &QAction::triggered, this, [this, f] {
+            context()->showView("attention");
+            f();
+        });
+        m_actions << a;
+    };
+    for (const auto k : attentionKinds()) {
+        const int n = int(k) + 1;  // Ctrl+1/2/3 and Alt+1/2/3: from the sentence field too
+        add(kindTitle(k), {QKeySequence(tr("Ctrl+%1").arg(n)), QKeySequence(tr("Alt+%1").arg(n))},
+            [this, k] { setKind(k); });
+    }
+    add(tr("Previous layer"), {QKeySequence(tr("Alt+Up"))}, [this] { stepLayer(-1); });
+    add(tr("Next layer"), {QKeySequence(tr("Alt+Down"))}, [this] { stepLayer(1); });
+    add(tr("Previous head"), {QKeySequence(tr("Alt+Left"))}, [this] { stepHead(-1); });
+    add(tr("Next head"), {QKeySequence(tr("Alt+Right"))}, [this] { stepHead(1); });
+}
+
+QString AttentionExplorer::noFigureReason() const {
+    return tr("translate a sentence first: the attention view is empty");
+}
+
+void AttentionExplorer::saveState(ViewState& state) const {
+    state.kind = kind();
+    state.layer = layer();
+    state.head = head();
+}
+
+void AttentionExplorer::applyState(const ViewState& v) {
+    select(v.kind.value_or(kind()), v.layer.value_or(layer()), v.head.value_or(head()));
 }
 
 QCustomPlot* AttentionExplorer::figure() const { return m_view->map().empty() ? nullptr : m_view->plot(); }
 
-void AttentionExplorer::stepLayer(int delta) { m_layer->setValue(m_layer->value() + delta); }
-void AttentionExplorer::stepHead(int delta) { m_head->setValue(m_head->value() + delta); }
-void AttentionExplorer::setKind(AttentionKind k) { m_kind->setCurrentIndex(int(k)); }
+void AttentionExplorer::stepLayer(int delta) { m_picker->stepLayer(delta); }
+void AttentionExplorer::stepHead(int delta) { m_picker->stepHead(delta); }
+void AttentionExplorer::setKind(AttentionKind k) { m_picker->setKind(k); }
 
 void AttentionExplorer::setColorMap(Palette palette) {
     m_view->setColorMap(palette);
@@ -111,9 +141,9 @@ void AttentionExplorer::setEmptyMessage(const QString& message) {
     if (!currentMaps()) m_view->clear(message);
 }
 
-AttentionKind AttentionExplorer::kind() const { return static_cast<AttentionKind>(m_kind->currentIndex()); }
-int AttentionExplorer::layer() const { return m_layer->value(); }
-int AttentionExplorer::head() const { return m_head->value(); }
+AttentionKind AttentionExplorer::kind() const { return m_picker->kind(); }
+int AttentionExplorer::layer() const { return m_picker->layer(); }
+int AttentionExplorer::head() const { return m_picker->head(); }
 
 const LayerHeadMaps* AttentionExplorer::currentMaps() const {
     if (!m_result) return nullptr;
@@ -132,10 +162,7 @@ void AttentionExplorer::setResult(ResultPtr result) {
 }
 
 void AttentionExplorer::select(AttentionKind k, int layer, int head) {
-    const QSignalBlocker a(m_kind), b(m_layer), c(m_head);
-    m_kind->setCurrentIndex(int(k));
-    m_layer->setValue(layer);
-    m_head->setValue(head);
+    m_picker->select(k, layer, head);
     refresh();
 }
 
@@ -148,13 +175,9 @@ void AttentionExplorer::refresh() {
         return;
     }
     const int layers = int(maps->size()), heads = int(maps->front().size());
-    {
-        const QSignalBlocker a(m_layer), b(m_head);
-        m_layer->setRange(0, layers - 1);
-        m_head->setRange(0, heads);  // heads == the mean
-        m_head->setSuffix(m_head->value() == heads ? tr(" (mean)") : QString());
-    }
-    const int l = m_layer->value(), h = m_head->value();
+    m_picker->setShape(layers, heads);  // heads == the mean
+    const int l = m_picker->layer(), h = m_picker->head();
+    context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
     QStringList rows, cols;
     switch (kind()) {
@@ -176,14 +199,14 @@ void AttentionExplorer::refresh() {
         break;
     }
     const QString what = h == heads ? tr("mean over heads") : tr("head %1").arg(h);
-    m_view->setMap(map, rows, cols, tr("%1 — layer %2, %3").arg(kindName(kind())).arg(l).arg(what));
+    m_view->setMap(map, rows, cols, tr("%1 — layer %2, %3").arg(kindTitle(kind())).arg(l).arg(what));
     if (m_grid_maps != maps) {
         m_grid->setMaps(*maps);
         m_grid_maps = maps;
     }
     std::vector<std::pair<int, int>> off;
     for (const auto& a : m_result->ablated)
-        if (a.kind == coreKind(kind())) off.emplace_back(a.layer, a.head);
+        if (a.kind == kind()) off.emplace_back(a.layer, a.head);
     m_grid->setAblated(off);
     m_grid->setSelected(l, h);
 }

@@ -1,32 +1,26 @@
 #pragma once
-// AttentionExplorer: pick an attention kind, a layer and a head (or the mean over heads); see that
-// map large (AttentionView) and all of them small (AttentionGrid). Keyboard, with the focus in the
-// explorer: Up/Down change the layer, Left/Right the head, 1/2/3 the kind (MainWindow adds the
-// same on Alt+ keys from anywhere).
+// AttentionExplorer (view "attention"): pick an attention kind, a layer and a head (or the mean over
+// heads); see that map large (AttentionView) and all of them small (AttentionGrid). Keyboard, with
+// the focus in the explorer: Up/Down change the layer, Left/Right the head, 1/2/3 the kind; its
+// menu actions do the same on Alt+ keys (and Ctrl+1/2/3) from anywhere.
 
-#include "plot_style.h"
-#include "translation_controller.h"
+#include "view.h"
 
 #include <attnlab/explain.h>
 
-#include <QWidget>
-
 class QCheckBox;
 class QCustomPlot;
-class QComboBox;
-class QSpinBox;
 
 namespace attnlab::ui {
 
 class AttentionGrid;
 class AttentionView;
+class HeadPicker;
 
-enum class AttentionKind { EncoderSelf = 0, DecoderSelf = 1, Cross = 2 };
-
-class AttentionExplorer : public QWidget {
+class AttentionExplorer : public View {
     Q_OBJECT
 public:
-    explicit AttentionExplorer(QWidget* parent = nullptr);
+    AttentionExplorer(ViewContext* context, QWidget* parent = nullptr);
 
     void setResult(ResultPtr result);
     void select(AttentionKind kind, int layer, int head);  // head == n_head: mean over heads
@@ -35,11 +29,14 @@ public:
     int head() const;
 
     AttentionView* view() const { return m_view; }
-    QCustomPlot* figure() const;  // what File > Export writes; null before a translation
+    QCustomPlot* figure() const override;  // null before a translation
+    QString noFigureReason() const override;
+    void saveState(ViewState& state) const override;
+    void applyState(const ViewState& state) override;
+    QList<QAction*> menuActions() const override { return m_actions; }
     AttentionGrid* grid() const { return m_grid; }
     const LayerHeadMaps* currentMaps() const;  // null before a result
 
-    // What the keys do (plain keys inside the explorer; Alt+ keys from anywhere, MainWindow).
     void stepLayer(int delta);
     void stepHead(int delta);
     void setKind(AttentionKind kind);
@@ -52,22 +49,17 @@ Q_SIGNALS:
     void cellChosen(attnlab::CellRef cell);
 
 private:
+    void follow(ViewContext* context);
+    void buildActions();
     void refresh();
     ResultPtr m_result;
     QString m_empty_message;
     const LayerHeadMaps* m_grid_maps = nullptr;  // what the grid shows (re-rendered only on change)
-    QComboBox* m_kind;
-    QSpinBox* m_layer;
-    QSpinBox* m_head;
+    HeadPicker* m_picker;
     QCheckBox* m_fixed;
     AttentionView* m_view;
     AttentionGrid* m_grid;
+    QList<QAction*> m_actions;
 };
-
-QString kindName(AttentionKind kind);
-// A combo box listing the three kinds (index = AttentionKind), `initial` selected.
-QComboBox* makeKindCombo(QWidget* parent, AttentionKind initial);
-// The core's name for the same kind (attnlab::AttentionKind, attnlab/explain.h).
-attnlab::AttentionKind coreKind(AttentionKind kind);
 
 }  // namespace attnlab::ui

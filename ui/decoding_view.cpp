@@ -30,7 +30,7 @@ QString scoreLine(const Hypothesis& h) {
 }
 }  // namespace
 
-DecodingView::DecodingView(QWidget* parent) : QWidget(parent) {
+DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context, parent) {
     m_slider = new QSlider(Qt::Horizontal, this);
     m_slider->setPageStep(1);
     m_step_label = new QLabel(this);
@@ -94,6 +94,7 @@ DecodingView::DecodingView(QWidget* parent) : QWidget(parent) {
         Q_EMIT forceRequested({}, QString());
     });
     clear(tr("Translate a sentence to step through its decoding."));
+    follow(context);
 }
 
 void DecodingView::clear(const QString& message) {
@@ -247,6 +248,36 @@ void DecodingView::buildTree(int up_to) {
     }
     m_tree->expandAll();
     if (!previous.empty()) m_tree->scrollToItem(previous.front());
+}
+
+void DecodingView::follow(ViewContext* c) {
+    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        if (r) setResult(std::move(r));
+    });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::Translate) clear(m);
+    });
+    connect(c, &ViewContext::paletteChanged, this, &DecodingView::setColorMap);
+    // What-if: the sentence the steps belong to, even when the field has been edited since.
+    connect(this, &DecodingView::forceRequested, this, [this, c](const std::vector<int>& ids, const QString& text) {
+        DecodingOptions o = c->decodingOptions();
+        o.force_prefix = text.toStdString();
+        o.force_prefix_ids = ids;
+        const auto shown = m_free ? m_free : c->result();
+        if (shown) c->translate(QString::fromStdString(shown->source_text), o);
+    });
+}
+
+QCustomPlot* DecodingView::figure() const { return stepCount() > 0 ? m_candidates->plot() : nullptr; }
+
+QString DecodingView::noFigureReason() const { return tr("translate a sentence first: there are no steps to export"); }
+
+void DecodingView::saveState(ViewState& state) const {
+    if (context()->result()) state.step = step();
+}
+
+void DecodingView::applyState(const ViewState& state) {
+    if (state.step) setStep(*state.step);
 }
 
 }  // namespace attnlab::ui

@@ -7,10 +7,7 @@
 // prefix, asks for a translation forced to begin that way; the free and the forced translation
 // stand side by side with their scores. Shows TranslationResult's numbers only.
 
-#include "plot_style.h"
-#include "translation_controller.h"
-
-#include <QWidget>
+#include "view.h"
 
 class QLabel;
 class QLineEdit;
@@ -22,10 +19,10 @@ namespace attnlab::ui {
 class AttentionView;
 class BarPlot;
 
-class DecodingView : public QWidget {
+class DecodingView : public View {
     Q_OBJECT
 public:
-    explicit DecodingView(QWidget* parent = nullptr);
+    DecodingView(ViewContext* context, QWidget* parent = nullptr);
 
     // A translation with no forced prefix becomes the free one; a forced one is shown beside it.
     void setResult(ResultPtr result);
@@ -34,6 +31,10 @@ public:
     int step() const;
     int stepCount() const;
     void setColorMap(Palette palette);
+    QCustomPlot* figure() const override;  // the candidates of the step shown
+    QString noFigureReason() const override;
+    void saveState(ViewState& state) const override;
+    void applyState(const ViewState& state) override;
 
     // What is shown (tests read it).
     QString prefixText() const;
@@ -50,6 +51,7 @@ Q_SIGNALS:
     void forceRequested(const std::vector<int>& ids, const QString& text);
 
 private:
+    void follow(ViewContext* context);
     void showStep();
     void buildTree(int up_to_step);
     void updateComparison();

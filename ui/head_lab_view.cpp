@@ -2,6 +2,7 @@
 
 #include "ablation_panel.h"
 #include "alignment_panel.h"
+#include "attention_view.h"
 #include "head_stats_panel.h"
 
 #include <QTabWidget>
@@ -9,7 +10,7 @@
 
 namespace attnlab::ui {
 
-HeadLabView::HeadLabView(QWidget* parent) : QWidget(parent) {
+HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, parent) {
     m_pages = new QTabWidget(this);
     m_stats = new HeadStatsPanel(this);
     m_ablation = new AblationPanel(this);
@@ -20,6 +21,114 @@ HeadLabView::HeadLabView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_pages);
+    wireStatistics(context);
+    wireAblation(context);
+    wireAlignment(context);
+    connect(context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+        const int layers = int(info->config.model.n_layers), heads = int(info->config.model.n_head);
+        m_ablation->setShape(layers, heads);
+        m_stats->setExamples(info->examples);
+        m_alignment->setModelShape(layers, heads);
+        m_alignment->setExamples(info->examples);
+        m_examples_due = true;
+        if (isVisible()) showExamples();
+    });
+    connect(context, &ViewContext::paletteChanged, this, [this](Palette p) {
+        m_stats->setColorMap(p);
+        m_alignment->setColorMap(p);
+    });
+}
+
+void HeadLabView::wireStatistics(ViewContext* c) {
+    TranslationController* controller = c->controller();
+    connect(m_stats, &HeadStatsPanel::runRequested, controller, &TranslationController::runHeadLab);
+    connect(m_stats, &HeadStatsPanel::cancelRequested, controller, &TranslationController::cancelHeadLab);
+    connect(controller, &TranslationController::headLabProgress, m_stats, &HeadStatsPanel::showProgress);
+    connect(controller, &TranslationController::headLabFinished, this, [this, c](HeadStatsPtr s, ImportancePtr i) {
+        m_stats->setReport(std::move(s), std::move(i), c->model());
+        c->showStatus(tr("Head statistics ready"));
+    });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::HeadLab) m_stats->showFailure(m);
+    });
+    // A head's most typical sentence: translate it and show that head's map.
+    connect(m_stats, &HeadStatsPanel::sentenceRequested, this, [c](const QString& sentence, const HeadRef& head) {
+        c->translateSentence(sentence);
+        c->showHead(head);
+    });
+}
+
+void HeadLabView::wireAblation(ViewContext* c) {
+    connect(m_ablation, &AblationPanel::ablationChanged, c, &ViewContext::setAblated);
+    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        if (r) m_ablation->setResult(std::move(r));
+    });
+}
+
+void HeadLabView::wireAlignment(ViewContext* c) {
+    TranslationController* controller = c->controller();
+    connect(m_alignment, &AlignmentPanel::alignRequested, controller, &TranslationController::alignPair);
+    connect(controller, &TranslationController::pairAligned, m_alignment, &AlignmentPanel::setForced);
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::Align) m_alignment->showFailure(m);
+    });
+}
+
+void HeadLabView::showEvent(QShowEvent* event) {
+    View::showEvent(event);
+    if (m_examples_due) showExamples();
+}
+
+void HeadLabView::showExamples() {
+    if (const auto problem = runOnExamples()) context()->showStatus(*problem);
+}
+
+std::optional<QString> HeadLabView::runOnExamples() {
+    const auto info = context()->model();
+    if (!info) return tr("no model is loaded");
+    m_examples_due = false;
+    std::vector<std::string> sources, references;
+    for (const auto& e : info->examples) {
+        sources.push_back(e.source);
+        references.push_back(e.reference);
+    }
+    if (sources.empty()) {
+        m_stats->setEmptyMessage(tr("This model has no examples (examples.tsv): choose a corpus with Corpus… and "
+                                    "press Run"));
+        return tr("the model has no examples (examples.tsv) to run the statistics on");
+    }
+    m_stats->setCorpus(sources, references, tr("the model's %1 examples").arg(sources.size()));
+    m_stats->startRun(false);
+    return std::nullopt;
+}
+
+std::optional<QString> HeadLabView::showPage(const QString& page, const std::vector<HeadRef>& ablate) {
+    if (!context()->model()) return tr("no model is loaded");
+    context()->showView("heads");
+    if (page == "statistics") {
+        m_pages->setCurrentWidget(m_stats);
+        if (m_examples_due || !m_stats->stats()) return runOnExamples();
+    } else if (page == "ablation") {
+        m_pages->setCurrentWidget(m_ablation);
+        for (const auto& h : ablate)
+            if (!m_ablation->toggle(h))
+                return tr("--ablate %1: the model has no such head").arg(QString::fromStdString(headName(h)));
+        m_ablation->setAblated(ablate);
+    } else if (page == "alignment") {
+        m_pages->setCurrentWidget(m_alignment);
+        m_alignment->chooseExample(0);
+    } else {
+        return tr("'%1' is not one of statistics, ablation, alignment").arg(page);
+    }
+    return std::nullopt;
+}
+
+QCustomPlot* HeadLabView::figure() const {
+    return m_pages->currentWidget() == m_stats && m_stats->stats() ? m_stats->heatmap()->plot() : nullptr;
+}
+
+QString HeadLabView::noFigureReason() const {
+    return tr("only the Statistics page's heatmap exports: run the statistics first");
 }
 
 }  // namespace attnlab::ui

@@ -1,5 +1,7 @@
 #include "head_stats_panel.h"
 
+#include "head_picker.h"
+
 #include "attention_view.h"
 
 #include <attnlab/errors.h>
@@ -36,7 +38,6 @@ public:
     }
 };
 
-const char* const kKindNames[] = {"encoder self-attention", "decoder self-attention", "cross-attention"};
 
 }  // namespace
 
@@ -98,8 +99,8 @@ void HeadStatsPanel::buildControls() {
         m_statistic->setItemData(m_statistic->count() - 1, tr(info.meaning), Qt::ToolTipRole);
     }
     m_kind = new QComboBox(this);
-    for (const char* k : kKindNames) m_kind->addItem(tr(k));
-    m_kind->setCurrentIndex(2);
+    for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k));  // index = AttentionKind
+    m_kind->setCurrentIndex(int(AttentionKind::Cross));
 
     connect(files, &QPushButton::clicked, this, &HeadStatsPanel::chooseFiles);
     connect(examples, &QPushButton::clicked, this, [this] {
@@ -202,6 +203,10 @@ void HeadStatsPanel::showProgress(const QString& stage, int done, int total) {
     m_progress->setRange(0, std::max(total, 1));
     m_progress->setValue(done);
     m_progress->setFormat(tr("%1: %2 / %3").arg(stage).arg(done).arg(total));
+}
+
+void HeadStatsPanel::setEmptyMessage(const QString& message) {
+    if (!m_stats) m_heatmap->clear(message);
 }
 
 void HeadStatsPanel::showFailure(const QString& message) {

@@ -35,6 +35,7 @@ public:
     void setReport(HeadStatsPtr stats, ImportancePtr importance, ModelInfoPtr model);
     void showProgress(const QString& stage, int done, int total);
     void showFailure(const QString& message);
+    void setEmptyMessage(const QString& message);  // what the heatmap says before a run
     void setColorMap(Palette palette);
     // The statistic (index into headStatisticInfos(), or kImportanceColumn) and kind shown.
     void select(int statistic, attnlab::AttentionKind kind);
@@ -43,8 +44,8 @@ public:
     // Runs on the corpus set (the Run button); importance when `importance` and references exist.
     void startRun(bool importance);
     // Exports; the UI's error convention: the reason, or nothing.
-    std::optional<QString> exportJson(const QString& path) const;
-    std::optional<QString> exportCsv(const QString& path) const;
+    [[nodiscard]] std::optional<QString> exportJson(const QString& path) const;
+    [[nodiscard]] std::optional<QString> exportCsv(const QString& path) const;
 
     // What is shown (tests read it back).
     AttentionView* heatmap() const { return m_heatmap; }

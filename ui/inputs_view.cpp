@@ -26,7 +26,7 @@ Matrix toMatrix(const std::vector<std::vector<bool>>& m) {
 }
 }  // namespace
 
-InputsView::InputsView(QWidget* parent) : QWidget(parent) {
+InputsView::InputsView(ViewContext* context, QWidget* parent) : View(context, parent) {
     auto* inner = new QWidget;
     m_piece = new QComboBox(inner);
     m_token_text = new QLabel(inner);
@@ -83,6 +83,7 @@ InputsView::InputsView(QWidget* parent) : QWidget(parent) {
     connect(m_second, &QLineEdit::returnPressed, this, ask);
     connect(show, &QPushButton::clicked, this, ask);
     m_token_text->setText(tr("Translate a sentence to look inside its tokens."));
+    follow(context);
 }
 
 void InputsView::setColorMap(Palette palette) {
@@ -166,6 +167,57 @@ void InputsView::showMasks(MasksPtr m) {
         m_mask_views[s][1]->setMap(toMatrix(m->decoder[s]), trg, trg,
                                    tr("Sentence %1: decoder padding + look-ahead mask").arg(s + 1));
     }
+}
+
+void InputsView::follow(ViewContext* c) {
+    TranslationController* controller = c->controller();
+    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        setResult(std::move(r));
+        m_stale = true;
+        if (isVisible()) refresh();
+    });
+    connect(c, &ViewContext::paletteChanged, this, &InputsView::setColorMap);
+    connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+        setSecondSentence(info->examples.size() > 1 ? QString::fromStdString(info->examples[1].source) : QString());
+    });
+    connect(this, &InputsView::tokenRequested, this, [c, controller](bool target, int position) {
+        controller->inspectToken(c->result(), target, position);
+    });
+    connect(this, &InputsView::masksRequested, this, [c, controller](const QString& second) {
+        DecodingOptions o = c->resultOptions();
+        o.force_prefix.clear();
+        o.force_prefix_ids.clear();
+        o.record_trace = false;
+        controller->inspectMasks(c->result(), second, o);
+    });
+    connect(controller, &TranslationController::tokenInspected, this, &InputsView::showToken);
+    connect(controller, &TranslationController::masksReady, this, &InputsView::showMasks);
+}
+
+void InputsView::showEvent(QShowEvent* event) {
+    View::showEvent(event);
+    if (m_stale) refresh();
+}
+
+void InputsView::refresh() {
+    if (!m_result) return;
+    m_stale = false;
+    selectToken(selectedTarget(), selectedPosition());
+    Q_EMIT masksRequested(secondSentence());
+}
+
+QCustomPlot* InputsView::figure() const { return m_token ? m_normalized->plot() : nullptr; }
+
+QString InputsView::noFigureReason() const { return tr("translate a sentence first: no token is opened up"); }
+
+void InputsView::saveState(ViewState& state) const {
+    if (!context()->result()) return;
+    state.token_target = selectedTarget();
+    state.token_position = selectedPosition();
+}
+
+void InputsView::applyState(const ViewState& v) {
+    if (v.token_target && v.token_position) selectToken(*v.token_target, *v.token_position);
 }
 
 }  // namespace attnlab::ui

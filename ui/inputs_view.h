@@ -6,10 +6,7 @@
 // with a second sentence of another length, drawn as matrices (1 = may attend). The numbers come
 // from the core (Translator::tokenInside, Translator::masks).
 
-#include "plot_style.h"
-#include "translation_controller.h"
-
-#include <QWidget>
+#include "view.h"
 
 class QComboBox;
 class QLabel;
@@ -20,10 +17,11 @@ namespace attnlab::ui {
 class AttentionView;
 class BarPlot;
 
-class InputsView : public QWidget {
+class InputsView : public View {
     Q_OBJECT
 public:
-    explicit InputsView(QWidget* parent = nullptr);
+    // Follows the context: a new translation is inspected when the view is shown (at once when it is).
+    InputsView(ViewContext* context, QWidget* parent = nullptr);
 
     void setResult(ResultPtr result);  // the pieces to choose from; asks for the first source piece
     void setSecondSentence(const QString& sentence);
@@ -33,6 +31,10 @@ public:
     bool selectedTarget() const;
     int selectedPosition() const;
     void setColorMap(Palette palette);
+    QCustomPlot* figure() const override;  // the layer-normed input of the chosen token
+    QString noFigureReason() const override;
+    void saveState(ViewState& state) const override;
+    void applyState(const ViewState& state) override;
 
     void showToken(TokenInsidePtr token);
     void showMasks(MasksPtr masks);
@@ -48,7 +50,13 @@ Q_SIGNALS:
     void tokenRequested(bool target, int position);
     void masksRequested(const QString& second_sentence);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    void follow(ViewContext* context);
+    void refresh();  // asks for the numbers of the shown result
+    bool m_stale = false;
     ResultPtr m_result;
     TokenInsidePtr m_token;
     MasksPtr m_masks;

@@ -21,7 +21,7 @@
 
 namespace attnlab::ui {
 
-ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
+ModelPanel::ModelPanel(ViewContext* context, QWidget* parent) : View(context, parent) {
     m_details = new QTextBrowser(this);
     m_details->setHtml(tr("<p>No model loaded.</p>"));
     m_card = new QTextBrowser(this);
@@ -67,9 +67,14 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(split);
     showTrainingLog({});
+    connect(context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) { showModel(*info); });
 }
 
 QCustomPlot* ModelPanel::figure() const { return m_plot->graphCount() > 0 ? m_plot : nullptr; }
+
+QString ModelPanel::noFigureReason() const {
+    return trainingMessage().isEmpty() ? tr("open a model first: there are no training curves") : trainingMessage();
+}
 
 QString ModelPanel::trainingMessage() const { return m_plot_message->isHidden() ? QString() : m_plot_message->text(); }
 

@@ -2,9 +2,7 @@
 // ModelPanel: configuration, parameter counts, vocabulary size, device and load time of the
 // loaded model; its MODEL_CARD.md; and, when the package carries its training log
 // (training_log.tsv), the validation BLEU and the losses per epoch; its confidence threshold.
-#include "translation_controller.h"
-
-#include <QWidget>
+#include "view.h"
 
 #include <optional>
 
@@ -14,10 +12,10 @@ class QTextBrowser;
 
 namespace attnlab::ui {
 
-class ModelPanel : public QWidget {
+class ModelPanel : public View {
     Q_OBJECT
 public:
-    explicit ModelPanel(QWidget* parent = nullptr);
+    ModelPanel(ViewContext* context, QWidget* parent = nullptr);  // shows every model loaded
     void showModel(const ModelInfo& info);
 
     QTextBrowser* details() const { return m_details; }
@@ -25,7 +23,8 @@ public:
     // Graphs, in order: training loss, validation loss (left axis), validation BLEU (right axis),
     // x = epoch. Empty when the package has no training log.
     QCustomPlot* trainingPlot() const { return m_plot; }
-    QCustomPlot* figure() const;      // the training curves; null when there are none
+    QCustomPlot* figure() const override;  // the training curves; null when there are none
+    QString noFigureReason() const override;
     QString trainingMessage() const;  // why there is no plot, or empty
 
     // The Confidence paragraph: the package's threshold, or why there is none.

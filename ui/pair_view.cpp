@@ -1,16 +1,15 @@
 #include "pair_view.h"
 
 #include "attention_view.h"
+#include "head_picker.h"
 
 #include <attnlab/explain.h>
 
-#include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSpinBox>
 #include <QVBoxLayout>
 
 namespace attnlab::ui {
@@ -35,15 +34,13 @@ Shown shown(const TranslationResult& r, AttentionKind kind, int layer, int head)
 }
 }  // namespace
 
-PairView::PairView(QWidget* parent) : QWidget(parent) {
+PairView::PairView(ViewContext* context, QWidget* parent) : View(context, parent) {
     m_sa = new QLineEdit(this);
     m_sb = new QLineEdit(this);
     m_sa->setPlaceholderText(tr("Sentence A, e.g. Der Hund beißt den Mann."));
     m_sb->setPlaceholderText(tr("Sentence B, one word changed, e.g. Den Hund beißt der Mann."));
     auto* compare = new QPushButton(tr("Compare"), this);
-    m_kind = makeKindCombo(this, AttentionKind::EncoderSelf);
-    m_layer = new QSpinBox(this);
-    m_head = new QSpinBox(this);
+    m_picker = new HeadPicker(AttentionKind::EncoderSelf, /*with_mean=*/false, this);
     m_summary = new QLabel(this);
     m_summary->setWordWrap(true);
     m_a = new AttentionView(this);
@@ -59,11 +56,7 @@ PairView::PairView(QWidget* parent) : QWidget(parent) {
     inputs->addWidget(m_sb, 1, 1);
     inputs->addWidget(compare, 0, 2, 2, 1);
     auto* controls = new QHBoxLayout;
-    controls->addWidget(m_kind);
-    controls->addWidget(new QLabel(tr("Layer"), this));
-    controls->addWidget(m_layer);
-    controls->addWidget(new QLabel(tr("Head"), this));
-    controls->addWidget(m_head);
+    controls->addWidget(m_picker);
     controls->addStretch();
     auto* maps = new QHBoxLayout;
     for (auto* v : {m_a, m_b, m_diff}) maps->addWidget(v, 1);
@@ -76,9 +69,35 @@ PairView::PairView(QWidget* parent) : QWidget(parent) {
     connect(compare, &QPushButton::clicked, this, &PairView::requestCompare);
     connect(m_sb, &QLineEdit::returnPressed, this, &PairView::requestCompare);
     connect(m_sa, &QLineEdit::returnPressed, this, &PairView::requestCompare);
-    connect(m_kind, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
-    connect(m_layer, &QSpinBox::valueChanged, this, [this] { refresh(); });
-    connect(m_head, &QSpinBox::valueChanged, this, [this] { refresh(); });
+    connect(m_picker, &HeadPicker::changed, this, [this] { refresh(); });
+    follow(context);
+}
+
+void PairView::follow(ViewContext* c) {
+    connect(c, &ViewContext::paletteChanged, this, &PairView::setColorMap);
+    connect(this, &PairView::compareRequested, this, [c](const QString& a, const QString& b) {
+        c->controller()->translatePair(a, b, c->decodingOptions());
+    });
+    connect(c->controller(), &TranslationController::pairTranslated, this, &PairView::setPair);
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::TranslatePair) m_summary->setText(m);
+    });
+}
+
+void PairView::saveState(ViewState& state) const {
+    const auto [a, b] = sentences();
+    if (a.trimmed().isEmpty() || b.trimmed().isEmpty()) return;
+    state.pair_a = a.toStdString();
+    state.pair_b = b.toStdString();
+}
+
+// A step's pair is compared on its head (the attention view's where the step names none).
+void PairView::applyState(const ViewState& v) {
+    if (!v.pair_a || !v.pair_b) return;
+    const HeadRef focus = context()->focusedHead();
+    setSentences(QString::fromStdString(*v.pair_a), QString::fromStdString(*v.pair_b));
+    select(v.kind.value_or(focus.kind), focus.layer, focus.head);
+    requestCompare();
 }
 
 void PairView::requestCompare() {
@@ -106,15 +125,12 @@ void PairView::setPair(ResultPtr a, ResultPtr b) {
     m_ra = std::move(a);
     m_rb = std::move(b);
     if (!m_ra || !m_rb) return;
-    m_layer->setRange(0, int(m_ra->cross.size()) - 1);
-    m_head->setRange(0, m_ra->cross.empty() ? 0 : int(m_ra->cross[0].size()) - 1);
+    m_picker->setShape(int(m_ra->cross.size()), m_ra->cross.empty() ? 0 : int(m_ra->cross[0].size()));
     refresh();
 }
 
 void PairView::select(AttentionKind kind, int layer, int head) {
-    m_kind->setCurrentIndex(int(kind));
-    m_layer->setValue(layer);
-    m_head->setValue(head);
+    m_picker->select(kind, layer, head);
     refresh();
 }
 
@@ -122,8 +138,8 @@ QString PairView::summaryText() const { return m_summary->text(); }
 
 void PairView::refresh() {
     if (!m_ra || !m_rb) return;
-    const auto kind = static_cast<AttentionKind>(m_kind->currentIndex());
-    const int layer = m_layer->value(), head = m_head->value();
+    const auto kind = m_picker->kind();
+    const int layer = m_picker->layer(), head = m_picker->head();
     const Shown a = shown(*m_ra, kind, layer, head), b = shown(*m_rb, kind, layer, head);
     if (!a.map || !b.map) return;
     const QString where = tr("layer %1, head %2").arg(layer + 1).arg(head + 1);

@@ -5,24 +5,20 @@
 // label "x/y" where they differ).
 
 #include "attention_explorer.h"
-#include "plot_style.h"
-#include "translation_controller.h"
+#include "view.h"
 
-#include <QWidget>
-
-class QComboBox;
 class QLabel;
 class QLineEdit;
-class QSpinBox;
 
 namespace attnlab::ui {
 
 class AttentionView;
+class HeadPicker;
 
-class PairView : public QWidget {
+class PairView : public View {
     Q_OBJECT
 public:
-    explicit PairView(QWidget* parent = nullptr);
+    PairView(ViewContext* context, QWidget* parent = nullptr);
 
     void setSentences(const QString& a, const QString& b);
     std::pair<QString, QString> sentences() const;
@@ -35,18 +31,19 @@ public:
     AttentionView* mapB() const { return m_b; }
     AttentionView* difference() const { return m_diff; }
     QString summaryText() const;
+    void saveState(ViewState& state) const override;
+    void applyState(const ViewState& state) override;
 
 Q_SIGNALS:
     void compareRequested(const QString& a, const QString& b);
 
 private:
+    void follow(ViewContext* context);
     void refresh();
     ResultPtr m_ra, m_rb;
     QLineEdit* m_sa;
     QLineEdit* m_sb;
-    QComboBox* m_kind;
-    QSpinBox* m_layer;
-    QSpinBox* m_head;
+    HeadPicker* m_picker;
     QLabel* m_summary;
     AttentionView* m_a;
     AttentionView* m_b;

@@ -51,7 +51,7 @@ void fill(QCPColorMap* map, const Matrix& m, double lo, double hi) {
 }
 }  // namespace
 
-PositionalEncodingView::PositionalEncodingView(QWidget* parent) : QWidget(parent) {
+PositionalEncodingView::PositionalEncodingView(ViewContext* context, QWidget* parent) : View(context, parent) {
     m_length = new QSpinBox(this);
     m_length->setRange(2, 2048);
     m_length->setValue(100);
@@ -92,6 +92,9 @@ PositionalEncodingView::PositionalEncodingView(QWidget* parent) : QWidget(parent
     connect(m_dmodel, &QSpinBox::editingFinished, this, [this] { rebuild(); });
     connect(m_dims, &QLineEdit::editingFinished, this, [this] { rebuildCurves(); });
     rebuild();
+    connect(context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+        setShape(static_cast<int>(info->config.model.n_position), static_cast<int>(info->config.model.d_model));
+    });
 }
 
 void PositionalEncodingView::setShape(int length, int d_model) {

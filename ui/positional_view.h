@@ -3,9 +3,9 @@
 // blue-white-red), curves of chosen dimensions over positions, and the matrix of dot products
 // between positions. Length and d_model follow the loaded model and can be changed.
 
-#include <attnlab/translation.h>
+#include "view.h"
 
-#include <QWidget>
+#include <attnlab/translation.h>
 
 class QCustomPlot;
 class QCPColorMap;
@@ -14,17 +14,17 @@ class QSpinBox;
 
 namespace attnlab::ui {
 
-class PositionalEncodingView : public QWidget {
+class PositionalEncodingView : public View {
     Q_OBJECT
 public:
-    explicit PositionalEncodingView(QWidget* parent = nullptr);
+    PositionalEncodingView(ViewContext* context, QWidget* parent = nullptr);  // follows the model's shape
 
     void setShape(int length, int d_model);  // as the loaded model
     int length() const;
     int dModel() const;
     const Matrix& table() const { return m_table; }  // [position][dimension] as shown
     QCustomPlot* heatmap() const { return m_heat; }
-    QCustomPlot* figure() const { return m_heat; }  // what File > Export writes
+    QCustomPlot* figure() const override { return m_heat; }
 
 private:
     void rebuild();

@@ -15,13 +15,28 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSignalBlocker>
 #include <QToolButton>
+
+#include <QFileInfo>
+
+#include <attnlab/package.h>
 
 #include <cmath>
 
 namespace attnlab::ui {
 
-TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
+QList<QPair<QString, QString>> bundledModelChoices() {
+    QList<QPair<QString, QString>> out;
+    for (const auto& m : bundledModels())
+        out.append({QStringLiteral("%1 → %2  (%3)")
+                        .arg(QString::fromStdString(m.source_lang), QString::fromStdString(m.target_lang),
+                             QString::fromStdString(m.name)),
+                    QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
+    return out;
+}
+
+TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(parent) {
     m_sentence = new QLineEdit(this);
     m_sentence->setPlaceholderText(tr("Type a sentence and press Enter"));
     m_sentence->setClearButtonEnabled(true);
@@ -106,6 +121,36 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     connect(m_direction, &QComboBox::activated, this,
             [this] { Q_EMIT modelChosen(m_direction->currentData().toString()); });
     connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
+    follow(context);
+}
+
+void TranslatePanel::follow(ViewContext* c) {
+    m_context = c;
+    c->setDecodingOptions(options());
+    const auto push = [this, c] { c->setDecodingOptions(options()); };
+    connect(m_beam, &QSpinBox::valueChanged, this, push);
+    connect(m_alpha, &QDoubleSpinBox::valueChanged, this, push);
+    connect(m_max_len, &QSpinBox::valueChanged, this, push);
+    connect(c, &ViewContext::decodingOptionsChanged, this, &TranslatePanel::setOptions);
+    connect(this, &TranslatePanel::translateRequested, c,
+            [c](const QString& s, const DecodingOptions& o) { c->translate(s, o); });
+    connect(this, &TranslatePanel::modelChosen, c, &ViewContext::loadModel);
+    connect(this, &TranslatePanel::deviceChanged, c, &ViewContext::setDevice);
+    connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
+    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        if (r) showResult(std::move(r));
+    });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::Translate) showError(m);
+    });
+    connect(c->controller(), &TranslationController::translationProgress, this, &TranslatePanel::showProgress);
+    connect(c->controller(), &TranslationController::busyChanged, this, &TranslatePanel::setBusy);
+    connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+        QStringList examples;
+        for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
+        setExamples(examples);
+        setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
+    });
 }
 
 QString TranslatePanel::device() const { return m_device->currentData().toString(); }
@@ -113,6 +158,7 @@ QString TranslatePanel::device() const { return m_device->currentData().toString
 void TranslatePanel::setDevice(const QString& device) {
     const int i = m_device->findData(device.startsWith("cuda") ? "cuda" : device);
     if (i >= 0) m_device->setCurrentIndex(i);
+    m_context->setDevice(this->device());
 }
 
 QString TranslatePanel::sentence() const { return m_sentence->text(); }
@@ -130,9 +176,13 @@ DecodingOptions TranslatePanel::options() const {
 }
 
 void TranslatePanel::setOptions(const DecodingOptions& o) {
-    m_beam->setValue(o.beam_size);
-    m_alpha->setValue(o.length_penalty);
-    m_max_len->setValue(o.max_length);
+    {
+        const QSignalBlocker a(m_beam), b(m_alpha), c(m_max_len);  // one change, not three
+        m_beam->setValue(o.beam_size);
+        m_alpha->setValue(o.length_penalty);
+        m_max_len->setValue(o.max_length);
+    }
+    m_context->setDecodingOptions(options());
 }
 
 void TranslatePanel::setExamples(const QStringList& examples) {

@@ -4,7 +4,7 @@
 // a warning in words when the model's confidence is below its calibrated threshold, the pieces,
 // the score and the time taken.
 
-#include "translation_controller.h"
+#include "view_context.h"
 
 #include <QWidget>
 
@@ -21,10 +21,15 @@ namespace attnlab::ui {
 
 class ConfidenceText;
 
+// The bundled models as (label, canonical directory): "de → en  (multi30k-de-en)".
+QList<QPair<QString, QString>> bundledModelChoices();
+
 class TranslatePanel : public QWidget {
     Q_OBJECT
 public:
-    explicit TranslatePanel(QWidget* parent = nullptr);
+    // Follows the context (the model's examples and direction, every result and failure, the
+    // decoding options) and hands it what is typed and chosen here.
+    TranslatePanel(ViewContext* context, QWidget* parent = nullptr);
 
     QString sentence() const;
     void setSentence(const QString& s);
@@ -56,6 +61,8 @@ Q_SIGNALS:
 
 private:
     void request();
+    void follow(ViewContext* context);
+    ViewContext* m_context = nullptr;
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;

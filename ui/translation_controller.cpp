@@ -17,6 +17,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<MasksPtr>("attnlab::ui::MasksPtr");
     qRegisterMetaType<HeadStatsPtr>("attnlab::ui::HeadStatsPtr");
     qRegisterMetaType<ImportancePtr>("attnlab::ui::ImportancePtr");
+    qRegisterMetaType<Operation>("attnlab::ui::Operation");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -71,9 +72,9 @@ void TranslationController::loadModel(const QString& package_dir, const QString&
             }
             Q_EMIT modelLoaded(info);
         } catch (const std::exception& e) {
-            Q_EMIT modelFailed(QString::fromStdString(e.what()));
+            Q_EMIT failed(Operation::LoadModel, QString::fromStdString(e.what()));
         } catch (...) {
-            Q_EMIT modelFailed(tr("unknown error while loading %1").arg(QString::fromStdString(dir)));
+            Q_EMIT failed(Operation::LoadModel, tr("unknown error while loading %1").arg(QString::fromStdString(dir)));
         }
     });
 }
@@ -84,7 +85,7 @@ void TranslationController::translate(const QString& sentence, const DecodingOpt
     post([this, text, options, generation] {
         if (generation != m_generation.load()) return;  // superseded while queued
         if (!m_translator) {
-            Q_EMIT translationFailed(tr("no model is loaded (File > Open model…)"));
+            Q_EMIT failed(Operation::Translate, tr("no model is loaded (File > Open model…)"));
             return;
         }
         Q_EMIT translationStarted();
@@ -99,26 +100,25 @@ void TranslationController::translate(const QString& sentence, const DecodingOpt
         } catch (const CancelledError&) {
             // a newer request took over; it reports for itself
         } catch (const std::exception& e) {
-            Q_EMIT translationFailed(QString::fromStdString(e.what()));
+            Q_EMIT failed(Operation::Translate, QString::fromStdString(e.what()));
         } catch (...) {
-            Q_EMIT translationFailed(tr("unknown error during translation"));
+            Q_EMIT failed(Operation::Translate, tr("unknown error during translation"));
         }
     });
 }
 
-void TranslationController::postInspection(std::function<void(const Translator&)> work,
-                                           void (TranslationController::*failed)(const QString&)) {
-    post([this, work = std::move(work), failed] {
+void TranslationController::postInspection(std::function<void(const Translator&)> work, Operation op) {
+    post([this, work = std::move(work), op] {
         if (!m_translator) {
-            Q_EMIT(this->*failed)(tr("no model is loaded (File > Open model…)"));
+            Q_EMIT failed(op, tr("no model is loaded (File > Open model…)"));
             return;
         }
         try {
             work(*m_translator);
         } catch (const std::exception& e) {
-            Q_EMIT(this->*failed)(QString::fromStdString(e.what()));
+            Q_EMIT failed(op, QString::fromStdString(e.what()));
         } catch (...) {
-            Q_EMIT(this->*failed)(tr("unknown error"));
+            Q_EMIT failed(op, tr("unknown error"));
         }
     });
 }
@@ -129,7 +129,7 @@ void TranslationController::explain(ResultPtr result, const CellRef& cell) {
         [this, result, cell](const Translator& t) {
             Q_EMIT explained(std::make_shared<const AttentionExplanation>(t.explain(*result, cell)));
         },
-        &TranslationController::explainFailed);
+        Operation::Explain);
 }
 
 void TranslationController::inspectToken(ResultPtr result, bool target, int position) {
@@ -138,7 +138,7 @@ void TranslationController::inspectToken(ResultPtr result, bool target, int posi
         [this, result, target, position](const Translator& t) {
             Q_EMIT tokenInspected(std::make_shared<const TokenInside>(t.tokenInside(*result, target, position)));
         },
-        &TranslationController::inspectFailed);
+        Operation::Inspect);
 }
 
 void TranslationController::translatePair(const QString& a, const QString& b, const DecodingOptions& options) {
@@ -149,7 +149,7 @@ void TranslationController::translatePair(const QString& a, const QString& b, co
             auto rb = std::make_shared<const TranslationResult>(t.translate(sb, options));
             Q_EMIT pairTranslated(std::move(ra), std::move(rb));
         },
-        &TranslationController::inspectFailed);
+        Operation::TranslatePair);
 }
 
 void TranslationController::runHeadLab(const HeadLabRequest& request) {
@@ -173,7 +173,7 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
             }
             Q_EMIT headLabFinished(std::move(stats), std::move(importance));
         },
-        &TranslationController::headLabFailed);
+        Operation::HeadLab);
 }
 
 void TranslationController::alignPair(const QString& source, const QString& target) {
@@ -182,7 +182,7 @@ void TranslationController::alignPair(const QString& source, const QString& targ
         [this, s, g](const Translator& t) {
             Q_EMIT pairAligned(std::make_shared<const TranslationResult>(t.teacherForce({s}, {g}).front()));
         },
-        &TranslationController::alignFailed);
+        Operation::Align);
 }
 
 void TranslationController::inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options) {
@@ -194,7 +194,7 @@ void TranslationController::inspectMasks(ResultPtr result, const QString& second
             if (!text.empty()) batch.push_back(t.translate(text, options));
             Q_EMIT masksReady(std::make_shared<const BatchMasks>(t.masks(batch)));
         },
-        &TranslationController::inspectFailed);
+        Operation::Inspect);
 }
 
 }  // namespace attnlab::ui

@@ -1,14 +1,17 @@
 #pragma once
 // TranslationController: runs the core's Translator off the GUI thread. Requests are executed one
 // at a time on a worker thread; a new translation cancels the one in progress (its step callback
-// sees a newer request and stops). Every exception is caught here and reported as a signal, so no
-// exception ever reaches a Qt slot. A model that fails to load leaves the previous one in place.
+// sees a newer request and stops). Every exception is caught here and reported by one signal,
+// failed(operation, message), so no exception ever reaches a Qt slot. A model that fails to load
+// leaves the previous one in place.
 
 #include <attnlab/decoding_options.h>
 #include <attnlab/explain.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
+
+#include "operation.h"
 
 #include <QObject>
 #include <QString>
@@ -43,30 +46,30 @@ public:
     explicit TranslationController(QObject* parent = nullptr);
     ~TranslationController() override;
 
-    // Asynchronous; answered by modelLoaded or modelFailed.
+    // Asynchronous; answered by modelLoaded or failed(LoadModel).
     void loadModel(const QString& package_dir, const QString& device);
-    // Asynchronous; answered by translationFinished or translationFailed (or nothing, when a newer
+    // Asynchronous; answered by translationFinished or failed(Translate) (or nothing, when a newer
     // request superseded it).
     void translate(const QString& sentence, const DecodingOptions& options);
     // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
-    // by explained or explainFailed. Queued behind translations, never cancelling them.
+    // by explained or failed(Explain). Queued behind translations, never cancelling them.
     void explain(ResultPtr result, const CellRef& cell);
     // Asynchronous: one piece of `result` before the first layer (Translator::tokenInside);
-    // answered by tokenInspected or inspectFailed.
+    // answered by tokenInspected or failed(Inspect).
     void inspectToken(ResultPtr result, bool target, int position);
     // Asynchronous: the masks of `result` decoded in one batch with `second` (translated first
-    // with `options`; empty = alone); answered by masksReady or inspectFailed.
+    // with `options`; empty = alone); answered by masksReady or failed(Inspect).
     void inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options);
     // Asynchronous: two sentences (a minimal pair) translated with the same options; answered by
-    // pairTranslated or inspectFailed. Does not cancel, and is not cancelled by, translate().
+    // pairTranslated or failed(TranslatePair). Does not cancel, and is not cancelled by, translate().
     void translatePair(const QString& a, const QString& b, const DecodingOptions& options);
     // Asynchronous: statistics (and importance) over a corpus; reports headLabProgress, answered
-    // by headLabFinished or headLabFailed ("cancelled" after cancelHeadLab()). Translations
+    // by headLabFinished or failed(HeadLab) ("cancelled" after cancelHeadLab()). Translations
     // requested meanwhile wait for it.
     void runHeadLab(const HeadLabRequest& request);
     void cancelHeadLab() { m_cancel_head_lab.store(true); }
     // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
-    // by pairAligned or alignFailed.
+    // by pairAligned or failed(Align).
     void alignPair(const QString& source, const QString& target);
     // Blocks until queued work is done (tests, headless export).
     void waitForIdle();
@@ -76,28 +79,24 @@ public:
 
 Q_SIGNALS:
     void modelLoaded(attnlab::ui::ModelInfoPtr info);
-    void modelFailed(const QString& message);
     void translationStarted();
     void translationProgress(int step, int max_steps);
     void translationFinished(attnlab::ui::ResultPtr result);
-    void translationFailed(const QString& message);
     void busyChanged(bool busy);
     void explained(attnlab::ui::ExplanationPtr explanation);
-    void explainFailed(const QString& message);
     void tokenInspected(attnlab::ui::TokenInsidePtr token);
     void masksReady(attnlab::ui::MasksPtr masks);
-    void inspectFailed(const QString& message);
     void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
-    void headLabFailed(const QString& message);
     void pairAligned(attnlab::ui::ResultPtr forced);
-    void alignFailed(const QString& message);
+    // The one failure signal: what was being done, and why it failed.
+    void failed(attnlab::ui::Operation op, const QString& message);
 
 private:
     void post(std::function<void()> job);
-    // Runs `work` on the worker with the loaded translator; any exception becomes `failed`.
-    void postInspection(std::function<void(const Translator&)> work, void (TranslationController::*failed)(const QString&));
+    // Runs `work` on the worker with the loaded translator; any exception becomes failed(op, …).
+    void postInspection(std::function<void(const Translator&)> work, Operation op);
 
     QThread m_thread;
     QObject* m_worker = nullptr;               // lives in m_thread

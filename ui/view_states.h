@@ -1,10 +1,10 @@
 #pragma once
 // ViewStates: reads the window's view as an attnlab::ViewState (File > Save session) and applies
-// one (a lesson step, a reopened session): the decoding options and the sentence first — a new
-// translation when they differ from what is shown — then kind, layer, head, decoding step, token,
-// the opened-up cell and the tab, once that translation has arrived.
+// one (a lesson step, a reopened session, the app's --tab/--view/--layer/... options): the decoding
+// options and the sentence first — a new translation when they differ from what is shown — then,
+// once that translation has arrived, every view's part through the registry (ViewTabs).
 
-#include "translation_controller.h"
+#include "view_context.h"
 
 #include <attnlab/lesson.h>
 
@@ -14,21 +14,20 @@
 
 namespace attnlab::ui {
 
-class MainWindow;
+class ViewTabs;
 
 class ViewStates : public QObject {
     Q_OBJECT
 public:
-    ViewStates(MainWindow* window, TranslationController* controller);
+    ViewStates(ViewContext* context, ViewTabs* tabs, QObject* parent = nullptr);
 
     ViewState current() const;
     void apply(const ViewState& view);
     bool pending() const { return m_pending.has_value(); }
 
 private:
-    void applyDetails(const ViewState& view);
-    MainWindow* m_window;
-    TranslationController* m_controller;
+    ViewContext* m_context;
+    ViewTabs* m_tabs;
     std::optional<ViewState> m_pending;  // waiting for its translation
 };
 

@@ -1,6 +1,6 @@
 #include "weight_view.h"
 
-#include "attention_explorer.h"
+#include "head_picker.h"
 #include "bar_plot.h"
 
 #include <QGridLayout>
@@ -24,17 +24,9 @@ QLabel* wrapped(QWidget* parent) {
     return l;
 }
 
-QString kindText(attnlab::AttentionKind k) {
-    switch (k) {
-    case attnlab::AttentionKind::EncoderSelf: return kindName(AttentionKind::EncoderSelf);
-    case attnlab::AttentionKind::DecoderSelf: return kindName(AttentionKind::DecoderSelf);
-    case attnlab::AttentionKind::Cross: return kindName(AttentionKind::Cross);
-    }
-    return {};
-}
 }  // namespace
 
-WeightView::WeightView(QWidget* parent) : QWidget(parent) {
+WeightView::WeightView(ViewContext* context, QWidget* parent) : View(context, parent) {
     auto* inner = new QWidget;
     m_heading = wrapped(inner);
     m_arithmetic = wrapped(inner);
@@ -65,6 +57,7 @@ WeightView::WeightView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(scroll);
     clear(tr("Click a cell of a map in the Attention tab (one head, not the mean) to see how its weight is "
              "computed."));
+    follow(context);
 }
 
 void WeightView::clear(const QString& message) {
@@ -86,7 +79,7 @@ void WeightView::setExplanation(ExplanationPtr e) {
     const int dk = int(e->query_vector.size());
     m_heading->setText(tr("<b>%1, layer %2, head %3</b>: how much query <b>%4</b> (row %5) attends to key "
                           "<b>%6</b> (column %7)")
-                           .arg(kindText(c.kind))
+                           .arg(kindTitle(c.kind))
                            .arg(c.layer + 1)
                            .arg(c.head + 1)
                            .arg(piece(e->query_piece))
@@ -125,6 +118,49 @@ void WeightView::setExplanation(ExplanationPtr e) {
                                .arg(e->head_output.size()));
     m_output->setTitle(tr("7. Head output = Σ weight × v"));
     m_output->setBars({{tr("output"), toDoubles(e->head_output), kKey}}, {});
+}
+
+void WeightView::follow(ViewContext* c) {
+    connect(c, &ViewContext::explainRequested, this, &WeightView::explainCell);
+    connect(c->controller(), &TranslationController::explained, this, &WeightView::setExplanation);
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::Explain) clear(tr("Cannot explain this weight: %1").arg(m));
+    });
+    connect(c, &ViewContext::resultChanged, this, [this] {
+        if (m_e) clear(tr("The translation changed: click a cell of a map again."));
+    });
+}
+
+void WeightView::explainCell(const CellRef& cell) {
+    context()->showView("weight");
+    const auto result = context()->result();
+    if (!result) {
+        clear(tr("Translate a sentence first."));
+        return;
+    }
+    clear(tr("Computing…"));
+    context()->controller()->explain(result, cell);
+}
+
+QCustomPlot* WeightView::figure() const { return m_e ? m_weights->plot() : nullptr; }
+
+QString WeightView::noFigureReason() const { return tr("click a cell of a map first: no weight is opened up"); }
+
+// The opened-up cell names its own head: it wins over the attention view's.
+void WeightView::saveState(ViewState& state) const {
+    if (!m_e) return;
+    state.cell_query = m_e->cell.query;
+    state.cell_key = m_e->cell.key;
+    state.kind = m_e->cell.kind;
+    state.layer = m_e->cell.layer;
+    state.head = m_e->cell.head;
+}
+
+void WeightView::applyState(const ViewState& v) {
+    if (!v.cell_query || !v.cell_key) return;
+    const HeadRef focus = context()->focusedHead();
+    explainCell({v.kind.value_or(focus.kind), v.layer.value_or(focus.layer), v.head.value_or(focus.head), *v.cell_query,
+                 *v.cell_key});
 }
 
 }  // namespace attnlab::ui

@@ -5,9 +5,7 @@
 // with this cell highlighted, and the head's output as the weighted sum of the value rows. Every
 // number comes from the core (Translator::explain); this widget only shows them.
 
-#include "translation_controller.h"
-
-#include <QWidget>
+#include "view.h"
 
 class QLabel;
 
@@ -15,14 +13,21 @@ namespace attnlab::ui {
 
 class BarPlot;
 
-class WeightView : public QWidget {
+class WeightView : public View {
     Q_OBJECT
 public:
-    explicit WeightView(QWidget* parent = nullptr);
+    // Follows the context: a cell asked for with ViewContext::explainCell is computed and shown here
+    // (the view comes to the front); a new translation clears it.
+    WeightView(ViewContext* context, QWidget* parent = nullptr);
+    void explainCell(const CellRef& cell);
 
     void setExplanation(ExplanationPtr explanation);
     void clear(const QString& message);
     ExplanationPtr explanation() const { return m_e; }
+    QCustomPlot* figure() const override;  // the softmax row
+    QString noFigureReason() const override;
+    void saveState(ViewState& state) const override;
+    void applyState(const ViewState& state) override;
 
     QString summaryText() const;  // the worked arithmetic, as shown (tests read it)
     BarPlot* vectors() const { return m_vectors; }
@@ -32,6 +37,7 @@ public:
     BarPlot* output() const { return m_output; }
 
 private:
+    void follow(ViewContext* context);
     ExplanationPtr m_e;
     QLabel* m_heading;
     QLabel* m_arithmetic;

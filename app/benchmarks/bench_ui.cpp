@@ -12,6 +12,7 @@
 #include "main_window.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
+#include "view_registry.h"
 
 #include <attnlab/package.h>
 
@@ -81,11 +82,11 @@ int main(int argc, char** argv) {
     window.resize(1400, 900);
     window.show();
     QSignalSpy loaded(&controller, &TranslationController::modelLoaded);
-    QSignalSpy failed(&controller, &TranslationController::modelFailed);
+    QSignalSpy failed(&controller, &TranslationController::failed);
     controller.loadModel(dir, "cpu");
     while (loaded.count() == 0 && failed.count() == 0) loaded.wait(100);
     if (failed.count()) {
-        std::fprintf(stderr, "bench_ui: %s\n", qPrintable(failed.first().first().toString()));
+        std::fprintf(stderr, "bench_ui: %s\n", qPrintable(failed.first().at(1).toString()));
         return 2;
     }
     const double start_ms = since_start.nsecsElapsed() / 1e6;
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
         msSinceProcessStart(), start_ms, controller.modelInfo()->load_seconds * 1000);
 
     std::vector<double> draw, sw, translate, inside;
-    AttentionExplorer* ex = window.explorer();
+    AttentionExplorer* ex = window.views()->find<AttentionExplorer>();
     for (int i = 0; i < n; ++i) {
         QSignalSpy done(&controller, &TranslationController::translationFinished);
         QElapsedTimer t;
@@ -109,13 +110,13 @@ int main(int argc, char** argv) {
         ex->grid()->repaint();
         draw.push_back(t.nsecsElapsed() / 1e6 - at_result);
         translate.push_back(at_result);
-        const auto r = window.lastResult();
+        const auto r = window.context()->result();
         inside.push_back(r->seconds * 1000);
         for (int k = 0; k < 3; ++k)
             for (int h = 0; h < 4; ++h) {
                 QElapsedTimer s;
                 s.start();
-                ex->select(static_cast<AttentionKind>(k), 1, h);
+                ex->select(static_cast<attnlab::AttentionKind>(k), 1, h);
                 ex->view()->plot()->replot(QCustomPlot::rpImmediateRefresh);
                 ex->grid()->repaint();
                 sw.push_back(s.nsecsElapsed() / 1e6);
@@ -134,8 +135,8 @@ int main(int argc, char** argv) {
 
     // Issue 11: the Decoding tab's step slider (candidates, tree, cross rows redrawn) and opening a
     // cell in the Weight tab (explained in the core on the worker, then drawn).
-    window.showTab(MainWindow::Tab::Decoding);
-    DecodingView* dv = window.decodingView();
+    window.views()->showView("decoding");
+    auto* dv = window.views()->find<DecodingView>();
     QApplication::processEvents();
     std::vector<double> slide, cell;
     for (int i = 0; i < n; ++i)
@@ -148,15 +149,15 @@ int main(int argc, char** argv) {
         }
     std::printf("decoding step slider, one step redrawn: median %.1f ms, max %.1f ms over %zu moves\n", median(slide),
                 *std::max_element(slide.begin(), slide.end()), slide.size());
-    const auto r = window.lastResult();
+    const auto r = window.context()->result();
     auto open = [&](int layer, int q) {
         QSignalSpy explained(&controller, &TranslationController::explained);
         QElapsedTimer s;
         s.start();
-        window.explainCell({attnlab::AttentionKind::Cross, layer, 3, q, 1});
+        window.context()->explainCell({attnlab::AttentionKind::Cross, layer, 3, q, 1});
         waitFor(explained);
         QApplication::processEvents();
-        window.weightView()->repaint();
+        window.views()->find<WeightView>()->repaint();
         return s.nsecsElapsed() / 1e6;
     };
     // The first cell opened after a translation runs the model's teacher-forced pass (capturing
@@ -180,8 +181,8 @@ int main(int argc, char** argv) {
 
     // Issue 12: toggling a head in the Heads tab's ablation grid -> the sentence translated again
     // with it off (beam 5) -> the new translation and every map drawn.
-    window.showTab(MainWindow::Tab::Heads);
-    AblationPanel* ablation = window.headLab()->ablation();
+    window.views()->showView("heads");
+    AblationPanel* ablation = window.views()->find<HeadLabView>()->ablation();
     std::vector<double> toggle;
     for (int i = 0; i < n; ++i)
         for (int h = 0; h < 4; ++h) {

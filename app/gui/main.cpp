@@ -5,13 +5,13 @@
 #include <attnlab/package.h>
 #include <attnlab/version.h>
 
-#include "attention_explorer.h"
-#include "decoding_view.h"
+#include "head_lab_view.h"
+#include "lesson_controller.h"
 #include "main_window.h"
-#include "weight_view.h"
 #include "translate_panel.h"
-#include "view_states.h"
 #include "translation_controller.h"
+#include "view_registry.h"
+#include "view_states.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <tuple>
 
 namespace {
 int fail(const QString& message) {
@@ -53,12 +54,10 @@ bool needsNoScreen(int argc, char** argv) {
 }
 // The command line, checked before anything is loaded: a wrong option is an error, not a default.
 struct Options {
-    QString model, text, device, tab, export_to, screenshot;
+    QString model, text, device, export_to, screenshot;
     double text_size = 0;  // 0 = the remembered size, or the desktop's
-    attnlab::ui::AttentionKind kind = attnlab::ui::AttentionKind::Cross;
-    int layer = 0, head = 0;
-    int cell_row = -1, cell_column = -1;  // --cell: the weight to open up (Weight tab)
-    int step = 0;                         // --step: the Decoding tab's step
+    // --tab, --view, --layer, --head, --step, --cell: one view state, applied as a lesson step is
+    attnlab::ViewState view;
     QString heads_page;                   // --heads statistics|ablation|alignment
     std::vector<attnlab::HeadRef> ablate; // --ablate kind:layer:head,...
     QString lesson;                       // --lesson FILE, shown from --lesson-step (1-based)
@@ -66,6 +65,43 @@ struct Options {
     bool presenter = false;
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
 };
+
+// The view options as one view state: the tab (a registered view), the kind (core's one parser),
+// layer, head, decoding step and the cell to open up; an option not given is left as the app has it.
+std::optional<QString> readView(const QCommandLineParser& parser, attnlab::ViewState& v) {
+    const QString tab = parser.value("tab");
+    QStringList tabs;
+    for (const auto& t : attnlab::ui::viewNames()) tabs << QString::fromStdString(t);
+    if (!tabs.contains(tab)) return QString("--tab '%1' is not one of %2").arg(tab, tabs.join(", "));
+    if (parser.isSet("tab")) v.tab = tab.toStdString();
+    try {
+        v.kind = attnlab::parseAttentionKind(parser.value("view").toStdString(), "--view");
+    } catch (const attnlab::Error& e) {
+        return QString::fromUtf8(e.what());
+    }
+    auto number = [&](const char* name, const char* what, std::optional<int>& out) -> std::optional<QString> {
+        bool ok = false;
+        const int n = parser.value(name).toInt(&ok);
+        if (!ok || n < 0) return QString("--%1 '%2' is not %3 (0, 1, ...)").arg(name, parser.value(name), what);
+        out = n;
+        return std::nullopt;
+    };
+    for (const auto& [name, what, field] : {std::tuple{"layer", "a layer number", &v.layer},
+                                            std::tuple{"head", "a head number", &v.head},
+                                            std::tuple{"step", "a step number", &v.step}})
+        if (auto error = number(name, what, *field)) return error;
+    if (parser.isSet("cell")) {
+        const QStringList parts = parser.value("cell").split(',');
+        bool row_ok = false, column_ok = false;
+        const int row = parts.size() == 2 ? parts[0].trimmed().toInt(&row_ok) : -1;
+        const int column = parts.size() == 2 ? parts[1].trimmed().toInt(&column_ok) : -1;
+        if (!row_ok || !column_ok || row < 0 || column < 0)
+            return QString("--cell '%1' is not row,column (two numbers from 0, e.g. 2,3)").arg(parser.value("cell"));
+        v.cell_query = row;
+        v.cell_key = column;
+    }
+    return std::nullopt;
+}
 
 std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineParser parser;
@@ -101,35 +137,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                        lessonStep, presenter, heads, ablate});
     parser.process(app);
 
-    const QString kind = parser.value(view);
-    o.tab = parser.value(tab);
-    if (kind != "encoder" && kind != "decoder" && kind != "cross")
-        return QString("--view '%1' is not one of encoder, decoder, cross").arg(kind);
-    o.kind = kind == "encoder"   ? attnlab::ui::AttentionKind::EncoderSelf
-             : kind == "decoder" ? attnlab::ui::AttentionKind::DecoderSelf
-                                 : attnlab::ui::AttentionKind::Cross;
-    QStringList tabs;
-    for (const auto& t : attnlab::lessonTabs()) tabs << QString::fromStdString(t);
-    if (!tabs.contains(o.tab)) return QString("--tab '%1' is not one of %2").arg(o.tab, tabs.join(", "));
-    bool layer_ok = false, head_ok = false;
-    o.layer = parser.value(layer).toInt(&layer_ok);
-    o.head = parser.value(head).toInt(&head_ok);
-    if (!layer_ok || o.layer < 0)
-        return QString("--layer '%1' is not a layer number (0, 1, ...)").arg(parser.value(layer));
-    if (!head_ok || o.head < 0) return QString("--head '%1' is not a head number (0, 1, ...)").arg(parser.value(head));
-    if (parser.isSet(cell)) {
-        const QStringList parts = parser.value(cell).split(',');
-        bool row_ok = false, column_ok = false;
-        if (parts.size() == 2) {
-            o.cell_row = parts[0].trimmed().toInt(&row_ok);
-            o.cell_column = parts[1].trimmed().toInt(&column_ok);
-        }
-        if (!row_ok || !column_ok || o.cell_row < 0 || o.cell_column < 0)
-            return QString("--cell '%1' is not row,column (two numbers from 0, e.g. 2,3)").arg(parser.value(cell));
-    }
-    bool step_ok = false;
-    o.step = parser.value(step).toInt(&step_ok);
-    if (!step_ok || o.step < 0) return QString("--step '%1' is not a step number (0, 1, ...)").arg(parser.value(step));
+    if (const auto error = readView(parser, o.view)) return error;
     o.heads_page = parser.value(heads);
     if (!o.heads_page.isEmpty() && !QStringList{"statistics", "ablation", "alignment"}.contains(o.heads_page))
         return QString("--heads '%1' is not one of statistics, ablation, alignment").arg(o.heads_page);
@@ -161,67 +169,71 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     if (parser.isSet(textSize)) {
         bool ok = false;
         o.text_size = parser.value(textSize).toDouble(&ok);
-        using attnlab::ui::MainWindow;
-        if (!ok || o.text_size < MainWindow::kMinTextSize || o.text_size > MainWindow::kMaxTextSize)
+        using attnlab::ui::ViewContext;
+        if (!ok || o.text_size < ViewContext::kMinTextSize || o.text_size > ViewContext::kMaxTextSize)
             return QString("--text-size '%1' is not a size in points from %2 to %3")
                 .arg(parser.value(textSize))
-                .arg(MainWindow::kMinTextSize)
-                .arg(MainWindow::kMaxTextSize);
+                .arg(ViewContext::kMinTextSize)
+                .arg(ViewContext::kMaxTextSize);
     }
     o.device = parser.value(device);
     o.export_to = parser.value(exportTo);
     o.screenshot = parser.value(screenshot);
-    if (!o.export_to.isEmpty() && o.tab == "attention" && o.text.isEmpty())
+    if (!o.export_to.isEmpty() && o.view.tab.value_or("attention") == "attention" && o.text.isEmpty())
         return QString("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
     return std::nullopt;
 }
 
-// --export / --screenshot: wait for the model and the translation, check the layer and head
-// against the model, show them, render, quit.
+// Lets queued results, and the work they start (an explanation, a token, statistics), all arrive.
+void settle(attnlab::ui::TranslationController& controller, attnlab::ui::MainWindow& window) {
+    do {
+        controller.waitForIdle();
+        QApplication::processEvents();
+    } while (controller.busy() || window.lessons()->viewStates()->pending());
+}
+
+// The view options against the model: layer and head in range, a cell on one head.
+std::optional<QString> viewProblem(const attnlab::ViewState& v, const attnlab::ModelInfo& info) {
+    const int n_layers = int(info.config.model.n_layers), n_head = int(info.config.model.n_head);
+    if (v.layer.value_or(0) >= n_layers)
+        return QString("--layer %1 is out of range: the model has %2 layers (0-%3)")
+            .arg(*v.layer)
+            .arg(n_layers)
+            .arg(n_layers - 1);
+    if (v.head.value_or(0) > n_head)
+        return QString("--head %1 is out of range: the model has %2 heads (0-%3, and %2 for the mean)")
+            .arg(*v.head)
+            .arg(n_head)
+            .arg(n_head - 1);
+    if (v.cell_query && v.head.value_or(0) == n_head)
+        return "--cell needs one head (--head 0.." + QString::number(n_head - 1) + ")";
+    return std::nullopt;
+}
+
+// --export / --screenshot: wait for the model and the translation, show the view (or the lesson's
+// step) the options name, render, quit.
 int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::MainWindow& window, const Options& o,
                    const QString& load_error) {
+    attnlab::ui::ViewContext* context = window.context();
     window.show();
     controller.waitForIdle();
     if (!load_error.isEmpty()) return fail(load_error);
-    if (!window.lastError().isEmpty()) return fail(window.lastError());
+    if (!context->lastError().isEmpty()) return fail(context->lastError());
     const auto info = controller.modelInfo();
     if (!info) return fail("no model: pass --model DIR");
-    const int n_layers = int(info->config.model.n_layers), n_head = int(info->config.model.n_head);
-    if (o.layer >= n_layers)
-        return fail(QString("--layer %1 is out of range: the model has %2 layers (0-%3)")
-                        .arg(o.layer)
-                        .arg(n_layers)
-                        .arg(n_layers - 1));
-    if (o.head > n_head)
-        return fail(QString("--head %1 is out of range: the model has %2 heads (0-%3, and %2 for the mean)")
-                        .arg(o.head)
-                        .arg(n_head)
-                        .arg(n_head - 1));
     if (!o.lesson.isEmpty()) {
-        if (const auto error = window.openLesson(o.lesson, o.lesson_step - 1)) return fail(*error);
-        // A step may translate, then explain a cell or inspect a token: wait until all of it is done.
-        do {
-            controller.waitForIdle();
-            QApplication::processEvents();
-        } while (controller.busy() || window.viewStates()->pending());
-        if (!window.lastError().isEmpty()) return fail(window.lastError());
+        if (const auto error = window.lessons()->openLesson(o.lesson, o.lesson_step - 1)) return fail(*error);
     } else {
-        window.explorer()->select(o.kind, o.layer, o.head);
-        window.decodingView()->setStep(o.step);
+        if (const auto error = viewProblem(o.view, *info)) return fail(*error);
+        window.lessons()->applyView(o.view);
     }
+    settle(controller, window);
+    if (!context->lastError().isEmpty()) return fail(context->lastError());
     if (!o.heads_page.isEmpty()) {
-        if (const auto error = window.showHeadLab(o.heads_page, o.ablate)) return fail(*error);
-        do {
-            controller.waitForIdle();
-            QApplication::processEvents();
-        } while (controller.busy());
-        if (!window.lastError().isEmpty()) return fail(window.lastError());
-    }
-    if (o.cell_row >= 0 && o.lesson.isEmpty()) {
-        if (o.head == n_head) return fail("--cell needs one head (--head 0.." + QString::number(n_head - 1) + ")");
-        window.explainCell({attnlab::ui::coreKind(o.kind), o.layer, o.head, o.cell_row, o.cell_column});
-        controller.waitForIdle();
-        if (!window.weightView()->explanation()) return fail(window.lastError());
+        auto* heads = qobject_cast<attnlab::ui::HeadLabView*>(window.views()->view("heads"));
+        if (const auto error = heads->showPage(o.heads_page, o.ablate)) return fail(*error);
+        settle(controller, window);
+        if (!context->lastError().isEmpty()) return fail(context->lastError());
     }
     // Results arrive as queued signals, and the text they set re-lays out the window through
     // further posted events: let every round of them run before grabbing.
@@ -258,37 +270,36 @@ int main(int argc, char** argv) {
 
     attnlab::ui::TranslationController controller;
     attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!o.headless());
+    attnlab::ui::ViewContext* context = window.context();
     window.resize(1400, 900);
-    if (o.text_size > 0) window.setTextSize(o.text_size, /*remember=*/false);
+    if (o.text_size > 0) context->setTextSize(o.text_size, /*remember=*/false);
     QString load_error;  // the first failure is the one to report headlessly
-    QObject::connect(&controller, &attnlab::ui::TranslationController::modelFailed, &window,
-                     [&](const QString& m) { load_error = m; });
+    QObject::connect(context, &attnlab::ui::ViewContext::failed, &window, [&](attnlab::ui::Operation op, const QString& m) {
+        if (op == attnlab::ui::Operation::LoadModel && load_error.isEmpty()) load_error = m;
+    });
     window.translatePanel()->setDevice(o.device);
-    if (!o.model.isEmpty()) controller.loadModel(o.model, o.device);
-    if (!o.text.isEmpty()) {
-        window.translatePanel()->setSentence(o.text);
-        window.translateSentence(o.text, window.translatePanel()->options());
-    }
-    if (QWidget* tab = window.tabNamed(o.tab.toStdString())) window.tabs()->setCurrentWidget(tab);
+    if (!o.model.isEmpty()) context->loadModel(o.model);
+    if (!o.text.isEmpty()) context->translateSentence(o.text);
+    if (o.view.tab) window.views()->showView(*o.view.tab);
     if (o.headless()) return renderHeadless(controller, window, o, load_error);
 
     window.show();
     if (!o.lesson.isEmpty()) {
         // A bad lesson is reported; the window stays open with what it has.
-        if (const auto error = window.openLesson(o.lesson, o.lesson_step - 1)) fail(*error);
+        if (const auto error = window.lessons()->openLesson(o.lesson, o.lesson_step - 1)) fail(*error);
     } else {
         QObject::connect(
-            &controller, &attnlab::ui::TranslationController::translationFinished, &window,
-            [&](attnlab::ui::ResultPtr) { window.explorer()->select(o.kind, o.layer, o.head); },
-            Qt::SingleShotConnection);
+            context, &attnlab::ui::ViewContext::resultChanged, &window,
+            [&](attnlab::ui::ResultPtr) { window.lessons()->applyView(o.view); }, Qt::SingleShotConnection);
     }
     if (!o.heads_page.isEmpty())
         QObject::connect(
-            &controller, &attnlab::ui::TranslationController::translationFinished, &window,
+            context, &attnlab::ui::ViewContext::resultChanged, &window,
             [&](attnlab::ui::ResultPtr) {
-                if (const auto error = window.showHeadLab(o.heads_page, o.ablate)) fail(*error);
+                auto* heads = qobject_cast<attnlab::ui::HeadLabView*>(window.views()->view("heads"));
+                if (const auto error = heads->showPage(o.heads_page, o.ablate)) fail(*error);
             },
             Qt::SingleShotConnection);
-    if (o.presenter) window.setPresenterMode(true);
+    if (o.presenter) window.lessons()->setPresenterMode(true);
     return app.exec();
 }

@@ -32,7 +32,7 @@ struct Setup {
 };
 
 Setup& setup() {
-    static Setup s = [] {
+    static Setup shared = [] {
         Setup s;
         const char* threads = std::getenv("ATTNLAB_THREADS");
         setComputeThreads(threads ? std::atoi(threads) : 0);
@@ -62,7 +62,7 @@ Setup& setup() {
         s.options.max_lengths.assign(32, 20);
         return s;
     }();
-    return s;
+    return shared;
 }
 
 std::vector<std::vector<decoding::Hyp>> run(decoding::StepperKind kind, int64_t sentences) {

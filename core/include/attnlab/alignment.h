@@ -77,7 +77,7 @@ std::string alignmentMethodName(const AlignmentMethod& method);
 // Throws ConfigError naming the text when it is none of the three forms.
 AlignmentMethod parseAlignmentMethod(const std::string& text);
 // Why a model of this shape has no such method ("layer 7 is out of range (0..2)"), or nothing.
-std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& method, int layers, int heads);
+[[nodiscard]] std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& method, int layers, int heads);
 // Every head, then every layer, then "all", for a model of this shape.
 std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads);
 

@@ -10,9 +10,14 @@ namespace attnlab {
 
 enum class AttentionKind { EncoderSelf, DecoderSelf, Cross };
 
-// "encoder" | "decoder" | "cross".
+// The one vocabulary of kinds: "encoder" | "decoder" | "cross", in this order everywhere (CLI, lesson and
+// session files, JSON, the app's options and views).
+const std::vector<AttentionKind>& attentionKinds();
 std::string attentionKindName(AttentionKind kind);
+std::string attentionKindNames();  // "encoder, decoder, cross"
 std::optional<AttentionKind> attentionKindFromName(const std::string& name);
+// The one parser of a kind's name: throws InputError "<where>: 'x' is not one of encoder, decoder, cross".
+AttentionKind parseAttentionKind(const std::string& name, const std::string& where);
 
 // One head of one layer (0-based).
 struct HeadRef {

@@ -5,6 +5,8 @@
 // session. Read and written here only; the app applies a ViewState, the tests and the fuzzer read
 // the same files through the same functions.
 
+#include <attnlab/attention_kind.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,19 +14,17 @@
 namespace attnlab {
 
 inline constexpr int kLessonVersion = 1;
-// The tabs a view may name, in the app's order.
-const std::vector<std::string>& lessonTabs();
 
 // What a step shows. An absent field keeps what the app shows already (a step may change the head
 // only); `sentence` absent keeps the sentence and its translation.
 struct ViewState {
-    std::optional<std::string> tab;  // one of lessonTabs()
+    std::optional<std::string> tab;  // a view of the app by name (checkLessonViews)
     std::optional<std::string> sentence;
     std::optional<int> beam;           // 1..256
     std::optional<double> alpha;       // 0..10
     std::optional<int> max_length;     // 1..65536
     std::optional<std::string> force_prefix;  // "" = free decoding
-    std::optional<std::string> kind;   // "encoder" | "decoder" | "cross"
+    std::optional<AttentionKind> kind;  // written "encoder" | "decoder" | "cross"
     std::optional<int> layer;          // 0-based
     std::optional<int> head;           // 0-based; n_head = the mean over heads
     std::optional<int> cell_query, cell_key;  // both or neither: the weight opened in the Weight tab
@@ -53,6 +53,9 @@ Lesson readLesson(const std::string& path);  // at most 4 MB
 // Check every step's layer, head and kind against a model's shape (head == n_head is the mean);
 // throws InputError naming the file, the step and the field.
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin);
+// Check every step's tab against the views an app offers (the app's view registry owns the names);
+// throws InputError "lesson.json: step 2: tab: 'maps' is not one of attention, ...".
+void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin);
 
 // What step `index` shows when reached from anywhere (a jump, --lesson-step): the sentence, the
 // decoding options, the forced prefix, kind, layer and head as the steps up to it last set them;

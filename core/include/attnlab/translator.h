@@ -90,7 +90,7 @@ public:
                                                 const StepCallback& on_batch = {}) const;
 
     // Why the sentence cannot be translated (empty, too long), or nothing when it can.
-    std::optional<std::string> inputProblem(const std::string& sentence) const;
+    [[nodiscard]] std::optional<std::string> inputProblem(const std::string& sentence) const;
 
     // The numbers behind a translation (attnlab/explain.h), from a teacher-forced pass over its
     // source and best hypothesis. Throw InputError naming an index out of range.

@@ -3,6 +3,7 @@
 
 #include "decoding/engine.h"
 #include "util/checks.h"
+#include "util/torch_errors.h"
 
 namespace attnlab {
 
@@ -15,8 +16,10 @@ void TranslatorOptions::validate() const {
     if (!ok) throw ConfigError("translator options: device '" + device + "' is not one of auto, cpu, cuda, cuda:N");
 }
 
+// Every entry point translates LibTorch's c10::Error into InternalError: no c10::Error reaches a caller.
 Translator::Translator(const std::string& package_dir, const TranslatorOptions& options)
-    : m_engine(std::make_unique<decoding::Engine>(package_dir, options)) {}
+    : m_engine(util::translatingTorchErrors(
+          "loading the model", [&] { return std::make_unique<decoding::Engine>(package_dir, options); })) {}
 Translator::~Translator() = default;
 Translator::Translator(Translator&&) noexcept = default;
 Translator& Translator::operator=(Translator&&) noexcept = default;
@@ -25,42 +28,42 @@ const ModelInfo& Translator::info() const { return m_engine->info(); }
 
 TranslationResult Translator::translate(const std::string& sentence, const DecodingOptions& options,
                                         const StepCallback& on_step) const {
-    return m_engine->translate({sentence}, options, on_step).front();
+    return util::translatingTorchErrors("translating", [&] { return m_engine->translate({sentence}, options, on_step).front(); });
 }
 
 std::vector<TranslationResult> Translator::translateBatch(const std::vector<std::string>& sentences,
                                                           const DecodingOptions& options,
                                                           const StepCallback& on_step) const {
-    return m_engine->translate(sentences, options, on_step);
+    return util::translatingTorchErrors("translating", [&] { return m_engine->translate(sentences, options, on_step); });
 }
 
 std::vector<TranslationResult> Translator::teacherForce(const std::vector<std::string>& sources,
                                                         const std::vector<std::string>& targets,
                                                         const DecodingOptions& options,
                                                         const StepCallback& on_batch) const {
-    return m_engine->teacherForce(sources, targets, options, on_batch);
+    return util::translatingTorchErrors("teacher forcing", [&] { return m_engine->teacherForce(sources, targets, options, on_batch); });
 }
 
 std::vector<TranslationResult> Translator::teacherForce(const std::vector<TranslationResult>& results,
                                                         const DecodingOptions& options,
                                                         const StepCallback& on_batch) const {
-    return m_engine->teacherForce(results, options, on_batch);
+    return util::translatingTorchErrors("teacher forcing", [&] { return m_engine->teacherForce(results, options, on_batch); });
 }
 
 std::optional<std::string> Translator::inputProblem(const std::string& sentence) const {
-    return m_engine->inputProblem(sentence);
+    return util::translatingTorchErrors("checking the sentence", [&] { return m_engine->inputProblem(sentence); });
 }
 
 AttentionExplanation Translator::explain(const TranslationResult& result, const CellRef& cell) const {
-    return m_engine->explain(result, cell);
+    return util::translatingTorchErrors("explaining a weight", [&] { return m_engine->explain(result, cell); });
 }
 
 TokenInside Translator::tokenInside(const TranslationResult& result, bool target, int position) const {
-    return m_engine->tokenInside(result, target, position);
+    return util::translatingTorchErrors("opening up a token", [&] { return m_engine->tokenInside(result, target, position); });
 }
 
-BatchMasks Translator::masks(const std::vector<TranslationResult>& results) const { return m_engine->masks(results); }
+BatchMasks Translator::masks(const std::vector<TranslationResult>& results) const { return util::translatingTorchErrors("building the masks", [&] { return m_engine->masks(results); }); }
 
-std::vector<std::vector<float>> Translator::positionalTable() const { return m_engine->positionalTable(); }
+std::vector<std::vector<float>> Translator::positionalTable() const { return util::translatingTorchErrors("the positional table", [&] { return m_engine->positionalTable(); }); }
 
 }  // namespace attnlab

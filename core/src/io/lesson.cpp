@@ -76,12 +76,7 @@ ViewState parseView(const json& v, const Where& w) {
     ViewState s;
     if (v.contains("tab")) {
         s.tab = getString(v, "tab", w);
-        const auto& tabs = lessonTabs();
-        if (std::find(tabs.begin(), tabs.end(), *s.tab) == tabs.end()) {
-            std::string list;
-            for (const auto& t : tabs) list += (list.empty() ? "" : ", ") + t;
-            w.fail("tab", "'" + *s.tab + "' is not one of " + list);
-        }
+        if (s.tab->empty()) w.fail("tab", "is empty");
     }
     if (v.contains("sentence")) {
         s.sentence = getString(v, "sentence", w);
@@ -92,9 +87,7 @@ ViewState parseView(const json& v, const Where& w) {
     if (v.contains("max_length")) s.max_length = getInt(v, "max_length", 1, 1 << 16, w);
     if (v.contains("force_prefix")) s.force_prefix = getString(v, "force_prefix", w);
     if (v.contains("kind")) {
-        s.kind = getString(v, "kind", w);
-        if (*s.kind != "encoder" && *s.kind != "decoder" && *s.kind != "cross")
-            w.fail("kind", "'" + *s.kind + "' is not one of encoder, decoder, cross");
+        s.kind = parseAttentionKind(getString(v, "kind", w), w.at("kind"));
     }
     if (v.contains("layer")) s.layer = getInt(v, "layer", 0, 1 << 16, w);
     if (v.contains("head")) s.head = getInt(v, "head", 0, 1 << 16, w);
@@ -173,7 +166,7 @@ json viewJson(const ViewState& s) {
     if (s.alpha) v["alpha"] = *s.alpha;
     if (s.max_length) v["max_length"] = *s.max_length;
     if (s.force_prefix) v["force_prefix"] = *s.force_prefix;
-    if (s.kind) v["kind"] = *s.kind;
+    if (s.kind) v["kind"] = attentionKindName(*s.kind);
     if (s.layer) v["layer"] = *s.layer;
     if (s.head) v["head"] = *s.head;
     if (s.cell_query && s.cell_key) v["cell"] = {*s.cell_query, *s.cell_key};
@@ -185,11 +178,6 @@ json viewJson(const ViewState& s) {
 }
 }  // namespace
 
-const std::vector<std::string>& lessonTabs() {
-    static const std::vector<std::string> tabs{"attention", "decoding", "weight", "inputs", "pairs", "heads",
-                                               "positional", "model"};
-    return tabs;
-}
 
 Lesson parseLesson(const std::string& text, const std::string& origin) {
     const json j = parseJson(text, origin);
@@ -223,6 +211,16 @@ void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const 
                                " = the mean)");
         if (v.cell_query && v.head && *v.head == n_head)
             w.fail("cell", "a cell belongs to one head, not to the mean over heads");
+    }
+}
+
+void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin) {
+    for (size_t i = 0; i < lesson.steps.size(); ++i) {
+        const auto& tab = lesson.steps[i].view.tab;
+        if (!tab || std::find(views.begin(), views.end(), *tab) != views.end()) continue;
+        std::string list;
+        for (const auto& t : views) list += (list.empty() ? "" : ", ") + t;
+        Where{origin, static_cast<int>(i) + 1}.fail("tab", "'" + *tab + "' is not one of " + list);
     }
 }
 

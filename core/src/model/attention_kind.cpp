@@ -14,11 +14,27 @@ std::string attentionKindName(AttentionKind kind) {
     return "cross";
 }
 
+const std::vector<AttentionKind>& attentionKinds() {
+    static const std::vector<AttentionKind> kinds{AttentionKind::EncoderSelf, AttentionKind::DecoderSelf,
+                                                  AttentionKind::Cross};
+    return kinds;
+}
+
+std::string attentionKindNames() {
+    std::string out;
+    for (const auto k : attentionKinds()) out += (out.empty() ? "" : ", ") + attentionKindName(k);
+    return out;
+}
+
 std::optional<AttentionKind> attentionKindFromName(const std::string& name) {
-    if (name == "encoder") return AttentionKind::EncoderSelf;
-    if (name == "decoder") return AttentionKind::DecoderSelf;
-    if (name == "cross") return AttentionKind::Cross;
+    for (const auto k : attentionKinds())
+        if (attentionKindName(k) == name) return k;
     return std::nullopt;
+}
+
+AttentionKind parseAttentionKind(const std::string& name, const std::string& where) {
+    if (const auto k = attentionKindFromName(name)) return *k;
+    throw InputError(where + ": '" + name + "' is not one of " + attentionKindNames());
 }
 
 std::string headName(const HeadRef& h) {
@@ -46,8 +62,8 @@ std::vector<HeadRef> parseHeadList(const std::string& text) {
         const auto kind = a == std::string::npos ? std::nullopt : attentionKindFromName(entry.substr(0, a));
         if (!kind || b == std::string::npos || !wholeNumber(entry.substr(a + 1, b - a - 1), h.layer) ||
             !wholeNumber(entry.substr(b + 1), h.head))
-            throw ConfigError("'" + entry + "' is not kind:layer:head (kind encoder, decoder or cross; layer and "
-                              "head 0-based numbers), e.g. cross:2:5");
+            throw ConfigError("'" + entry + "' is not kind:layer:head (kind one of " + attentionKindNames() +
+                              "; layer and head 0-based numbers), e.g. cross:2:5");
         h.kind = *kind;
         heads.push_back(h);
     }

@@ -1,0 +1,69 @@
+#include "head_picker.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSignalBlocker>
+#include <QSpinBox>
+
+namespace attnlab::ui {
+
+QString kindTitle(AttentionKind kind) {
+    switch (kind) {
+    case AttentionKind::EncoderSelf: return QObject::tr("Encoder self-attention");
+    case AttentionKind::DecoderSelf: return QObject::tr("Masked decoder self-attention");
+    case AttentionKind::Cross: return QObject::tr("Decoder → encoder cross-attention");
+    }
+    return {};
+}
+
+HeadPicker::HeadPicker(AttentionKind initial, bool with_mean, QWidget* parent)
+    : QWidget(parent), m_with_mean(with_mean) {
+    m_kind = new QComboBox(this);
+    for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k), int(k));
+    m_kind->setCurrentIndex(m_kind->findData(int(initial)));
+    m_layer = new QSpinBox(this);
+    m_head = new QSpinBox(this);
+    auto* row = new QHBoxLayout(this);
+    row->setContentsMargins(0, 0, 0, 0);
+    row->addWidget(m_kind);
+    row->addWidget(new QLabel(tr("Layer"), this));
+    row->addWidget(m_layer);
+    row->addWidget(new QLabel(tr("Head"), this));
+    row->addWidget(m_head);
+    connect(m_kind, &QComboBox::currentIndexChanged, this, &HeadPicker::changed);
+    connect(m_layer, &QSpinBox::valueChanged, this, &HeadPicker::changed);
+    connect(m_head, &QSpinBox::valueChanged, this, [this] {
+        updateSuffix();
+        Q_EMIT changed();
+    });
+}
+
+AttentionKind HeadPicker::kind() const { return static_cast<AttentionKind>(m_kind->currentData().toInt()); }
+int HeadPicker::layer() const { return m_layer->value(); }
+int HeadPicker::head() const { return m_head->value(); }
+bool HeadPicker::isMean() const { return m_with_mean && m_heads > 0 && m_head->value() == m_heads; }
+
+void HeadPicker::setShape(int layers, int heads) {
+    const QSignalBlocker a(m_layer), b(m_head);
+    m_heads = heads;
+    m_layer->setRange(0, std::max(0, layers - 1));
+    m_head->setRange(0, std::max(0, m_with_mean ? heads : heads - 1));
+    updateSuffix();
+}
+
+void HeadPicker::select(AttentionKind kind, int layer, int head) {
+    const QSignalBlocker a(m_kind), b(m_layer), c(m_head);
+    m_kind->setCurrentIndex(m_kind->findData(int(kind)));
+    m_layer->setValue(layer);
+    m_head->setValue(head);
+    updateSuffix();
+}
+
+void HeadPicker::setKind(AttentionKind kind) { m_kind->setCurrentIndex(m_kind->findData(int(kind))); }
+void HeadPicker::stepLayer(int delta) { m_layer->setValue(m_layer->value() + delta); }
+void HeadPicker::stepHead(int delta) { m_head->setValue(m_head->value() + delta); }
+
+void HeadPicker::updateSuffix() { m_head->setSuffix(isMean() ? tr(" (mean)") : QString()); }
+
+}  // namespace attnlab::ui

@@ -1,0 +1,47 @@
+#pragma once
+// HeadPicker: the one control row that chooses a map — kind (core's AttentionKind), layer, head,
+// optionally the mean over heads (head == n_head). Every view that shows one head's map has its
+// own, and so its own selection.
+
+#include <attnlab/attention_kind.h>
+
+#include <QWidget>
+
+class QComboBox;
+class QSpinBox;
+
+namespace attnlab::ui {
+
+// The words a person reads for a kind: "Encoder self-attention" (the files say "encoder").
+QString kindTitle(AttentionKind kind);
+
+class HeadPicker : public QWidget {
+    Q_OBJECT
+public:
+    HeadPicker(AttentionKind initial, bool with_mean, QWidget* parent = nullptr);
+
+    AttentionKind kind() const;
+    int layer() const;
+    int head() const;  // n_head = the mean over heads, when offered
+    bool isMean() const;
+    // The model's shape: layer 0..layers-1, head 0..heads-1 (and heads = the mean when offered).
+    void setShape(int layers, int heads);
+    // Without changed(): the owner redraws once.
+    void select(AttentionKind kind, int layer, int head);
+    void setKind(AttentionKind kind);
+    void stepLayer(int delta);
+    void stepHead(int delta);
+
+Q_SIGNALS:
+    void changed();
+
+private:
+    void updateSuffix();
+    bool m_with_mean;
+    int m_heads = 0;
+    QComboBox* m_kind;
+    QSpinBox* m_layer;
+    QSpinBox* m_head;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,197 @@
+#include "lesson_controller.h"
+
+#include "lesson_pane.h"
+#include "view_registry.h"
+#include "view_states.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <QAction>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMainWindow>
+#include <QMenu>
+
+#include <utility>
+
+namespace attnlab::ui {
+
+namespace {
+QString canonical(const std::string& dir) { return QFileInfo(QString::fromStdString(dir)).canonicalFilePath(); }
+
+QString beyondTheEnd(const QString& origin, int index, int count) {
+    return LessonController::tr("%1: step %2 is beyond the end (the lesson has %3 steps)")
+        .arg(origin)
+        .arg(index + 1)
+        .arg(count);
+}
+}  // namespace
+
+LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWindow* window)
+    : QObject(window), m_context(context), m_window(window) {
+    m_pane = new LessonPane(window);
+    m_dock = new QDockWidget(tr("Lesson"), window);
+    m_dock->setObjectName("lesson");
+    m_dock->setWidget(m_pane);
+    window->addDockWidget(Qt::RightDockWidgetArea, m_dock);
+    m_dock->hide();
+    m_views = new ViewStates(context, tabs, this);
+    connect(m_pane, &LessonPane::stepShown, this, [this](int, const ViewState& v) { m_views->apply(v); });
+    connect(context, &ViewContext::modelChanged, this, &LessonController::showPendingStep);
+}
+
+void LessonController::fillMenu(QMenu* menu) {
+    menu->addAction(tr("&Open lesson…"), QKeySequence(tr("Ctrl+L")), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(m_window, tr("Open a lesson"),
+                                                          QString::fromStdString(bundledLessonsDir()), tr("Lessons (*.json)"));
+        if (!path.isEmpty()) report(Operation::Lesson, openLesson(path));
+    });
+    QMenu* bundled = menu->addMenu(tr("&Bundled lessons"));
+    for (const auto& l : bundledLessons()) {
+        const QString path = QString::fromStdString(l.path);
+        bundled->addAction(QString::fromStdString(l.title), this,
+                           [this, path] { report(Operation::Lesson, openLesson(path)); });
+    }
+    bundled->setEnabled(!bundled->isEmpty());
+    menu->addSeparator();
+    menu->addAction(tr("&Next step"), QKeySequence(Qt::Key_PageDown), this, [this] {
+        if (m_pane->hasLesson()) report(Operation::Lesson, goToStep(m_pane->current() + 1));
+    });
+    menu->addAction(tr("&Previous step"), QKeySequence(Qt::Key_PageUp), this, [this] {
+        if (m_pane->hasLesson()) report(Operation::Lesson, goToStep(m_pane->current() - 1));
+    });
+    m_presenter_action = menu->addAction(tr("P&resenter mode"), this, [this](bool on) { setPresenterMode(on); });
+    m_presenter_action->setCheckable(true);
+    m_presenter_action->setShortcuts({QKeySequence(Qt::Key_F5)});
+    auto* leave = new QAction(tr("Leave presenter mode"), m_window);
+    leave->setShortcut(QKeySequence(Qt::Key_Escape));
+    connect(leave, &QAction::triggered, this, [this] {
+        if (m_presenter) setPresenterMode(false);
+    });
+    m_window->addAction(leave);
+    menu->addSeparator();
+    menu->addAction(tr("&Save session…"), QKeySequence::Save, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(m_window, tr("Save the view as a session"), "session.json",
+                                                          tr("Sessions (*.json)"));
+        if (!path.isEmpty()) report(Operation::SaveSession, saveSession(path));
+    });
+    menu->addAction(tr("Open s&ession…"), QKeySequence(tr("Ctrl+Shift+L")), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(m_window, tr("Open a session"), QString(), tr("Sessions (*.json)"));
+        if (!path.isEmpty()) report(Operation::Lesson, openSession(path));
+    });
+}
+
+void LessonController::report(Operation op, const std::optional<QString>& problem) {
+    if (problem) m_context->reportFailure(op, *problem);
+}
+
+std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson, const QString& origin) const {
+    try {
+        checkLessonViews(lesson, viewNames(), origin.toStdString());
+        if (const auto info = m_context->model())
+            checkLessonFitsModel(lesson, int(info->config.model.n_layers), int(info->config.model.n_head),
+                                 origin.toStdString());
+        return std::nullopt;
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> LessonController::start(const Lesson& lesson, const QString& origin, int first) {
+    if (first < 0 || first >= int(lesson.steps.size())) return beyondTheEnd(origin, first, int(lesson.steps.size()));
+    QString model_dir;
+    try {
+        if (!lesson.model.empty()) model_dir = QString::fromStdString(resolveModelArgument(lesson.model));
+    } catch (const Error& e) {
+        return tr("%1: model: %2").arg(origin, QString::fromStdString(e.what()));
+    }
+    const auto info = m_context->model();
+    const bool other_model = !model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString()));
+    if (!other_model)
+        if (auto problem = problemWithLesson(lesson, origin)) return problem;
+    m_pane->setLesson(lesson, origin);
+    m_dock->show();
+    m_dock->raise();
+    if (other_model || !info) {
+        m_pending_step = first;  // shown once the model has loaded (showPendingStep)
+        if (other_model) m_context->loadModel(model_dir);
+        return std::nullopt;
+    }
+    m_pane->show(first);
+    return std::nullopt;
+}
+
+void LessonController::showPendingStep() {
+    if (m_pending_step < 0) return;
+    const int step = std::exchange(m_pending_step, -1);
+    if (const auto problem = problemWithLesson(m_pane->lesson(), m_pane->origin()))
+        return m_context->reportFailure(Operation::Lesson, *problem);
+    m_pane->show(step);
+}
+
+std::optional<QString> LessonController::openLesson(const QString& path, int first) {
+    try {
+        return start(readLesson(path.toStdString()), path, first);
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> LessonController::openSession(const QString& path) {
+    try {
+        return start(readSession(path.toStdString()), path, 0);
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> LessonController::goToStep(int index) {
+    if (!m_pane->hasLesson()) return tr("no lesson is open (Lesson > Open lesson…)");
+    if (!m_pane->show(index)) return beyondTheEnd(m_pane->origin(), index, m_pane->count());
+    m_context->showStatus(tr("Lesson step %1 of %2").arg(index + 1).arg(m_pane->count()), 3000);
+    return std::nullopt;
+}
+
+std::optional<QString> LessonController::saveSession(const QString& path) {
+    LessonStep step;
+    step.title = QFileInfo(path).completeBaseName().toStdString();
+    step.view = m_views->current();
+    std::string model;
+    if (const auto info = m_context->model()) {
+        const QString dir = canonical(info->package_dir);
+        model = dir.toStdString();
+        for (const auto& b : bundledModels())
+            if (canonical(b.dir) == dir) model = b.name;
+    }
+    try {
+        writeSession(path.toStdString(), step, model);
+        m_context->showStatus(tr("Session saved to %1").arg(path));
+        return std::nullopt;
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+void LessonController::applyView(const ViewState& view) { m_views->apply(view); }
+
+void LessonController::setPresenterMode(bool on) {
+    if (on == m_presenter) return;
+    m_presenter = on;
+    if (m_presenter_action) m_presenter_action->setChecked(on);
+    if (on) {
+        m_saved_text_size = m_context->textSize();
+        m_saved_palette = m_context->palette();
+        m_context->setTextSize(std::max(18.0, m_saved_text_size), /*remember=*/false);
+        m_context->setPalette(Palette::HighContrast, /*remember=*/false);
+        m_dock->show();
+        m_window->showFullScreen();
+    } else {
+        m_context->setTextSize(m_saved_text_size, false);
+        m_context->setPalette(m_saved_palette, false);
+        m_window->showNormal();
+    }
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,72 @@
+#pragma once
+// LessonController: lessons, sessions and presenter mode (attnlab/lesson.h reads and checks the
+// files). It owns the lesson pane and its dock, the Lesson menu, the view states and the step
+// waiting for its model; a lesson is checked against the app's views and the model in one place
+// (problemWithLesson). Failures are returned to the caller, which reports them.
+
+#include "view_context.h"
+
+#include <attnlab/lesson.h>
+
+#include <QObject>
+
+#include <optional>
+
+class QAction;
+class QDockWidget;
+class QMainWindow;
+class QMenu;
+
+namespace attnlab::ui {
+
+class LessonPane;
+class ViewStates;
+class ViewTabs;
+
+class LessonController : public QObject {
+    Q_OBJECT
+public:
+    // Adds the caption pane as a dock of `window` (hidden until a lesson opens).
+    LessonController(ViewContext* context, ViewTabs* tabs, QMainWindow* window);
+
+    // The Lesson menu: open, bundled lessons, next/previous step, presenter mode, sessions.
+    void fillMenu(QMenu* menu);
+
+    // Open a lesson and show its step `first` (0-based); a lesson naming another bundled model loads
+    // it first. Errors name the file, the step and the field; the window keeps what it had.
+    [[nodiscard]] std::optional<QString> openLesson(const QString& path, int first = 0);
+    [[nodiscard]] std::optional<QString> goToStep(int index);
+    // File > Save session / Open session: the current view as one lesson step.
+    [[nodiscard]] std::optional<QString> saveSession(const QString& path);
+    [[nodiscard]] std::optional<QString> openSession(const QString& path);
+    // Full screen, text at least 18 pt, the high-contrast colour map, the caption pane shown;
+    // off restores what was there.
+    void setPresenterMode(bool on);
+    bool presenterMode() const { return m_presenter; }
+
+    LessonPane* pane() const { return m_pane; }
+    ViewStates* viewStates() const { return m_views; }
+    // Applies a view state outside any lesson (the app's command line).
+    void applyView(const ViewState& view);
+
+private:
+    [[nodiscard]] std::optional<QString> start(const Lesson& lesson, const QString& origin, int first);
+    // Why `lesson` cannot be shown with the loaded model and this app's views, or nothing.
+    [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin) const;
+    void showPendingStep();  // once the lesson's model has loaded
+    // Runs a menu's request and reports its problem.
+    void report(Operation op, const std::optional<QString>& problem);
+
+    ViewContext* m_context;
+    QMainWindow* m_window;
+    LessonPane* m_pane;
+    QDockWidget* m_dock;
+    ViewStates* m_views;
+    int m_pending_step = -1;
+    bool m_presenter = false;
+    double m_saved_text_size = 0;
+    Palette m_saved_palette = Palette::Blues;
+    QAction* m_presenter_action = nullptr;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,31 @@
+#pragma once
+// What the UI was doing when something failed: the one failure signal (ViewContext::failed)
+// carries one of these with the message, and the window reports each in one place.
+
+#include <QMetaType>
+#include <QString>
+
+namespace attnlab::ui {
+
+enum class Operation {
+    LoadModel,      // File > Open model, a dropped folder, a lesson's model, the device switch
+    Translate,      // the sentence, a forced beginning, an ablation
+    Explain,        // the Weight tab's opened-up cell
+    Inspect,        // the Inputs tab's token and masks
+    TranslatePair,  // the Minimal pairs tab
+    HeadLab,        // the Heads tab's statistics and importance
+    Align,          // the Heads tab's alignment
+    Lesson,         // a lesson or a session opened, a step shown
+    SaveSession,
+    Export,         // File > Export (figure, attention JSON)
+};
+
+// The status bar's words for a failure of `op`: "Translation failed".
+QString operationTitle(Operation op);
+// Failures the user asked for in a dialog or a menu and that no view shows where it happened:
+// a desktop session shows them in a message box as well.
+bool operationNeedsDialog(Operation op);
+
+}  // namespace attnlab::ui
+
+Q_DECLARE_METATYPE(attnlab::ui::Operation)

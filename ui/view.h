@@ -1,0 +1,38 @@
+#pragma once
+// View: one page of the window (a tab), registered once in view_registry.cpp. A view follows the
+// ViewContext by itself (it connects to the context's signals in its constructor), exports its
+// figure through figure(), and reads and applies its part of a lesson step or session.
+
+#include "view_context.h"
+
+#include <attnlab/lesson.h>
+
+#include <QList>
+#include <QWidget>
+
+class QAction;
+class QCustomPlot;
+
+namespace attnlab::ui {
+
+class View : public QWidget {
+    Q_OBJECT
+public:
+    View(ViewContext* context, QWidget* parent);
+
+    ViewContext* context() const { return m_context; }
+    // What File > Export writes; null when there is nothing to export now (noFigureReason says why).
+    virtual QCustomPlot* figure() const { return nullptr; }
+    virtual QString noFigureReason() const;
+    // Its part of what a session saves (tab and decoding options are the registry's).
+    virtual void saveState(ViewState& state) const;
+    // Its part of a lesson step, once the step's translation is shown.
+    virtual void applyState(const ViewState& state);
+    // Window-wide actions with their keys, listed in the View menu (Help > Keyboard shortcuts).
+    virtual QList<QAction*> menuActions() const { return {}; }
+
+private:
+    ViewContext* m_context;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,122 @@
+#include "view_context.h"
+
+#include <QApplication>
+#include <QFont>
+#include <QSettings>
+
+#include <algorithm>
+
+namespace attnlab::ui {
+
+namespace {
+bool sameOptions(const DecodingOptions& a, const DecodingOptions& b) {
+    return a.beam_size == b.beam_size && a.length_penalty == b.length_penalty && a.max_length == b.max_length;
+}
+}  // namespace
+
+QString operationTitle(Operation op) {
+    switch (op) {
+    case Operation::LoadModel: return QObject::tr("Cannot open the model");
+    case Operation::Translate: return QObject::tr("Translation failed");
+    case Operation::Explain: return QObject::tr("Cannot explain this weight");
+    case Operation::Inspect: return QObject::tr("Inputs");
+    case Operation::TranslatePair: return QObject::tr("Minimal pairs");
+    case Operation::HeadLab: return QObject::tr("Head statistics failed");
+    case Operation::Align: return QObject::tr("Alignment failed");
+    case Operation::Lesson: return QObject::tr("Cannot show the lesson");
+    case Operation::SaveSession: return QObject::tr("Cannot save the session");
+    case Operation::Export: return QObject::tr("Export failed");
+    }
+    return {};
+}
+
+bool operationNeedsDialog(Operation op) {
+    return op == Operation::LoadModel || op == Operation::Lesson || op == Operation::SaveSession ||
+           op == Operation::Export;
+}
+
+ViewContext::ViewContext(TranslationController* controller, QObject* parent)
+    : QObject(parent), m_controller(controller) {
+    qRegisterMetaType<Operation>("attnlab::ui::Operation");
+    connect(controller, &TranslationController::modelLoaded, this, &ViewContext::setModel);
+    connect(controller, &TranslationController::translationFinished, this,
+            [this](ResultPtr r) { setResult(std::move(r), m_result_options); });
+    connect(controller, &TranslationController::failed, this, &ViewContext::reportFailure);
+}
+
+void ViewContext::setDecodingOptions(const DecodingOptions& options) {
+    if (sameOptions(options, m_options)) return;
+    m_options = options;
+    Q_EMIT decodingOptionsChanged(m_options);
+}
+
+void ViewContext::setDevice(const QString& device) {
+    if (device == m_device) return;
+    m_device = device;
+    Q_EMIT deviceChanged(device);
+    if (const auto info = model()) loadModel(QString::fromStdString(info->package_dir));
+}
+
+void ViewContext::setPalette(Palette palette, bool remember) {
+    m_palette = palette;
+    if (remember) QSettings().setValue("colorMap", paletteKey(palette));
+    Q_EMIT paletteChanged(palette);
+}
+
+double ViewContext::textSize() const { return QApplication::font().pointSizeF(); }
+
+void ViewContext::setTextSize(double points, bool remember) {
+    points = std::clamp(points, kMinTextSize, kMaxTextSize);
+    QFont f = QApplication::font();
+    f.setPointSizeF(points);
+    QApplication::setFont(f);
+    if (remember) QSettings().setValue("textSize", points);
+    Q_EMIT textSizeChanged(points);
+}
+
+void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
+    m_ablated = heads;
+    Q_EMIT ablatedChanged(m_ablated);
+    if (m_result) translate(QString::fromStdString(m_result->source_text), m_result_options);
+}
+
+void ViewContext::loadModel(const QString& package_dir) {
+    Q_EMIT modelLoading(package_dir);
+    m_controller->loadModel(package_dir, m_device);
+}
+
+void ViewContext::translateSentence(const QString& sentence) {
+    showSentence(sentence);
+    translate(sentence, m_options);
+}
+
+void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
+    m_result_options = options;
+    m_result_options.record_trace = true;  // the Decoding tab shows the search
+    m_result_options.ablate = m_ablated;
+    Q_EMIT translationRequested(sentence, !options.force_prefix.empty() || !options.force_prefix_ids.empty());
+    m_controller->translate(sentence, m_result_options);
+}
+
+void ViewContext::reportFailure(Operation op, const QString& message) {
+    m_last_error = message;
+    if (op == Operation::Translate) {
+        m_result.reset();
+        Q_EMIT resultChanged(nullptr);
+    }
+    Q_EMIT failed(op, message);
+}
+
+void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
+    m_result = std::move(result);
+    m_result_options = options;
+    m_last_error.clear();
+    Q_EMIT resultChanged(m_result);
+}
+
+void ViewContext::setModel(ModelInfoPtr info) {
+    m_last_error.clear();
+    Q_EMIT modelChanged(std::move(info));
+}
+
+}  // namespace attnlab::ui

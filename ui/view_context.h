@@ -1,0 +1,98 @@
+#pragma once
+// ViewContext: the document every view observes (Okular's observer pattern). It holds what the
+// views follow — the model, the current translation and the options it was made with, the user's
+// decoding options, the colour map, the text size, the switched-off heads — and says when each
+// changes; views connect to its signals themselves, once, in their constructors. Requests that
+// several views make (translate, explain a weight, show a view, select a head) go through it, and
+// so does every failure: one signal, `failed(operation, message)`, handled by the window.
+
+#include "operation.h"
+#include "plot_style.h"
+#include "translation_controller.h"
+
+#include <attnlab/attention_kind.h>
+
+#include <QObject>
+
+#include <string>
+#include <vector>
+
+namespace attnlab::ui {
+
+class ViewContext : public QObject {
+    Q_OBJECT
+public:
+    explicit ViewContext(TranslationController* controller, QObject* parent = nullptr);
+
+    // The worker that runs core; views ask it for their own numbers (explanations, statistics).
+    TranslationController* controller() const { return m_controller; }
+
+    ModelInfoPtr model() const { return m_controller->modelInfo(); }
+    ResultPtr result() const { return m_result; }
+    DecodingOptions resultOptions() const { return m_result_options; }  // of the shown translation
+    // The user's decoding options (beam, alpha, maximum length), as the sentence row shows them.
+    DecodingOptions decodingOptions() const { return m_options; }
+    void setDecodingOptions(const DecodingOptions& options);
+    QString device() const { return m_device; }
+    void setDevice(const QString& device);  // reloads the loaded model on it
+    Palette palette() const { return m_palette; }
+    void setPalette(Palette palette, bool remember = true);
+    // The app's text size in points (8-28): every widget and plot follows the application font.
+    static constexpr double kMinTextSize = 8, kMaxTextSize = 28;
+    double textSize() const;
+    void setTextSize(double points, bool remember = true);
+    const std::vector<HeadRef>& ablated() const { return m_ablated; }
+    // Switches heads off for every later translation and translates the shown sentence again.
+    void setAblated(const std::vector<HeadRef>& heads);
+    // The head the attention view shows: what another view uses when a lesson names none.
+    HeadRef focusedHead() const { return m_focus; }
+    void setFocusedHead(const HeadRef& head) { m_focus = head; }
+    QString lastError() const { return m_last_error; }  // the last failure, until a success
+
+    // Requests.
+    void loadModel(const QString& package_dir);
+    void showSentence(const QString& sentence) { Q_EMIT sentenceShown(sentence); }  // in the sentence row
+    // The sentence row shows `sentence` and it is translated with the user's options.
+    void translateSentence(const QString& sentence);
+    // Translate with these options; the trace is always recorded and the ablated heads apply.
+    void translate(const QString& sentence, const DecodingOptions& options);
+    void explainCell(const CellRef& cell) { Q_EMIT explainRequested(cell); }
+    void showView(const std::string& name) { Q_EMIT viewRequested(name); }
+    void showHead(const HeadRef& head, bool mean = false) { Q_EMIT headRequested(head, mean); }
+    void showStatus(const QString& message, int ms = 5000) { Q_EMIT status(message, ms); }
+    void reportFailure(Operation op, const QString& message);
+    // A translation result made elsewhere (the controller's, or a test's): every view follows.
+    void setResult(ResultPtr result, const DecodingOptions& options);
+    void setModel(ModelInfoPtr info);
+
+Q_SIGNALS:
+    void modelLoading(const QString& package_dir);
+    void modelChanged(attnlab::ui::ModelInfoPtr info);
+    // A new translation; null when the last one failed (the maps shown would no longer belong to the
+    // sentence).
+    void resultChanged(attnlab::ui::ResultPtr result);
+    void decodingOptionsChanged(const attnlab::DecodingOptions& options);
+    void deviceChanged(const QString& device);
+    void paletteChanged(attnlab::ui::Palette palette);
+    void textSizeChanged(double points);
+    void ablatedChanged(const std::vector<attnlab::HeadRef>& heads);
+    void sentenceShown(const QString& sentence);
+    void translationRequested(const QString& sentence, bool forced);
+    void explainRequested(const attnlab::CellRef& cell);
+    void viewRequested(const std::string& name);
+    void headRequested(const attnlab::HeadRef& head, bool mean);
+    void status(const QString& message, int ms);
+    void failed(attnlab::ui::Operation op, const QString& message);
+
+private:
+    TranslationController* m_controller;
+    ResultPtr m_result;
+    DecodingOptions m_result_options, m_options;
+    QString m_device = QStringLiteral("auto");
+    Palette m_palette = Palette::Blues;
+    std::vector<HeadRef> m_ablated;
+    HeadRef m_focus;
+    QString m_last_error;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,108 @@
+#include "view_registry.h"
+
+#include "attention_explorer.h"
+#include "decoding_view.h"
+#include "head_lab_view.h"
+#include "inputs_view.h"
+#include "model_panel.h"
+#include "pair_view.h"
+#include "positional_view.h"
+#include "weight_view.h"
+
+#include <qcustomplot.h>
+
+#include <QAction>
+
+namespace attnlab::ui {
+
+namespace {
+template <typename T>
+std::function<View*(ViewContext*, QWidget*)> factory() {
+    return [](ViewContext* c, QWidget* parent) -> View* { return new T(c, parent); };
+}
+}  // namespace
+
+// The one table of views. Order: the tabs' order, and the order in which a step's parts apply
+// (the attention view first: it sets the head other views fall back on).
+const std::vector<ViewEntry>& viewEntries() {
+    static const std::vector<ViewEntry> entries{
+        {"attention", QObject::tr("&Attention"), {}, factory<AttentionExplorer>()},
+        {"decoding", QObject::tr("&Decoding"), {}, factory<DecodingView>()},
+        {"weight", QObject::tr("&Weight"), {}, factory<WeightView>()},
+        {"inputs", QObject::tr("&Inputs"), {}, factory<InputsView>()},
+        {"pairs", QObject::tr("Minimal pai&rs"), {}, factory<PairView>()},
+        {"heads", QObject::tr("&Heads"), {}, factory<HeadLabView>()},
+        {"positional", QObject::tr("&Positional encoding"), QKeySequence(QObject::tr("Ctrl+4")),
+         factory<PositionalEncodingView>()},
+        {"model", QObject::tr("&Model"), QKeySequence(QObject::tr("Ctrl+5")), factory<ModelPanel>()},
+    };
+    return entries;
+}
+
+std::vector<std::string> viewNames() {
+    std::vector<std::string> names;
+    for (const auto& e : viewEntries()) names.push_back(e.name);
+    return names;
+}
+
+ViewTabs::ViewTabs(ViewContext* context, QWidget* parent) : QTabWidget(parent) {
+    for (const auto& e : viewEntries()) {
+        View* v = e.make(context, this);
+        v->setObjectName(QString::fromStdString(e.name));
+        m_views.push_back(v);
+        addTab(v, e.title);
+        if (e.key.isEmpty()) continue;
+        auto* show = new QAction(QString(e.title).remove('&'), this);
+        show->setShortcut(e.key);
+        connect(show, &QAction::triggered, this, [this, v] { setCurrentWidget(v); });
+        m_show_actions << show;
+    }
+    connect(context, &ViewContext::viewRequested, this, [this](const std::string& name) { showView(name); });
+}
+
+View* ViewTabs::view(const std::string& name) const {
+    const auto& entries = viewEntries();
+    for (size_t i = 0; i < entries.size(); ++i)
+        if (entries[i].name == name) return m_views[i];
+    return nullptr;
+}
+
+std::string ViewTabs::currentName() const {
+    for (size_t i = 0; i < m_views.size(); ++i)
+        if (m_views[i] == currentWidget()) return viewEntries()[i].name;
+    return {};
+}
+
+bool ViewTabs::showView(const std::string& name) {
+    View* v = view(name);
+    if (v) setCurrentWidget(v);
+    return v != nullptr;
+}
+
+std::optional<QString> ViewTabs::exportCurrent(const QString& path) const {
+    const auto* v = qobject_cast<const View*>(currentWidget());
+    QCustomPlot* plot = v ? v->figure() : nullptr;
+    if (!plot) return v ? v->noFigureReason() : tr("no view is shown");
+    const bool pdf = path.endsWith(".pdf", Qt::CaseInsensitive);
+    const bool ok = pdf ? plot->savePdf(path, 1200, 900) : plot->savePng(path, 1200, 900, 2.0);
+    if (!ok) return tr("cannot write %1").arg(path);
+    return std::nullopt;
+}
+
+void ViewTabs::saveState(ViewState& state) const {
+    if (const auto name = currentName(); !name.empty()) state.tab = name;
+    for (const View* v : m_views) v->saveState(state);
+}
+
+void ViewTabs::applyState(const ViewState& state) {
+    for (View* v : m_views) v->applyState(state);
+    if (state.tab) showView(*state.tab);
+}
+
+QList<QAction*> ViewTabs::menuActions() const {
+    QList<QAction*> out;
+    for (const View* v : m_views) out << v->menuActions();
+    return out << m_show_actions;
+}
+
+}  // namespace attnlab::ui
