@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev                  # micro-benchmarks
   python3-torch                     # the Python reference cross-check (tests/tst_reference_python.cpp)
   sentencepiece                     # spm_encode, for scripts/bench_train.sh
+  clang-format-14                   # scripts/check_format.sh (the style of .clang-format, pinned)
   "$@"
 )
 missing=()

@@ -2,7 +2,6 @@
 
 #include "ablation_panel.h"
 #include "alignment_panel.h"
-#include "attention_view.h"
 #include "head_stats_panel.h"
 
 #include <QTabWidget>
@@ -124,7 +123,7 @@ std::optional<QString> HeadLabView::showPage(const QString& page, const std::vec
 }
 
 QCustomPlot* HeadLabView::figure() const {
-    return m_pages->currentWidget() == m_stats && m_stats->stats() ? m_stats->heatmap()->plot() : nullptr;
+    return m_pages->currentWidget() == m_stats ? m_stats->figure() : nullptr;
 }
 
 QString HeadLabView::noFigureReason() const {

@@ -205,6 +205,8 @@ void HeadStatsPanel::showProgress(const QString& stage, int done, int total) {
     m_progress->setFormat(tr("%1: %2 / %3").arg(stage).arg(done).arg(total));
 }
 
+QCustomPlot* HeadStatsPanel::figure() const { return m_stats ? m_heatmap->plot() : nullptr; }
+
 void HeadStatsPanel::setEmptyMessage(const QString& message) {
     if (!m_stats) m_heatmap->clear(message);
 }

@@ -49,6 +49,7 @@ public:
 
     // What is shown (tests read it back).
     AttentionView* heatmap() const { return m_heatmap; }
+    QCustomPlot* figure() const;  // the heatmap, once a run has finished
     QTableWidget* table() const { return m_table; }
     QCustomPlot* curve() const { return m_curve; }
     QString statusText() const;

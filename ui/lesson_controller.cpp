@@ -176,6 +176,8 @@ std::optional<QString> LessonController::saveSession(const QString& path) {
 
 void LessonController::applyView(const ViewState& view) { m_views->apply(view); }
 
+bool LessonController::pending() const { return m_views->pending() || m_pending_step >= 0; }
+
 void LessonController::setPresenterMode(bool on) {
     if (on == m_presenter) return;
     m_presenter = on;

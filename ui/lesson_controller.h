@@ -46,6 +46,7 @@ public:
 
     LessonPane* pane() const { return m_pane; }
     ViewStates* viewStates() const { return m_views; }
+    bool pending() const;  // a step waits for its translation
     // Applies a view state outside any lesson (the app's command line).
     void applyView(const ViewState& view);
 

@@ -11,7 +11,6 @@
 #include "translate_panel.h"
 #include "translation_controller.h"
 #include "view_registry.h"
-#include "view_states.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -189,7 +188,7 @@ void settle(attnlab::ui::TranslationController& controller, attnlab::ui::MainWin
     do {
         controller.waitForIdle();
         QApplication::processEvents();
-    } while (controller.busy() || window.lessons()->viewStates()->pending());
+    } while (controller.busy() || window.lessons()->pending());
 }
 
 // The view options against the model: layer and head in range, a cell on one head.
