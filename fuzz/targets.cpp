@@ -15,8 +15,8 @@
 
 #include <attnlab/alignment.h>
 #include <attnlab/confidence.h>
-#include <attnlab/lesson.h>
 #include <attnlab/errors.h>
+#include <attnlab/lesson.h>
 #include <attnlab/package.h>
 #include <attnlab/training_log.h>
 #include <attnlab/translator.h>
@@ -182,7 +182,8 @@ void examplesAndGold(const uint8_t* data, size_t size) {
     const std::string_view input(reinterpret_cast<const char*>(data), size);
     const size_t cut = std::min(input.find(kPackagePartSeparator), input.size());
     const std::string examples(input.substr(0, cut));
-    const std::string gold(cut < input.size() ? input.substr(cut + std::string_view(kPackagePartSeparator).size()) : "");
+    const std::string gold(cut < input.size() ? input.substr(cut + std::string_view(kPackagePartSeparator).size())
+                                              : "");
     const std::string gold_path = dir + "/" + attnlab::package_files::kAlignments;
     attnlab::fuzz::writeBytes(dir + "/" + attnlab::package_files::kExamples,
                               reinterpret_cast<const uint8_t*>(examples.data()), examples.size());

@@ -15,7 +15,7 @@ void lessonFile(const uint8_t* data, size_t size);        // lesson and session 
 void trainingLog(const uint8_t* data, size_t size);       // training_log.tsv / steps.tsv
 void corpusFile(const uint8_t* data, size_t size);        // corpus files, plain or gzip
 void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model through the SentencePiece module
-void examplesAndGold(const uint8_t* data, size_t size);    // examples.tsv + alignments.txt, gold files
+void examplesAndGold(const uint8_t* data, size_t size);   // examples.tsv + alignments.txt, gold files
 void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
 
 }  // namespace attnlab::fuzz

@@ -97,7 +97,8 @@ void TestApp::bundledLessonHeadless() {
     const QString never = m_dir.filePath("never-lesson.png");
     r = app({"--lesson", lesson, "--lesson-step", "99", "--screenshot", never});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("transformer-tour.json: step 99 is beyond the end (the lesson has 15 steps)"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("transformer-tour.json: step 99 is beyond the end (the lesson has 15 steps)"),
+             qPrintable(r.err));
     QVERIFY(!QFile::exists(never));
 }
 
@@ -131,7 +132,8 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
     const QList<Case> cases = {
         {{"--model", m_dir.filePath("no-such-model"), "--text", kSentence}, "no-such-model: not a directory"},
         {{"--text", kSentence, "--view", "sideways"}, "--view: 'sideways' is not one of encoder, decoder, cross"},
-        {{"--text", kSentence, "--tab", "nope"}, "--tab 'nope' is not one of attention, decoding, weight, inputs, pairs, heads, positional, model"},
+        {{"--text", kSentence, "--tab", "nope"},
+         "--tab 'nope' is not one of attention, decoding, weight, inputs, pairs, heads, positional, model"},
         {{"--text", kSentence, "--layer", "x"}, "--layer 'x' is not a layer number"},
         {{"--text", kSentence, "--layer", "3"}, "--layer 3 is out of range: the model has 3 layers (0-2)"},
         {{"--text", kSentence, "--head", "9"}, "--head 9 is out of range: the model has 8 heads"},
@@ -143,9 +145,11 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
         {{"--text", kSentence, "--cell", "0,99", "--tab", "weight"}, "key 99 is out of range: there are"},
         {{"--text", kSentence, "--cell", "0,0", "--head", "8"}, "--cell needs one head"},
         {{"--text", kSentence, "--heads", "lab"}, "--heads 'lab' is not one of statistics, ablation, alignment"},
-        {{"--text", kSentence, "--heads", "ablation", "--ablate", "cross:1"}, "--ablate: 'cross:1' is not kind:layer:head"},
+        {{"--text", kSentence, "--heads", "ablation", "--ablate", "cross:1"},
+         "--ablate: 'cross:1' is not kind:layer:head"},
         {{"--text", kSentence, "--ablate", "cross:1:1"}, "--ablate goes with --heads ablation"},
-        {{"--text", kSentence, "--heads", "ablation", "--ablate", "cross:7:0"}, "--ablate cross:7:0: the model has no such head"},
+        {{"--text", kSentence, "--heads", "ablation", "--ablate", "cross:7:0"},
+         "--ablate cross:7:0: the model has no such head"},
     };
     for (const Case& c : cases) {
         auto r = app(c.args + QStringList{"--export", out});

@@ -78,8 +78,8 @@ void TestCli::helpForEverySubcommand() {
     for (const QStringList& args :
          {QStringList{"--help"}, QStringList{"translate", "--help"}, QStringList{"inspect", "--help"},
           QStringList{"train", "--help"}, QStringList{"eval", "--help"}, QStringList{"average", "--help"},
-          QStringList{"calibrate", "--help"}, QStringList{"explain", "--help"},
-          QStringList{"heads", "--help"}, QStringList{"align", "--help"}}) {
+          QStringList{"calibrate", "--help"}, QStringList{"explain", "--help"}, QStringList{"heads", "--help"},
+          QStringList{"align", "--help"}}) {
         auto r = cli(args);
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("--") && r.out.contains("Usage"), qPrintable(r.out));
@@ -488,14 +488,15 @@ void TestCli::bundledModelsByName() {
         }
         return QString("no error");
     };
-    QCOMPARE(loadError("0-0\n"), QString::fromStdString(dir + "/alignments.txt has 1 lines but " + dir +
-                                                         "/examples.tsv has 2 examples"));
+    QCOMPARE(loadError("0-0\n"),
+             QString::fromStdString(dir + "/alignments.txt has 1 lines but " + dir + "/examples.tsv has 2 examples"));
     QCOMPARE(loadError("0-0\n0-0 1-2\n"),
              QString::fromStdString(dir + "/alignments.txt line 2: link 1-2 (0-based source-target) is beyond the "
                                           "sentence pair's 2 source and 2 target words (--gold-one-indexed or "
                                           "--gold-reversed?)"));
-    QCOMPARE(loadError("0-0 1=1\n0-0\n"),
-             QString::fromStdString(dir + "/alignments.txt line 1: link '1=1' is not i-j (sure) or ipj / i?j (possible)"));
+    QCOMPARE(
+        loadError("0-0 1=1\n0-0\n"),
+        QString::fromStdString(dir + "/alignments.txt line 1: link '1=1' is not i-j (sure) or ipj / i?j (possible)"));
     // The bundled examples' gold alignments load and fit their sentences.
     for (const auto& m : attnlab::bundledModels())
         for (const auto& e : attnlab::readExamples(m.dir)) QVERIFY2(!e.alignment.empty(), m.name.c_str());
@@ -565,7 +566,8 @@ void TestCli::forcePrefixTraceAndExplain() {
     attnlab::DecodingOptions ab;
     ab.max_length = 8;
     ab.ablate = attnlab::parseHeadList("cross:1:0,encoder:0:3");
-    r = cli({"translate", "-m", m_pkg, "-t", "Eine Frau liest.", "--max-len", "8", "--ablate", "cross:1:0,encoder:0:3"});
+    r = cli(
+        {"translate", "-m", m_pkg, "-t", "Eine Frau liest.", "--max-len", "8", "--ablate", "cross:1:0,encoder:0:3"});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out, QString::fromStdString(t.translate("Eine Frau liest.", ab).best.text) + "\n");
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--ablate", "cross:1"});
@@ -601,13 +603,14 @@ void TestCli::headsAndAlign() {
     QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-heads"));
     QCOMPARE(j["heads"].size(), lib.heads.size());
     QCOMPARE(j["heads"][5]["name"].get<std::string>(), attnlab::headName(lib.heads[5].head));
-    QVERIFY(std::abs(j["heads"][5]["entropy"].get<double>() - lib.heads[5].value(attnlab::HeadStatistic::Entropy)) < 1e-6);
+    QVERIFY(std::abs(j["heads"][5]["entropy"].get<double>() - lib.heads[5].value(attnlab::HeadStatistic::Entropy)) <
+            1e-6);
     QCOMPARE(j["heads"][5]["offset_histogram"].size(), size_t(7));
     QVERIFY(!j.contains("importance"));
     QCOMPARE(attnlab::testing::readFile((d + "/heads.csv").toStdString()), attnlab::headStatsCsv(lib));
     // --importance over cross heads only: baseline and one run per head in the JSON.
-    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/imp.json", "--importance",
-             "--importance-kinds", "cross", "--curve-step", "4"});
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/imp.json",
+             "--importance", "--importance-kinds", "cross", "--curve-step", "4"});
     QCOMPARE(r.code, 0);
     const auto imp = nlohmann::json::parse(attnlab::testing::readFile((d + "/imp.json").toStdString()))["importance"];
     QCOMPARE(imp["heads"].size(), size_t(2 * 4));
@@ -615,11 +618,13 @@ void TestCli::headsAndAlign() {
     QCOMPARE(imp["curve"][2]["removed"].size(), size_t(8));
     QVERIFY(r.out.contains("pruning curve"));
     // align: one Pharaoh line per pair; a 1-indexed gold file; AER as the library computes it.
-    attnlab::testing::writeFile((d + "/gold.txt").toStdString(), "1-1 2-2 3-3 4p4 4-5 5-6\n1-1 2-2 3-3 4-4\n1-1 2-2 3-3\n");
+    attnlab::testing::writeFile((d + "/gold.txt").toStdString(),
+                                "1-1 2-2 3-3 4p4 4-5 5-6\n1-1 2-2 3-3 4-4\n1-1 2-2 3-3\n");
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/gold.txt",
              "--gold-one-indexed", "--method", "layer:1", "--output", d + "/links.txt", "--json", d + "/align.json"});
     QCOMPARE(r.code, 0);
-    std::vector<attnlab::GoldAlignment> gold = attnlab::readGoldAlignments((d + "/gold.txt").toStdString(), {true, false});
+    std::vector<attnlab::GoldAlignment> gold =
+        attnlab::readGoldAlignments((d + "/gold.txt").toStdString(), {true, false});
     const auto rep = attnlab::alignCorpus(tr, src, ref, &gold, "gold.txt");
     QCOMPARE(attnlab::testing::readFile((d + "/links.txt").toStdString()),
              attnlab::alignmentLinksText(rep, attnlab::parseAlignmentMethod("layer:1")));
@@ -634,17 +639,22 @@ void TestCli::headsAndAlign() {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, QString("attnlab-cli: --importance needs --ref (BLEU needs references)\n"));
     attnlab::testing::writeFile((d + "/short.en").toStdString(), "A dog.\n");
-    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/short.en", "--limit", "1", "--json", d + "/x.json"});
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/short.en", "--limit", "1", "--json",
+             d + "/x.json"});
     QCOMPARE(r.code, 2);  // the files differ even though --limit would use one line of each
-    QCOMPARE(r.err, QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));
+    QCOMPARE(r.err,
+             QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/short.en", "--output", d + "/l.txt"});
     QCOMPARE(r.code, 2);
-    QCOMPARE(r.err, QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));
+    QCOMPARE(r.err,
+             QString("attnlab-cli: mismatched files: %1 has 3 lines but %2 has 1\n").arg(d + "/h.de", d + "/short.en"));
     attnlab::testing::writeFile((d + "/bad.txt").toStdString(), "0-0\n0-0 1x2\n0-0\n");
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/bad.txt", "--output",
              d + "/l.txt"});
     QCOMPARE(r.code, 2);
-    QCOMPARE(r.err, QString("attnlab-cli: %1 line 2: link '1x2' is not i-j (sure) or ipj / i?j (possible)\n").arg(d + "/bad.txt"));
+    QCOMPARE(
+        r.err,
+        QString("attnlab-cli: %1 line 2: link '1x2' is not i-j (sure) or ipj / i?j (possible)\n").arg(d + "/bad.txt"));
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--method", "head:7:0", "--output",
              d + "/l.txt"});
     QCOMPARE(r.code, 2);

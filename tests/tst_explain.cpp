@@ -299,19 +299,22 @@ void TestExplain::minimalPairDifference() {
     QCOMPARE(d.columns, (std::vector<std::string>{"p", "q/s", "r"}));
     QCOMPARE(d.difference, (attnlab::Matrix{{-0.5f, 0.25f, 0.25f}}));
     // A word split differently: "▁Der" against "▁D en" is left out, "▁den"/"▁der" paired.
-    const auto w = attnlab::compareMaps(attnlab::Matrix(4, std::vector<float>(1, 0.f)), attnlab::Matrix(5, std::vector<float>(1, 0.f)),
-                                        {"_Der", "_Hund", "_den", "."}, {"_D", "en", "_Hund", "_der", "."}, {"k"}, {"k"});
+    const auto w = attnlab::compareMaps(attnlab::Matrix(4, std::vector<float>(1, 0.f)),
+                                        attnlab::Matrix(5, std::vector<float>(1, 0.f)), {"_Der", "_Hund", "_den", "."},
+                                        {"_D", "en", "_Hund", "_der", "."}, {"k"}, {"k"});
     QCOMPARE(w.rows, (std::vector<std::string>{"_Hund", "_den/_der", "."}));
     // Two real sentences of the same length: the difference of their maps, cell by cell.
     DecodingOptions o;
     o.max_length = 6;
     const auto r1 = m_t->translate("Der Hund beißt den Mann.", o);
     const auto r2 = m_t->translate("Den Hund beißt der Mann.", o);
-    const auto e = attnlab::compareMaps(r1.encoder_self[1][2], r2.encoder_self[1][2], r1.source_pieces, r2.source_pieces,
-                                        r1.source_pieces, r2.source_pieces);
+    const auto e = attnlab::compareMaps(r1.encoder_self[1][2], r2.encoder_self[1][2], r1.source_pieces,
+                                        r2.source_pieces, r1.source_pieces, r2.source_pieces);
     QVERIFY(!e.difference.empty());
     // "▁Hund" lines up in both: its row and column hold the difference of the two maps' cells.
-    auto at = [](const std::vector<std::string>& v, const std::string& p) { return size_t(std::find(v.begin(), v.end(), p) - v.begin()); };
+    auto at = [](const std::vector<std::string>& v, const std::string& p) {
+        return size_t(std::find(v.begin(), v.end(), p) - v.begin());
+    };
     const std::string hund = "\xE2\x96\x81Hund";
     const size_t i1 = at(r1.source_pieces, hund), i2 = at(r2.source_pieces, hund), id = at(e.rows, hund);
     if (i1 < r1.source_pieces.size() && i2 < r2.source_pieces.size()) {

@@ -42,16 +42,28 @@ QString errorOf(F&& f) {
 // Two hand-built sentences (docs/head-lab.md's definitions, computed here term by term).
 TranslationResult firstSentence() {
     TranslationResult r;
-    r.source_pieces = {"\xE2\x96\x81" "Ein", "\xE2\x96\x81" "Hund", ".", "</s>"};
+    r.source_pieces = {
+        "\xE2\x96\x81"
+        "Ein",
+        "\xE2\x96\x81"
+        "Hund",
+        ".", "</s>"};
     r.encoder_self = {{{{1, 0, 0, 0}, {0.5f, 0.5f, 0, 0}, {0, 0, 0.25f, 0.75f}, {0.25f, 0.25f, 0.25f, 0.25f}}}};
-    r.decoder_input_pieces = {"<s>", "\xE2\x96\x81" "A", "\xE2\x96\x81" "dog"};
+    r.decoder_input_pieces = {"<s>",
+                              "\xE2\x96\x81"
+                              "A",
+                              "\xE2\x96\x81"
+                              "dog"};
     r.decoder_self = {{{{1, 0, 0}, {0.5f, 0.5f, 0}, {0.2f, 0.3f, 0.5f}}}};
     return r;
 }
 
 TranslationResult secondSentence() {
     TranslationResult r;
-    r.source_pieces = {"\xE2\x96\x81" "Ja", "!", "</s>"};
+    r.source_pieces = {
+        "\xE2\x96\x81"
+        "Ja",
+        "!", "</s>"};
     r.encoder_self = {{{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}}};
     r.decoder_input_pieces = {"<s>"};
     r.decoder_self = {{{{1}}}};
@@ -115,7 +127,8 @@ void TestHeadLab::statisticsOfHandBuiltMaps() {
     // Row by row (sentence 1 rows 0..3, sentence 2 rows 4..6):
     const double h2 = -(0.25 * std::log(0.25) + 0.75 * std::log(0.75));
     const double eps = 1e-6;  // float maps summed in double
-    QVERIFY(std::abs(enc->value(HeadStatistic::Entropy) - (0 + std::log(2.0) + h2 + std::log(4.0) + 0 + 0 + 0) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::Entropy) - (0 + std::log(2.0) + h2 + std::log(4.0) + 0 + 0 + 0) / 7) <
+            eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::MeanOffset) - (0 - 0.5 + 0.75 - 1.5) / 7) < eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::MeanAbsOffset) - (0 + 0.5 + 0.75 + 1.5) / 7) < eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::EosShare) - (0.75 + 0.25 + 1.0) / 7) < eps);
@@ -159,7 +172,9 @@ void TestHeadLab::statisticNamesAndPunctuation() {
     QVERIFY(!isPunctuationPiece("\xE2\x96\x81"));
     QVERIFY(!isPunctuationPiece("</s>"));
     QVERIFY(!isPunctuationPiece("a."));
-    QVERIFY(!isPunctuationPiece("\xE2\x96\x81" "20"));
+    QVERIFY(
+        !isPunctuationPiece("\xE2\x96\x81"
+                            "20"));
     QVERIFY(!isPunctuationPiece("\xC3\xA4"));  // ä
 }
 
@@ -195,7 +210,9 @@ void TestHeadLab::goldErrorsNameFileLineAndLink() {
              QString("gold.txt line 3: link '1:2' is not i-j (sure) or ipj / i?j (possible)"));
     QCOMPARE(errorOf([] { attnlab::parseGoldLine("0-x", {}, "g line 1"); }),
              QString("g line 1: link '0-x' is not i-j (sure) or ipj / i?j (possible)"));
-    QCOMPARE(errorOf([] { attnlab::parseGoldLine("1-1 0-2", {true, false}, "g line 2"); }),
+    QCOMPARE(errorOf([] {
+                 attnlab::parseGoldLine("1-1 0-2", {true, false}, "g line 2");
+             }),
              QString("g line 2: link '0-2' has index 0, but the file is read as 1-indexed (--gold-one-indexed); "
                      "drop that option for 0-indexed files"));
     const auto g = attnlab::parseGoldLine("0-0 4p1", {}, "g");
@@ -232,8 +249,8 @@ void TestHeadLab::aerPrecisionRecallByHand() {
 void TestHeadLab::mergingPiecesIntoWords() {
     // "Ein Fußballspieler mit 20 Jahren ." -> 6 words; "Jahren" + "." would be one word without the space.
     const std::string W = "\xE2\x96\x81";
-    const std::vector<std::string> src{W + "Ein", W + "Fußball", "spiel", "er", W + "mit", W + "2", "0", W + "Jahren",
-                                       W + ".", "</s>"};
+    const std::vector<std::string> src{W + "Ein", W + "Fußball", "spiel",      "er",    W + "mit",
+                                       W + "2",   "0",           W + "Jahren", W + ".", "</s>"};
     const std::vector<std::string> trg{W + "A", W + "foot", "ball", "er", W + "aged", W + "20.", "</s>"};
     const auto sw = attnlab::groupPiecesIntoWords(src), tw = attnlab::groupPiecesIntoWords(trg);
     QCOMPARE(sw.words, 6);
@@ -301,7 +318,8 @@ void TestHeadLab::teacherForcingMatchesTheForcedSearch() {
     for (size_t i = 0; i < tf.best.ids.size(); ++i) sum += tf.best.token_log_probs[i];
     QVERIFY(std::abs(sum - tf.best.score) < 1e-9);
     // different kernels (one token at a time vs the whole sequence): float32 rounding, 1e-4
-    for (size_t i = 0; i < n; ++i) QVERIFY(std::abs(tf.best.token_log_probs[i] - forced.best.token_log_probs[i]) < 1e-4);
+    for (size_t i = 0; i < n; ++i)
+        QVERIFY(std::abs(tf.best.token_log_probs[i] - forced.best.token_log_probs[i]) < 1e-4);
     for (size_t l = 0; l < tf.cross.size(); ++l)
         for (size_t h = 0; h < tf.cross[l].size(); ++h)
             for (size_t i = 0; i < n; ++i)
@@ -365,7 +383,9 @@ void TestHeadLab::teacherForcingResultsReproducesTheirMaps() {
 
 void TestHeadLab::teacherForcingErrors() {
     QCOMPARE(errorOf([&] { m_t->teacherForce({"Ein Hund."}, {}); }), QString("1 sources but 0 targets"));
-    QCOMPARE(errorOf([&] { m_t->teacherForce({"Ein Hund.", "Eine Katze."}, {"A dog.", "  "}); }),
+    QCOMPARE(errorOf([&] {
+                 m_t->teacherForce({"Ein Hund.", "Eine Katze."}, {"A dog.", "  "});
+             }),
              QString("pair 2: target: the sentence is empty"));
     int batches = 0;
     DecodingOptions o;
@@ -463,7 +483,8 @@ void TestHeadLab::corpusAlignmentAgainstGold() {
     // best head / layer: the lowest AER of their kind
     QVERIFY(rep.best_head >= 0 && rep.best_head < 8);
     QVERIFY(rep.best_layer >= 8 && rep.best_layer < 10);
-    for (int m = 0; m < 8; ++m) QVERIFY(rep.methods[size_t(rep.best_head)].counts.aer() <= rep.methods[size_t(m)].counts.aer());
+    for (int m = 0; m < 8; ++m)
+        QVERIFY(rep.methods[size_t(rep.best_head)].counts.aer() <= rep.methods[size_t(m)].counts.aer());
     // Errors: a link beyond the words names the gold file and line; counts must match.
     gold[1] = attnlab::parseGoldLine("0-0 9-1", {}, "g");
     QCOMPARE(errorOf([&] { attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt"); }),
@@ -498,7 +519,9 @@ void TestHeadLab::importanceAndPruningCurve() {
         for (const auto& r : m_t->translateBatch(m_src, d)) hyps.push_back(r.best.text);
         return hyps;
     };
-    auto bleuWith = [&](const std::vector<HeadRef>& ablate) { return attnlab::corpusBleu(hypsWith(ablate), m_ref).score; };
+    auto bleuWith = [&](const std::vector<HeadRef>& ablate) {
+        return attnlab::corpusBleu(hypsWith(ablate), m_ref).score;
+    };
     auto chrfWith = [&](const std::vector<HeadRef>& ablate) { return attnlab::corpusChrf(hypsWith(ablate), m_ref); };
     QCOMPARE(rep.baseline_bleu, bleuWith({}));
     QCOMPARE(rep.heads.size(), size_t(8));
@@ -524,10 +547,11 @@ void TestHeadLab::importanceAndPruningCurve() {
     // Spread over two translators of the same package (two threads): the same report.
     attnlab::Translator second(m_dir.path().toStdString() + "/pkg", attnlab::TranslatorOptions{"cpu", 1});
     int parallel_calls = 0;
-    const auto par = attnlab::headImportance({m_t.get(), &second}, m_src, m_ref, io, [&](const attnlab::CorpusProgress&) {
-        ++parallel_calls;  // one call at a time (the runner holds a lock), so no race here
-        return true;
-    });
+    const auto par =
+        attnlab::headImportance({m_t.get(), &second}, m_src, m_ref, io, [&](const attnlab::CorpusProgress&) {
+            ++parallel_calls;  // one call at a time (the runner holds a lock), so no race here
+            return true;
+        });
     QVERIFY(parallel_calls > 0);
     QCOMPARE(par.baseline_bleu, rep.baseline_bleu);
     QCOMPARE(par.heads.size(), rep.heads.size());

@@ -76,10 +76,14 @@ void TestLesson::everyFieldIsRead() {
 void TestLesson::malformedLessonsAreNamed_data() {
     QTest::addColumn<QString>("text");
     QTest::addColumn<QString>("message");
-    QTest::newRow("not json") << "{\"format\": " << "l.json: not valid JSON";
-    QTest::newRow("format") << R"({"format": "x", "version": 1, "steps": []})" << R"(l.json: format: expected "attnlab-lesson")";
-    QTest::newRow("version") << R"({"format": "attnlab-lesson", "version": 7, "steps": []})" << "l.json: version: expected 1";
-    QTest::newRow("no steps") << QString::fromStdString(lesson("")) << "l.json: steps: expected a list of at least one step";
+    QTest::newRow("not json") << "{\"format\": "
+                              << "l.json: not valid JSON";
+    QTest::newRow("format") << R"({"format": "x", "version": 1, "steps": []})"
+                            << R"(l.json: format: expected "attnlab-lesson")";
+    QTest::newRow("version") << R"({"format": "attnlab-lesson", "version": 7, "steps": []})"
+                             << "l.json: version: expected 1";
+    QTest::newRow("no steps") << QString::fromStdString(lesson(""))
+                              << "l.json: steps: expected a list of at least one step";
     QTest::newRow("empty tab") << QString::fromStdString(lesson(R"({"view": {}}, {"view": {"tab": ""}})"))
                                << "l.json: step 2: tab: is empty";
     QTest::newRow("unknown kind") << QString::fromStdString(lesson(R"({"view": {"kind": "self"}})"))
@@ -94,12 +98,14 @@ void TestLesson::malformedLessonsAreNamed_data() {
                           << "l.json: step 1: cell: expected [query, key]";
     QTest::newRow("typo") << QString::fromStdString(lesson(R"({"view": {"layr": 1}})"))
                           << "l.json: step 1: view.layr: unknown field";
-    QTest::newRow("no view") << QString::fromStdString(lesson(R"({"caption": "x"})")) << "l.json: step 1: view: missing";
+    QTest::newRow("no view") << QString::fromStdString(lesson(R"({"caption": "x"})"))
+                             << "l.json: step 1: view: missing";
     QTest::newRow("empty sentence") << QString::fromStdString(lesson(R"({"view": {"sentence": "  "}})"))
                                     << "l.json: step 1: sentence: is empty";
     QTest::newRow("pair") << QString::fromStdString(lesson(R"({"view": {"pair": ["A", ""]}})"))
                           << "l.json: step 1: pair: expected [sentence A, sentence B]";
-    QTest::newRow("token side") << QString::fromStdString(lesson(R"({"view": {"token": {"side": "left", "position": 0}}})"))
+    QTest::newRow("token side") << QString::fromStdString(
+                                       lesson(R"({"view": {"token": {"side": "left", "position": 0}}})"))
                                 << "l.json: step 1: token.side: 'left' is not source or target";
 }
 
@@ -116,7 +122,8 @@ void TestLesson::modelShapeIsChecked() {
         attnlab::checkLessonFitsModel(l, 3, 8, "l.json");
         QFAIL("no error");
     } catch (const InputError& e) {
-        QCOMPARE(std::string(e.what()), std::string("l.json: step 2: layer: 3 is out of range: the model has 3 layers (0..2)"));
+        QCOMPARE(std::string(e.what()),
+                 std::string("l.json: step 2: layer: 3 is out of range: the model has 3 layers (0..2)"));
     }
     const auto mean = attnlab::parseLesson(lesson(R"({"view": {"head": 8}})"), "l.json");
     attnlab::checkLessonFitsModel(mean, 3, 8, "l.json");  // the mean over heads

@@ -389,11 +389,15 @@ void TestPackage::confidenceCalibrationRoundTrips() {
     // Counts must be whole numbers that fit an int: 2.5 was cut to 2 and 2^32 + 1 to 1 without a
     // word, and 1e73 overflowed the conversion (undefined behaviour; found by fuzz_confidence_json).
     const std::string rest = "\"mean_log_prob_threshold\": -1, \"percentile\": 5, \"length_penalty\": 0";
-    for (const auto& [field, bad] : std::vector<std::pair<std::string, std::string>>{
-             {"validation_sentences", "1.0111e+73"}, {"validation_sentences", "4294967297"}, {"beam_size", "2.5"},
-             {"beam_size", "-9223372036854775808"}, {"beam_size", "\"5\""}}) {
+    for (const auto& [field, bad] :
+         std::vector<std::pair<std::string, std::string>>{{"validation_sentences", "1.0111e+73"},
+                                                          {"validation_sentences", "4294967297"},
+                                                          {"beam_size", "2.5"},
+                                                          {"beam_size", "-9223372036854775808"},
+                                                          {"beam_size", "\"5\""}}) {
         const std::string other = field == "beam_size" ? "\"validation_sentences\": 3" : "\"beam_size\": 1";
-        attnlab::testing::writeFile(dir + "/confidence.json", "{" + rest + ", " + other + ", \"" + field + "\": " + bad + "}");
+        attnlab::testing::writeFile(dir + "/confidence.json",
+                                    "{" + rest + ", " + other + ", \"" + field + "\": " + bad + "}");
         try {
             attnlab::readConfidenceCalibration(dir);
             QFAIL(bad.c_str());

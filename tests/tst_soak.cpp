@@ -10,9 +10,9 @@
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "main_window.h"
-#include "view_registry.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
+#include "view_registry.h"
 
 #include <QtTest/QtTest>
 
@@ -193,7 +193,8 @@ void TestSoak::checkConsistent(int action) {
                           (shown.size() == S && shown[0].size() == S);
         QVERIFY2(fits, qPrintable(context + ": the map's shape is not the result's"));
     } else {
-        QVERIFY2(m_window->views()->find<AttentionExplorer>()->view()->map().empty(), qPrintable(context + ": a map without a result"));
+        QVERIFY2(m_window->views()->find<AttentionExplorer>()->view()->map().empty(),
+                 qPrintable(context + ": a map without a result"));
     }
 }
 

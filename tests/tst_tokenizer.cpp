@@ -189,7 +189,8 @@ void TestTokenizer::normalizationTableCheck() {
     QCOMPARE(normalizationTableProblem(bundled + second_spec), corrupt);
     QCOMPARE(normalizationTableProblem(bundled + lengthDelimited(5, lengthDelimited(2, one_unit_trie))), corrupt);
     QCOMPARE(normalizationTableProblem(bundled + lengthDelimited(3, lengthDelimited(2, ""))), std::string());
-    const std::string unreadable = "not a usable SentencePiece model: not a protobuf message that can be read to its end";
+    const std::string unreadable =
+        "not a usable SentencePiece model: not a protobuf message that can be read to its end";
     QCOMPARE(normalizationTableProblem(std::string("\x0b", 1) + bundled), unreadable);  // a group (wire type 3)
     QCOMPARE(normalizationTableProblem(bundled + lengthDelimited(3, "").substr(0, 1)), unreadable);
     QCOMPARE(normalizationTableProblem(bundled.substr(0, bundled.size() - 1)), unreadable);

@@ -480,7 +480,8 @@ void TestTranslator::traceIsTheSearch() {
         const auto& last = r.trace[end].hypotheses;
         int node = -1;
         for (size_t k = 0; k < last.size(); ++k)
-            if (last[k].score == r.best.score && last[k].token_id == r.best.ids.back() && !last[k].pruned) node = int(k);
+            if (last[k].score == r.best.score && last[k].token_id == r.best.ids.back() && !last[k].pruned)
+                node = int(k);
         QVERIFY(node >= 0);
         QCOMPARE(last[node].finished, r.best.finished);
         double sum = 0;
@@ -544,7 +545,8 @@ void TestTranslator::ablatingAHeadRemovesItsContribution() {
     QVERIFY(r.best.score != before.best.score);  // the two heads took part
     QCOMPARE(r.ablated.size(), size_t(2));
     QVERIFY(r.ablated[1] == (attnlab::HeadRef{attnlab::AttentionKind::Cross, 1, 3}));
-    const auto full = m_engine->translate({"Ein Kind springt in einen See."}, o, {}, attnlab::decoding::StepperKind::Full);
+    const auto full =
+        m_engine->translate({"Ein Kind springt in einen See."}, o, {}, attnlab::decoding::StepperKind::Full);
     QCOMPARE(full[0].best.ids, r.best.ids);
     o.ablate.clear();
     const auto after = m_t->translate("Ein Kind springt in einen See.", o);  // the gates are gone
@@ -566,7 +568,6 @@ void TestTranslator::ablatingAHeadRemovesItsContribution() {
     }
 }
 
-
 // A result whose ids are outside the vocabulary (a file edited by hand, a result of another model)
 // makes LibTorch fail inside the engine (index out of range in the embedding); every entry point
 // reports it as an attnlab::Error naming the operation, never as c10::Error. (masks() reads only where
@@ -577,7 +578,9 @@ void TestTranslator::libtorchErrorsNeverReachTheCaller() {
     for (int& id : r.best.ids) id = 1 << 24;
     const std::vector<std::function<void()>> calls{
         [&] { (void)m_t->tokenInside(r, false, 0); },
-        [&] { (void)m_t->explain(r, {attnlab::AttentionKind::Cross, 0, 0, 0, 0}); },
+        [&] {
+            (void)m_t->explain(r, {attnlab::AttentionKind::Cross, 0, 0, 0, 0});
+        },
         [&] { (void)m_t->teacherForce(std::vector<attnlab::TranslationResult>{r}); },
     };
     for (size_t i = 0; i < calls.size(); ++i) {

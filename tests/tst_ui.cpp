@@ -12,16 +12,16 @@
 #include "head_lab_view.h"
 #include "head_stats_panel.h"
 #include "inputs_view.h"
-#include "lesson_pane.h"
-#include "pair_view.h"
-#include "view_states.h"
 #include "lesson_controller.h"
+#include "lesson_pane.h"
 #include "main_window.h"
-#include "view_registry.h"
 #include "model_panel.h"
+#include "pair_view.h"
 #include "positional_view.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
+#include "view_registry.h"
+#include "view_states.h"
 #include "weight_view.h"
 
 #include <attnlab/confidence.h>
@@ -270,7 +270,8 @@ void TestUi::textSizeReachesEveryPlot() {
     typeAndWait("Ein Mann geht mit dem Hund auf die Strasse.");
     m_window->views()->showView("attention");
     const double before = m_window->context()->textSize();
-    QList<QCustomPlot*> plots = {m_window->views()->find<AttentionExplorer>()->view()->plot(), m_window->views()->find<ModelPanel>()->trainingPlot()};
+    QList<QCustomPlot*> plots = {m_window->views()->find<AttentionExplorer>()->view()->plot(),
+                                 m_window->views()->find<ModelPanel>()->trainingPlot()};
     for (QCustomPlot* p : m_window->views()->find<PositionalEncodingView>()->findChildren<QCustomPlot*>()) plots << p;
     QCOMPARE(plots.size(), 5);
     for (double pt : {8.0, 14.0, 20.0, 28.0}) {
@@ -289,7 +290,9 @@ void TestUi::textSizeReachesEveryPlot() {
         }
         QVERIFY(m_window->translatePanel()->translationView()->displayFont().pointSizeF() > pt * kTitleScale);
         QVERIFY2(m_window->views()->find<AttentionExplorer>()->grid()->captionsFit(), qPrintable(at));
-        if (pt <= 14) QVERIFY(!m_window->views()->find<AttentionExplorer>()->grid()->headerText(0).isEmpty());  // left out only when cramped
+        if (pt <= 14)
+            QVERIFY(!m_window->views()->find<AttentionExplorer>()->grid()->headerText(0).isEmpty());  // left out only
+                                                                                                      // when cramped
         // Neighbouring labels of the heatmap's query axis are at least a line apart.
         AttentionView* v = m_window->views()->find<AttentionExplorer>()->view();
         v->plot()->replot();
@@ -599,7 +602,8 @@ void TestUi::clickingACellExplainsItsWeight() {
     QCOMPARE(e->cell.key, column);
     // The softmax row shown is the map's row (the same forward pass, in the core).
     QCOMPARE(int(e->row_weights.size()), int(r->cross[1][2][row].size()));
-    for (size_t j = 0; j < e->row_weights.size(); ++j) QVERIFY(std::abs(e->row_weights[j] - r->cross[1][2][row][j]) < 1e-6);
+    for (size_t j = 0; j < e->row_weights.size(); ++j)
+        QVERIFY(std::abs(e->row_weights[j] - r->cross[1][2][row][j]) < 1e-6);
     QCOMPARE(w->weights()->count(), int(e->row_weights.size()));
     QCOMPARE(w->vectors()->count(), int(e->query_vector.size()));
     QVERIFY(w->summaryText().contains(QString::number(e->dot, 'f', 4)));
@@ -703,7 +707,8 @@ void TestUi::lessonStepsAndSessionRoundTrip() {
     m_window->views()->showView("model");
     QVERIFY(!m_window->lessons()->openSession(session));
     QTRY_VERIFY_WITH_TIMEOUT(m_window->context()->result()->source_text == "Der Hund spielt im Park." &&
-                                 !m_window->lessons()->viewStates()->pending() && m_window->views()->find<WeightView>()->explanation(),
+                                 !m_window->lessons()->viewStates()->pending() &&
+                                 m_window->views()->find<WeightView>()->explanation(),
                              30000);
     const auto back = m_window->lessons()->viewStates()->current();
     QCOMPARE(*back.sentence, *saved.sentence);
@@ -911,7 +916,8 @@ void TestUi::alignmentDrawsGoldAndLinks() {
     QCOMPARE(al->map()->map().size(), size_t(6));     // target words
     QCOMPARE(al->map()->map()[0].size(), size_t(5));  // source words
     for (size_t i = 0; i < expect.map.size(); ++i)
-        for (size_t j = 0; j < expect.map[i].size(); ++j) QVERIFY(std::abs(al->map()->map()[i][j] - expect.map[i][j]) < 1e-6);
+        for (size_t j = 0; j < expect.map[i].size(); ++j)
+            QVERIFY(std::abs(al->map()->map()[i][j] - expect.map[i][j]) < 1e-6);
     QCOMPARE(al->overlayCount(), 6 + int(expect.links.size()));  // 6 gold frames + one dot per link
     attnlab::AlignmentCounts c;
     c.add(expect.links, attnlab::parseGoldLine("0-0 1-1 2-2 3p3 3-4 4-5", {}, "g"));

@@ -56,7 +56,8 @@ void AblationPanel::setShape(int layers, int heads) {
                 auto* b = new QToolButton(m_grid_host);
                 b->setCheckable(true);
                 b->setText(QString::number(h));
-                b->setToolTip(tr("%1, layer %2, head %3: click to switch it off").arg(tr(kKindTitles[k])).arg(l).arg(h));
+                b->setToolTip(
+                    tr("%1, layer %2, head %3: click to switch it off").arg(tr(kKindTitles[k])).arg(l).arg(h));
                 b->setStyleSheet("QToolButton:checked { background: #c0392b; color: white; }");
                 connect(b, &QToolButton::toggled, this, [this] { emitChange(); });
                 grid->addWidget(b, l + 1, col + 1 + h);
@@ -119,7 +120,8 @@ std::vector<bool> AblationPanel::changedWords(const QStringList& before, const Q
     std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
     for (size_t i = n; i-- > 0;)
         for (size_t j = m; j-- > 0;)
-            lcs[i][j] = before[int(i)] == after[int(j)] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+            lcs[i][j] =
+                before[int(i)] == after[int(j)] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     std::vector<bool> changed(m, true);
     for (size_t i = 0, j = 0; i < n && j < m;) {
         if (before[int(i)] == after[int(j)]) {
@@ -146,7 +148,8 @@ void AblationPanel::showComparison() {
     const auto changed = changedWords(b, a);
     QStringList words;
     for (int i = 0; i < a.size(); ++i)
-        words << (changed[size_t(i)] ? "<b style='color:#c0392b'>" + a[i].toHtmlEscaped() + "</b>" : a[i].toHtmlEscaped());
+        words << (changed[size_t(i)] ? "<b style='color:#c0392b'>" + a[i].toHtmlEscaped() + "</b>"
+                                     : a[i].toHtmlEscaped());
     m_after->setText(tr("%1  <span style='color:gray'>(score %2, per piece %3; %4 of %5 words changed)</span>")
                          .arg(words.join(' '))
                          .arg(m_r_after->best.score, 0, 'f', 2)

@@ -44,7 +44,7 @@ private:
     void emitChange();
     void showComparison();
     std::vector<std::vector<std::vector<QToolButton*>>> m_toggles;  // [kind][layer][head]
-    QWidget* m_grid_host = nullptr;  // recreated by setShape
+    QWidget* m_grid_host = nullptr;                                 // recreated by setShape
     QVBoxLayout* m_layout;
     QLabel* m_summary;
     QLabel* m_before;

@@ -28,7 +28,8 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
     m_threshold = new QDoubleSpinBox(this);
     m_threshold->setRange(0, 1);
     m_threshold->setSingleStep(0.05);
-    m_threshold->setToolTip(tr("Besides each target word's largest weight, link every source word reaching this (0 = off)"));
+    m_threshold->setToolTip(
+        tr("Besides each target word's largest weight, link every source word reaching this (0 = off)"));
     auto* align = new QPushButton(tr("Align"), this);
     m_summary = new QLabel(this);
     m_summary->setWordWrap(true);
@@ -36,9 +37,10 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
     m_map = new AttentionView(this);
     m_map->setAxisTitles(tr("target word"), tr("source word"));
     m_map->clear(tr("Choose an example or type a pair, then press Align"));
-    auto* legend = new QLabel(tr("Solid frame: sure gold link · dashed frame: possible gold link · dot: the model's link "
-                                 "(largest weight per target word)"),
-                              this);
+    auto* legend =
+        new QLabel(tr("Solid frame: sure gold link · dashed frame: possible gold link · dot: the model's link "
+                      "(largest weight per target word)"),
+                   this);
     legend->setWordWrap(true);
 
     connect(m_example, &QComboBox::activated, this, [this](int i) { chooseExample(i - 1); });
@@ -76,7 +78,8 @@ void AlignmentPanel::setModelShape(int layers, int heads) {
     const QString current = m_method->currentText();
     m_method->blockSignals(true);
     m_method->clear();
-    for (const auto& m : allAlignmentMethods(layers, heads)) m_method->addItem(QString::fromStdString(alignmentMethodName(m)));
+    for (const auto& m : allAlignmentMethods(layers, heads))
+        m_method->addItem(QString::fromStdString(alignmentMethodName(m)));
     m_method->blockSignals(false);
     setMethod(current.isEmpty() ? QStringLiteral("all") : current);
 }
@@ -124,9 +127,7 @@ void AlignmentPanel::setForced(ResultPtr forced) {
     refresh();
 }
 
-void AlignmentPanel::showFailure(const QString& message) {
-    m_summary->setText(tr("Cannot align: %1").arg(message));
-}
+void AlignmentPanel::showFailure(const QString& message) { m_summary->setText(tr("Cannot align: %1").arg(message)); }
 
 void AlignmentPanel::setColorMap(Palette palette) { m_map->setColorMap(palette); }
 

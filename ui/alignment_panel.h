@@ -27,15 +27,15 @@ class AlignmentPanel : public QWidget {
 public:
     explicit AlignmentPanel(QWidget* parent = nullptr);
 
-    void setModelShape(int layers, int heads);         // the methods offered
+    void setModelShape(int layers, int heads);               // the methods offered
     void setExamples(const std::vector<Example>& examples);  // those with a gold alignment are offered
     void setPair(const QString& source, const QString& target, const QString& gold);
-    void chooseExample(int index);                      // index into the examples with gold
-    void setMethod(const QString& name);                // "head:L:H", "layer:L", "all"
-    void setForced(ResultPtr forced);                   // the teacher-forced pair
+    void chooseExample(int index);        // index into the examples with gold
+    void setMethod(const QString& name);  // "head:L:H", "layer:L", "all"
+    void setForced(ResultPtr forced);     // the teacher-forced pair
     void showFailure(const QString& message);
     void setColorMap(Palette palette);
-    void requestAlign();                                // emits alignRequested with the fields
+    void requestAlign();  // emits alignRequested with the fields
 
     AttentionView* map() const { return m_map; }
     QString summaryText() const;

@@ -15,9 +15,7 @@
 namespace attnlab::ui {
 
 namespace {
-QString noModelMessage() {
-    return QObject::tr("No model loaded: File > Open model… (or drop a package folder here)");
-}
+QString noModelMessage() { return QObject::tr("No model loaded: File > Open model… (or drop a package folder here)"); }
 }  // namespace
 
 AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : View(context, parent) {

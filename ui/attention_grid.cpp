@@ -175,7 +175,8 @@ bool AttentionGrid::event(QEvent* e) {
             QToolTip::hideText();
         } else {
             const QString what = column == heads() ? tr("mean over heads") : tr("head %1").arg(column);
-            const QString off = isAblated(layer, column) ? tr(" (switched off: its output did not reach the layer)") : QString();
+            const QString off =
+                isAblated(layer, column) ? tr(" (switched off: its output did not reach the layer)") : QString();
             QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), tr("layer %1, %2%3").arg(layer).arg(what, off),
                                this);
         }

@@ -102,7 +102,8 @@ QString BarPlot::toolTipAt(int position) const {
     QString text = m_labels.isEmpty() ? tr("component %1").arg(position) : m_labels.value(position);
     for (const auto& s : m_series)
         if (position < int(s.values.size()))
-            text += QStringLiteral("\n%1%2").arg(s.name.isEmpty() ? QString() : s.name + ": ")
+            text += QStringLiteral("\n%1%2")
+                        .arg(s.name.isEmpty() ? QString() : s.name + ": ")
                         .arg(s.values[position], 0, 'g', 5);
     return text;
 }

@@ -20,7 +20,6 @@ namespace attnlab::ui {
 namespace {
 const QColor kBar(49, 130, 189);
 
-
 QString pieceHtml(const std::string& p) { return QString::fromStdString(p).toHtmlEscaped(); }
 
 QString scoreLine(const Hypothesis& h) {

@@ -92,8 +92,9 @@ std::optional<QString> HeadLabView::runOnExamples() {
         references.push_back(e.reference);
     }
     if (sources.empty()) {
-        m_stats->setEmptyMessage(tr("This model has no examples (examples.tsv): choose a corpus with Corpus… and "
-                                    "press Run"));
+        m_stats->setEmptyMessage(
+            tr("This model has no examples (examples.tsv): choose a corpus with Corpus… and "
+               "press Run"));
         return tr("the model has no examples (examples.tsv) to run the statistics on");
     }
     m_stats->setCorpus(sources, references, tr("the model's %1 examples").arg(sources.size()));
@@ -122,9 +123,7 @@ std::optional<QString> HeadLabView::showPage(const QString& page, const std::vec
     return std::nullopt;
 }
 
-QCustomPlot* HeadLabView::figure() const {
-    return m_pages->currentWidget() == m_stats ? m_stats->figure() : nullptr;
-}
+QCustomPlot* HeadLabView::figure() const { return m_pages->currentWidget() == m_stats ? m_stats->figure() : nullptr; }
 
 QString HeadLabView::noFigureReason() const {
     return tr("only the Statistics page's heatmap exports: run the statistics first");

@@ -38,7 +38,6 @@ public:
     }
 };
 
-
 }  // namespace
 
 HeadStatsPanel::HeadStatsPanel(QWidget* parent) : QWidget(parent) {
@@ -139,10 +138,13 @@ void HeadStatsPanel::buildControls() {
     auto exporter = [this](const QString& filter, auto method) {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export head statistics"), QString(), filter);
         if (path.isEmpty()) return;
-        if (auto why = (this->*method)(path)) m_status->setText(*why);
-        else m_status->setText(tr("Wrote %1").arg(path));
+        if (auto why = (this->*method)(path))
+            m_status->setText(*why);
+        else
+            m_status->setText(tr("Wrote %1").arg(path));
     };
-    connect(save_json, &QPushButton::clicked, this, [=] { exporter(tr("JSON (*.json)"), &HeadStatsPanel::exportJson); });
+    connect(save_json, &QPushButton::clicked, this,
+            [=] { exporter(tr("JSON (*.json)"), &HeadStatsPanel::exportJson); });
     connect(save_csv, &QPushButton::clicked, this, [=] { exporter(tr("CSV (*.csv)"), &HeadStatsPanel::exportCsv); });
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
@@ -162,7 +164,9 @@ void HeadStatsPanel::chooseFiles() {
         if (!r.empty() && r.size() != s.size())
             throw InputError("mismatched files: " + src.toStdString() + " has " + std::to_string(s.size()) +
                              " lines but " + ref.toStdString() + " has " + std::to_string(r.size()));
-        setCorpus(s, r, ref.isEmpty() ? QFileInfo(src).fileName() : QFileInfo(src).fileName() + " + " + QFileInfo(ref).fileName());
+        setCorpus(
+            s, r,
+            ref.isEmpty() ? QFileInfo(src).fileName() : QFileInfo(src).fileName() + " + " + QFileInfo(ref).fileName());
     } catch (const std::exception& e) {
         m_status->setText(QString::fromStdString(e.what()));
     }
@@ -272,7 +276,8 @@ void HeadStatsPanel::refreshHeatmap() {
         }
     Matrix m(static_cast<size_t>(layers), std::vector<float>(static_cast<size_t>(heads), 0.f));
     for (const auto& h : m_stats->heads)
-        if (h.head.kind == kind) m[size_t(h.head.layer)][size_t(h.head.head)] = float(valueOf(h, m_statistic->currentIndex()));
+        if (h.head.kind == kind)
+            m[size_t(h.head.layer)][size_t(h.head.head)] = float(valueOf(h, m_statistic->currentIndex()));
     QStringList rows, cols;
     for (int l = 0; l < layers; ++l) rows << tr("layer %1").arg(l);
     for (int h = 0; h < heads; ++h) cols << tr("h%1").arg(h);

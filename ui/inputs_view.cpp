@@ -18,7 +18,6 @@ namespace {
 const QColor kEmb(49, 130, 189), kPe(230, 120, 20), kNorm(35, 139, 69);
 std::vector<double> doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-
 Matrix toMatrix(const std::vector<std::vector<bool>>& m) {
     Matrix out;
     for (const auto& row : m) out.emplace_back(row.begin(), row.end());
@@ -146,18 +145,18 @@ void InputsView::showToken(TokenInsidePtr t) {
     m_positional->setTitle(tr("3. + positional encoding of position %1").arg(t->position));
     m_positional->setBars({{tr("PE"), doubles(t->positional), kPe}}, {});
     m_normalized->setTitle(tr("4. layer norm of the sum: the first layer's input"));
-    m_normalized->setBars({{tr("sum"), doubles(t->sum), QColor(150, 150, 150)},
-                           {tr("layer norm"), doubles(t->normalized), kNorm}},
-                          {});
+    m_normalized->setBars(
+        {{tr("sum"), doubles(t->sum), QColor(150, 150, 150)}, {tr("layer norm"), doubles(t->normalized), kNorm}}, {});
 }
 
 void InputsView::showMasks(MasksPtr m) {
     m_masks = m;
     if (!m) return;
     const int n = int(m->encoder.size());
-    m_mask_text->setText(tr("1 = may attend, 0 = masked (weight 0). Padding keys are masked for every query; the "
-                            "decoder also masks future positions. The cross-attention mask is the source padding "
-                            "mask for every target row."));
+    m_mask_text->setText(
+        tr("1 = may attend, 0 = masked (weight 0). Padding keys are masked for every query; the "
+           "decoder also masks future positions. The cross-attention mask is the source padding "
+           "mask for every target row."));
     for (int s = 0; s < 2; ++s) {
         for (int w = 0; w < 2; ++w) m_mask_views[s][w]->setVisible(s < n);
         if (s >= n) continue;
@@ -180,9 +179,8 @@ void InputsView::follow(ViewContext* c) {
     connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
         setSecondSentence(info->examples.size() > 1 ? QString::fromStdString(info->examples[1].source) : QString());
     });
-    connect(this, &InputsView::tokenRequested, this, [c, controller](bool target, int position) {
-        controller->inspectToken(c->result(), target, position);
-    });
+    connect(this, &InputsView::tokenRequested, this,
+            [c, controller](bool target, int position) { controller->inspectToken(c->result(), target, position); });
     connect(this, &InputsView::masksRequested, this, [c, controller](const QString& second) {
         DecodingOptions o = c->resultOptions();
         o.force_prefix.clear();

@@ -44,8 +44,8 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
 
 void LessonController::fillMenu(QMenu* menu) {
     menu->addAction(tr("&Open lesson…"), QKeySequence(tr("Ctrl+L")), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(m_window, tr("Open a lesson"),
-                                                          QString::fromStdString(bundledLessonsDir()), tr("Lessons (*.json)"));
+        const QString path = QFileDialog::getOpenFileName(
+            m_window, tr("Open a lesson"), QString::fromStdString(bundledLessonsDir()), tr("Lessons (*.json)"));
         if (!path.isEmpty()) report(Operation::Lesson, openLesson(path));
     });
     QMenu* bundled = menu->addMenu(tr("&Bundled lessons"));
@@ -78,7 +78,8 @@ void LessonController::fillMenu(QMenu* menu) {
         if (!path.isEmpty()) report(Operation::SaveSession, saveSession(path));
     });
     menu->addAction(tr("Open s&ession…"), QKeySequence(tr("Ctrl+Shift+L")), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(m_window, tr("Open a session"), QString(), tr("Sessions (*.json)"));
+        const QString path =
+            QFileDialog::getOpenFileName(m_window, tr("Open a session"), QString(), tr("Sessions (*.json)"));
         if (!path.isEmpty()) report(Operation::Lesson, openSession(path));
     });
 }
@@ -108,7 +109,8 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
         return tr("%1: model: %2").arg(origin, QString::fromStdString(e.what()));
     }
     const auto info = m_context->model();
-    const bool other_model = !model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString()));
+    const bool other_model =
+        !model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString()));
     if (!other_model)
         if (auto problem = problemWithLesson(lesson, origin)) return problem;
     m_pane->setLesson(lesson, origin);

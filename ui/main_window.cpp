@@ -80,7 +80,8 @@ void MainWindow::report(Operation op, const QString& message) {
     statusBar()->showMessage(tr("%1: %2").arg(operationTitle(op), message), 8000);
     if (!m_error_dialogs || !operationNeedsDialog(op)) return;
     const bool kept = op == Operation::LoadModel && m_context->model();
-    QMessageBox::warning(this, operationTitle(op), message + (kept ? tr("\n\nThe previous model stays loaded.") : QString()));
+    QMessageBox::warning(this, operationTitle(op),
+                         message + (kept ? tr("\n\nThe previous model stays loaded.") : QString()));
 }
 
 void MainWindow::buildFileMenu() {
@@ -133,7 +134,8 @@ void MainWindow::buildViewMenu() {
     QMenu* colours = view->addMenu(tr("Colour map"));
     auto* group = new QActionGroup(this);
     for (int i = 0; i < kPaletteCount; ++i) {
-        QAction* a = colours->addAction(paletteName(Palette(i)), this, [this, i] { m_context->setPalette(Palette(i)); });
+        QAction* a =
+            colours->addAction(paletteName(Palette(i)), this, [this, i] { m_context->setPalette(Palette(i)); });
         a->setCheckable(true);
         group->addAction(a);
         m_palette_actions << a;
@@ -161,7 +163,8 @@ void MainWindow::restoreAppearance() {
 QString MainWindow::shortcutsHtml() const {
     QString rows;
     auto row = [&](const QString& keys, const QString& what) {
-        rows += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+        rows +=
+            QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
     };
     std::function<void(const QList<QAction*>&)> walk = [&](const QList<QAction*>& actions) {
         for (QAction* a : actions) {

@@ -75,9 +75,8 @@ PairView::PairView(ViewContext* context, QWidget* parent) : View(context, parent
 
 void PairView::follow(ViewContext* c) {
     connect(c, &ViewContext::paletteChanged, this, &PairView::setColorMap);
-    connect(this, &PairView::compareRequested, this, [c](const QString& a, const QString& b) {
-        c->controller()->translatePair(a, b, c->decodingOptions());
-    });
+    connect(this, &PairView::compareRequested, this,
+            [c](const QString& a, const QString& b) { c->controller()->translatePair(a, b, c->decodingOptions()); });
     connect(c->controller(), &TranslationController::pairTranslated, this, &PairView::setPair);
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::TranslatePair) m_summary->setText(m);
@@ -146,7 +145,8 @@ void PairView::refresh() {
     m_a->setMap(*a.map, toQStringList(*a.rows), toQStringList(*a.columns), tr("A: %1").arg(where));
     m_b->setMap(*b.map, toQStringList(*b.rows), toQStringList(*b.columns), tr("B: %1").arg(where));
     const MapDifference d = compareMaps(*a.map, *b.map, *a.rows, *b.rows, *a.columns, *b.columns);
-    m_diff->setMap(d.difference, toQStringList(d.rows), toQStringList(d.columns), tr("A − B (red: more in A, blue: more in B)"));
+    m_diff->setMap(d.difference, toQStringList(d.rows), toQStringList(d.columns),
+                   tr("A − B (red: more in A, blue: more in B)"));
     m_summary->setText(tr("A: %1 → %2\nB: %3 → %4%5")
                            .arg(QString::fromStdString(m_ra->source_text), QString::fromStdString(m_ra->best.text),
                                 QString::fromStdString(m_rb->source_text), QString::fromStdString(m_rb->best.text))

@@ -14,8 +14,8 @@
 #include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSpinBox>
 #include <QSignalBlocker>
+#include <QSpinBox>
 #include <QToolButton>
 
 #include <QFileInfo>

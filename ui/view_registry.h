@@ -17,9 +17,9 @@
 namespace attnlab::ui {
 
 struct ViewEntry {
-    std::string name;      // "attention": lesson and session files, --tab
-    QString title;         // "&Attention": the tab, with its mnemonic
-    QKeySequence key;      // shows the view from anywhere; empty = none
+    std::string name;  // "attention": lesson and session files, --tab
+    QString title;     // "&Attention": the tab, with its mnemonic
+    QKeySequence key;  // shows the view from anywhere; empty = none
     std::function<View*(ViewContext*, QWidget*)> make;
 };
 

@@ -1,7 +1,7 @@
 #include "weight_view.h"
 
-#include "head_picker.h"
 #include "bar_plot.h"
+#include "head_picker.h"
 
 #include <QGridLayout>
 #include <QLabel>
@@ -55,8 +55,9 @@ WeightView::WeightView(ViewContext* context, QWidget* parent) : View(context, pa
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
-    clear(tr("Click a cell of a map in the Attention tab (one head, not the mean) to see how its weight is "
-             "computed."));
+    clear(
+        tr("Click a cell of a map in the Attention tab (one head, not the mean) to see how its weight is "
+           "computed."));
     follow(context);
 }
 

@@ -4,15 +4,15 @@
 // the same QCustomPlot and QPainter code as on screen.
 #include "ablation_panel.h"
 #include "attention_explorer.h"
-#include "head_lab_view.h"
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "decoding_view.h"
-#include "weight_view.h"
+#include "head_lab_view.h"
 #include "main_window.h"
 #include "translate_panel.h"
 #include "translation_controller.h"
 #include "view_registry.h"
+#include "weight_view.h"
 
 #include <attnlab/package.h>
 
@@ -173,9 +173,10 @@ int main(int argc, char** argv) {
     }
     for (int i = 0; i < n; ++i)
         for (int q = 0; q < int(r->best.ids.size()); q += 3) cell.push_back(open(2, q));
-    std::printf("open the first cell after a translation (model pass + Weight tab drawn): median %.1f ms, max %.1f ms "
-                "over %zu\n",
-                median(first), *std::max_element(first.begin(), first.end()), first.size());
+    std::printf(
+        "open the first cell after a translation (model pass + Weight tab drawn): median %.1f ms, max %.1f ms "
+        "over %zu\n",
+        median(first), *std::max_element(first.begin(), first.end()), first.size());
     std::printf("open another cell of the same translation: median %.1f ms, max %.1f ms over %zu cells\n", median(cell),
                 *std::max_element(cell.begin(), cell.end()), cell.size());
 

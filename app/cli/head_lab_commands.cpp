@@ -24,8 +24,8 @@ void keepFirst(std::vector<std::string>& lines, int limit) {
 
 void checkSameCount(const std::string& a, size_t na, const std::string& b, size_t nb) {
     if (na != nb)
-        throw attnlab::InputError("mismatched files: " + a + " has " + std::to_string(na) + " lines but " + b + " has " +
-                                  std::to_string(nb));
+        throw attnlab::InputError("mismatched files: " + a + " has " + std::to_string(na) + " lines but " + b +
+                                  " has " + std::to_string(nb));
 }
 
 std::vector<attnlab::AttentionKind> parseKinds(const std::string& text) {
@@ -42,9 +42,11 @@ std::vector<attnlab::AttentionKind> parseKinds(const std::string& text) {
 
 void printStatistics(const attnlab::HeadStatsReport& rep) {
     std::cout << rep.heads.size() << " heads over " << rep.sentences << " sentences"
-              << (rep.teacher_forced ? " (decoder teacher-forced through the references)" : " (the model's own translations)")
+              << (rep.teacher_forced ? " (decoder teacher-forced through the references)"
+                                     : " (the model's own translations)")
               << "\n"
-              << std::left << std::setw(28) << "statistic" << std::setw(22) << "highest" << "lowest\n";
+              << std::left << std::setw(28) << "statistic" << std::setw(22) << "highest"
+              << "lowest\n";
     for (const auto& info : attnlab::headStatisticInfos()) {
         const auto by = [&](const attnlab::HeadStats& a, const attnlab::HeadStats& b) {
             return a.value(info.id) < b.value(info.id);
@@ -62,7 +64,8 @@ void printStatistics(const attnlab::HeadStatsReport& rep) {
 
 void printImportance(const attnlab::ImportanceReport& imp) {
     std::cout << std::fixed << std::setprecision(2) << "baseline: BLEU " << imp.baseline_bleu << ", chrF "
-              << imp.baseline_chrf << " (" << imp.sentences << " sentences)\nmost important (BLEU with the head ablated alone):";
+              << imp.baseline_chrf << " (" << imp.sentences
+              << " sentences)\nmost important (BLEU with the head ablated alone):";
     for (size_t i = imp.heads.size(), shown = 0; i-- > 0 && shown < 5; ++shown)
         std::cout << " " << attnlab::headName(imp.heads[i].head) << " " << imp.heads[i].bleu;
     std::cout << "\npruning curve (heads removed: BLEU):";
@@ -85,12 +88,14 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd->add_flag("--importance", h.importance,
                     "Translate the corpus once per head with that head ablated, then with the least important "
                     "removed cumulatively; BLEU and chrF of each run go into the JSON");
-    h.cmd->add_option("--importance-kinds", h.kinds, "Only heads of these kinds take part, e.g. cross or encoder,cross");
+    h.cmd->add_option("--importance-kinds", h.kinds,
+                      "Only heads of these kinds take part, e.g. cross or encoder,cross");
     h.cmd->add_option("--curve-step", h.curve_step, "Heads removed between two points of the pruning curve")
         ->capture_default_str();
-    h.cmd->add_option("--workers", h.workers,
-                      "Importance runs translated at once, each by its own copy of the model with a share of "
-                      "--threads (the results do not depend on it)")
+    h.cmd
+        ->add_option("--workers", h.workers,
+                     "Importance runs translated at once, each by its own copy of the model with a share of "
+                     "--threads (the results do not depend on it)")
         ->capture_default_str();
     h.cmd->add_option("--radius", h.radius, "Offsets -R..R in the histogram (the ends collect the rest)")
         ->capture_default_str();
@@ -161,8 +166,9 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
     a.cmd->add_flag("--gold-reversed", a.reversed, "The gold file writes target-source (j-i)");
     a.cmd->add_option("--method", a.method, "head:L:H | layer:L | all (0-based): the links written to --output")
         ->capture_default_str();
-    a.cmd->add_option("--threshold", a.threshold,
-                      "Besides the argmax, link every source word whose weight reaches this (0 = argmax only)")
+    a.cmd
+        ->add_option("--threshold", a.threshold,
+                     "Besides the argmax, link every source word whose weight reaches this (0 = argmax only)")
         ->capture_default_str();
     a.cmd->add_option("--output", a.output, "Write one Pharaoh line per pair (i-j, 0-indexed, source-target)")
         ->required();
@@ -190,8 +196,8 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     progress.clear();
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
     if (!a.json_path.empty()) attnlab::writeHeadLabFile(a.json_path, attnlab::alignmentJson(rep, translator.info()));
-    std::cout << rep.pairs << " sentence pairs aligned; " << a.output << ": links of " << attnlab::alignmentMethodName(method)
-              << "\n";
+    std::cout << rep.pairs << " sentence pairs aligned; " << a.output << ": links of "
+              << attnlab::alignmentMethodName(method) << "\n";
     if (rep.has_gold) {
         auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
             std::cout << std::left << std::setw(12) << what << std::setw(12) << attnlab::alignmentMethodName(m.method)

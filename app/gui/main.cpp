@@ -57,9 +57,9 @@ struct Options {
     double text_size = 0;  // 0 = the remembered size, or the desktop's
     // --tab, --view, --layer, --head, --step, --cell: one view state, applied as a lesson step is
     attnlab::ViewState view;
-    QString heads_page;                   // --heads statistics|ablation|alignment
-    std::vector<attnlab::HeadRef> ablate; // --ablate kind:layer:head,...
-    QString lesson;                       // --lesson FILE, shown from --lesson-step (1-based)
+    QString heads_page;                    // --heads statistics|ablation|alignment
+    std::vector<attnlab::HeadRef> ablate;  // --ablate kind:layer:head,...
+    QString lesson;                        // --lesson FILE, shown from --lesson-step (1-based)
     int lesson_step = 1;
     bool presenter = false;
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
@@ -85,9 +85,9 @@ std::optional<QString> readView(const QCommandLineParser& parser, attnlab::ViewS
         out = n;
         return std::nullopt;
     };
-    for (const auto& [name, what, field] : {std::tuple{"layer", "a layer number", &v.layer},
-                                            std::tuple{"head", "a head number", &v.head},
-                                            std::tuple{"step", "a step number", &v.step}})
+    for (const auto& [name, what, field] :
+         {std::tuple{"layer", "a layer number", &v.layer}, std::tuple{"head", "a head number", &v.head},
+          std::tuple{"step", "a step number", &v.step}})
         if (auto error = number(name, what, *field)) return error;
     if (parser.isSet("cell")) {
         const QStringList parts = parser.value("cell").split(',');
@@ -119,7 +119,9 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
-    QCommandLineOption tab("tab", "Tab to show: attention, decoding, weight, inputs, pairs, heads, positional or model.", "name", "attention");
+    QCommandLineOption tab("tab",
+                           "Tab to show: attention, decoding, weight, inputs, pairs, heads, positional or model.",
+                           "name", "attention");
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
                             "row,column");
     QCommandLineOption step("step", "Decoding step shown in the Decoding tab (0-based).", "n", "0");
@@ -273,9 +275,10 @@ int main(int argc, char** argv) {
     window.resize(1400, 900);
     if (o.text_size > 0) context->setTextSize(o.text_size, /*remember=*/false);
     QString load_error;  // the first failure is the one to report headlessly
-    QObject::connect(context, &attnlab::ui::ViewContext::failed, &window, [&](attnlab::ui::Operation op, const QString& m) {
-        if (op == attnlab::ui::Operation::LoadModel && load_error.isEmpty()) load_error = m;
-    });
+    QObject::connect(context, &attnlab::ui::ViewContext::failed, &window,
+                     [&](attnlab::ui::Operation op, const QString& m) {
+                         if (op == attnlab::ui::Operation::LoadModel && load_error.isEmpty()) load_error = m;
+                     });
     window.translatePanel()->setDevice(o.device);
     if (!o.model.isEmpty()) context->loadModel(o.model);
     if (!o.text.isEmpty()) context->translateSentence(o.text);

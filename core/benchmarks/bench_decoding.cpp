@@ -100,7 +100,8 @@ const Translator& translator() {
     static const Translator t = [] {
         const char* dir = std::getenv("ATTNLAB_BENCH_MODEL");
         const char* threads = std::getenv("ATTNLAB_THREADS");
-        return Translator(dir && *dir ? dir : defaultModelDir(), TranslatorOptions{"cpu", threads ? std::atoi(threads) : 0});
+        return Translator(dir && *dir ? dir : defaultModelDir(),
+                          TranslatorOptions{"cpu", threads ? std::atoi(threads) : 0});
     }();
     return t;
 }
@@ -120,7 +121,13 @@ void BM_TranslateTrace(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_TranslateTrace)->ArgNames({"trace"})->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+BENCHMARK(BM_TranslateTrace)
+    ->ArgNames({"trace"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(3.0)
+    ->UseRealTime();
 
 // Args: {0 = cached, 1 = full recomputation}, {sentences per batch}.
 BENCHMARK(BM_BeamSearch)

@@ -97,10 +97,10 @@ std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceW
                                          PieceWords* target = nullptr);
 
 struct AlignmentCounts {
-    int64_t predicted = 0;          // |A|
-    int64_t sure = 0;               // |S|
-    int64_t predicted_sure = 0;     // |A & S|
-    int64_t predicted_possible = 0; // |A & P|
+    int64_t predicted = 0;           // |A|
+    int64_t sure = 0;                // |S|
+    int64_t predicted_sure = 0;      // |A & S|
+    int64_t predicted_possible = 0;  // |A & P|
     void add(const AlignmentLinks& predicted, const GoldAlignment& gold);
     double precision() const;
     double recall() const;

@@ -41,7 +41,7 @@ struct AttentionExplanation {
     std::vector<float> row_scaled;
     std::vector<bool> row_masked;
     std::vector<float> row_weights;
-    double weight = 0.0;                           // row_weights[key]
+    double weight = 0.0;                            // row_weights[key]
     std::vector<std::vector<float>> value_vectors;  // v_j of this head for every key [lk][d_v]
     std::vector<float> head_output;                 // sum_j row_weights[j] * v_j (d_v values)
 };
@@ -54,12 +54,12 @@ struct TokenInside {
     int position = 0;
     int token_id = 0;
     std::string piece;
-    std::vector<float> embedding;   // the embedding row
-    double scale = 1.0;             // sqrt(d_model) or 1
-    std::vector<float> scaled;      // embedding * scale
-    std::vector<float> positional;  // PE(position)
-    std::vector<float> sum;         // scaled + positional
-    std::vector<float> normalized;  // layer_norm(sum): the first layer's input
+    std::vector<float> embedding;          // the embedding row
+    double scale = 1.0;                    // sqrt(d_model) or 1
+    std::vector<float> scaled;             // embedding * scale
+    std::vector<float> positional;         // PE(position)
+    std::vector<float> sum;                // scaled + positional
+    std::vector<float> normalized;         // layer_norm(sum): the first layer's input
     double sum_mean = 0.0, sum_std = 0.0;  // what the layer norm subtracts and divides by
 };
 

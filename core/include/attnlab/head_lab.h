@@ -78,8 +78,8 @@ ImportanceReport headImportance(const std::vector<const Translator*>& translator
 
 struct AlignmentMethodReport {
     AlignmentMethod method;
-    AlignmentCounts counts;                 // against gold (all zero without it)
-    std::vector<AlignmentLinks> links;      // per sentence pair
+    AlignmentCounts counts;             // against gold (all zero without it)
+    std::vector<AlignmentLinks> links;  // per sentence pair
 };
 
 struct AlignmentReport {
@@ -87,8 +87,8 @@ struct AlignmentReport {
     bool has_gold = false;
     double threshold = 0.0;
     std::vector<AlignmentMethodReport> methods;  // allAlignmentMethods() order
-    int best_head = -1;   // index into methods of the head with the lowest AER (-1 without gold)
-    int best_layer = -1;  // ... of the layer mean
+    int best_head = -1;                          // index into methods of the head with the lowest AER (-1 without gold)
+    int best_layer = -1;                         // ... of the layer mean
     const AlignmentMethodReport* find(const AlignmentMethod& m) const;
 };
 
@@ -96,7 +96,6 @@ struct AlignmentReport {
 // entry per pair; `gold_name` names its file in messages (index beyond a sentence's words).
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
-                            const std::string& gold_name, double threshold = 0.0,
-                            const CorpusCallback& progress = {});
+                            const std::string& gold_name, double threshold = 0.0, const CorpusCallback& progress = {});
 
 }  // namespace attnlab

@@ -64,7 +64,7 @@ struct HeadStats {
 struct HeadStatsReport {
     int sentences = 0;
     int histogram_radius = 0;
-    bool teacher_forced = false;  // decoder statistics over given references, not the model's output
+    bool teacher_forced = false;   // decoder statistics over given references, not the model's output
     std::vector<HeadStats> heads;  // encoder layers x heads, then decoder, then cross
     // nullptr when absent. The pointer is into `heads`: not callable on a temporary report
     // (sanitize.sh found a test reading through one after the report was gone).

@@ -20,16 +20,16 @@ inline constexpr int kLessonVersion = 1;
 struct ViewState {
     std::optional<std::string> tab;  // a view of the app by name (checkLessonViews)
     std::optional<std::string> sentence;
-    std::optional<int> beam;           // 1..256
-    std::optional<double> alpha;       // 0..10
-    std::optional<int> max_length;     // 1..65536
+    std::optional<int> beam;                  // 1..256
+    std::optional<double> alpha;              // 0..10
+    std::optional<int> max_length;            // 1..65536
     std::optional<std::string> force_prefix;  // "" = free decoding
-    std::optional<AttentionKind> kind;  // written "encoder" | "decoder" | "cross"
-    std::optional<int> layer;          // 0-based
-    std::optional<int> head;           // 0-based; n_head = the mean over heads
+    std::optional<AttentionKind> kind;        // written "encoder" | "decoder" | "cross"
+    std::optional<int> layer;                 // 0-based
+    std::optional<int> head;                  // 0-based; n_head = the mean over heads
     std::optional<int> cell_query, cell_key;  // both or neither: the weight opened in the Weight tab
-    std::optional<int> step;           // the Decoding tab's step, 0-based
-    std::optional<bool> token_target;  // with token_position: the Inputs tab's piece
+    std::optional<int> step;                  // the Decoding tab's step, 0-based
+    std::optional<bool> token_target;         // with token_position: the Inputs tab's piece
     std::optional<int> token_position;
     std::optional<std::string> pair_a, pair_b;  // both or neither: the minimal pair compared
 };

@@ -63,7 +63,7 @@ struct Confidence {
 // One continuation the search scored at one step (the beam as a tree; docs/trace-json.md). For
 // greedy search a step holds the one token chosen.
 struct TraceHypothesis {
-    int parent = -1;              // index into the previous step's hypotheses; -1 at step 0 (<s>)
+    int parent = -1;  // index into the previous step's hypotheses; -1 at step 0 (<s>)
     int token_id = 0;
     std::string piece;
     double log_prob = 0.0;          // of this token given the parent's prefix
@@ -105,8 +105,8 @@ struct TranslationResult {
     // The heads switched off (DecodingOptions::ablate): their maps are still the weights they
     // computed, but their output did not reach the next layer.
     std::vector<HeadRef> ablated;
-    std::vector<std::string> warnings;   // e.g. characters the vocabulary lacks (left out)
-    double seconds = 0.0;                // wall time of this sentence's translation
+    std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (left out)
+    double seconds = 0.0;               // wall time of this sentence's translation
 };
 
 // Reported after every decoding step; return false from the callback to cancel.

@@ -20,8 +20,9 @@ void DecodingOptions::validate() const {
     if (reference_beam && nbest != 1)
         throw ConfigError("decoding options: reference_beam returns one hypothesis; nbest = " + std::to_string(nbest));
     if (reference_beam && (!force_prefix.empty() || !force_prefix_ids.empty()))
-        throw ConfigError("decoding options: force_prefix cannot be used with reference_beam (the reference's search "
-                          "has no forced prefix)");
+        throw ConfigError(
+            "decoding options: force_prefix cannot be used with reference_beam (the reference's search "
+            "has no forced prefix)");
     if (reference_beam && record_trace)
         throw ConfigError("decoding options: record_trace cannot be used with reference_beam");
     if (force_prefix.size() > 4096)

@@ -217,11 +217,11 @@ std::vector<int64_t> Engine::forcedTokens(const DecodingOptions& o) const {
     }
     const Encoding e = m_tokenizer->encode(o.force_prefix);
     const auto unknown = m_tokenizer->unknownCharacters(e);
-    if (!unknown.empty())
-        throw InputError("the forced prefix has characters the vocabulary lacks: " + joined(unknown));
+    if (!unknown.empty()) throw InputError("the forced prefix has characters the vocabulary lacks: " + joined(unknown));
     if (static_cast<int64_t>(e.ids.size()) + 1 > m_config.model.n_position)
-        throw InputError("the forced prefix has " + std::to_string(e.ids.size()) + " pieces; this model generates at most " +
-                         std::to_string(m_config.model.n_position - 1) + " (n_position - 1)");
+        throw InputError("the forced prefix has " + std::to_string(e.ids.size()) +
+                         " pieces; this model generates at most " + std::to_string(m_config.model.n_position - 1) +
+                         " (n_position - 1)");
     return {e.ids.begin(), e.ids.end()};
 }
 

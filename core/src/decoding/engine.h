@@ -62,7 +62,8 @@ public:
                                                 const StepCallback& on_batch = {}) const;
     // The same for the best hypotheses of results (their ids as they are, </s> when they have it).
     std::vector<TranslationResult> teacherForce(const std::vector<TranslationResult>& results,
-                                                const DecodingOptions& options, const StepCallback& on_batch = {}) const;
+                                                const DecodingOptions& options,
+                                                const StepCallback& on_batch = {}) const;
 
     // explain.cpp: the numbers behind a translation, from a teacher-forced pass over its source and
     // best hypothesis (attnlab/explain.h). Throw InputError naming an index out of range.
@@ -94,7 +95,7 @@ private:
         std::vector<std::string> left_out;  // the characters removed, each once
     };
     std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned) const;
-    Source prepare(const std::string& sentence) const;  // throws InputError
+    Source prepare(const std::string& sentence) const;        // throws InputError
     Source prepareTarget(const std::string& sentence) const;  // its pieces and </s>; throws InputError
     std::vector<TranslationResult> forceAll(const std::vector<Source>& sources, const std::vector<Source>& targets,
                                             const DecodingOptions& o, const StepCallback& on_batch) const;

@@ -18,7 +18,8 @@ namespace {
 // Where two piece sequences line up: the pieces of a longest common subsequence, and between two
 // such anchors the pieces position by position when both gaps are equally long (a changed word of
 // the same length in pieces); unequal gaps are left out.
-std::vector<std::pair<size_t, size_t>> alignPieces(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+std::vector<std::pair<size_t, size_t>> alignPieces(const std::vector<std::string>& a,
+                                                   const std::vector<std::string>& b) {
     const size_t n = a.size(), m = b.size();
     std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
     for (size_t i = n; i-- > 0;)
@@ -26,9 +27,12 @@ std::vector<std::pair<size_t, size_t>> alignPieces(const std::vector<std::string
             lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     std::vector<std::pair<size_t, size_t>> anchors;
     for (size_t i = 0, j = 0; i < n && j < m;) {
-        if (a[i] == b[j]) anchors.emplace_back(i++, j++);
-        else if (lcs[i + 1][j] >= lcs[i][j + 1]) ++i;
-        else ++j;
+        if (a[i] == b[j])
+            anchors.emplace_back(i++, j++);
+        else if (lcs[i + 1][j] >= lcs[i][j + 1])
+            ++i;
+        else
+            ++j;
     }
     anchors.emplace_back(n, m);  // the end closes the last gap
     std::vector<std::pair<size_t, size_t>> out;
@@ -251,7 +255,7 @@ BatchMasks Engine::masks(const std::vector<TranslationResult>& results) const {
         m.target_pieces.push_back(std::move(tp));
     }
     // The model's own mask functions (model/masks.h), as the forward pass calls them.
-    auto src_mask = model::padMask(src, cfg.src_pad_idx);  // [n,1,ls]
+    auto src_mask = model::padMask(src, cfg.src_pad_idx);      // [n,1,ls]
     auto dec_mask = model::decoderMask(trg, cfg.trg_pad_idx);  // [n,lt,lt]
     auto toRows = [](const torch::Tensor& t) {
         std::vector<std::vector<bool>> rows(t.size(0), std::vector<bool>(t.size(1)));

@@ -87,7 +87,8 @@ public:
     torch::Tensor operator()(const torch::Tensor& prefix, int step) {
         auto logp = m_stepper.logProbs(prefix);
         if (step < static_cast<int>(m_forced.size())) {
-            auto index = torch::full({1}, m_forced[step], torch::TensorOptions().dtype(torch::kInt64).device(logp.device()));
+            auto index =
+                torch::full({1}, m_forced[step], torch::TensorOptions().dtype(torch::kInt64).device(logp.device()));
             auto forced = torch::full_like(logp, -std::numeric_limits<double>::infinity());
             return forced.index_copy_(1, index, logp.index_select(1, index));
         }

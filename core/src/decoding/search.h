@@ -31,13 +31,13 @@ std::unique_ptr<Stepper> makeStepper(StepperKind kind, model::Transformer& model
 
 // One node of a search's trace: a continuation the search scored at one step.
 struct TraceNode {
-    int parent = -1;            // index into the previous step's nodes (-1 at the first step: <s>)
+    int parent = -1;  // index into the previous step's nodes (-1 at the first step: <s>)
     int64_t token = 0;
-    double log_prob = 0.0;      // of the token given the parent's prefix
-    double score = 0.0;         // cumulative: the parent's score + log_prob
-    double normalized = 0.0;    // score / length^alpha
-    bool finished = false;      // ended with </s> and left the beam as a finished hypothesis
-    bool pruned = false;        // fell outside the beam (or the search ended with it unfinished)
+    double log_prob = 0.0;    // of the token given the parent's prefix
+    double score = 0.0;       // cumulative: the parent's score + log_prob
+    double normalized = 0.0;  // score / length^alpha
+    bool finished = false;    // ended with </s> and left the beam as a finished hypothesis
+    bool pruned = false;      // fell outside the beam (or the search ended with it unfinished)
 };
 using TraceSteps = std::vector<std::vector<TraceNode>>;  // [step][node]
 
@@ -64,7 +64,7 @@ struct Hyp {
     std::vector<int64_t> tokens;       // generated tokens, eos included when finished
     std::vector<double> token_scores;  // the log-probability of each, as the search computed it
     double score = 0.0;                // sum of log-probabilities
-    double normalized = 0.0;      // score / len^alpha
+    double normalized = 0.0;           // score / len^alpha
     bool finished = false;
 };
 

@@ -36,7 +36,8 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
                                                     const StepCallback& on_batch) const {
     o.validate();
     if (sources.size() != targets.size())
-        throw InputError(std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
+        throw InputError(std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) +
+                         " targets");
     std::vector<Source> src(sources.size()), trg(targets.size());
     for (size_t i = 0; i < sources.size(); ++i) {
         try {
@@ -89,8 +90,8 @@ std::vector<TranslationResult> Engine::forceAll(const std::vector<Source>& src, 
                 bt.push_back(&trg[order[i]]);
             }
             auto out = teacherForceBatch(bs, bt, o);
-            const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-                               double(end - begin);
+            const double per =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(end - begin);
             for (size_t i = begin; i < end; ++i) {
                 results[order[i]] = std::move(out[i - begin]);
                 results[order[i]].seconds = per;

@@ -28,26 +28,30 @@ const ModelInfo& Translator::info() const { return m_engine->info(); }
 
 TranslationResult Translator::translate(const std::string& sentence, const DecodingOptions& options,
                                         const StepCallback& on_step) const {
-    return util::translatingTorchErrors("translating", [&] { return m_engine->translate({sentence}, options, on_step).front(); });
+    return util::translatingTorchErrors("translating",
+                                        [&] { return m_engine->translate({sentence}, options, on_step).front(); });
 }
 
 std::vector<TranslationResult> Translator::translateBatch(const std::vector<std::string>& sentences,
                                                           const DecodingOptions& options,
                                                           const StepCallback& on_step) const {
-    return util::translatingTorchErrors("translating", [&] { return m_engine->translate(sentences, options, on_step); });
+    return util::translatingTorchErrors("translating",
+                                        [&] { return m_engine->translate(sentences, options, on_step); });
 }
 
 std::vector<TranslationResult> Translator::teacherForce(const std::vector<std::string>& sources,
                                                         const std::vector<std::string>& targets,
                                                         const DecodingOptions& options,
                                                         const StepCallback& on_batch) const {
-    return util::translatingTorchErrors("teacher forcing", [&] { return m_engine->teacherForce(sources, targets, options, on_batch); });
+    return util::translatingTorchErrors("teacher forcing",
+                                        [&] { return m_engine->teacherForce(sources, targets, options, on_batch); });
 }
 
 std::vector<TranslationResult> Translator::teacherForce(const std::vector<TranslationResult>& results,
                                                         const DecodingOptions& options,
                                                         const StepCallback& on_batch) const {
-    return util::translatingTorchErrors("teacher forcing", [&] { return m_engine->teacherForce(results, options, on_batch); });
+    return util::translatingTorchErrors("teacher forcing",
+                                        [&] { return m_engine->teacherForce(results, options, on_batch); });
 }
 
 std::optional<std::string> Translator::inputProblem(const std::string& sentence) const {
@@ -59,11 +63,16 @@ AttentionExplanation Translator::explain(const TranslationResult& result, const 
 }
 
 TokenInside Translator::tokenInside(const TranslationResult& result, bool target, int position) const {
-    return util::translatingTorchErrors("opening up a token", [&] { return m_engine->tokenInside(result, target, position); });
+    return util::translatingTorchErrors("opening up a token",
+                                        [&] { return m_engine->tokenInside(result, target, position); });
 }
 
-BatchMasks Translator::masks(const std::vector<TranslationResult>& results) const { return util::translatingTorchErrors("building the masks", [&] { return m_engine->masks(results); }); }
+BatchMasks Translator::masks(const std::vector<TranslationResult>& results) const {
+    return util::translatingTorchErrors("building the masks", [&] { return m_engine->masks(results); });
+}
 
-std::vector<std::vector<float>> Translator::positionalTable() const { return util::translatingTorchErrors("the positional table", [&] { return m_engine->positionalTable(); }); }
+std::vector<std::vector<float>> Translator::positionalTable() const {
+    return util::translatingTorchErrors("the positional table", [&] { return m_engine->positionalTable(); });
+}
 
 }  // namespace attnlab

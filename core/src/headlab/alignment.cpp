@@ -41,12 +41,12 @@ GoldAlignment parseGoldLine(const std::string& line, const GoldFormat& format, c
         const size_t sep = link.find_first_of("-p?");
         const auto a = sep == std::string::npos ? std::nullopt : parseIndex(link.substr(0, sep));
         const auto b = sep == std::string::npos ? std::nullopt : parseIndex(link.substr(sep + 1));
-        if (!a || !b)
-            throw InputError(where + ": link '" + link + "' is not i-j (sure) or ipj / i?j (possible)");
+        if (!a || !b) throw InputError(where + ": link '" + link + "' is not i-j (sure) or ipj / i?j (possible)");
         if (*a < first || *b < first)
             throw InputError(where + ": link '" + link + "' has index 0, but the file is read as 1-indexed " +
                              "(--gold-one-indexed); drop that option for 0-indexed files");
-        AlignmentLink l = format.reversed ? AlignmentLink{*b - first, *a - first} : AlignmentLink{*a - first, *b - first};
+        AlignmentLink l =
+            format.reversed ? AlignmentLink{*b - first, *a - first} : AlignmentLink{*a - first, *b - first};
         if (link[sep] == '-') gold.sure.push_back(l);
         gold.possible.push_back(l);
     }

@@ -83,7 +83,8 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
 
 void ImportanceOptions::validate() const {
     decoding.validate();
-    if (curve_step < 1) throw ConfigError("importance options: curve_step " + std::to_string(curve_step) + " is below 1");
+    if (curve_step < 1)
+        throw ConfigError("importance options: curve_step " + std::to_string(curve_step) + " is below 1");
 }
 
 namespace {
@@ -101,8 +102,12 @@ public:
     ImportanceRunner(const std::vector<const Translator*>& translators, const std::vector<std::string>& sources,
                      const std::vector<std::string>& references, const ImportanceOptions& options,
                      const CorpusCallback& progress, int runs)
-        : m_translators(translators), m_sources(sources), m_refs(references), m_options(options),
-          m_progress(progress), m_runs(runs) {}
+        : m_translators(translators),
+          m_sources(sources),
+          m_refs(references),
+          m_options(options),
+          m_progress(progress),
+          m_runs(runs) {}
 
     std::vector<RunScore> run(const std::vector<std::vector<HeadRef>>& jobs, const std::string& stage) {
         std::vector<RunScore> scores(jobs.size());
@@ -252,7 +257,8 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
             } catch (const InputError& e) {
                 throw InputError("pair " + std::to_string(pair + 1) + ": " + e.what());
             }
-            if (gold) checkGoldIndices((*gold)[pair], sw.words, tw.words, gold_name + " line " + std::to_string(pair + 1));
+            if (gold)
+                checkGoldIndices((*gold)[pair], sw.words, tw.words, gold_name + " line " + std::to_string(pair + 1));
             for (size_t m = 0; m < maps.size(); ++m) {
                 auto links = extractLinks(maps[m], threshold);
                 if (gold) rep.methods[m].counts.add(links, (*gold)[pair]);
@@ -264,7 +270,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
     if (gold) {
         for (size_t m = 0; m < rep.methods.size(); ++m) {
             const auto kind = rep.methods[m].method.kind;
-            int& best = kind == AlignmentMethod::Kind::Head ? rep.best_head
+            int& best = kind == AlignmentMethod::Kind::Head    ? rep.best_head
                         : kind == AlignmentMethod::Kind::Layer ? rep.best_layer
                                                                : rep.best_head;
             if (kind == AlignmentMethod::Kind::All) continue;

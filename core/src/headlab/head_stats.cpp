@@ -91,8 +91,8 @@ void HeadStatsAccumulator::add(const TranslationResult& r) {
     ++m_sentences;
 }
 
-void HeadStatsAccumulator::addMaps(AttentionKind kind, const LayerHeadMaps& maps,
-                                   const std::vector<std::string>& keys, const std::string& boundary) {
+void HeadStatsAccumulator::addMaps(AttentionKind kind, const LayerHeadMaps& maps, const std::vector<std::string>& keys,
+                                   const std::string& boundary) {
     const std::string where = "sentence " + std::to_string(m_sentences + 1) + ", " + attentionKindName(kind);
     std::vector<char> punct(keys.size()), is_boundary(keys.size());
     for (size_t j = 0; j < keys.size(); ++j) {
@@ -104,7 +104,8 @@ void HeadStatsAccumulator::addMaps(AttentionKind kind, const LayerHeadMaps& maps
             const HeadRef ref{kind, static_cast<int>(l), static_cast<int>(h)};
             auto it = std::find_if(m_heads.begin(), m_heads.end(), [&](const Head& x) { return x.ref == ref; });
             if (it == m_heads.end()) {
-                if (m_sentences > 0) throw InputError(where + ": head " + headName(ref) + " is new (the model changed?)");
+                if (m_sentences > 0)
+                    throw InputError(where + ": head " + headName(ref) + " is new (the model changed?)");
                 Head fresh;
                 fresh.ref = ref;
                 fresh.histogram.assign(2 * m_radius + 1, 0.0);

@@ -47,13 +47,13 @@ json importanceJson(const ImportanceReport& imp) {
     }
     json curve = json::array();
     for (const auto& p : imp.curve)
-        curve.push_back({{"heads_removed", p.heads_removed}, {"bleu", p.bleu}, {"chrf", p.chrf}, {"removed", namesJson(p.removed)}});
-    return {{"sentences", imp.sentences},
-            {"baseline_bleu", imp.baseline_bleu},
-            {"baseline_chrf", imp.baseline_chrf},
-            {"bleu_signature", imp.bleu_signature},
-            {"heads", std::move(heads)},
-            {"curve", std::move(curve)}};
+        curve.push_back({{"heads_removed", p.heads_removed},
+                         {"bleu", p.bleu},
+                         {"chrf", p.chrf},
+                         {"removed", namesJson(p.removed)}});
+    return {{"sentences", imp.sentences},         {"baseline_bleu", imp.baseline_bleu},
+            {"baseline_chrf", imp.baseline_chrf}, {"bleu_signature", imp.bleu_signature},
+            {"heads", std::move(heads)},          {"curve", std::move(curve)}};
 }
 
 json methodJson(const AlignmentMethodReport& m) {
@@ -114,8 +114,10 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model) {
     json methods = json::array();
     for (const auto& m : rep.methods) methods.push_back(methodJson(m));
     root["methods"] = std::move(methods);
-    root["best_head"] = rep.best_head >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_head)]) : json(nullptr);
-    root["best_layer"] = rep.best_layer >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_layer)]) : json(nullptr);
+    root["best_head"] =
+        rep.best_head >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_head)]) : json(nullptr);
+    root["best_layer"] =
+        rep.best_layer >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_layer)]) : json(nullptr);
     return root.dump(1) + "\n";
 }
 

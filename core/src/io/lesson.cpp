@@ -45,7 +45,8 @@ int getInt(const json& obj, const char* key, int lo, int hi, const Where& w) {
     const auto& v = obj.at(key);
     if (!v.is_number_integer()) w.fail(key, "expected a whole number, found " + typeName(v));
     const auto n = v.get<int64_t>();
-    if (n < lo || n > hi) w.fail(key, std::to_string(n) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    if (n < lo || n > hi)
+        w.fail(key, std::to_string(n) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
     return static_cast<int>(n);
 }
 
@@ -53,7 +54,8 @@ double getNumber(const json& obj, const char* key, double lo, double hi, const W
     const auto& v = obj.at(key);
     if (!v.is_number()) w.fail(key, "expected a number, found " + typeName(v));
     const double d = v.get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi) w.fail(key, "out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    if (!std::isfinite(d) || d < lo || d > hi)
+        w.fail(key, "out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
     return d;
 }
 
@@ -70,8 +72,9 @@ void onlyKnownKeys(const json& obj, std::initializer_list<const char*> known, co
 
 ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
-    onlyKnownKeys(v, {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                      "step", "token", "pair"},
+    onlyKnownKeys(v,
+                  {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
+                   "step", "token", "pair"},
                   "view", w);
     ViewState s;
     if (v.contains("tab")) {
@@ -146,7 +149,8 @@ void checkHeader(const json& j, const char* format, const Where& w) {
     requireObject(j, "the file", w);
     if (!j.contains("format") || !j.at("format").is_string() || j.at("format").get<std::string>() != format)
         w.fail("format", std::string("expected \"") + format + "\"");
-    if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int64_t>() != kLessonVersion)
+    if (!j.contains("version") || !j.at("version").is_number_integer() ||
+        j.at("version").get<int64_t>() != kLessonVersion)
         w.fail("version", "expected " + std::to_string(kLessonVersion));
 }
 
@@ -177,7 +181,6 @@ json viewJson(const ViewState& s) {
     return v;
 }
 }  // namespace
-
 
 Lesson parseLesson(const std::string& text, const std::string& origin) {
     const json j = parseJson(text, origin);

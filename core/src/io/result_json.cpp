@@ -37,12 +37,9 @@ json mapsJson(const LayerHeadMaps& maps) {
 }
 
 json hypothesisJson(const Hypothesis& h) {
-    return {{"text", h.text},
-            {"ids", h.ids},
-            {"pieces", h.pieces},
-            {"token_log_probs", h.token_log_probs},
-            {"score", h.score},
-            {"normalized_score", h.normalized_score},
+    return {{"text", h.text},        {"ids", h.ids},
+            {"pieces", h.pieces},    {"token_log_probs", h.token_log_probs},
+            {"score", h.score},      {"normalized_score", h.normalized_score},
             {"finished", h.finished}};
 }
 }  // namespace

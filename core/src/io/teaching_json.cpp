@@ -27,17 +27,15 @@ json traceStepsJson(const std::vector<TraceStep>& trace) {
 }
 }  // namespace
 
-std::string traceJson(const std::vector<TranslationResult>& results, const ModelInfo& model,
-                      const DecodingOptions& o) {
+std::string traceJson(const std::vector<TranslationResult>& results, const ModelInfo& model, const DecodingOptions& o) {
     json root;
     root["format"] = "attnlab-trace";
     root["version"] = kTraceJsonVersion;
     root["model"] = {{"package", model.package_dir},
                      {"source_lang", model.config.source_lang},
                      {"target_lang", model.config.target_lang}};
-    root["decoding"] = {{"beam_size", o.beam_size},
-                        {"length_penalty", o.length_penalty},
-                        {"force_prefix", o.force_prefix}};
+    root["decoding"] = {
+        {"beam_size", o.beam_size}, {"length_penalty", o.length_penalty}, {"force_prefix", o.force_prefix}};
     json sentences = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];

@@ -58,7 +58,8 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
     const auto sz_b = q.size(0), len_q = q.size(1);
     auto qh = splitHeads(w_qs(q), n_head, d_k);
     auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
-    auto [out, attn] = scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout, capture);
+    auto [out, attn] =
+        scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout, capture);
     if (head_keep.defined()) out = out * head_keep.view({1, -1, 1, 1});  // ablated heads contribute zeros
     out = out.transpose(1, 2).contiguous().view({sz_b, len_q, -1});
     out = dropout(fc(out));

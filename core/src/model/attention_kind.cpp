@@ -7,9 +7,9 @@ namespace attnlab {
 
 std::string attentionKindName(AttentionKind kind) {
     switch (kind) {
-        case AttentionKind::EncoderSelf: return "encoder";
-        case AttentionKind::DecoderSelf: return "decoder";
-        case AttentionKind::Cross: return "cross";
+    case AttentionKind::EncoderSelf: return "encoder";
+    case AttentionKind::DecoderSelf: return "decoder";
+    case AttentionKind::Cross: return "cross";
     }
     return "cross";
 }

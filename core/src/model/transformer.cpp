@@ -59,8 +59,7 @@ void DecoderState::select(const torch::Tensor& index) {
     src_mask = src_mask.index_select(0, index);
 }
 
-DecoderImpl::DecoderImpl(const ModelConfig& cfg)
-    : m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
+DecoderImpl::DecoderImpl(const ModelConfig& cfg) : m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
     trg_word_emb = register_module("trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx));
     position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
     dropout = register_module("dropout", FastDropout(cfg.dropout));

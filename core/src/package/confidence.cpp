@@ -33,8 +33,9 @@ constexpr const char* kData = "data";
 // would be cut or overflow the conversion (the fuzzer found 1e73 for validation_sentences).
 int wholeNumber(const json& j, const char* key, const std::string& origin) {
     const json& v = j.at(key);
-    const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT_MAX)
-                                             : v.is_number_integer() && v.get<int64_t>() >= INT_MIN && v.get<int64_t>() <= INT_MAX;
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= uint64_t(INT_MAX)
+                          : v.is_number_integer() && v.get<int64_t>() >= INT_MIN && v.get<int64_t>() <= INT_MAX;
     if (!fits) throw ConfigError(origin + ": " + key + " must be a whole number that fits an int, not " + v.dump());
     return int(v.get<int64_t>());
 }

@@ -1,8 +1,8 @@
 // config.json reading and writing, and the checks of ModelConfig and PackageConfig.
+#include <attnlab/alignment.h>
 #include <attnlab/config.h>
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
-#include <attnlab/alignment.h>
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 

@@ -17,10 +17,10 @@ struct ModelCardFacts {
     const TrainingOptions& options;
     const PackageConfig& config;
     const RunState& state;
-    size_t train_pairs = 0;  // lines in the training files
-    const Encoded& train;    // what was used and skipped
-    double seconds = 0;      // wall time of all sessions
-    std::string which;       // "best validation BLEU" | "latest"
+    size_t train_pairs = 0;                           // lines in the training files
+    const Encoded& train;                             // what was used and skipped
+    double seconds = 0;                               // wall time of all sessions
+    std::string which;                                // "best validation BLEU" | "latest"
     std::optional<ConfidenceCalibration> confidence;  // the package's threshold, when calibrated
 };
 
