@@ -1,0 +1,154 @@
+// The lesson controller alone: a bare QMainWindow as its host, the registered views and a context
+// on the fixture package (n_layers 2, n_head 4); no MainWindow, no menus of the app.
+#include "attention_explorer.h"
+#include "lesson_controller.h"
+#include "lesson_pane.h"
+#include "view_context.h"
+#include "view_registry.h"
+#include "weight_view.h"
+
+#include <attnlab/lesson.h>
+
+#include <QMainWindow>
+#include <QtTest/QtTest>
+
+using namespace attnlab::ui;
+using attnlab::AttentionKind;
+
+class TestLessonController : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void aLessonIsCheckedAgainstViewsAndModel();
+    void stepsApplyTheirViewsInOrder();
+    void sessionRoundTrip();
+    void presenterModeAndBack();
+
+private:
+    QString write(const QString& name, const QByteArray& json);
+    void settle();
+    std::unique_ptr<TranslationController> m_controller;
+    std::unique_ptr<QMainWindow> m_host;
+    ViewContext* m_context = nullptr;
+    ViewTabs* m_tabs = nullptr;
+    LessonController* m_lessons = nullptr;
+    QTemporaryDir m_dir;
+};
+
+void TestLessonController::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    QVERIFY2(!package.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
+    m_controller = std::make_unique<TranslationController>();
+    m_host = std::make_unique<QMainWindow>();
+    m_context = new ViewContext(m_controller.get(), m_host.get());
+    m_tabs = new ViewTabs(m_context, m_host.get());
+    m_host->setCentralWidget(m_tabs);
+    m_lessons = new LessonController(m_context, m_tabs, m_host.get());
+    m_host->show();
+    QSignalSpy loaded(m_context, &ViewContext::modelChanged);
+    m_context->loadModel(package);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+}
+
+QString TestLessonController::write(const QString& name, const QByteArray& json) {
+    const QString path = m_dir.filePath(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) return {};
+    f.write(json);
+    return path;
+}
+
+void TestLessonController::settle() {
+    do {
+        m_controller->waitForIdle();
+        QCoreApplication::processEvents();
+    } while (m_controller->busy() || m_lessons->pending());
+}
+
+void TestLessonController::aLessonIsCheckedAgainstViewsAndModel() {
+    const QString tab = write("tab.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
+        {"view": {"sentence": "Ein Hund."}}, {"view": {"tab": "maps"}}]})");
+    auto problem = m_lessons->openLesson(tab);
+    QVERIFY(problem);
+    QCOMPARE(*problem, tab + ": step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, pairs, heads, "
+                             "positional, model");
+    QVERIFY(!m_lessons->pane()->hasLesson());  // the window keeps what it had
+    const QString layer = write("layer.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
+        {"view": {"layer": 2}}]})");
+    problem = m_lessons->openLesson(layer);
+    QVERIFY(problem);
+    QCOMPARE(*problem, layer + ": step 1: layer: 2 is out of range: the model has 2 layers (0..1)");
+    problem = m_lessons->goToStep(0);
+    QCOMPARE(*problem, QString("no lesson is open (Lesson > Open lesson…)"));
+    problem = m_lessons->openLesson(m_dir.filePath("missing.json"));
+    QVERIFY(problem && problem->contains("missing.json"));
+}
+
+void TestLessonController::stepsApplyTheirViewsInOrder() {
+    const QString path = write("two.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
+        {"caption": "One.", "view": {"tab": "attention", "sentence": "Ein Hund rennt.", "kind": "encoder",
+                                     "layer": 1, "head": 2}},
+        {"caption": "Two.", "view": {"tab": "weight", "cell": [0, 1]}}]})");
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QCOMPARE(m_context->result()->source_text, std::string("Ein Hund rennt."));
+    QCOMPARE(m_tabs->currentName(), std::string("attention"));
+    auto* explorer = m_tabs->find<AttentionExplorer>();
+    QCOMPARE(explorer->kind(), AttentionKind::EncoderSelf);
+    QCOMPARE(explorer->layer(), 1);
+    QCOMPARE(explorer->head(), 2);
+    // Step 2 opens a cell of the head step 1 chose, in the Weight view.
+    QVERIFY(!m_lessons->goToStep(1));
+    settle();
+    QCOMPARE(m_tabs->currentName(), std::string("weight"));
+    const auto e = m_tabs->find<WeightView>()->explanation();
+    QVERIFY(e);
+    QCOMPARE(e->cell.kind, AttentionKind::EncoderSelf);
+    QCOMPARE(e->cell.layer, 1);
+    QCOMPARE(e->cell.head, 2);
+    QCOMPARE(e->cell.key, 1);
+    const auto problem = m_lessons->goToStep(2);
+    QCOMPARE(*problem, path + ": step 3 is beyond the end (the lesson has 2 steps)");
+    QCOMPARE(m_lessons->pane()->current(), 1);
+}
+
+void TestLessonController::sessionRoundTrip() {
+    m_context->translateSentence("Zwei Hunde spielen.");  // a new translation: no cell is opened up
+    settle();
+    QVERIFY(!m_tabs->find<WeightView>()->explanation());
+    m_tabs->find<AttentionExplorer>()->select(AttentionKind::DecoderSelf, 1, 3);
+    m_tabs->showView("decoding");
+    const QString path = m_dir.filePath("session.json");
+    QVERIFY(!m_lessons->saveSession(path));
+    const attnlab::Lesson back = attnlab::readSession(path.toStdString());
+    const attnlab::ViewState& v = back.steps.at(0).view;
+    QCOMPARE(*v.tab, std::string("decoding"));
+    QCOMPARE(*v.sentence, m_context->result()->source_text);
+    QCOMPARE(*v.kind, AttentionKind::DecoderSelf);
+    QCOMPARE(*v.layer, 1);
+    QCOMPARE(*v.head, 3);
+    // Reopened elsewhere: the same view.
+    m_tabs->find<AttentionExplorer>()->select(AttentionKind::Cross, 0, 0);
+    m_tabs->showView("model");
+    QVERIFY(!m_lessons->openSession(path));
+    settle();
+    QCOMPARE(m_tabs->currentName(), std::string("decoding"));
+    QCOMPARE(m_tabs->find<AttentionExplorer>()->kind(), AttentionKind::DecoderSelf);
+    QVERIFY(m_lessons->saveSession(m_dir.filePath("no/such/dir/s.json")));  // the problem, not a crash
+}
+
+void TestLessonController::presenterModeAndBack() {
+    m_context->setTextSize(11, false);
+    m_context->setPalette(Palette::Viridis, false);
+    m_lessons->setPresenterMode(true);
+    QVERIFY(m_lessons->presenterMode());
+    QVERIFY(m_context->textSize() >= 18);
+    QCOMPARE(m_context->palette(), Palette::HighContrast);
+    m_lessons->setPresenterMode(false);
+    QCOMPARE(m_context->textSize(), 11.0);
+    QCOMPARE(m_context->palette(), Palette::Viridis);
+}
+
+QTEST_MAIN(TestLessonController)
+#include "tst_lesson_controller.moc"
