@@ -93,7 +93,7 @@ attnlab::ui::ResultPtr TestViews::translate(const std::string& sentence) const {
 }
 
 void TestViews::registryIsTheOneListOfViews() {
-    const std::vector<std::string> names{"attention", "decoding", "weight", "inputs",
+    const std::vector<std::string> names{"attention", "decoding", "weight",     "inputs",
                                          "pairs",     "heads",    "positional", "model"};
     QCOMPARE(viewNames(), names);
     ViewTabs tabs(m_context.get());
@@ -290,7 +290,8 @@ void TestViews::headsViewOpensOnItsExamplesComputed() {
         QVERIFY(QFile::copy(m_package + "/" + f, dir + "/" + f));
     QFile examples(dir + "/" + QString::fromUtf8(attnlab::package_files::kExamples));
     QVERIFY(examples.open(QIODevice::WriteOnly));
-    examples.write("Ein Hund rennt.\tA dog runs.\nZwei Kinder spielen.\tTwo children play.\nEin Mann liest.\tA man reads.\n");
+    examples.write(
+        "Ein Hund rennt.\tA dog runs.\nZwei Kinder spielen.\tTwo children play.\nEin Mann liest.\tA man reads.\n");
     examples.close();
     TranslationController controller;
     ViewContext context(&controller);
