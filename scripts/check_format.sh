@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-format-14 >/dev/null || scripts/install_packages.sh
-mapfile -t files < <(git ls-files '*.cpp' '*.h')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 if [ "${1:-}" = --fix ]; then
   clang-format-14 -i "${files[@]}"
   exit 0
