@@ -558,7 +558,7 @@ void TestCli::forcePrefixTraceAndExplain() {
     // Errors name the option and the range.
     r = cli({"explain", "-m", m_pkg, "--text", "Ein Hund.", "--kind", "self"});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("--kind 'self' is not one of encoder, decoder, cross"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("--kind: 'self' is not one of encoder, decoder, cross"), qPrintable(r.err));
     r = cli({"explain", "-m", m_pkg, "--text", "Ein Hund.", "--layer", "7"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("layer 7 is out of range: there are 2 layers (0-based: 0..1)"), qPrintable(r.err));

@@ -33,9 +33,7 @@ std::vector<attnlab::AttentionKind> parseKinds(const std::string& text) {
     std::istringstream in(text);
     std::string name;
     while (std::getline(in, name, ',')) {
-        const auto kind = attnlab::attentionKindFromName(name);
-        if (!kind) throw attnlab::ConfigError("--importance-kinds: '" + name + "' is not encoder, decoder or cross");
-        kinds.push_back(*kind);
+        kinds.push_back(attnlab::parseAttentionKind(name, "--importance-kinds"));
     }
     return kinds;
 }

@@ -467,9 +467,7 @@ void addExplain(CLI::App& app, CommonOptions& common, ExplainCommand& e) {
 }
 
 int runExplain(const CommonOptions& common, ExplainCommand& e) {
-    const auto kind = attnlab::attentionKindFromName(e.kind);
-    if (!kind) throw attnlab::ConfigError("--kind '" + e.kind + "' is not one of encoder, decoder, cross");
-    e.cell.kind = *kind;
+    e.cell.kind = attnlab::parseAttentionKind(e.kind, "--kind");
     e.decoding.return_attention = false;
     e.decoding.top_k_candidates = 0;
     e.decoding.validate();
