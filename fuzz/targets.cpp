@@ -14,6 +14,7 @@
 #include "util/text.h"
 
 #include <attnlab/alignment.h>
+#include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
@@ -78,6 +79,19 @@ void lessonFile(const uint8_t* data, size_t size) {
         const std::string again = attnlab::sessionJson(session.steps.at(0), session.model);
         const auto reread = attnlab::parseSession(again, "again");
         if (attnlab::sessionJson(reread.steps.at(0), reread.model) != again) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// attention_history.bin: the reader; an accepted file writes back to the same bytes (the weights
+// are bytes already, so quantizing them again changes nothing) and reads again.
+void attentionHistory(const uint8_t* data, size_t size) {
+    const std::string bytes(reinterpret_cast<const char*>(data), size);
+    try {
+        const auto history = attnlab::parseAttentionHistory(bytes, "attention_history.bin");
+        const std::string again = attnlab::attentionHistoryBytes(history);
+        if (attnlab::attentionHistoryBytes(attnlab::parseAttentionHistory(again, "again")) != again) __builtin_trap();
+        (void)attnlab::attentionHistoryJson(history);
     } catch (const attnlab::Error&) {
     }
 }

@@ -17,5 +17,6 @@ void corpusFile(const uint8_t* data, size_t size);        // corpus files, plain
 void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model through the SentencePiece module
 void examplesAndGold(const uint8_t* data, size_t size);   // examples.tsv + alignments.txt, gold files
 void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
+void attentionHistory(const uint8_t* data, size_t size);  // attention_history.bin
 
 }  // namespace attnlab::fuzz

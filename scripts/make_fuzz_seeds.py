@@ -50,6 +50,21 @@ put("fuzz_lesson", "session.json", json.dumps({
     "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 2, "alpha": 0.5, "max_length": 9,
              "force_prefix": "A", "kind": "decoder", "layer": 1, "head": 8, "cell": [1, 0], "step": 2,
              "token": {"side": "target", "position": 1}}}))
+# attention_history.bin (attnlab/attention_history.h): 1 layer, 2 heads, one probe of 2 source and
+# 3 target pieces, two points
+def history(points, layers=1, heads=2, s=2, t=3):
+    header = {"format": "attnlab-attention-history", "version": 1, "n_layers": layers, "n_head": heads,
+              "record_every": 4, "quantization": "uint8: weight = byte / 255",
+              "probes": [{"source": "a b", "target": "c d", "source_pieces": ["_a", "</s>"][:s] + ["x"] * (s - 2),
+                          "target_pieces": ["_c", "_d", "</s>"][:t] + ["y"] * (t - 3),
+                          "decoder_input_pieces": ["<s>", "_c", "_d"][:t] + ["y"] * (t - 3)}],
+              "points": [{"stage": 0, "step": 4 * i, "epoch": i, "train_loss": 2.5 - i, "valid_loss": -1,
+                          "valid_bleu": -1} for i in range(points)]}
+    text = json.dumps(header).encode()
+    maps = bytes(random.randrange(256) for _ in range(points * layers * heads * (s * s + t * t + t * s)))
+    return b"ATTNHIST" + len(text).to_bytes(8, "little") + text + maps
+put("fuzz_attention_history", "two-points.bin", history(2))
+put("fuzz_attention_history", "no-points.bin", history(0))
 # config.json
 put("fuzz_config_json", "bundled.json", read("config.json"))
 for i, change in enumerate([{"scale_emb_or_prj": "prj"}, {"emb_src_trg_weight_sharing": False, "n_src_vocab": 9},

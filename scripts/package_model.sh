@@ -59,6 +59,7 @@ echo "test_2016_flickr, beam 5, $pick: $(head -1 "$run/test.eval")"
 rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
 cp "$run/$pick/config.json" "$run/$pick/model.safetensors" "$run/$pick/tokenizer.model" "$dest.tmp/"
 cp "$run/log.tsv" "$dest.tmp/training_log.tsv"
+[ -f "$run/$pick/attention_history.bin" ] && cp "$run/$pick/attention_history.bin" "$dest.tmp/"
 [ -f "$dest/examples.tsv" ] && cp "$dest/examples.tsv" "$dest.tmp/"
 [ -f "$dest/alignments.txt" ] && cp "$dest/alignments.txt" "$dest.tmp/"
 {

@@ -26,7 +26,8 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_corpus", attnlab::fuzz::corpusFile},
         {"fuzz_examples", attnlab::fuzz::examplesAndGold},
         {"fuzz_tokenizer_model", attnlab::fuzz::tokenizerModel},
-        {"fuzz_package", attnlab::fuzz::packageDirectory}};
+        {"fuzz_package", attnlab::fuzz::packageDirectory},
+        {"fuzz_attention_history", attnlab::fuzz::attentionHistory}};
     return t;
 }
 }  // namespace

@@ -6,9 +6,13 @@
 #include "fixtures.h"
 #include "training/objective.h"
 
+#include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
+#include <attnlab/run_layout.h>
 #include <attnlab/trainer.h>
+#include <attnlab/translator.h>
 
 #include <QtTest/QtTest>
 
@@ -17,6 +21,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -40,6 +45,9 @@ private Q_SLOTS:
     void corpusErrors();
     void checkpointErrors();
     void optionErrors();
+    void historyHoldsTheCheckpointsMaps();
+    void resumedHistoryEqualsAnUninterruptedOne();
+    void initFromContinuesTheHistory();
 
 private:
     TrainingOptions smallRun(const std::string& out) const;
@@ -651,6 +659,139 @@ void TestTraining::optionErrors() {
     o.tokenizer.clear();
     o.model.n_head = 0;
     expect(o, "n_head = 0");
+    o = TrainingOptions{};
+    o.data_dir = "/tmp/d";
+    o.output_dir = "/tmp/o";
+    o.epochs = 1;
+    o.probe_file = "p.tsv";
+    expect(o, "--probe goes with --record-attention");
+    o.record_attention = true;
+    o.record_every = 0;
+    expect(o, "--record-every must be at least 1");
+}
+
+namespace {
+const HistoryPoint* pointAtEpochEnd(const AttentionHistory& h, int epoch) {
+    for (const auto& p : h.points)
+        if (p.epoch == epoch && p.valid_bleu >= 0) return &p;
+    return nullptr;
+}
+}  // namespace
+
+// The maps recorded at the end of epoch 1 are those the epoch-1 checkpoint gives when its probes are
+// teacher-forced through their references, within half the quantization step.
+void TestTraining::historyHoldsTheCheckpointsMaps() {
+    const std::string out = m_dir.path().toStdString() + "/history";
+    auto o = smallRun(out);
+    o.epochs = 2;
+    o.record_attention = true;
+    o.record_every = 4;
+    o.probe_count = 3;
+    o.keep_epoch_checkpoints = 2;
+    train(o);
+    const AttentionHistory h = readAttentionHistory(out + "/" + package_files::kAttentionHistory);
+    QCOMPARE(h.probes.size(), size_t(3));
+    QCOMPARE(h.n_layers, int(o.model.n_layers));
+    QCOMPARE(h.points.front().step, int64_t(0));
+    QCOMPARE(h.points.front().train_loss, -1.0);
+    for (size_t i = 1; i < h.points.size(); ++i) QVERIFY(h.points[i].step > h.points[i - 1].step);
+    std::set<int64_t> steps;
+    for (const auto& p : h.points) steps.insert(p.step);
+    QVERIFY(steps.count(4) && steps.count(8));  // every 4 steps (below 25: no denser start)
+    const HistoryPoint* end1 = pointAtEpochEnd(h, 1);
+    QVERIFY(end1 && pointAtEpochEnd(h, 2));
+    QVERIFY(end1->train_loss > 0 && end1->valid_loss > 0);
+    const std::string ckpt = out + "/checkpoints/" + run_layout::epochCheckpointName(1);
+    Translator t(ckpt, {"cpu"});
+    std::vector<std::string> sources, targets;
+    for (const auto& p : h.probes) sources.push_back(p.source), targets.push_back(p.target);
+    const auto forced = t.teacherForce(sources, targets);
+    double worst = 0;
+    for (size_t k = 0; k < forced.size(); ++k) {
+        QCOMPARE(forced[k].source_pieces, h.probes[k].source_pieces);
+        const ProbeMaps& rec = end1->maps[k];
+        const std::vector<std::pair<const LayerHeadMaps*, const LayerHeadMaps*>> kinds{
+            {&rec.encoder_self, &forced[k].encoder_self},
+            {&rec.decoder_self, &forced[k].decoder_self},
+            {&rec.cross, &forced[k].cross}};
+        for (const auto& [mine, theirs] : kinds)
+            for (size_t l = 0; l < mine->size(); ++l)
+                for (size_t hd = 0; hd < (*mine)[l].size(); ++hd)
+                    for (size_t r = 0; r < (*mine)[l][hd].size(); ++r)
+                        for (size_t c = 0; c < (*mine)[l][hd][r].size(); ++c)
+                            worst = std::max(worst, double(std::abs((*mine)[l][hd][r][c] - (*theirs)[l][hd][r][c])));
+    }
+    // Half a quantization step, and 1e-5 for another batch shape (summation order) in the
+    // checkpoint's pass.
+    QVERIFY2(worst <= kHistoryQuantizationStep / 2 + 1e-5, qPrintable(QString::number(worst)));
+    QVERIFY(worst > 0);  // the file holds quantized weights
+    // Each checkpoint and the package carry the history up to their own step.
+    const AttentionHistory at1 = readAttentionHistory(ckpt + "/" + package_files::kAttentionHistory);
+    QCOMPARE(at1.points.back().step, end1->step);
+    QVERIFY(fs::exists(out + "/model/" + package_files::kAttentionHistory));
+    // An average of epoch checkpoints carries the history of the newest.
+    averagePackages({ckpt, out + "/checkpoints/" + run_layout::epochCheckpointName(2)}, out + "/averaged");
+    const AttentionHistory averaged = readAttentionHistory(out + "/averaged/" + package_files::kAttentionHistory);
+    QCOMPARE(averaged.points.back().step, pointAtEpochEnd(h, 2)->step);
+}
+
+// Stopped and resumed, the history is the uninterrupted run's: the same points, the same bytes.
+void TestTraining::resumedHistoryEqualsAnUninterruptedOne() {
+    const std::string a = m_dir.path().toStdString() + "/history-a", b = m_dir.path().toStdString() + "/history-b";
+    auto o = smallRun(a);
+    o.record_attention = true;
+    o.record_every = 3;
+    o.probe_count = 2;
+    o.max_steps = 10;
+    train(o);
+    auto ob = o;
+    ob.output_dir = b;
+    ob.max_steps = 5;
+    train(ob);
+    ob.max_steps = 10;
+    ob.resume = true;
+    ob.record_attention = false;  // a resumed run continues the history its checkpoint carries
+    ob.tokenizer.clear();
+    train(ob);
+    const std::string file = std::string("/") + package_files::kAttentionHistory;
+    const auto ha = readAttentionHistory(a + file), hb = readAttentionHistory(b + file);
+    std::vector<int64_t> sa, sb;
+    for (const auto& p : ha.points) sa.push_back(p.step);
+    for (const auto& p : hb.points) sb.push_back(p.step);
+    QCOMPARE(sb, sa);
+    QCOMPARE(sa, (std::vector<int64_t>{0, 3, 6, 9}));
+    QVERIFY(attentionHistoryBytes(ha) == attentionHistoryBytes(hb));
+}
+
+// A run from a package that carries a history continues it as its next stage.
+void TestTraining::initFromContinuesTheHistory() {
+    const std::string base = m_dir.path().toStdString() + "/history-a/model";  // from the test above
+    const auto before = readAttentionHistory(base + "/" + package_files::kAttentionHistory);
+    const std::string out = m_dir.path().toStdString() + "/history-stage2";
+    auto o = smallRun(out);
+    o.tokenizer.clear();
+    o.init_from = base;
+    o.record_attention = true;
+    o.record_every = 2;
+    o.max_steps = 4;
+    o.probe_file = m_dir.path().toStdString() + "/probes.tsv";
+    try {
+        train(o);
+        QFAIL("no error");
+    } catch (const ConfigError& e) {
+        QVERIFY2(std::string(e.what()).find("--probe: the run continues the attention history of") == 0, e.what());
+    }
+    o.probe_file.clear();
+    train(o);
+    const auto h = readAttentionHistory(out + "/" + package_files::kAttentionHistory);
+    QCOMPARE(h.probes.size(), before.probes.size());
+    const int64_t start = before.points.back().step;
+    size_t i = 0;
+    for (; i < before.points.size(); ++i) QCOMPARE(h.points[i].step, before.points[i].step);
+    QVERIFY(h.points.size() > before.points.size());
+    QCOMPARE(h.points[i].stage, 1);
+    QCOMPARE(h.points[i].step, start + 2);
+    QCOMPARE(h.points.back().step, start + 4);
 }
 
 QTEST_GUILESS_MAIN(TestTraining)

@@ -15,6 +15,7 @@
 
 #include "cli_common.h"
 #include "head_lab_commands.h"
+#include "history_command.h"
 
 #include <CLI/CLI.hpp>
 
@@ -353,6 +354,13 @@ void addTrain(CLI::App& app, TrainCommand& t) {
     train->add_option("--keep-epoch-checkpoints", topt.keep_epoch_checkpoints, "Epoch checkpoints kept for averaging")
         ->capture_default_str();
     train->add_flag("--resume", topt.resume, "Continue from OUTPUT/checkpoints/latest");
+    train->add_flag("--record-attention", topt.record_attention,
+                    "Record the probe sentences' attention maps across training (attnlab-cli history)");
+    train->add_option("--record-every", topt.record_every, "Steps between recorded points (denser at the start)")
+        ->capture_default_str();
+    train->add_option("--probe", topt.probe_file, "Probe sentences: source<TAB>reference per line");
+    train->add_option("--probe-count", topt.probe_count, "Without --probe: the first N validation pairs")
+        ->capture_default_str();
 }
 
 struct AverageCommand {
@@ -497,6 +505,7 @@ int main(int argc, char** argv) {
     ExplainCommand explain;
     attnlab_cli::HeadsCommand heads;
     attnlab_cli::AlignCommand align;
+    attnlab_cli::HistoryCommand history;
     addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
@@ -507,6 +516,7 @@ int main(int argc, char** argv) {
     addExplain(app, common, explain);
     attnlab_cli::addHeads(app, common, heads);
     attnlab_cli::addAlign(app, common, align);
+    attnlab_cli::addHistory(app, history);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -536,6 +546,7 @@ int main(int argc, char** argv) {
         if (explain.cmd->parsed()) return runExplain(common, explain);
         if (heads.cmd->parsed()) return attnlab_cli::runHeads(common, heads);
         if (align.cmd->parsed()) return attnlab_cli::runAlign(common, align);
+        if (history.cmd->parsed()) return attnlab_cli::runHistory(history);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

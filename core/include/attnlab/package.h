@@ -20,6 +20,8 @@ inline constexpr const char* kAveragedFrom = "AVERAGED_FROM.md";  // what `avera
 inline constexpr const char* kConfidence = "confidence.json";     // ConfidenceCalibration (optional)
 inline constexpr const char* kExamples = "examples.tsv";          // example sentences (optional)
 inline constexpr const char* kAlignments = "alignments.txt";      // gold alignments of the examples (optional)
+// Attention maps of probe sentences across training (optional; attnlab/attention_history.h).
+inline constexpr const char* kAttentionHistory = "attention_history.bin";
 }  // namespace package_files
 
 // Reads and validates <dir>/config.json; throws PackageError naming the file and the problem.

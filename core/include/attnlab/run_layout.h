@@ -7,6 +7,8 @@
 //   <run>/checkpoints/best/                   package + trainer_state.json (best validation BLEU)
 //   <run>/checkpoints/epoch-NNN/              package + trainer_state.json after epoch NNN
 //   <run>/model/                              the final package (best, else latest) + card + log
+//   <run>/attention_history.bin               --record-attention: the history so far (package_files::
+//                                             kAttentionHistory); each checkpoint carries it up to its step
 #include <string>
 #include <vector>
 

@@ -60,6 +60,17 @@ struct TrainingOptions {
     int keep_epoch_checkpoints = 5;  // model-only packages checkpoints/epoch-NNN kept for averaging
     std::string command_line;        // recorded in MODEL_CARD.md (informational)
 
+    // ---- attention history (attnlab/attention_history.h): the maps of probe sentences recorded
+    //      at the start, steps 25, 50, 100, ... doubling below record_every, every record_every
+    //      steps and every epoch's end; into <run>/attention_history.bin, each checkpoint and the
+    //      package. A resumed run continues its history; a run from a package that carries one
+    //      (--init-from) continues that as its next stage. Probes: probe_file, else the first
+    //      probe_count validation pairs.
+    bool record_attention = false;
+    int record_every = 1000;
+    std::string probe_file;
+    int probe_count = 8;
+
     void validate() const;
     bool hasData() const;  // data_dir or all four files given
 

@@ -31,9 +31,11 @@ std::string readWhole(const fs::path& p) {
     return s.str();
 }
 
-package::SaveOptions withState(const RunState& state, const TrainingOptions& options) {
+// The state, and the attention history up to this checkpoint when the run records one.
+package::SaveOptions withState(const RunState& state, const CheckpointStore::Contents& c) {
     package::SaveOptions so;
-    so.extra_files[run_layout::kTrainerState] = runStateToJson(state, options);
+    so.extra_files[run_layout::kTrainerState] = runStateToJson(state, c.options);
+    if (!c.history.empty()) so.extra_files[package_files::kAttentionHistory] = c.history;
     return so;
 }
 }  // namespace
@@ -73,7 +75,7 @@ void CheckpointStore::restoreLatest(torch::optim::Adam& optimizer) const {
 }
 
 void CheckpointStore::saveLatest(const Contents& c, const RunState& state, torch::optim::Adam& optimizer) const {
-    auto so = withState(state, c.options);
+    auto so = withState(state, c);
     so.extra_files[run_layout::kOptimizerState] = serialize([&](std::ostream& os) { torch::save(optimizer, os); });
     so.extra_files[run_layout::kRngState] = serialize([&](std::ostream& os) {
         torch::save(std::vector<torch::Tensor>{at::detail::getDefaultCPUGenerator().get_state()}, os);
@@ -82,12 +84,12 @@ void CheckpointStore::saveLatest(const Contents& c, const RunState& state, torch
 }
 
 void CheckpointStore::saveBest(const Contents& c, const RunState& state) const {
-    package::savePackage(bestDir(), c.config, c.model, c.tokenizer_model, withState(state, c.options));
+    package::savePackage(bestDir(), c.config, c.model, c.tokenizer_model, withState(state, c));
 }
 
 void CheckpointStore::saveEpoch(const Contents& c, const RunState& state, int keep) const {
     const fs::path dir = fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch);
-    package::savePackage(dir.string(), c.config, c.model, c.tokenizer_model, withState(state, c.options));
+    package::savePackage(dir.string(), c.config, c.model, c.tokenizer_model, withState(state, c));
     std::error_code ec;
     fs::remove_all(fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch - keep), ec);
 }

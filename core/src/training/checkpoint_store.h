@@ -35,6 +35,7 @@ public:
         model::Transformer& model;
         const std::string& tokenizer_model;
         const TrainingOptions& options;
+        const std::string& history;  // attention_history.bin's bytes; empty = none
     };
     void saveLatest(const Contents& c, const RunState& state, torch::optim::Adam& optimizer) const;
     void saveBest(const Contents& c, const RunState& state) const;

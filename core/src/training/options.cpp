@@ -50,6 +50,9 @@ void TrainingOptions::validate() const {
         fail("--max-len " + std::to_string(max_tokens_per_sentence) + " does not fit n_position " +
              std::to_string(model.n_position) + " (with <s> and </s>)");
     if (valid_beam < 1) fail("--valid-beam must be at least 1");
+    if (record_every < 1) fail("--record-every must be at least 1");
+    if (probe_count < 1 || probe_count > 1024) fail("--probe-count must be from 1 to 1024");
+    if (!probe_file.empty() && !record_attention) fail("--probe goes with --record-attention");
     // The model's own ranges (vocabulary sizes are filled in from the tokenizer later).
     ModelConfig m = model;
     m.n_src_vocab = m.n_trg_vocab = std::max<int64_t>(vocab_size, 8);

@@ -1,6 +1,7 @@
 // The training loop (class Trainer) and checkpoint averaging. The units it uses, one job each:
 // examples.h (corpus -> ids -> batches), run_state.h (what a checkpoint records),
 // checkpoint_store.h (latest / best / epoch-NNN), validation.h, model_card.h, objective.h.
+#include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
@@ -15,11 +16,13 @@
 #include "package/package_io.h"
 #include "training/checkpoint_store.h"
 #include "training/examples.h"
+#include "training/history_recorder.h"
 #include "training/model_card.h"
 #include "training/objective.h"
 #include "training/run_state.h"
 #include "training/validation.h"
 #include "util/atomic_file.h"
+#include "util/small_file.h"
 
 #include <torch/torch.h>
 
@@ -92,12 +95,17 @@ private:
     std::string prepareTokenizer();
     void buildModel();
     void openLogs();
+    void startHistory();
+    void recordHistory(int epochs, double train_loss, double valid_loss = -1, double valid_bleu = -1);
+    // Mean per target token over the epoch so far: what a checkpoint restores, so that a resumed run
+    // records the same figure as an uninterrupted one.
+    double epochLoss() const { return m_st.epoch_tokens > 0 ? m_st.epoch_loss_sum / double(m_st.epoch_tokens) : -1; }
     bool trainEpoch();  // false when a stopping criterion was met
     training::LossResult trainStep(const data::Batch& b);
     void reportWindow();
     void endEpoch();
     RunState snapshot(bool current_batch_done) const;
-    CheckpointStore::Contents contents() { return {m_pc, m_model, m_tok_path, m_o}; }
+    CheckpointStore::Contents contents() { return {m_pc, m_model, m_tok_path, m_o, m_history_bytes}; }
     std::optional<ConfidenceCalibration> calibrate(const std::string& package_dir) const;
     void writeFinalPackage();
 
@@ -117,6 +125,8 @@ private:
     model::Transformer m_model{nullptr};
     std::unique_ptr<torch::optim::Adam> m_optimizer;
     std::ofstream m_epoch_log, m_step_log;
+    std::unique_ptr<HistoryRecorder> m_history;  // --record-attention
+    std::string m_history_bytes;                 // what the checkpoints carry
 
     struct Window {
         double loss = 0;
@@ -283,6 +293,45 @@ void Trainer::openLogs() {
     if (fs::file_size(m_out / run_layout::kStepLog) == 0) m_step_log << header(step_log::kColumns);
 }
 
+// --record-attention: the recorder, continuing the history of the checkpoint resumed from or of the
+// package started from (its next stage); the first point before the first step.
+void Trainer::startHistory() {
+    std::optional<AttentionHistory> earlier;
+    bool new_stage = false;
+    const fs::path resumed = fs::path(m_store.latestDir()) / package_files::kAttentionHistory;
+    const fs::path initial = fs::path(m_o.init_from) / package_files::kAttentionHistory;
+    if (m_o.resume && fs::exists(resumed)) {
+        earlier = readAttentionHistory(resumed.string());
+    } else if (!m_o.resume && m_o.record_attention && !m_o.init_from.empty() && fs::exists(initial)) {
+        if (!m_o.probe_file.empty())
+            throw ConfigError("--probe: the run continues the attention history of " + m_o.init_from +
+                              ", whose probe sentences are fixed; leave out --probe");
+        earlier = readAttentionHistory(initial.string());
+        new_stage = true;
+    }
+    if (!earlier && !m_o.record_attention) return;
+    std::vector<std::pair<std::string, std::string>> probes;
+    if (!earlier && !m_o.probe_file.empty()) probes = readProbes(m_o.probe_file);
+    for (size_t i = 0;
+         !earlier && m_o.probe_file.empty() && i < m_valid_corpus.src.size() && int(probes.size()) < m_o.probe_count;
+         ++i)
+        probes.emplace_back(m_valid_corpus.src[i], m_valid_corpus.tgt[i]);
+    const int every = earlier && !new_stage ? std::max(1, earlier->record_every) : m_o.record_every;
+    m_history =
+        std::make_unique<HistoryRecorder>(m_pc, m_model, m_tok_path, probes, every, std::move(earlier), new_stage);
+    m_history_bytes = m_history->bytes();
+    if (m_st.step == 0) recordHistory(m_st.epoch, -1);
+    say("recording attention every " + std::to_string(every) + " steps and every epoch (" +
+        std::to_string(m_history->history().probes.size()) + " probe sentences, " +
+        std::to_string(m_history->history().points.size()) + " points so far)");
+}
+
+void Trainer::recordHistory(int epochs, double train_loss, double valid_loss, double valid_bleu) {
+    m_history->record(m_st.step, epochs, train_loss, valid_loss, valid_bleu);
+    m_history_bytes = m_history->bytes();
+    util::saveToFile((m_out / package_files::kAttentionHistory).string(), m_history_bytes);
+}
+
 LossResult Trainer::trainStep(const data::Batch& b) {
     auto t = toTensors(m_train.examples, b, m_pc.model.trg_pad_idx, m_pc.bos_idx, m_pc.eos_idx);
     ++m_st.step;
@@ -349,6 +398,7 @@ bool Trainer::trainEpoch() {
         ++m_window.steps;
         m_st.epoch_loss_sum += l;
         m_st.epoch_tokens += r.tokens;
+        if (m_history && m_history->due(m_st.step)) recordHistory(m_st.epoch, epochLoss());
 
         const bool out_of_steps = m_o.max_steps > 0 && m_st.step >= m_o.max_steps;
         const bool out_of_time = budget_s > 0 && elapsed() >= budget_s;
@@ -372,6 +422,7 @@ bool Trainer::trainEpoch() {
 void Trainer::endEpoch() {
     say("validating after epoch " + std::to_string(m_st.epoch + 1));
     const ValidationResult v = validate(m_model, m_pc, m_tok_path, m_valid_corpus, m_o);
+    const double epoch_loss = m_st.epoch_loss_sum / double(std::max<int64_t>(m_st.epoch_tokens, 1));
     m_epoch_log << m_st.epoch + 1 << '\t' << m_st.step << '\t' << fmt(elapsed(), 1) << '\t'
                 << fmt(m_st.epoch_loss_sum / double(std::max<int64_t>(m_st.epoch_tokens, 1))) << '\t' << fmt(v.loss)
                 << '\t' << fmt(v.ppl, 2) << '\t' << fmt(v.accuracy) << '\t' << fmt(v.bleu, 2) << '\t' << fmt(v.chrf, 2)
@@ -385,6 +436,7 @@ void Trainer::endEpoch() {
     ++m_st.epoch;
     m_st.batch_in_epoch = 0;
     m_summary.epochs_completed = m_st.epoch;
+    if (m_history) recordHistory(m_st.epoch, epoch_loss, v.loss, v.bleu);  // before the checkpoints that carry it
     if (m_o.keep_epoch_checkpoints > 0) m_store.saveEpoch(contents(), snapshot(false), m_o.keep_epoch_checkpoints);
     if (v.bleu > m_st.best_bleu) {
         m_st.best_bleu = v.bleu;
@@ -426,6 +478,9 @@ void Trainer::writeFinalPackage() {
     std::stringstream ls;
     ls << log.rdbuf();
     so.extra_files[package_files::kTrainingLog] = ls.str();
+    if (fs::exists(src / package_files::kAttentionHistory))
+        so.extra_files[package_files::kAttentionHistory] =
+            util::readSmallFile((src / package_files::kAttentionHistory).string(), size_t(1) << 30);
     so.extra_files[package_files::kModelCard] =
         modelCard({m_o, m_pc, m_st, m_train_corpus.src.size(), m_train, elapsed(),
                    best ? "best validation BLEU" : "latest", calibration});
@@ -439,6 +494,7 @@ TrainingSummary Trainer::run() {
     readData();
     buildModel();
     openLogs();
+    startHistory();
     while (!m_stopping && (m_o.epochs <= 0 || m_st.epoch < m_o.epochs)) {
         m_stopping = !trainEpoch();
         if (m_st.batch_in_epoch >= static_cast<int64_t>(m_batches.size())) endEpoch();
@@ -477,6 +533,18 @@ void averagePackages(const std::vector<std::string>& dirs, const std::string& ou
     std::string list;
     for (const auto& d : dirs) list += "- `" + d + "`\n";
     so.extra_files[package_files::kAveragedFrom] = "Parameters averaged (arithmetic mean) over:\n\n" + list;
+    // The attention history of the newest input (the one whose history reaches furthest).
+    int64_t newest = -1;
+    for (const auto& d : dirs) {
+        const fs::path h = fs::path(d) / package_files::kAttentionHistory;
+        if (!fs::exists(h)) continue;
+        const std::string bytes = util::readSmallFile(h.string(), size_t(1) << 30);
+        const auto history = parseAttentionHistory(bytes, h.string());
+        if (!history.points.empty() && history.points.back().step > newest) {
+            newest = history.points.back().step;
+            so.extra_files[package_files::kAttentionHistory] = bytes;
+        }
+    }
     package::savePackage(out, cfg, models.front(), (fs::path(dirs.front()) / package_files::kTokenizer).string(), so);
 }
 

@@ -1,0 +1,241 @@
+// The attention history file (attnlab/attention_history.h, docs/attention-history.md): the one
+// place its bytes and JSON keys are read and written.
+#include <attnlab/attention_history.h>
+#include <attnlab/errors.h>
+
+#include "util/atomic_file.h"
+#include "util/small_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+
+namespace attnlab {
+using nlohmann::json;
+
+namespace {
+constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'H', 'I', 'S', 'T'};
+constexpr const char* kFormat = "attnlab-attention-history";
+constexpr size_t kMaxBytes = size_t(1) << 30;
+constexpr int kMaxLayers = 64, kMaxHeads = 256;
+constexpr size_t kMaxPieces = 4096;
+
+// Bytes one probe takes at one point: every head's three maps.
+uint64_t probeBytes(const HistoryProbe& p, int layers, int heads) {
+    const uint64_t s = p.source_pieces.size(), t = p.target_pieces.size();
+    return uint64_t(layers) * uint64_t(heads) * (s * s + t * t + t * s);
+}
+
+uint8_t quantize(float w) {
+    const double q = std::round(std::clamp(double(w), 0.0, 1.0) * 255.0);
+    return static_cast<uint8_t>(q);
+}
+
+void putMaps(std::string& out, const LayerHeadMaps& maps, size_t rows, size_t cols, int layers, int heads) {
+    if (int(maps.size()) != layers) throw InternalError("attention history: a point has the wrong number of layers");
+    for (const auto& layer : maps) {
+        if (int(layer.size()) != heads) throw InternalError("attention history: a point has the wrong number of heads");
+        for (const auto& m : layer) {
+            if (m.size() != rows) throw InternalError("attention history: a map has the wrong number of rows");
+            for (const auto& row : m) {
+                if (row.size() != cols) throw InternalError("attention history: a map has the wrong number of columns");
+                for (float w : row) out.push_back(static_cast<char>(quantize(w)));
+            }
+        }
+    }
+}
+
+LayerHeadMaps takeMaps(const std::string& bytes, size_t& at, size_t rows, size_t cols, int layers, int heads) {
+    LayerHeadMaps maps(size_t(layers), std::vector<Matrix>(size_t(heads), Matrix{}));
+    for (auto& layer : maps)
+        for (auto& m : layer) {
+            m.assign(rows, std::vector<float>(cols));
+            for (auto& row : m)
+                for (float& w : row) w = float(static_cast<unsigned char>(bytes[at++]) / 255.0);
+        }
+    return maps;
+}
+
+json headerJson(const AttentionHistory& h) {
+    json probes = json::array(), points = json::array();
+    for (const auto& p : h.probes)
+        probes.push_back({{"source", p.source},
+                          {"target", p.target},
+                          {"source_pieces", p.source_pieces},
+                          {"target_pieces", p.target_pieces},
+                          {"decoder_input_pieces", p.decoder_input_pieces}});
+    for (const auto& p : h.points)
+        points.push_back({{"stage", p.stage},
+                          {"step", p.step},
+                          {"epoch", p.epoch},
+                          {"train_loss", p.train_loss},
+                          {"valid_loss", p.valid_loss},
+                          {"valid_bleu", p.valid_bleu}});
+    return {{"format", kFormat},
+            {"version", kAttentionHistoryVersion},
+            {"n_layers", h.n_layers},
+            {"n_head", h.n_head},
+            {"record_every", h.record_every},
+            {"quantization", "uint8: weight = byte / 255"},
+            {"probes", probes},
+            {"points", points}};
+}
+
+// Reads the header's fields with errors that name them.
+struct HeaderReader {
+    const std::string& origin;
+    [[noreturn]] void fail(const std::string& what) const { throw PackageError(origin + ": " + what); }
+    const json& field(const json& obj, const char* key, const std::string& in) const {
+        if (!obj.is_object() || !obj.contains(key)) fail(in + key + ": missing");
+        return obj.at(key);
+    }
+    int64_t integer(const json& obj, const char* key, int64_t lo, int64_t hi, const std::string& in = "") const {
+        const json& v = field(obj, key, in);
+        if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+            fail(in + key + ": expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+        return v.get<int64_t>();
+    }
+    double number(const json& obj, const char* key, const std::string& in) const {
+        const json& v = field(obj, key, in);
+        if (!v.is_number() || !std::isfinite(v.get<double>())) fail(in + key + ": expected a number");
+        return v.get<double>();
+    }
+    std::vector<std::string> pieces(const json& obj, const char* key, const std::string& in) const {
+        const json& v = field(obj, key, in);
+        if (!v.is_array() || v.empty() || v.size() > kMaxPieces)
+            fail(in + key + ": expected a list of 1 to " + std::to_string(kMaxPieces) + " pieces");
+        std::vector<std::string> out;
+        for (const auto& p : v) {
+            if (!p.is_string()) fail(in + key + ": expected pieces (strings)");
+            out.push_back(p.get<std::string>());
+        }
+        return out;
+    }
+    std::string text(const json& obj, const char* key, const std::string& in) const {
+        const json& v = field(obj, key, in);
+        if (!v.is_string()) fail(in + key + ": expected a string");
+        return v.get<std::string>();
+    }
+};
+
+AttentionHistory readHeader(const json& j, const HeaderReader& r) {
+    if (!j.is_object() || j.value("format", "") != kFormat) r.fail("format: expected \"" + std::string(kFormat) + "\"");
+    if (r.integer(j, "version", 0, 1 << 20) != kAttentionHistoryVersion)
+        r.fail("version: expected " + std::to_string(kAttentionHistoryVersion));
+    AttentionHistory h;
+    h.n_layers = int(r.integer(j, "n_layers", 1, kMaxLayers));
+    h.n_head = int(r.integer(j, "n_head", 1, kMaxHeads));
+    h.record_every = int(r.integer(j, "record_every", 0, 1 << 30));
+    const json& probes = r.field(j, "probes", "");
+    if (!probes.is_array() || probes.empty() || probes.size() > 1024)
+        r.fail("probes: expected a list of 1 to 1024 probes");
+    for (size_t i = 0; i < probes.size(); ++i) {
+        const std::string in = "probe " + std::to_string(i + 1) + ": ";
+        HistoryProbe p;
+        p.source = r.text(probes[i], "source", in);
+        p.target = r.text(probes[i], "target", in);
+        p.source_pieces = r.pieces(probes[i], "source_pieces", in);
+        p.target_pieces = r.pieces(probes[i], "target_pieces", in);
+        p.decoder_input_pieces = r.pieces(probes[i], "decoder_input_pieces", in);
+        if (p.decoder_input_pieces.size() != p.target_pieces.size())
+            r.fail(in + "decoder_input_pieces: " + std::to_string(p.decoder_input_pieces.size()) + " pieces, but " +
+                   std::to_string(p.target_pieces.size()) + " target pieces");
+        h.probes.push_back(std::move(p));
+    }
+    const json& points = r.field(j, "points", "");
+    if (!points.is_array()) r.fail("points: expected a list");
+    for (size_t i = 0; i < points.size(); ++i) {
+        const std::string in = "point " + std::to_string(i + 1) + ": ";
+        HistoryPoint p;
+        p.stage = int(r.integer(points[i], "stage", 0, 1 << 20, in));
+        p.step = r.integer(points[i], "step", 0, int64_t(1) << 48, in);
+        p.epoch = int(r.integer(points[i], "epoch", 0, 1 << 24, in));
+        p.train_loss = r.number(points[i], "train_loss", in);
+        p.valid_loss = r.number(points[i], "valid_loss", in);
+        p.valid_bleu = r.number(points[i], "valid_bleu", in);
+        if (i > 0 && p.step <= h.points.back().step)
+            r.fail(in + "step " + std::to_string(p.step) + " does not follow step " +
+                   std::to_string(h.points.back().step));
+        h.points.push_back(std::move(p));
+    }
+    return h;
+}
+}  // namespace
+
+std::string attentionHistoryBytes(const AttentionHistory& h) {
+    const std::string header = headerJson(h).dump();
+    std::string out(kMagic, sizeof kMagic);
+    uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+    out += header;
+    for (const auto& point : h.points) {
+        if (point.maps.size() != h.probes.size()) throw InternalError("attention history: a point lacks probes");
+        for (size_t k = 0; k < h.probes.size(); ++k) {
+            const size_t s = h.probes[k].source_pieces.size(), t = h.probes[k].target_pieces.size();
+            putMaps(out, point.maps[k].encoder_self, s, s, h.n_layers, h.n_head);
+            putMaps(out, point.maps[k].decoder_self, t, t, h.n_layers, h.n_head);
+            putMaps(out, point.maps[k].cross, t, s, h.n_layers, h.n_head);
+        }
+    }
+    return out;
+}
+
+AttentionHistory parseAttentionHistory(const std::string& bytes, const std::string& origin) {
+    const HeaderReader r{origin};
+    if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+        r.fail("not an attention history (it does not begin with ATTNHIST)");
+    uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    if (n > bytes.size() - 16) r.fail("truncated: the header says " + std::to_string(n) + " bytes of JSON");
+    json j;
+    try {
+        j = json::parse(bytes.substr(16, n));
+    } catch (const json::exception& e) {
+        r.fail(std::string("header: not valid JSON: ") + e.what());
+    }
+    AttentionHistory h = readHeader(j, r);
+    uint64_t per_point = 0;
+    for (const auto& p : h.probes) per_point += probeBytes(p, h.n_layers, h.n_head);
+    const uint64_t maps = bytes.size() - 16 - n;
+    if (maps != per_point * h.points.size())
+        r.fail(std::to_string(h.points.size()) + " points of " + std::to_string(per_point) + " bytes need " +
+               std::to_string(per_point * h.points.size()) + " bytes of maps, the file has " + std::to_string(maps));
+    size_t at = 16 + n;
+    for (auto& point : h.points)
+        for (const auto& probe : h.probes) {
+            const size_t s = probe.source_pieces.size(), t = probe.target_pieces.size();
+            ProbeMaps m;
+            m.encoder_self = takeMaps(bytes, at, s, s, h.n_layers, h.n_head);
+            m.decoder_self = takeMaps(bytes, at, t, t, h.n_layers, h.n_head);
+            m.cross = takeMaps(bytes, at, t, s, h.n_layers, h.n_head);
+            point.maps.push_back(std::move(m));
+        }
+    return h;
+}
+
+AttentionHistory readAttentionHistory(const std::string& path) {
+    return parseAttentionHistory(util::readSmallFile(path, kMaxBytes), path);
+}
+
+void writeAttentionHistory(const std::string& path, const AttentionHistory& history) {
+    util::saveToFile(path, attentionHistoryBytes(history));
+}
+
+std::string attentionHistoryJson(const AttentionHistory& h) {
+    json j = headerJson(h);
+    json& points = j["points"];
+    for (size_t i = 0; i < h.points.size(); ++i) {
+        json maps = json::array();
+        for (const auto& m : h.points[i].maps)
+            maps.push_back({{"encoder", m.encoder_self}, {"decoder", m.decoder_self}, {"cross", m.cross}});
+        points[i]["maps"] = std::move(maps);
+    }
+    return j.dump();
+}
+
+void writeAttentionHistoryJson(const std::string& path, const AttentionHistory& history) {
+    util::saveToFile(path, attentionHistoryJson(history));
+}
+
+}  // namespace attnlab

@@ -1,0 +1,168 @@
+// The attention history file (attnlab/attention_history.h): its documented layout read from bytes
+// built here by hand, the round trip within the quantization step, errors that name the problem.
+#include <attnlab/attention_history.h>
+#include <attnlab/errors.h>
+
+#include <nlohmann/json.hpp>
+
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <random>
+
+using namespace attnlab;
+
+class TestAttentionHistory : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void theDocumentedLayoutReads();
+    void roundTripWithinHalfAStep();
+    void malformedFilesAreNamed_data();
+    void malformedFilesAreNamed();
+};
+
+namespace {
+nlohmann::json header(int points) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (int i = 0; i < points; ++i)
+        pts.push_back({{"stage", 0},
+                       {"step", 10 * i},
+                       {"epoch", i},
+                       {"train_loss", 1.5},
+                       {"valid_loss", -1},
+                       {"valid_bleu", -1}});
+    return {{"format", "attnlab-attention-history"},
+            {"version", 1},
+            {"n_layers", 1},
+            {"n_head", 2},
+            {"record_every", 10},
+            {"probes",
+             {{{"source", "a"},
+               {"target", "b c"},
+               {"source_pieces", {"_a", "</s>"}},
+               {"target_pieces", {"_b", "_c", "</s>"}},
+               {"decoder_input_pieces", {"<s>", "_b", "_c"}}}}},
+            {"points", pts}};
+}
+
+std::string file(const nlohmann::json& h, const std::string& maps) {
+    const std::string text = h.dump();
+    std::string out = "ATTNHIST";
+    for (int i = 0; i < 8; ++i) out.push_back(char((uint64_t(text.size()) >> (8 * i)) & 0xff));
+    return out + text + maps;
+}
+
+// One point of the header above: per head 2x2 encoder + 3x3 decoder + 3x2 cross = 19 bytes, 2 heads.
+constexpr size_t kPointBytes = 2 * 19;
+
+std::string errorOf(const std::string& bytes) {
+    try {
+        parseAttentionHistory(bytes, "h.bin");
+    } catch (const PackageError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+void TestAttentionHistory::theDocumentedLayoutReads() {
+    std::string maps(kPointBytes, '\0');
+    for (size_t i = 0; i < maps.size(); ++i) maps[i] = char(i * 7);
+    const AttentionHistory h = parseAttentionHistory(file(header(1), maps), "h.bin");
+    QCOMPARE(h.n_layers, 1);
+    QCOMPARE(h.n_head, 2);
+    QCOMPARE(h.points.size(), size_t(1));
+    QCOMPARE(h.probes[0].target_pieces.size(), size_t(3));
+    const ProbeMaps& m = h.points[0].maps.at(0);
+    // The encoder maps of every head first (head 0: bytes 0..3, head 1: 4..7), then the decoder's
+    // (8..16, 17..25), then the cross-attention (26..31, 32..37); each row by row.
+    QCOMPARE(m.encoder_self[0][0][0][1], float(7 / 255.0));
+    QCOMPARE(m.encoder_self[0][1][1][1], float(((7 * 7) & 0xff) / 255.0));
+    QCOMPARE(m.decoder_self[0][0][0][0], float(((8 * 7) & 0xff) / 255.0));
+    QCOMPARE(m.cross[0][0][2][1], float(((8 + 18 + 5) * 7 & 0xff) / 255.0));
+    QCOMPARE(m.cross[0][1][2][1], float(((8 + 18 + 11) * 7 & 0xff) / 255.0));
+    QCOMPARE(h.points[0].train_loss, 1.5);
+}
+
+void TestAttentionHistory::roundTripWithinHalfAStep() {
+    AttentionHistory h = parseAttentionHistory(file(header(0), ""), "h.bin");
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    auto maps = [&](size_t rows, size_t cols) {
+        LayerHeadMaps m(1, std::vector<Matrix>(2, Matrix(rows, std::vector<float>(cols))));
+        for (auto& head : m[0])
+            for (auto& row : head)
+                for (float& w : row) w = u(rng);
+        return m;
+    };
+    for (int i = 0; i < 3; ++i) {
+        HistoryPoint p;
+        p.step = 5 * i;
+        p.epoch = i;
+        p.valid_bleu = i == 2 ? 12.5 : -1;
+        p.maps.push_back({maps(2, 2), maps(3, 3), maps(3, 2)});
+        h.points.push_back(p);
+    }
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("h.bin").toStdString();
+    writeAttentionHistory(path, h);
+    const AttentionHistory back = readAttentionHistory(path);
+    QCOMPARE(back.points.size(), size_t(3));
+    QCOMPARE(back.points[2].valid_bleu, 12.5);
+    double worst = 0;
+    for (size_t i = 0; i < 3; ++i)
+        for (size_t h2 = 0; h2 < 2; ++h2)
+            for (size_t r = 0; r < 3; ++r)
+                for (size_t c = 0; c < 2; ++c)
+                    worst = std::max(worst, double(std::abs(back.points[i].maps[0].cross[0][h2][r][c] -
+                                                            h.points[i].maps[0].cross[0][h2][r][c])));
+    QVERIFY2(worst <= kHistoryQuantizationStep / 2 + 1e-7, qPrintable(QString::number(worst)));
+    QVERIFY(worst > 0);  // it is quantized
+    QCOMPARE(attentionHistoryBytes(back), attentionHistoryBytes(readAttentionHistory(path)));
+    const auto exported = nlohmann::json::parse(attentionHistoryJson(back));
+    QCOMPARE(exported.at("points").size(), size_t(3));
+    QCOMPARE(exported.at("points")[1].at("maps")[0].at("cross")[0][1][2][1].get<double>(),
+             double(back.points[1].maps[0].cross[0][1][2][1]));
+}
+
+void TestAttentionHistory::malformedFilesAreNamed_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("message");
+    const std::string good = file(header(1), std::string(kPointBytes, '\x10'));
+    auto row = [](const char* name, const std::string& b, const char* m) {
+        QTest::newRow(name) << QByteArray(b.data(), int(b.size())) << QString(m);
+    };
+    row("magic", "NOTAHIST" + good.substr(8), "h.bin: not an attention history (it does not begin with ATTNHIST)");
+    row("empty", "", "h.bin: not an attention history");
+    row("truncated header", good.substr(0, 40), "h.bin: truncated: the header says");
+    row("maps short", good.substr(0, good.size() - 1),
+        "h.bin: 1 points of 38 bytes need 38 bytes of maps, the file has 37");
+    row("maps long", good + "x", "h.bin: 1 points of 38 bytes need 38 bytes of maps, the file has 39");
+    auto h = header(1);
+    h.erase("n_head");
+    row("missing field", file(h, std::string(kPointBytes, 0)), "h.bin: n_head: missing");
+    h = header(1);
+    h["version"] = 2;
+    row("version", file(h, std::string(kPointBytes, 0)), "h.bin: version: expected 1");
+    h = header(1);
+    h["probes"][0]["decoder_input_pieces"] = {"<s>"};
+    row("decoder pieces", file(h, std::string(kPointBytes, 0)),
+        "h.bin: probe 1: decoder_input_pieces: 1 pieces, but 3 target pieces");
+    h = header(2);
+    h["points"][1]["step"] = 0;
+    row("order", file(h, std::string(2 * kPointBytes, 0)), "h.bin: point 2: step 0 does not follow step 0");
+    h = header(1);
+    h["n_layers"] = 1000;
+    row("layers", file(h, ""), "h.bin: n_layers: expected a whole number from 1 to 64");
+    row("json", file(header(1), "").replace(16, 1, "["), "h.bin: header: not valid JSON");
+}
+
+void TestAttentionHistory::malformedFilesAreNamed() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, message);
+    const std::string e = errorOf(bytes.toStdString());
+    QVERIFY2(e.rfind(message.toStdString(), 0) == 0, e.c_str());
+}
+
+QTEST_APPLESS_MAIN(TestAttentionHistory)
+#include "tst_attention_history.moc"
