@@ -9,7 +9,9 @@
 
 #include <attnlab/lesson.h>
 
+#include <QElapsedTimer>
 #include <QMainWindow>
+#include <QMenu>
 #include <QtTest/QtTest>
 
 using namespace attnlab::ui;
@@ -60,10 +62,13 @@ QString TestLessonController::write(const QString& name, const QByteArray& json)
 }
 
 void TestLessonController::settle() {
+    QElapsedTimer waited;
+    waited.start();
     do {
         m_controller->waitForIdle();
         QCoreApplication::processEvents();
-    } while (m_controller->busy() || m_lessons->pending());
+    } while ((m_controller->busy() || m_lessons->pending()) && waited.elapsed() < 60000);
+    QVERIFY2(!m_lessons->pending(), "a lesson step still waits after 60 s");
 }
 
 void TestLessonController::aLessonIsCheckedAgainstViewsAndModel() {
@@ -84,13 +89,20 @@ void TestLessonController::aLessonIsCheckedAgainstViewsAndModel() {
     QCOMPARE(*problem, QString("no lesson is open (Lesson > Open lesson…)"));
     problem = m_lessons->openLesson(m_dir.filePath("missing.json"));
     QVERIFY(problem && problem->contains("missing.json"));
+    // A lesson of another model with a wrong tab is refused before that model is loaded.
+    const QString other = write("other.json", R"({"format": "attnlab-lesson", "version": 1, "model": "en-de",
+        "steps": [{"view": {"tab": "maps"}}]})");
+    QSignalSpy loading(m_context, &ViewContext::modelLoading);
+    problem = m_lessons->openLesson(other);
+    QVERIFY2(problem && problem->contains("step 1: tab: 'maps' is not one of"), qPrintable(problem.value_or("")));
+    QCOMPARE(loading.count(), 0);
 }
 
 void TestLessonController::stepsApplyTheirViewsInOrder() {
     const QString path = write("two.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
         {"caption": "One.", "view": {"tab": "attention", "sentence": "Ein Hund rennt.", "kind": "encoder",
                                      "layer": 1, "head": 2}},
-        {"caption": "Two.", "view": {"tab": "weight", "cell": [0, 1]}}]})");
+        {"caption": "Two.", "view": {"tab": "attention", "cell": [0, 1]}}]})");
     QVERIFY(!m_lessons->openLesson(path));
     settle();
     QCOMPARE(m_context->result()->source_text, std::string("Ein Hund rennt."));
@@ -99,10 +111,11 @@ void TestLessonController::stepsApplyTheirViewsInOrder() {
     QCOMPARE(explorer->kind(), AttentionKind::EncoderSelf);
     QCOMPARE(explorer->layer(), 1);
     QCOMPARE(explorer->head(), 2);
-    // Step 2 opens a cell of the head step 1 chose, in the Weight view.
+    // Step 2 opens a cell of the head step 1 chose (the Weight view computes it), and then shows the
+    // tab it names: the tab is applied last.
     QVERIFY(!m_lessons->goToStep(1));
     settle();
-    QCOMPARE(m_tabs->currentName(), std::string("weight"));
+    QCOMPARE(m_tabs->currentName(), std::string("attention"));
     const auto e = m_tabs->find<WeightView>()->explanation();
     QVERIFY(e);
     QCOMPARE(e->cell.kind, AttentionKind::EncoderSelf);
@@ -136,17 +149,29 @@ void TestLessonController::sessionRoundTrip() {
     settle();
     QCOMPARE(m_tabs->currentName(), std::string("decoding"));
     QCOMPARE(m_tabs->find<AttentionExplorer>()->kind(), AttentionKind::DecoderSelf);
+    QCOMPARE(m_tabs->find<AttentionExplorer>()->layer(), 1);
+    QCOMPARE(m_tabs->find<AttentionExplorer>()->head(), 3);
     QVERIFY(m_lessons->saveSession(m_dir.filePath("no/such/dir/s.json")));  // the problem, not a crash
 }
 
 void TestLessonController::presenterModeAndBack() {
+    QMenu menu;
+    m_lessons->fillMenu(&menu);
+    QAction* presenter = nullptr;
+    for (QAction* a : menu.actions())
+        if (a->shortcut() == QKeySequence(Qt::Key_F5)) presenter = a;
+    QVERIFY(presenter);
     m_context->setTextSize(11, false);
     m_context->setPalette(Palette::Viridis, false);
-    m_lessons->setPresenterMode(true);
+    presenter->trigger();  // F5
     QVERIFY(m_lessons->presenterMode());
+    QVERIFY(presenter->isChecked());
+    QVERIFY(m_host->windowState() & Qt::WindowFullScreen);
     QVERIFY(m_context->textSize() >= 18);
     QCOMPARE(m_context->palette(), Palette::HighContrast);
     m_lessons->setPresenterMode(false);
+    QVERIFY(!presenter->isChecked());
+    QVERIFY(!(m_host->windowState() & Qt::WindowFullScreen));
     QCOMPARE(m_context->textSize(), 11.0);
     QCOMPARE(m_context->palette(), Palette::Viridis);
 }

@@ -1,6 +1,7 @@
 // Each view alone: built on a ViewContext (no MainWindow), given a translation result made here by
 // an in-process Translator of the same package, and checked against that result's numbers. The
 // window's wiring is tst_ui's; the lesson controller is tst_lesson_controller's.
+#include "ablation_panel.h"
 #include "alignment_panel.h"
 #include "attention_explorer.h"
 #include "attention_view.h"
@@ -63,6 +64,7 @@ private Q_SLOTS:
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
     void headsViewWithoutExamplesSaysWhatToDo();
+    void aNewModelSwitchesEveryHeadOn();
     void failuresTravelOneSignal();
 
 private:
@@ -215,6 +217,7 @@ void TestViews::weightViewExplainsTheCellAskedFor() {
     const attnlab::CellRef cell{AttentionKind::Cross, 1, 2, 0, 1};
     QSignalSpy shown(m_context.get(), &ViewContext::viewRequested);
     m_context->explainCell(cell);
+    QCOMPARE(shown.count(), 1);
     QCOMPARE(shown.first().first().value<std::string>(), std::string("weight"));
     QTRY_VERIFY_WITH_TIMEOUT(view.explanation(), 30000);
     const auto expected = m_core->explain(*r, cell);
@@ -297,6 +300,7 @@ void TestViews::headsViewOpensOnItsExamplesComputed() {
     ViewContext context(&controller);
     HeadLabView view(&context);
     QSignalSpy progress(&controller, &TranslationController::headLabProgress);
+    QSignalSpy runs(view.statistics(), &HeadStatsPanel::runRequested);
     QSignalSpy loaded(&context, &ViewContext::modelChanged);
     context.loadModel(dir);
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
@@ -306,9 +310,22 @@ void TestViews::headsViewOpensOnItsExamplesComputed() {
     view.show();  // the first screen: the examples' statistics, without pressing Run
     QTRY_VERIFY_WITH_TIMEOUT(view.statistics()->stats(), 60000);
     QCOMPARE(view.statistics()->stats()->sentences, 3);
+    QCOMPARE(runs.count(), 1);
     QVERIFY(view.figure());
-    QVERIFY(!view.showPage("statistics"));  // already computed for this model
+    QVERIFY(!view.showPage("statistics"));  // already computed for this model: not again
     QVERIFY(!view.showPage("alignment"));
+    QVERIFY(!view.showPage("statistics"));
+    QCOMPARE(runs.count(), 1);
+    // Another model: computed again, once, when the page is seen.
+    QSignalSpy reloaded(&context, &ViewContext::modelChanged);
+    view.pages()->setCurrentWidget(view.ablation());
+    context.loadModel(dir);
+    QTRY_VERIFY_WITH_TIMEOUT(reloaded.count() > 0, 30000);
+    controller.waitForIdle();
+    QCOMPARE(runs.count(), 1);  // the Ablation page is shown
+    QVERIFY(!view.showPage("statistics"));
+    QCOMPARE(runs.count(), 2);
+    controller.waitForIdle();
     QCOMPARE(*view.showPage("maps"), QString("'maps' is not one of statistics, ablation, alignment"));
 }
 
@@ -323,6 +340,14 @@ void TestViews::headsViewWithoutExamplesSaysWhatToDo() {
     QVERIFY(!view.figure());
 }
 
+void TestViews::aNewModelSwitchesEveryHeadOn() {
+    m_context->setAblated({{AttentionKind::Cross, 1, 2}});
+    QCOMPARE(m_context->ablated().size(), size_t(1));
+    m_context->setModel(m_controller->modelInfo());
+    QVERIFY(m_context->ablated().empty());
+    m_controller->waitForIdle();
+}
+
 void TestViews::failuresTravelOneSignal() {
     WeightView weight(m_context.get());
     QSignalSpy failed(m_context.get(), &ViewContext::failed);
@@ -332,7 +357,8 @@ void TestViews::failuresTravelOneSignal() {
     QCOMPARE(failed.first().at(0).value<Operation>(), Operation::Explain);
     QVERIFY2(failed.first().at(1).toString().contains("out of range"), qPrintable(failed.first().at(1).toString()));
     QCOMPARE(m_context->lastError(), failed.first().at(1).toString());
-    QVERIFY(weight.summaryText().isEmpty() || !weight.explanation());
+    QVERIFY(!weight.explanation());
+    QVERIFY2(weight.headingText().startsWith("Cannot explain this weight: "), qPrintable(weight.headingText()));
     failed.clear();
     QSignalSpy changed(m_context.get(), &ViewContext::resultChanged);
     m_context->translate("   ", {});

@@ -85,6 +85,7 @@ void AttentionExplorer::follow(ViewContext* c) {
         select(h.kind, h.layer, mean ? heads : h.head);
         c->showView("attention");
     });
+    setColorMap(c->palette());  // what the context holds already (a view may come after it was set)
 }
 
 // Window-wide keys (the View menu): each shows this view and acts on it.

@@ -257,13 +257,15 @@ void DecodingView::follow(ViewContext* c) {
         if (op == Operation::Translate) clear(m);
     });
     connect(c, &ViewContext::paletteChanged, this, &DecodingView::setColorMap);
+    setColorMap(c->palette());
     // What-if: the sentence the steps belong to, even when the field has been edited since.
     connect(this, &DecodingView::forceRequested, this, [this, c](const std::vector<int>& ids, const QString& text) {
         DecodingOptions o = c->decodingOptions();
         o.force_prefix = text.toStdString();
         o.force_prefix_ids = ids;
         const auto shown = m_free ? m_free : c->result();
-        if (shown) c->translate(QString::fromStdString(shown->source_text), o);
+        if (!shown) return clear(tr("Translate a sentence first: the beginning is forced onto its translation."));
+        c->translate(QString::fromStdString(shown->source_text), o);
     });
 }
 

@@ -30,12 +30,17 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
         m_alignment->setModelShape(layers, heads);
         m_alignment->setExamples(info->examples);
         m_examples_due = true;
-        if (isVisible()) showExamples();
+        if (isVisible() && m_pages->currentWidget() == m_stats) showExamples();
     });
     connect(context, &ViewContext::paletteChanged, this, [this](Palette p) {
         m_stats->setColorMap(p);
         m_alignment->setColorMap(p);
     });
+    connect(m_pages, &QTabWidget::currentChanged, this, [this] {
+        if (m_examples_due && m_pages->currentWidget() == m_stats) showExamples();
+    });
+    m_stats->setColorMap(context->palette());
+    m_alignment->setColorMap(context->palette());
 }
 
 void HeadLabView::wireStatistics(ViewContext* c) {
@@ -73,13 +78,18 @@ void HeadLabView::wireAlignment(ViewContext* c) {
     });
 }
 
+// The statistics of the model's examples are computed when their page is first seen.
 void HeadLabView::showEvent(QShowEvent* event) {
     View::showEvent(event);
-    if (m_examples_due) showExamples();
+    if (m_examples_due && m_pages->currentWidget() == m_stats) showExamples();
 }
 
 void HeadLabView::showExamples() {
     if (const auto problem = runOnExamples()) context()->showStatus(*problem);
+}
+
+QString HeadLabView::noExamples() const {
+    return tr("the model has no examples (examples.tsv) to run the statistics on");
 }
 
 std::optional<QString> HeadLabView::runOnExamples() {
@@ -95,7 +105,7 @@ std::optional<QString> HeadLabView::runOnExamples() {
         m_stats->setEmptyMessage(
             tr("This model has no examples (examples.tsv): choose a corpus with Corpus… and "
                "press Run"));
-        return tr("the model has no examples (examples.tsv) to run the statistics on");
+        return noExamples();
     }
     m_stats->setCorpus(sources, references, tr("the model's %1 examples").arg(sources.size()));
     m_stats->startRun(false);
@@ -104,18 +114,21 @@ std::optional<QString> HeadLabView::runOnExamples() {
 
 std::optional<QString> HeadLabView::showPage(const QString& page, const std::vector<HeadRef>& ablate) {
     if (!context()->model()) return tr("no model is loaded");
-    context()->showView("heads");
     if (page == "statistics") {
         m_pages->setCurrentWidget(m_stats);
-        if (m_examples_due || !m_stats->stats()) return runOnExamples();
+        context()->showView("heads");                // computes the examples' statistics when due (showEvent)
+        if (m_examples_due) return runOnExamples();  // not visible (headless, before show)
+        if (context()->model()->examples.empty()) return noExamples();
     } else if (page == "ablation") {
         m_pages->setCurrentWidget(m_ablation);
+        context()->showView("heads");
         for (const auto& h : ablate)
             if (!m_ablation->toggle(h))
                 return tr("--ablate %1: the model has no such head").arg(QString::fromStdString(headName(h)));
         m_ablation->setAblated(ablate);
     } else if (page == "alignment") {
         m_pages->setCurrentWidget(m_alignment);
+        context()->showView("heads");
         m_alignment->chooseExample(0);
     } else {
         return tr("'%1' is not one of statistics, ablation, alignment").arg(page);

@@ -38,7 +38,8 @@ private:
     void wireStatistics(ViewContext* context);
     void wireAblation(ViewContext* context);
     void wireAlignment(ViewContext* context);
-    void showExamples();  // runOnExamples, its problem in the status bar
+    void showExamples();
+    QString noExamples() const;  // runOnExamples, its problem in the status bar
     // Statistics over the model's examples, once per model.
     [[nodiscard]] std::optional<QString> runOnExamples();
 

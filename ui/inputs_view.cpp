@@ -176,6 +176,7 @@ void InputsView::follow(ViewContext* c) {
         if (isVisible()) refresh();
     });
     connect(c, &ViewContext::paletteChanged, this, &InputsView::setColorMap);
+    setColorMap(c->palette());
     connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
         setSecondSentence(info->examples.size() > 1 ? QString::fromStdString(info->examples[1].source) : QString());
     });

@@ -40,6 +40,9 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
     m_views = new ViewStates(context, tabs, this);
     connect(m_pane, &LessonPane::stepShown, this, [this](int, const ViewState& v) { m_views->apply(v); });
     connect(context, &ViewContext::modelChanged, this, &LessonController::showPendingStep);
+    connect(context, &ViewContext::failed, this, [this](Operation op) {
+        if (op == Operation::LoadModel) m_pending_step = -1;  // the lesson's model did not load: no step waits
+    });
 }
 
 void LessonController::fillMenu(QMenu* menu) {
@@ -56,12 +59,13 @@ void LessonController::fillMenu(QMenu* menu) {
     }
     bundled->setEnabled(!bundled->isEmpty());
     menu->addSeparator();
-    menu->addAction(tr("&Next step"), QKeySequence(Qt::Key_PageDown), this, [this] {
-        if (m_pane->hasLesson()) report(Operation::Lesson, goToStep(m_pane->current() + 1));
-    });
-    menu->addAction(tr("&Previous step"), QKeySequence(Qt::Key_PageUp), this, [this] {
-        if (m_pane->hasLesson()) report(Operation::Lesson, goToStep(m_pane->current() - 1));
-    });
+    // Past either end the keys only say so in the status bar (no box in front of a class).
+    auto step = [this](int delta) {
+        if (!m_pane->hasLesson()) return;
+        if (const auto problem = goToStep(m_pane->current() + delta)) m_context->showStatus(*problem);
+    };
+    menu->addAction(tr("&Next step"), QKeySequence(Qt::Key_PageDown), this, [step] { step(1); });
+    menu->addAction(tr("&Previous step"), QKeySequence(Qt::Key_PageUp), this, [step] { step(-1); });
     m_presenter_action = menu->addAction(tr("P&resenter mode"), this, [this](bool on) { setPresenterMode(on); });
     m_presenter_action->setCheckable(true);
     m_presenter_action->setShortcuts({QKeySequence(Qt::Key_F5)});
@@ -88,10 +92,12 @@ void LessonController::report(Operation op, const std::optional<QString>& proble
     if (problem) m_context->reportFailure(op, *problem);
 }
 
-std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson, const QString& origin) const {
+std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson, const QString& origin,
+                                                           bool with_model) const {
     try {
         checkLessonViews(lesson, viewNames(), origin.toStdString());
-        if (const auto info = m_context->model())
+        const auto info = m_context->model();
+        if (with_model && info)
             checkLessonFitsModel(lesson, int(info->config.model.n_layers), int(info->config.model.n_head),
                                  origin.toStdString());
         return std::nullopt;
@@ -111,8 +117,8 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
     const auto info = m_context->model();
     const bool other_model =
         !model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString()));
-    if (!other_model)
-        if (auto problem = problemWithLesson(lesson, origin)) return problem;
+    // The views always; the model now when it is the lesson's, else once the lesson's has loaded.
+    if (auto problem = problemWithLesson(lesson, origin, !other_model)) return problem;
     m_pane->setLesson(lesson, origin);
     m_dock->show();
     m_dock->raise();
@@ -128,7 +134,7 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
 void LessonController::showPendingStep() {
     if (m_pending_step < 0) return;
     const int step = std::exchange(m_pending_step, -1);
-    if (const auto problem = problemWithLesson(m_pane->lesson(), m_pane->origin()))
+    if (const auto problem = problemWithLesson(m_pane->lesson(), m_pane->origin(), true))
         return m_context->reportFailure(Operation::Lesson, *problem);
     m_pane->show(step);
 }

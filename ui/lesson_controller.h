@@ -53,7 +53,9 @@ public:
 private:
     [[nodiscard]] std::optional<QString> start(const Lesson& lesson, const QString& origin, int first);
     // Why `lesson` cannot be shown with the loaded model and this app's views, or nothing.
-    [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin) const;
+    // with_model: also against the loaded model's shape.
+    [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin,
+                                                           bool with_model) const;
     void showPendingStep();  // once the lesson's model has loaded
     // Runs a menu's request and reports its problem.
     void report(Operation op, const std::optional<QString>& problem);

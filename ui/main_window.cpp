@@ -4,9 +4,6 @@
 #include "translate_panel.h"
 #include "view_registry.h"
 
-#include <attnlab/errors.h>
-#include <attnlab/result_json.h>
-
 #include <QActionGroup>
 #include <QApplication>
 #include <QDragEnterEvent>
@@ -37,12 +34,12 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     setCentralWidget(central);
     m_status_model = new QLabel(tr("no model"), this);
     statusBar()->addPermanentWidget(m_status_model);
+    follow();  // first: the status bar and title update before what a loaded model sets off
     m_lessons = new LessonController(m_context, m_views, this);
     buildFileMenu();
     buildViewMenu();
     m_lessons->fillMenu(menuBar()->addMenu(tr("&Lesson")));
     buildHelpMenu();
-    follow();
     restoreAppearance();
 }
 
@@ -92,7 +89,7 @@ void MainWindow::buildFileMenu() {
     });
     m_models_menu = file->addMenu(tr("&Models"));
     for (const auto& [label, dir] : bundledModelChoices()) {
-        QAction* a = m_models_menu->addAction(label, m_context, [this, dir = dir] { m_context->loadModel(dir); });
+        QAction* a = m_models_menu->addAction(label, this, [this, dir = dir] { m_context->loadModel(dir); });
         a->setData(dir);
         a->setCheckable(true);
     }
@@ -195,22 +192,14 @@ void MainWindow::rememberRecent(const QString& dir) {
 void MainWindow::rebuildRecentMenu() {
     m_recent->clear();
     const QStringList recent = QSettings().value("recentModels").toStringList();
-    for (const QString& dir : recent) m_recent->addAction(dir, m_context, [this, dir] { m_context->loadModel(dir); });
+    for (const QString& dir : recent) m_recent->addAction(dir, this, [this, dir] { m_context->loadModel(dir); });
     m_recent->setEnabled(!recent.isEmpty());
 }
 
 std::optional<QString> MainWindow::exportCurrentView(const QString& path) const { return m_views->exportCurrent(path); }
 
 std::optional<QString> MainWindow::exportAttentionJson(const QString& path) const {
-    const auto result = m_context->result();
-    const auto info = m_context->model();
-    if (!result || !info) return tr("translate a sentence first");
-    try {
-        writeAttentionJson(path.toStdString(), {*result}, *info, m_context->resultOptions());
-        return std::nullopt;
-    } catch (const attnlab::Error& e) {
-        return QString::fromStdString(e.what());
-    }
+    return m_context->exportAttentionJson(path);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* e) {

@@ -68,6 +68,7 @@ ModelPanel::ModelPanel(ViewContext* context, QWidget* parent) : View(context, pa
     layout->addWidget(split);
     showTrainingLog({});
     connect(context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) { showModel(*info); });
+    if (const auto info = context->model()) showModel(*info);
 }
 
 QCustomPlot* ModelPanel::figure() const { return m_plot->graphCount() > 0 ? m_plot : nullptr; }

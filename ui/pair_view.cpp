@@ -75,6 +75,7 @@ PairView::PairView(ViewContext* context, QWidget* parent) : View(context, parent
 
 void PairView::follow(ViewContext* c) {
     connect(c, &ViewContext::paletteChanged, this, &PairView::setColorMap);
+    setColorMap(c->palette());
     connect(this, &PairView::compareRequested, this,
             [c](const QString& a, const QString& b) { c->controller()->translatePair(a, b, c->decodingOptions()); });
     connect(c->controller(), &TranslationController::pairTranslated, this, &PairView::setPair);

@@ -92,9 +92,11 @@ PositionalEncodingView::PositionalEncodingView(ViewContext* context, QWidget* pa
     connect(m_dmodel, &QSpinBox::editingFinished, this, [this] { rebuild(); });
     connect(m_dims, &QLineEdit::editingFinished, this, [this] { rebuildCurves(); });
     rebuild();
-    connect(context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+    auto follow = [this](ModelInfoPtr info) {
         setShape(static_cast<int>(info->config.model.n_position), static_cast<int>(info->config.model.d_model));
-    });
+    };
+    connect(context, &ViewContext::modelChanged, this, follow);
+    if (const auto info = context->model()) follow(info);
 }
 
 void PositionalEncodingView::setShape(int length, int d_model) {

@@ -136,6 +136,7 @@ void TranslatePanel::follow(ViewContext* c) {
             [c](const QString& s, const DecodingOptions& o) { c->translate(s, o); });
     connect(this, &TranslatePanel::modelChosen, c, &ViewContext::loadModel);
     connect(this, &TranslatePanel::deviceChanged, c, &ViewContext::setDevice);
+    connect(c, &ViewContext::deviceChanged, this, &TranslatePanel::setDevice);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
     connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
         if (r) showResult(std::move(r));
@@ -158,7 +159,6 @@ QString TranslatePanel::device() const { return m_device->currentData().toString
 void TranslatePanel::setDevice(const QString& device) {
     const int i = m_device->findData(device.startsWith("cuda") ? "cuda" : device);
     if (i >= 0) m_device->setCurrentIndex(i);
-    m_context->setDevice(this->device());
 }
 
 QString TranslatePanel::sentence() const { return m_sentence->text(); }
@@ -176,6 +176,9 @@ DecodingOptions TranslatePanel::options() const {
 }
 
 void TranslatePanel::setOptions(const DecodingOptions& o) {
+    const DecodingOptions shown = options();
+    if (shown.beam_size == o.beam_size && shown.length_penalty == o.length_penalty && shown.max_length == o.max_length)
+        return;  // its own change coming back: the boxes keep what is being typed
     {
         const QSignalBlocker a(m_beam), b(m_alpha), c(m_max_len);  // one change, not three
         m_beam->setValue(o.beam_size);

@@ -45,8 +45,8 @@ public:
     const ConfidenceText* translationView() const { return m_translation; }
     // The low-confidence warning in words; empty when the last translation was not flagged.
     QString confidenceWarning() const;
-    QString device() const;  // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
-    void setDevice(const QString& device);
+    QString device() const;                 // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
+    void setDevice(const QString& device);  // shown only: the context holds the device (ViewContext::setDevice)
 
 public Q_SLOTS:
     void showResult(attnlab::ui::ResultPtr result);

@@ -1,5 +1,8 @@
 #include "view_context.h"
 
+#include <attnlab/errors.h>
+#include <attnlab/result_json.h>
+
 #include <QApplication>
 #include <QFont>
 #include <QSettings>
@@ -76,7 +79,6 @@ void ViewContext::setTextSize(double points, bool remember) {
 
 void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
     m_ablated = heads;
-    Q_EMIT ablatedChanged(m_ablated);
     if (m_result) translate(QString::fromStdString(m_result->source_text), m_result_options);
 }
 
@@ -114,9 +116,22 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
     Q_EMIT resultChanged(m_result);
 }
 
+// A new model (or the same on another device): its heads start switched on, as the Heads tab shows.
 void ViewContext::setModel(ModelInfoPtr info) {
     m_last_error.clear();
+    m_ablated.clear();
     Q_EMIT modelChanged(std::move(info));
+}
+
+std::optional<QString> ViewContext::exportAttentionJson(const QString& path) const {
+    const auto info = model();
+    if (!m_result || !info) return tr("translate a sentence first");
+    try {
+        writeAttentionJson(path.toStdString(), {*m_result}, *info, m_result_options);
+        return std::nullopt;
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
 }
 
 }  // namespace attnlab::ui

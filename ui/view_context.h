@@ -14,6 +14,8 @@
 
 #include <QObject>
 
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -42,12 +44,15 @@ public:
     double textSize() const;
     void setTextSize(double points, bool remember = true);
     const std::vector<HeadRef>& ablated() const { return m_ablated; }
-    // Switches heads off for every later translation and translates the shown sentence again.
+    // Switches heads off for every later translation and translates the shown sentence again; a new
+    // model switches every head on again.
     void setAblated(const std::vector<HeadRef>& heads);
     // The head the attention view shows: what another view uses when a lesson names none.
     HeadRef focusedHead() const { return m_focus; }
     void setFocusedHead(const HeadRef& head) { m_focus = head; }
     QString lastError() const { return m_last_error; }  // the last failure, until a success
+    // The shown translation's attention as JSON (docs/attention-json.md); the problem, or nothing.
+    [[nodiscard]] std::optional<QString> exportAttentionJson(const QString& path) const;
 
     // Requests.
     void loadModel(const QString& package_dir);
@@ -75,7 +80,6 @@ Q_SIGNALS:
     void deviceChanged(const QString& device);
     void paletteChanged(attnlab::ui::Palette palette);
     void textSizeChanged(double points);
-    void ablatedChanged(const std::vector<attnlab::HeadRef>& heads);
     void sentenceShown(const QString& sentence);
     void translationRequested(const QString& sentence, bool forced);
     void explainRequested(const attnlab::CellRef& cell);

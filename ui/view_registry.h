@@ -48,7 +48,7 @@ public:
     void saveState(ViewState& state) const;
     // Every view's part of a step, in the table's order, then the step's tab.
     void applyState(const ViewState& state);
-    // The keys that show views, then every view's own actions.
+    // Every view's own actions, then the keys that show views.
     QList<QAction*> menuActions() const;
 
 private:

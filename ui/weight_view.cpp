@@ -72,6 +72,7 @@ void WeightView::clear(const QString& message) {
 }
 
 QString WeightView::summaryText() const { return m_arithmetic->text() + "\n" + m_mask->text(); }
+QString WeightView::headingText() const { return m_heading->text(); }
 
 void WeightView::setExplanation(ExplanationPtr e) {
     if (!e) return clear(tr("Nothing to explain."));

@@ -30,6 +30,7 @@ public:
     void applyState(const ViewState& state) override;
 
     QString summaryText() const;  // the worked arithmetic, as shown (tests read it)
+    QString headingText() const;  // the line above it: which weight, or why there is none
     BarPlot* vectors() const { return m_vectors; }
     BarPlot* products() const { return m_products; }
     BarPlot* scores() const { return m_scores; }

@@ -8,7 +8,6 @@
 #include "head_lab_view.h"
 #include "lesson_controller.h"
 #include "main_window.h"
-#include "translate_panel.h"
 #include "translation_controller.h"
 #include "view_registry.h"
 
@@ -66,7 +65,7 @@ struct Options {
 };
 
 // The view options as one view state: the tab (a registered view), the kind (core's one parser),
-// layer, head, decoding step and the cell to open up; an option not given is left as the app has it.
+// layer, head, decoding step (their defaults are the app's first view) and the cell to open up.
 std::optional<QString> readView(const QCommandLineParser& parser, attnlab::ViewState& v) {
     const QString tab = parser.value("tab");
     QStringList tabs;
@@ -190,7 +189,7 @@ void settle(attnlab::ui::TranslationController& controller, attnlab::ui::MainWin
     do {
         controller.waitForIdle();
         QApplication::processEvents();
-    } while (controller.busy() || window.lessons()->pending());
+    } while (controller.busy() || (window.lessons()->pending() && window.context()->lastError().isEmpty()));
 }
 
 // The view options against the model: layer and head in range, a cell on one head.
@@ -279,7 +278,7 @@ int main(int argc, char** argv) {
                      [&](attnlab::ui::Operation op, const QString& m) {
                          if (op == attnlab::ui::Operation::LoadModel && load_error.isEmpty()) load_error = m;
                      });
-    window.translatePanel()->setDevice(o.device);
+    context->setDevice(o.device);  // as given: "cuda:1", or an error when the model loads
     if (!o.model.isEmpty()) context->loadModel(o.model);
     if (!o.text.isEmpty()) context->translateSentence(o.text);
     if (o.view.tab) window.views()->showView(*o.view.tab);
