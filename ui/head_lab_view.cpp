@@ -36,6 +36,10 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
         m_stats->setColorMap(p);
         m_alignment->setColorMap(p);
     });
+    connect(context, &ViewContext::headLabRequested, this,
+            [this, context](const QString& page, const std::vector<HeadRef>& ablate) {
+                if (const auto problem = showPage(page, ablate)) context->reportFailure(Operation::HeadLab, *problem);
+            });
     connect(m_pages, &QTabWidget::currentChanged, this, [this] {
         if (m_examples_due && m_pages->currentWidget() == m_stats) showExamples();
     });

@@ -64,6 +64,11 @@ public:
     void explainCell(const CellRef& cell) { Q_EMIT explainRequested(cell); }
     void showView(const std::string& name) { Q_EMIT viewRequested(name); }
     void showHead(const HeadRef& head, bool mean = false) { Q_EMIT headRequested(head, mean); }
+    // The Heads tab on one page (--heads): "statistics", "ablation" with `ablate` off, "alignment";
+    // a problem is reported as failed(HeadLab, …).
+    void showHeadLab(const QString& page, const std::vector<HeadRef>& ablate = {}) {
+        Q_EMIT headLabRequested(page, ablate);
+    }
     void showStatus(const QString& message, int ms = 5000) { Q_EMIT status(message, ms); }
     void reportFailure(Operation op, const QString& message);
     // A translation result made elsewhere (the controller's, or a test's): every view follows.
@@ -85,6 +90,7 @@ Q_SIGNALS:
     void explainRequested(const attnlab::CellRef& cell);
     void viewRequested(const std::string& name);
     void headRequested(const attnlab::HeadRef& head, bool mean);
+    void headLabRequested(const QString& page, const std::vector<attnlab::HeadRef>& ablate);
     void status(const QString& message, int ms);
     void failed(attnlab::ui::Operation op, const QString& message);
 

@@ -5,7 +5,6 @@
 #include <attnlab/package.h>
 #include <attnlab/version.h>
 
-#include "head_lab_view.h"
 #include "lesson_controller.h"
 #include "main_window.h"
 #include "translation_controller.h"
@@ -230,8 +229,7 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
     settle(controller, window);
     if (!context->lastError().isEmpty()) return fail(context->lastError());
     if (!o.heads_page.isEmpty()) {
-        auto* heads = qobject_cast<attnlab::ui::HeadLabView*>(window.views()->view("heads"));
-        if (const auto error = heads->showPage(o.heads_page, o.ablate)) return fail(*error);
+        context->showHeadLab(o.heads_page, o.ablate);
         settle(controller, window);
         if (!context->lastError().isEmpty()) return fail(context->lastError());
     }
@@ -281,7 +279,7 @@ int main(int argc, char** argv) {
     context->setDevice(o.device);  // as given: "cuda:1", or an error when the model loads
     if (!o.model.isEmpty()) context->loadModel(o.model);
     if (!o.text.isEmpty()) context->translateSentence(o.text);
-    if (o.view.tab) window.views()->showView(*o.view.tab);
+    if (o.view.tab) context->showView(*o.view.tab);
     if (o.headless()) return renderHeadless(controller, window, o, load_error);
 
     window.show();
@@ -296,11 +294,7 @@ int main(int argc, char** argv) {
     if (!o.heads_page.isEmpty())
         QObject::connect(
             context, &attnlab::ui::ViewContext::resultChanged, &window,
-            [&](attnlab::ui::ResultPtr) {
-                auto* heads = qobject_cast<attnlab::ui::HeadLabView*>(window.views()->view("heads"));
-                if (const auto error = heads->showPage(o.heads_page, o.ablate)) fail(*error);
-            },
-            Qt::SingleShotConnection);
+            [&](attnlab::ui::ResultPtr) { context->showHeadLab(o.heads_page, o.ablate); }, Qt::SingleShotConnection);
     if (o.presenter) window.lessons()->setPresenterMode(true);
     return app.exec();
 }
