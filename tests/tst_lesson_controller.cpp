@@ -78,7 +78,7 @@ void TestLessonController::aLessonIsCheckedAgainstViewsAndModel() {
     QVERIFY(problem);
     QCOMPARE(*problem, tab +
                            ": step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, pairs, heads, "
-                           "positional, model");
+                           "training, positional, model");
     QVERIFY(!m_lessons->pane()->hasLesson());  // the window keeps what it had
     const QString layer = write("layer.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
         {"view": {"layer": 2}}]})");

@@ -4,6 +4,7 @@
 #include "ablation_panel.h"
 #include "alignment_panel.h"
 #include "attention_explorer.h"
+#include "attention_grid.h"
 #include "attention_view.h"
 #include "decoding_view.h"
 #include "head_lab_view.h"
@@ -12,10 +13,12 @@
 #include "model_panel.h"
 #include "pair_view.h"
 #include "positional_view.h"
+#include "training_view.h"
 #include "view_context.h"
 #include "view_registry.h"
 #include "weight_view.h"
 
+#include <attnlab/attention_history.h>
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
@@ -65,6 +68,7 @@ private Q_SLOTS:
     void headsViewOpensOnItsExamplesComputed();
     void headsViewWithoutExamplesSaysWhatToDo();
     void aNewModelSwitchesEveryHeadOn();
+    void trainingViewStepsThroughTheHistory();
     void failuresTravelOneSignal();
 
 private:
@@ -95,8 +99,8 @@ attnlab::ui::ResultPtr TestViews::translate(const std::string& sentence) const {
 }
 
 void TestViews::registryIsTheOneListOfViews() {
-    const std::vector<std::string> names{"attention", "decoding", "weight",     "inputs",
-                                         "pairs",     "heads",    "positional", "model"};
+    const std::vector<std::string> names{"attention", "decoding", "weight",     "inputs", "pairs",
+                                         "heads",     "training", "positional", "model"};
     QCOMPARE(viewNames(), names);
     ViewTabs tabs(m_context.get());
     QCOMPARE(tabs.count(), int(names.size()));
@@ -127,7 +131,7 @@ void TestViews::registryIsTheOneListOfViews() {
         QFAIL("no error");
     } catch (const attnlab::InputError& e) {
         QCOMPARE(QString(e.what()), QString("l.json: step 1: tab: 'maps' is not one of attention, decoding, weight, "
-                                            "inputs, pairs, heads, positional, model"));
+                                            "inputs, pairs, heads, training, positional, model"));
     }
 }
 
@@ -346,6 +350,76 @@ void TestViews::aNewModelSwitchesEveryHeadOn() {
     m_context->setModel(m_controller->modelInfo());
     QVERIFY(m_context->ablated().empty());
     m_controller->waitForIdle();
+}
+
+// A package with a history of three points (the in-process translator's maps at the last, uniform
+// rows before): the view shows each point's maps as the file holds them.
+void TestViews::trainingViewStepsThroughTheHistory() {
+    TrainingView plain(m_context.get());  // the fixture has no history
+    m_controller->waitForIdle();
+    QTRY_VERIFY(plain.message().contains("--record-attention"));
+    QVERIFY(!plain.figure());
+
+    const QString dir = m_dir.filePath("with-history");
+    QVERIFY(QDir().mkpath(dir));
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
+        QVERIFY(QFile::copy(m_package + "/" + f, dir + "/" + f));
+    const auto forced = m_core->teacherForce({"Ein Hund rennt."}, {"A dog runs."});
+    attnlab::AttentionHistory h;
+    h.n_layers = int(forced[0].cross.size());
+    h.n_head = int(forced[0].cross[0].size());
+    h.probes.push_back({"Ein Hund rennt.", "A dog runs.", forced[0].source_pieces, forced[0].best.pieces,
+                        forced[0].decoder_input_pieces});
+    auto uniform = [](const attnlab::LayerHeadMaps& like) {
+        attnlab::LayerHeadMaps m = like;
+        for (auto& layer : m)
+            for (auto& head : layer)
+                for (auto& row : head)
+                    for (float& w : row) w = 1.0f / float(row.size());
+        return m;
+    };
+    for (int i = 0; i < 3; ++i) {
+        attnlab::HistoryPoint p;
+        p.step = 10 * i;
+        p.epoch = i;
+        p.train_loss = i == 0 ? -1 : 5.0 - i;
+        p.valid_bleu = i == 2 ? 12.5 : -1;
+        p.maps.push_back(i == 2 ? attnlab::ProbeMaps{forced[0].encoder_self, forced[0].decoder_self, forced[0].cross}
+                                : attnlab::ProbeMaps{uniform(forced[0].encoder_self), uniform(forced[0].decoder_self),
+                                                     uniform(forced[0].cross)});
+        h.points.push_back(p);
+    }
+    const std::string file = (dir + "/").toStdString() + attnlab::package_files::kAttentionHistory;
+    attnlab::writeAttentionHistory(file, h);
+    const auto stored = attnlab::readAttentionHistory(file);
+
+    TranslationController controller;
+    ViewContext context(&controller);
+    TrainingView view(&context);
+    QSignalSpy loaded(&controller, &TranslationController::historyLoaded);
+    context.loadModel(dir);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0 && view.history(), 30000);
+    QVERIFY(view.message().isEmpty());
+    QCOMPARE(view.point(), 2);  // the finished model first
+    view.select(AttentionKind::Cross, 1, 2);
+    QCOMPARE(view.map()->map(), stored.points[2].maps[0].cross[1][2]);
+    // ... which is the translator's map within half a quantization step.
+    for (size_t r = 0; r < view.map()->map().size(); ++r)
+        for (size_t c = 0; c < view.map()->map()[r].size(); ++c)
+            QVERIFY(std::abs(view.map()->map()[r][c] - forced[0].cross[1][2][r][c]) <=
+                    attnlab::kHistoryQuantizationStep / 2 + 1e-7);
+    QVERIFY(view.pointText().contains("step 20") && view.pointText().contains("12.50"));
+    view.showPoint(0);
+    QCOMPARE(view.map()->map(), stored.points[0].maps[0].cross[1][2]);
+    QVERIFY(view.pointText().contains("point 1 of 3"));
+    QCOMPARE(view.grid()->layers(), h.n_layers);
+    // Play runs from the start to the end and stops.
+    view.setPlaying(true);
+    QVERIFY(view.playing());
+    QTRY_VERIFY_WITH_TIMEOUT(!view.playing(), 10000);
+    QCOMPARE(view.point(), 2);
+    QVERIFY(view.figure());
+    controller.waitForIdle();
 }
 
 void TestViews::failuresTravelOneSignal() {

@@ -17,7 +17,8 @@ enum class Operation {
     Align,          // the Heads tab's alignment
     Lesson,         // a lesson or a session opened, a step shown
     SaveSession,
-    Export,  // File > Export (figure, attention JSON)
+    Export,   // File > Export (figure, attention JSON)
+    History,  // the Training tab's attention history
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

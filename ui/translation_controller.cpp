@@ -1,6 +1,9 @@
 #include "translation_controller.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <filesystem>
 
 #include <QCoreApplication>
 #include <QMetaObject>
@@ -18,6 +21,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<HeadStatsPtr>("attnlab::ui::HeadStatsPtr");
     qRegisterMetaType<ImportancePtr>("attnlab::ui::ImportancePtr");
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
+    qRegisterMetaType<HistoryPtr>("attnlab::ui::HistoryPtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -195,6 +199,21 @@ void TranslationController::inspectMasks(ResultPtr result, const QString& second
             Q_EMIT masksReady(std::make_shared<const BatchMasks>(t.masks(batch)));
         },
         Operation::Inspect);
+}
+
+void TranslationController::loadHistory(const QString& package_dir) {
+    const std::string dir = package_dir.toStdString();
+    post([this, package_dir, dir] {
+        try {
+            const auto file = std::filesystem::path(dir) / package_files::kAttentionHistory;
+            HistoryPtr history;
+            if (std::filesystem::exists(file))
+                history = std::make_shared<const AttentionHistory>(readAttentionHistory(file.string()));
+            Q_EMIT historyLoaded(package_dir, std::move(history));
+        } catch (const std::exception& e) {
+            Q_EMIT failed(Operation::History, QString::fromStdString(e.what()));
+        }
+    });
 }
 
 }  // namespace attnlab::ui

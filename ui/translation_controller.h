@@ -5,6 +5,7 @@
 // failed(operation, message), so no exception ever reaches a Qt slot. A model that fails to load
 // leaves the previous one in place.
 
+#include <attnlab/attention_history.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/explain.h>
 #include <attnlab/head_lab.h>
@@ -31,6 +32,7 @@ using TokenInsidePtr = std::shared_ptr<const TokenInside>;
 using MasksPtr = std::shared_ptr<const BatchMasks>;
 using HeadStatsPtr = std::shared_ptr<const HeadStatsReport>;
 using ImportancePtr = std::shared_ptr<const ImportanceReport>;  // null when not asked for
+using HistoryPtr = std::shared_ptr<const AttentionHistory>;
 
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
@@ -71,6 +73,9 @@ public:
     // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
     // by pairAligned or failed(Align).
     void alignPair(const QString& source, const QString& target);
+    // Asynchronous: a package's attention history (package_files::kAttentionHistory); answered by
+    // historyLoaded (null when the package has none) or failed(History).
+    void loadHistory(const QString& package_dir);
     // Blocks until queued work is done (tests, headless export).
     void waitForIdle();
 
@@ -90,6 +95,7 @@ Q_SIGNALS:
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     void pairAligned(attnlab::ui::ResultPtr forced);
+    void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
     // The one failure signal: what was being done, and why it failed.
     void failed(attnlab::ui::Operation op, const QString& message);
 
@@ -117,3 +123,4 @@ Q_DECLARE_METATYPE(attnlab::ui::TokenInsidePtr)
 Q_DECLARE_METATYPE(attnlab::ui::MasksPtr)
 Q_DECLARE_METATYPE(attnlab::ui::HeadStatsPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ImportancePtr)
+Q_DECLARE_METATYPE(attnlab::ui::HistoryPtr)

@@ -29,6 +29,7 @@ QString operationTitle(Operation op) {
     case Operation::Lesson: return QObject::tr("Cannot show the lesson");
     case Operation::SaveSession: return QObject::tr("Cannot save the session");
     case Operation::Export: return QObject::tr("Export failed");
+    case Operation::History: return QObject::tr("Cannot read the attention history");
     }
     return {};
 }

@@ -7,6 +7,7 @@
 #include "model_panel.h"
 #include "pair_view.h"
 #include "positional_view.h"
+#include "training_view.h"
 #include "weight_view.h"
 
 #include <qcustomplot.h>
@@ -32,6 +33,7 @@ const std::vector<ViewEntry>& viewEntries() {
         {"inputs", QObject::tr("&Inputs"), {}, factory<InputsView>()},
         {"pairs", QObject::tr("Minimal pai&rs"), {}, factory<PairView>()},
         {"heads", QObject::tr("&Heads"), {}, factory<HeadLabView>()},
+        {"training", QObject::tr("&Training"), {}, factory<TrainingView>()},
         {"positional", QObject::tr("&Positional encoding"), QKeySequence(QObject::tr("Ctrl+4")),
          factory<PositionalEncodingView>()},
         {"model", QObject::tr("&Model"), QKeySequence(QObject::tr("Ctrl+5")), factory<ModelPanel>()},

@@ -63,6 +63,13 @@ struct Options {
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
 };
 
+// The registered views' names: "attention, decoding, ..., model".
+QString viewList() {
+    QStringList names;
+    for (const auto& n : attnlab::ui::viewNames()) names << QString::fromStdString(n);
+    return names.join(", ");
+}
+
 // The view options as one view state: the tab (a registered view), the kind (core's one parser),
 // layer, head, decoding step (their defaults are the app's first view) and the cell to open up.
 std::optional<QString> readView(const QCommandLineParser& parser, attnlab::ViewState& v) {
@@ -117,9 +124,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
-    QCommandLineOption tab("tab",
-                           "Tab to show: attention, decoding, weight, inputs, pairs, heads, positional or model.",
-                           "name", "attention");
+    QCommandLineOption tab("tab", "Tab to show: " + viewList() + ".", "name", "attention");
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
                             "row,column");
     QCommandLineOption step("step", "Decoding step shown in the Decoding tab (0-based).", "n", "0");

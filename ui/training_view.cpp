@@ -1,0 +1,230 @@
+#include "training_view.h"
+
+#include "attention_grid.h"
+#include "attention_view.h"
+#include "head_picker.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+namespace {
+QString noHistory() {
+    return TrainingView::tr(
+        "This model carries no attention history. Train one with attnlab-cli train --record-attention: its package "
+        "then shows here how its attention was learned (docs/attention-history.md).");
+}
+
+QString number(double v, int decimals) { return v < 0 ? QStringLiteral("–") : QString::number(v, 'f', decimals); }
+}  // namespace
+
+TrainingView::TrainingView(ViewContext* context, QWidget* parent) : View(context, parent) {
+    m_message = new QLabel(noHistory(), this);
+    m_message->setWordWrap(true);
+    m_slider = new QSlider(Qt::Horizontal, this);
+    m_slider->setEnabled(false);
+    m_play = new QPushButton(tr("Play"), this);
+    m_play->setCheckable(true);
+    m_play->setEnabled(false);
+    m_timer = new QTimer(this);
+    m_timer->setInterval(kPlayIntervalMs);
+    m_point_text = new QLabel(this);
+    m_probe = new QComboBox(this);
+    m_probe->setToolTip(tr("The probe sentence, teacher-forced through its reference at every point"));
+    m_picker = new HeadPicker(AttentionKind::Cross, /*with_mean=*/true, this);
+    m_map = new AttentionView(this);
+    m_grid = new AttentionGrid(this);
+    m_curves = new QCustomPlot(this);
+    buildCurves();
+
+    auto* row = new QHBoxLayout;
+    row->addWidget(m_play);
+    row->addWidget(m_slider, 1);
+    row->addWidget(m_point_text);
+    auto* choose = new QHBoxLayout;
+    choose->addWidget(m_probe, 1);
+    choose->addWidget(m_picker);
+    auto* maps = new QSplitter(Qt::Horizontal, this);
+    maps->addWidget(m_map);
+    maps->addWidget(m_grid);
+    maps->addWidget(m_curves);
+    maps->setSizes({1000, 800, 900});
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_message);
+    layout->addLayout(row);
+    layout->addLayout(choose);
+    layout->addWidget(maps, 1);
+
+    connect(m_slider, &QSlider::valueChanged, this, [this] { refresh(); });
+    connect(m_probe, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(m_picker, &HeadPicker::changed, this, [this] { refresh(); });
+    connect(m_grid, &AttentionGrid::cellClicked, this,
+            [this](int layer, int head) { select(m_picker->kind(), layer, head); });
+    connect(m_play, &QPushButton::toggled, this, &TrainingView::setPlaying);
+    connect(m_timer, &QTimer::timeout, this, [this] {
+        if (m_slider->value() >= m_slider->maximum()) return setPlaying(false);
+        m_slider->setValue(m_slider->value() + 1);
+    });
+    follow(context);
+    m_map->clear(noHistory());
+}
+
+void TrainingView::follow(ViewContext* c) {
+    TranslationController* controller = c->controller();
+    connect(c, &ViewContext::modelChanged, this, [this, controller](ModelInfoPtr info) {
+        m_package_dir = QString::fromStdString(info->package_dir);
+        setHistory(nullptr);
+        m_map->clear(tr("Reading the attention history…"));
+        controller->loadHistory(m_package_dir);
+    });
+    connect(controller, &TranslationController::historyLoaded, this, [this](const QString& dir, HistoryPtr h) {
+        if (dir == m_package_dir) setHistory(std::move(h));
+    });
+    connect(c, &ViewContext::paletteChanged, this, &TrainingView::setColorMap);
+    setColorMap(c->palette());
+    if (const auto info = c->model()) {
+        m_package_dir = QString::fromStdString(info->package_dir);
+        controller->loadHistory(m_package_dir);
+    }
+}
+
+void TrainingView::buildCurves() {
+    m_curves->plotLayout()->insertRow(0);
+    m_curves->plotLayout()->addElement(0, 0, new QCPTextElement(m_curves, tr("Training"), QFont()));
+    m_curves->xAxis->setLabel(tr("step"));
+    m_curves->yAxis->setLabel(tr("loss per token"));
+    m_curves->yAxis2->setLabel(tr("validation BLEU"));
+    m_curves->yAxis2->setVisible(true);
+    const QList<QPair<QString, QColor>> graphs{{tr("training loss"), QColor(31, 119, 180)},
+                                               {tr("validation loss"), QColor(255, 127, 14)},
+                                               {tr("validation BLEU"), QColor(44, 160, 44)}};
+    for (int i = 0; i < graphs.size(); ++i) {
+        QCPGraph* g = m_curves->addGraph(m_curves->xAxis, i == 2 ? m_curves->yAxis2 : m_curves->yAxis);
+        g->setName(graphs[i].first);
+        g->setPen(QPen(graphs[i].second, 2));
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+    }
+    m_curves->legend->setVisible(true);
+    m_cursor = new QCPItemStraightLine(m_curves);
+    m_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
+    followTextSize(m_curves);
+}
+
+void TrainingView::setHistory(HistoryPtr history) {
+    setPlaying(false);
+    m_history = std::move(history);
+    const bool has = m_history && !m_history->points.empty();
+    m_message->setText(has ? QString() : noHistory());
+    m_message->setVisible(!has);
+    m_slider->setEnabled(has);
+    m_play->setEnabled(has);
+    {
+        const QSignalBlocker a(m_slider), b(m_probe);
+        m_probe->clear();
+        m_slider->setRange(0, has ? int(m_history->points.size()) - 1 : 0);
+        m_slider->setValue(has ? m_slider->maximum() : 0);  // the finished model first
+        if (has)
+            for (const auto& p : m_history->probes) m_probe->addItem(QString::fromStdString(p.source));
+    }
+    if (has) m_picker->setShape(m_history->n_layers, m_history->n_head);
+    for (int i = 0; i < 3; ++i) m_curves->graph(i)->data()->clear();
+    if (has)
+        for (const auto& p : m_history->points) {
+            if (p.train_loss >= 0) m_curves->graph(0)->addData(double(p.step), p.train_loss);
+            if (p.valid_loss >= 0) m_curves->graph(1)->addData(double(p.step), p.valid_loss);
+            if (p.valid_bleu >= 0) m_curves->graph(2)->addData(double(p.step), p.valid_bleu);
+        }
+    m_curves->rescaleAxes();
+    refresh();
+}
+
+void TrainingView::showPoint(int index) { m_slider->setValue(index); }
+int TrainingView::point() const { return m_slider->value(); }
+void TrainingView::setProbe(int index) { m_probe->setCurrentIndex(index); }
+
+void TrainingView::select(AttentionKind kind, int layer, int head) {
+    m_picker->select(kind, layer, head);
+    refresh();
+}
+
+void TrainingView::setPlaying(bool playing) {
+    if (playing && m_history && m_slider->value() >= m_slider->maximum()) m_slider->setValue(0);  // from the start
+    const QSignalBlocker block(m_play);
+    m_play->setChecked(playing);
+    m_play->setText(playing ? tr("Pause") : tr("Play"));
+    if (playing)
+        m_timer->start();
+    else
+        m_timer->stop();
+}
+
+bool TrainingView::playing() const { return m_timer->isActive(); }
+
+void TrainingView::setColorMap(Palette palette) {
+    m_map->setColorMap(palette);
+    m_grid->setColorMap(palette);
+}
+
+QString TrainingView::pointText() const { return m_point_text->text(); }
+QString TrainingView::message() const { return m_message->isHidden() ? QString() : m_message->text(); }
+QCustomPlot* TrainingView::figure() const { return m_history && !m_history->points.empty() ? m_map->plot() : nullptr; }
+QString TrainingView::noFigureReason() const { return tr("this model carries no attention history"); }
+
+void TrainingView::saveState(ViewState&) const {}  // the attention view's selection stands for the session
+
+void TrainingView::applyState(const ViewState& v) {
+    if (v.kind || v.layer || v.head)
+        select(v.kind.value_or(m_picker->kind()), v.layer.value_or(m_picker->layer()),
+               v.head.value_or(m_picker->head()));
+}
+
+void TrainingView::refresh() {
+    if (!m_history || m_history->points.empty() || m_probe->currentIndex() < 0) {
+        m_point_text->clear();
+        m_grid->setMaps({});
+        if (m_history) m_map->clear(noHistory());
+        return;
+    }
+    const HistoryPoint& p = m_history->points[size_t(m_slider->value())];
+    const HistoryProbe& probe = m_history->probes[size_t(m_probe->currentIndex())];
+    const ProbeMaps& maps = p.maps[size_t(m_probe->currentIndex())];
+    m_point_text->setText(tr("point %1 of %2 · step %3 · epoch %4 · training loss %5 · validation BLEU %6")
+                              .arg(m_slider->value() + 1)
+                              .arg(m_history->points.size())
+                              .arg(p.step)
+                              .arg(p.epoch)
+                              .arg(number(p.train_loss, 3), number(p.valid_bleu, 2)));
+    const AttentionKind kind = m_picker->kind();
+    const LayerHeadMaps& kind_maps = kind == AttentionKind::EncoderSelf   ? maps.encoder_self
+                                     : kind == AttentionKind::DecoderSelf ? maps.decoder_self
+                                                                          : maps.cross;
+    const QStringList source = toQStringList(probe.source_pieces), target = toQStringList(probe.target_pieces);
+    const QStringList rows = kind == AttentionKind::EncoderSelf ? source : target;
+    const QStringList cols = kind == AttentionKind::DecoderSelf ? toQStringList(probe.decoder_input_pieces) : source;
+    const int layer = m_picker->layer(), head = m_picker->head();
+    const bool mean = m_picker->isMean();
+    const Matrix shown =
+        mean ? AttentionGrid::meanOverHeads(kind_maps[size_t(layer)]) : kind_maps[size_t(layer)][size_t(head)];
+    m_map->setMap(shown, rows, cols,
+                  tr("%1 — layer %2, %3 — step %4")
+                      .arg(kindTitle(kind))
+                      .arg(layer)
+                      .arg(mean ? tr("mean over heads") : tr("head %1").arg(head))
+                      .arg(p.step));
+    m_grid->setMaps(kind_maps);
+    m_grid->setSelected(layer, head);
+    m_cursor->point1->setCoords(double(p.step), 0);
+    m_cursor->point2->setCoords(double(p.step), 1);
+    m_curves->replot();
+}
+
+}  // namespace attnlab::ui
