@@ -11,6 +11,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/run_layout.h>
+#include <attnlab/toy.h>
 #include <attnlab/trainer.h>
 #include <attnlab/translator.h>
 
@@ -18,9 +19,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -48,6 +51,8 @@ private Q_SLOTS:
     void historyHoldsTheCheckpointsMaps();
     void resumedHistoryEqualsAnUninterruptedOne();
     void initFromContinuesTheHistory();
+    void toyGeneratorFollowsEachTasksRule();
+    void toyReverseIsLearnedWithinItsSteps();
 
 private:
     TrainingOptions smallRun(const std::string& out) const;
@@ -792,6 +797,71 @@ void TestTraining::initFromContinuesTheHistory() {
     QCOMPARE(h.points[i].stage, 1);
     QCOMPARE(h.points[i].step, start + 2);
     QCOMPARE(h.points.back().step, start + 4);
+}
+
+// The toy generator, checked against each task's rule written again here.
+void TestTraining::toyGeneratorFollowsEachTasksRule() {
+    std::mt19937_64 rng(11);
+    for (const ToyTask task : toyTasks()) {
+        std::set<int> lengths;
+        for (int i = 0; i < 500; ++i) {
+            const auto [src, tgt] = toyExample(task, rng);
+            std::vector<int> s, t;
+            std::istringstream a(src), b(tgt);
+            for (int x; a >> x;) s.push_back(x);
+            for (int x; b >> x;) t.push_back(x);
+            QVERIFY2(int(s.size()) >= kToyMinLength && int(s.size()) <= kToyMaxLength, src.c_str());
+            lengths.insert(int(s.size()));
+            for (int x : s) QVERIFY(x >= 0 && x <= 9);
+            std::vector<int> want = s;
+            if (task == ToyTask::Reverse) want.assign(s.rbegin(), s.rend());
+            if (task == ToyTask::Sort) std::sort(want.begin(), want.end());
+            if (task == ToyTask::Shift)
+                for (int& x : want) x = x == 9 ? 0 : x + 1;
+            if (task == ToyTask::Swap) {
+                QVERIFY(s.size() % 2 == 0);
+                for (size_t k = 0; k < s.size(); k += 2) {
+                    QVERIFY(s[k] <= 4 && s[k + 1] >= 5);
+                    want[k] = s[k + 1];
+                    want[k + 1] = s[k];
+                }
+            }
+            QVERIFY2(t == want, (toyTaskName(task) + ": " + src + " -> " + tgt).c_str());
+            QCOMPARE(toyTarget(task, src), tgt);
+        }
+        QVERIFY(lengths.size() >= 4);  // lengths vary
+    }
+    QCOMPARE(parseToyTask("sort"), ToyTask::Sort);
+    try {
+        parseToyTask("rotate");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()),
+                 std::string("toy task 'rotate' is not one of copy, reverse, sort, shift, swap"));
+    }
+    QVERIFY_THROWS_EXCEPTION(InputError, toyTarget(ToyTask::Copy, "3 x 4"));
+    QVERIFY_THROWS_EXCEPTION(InputError, toyTarget(ToyTask::Swap, "7 1"));
+}
+
+// Reversal, as `attnlab-cli toy --task reverse` trains it (1,500 steps, about 80 s on two cores):
+// measured 99.5 % exact match on 200 fresh sequences on this machine; 90 % leaves room for another
+// machine's kernels and summation order, which change the trajectory.
+void TestTraining::toyReverseIsLearnedWithinItsSteps() {
+    ToyOptions o;
+    o.task = ToyTask::Reverse;
+    o.output_dir = m_dir.path().toStdString() + "/toy";
+    o.package_dir = m_dir.path().toStdString() + "/toy-package";
+    o.steps = 1500;
+    const ToyResult r = trainToy(o);
+    QCOMPARE(r.evaluated, 200);
+    QVERIFY2(r.accuracy >= 0.9, qPrintable(QString("exact match %1").arg(r.accuracy)));
+    Translator t(o.package_dir, {"cpu"});
+    DecodingOptions d;
+    d.beam_size = 1;
+    QCOMPARE(t.translate("3 1 4 1 5", d).best.text, std::string("5 1 4 1 3"));
+    // It recorded how its attention was learned.
+    const auto h = readAttentionHistory(o.package_dir + "/" + package_files::kAttentionHistory);
+    QVERIFY(h.points.size() >= 20);
 }
 
 QTEST_GUILESS_MAIN(TestTraining)

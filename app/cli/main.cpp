@@ -16,6 +16,7 @@
 #include "cli_common.h"
 #include "head_lab_commands.h"
 #include "history_command.h"
+#include "toy_command.h"
 
 #include <CLI/CLI.hpp>
 
@@ -506,6 +507,7 @@ int main(int argc, char** argv) {
     attnlab_cli::HeadsCommand heads;
     attnlab_cli::AlignCommand align;
     attnlab_cli::HistoryCommand history;
+    attnlab_cli::ToyCommand toy;
     addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
@@ -517,6 +519,7 @@ int main(int argc, char** argv) {
     attnlab_cli::addHeads(app, common, heads);
     attnlab_cli::addAlign(app, common, align);
     attnlab_cli::addHistory(app, history);
+    attnlab_cli::addToy(app, toy);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -547,6 +550,7 @@ int main(int argc, char** argv) {
         if (heads.cmd->parsed()) return attnlab_cli::runHeads(common, heads);
         if (align.cmd->parsed()) return attnlab_cli::runAlign(common, align);
         if (history.cmd->parsed()) return attnlab_cli::runHistory(history);
+        if (toy.cmd->parsed()) return attnlab_cli::runToy(toy);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;
