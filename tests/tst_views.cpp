@@ -13,6 +13,7 @@
 #include "model_panel.h"
 #include "pair_view.h"
 #include "positional_view.h"
+#include "toy_trainer_dialog.h"
 #include "training_view.h"
 #include "view_context.h"
 #include "view_registry.h"
@@ -23,6 +24,8 @@
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
+
+#include <qcustomplot.h>
 
 #include <QAction>
 #include <QTextBrowser>
@@ -69,6 +72,7 @@ private Q_SLOTS:
     void headsViewWithoutExamplesSaysWhatToDo();
     void aNewModelSwitchesEveryHeadOn();
     void trainingViewStepsThroughTheHistory();
+    void toyTrainerPausesContinuesAndFinishes();
     void failuresTravelOneSignal();
 
 private:
@@ -420,6 +424,32 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     QCOMPARE(view.point(), 2);
     QVERIFY(view.figure());
     controller.waitForIdle();
+}
+
+// File > Train a small model…: a short copy run, paused at its first progress and continued, ends
+// with a package (and its history) and its accuracy; the window's thread stays free throughout.
+void TestViews::toyTrainerPausesContinuesAndFinishes() {
+    ToyTrainerDialog dialog(m_context.get(), m_dir.filePath("toy-work"));
+    QSignalSpy finished(&dialog, &ToyTrainerDialog::finished);
+    dialog.setTask(attnlab::ToyTask::Copy);
+    dialog.setSteps(150);
+    dialog.start();
+    QVERIFY(dialog.running());
+    QTRY_VERIFY_WITH_TIMEOUT(dialog.curve()->graph(0)->dataCount() > 0, 60000);
+    dialog.pause();
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.running(), 60000);
+    QVERIFY2(dialog.statusText().startsWith("Paused"), qPrintable(dialog.statusText()));
+    QCOMPARE(finished.count(), 0);
+    dialog.start();  // continue from the checkpoint
+    QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 120000);
+    QVERIFY(!dialog.packageDir().isEmpty());
+    QVERIFY(QFileInfo::exists(dialog.packageDir() + "/config.json"));
+    QVERIFY(QFileInfo::exists(dialog.packageDir() + "/" + attnlab::package_files::kAttentionHistory));
+    QVERIFY(dialog.accuracy() >= 0 && dialog.accuracy() <= 1);
+    QVERIFY(!dialog.map()->map().empty());  // the newest recorded cross-attention
+    const auto h = attnlab::readAttentionHistory(
+        (dialog.packageDir() + "/" + attnlab::package_files::kAttentionHistory).toStdString());
+    QCOMPARE(h.points.back().step, int64_t(150));  // paused and continued: one run, every step
 }
 
 void TestViews::failuresTravelOneSignal() {

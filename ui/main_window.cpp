@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "lesson_controller.h"
+#include "toy_trainer_dialog.h"
 #include "translate_panel.h"
 #include "view_registry.h"
 
@@ -14,6 +15,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QVBoxLayout>
 
@@ -94,6 +96,14 @@ void MainWindow::buildFileMenu() {
         a->setCheckable(true);
     }
     m_models_menu->setEnabled(!m_models_menu->isEmpty());
+    file->addAction(tr("&Train a small model…"), this, [this] {
+        if (!m_toy) {
+            const QString work = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/toy";
+            m_toy = new ToyTrainerDialog(m_context, work, this);
+        }
+        m_toy->show();
+        m_toy->raise();
+    });
     m_recent = file->addMenu(tr("Open &recent"));
     rebuildRecentMenu();
     file->addSeparator();

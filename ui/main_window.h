@@ -15,6 +15,7 @@ class QMenu;
 namespace attnlab::ui {
 
 class LessonController;
+class ToyTrainerDialog;
 class TranslatePanel;
 class ViewTabs;
 
@@ -59,6 +60,7 @@ private:
     QMenu* m_recent = nullptr;
     QMenu* m_models_menu = nullptr;
     QLabel* m_status_model;
+    ToyTrainerDialog* m_toy = nullptr;  // File > Train a small model…, made when first asked for
     QList<QAction*> m_palette_actions;
     double m_default_text_size = 0;
     bool m_error_dialogs;

@@ -17,8 +17,9 @@ enum class Operation {
     Align,          // the Heads tab's alignment
     Lesson,         // a lesson or a session opened, a step shown
     SaveSession,
-    Export,   // File > Export (figure, attention JSON)
-    History,  // the Training tab's attention history
+    Export,    // File > Export (figure, attention JSON)
+    History,   // the Training tab's attention history
+    TrainToy,  // File > Train a small model
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

@@ -30,6 +30,7 @@ QString operationTitle(Operation op) {
     case Operation::SaveSession: return QObject::tr("Cannot save the session");
     case Operation::Export: return QObject::tr("Export failed");
     case Operation::History: return QObject::tr("Cannot read the attention history");
+    case Operation::TrainToy: return QObject::tr("Training the small model failed");
     }
     return {};
 }

@@ -46,6 +46,7 @@ struct ToyOptions {
     int train_examples = 20000;
     int threads = 0;
     bool record_attention = true;  // the history of the first validation pairs, every 50 steps
+    bool resume = false;           // continue a run stopped in output_dir (its data and tokenizer kept)
     void validate() const;         // throws ConfigError
     // The trainer's options for this run: 2+2 layers, d_model 64, 4 heads, no dropout.
     TrainingOptions trainingOptions() const;
@@ -58,7 +59,8 @@ struct ToyResult {
 };
 
 // Writes the task's data and a word tokenizer of the ten tokens, trains, and measures the package
-// on 200 fresh sequences (another seed). Progress and stop as for train().
+// on 200 fresh sequences (another seed). Progress and stop as for train(): stopped, it returns
+// unmeasured (training.stopped_early) and options.resume continues it.
 ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress = {},
                    const std::atomic<bool>* stop = nullptr);
 

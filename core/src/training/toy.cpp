@@ -145,13 +145,30 @@ TrainingOptions ToyOptions::trainingOptions() const {
     o.record_attention = record_attention;
     o.record_every = 50;
     o.probe_count = 4;
+    o.resume = resume;
     return o;
 }
+
+namespace {
+void writeData(const ToyOptions& options, const fs::path& run);
+ToyResult evaluate(const ToyOptions& options, ToyResult r);
+}  // namespace
 
 ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress, const std::atomic<bool>* stop) {
     options.validate();
     const fs::path run(options.output_dir);
     fs::create_directories(run);
+    if (!options.resume) writeData(options, run);
+    ToyResult r;
+    r.training = train(options.trainingOptions(), progress, stop);
+    if (r.training.stopped_early) return r;  // paused: resume continues it
+    return evaluate(options, std::move(r));
+}
+
+namespace {
+// The task's data (the last 200 pairs are the validation set) and a word tokenizer of the ten tokens
+// and the four special ids.
+void writeData(const ToyOptions& options, const fs::path& run) {
     std::mt19937_64 rng(options.seed);
     std::vector<std::string> src, tgt;
     for (int i = 0; i < options.train_examples + 200; ++i) {
@@ -163,7 +180,6 @@ ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress, 
     writeLines(run / "train.tgt", {tgt.begin(), tgt.end() - 200});
     writeLines(run / "val.src", {src.end() - 200, src.end()});
     writeLines(run / "val.tgt", {tgt.end() - 200, tgt.end()});
-    // A word tokenizer: the ten tokens and the four special ids.
     {
         std::vector<std::string> digits;
         for (int i = 0; i < 10; ++i) digits.push_back(textOf({i, i, i}));
@@ -177,9 +193,11 @@ ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress, 
         to.num_threads = 1;
         Tokenizer::train(to);
     }
-    ToyResult r;
-    r.training = train(options.trainingOptions(), progress, stop);
-    // Fresh sequences (another seed) through the package, greedy.
+}
+
+// Exact match of the package on 200 fresh sequences (another seed), greedy; the package copied to
+// options.package_dir first when one is asked for.
+ToyResult evaluate(const ToyOptions& options, ToyResult r) {
     std::mt19937_64 fresh(options.seed + 7919);
     std::vector<std::string> sources, expected;
     for (int i = 0; i < 200; ++i) {
@@ -209,5 +227,7 @@ ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress, 
     r.accuracy = double(right) / double(results.size());
     return r;
 }
+
+}  // namespace
 
 }  // namespace attnlab
