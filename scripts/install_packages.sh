@@ -10,6 +10,7 @@ packages=(
   libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
+  libgif-dev                        # animated GIF export of the Training tab
   libbenchmark-dev                  # micro-benchmarks
   python3-torch                     # the Python reference cross-check (tests/tst_reference_python.cpp)
   sentencepiece                     # spm_encode, for scripts/bench_train.sh

@@ -160,6 +160,15 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
     auto r = app({"--text", kSentence, "--export", m_dir.filePath("no/such/dir/x.png")});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("cannot write"), qPrintable(r.err));
+    // An animation needs a view that has one, and a model with a history for the Training tab.
+    const QString gif = m_dir.filePath("never.gif");
+    r = app({"--text", kSentence, "--export-animation", gif}, /*display=*/false);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("this tab has no animation to export"), qPrintable(r.err));
+    r = app({"--text", kSentence, "--tab", "training", "--export-animation", gif}, /*display=*/false);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("this model carries no attention history"), qPrintable(r.err));
+    QVERIFY(!QFile::exists(gif));
 }
 
 void TestApp::noDisplaySaysSoAndHeadlessStillWorks() {

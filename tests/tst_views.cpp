@@ -27,6 +27,8 @@
 
 #include <qcustomplot.h>
 
+#include <gif_lib.h>
+
 #include <QAction>
 #include <QTextBrowser>
 #include <QtTest/QtTest>
@@ -423,6 +425,22 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     QTRY_VERIFY_WITH_TIMEOUT(!view.playing(), 10000);
     QCOMPARE(view.point(), 2);
     QVERIFY(view.figure());
+    // The animation for slides: an animated GIF of one frame per point, read back with giflib, and a
+    // PNG series.
+    const QString gif = m_dir.filePath("history.gif");
+    QVERIFY(!view.exportAnimation(gif));
+    int error = 0;
+    GifFileType* read = DGifOpenFileName(QFile::encodeName(gif).constData(), &error);
+    QVERIFY(read);
+    QCOMPARE(DGifSlurp(read), GIF_OK);
+    QCOMPARE(read->ImageCount, 3);
+    QVERIFY(read->SWidth > 100 && read->SHeight > 100);
+    DGifCloseFile(read, &error);
+    QVERIFY(!view.exportAnimation(m_dir.filePath("frames.png")));
+    for (const char* f : {"frames-001.png", "frames-002.png", "frames-003.png"})
+        QVERIFY(QFileInfo::exists(m_dir.filePath(f)));
+    QVERIFY(view.exportAnimation(m_dir.filePath("x.mp4"))->contains(".gif"));
+    QCOMPARE(view.point(), 2);  // the point shown is kept
     controller.waitForIdle();
 }
 

@@ -116,6 +116,12 @@ void MainWindow::buildFileMenu() {
     file->addAction(tr("Export attention as &JSON…"), QKeySequence(tr("Ctrl+J")), this, [this] {
         exportTo(tr("Export attention"), "attention.json", tr("JSON (*.json)"), &MainWindow::exportAttentionJson);
     });
+    file->addAction(tr("Export &animation (GIF)…"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export animation"), "training.gif",
+                                                          tr("Animated GIF (*.gif);;PNG series (*.png)"));
+        if (path.isEmpty()) return;
+        if (const auto problem = exportCurrentAnimation(path)) m_context->reportFailure(Operation::Export, *problem);
+    });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
 }
@@ -207,6 +213,10 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 std::optional<QString> MainWindow::exportCurrentView(const QString& path) const { return m_views->exportCurrent(path); }
+
+std::optional<QString> MainWindow::exportCurrentAnimation(const QString& path) {
+    return m_views->exportCurrentAnimation(path);
+}
 
 std::optional<QString> MainWindow::exportAttentionJson(const QString& path) const {
     return m_context->exportAttentionJson(path);

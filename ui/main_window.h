@@ -34,6 +34,7 @@ public:
     // File > Export: the current view's figure (.png or .pdf), the attention as JSON.
     [[nodiscard]] std::optional<QString> exportCurrentView(const QString& path) const;
     [[nodiscard]] std::optional<QString> exportAttentionJson(const QString& path) const;
+    [[nodiscard]] std::optional<QString> exportCurrentAnimation(const QString& path);  // .gif or a .png series
     // Help > Keyboard shortcuts: every menu shortcut and the explorer's own keys, as an HTML table.
     QString shortcutsHtml() const;
 

@@ -2,6 +2,7 @@
 
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "gif_writer.h"
 #include "head_picker.h"
 
 #include <qcustomplot.h>
@@ -178,6 +179,26 @@ QString TrainingView::pointText() const { return m_point_text->text(); }
 QString TrainingView::message() const { return m_message->isHidden() ? QString() : m_message->text(); }
 QCustomPlot* TrainingView::figure() const { return m_history && !m_history->points.empty() ? m_map->plot() : nullptr; }
 QString TrainingView::noFigureReason() const { return tr("this model carries no attention history"); }
+
+std::optional<QString> TrainingView::exportAnimation(const QString& path) {
+    if (!m_history || m_history->points.empty()) return noFigureReason();
+    const bool gif = path.endsWith(".gif", Qt::CaseInsensitive), png = path.endsWith(".png", Qt::CaseInsensitive);
+    if (!gif && !png) return tr("%1: an animation is written as .gif, or as a .png series (NAME-001.png, …)").arg(path);
+    setPlaying(false);
+    const int shown = point();
+    QList<QImage> frames;
+    for (int i = 0; i <= m_slider->maximum(); ++i) {
+        showPoint(i);
+        frames << m_map->plot()->toPixmap(1000, 750).toImage();
+    }
+    showPoint(shown);
+    if (gif) return writeAnimatedGif(path, frames, kPlayIntervalMs);
+    const QString stem = path.chopped(4);
+    for (int i = 0; i < frames.size(); ++i)
+        if (!frames[i].save(QStringLiteral("%1-%2.png").arg(stem).arg(i + 1, 3, 10, QChar('0'))))
+            return tr("cannot write %1-%2.png").arg(stem).arg(i + 1, 3, 10, QChar('0'));
+    return std::nullopt;
+}
 
 void TrainingView::saveState(ViewState&) const {}  // the attention view's selection stands for the session
 

@@ -43,6 +43,8 @@ public:
     QString message() const;  // why nothing is shown, or empty
     QCustomPlot* figure() const override;
     QString noFigureReason() const override;
+    // One frame per recorded point: the large map as shown (probe, kind, layer, head).
+    [[nodiscard]] std::optional<QString> exportAnimation(const QString& path) override;
     // The kind, layer and head shown (a lesson's); the point is the slider's.
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;

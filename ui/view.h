@@ -10,6 +10,8 @@
 #include <QList>
 #include <QWidget>
 
+#include <optional>
+
 class QAction;
 class QCustomPlot;
 
@@ -24,6 +26,9 @@ public:
     // What File > Export writes; null when there is nothing to export now (noFigureReason says why).
     virtual QCustomPlot* figure() const { return nullptr; }
     virtual QString noFigureReason() const;
+    // Its figure over time (one frame per step of what it shows) as an animated .gif or a .png series
+    // (NAME-001.png, …); the problem, or nothing. Most views have none.
+    [[nodiscard]] virtual std::optional<QString> exportAnimation(const QString& path);
     // Its part of what a session saves (tab and decoding options are the registry's).
     virtual void saveState(ViewState& state) const;
     // Its part of a lesson step, once the step's translation is shown.

@@ -91,6 +91,11 @@ std::optional<QString> ViewTabs::exportCurrent(const QString& path) const {
     return std::nullopt;
 }
 
+std::optional<QString> ViewTabs::exportCurrentAnimation(const QString& path) {
+    auto* v = qobject_cast<View*>(currentWidget());
+    return v ? v->exportAnimation(path) : tr("no view is shown");
+}
+
 void ViewTabs::saveState(ViewState& state) const {
     if (const auto name = currentName(); !name.empty()) state.tab = name;
     for (const View* v : m_views) v->saveState(state);

@@ -44,6 +44,7 @@ public:
     bool showView(const std::string& name);
     // File > Export: the current view's figure as PNG or PDF (by suffix); the problem, or nothing.
     [[nodiscard]] std::optional<QString> exportCurrent(const QString& path) const;
+    [[nodiscard]] std::optional<QString> exportCurrentAnimation(const QString& path);  // View::exportAnimation
     // What a session saves: the current tab and every view's part.
     void saveState(ViewState& state) const;
     // Every view's part of a step, in the table's order, then the step's tab.

@@ -44,14 +44,14 @@ bool displayAvailable() {
 bool needsNoScreen(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const QByteArray a(argv[i]);
-        for (const char* o : {"--export", "--screenshot", "--help", "-h", "--version", "-v"})
+        for (const char* o : {"--export", "--export-animation", "--screenshot", "--help", "-h", "--version", "-v"})
             if (a == o || a.startsWith(QByteArray(o) + "=")) return true;
     }
     return false;
 }
 // The command line, checked before anything is loaded: a wrong option is an error, not a default.
 struct Options {
-    QString model, text, device, export_to, screenshot;
+    QString model, text, device, export_to, screenshot, animation;
     double text_size = 0;  // 0 = the remembered size, or the desktop's
     // --tab, --view, --layer, --head, --step, --cell: one view state, applied as a lesson step is
     attnlab::ViewState view;
@@ -60,7 +60,7 @@ struct Options {
     QString lesson;                        // --lesson FILE, shown from --lesson-step (1-based)
     int lesson_step = 1;
     bool presenter = false;
-    bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty(); }
+    bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty() || !animation.isEmpty(); }
 };
 
 // The registered views' names: "attention, decoding, ..., model".
@@ -123,6 +123,10 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption layer("layer", "Layer to show.", "n", "0");
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
+    QCommandLineOption animation("export-animation",
+                                 "Write the view over time (the Training tab: one frame per recorded point) as an "
+                                 "animated GIF, or a PNG series (NAME-001.png, ...), and quit.",
+                                 "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
     QCommandLineOption tab("tab", "Tab to show: " + viewList() + ".", "name", "attention");
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
@@ -137,8 +141,8 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                              "alignment (the first example with its gold).",
                              "page");
     QCommandLineOption ablate("ablate", "Switch these heads off: kind:layer:head, comma-separated (0-based).", "heads");
-    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, screenshot, tab, cell, step, lesson,
-                       lessonStep, presenter, heads, ablate});
+    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, animation, screenshot, tab, cell,
+                       step, lesson, lessonStep, presenter, heads, ablate});
     parser.process(app);
 
     if (const auto error = readView(parser, o.view)) return error;
@@ -182,6 +186,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     }
     o.device = parser.value(device);
     o.export_to = parser.value(exportTo);
+    o.animation = parser.value(animation);
     o.screenshot = parser.value(screenshot);
     if (!o.export_to.isEmpty() && o.view.tab.value_or("attention") == "attention" && o.text.isEmpty())
         return QString("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
@@ -246,6 +251,8 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
     }
     if (!o.export_to.isEmpty())
         if (const auto error = window.exportCurrentView(o.export_to)) return fail(*error);
+    if (!o.animation.isEmpty())
+        if (const auto error = window.exportCurrentAnimation(o.animation)) return fail(*error);
     if (!o.screenshot.isEmpty() && !window.grab().save(o.screenshot)) return fail("cannot write " + o.screenshot);
     return 0;
 }
