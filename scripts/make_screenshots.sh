@@ -35,4 +35,8 @@ lesson 14 what-if.png
 "$app" "${model[@]}" --heads alignment --screenshot "$out/heads-alignment.png"
 "$app" "${model[@]}" --text "Zwei Hunde spielen im Schnee." --heads ablation \
   --ablate cross:2:0,cross:2:1,cross:2:2,cross:2:3,cross:2:4,cross:2:5,cross:2:6,cross:2:7 --screenshot "$out/heads-ablation.png"
+# Issue 28: a toy model trained here (about 80 s), its attention history in the Training tab.
+toy=$(mktemp -d)/toy-reverse
+build/bin/attnlab-cli toy --task reverse --output "$toy" >/dev/null
+"$app" --model "$toy" --text "3 1 4 1 5" --tab training --view cross --layer 1 --head 2 --screenshot "$out/training-toy.png"
 ls -l "$out"

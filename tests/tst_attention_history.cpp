@@ -19,6 +19,7 @@ private Q_SLOTS:
     void roundTripWithinHalfAStep();
     void malformedFilesAreNamed_data();
     void malformedFilesAreNamed();
+    void headStatisticsAndLargestChange();
 };
 
 namespace {
@@ -162,6 +163,33 @@ void TestAttentionHistory::malformedFilesAreNamed() {
     QFETCH(QString, message);
     const std::string e = errorOf(bytes.toStdString());
     QVERIFY2(e.rfind(message.toStdString(), 0) == 0, e.c_str());
+}
+
+// Uniform rows everywhere, then (point 1) head cross:0:1 puts all its weight on the first key: its
+// entropy falls from ln 2 to 0 there, and that is where it changed most.
+void TestAttentionHistory::headStatisticsAndLargestChange() {
+    AttentionHistory h = parseAttentionHistory(file(header(0), ""), "h.bin");
+    auto uniform = [](size_t rows, size_t cols) {
+        return LayerHeadMaps(1, std::vector<Matrix>(2, Matrix(rows, std::vector<float>(cols, 1.0f / float(cols)))));
+    };
+    for (int i = 0; i < 3; ++i) {
+        HistoryPoint p;
+        p.step = i;
+        p.maps.push_back({uniform(2, 2), uniform(3, 3), uniform(3, 2)});
+        if (i >= 1)
+            for (auto& row : p.maps[0].cross[0][1]) row = {1.0f, 0.0f};
+        h.points.push_back(p);
+    }
+    const auto reports = historyHeadStatistics(h);
+    QCOMPARE(reports.size(), size_t(3));
+    const HeadRef moved{AttentionKind::Cross, 0, 1}, still{AttentionKind::Cross, 0, 0};
+    QVERIFY(std::abs(reports[0].find(moved)->value(HeadStatistic::Entropy) - std::log(2.0)) < 1e-6);
+    QVERIFY(std::abs(reports[1].find(moved)->value(HeadStatistic::Entropy)) < 1e-6);
+    QVERIFY(std::abs(reports[2].find(still)->value(HeadStatistic::Entropy) - std::log(2.0)) < 1e-6);
+    QCOMPARE(reports[1].sentences, 1);
+    QCOMPARE(historyLargestChange(h, moved), 1);
+    h.points.resize(1);
+    QCOMPARE(historyLargestChange(h, moved), -1);
 }
 
 QTEST_APPLESS_MAIN(TestAttentionHistory)

@@ -415,6 +415,13 @@ void TestViews::trainingViewStepsThroughTheHistory() {
             QVERIFY(std::abs(view.map()->map()[r][c] - forced[0].cross[1][2][r][c]) <=
                     attnlab::kHistoryQuantizationStep / 2 + 1e-7);
     QVERIFY(view.pointText().contains("step 20") && view.pointText().contains("12.50"));
+    // The head's statistic over the points (the core's head statistics of each point), and where it
+    // moved most: from the uniform points to the translator's maps, between steps 10 and 20.
+    QCOMPARE(view.headCurve()->graph(0)->dataCount(), 3);
+    const auto reports = attnlab::historyHeadStatistics(stored);
+    QCOMPARE(view.headCurve()->graph(0)->data()->at(2)->value,
+             reports[2].find({AttentionKind::Cross, 1, 2})->value(attnlab::HeadStatistic::Entropy));
+    QVERIFY2(view.changeText().contains("between step 10 and step 20"), qPrintable(view.changeText()));
     view.showPoint(0);
     QCOMPARE(view.map()->map(), stored.points[0].maps[0].cross[1][2]);
     QVERIFY(view.pointText().contains("point 1 of 3"));

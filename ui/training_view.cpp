@@ -5,6 +5,8 @@
 #include "gif_writer.h"
 #include "head_picker.h"
 
+#include <attnlab/attention_history.h>
+
 #include <qcustomplot.h>
 
 #include <QComboBox>
@@ -46,6 +48,15 @@ TrainingView::TrainingView(ViewContext* context, QWidget* parent) : View(context
     m_grid = new AttentionGrid(this);
     m_curves = new QCustomPlot(this);
     buildCurves();
+    m_statistic = new QComboBox(this);
+    for (const auto& info : headStatisticInfos()) {
+        m_statistic->addItem(tr(info.label));
+        m_statistic->setItemData(m_statistic->count() - 1, tr(info.meaning), Qt::ToolTipRole);
+    }
+    m_head_curve = new QCustomPlot(this);
+    buildHeadCurve();
+    m_change = new QLabel(this);
+    m_change->setWordWrap(true);
 
     auto* row = new QHBoxLayout;
     row->addWidget(m_play);
@@ -54,20 +65,26 @@ TrainingView::TrainingView(ViewContext* context, QWidget* parent) : View(context
     auto* choose = new QHBoxLayout;
     choose->addWidget(m_probe, 1);
     choose->addWidget(m_picker);
+    choose->addWidget(m_statistic);
     auto* maps = new QSplitter(Qt::Horizontal, this);
     maps->addWidget(m_map);
     maps->addWidget(m_grid);
-    maps->addWidget(m_curves);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(m_curves);
+    right->addWidget(m_head_curve);
+    maps->addWidget(right);
     maps->setSizes({1000, 800, 900});
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_message);
     layout->addLayout(row);
     layout->addLayout(choose);
     layout->addWidget(maps, 1);
+    layout->addWidget(m_change);
 
     connect(m_slider, &QSlider::valueChanged, this, [this] { refresh(); });
     connect(m_probe, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(m_picker, &HeadPicker::changed, this, [this] { refresh(); });
+    connect(m_statistic, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(m_grid, &AttentionGrid::cellClicked, this,
             [this](int layer, int head) { select(m_picker->kind(), layer, head); });
     connect(m_play, &QPushButton::toggled, this, &TrainingView::setPlaying);
@@ -120,9 +137,50 @@ void TrainingView::buildCurves() {
     followTextSize(m_curves);
 }
 
+void TrainingView::buildHeadCurve() {
+    m_head_curve->addGraph();
+    m_head_curve->graph(0)->setPen(QPen(QColor(148, 103, 189), 2));
+    m_head_curve->graph(0)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+    m_head_curve->xAxis->setLabel(tr("step"));
+    m_head_cursor = new QCPItemStraightLine(m_head_curve);
+    m_head_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
+    followTextSize(m_head_curve);
+}
+
+QString TrainingView::changeText() const { return m_change->text(); }
+
+// The chosen head's statistic over the points (the mean head: no curve), and where it changed most.
+void TrainingView::refreshHeadCurve() {
+    m_head_curve->graph(0)->data()->clear();
+    m_change->clear();
+    const HistoryPoint& shown = m_history->points[size_t(m_slider->value())];
+    m_head_cursor->point1->setCoords(double(shown.step), 0);
+    m_head_cursor->point2->setCoords(double(shown.step), 1);
+    const auto statistic = static_cast<HeadStatistic>(m_statistic->currentIndex());
+    m_head_curve->yAxis->setLabel(m_statistic->currentText());
+    if (!m_picker->isMean()) {
+        const HeadRef head{m_picker->kind(), m_picker->layer(), m_picker->head()};
+        for (size_t i = 0; i < m_stats.size(); ++i)
+            if (const HeadStats* s = m_stats[i].find(head))
+                m_head_curve->graph(0)->addData(double(m_history->points[i].step), s->value(statistic));
+        const int most = historyLargestChange(*m_history, head);
+        if (most > 0)
+            m_change->setText(tr("Layer %1, head %2 changed most between step %3 and step %4 (points %5 and %6).")
+                                  .arg(head.layer)
+                                  .arg(head.head)
+                                  .arg(m_history->points[size_t(most) - 1].step)
+                                  .arg(m_history->points[size_t(most)].step)
+                                  .arg(most)
+                                  .arg(most + 1));
+    }
+    m_head_curve->rescaleAxes();
+    m_head_curve->replot();
+}
+
 void TrainingView::setHistory(HistoryPtr history) {
     setPlaying(false);
     m_history = std::move(history);
+    m_stats = m_history ? historyHeadStatistics(*m_history) : std::vector<HeadStatsReport>{};
     const bool has = m_history && !m_history->points.empty();
     m_message->setText(has ? QString() : noHistory());
     m_message->setVisible(!has);
@@ -246,6 +304,7 @@ void TrainingView::refresh() {
     m_cursor->point1->setCoords(double(p.step), 0);
     m_cursor->point2->setCoords(double(p.step), 1);
     m_curves->replot();
+    refreshHeadCurve();
 }
 
 }  // namespace attnlab::ui

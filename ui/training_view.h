@@ -7,6 +7,10 @@
 
 #include "view.h"
 
+#include <attnlab/head_stats.h>
+
+#include <vector>
+
 class QComboBox;
 class QCPItemStraightLine;
 class QCustomPlot;
@@ -39,6 +43,8 @@ public:
     AttentionView* map() const { return m_map; }
     AttentionGrid* grid() const { return m_grid; }
     QCustomPlot* curves() const { return m_curves; }
+    QCustomPlot* headCurve() const { return m_head_curve; }  // the chosen statistic of the chosen head
+    QString changeText() const;                              // "… changed most between step a and b"
     QString pointText() const;
     QString message() const;  // why nothing is shown, or empty
     QCustomPlot* figure() const override;
@@ -54,6 +60,8 @@ public:
 private:
     void follow(ViewContext* context);
     void buildCurves();
+    void buildHeadCurve();
+    void refreshHeadCurve();
     void refresh();
     HistoryPtr m_history;
     QString m_package_dir;  // whose history is shown
@@ -68,6 +76,11 @@ private:
     AttentionGrid* m_grid;
     QCustomPlot* m_curves;
     QCPItemStraightLine* m_cursor = nullptr;
+    QComboBox* m_statistic;
+    QCustomPlot* m_head_curve;
+    QCPItemStraightLine* m_head_cursor = nullptr;
+    QLabel* m_change;
+    std::vector<HeadStatsReport> m_stats;  // one per point
 };
 
 }  // namespace attnlab::ui

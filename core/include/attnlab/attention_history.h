@@ -11,6 +11,8 @@
 // probe the encoder self-attention (layer, head, S x S), the decoder self-attention (T x T) and the
 // cross-attention (T x S), S the probe's source pieces, T its target pieces (both with </s>).
 
+#include <attnlab/attention_kind.h>
+#include <attnlab/head_stats.h>
 #include <attnlab/translation.h>
 
 #include <cstdint>
@@ -58,6 +60,13 @@ std::string attentionHistoryBytes(const AttentionHistory& history);
 AttentionHistory parseAttentionHistory(const std::string& bytes, const std::string& origin);
 AttentionHistory readAttentionHistory(const std::string& path);                        // at most 1 GiB
 void writeAttentionHistory(const std::string& path, const AttentionHistory& history);  // atomic
+// Every head's statistics (attnlab/head_stats.h) over the probe sentences, one report per point: how
+// a head's entropy, offset or share on </s> moved as the model learned.
+std::vector<HeadStatsReport> historyHeadStatistics(const AttentionHistory& history);
+// The point (1..points-1) at which `head`'s maps moved most since the point before: the sum over
+// probes and cells of |w_now - w_before|. -1 with fewer than two points.
+int historyLargestChange(const AttentionHistory& history, const HeadRef& head);
+
 // The export of `attnlab-cli history --json`: the header and a `points` list, each point with its
 // figures and its maps as numbers.
 std::string attentionHistoryJson(const AttentionHistory& history);

@@ -238,4 +238,49 @@ void writeAttentionHistoryJson(const std::string& path, const AttentionHistory& 
     util::saveToFile(path, attentionHistoryJson(history));
 }
 
+namespace {
+const LayerHeadMaps& mapsOf(const ProbeMaps& m, AttentionKind kind) {
+    return kind == AttentionKind::EncoderSelf   ? m.encoder_self
+           : kind == AttentionKind::DecoderSelf ? m.decoder_self
+                                                : m.cross;
+}
+}  // namespace
+
+std::vector<HeadStatsReport> historyHeadStatistics(const AttentionHistory& history) {
+    std::vector<HeadStatsReport> reports;
+    for (const auto& point : history.points) {
+        HeadStatsAccumulator acc;
+        for (size_t k = 0; k < history.probes.size(); ++k) {
+            TranslationResult r;  // the probe as the head statistics read a teacher-forced result
+            r.source_pieces = history.probes[k].source_pieces;
+            r.best.pieces = history.probes[k].target_pieces;
+            r.decoder_input_pieces = history.probes[k].decoder_input_pieces;
+            r.encoder_self = point.maps[k].encoder_self;
+            r.decoder_self = point.maps[k].decoder_self;
+            r.cross = point.maps[k].cross;
+            acc.add(r);
+        }
+        reports.push_back(acc.report(/*teacher_forced=*/true));
+    }
+    return reports;
+}
+
+int historyLargestChange(const AttentionHistory& history, const HeadRef& head) {
+    int best = -1;
+    double most = -1;
+    for (size_t i = 1; i < history.points.size(); ++i) {
+        double change = 0;
+        for (size_t k = 0; k < history.probes.size(); ++k) {
+            const Matrix& now =
+                mapsOf(history.points[i].maps[k], head.kind).at(size_t(head.layer)).at(size_t(head.head));
+            const Matrix& before =
+                mapsOf(history.points[i - 1].maps[k], head.kind).at(size_t(head.layer)).at(size_t(head.head));
+            for (size_t r = 0; r < now.size(); ++r)
+                for (size_t c = 0; c < now[r].size(); ++c) change += std::abs(double(now[r][c]) - double(before[r][c]));
+        }
+        if (change > most) most = change, best = int(i);
+    }
+    return best;
+}
+
 }  // namespace attnlab
