@@ -119,6 +119,9 @@ void TestAttentionHistory::roundTripWithinHalfAStep() {
                                                             h.points[i].maps[0].cross[0][h2][r][c])));
     QVERIFY2(worst <= kHistoryQuantizationStep / 2 + 1e-7, qPrintable(QString::number(worst)));
     QVERIFY(worst > 0);  // it is quantized
+    // A weight that is not a number (a diverged run) is stored as 0, not as undefined behaviour.
+    h.points[0].maps[0].cross[0][0][0][0] = std::nanf("");
+    QCOMPARE(parseAttentionHistory(attentionHistoryBytes(h), "nan").points[0].maps[0].cross[0][0][0][0], 0.0f);
     QCOMPARE(attentionHistoryBytes(back), attentionHistoryBytes(readAttentionHistory(path)));
     const auto exported = nlohmann::json::parse(attentionHistoryJson(back));
     QCOMPARE(exported.at("points").size(), size_t(3));
@@ -156,6 +159,9 @@ void TestAttentionHistory::malformedFilesAreNamed_data() {
     h["n_layers"] = 1000;
     row("layers", file(h, ""), "h.bin: n_layers: expected a whole number from 1 to 64");
     row("json", file(header(1), "").replace(16, 1, "["), "h.bin: header: not valid JSON");
+    h = header(1);
+    h["format"] = 5;
+    row("format type", file(h, std::string(kPointBytes, 0)), "h.bin: format: expected \"attnlab-attention-history\"");
 }
 
 void TestAttentionHistory::malformedFilesAreNamed() {

@@ -787,8 +787,17 @@ void TestTraining::initFromContinuesTheHistory() {
         QVERIFY2(std::string(e.what()).find("--probe: the run continues the attention history of") == 0, e.what());
     }
     o.probe_file.clear();
+    // Stopped before the stage's first point (step 2) and resumed: the stage still counts on from
+    // the package's last point (the file records where the stage began).
+    o.max_steps = 1;
+    train(o);
+    o.max_steps = 4;
+    o.resume = true;
+    o.init_from.clear();
     train(o);
     const auto h = readAttentionHistory(out + "/" + package_files::kAttentionHistory);
+    QCOMPARE(h.stage, 1);
+    QCOMPARE(h.stage_step, before.points.back().step);
     QCOMPARE(h.probes.size(), before.probes.size());
     const int64_t start = before.points.back().step;
     size_t i = 0;

@@ -361,9 +361,11 @@ void TestViews::aNewModelSwitchesEveryHeadOn() {
 // A package with a history of three points (the in-process translator's maps at the last, uniform
 // rows before): the view shows each point's maps as the file holds them.
 void TestViews::trainingViewStepsThroughTheHistory() {
+    QSignalSpy none(m_controller.get(), &TranslationController::historyLoaded);
     TrainingView plain(m_context.get());  // the fixture has no history
-    m_controller->waitForIdle();
-    QTRY_VERIFY(plain.message().contains("--record-attention"));
+    QTRY_VERIFY_WITH_TIMEOUT(none.count() > 0, 30000);
+    QVERIFY(!none.first().at(1).value<HistoryPtr>());
+    QVERIFY(plain.message().contains("--record-attention"));
     QVERIFY(!plain.figure());
 
     const QString dir = m_dir.filePath("with-history");
@@ -474,7 +476,10 @@ void TestViews::toyTrainerPausesContinuesAndFinishes() {
     QVERIFY(!dialog.map()->map().empty());  // the newest recorded cross-attention
     const auto h = attnlab::readAttentionHistory(
         (dialog.packageDir() + "/" + attnlab::package_files::kAttentionHistory).toStdString());
-    QCOMPARE(h.points.back().step, int64_t(150));  // paused and continued: one run, every step
+    // Paused and continued: one run, each scheduled point once (every 50 steps, 25 below that).
+    std::vector<int64_t> steps;
+    for (const auto& p : h.points) steps.push_back(p.step);
+    QCOMPARE(steps, (std::vector<int64_t>{0, 25, 50, 100, 150}));
 }
 
 void TestViews::failuresTravelOneSignal() {

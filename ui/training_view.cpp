@@ -107,6 +107,12 @@ void TrainingView::follow(ViewContext* c) {
     connect(controller, &TranslationController::historyLoaded, this, [this](const QString& dir, HistoryPtr h) {
         if (dir == m_package_dir) setHistory(std::move(h));
     });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::History) {
+            setHistory(nullptr);
+            m_message->setText(tr("Cannot read the attention history: %1").arg(m));
+        }
+    });
     connect(c, &ViewContext::paletteChanged, this, &TrainingView::setColorMap);
     setColorMap(c->palette());
     if (const auto info = c->model()) {

@@ -49,6 +49,11 @@ struct HistoryPoint {
 struct AttentionHistory {
     int n_layers = 0, n_head = 0;
     int record_every = 0;  // the run's --record-every (informational)
+    // Where the newest stage began (header keys stage, stage_step, stage_epoch; 0 when absent): a
+    // resumed stage counts its steps and epochs on from there even before its first point.
+    int stage = 0;
+    int64_t stage_step = 0;
+    int stage_epoch = 0;
     std::vector<HistoryProbe> probes;
     std::vector<HistoryPoint> points;  // by step, each step at most once
 };

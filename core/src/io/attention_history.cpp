@@ -28,7 +28,8 @@ uint64_t probeBytes(const HistoryProbe& p, int layers, int heads) {
 }
 
 uint8_t quantize(float w) {
-    const double q = std::round(std::clamp(double(w), 0.0, 1.0) * 255.0);
+    if (!(w >= 0.0f)) return 0;  // NaN too
+    const double q = std::round(std::min(double(w), 1.0) * 255.0);
     return static_cast<uint8_t>(q);
 }
 
@@ -77,6 +78,9 @@ json headerJson(const AttentionHistory& h) {
             {"n_layers", h.n_layers},
             {"n_head", h.n_head},
             {"record_every", h.record_every},
+            {"stage", h.stage},
+            {"stage_step", h.stage_step},
+            {"stage_epoch", h.stage_epoch},
             {"quantization", "uint8: weight = byte / 255"},
             {"probes", probes},
             {"points", points}};
@@ -120,13 +124,19 @@ struct HeaderReader {
 };
 
 AttentionHistory readHeader(const json& j, const HeaderReader& r) {
-    if (!j.is_object() || j.value("format", "") != kFormat) r.fail("format: expected \"" + std::string(kFormat) + "\"");
+    if (!j.is_object() || !j.contains("format") || !j.at("format").is_string() || j.at("format") != kFormat)
+        r.fail("format: expected \"" + std::string(kFormat) + "\"");
     if (r.integer(j, "version", 0, 1 << 20) != kAttentionHistoryVersion)
         r.fail("version: expected " + std::to_string(kAttentionHistoryVersion));
     AttentionHistory h;
     h.n_layers = int(r.integer(j, "n_layers", 1, kMaxLayers));
     h.n_head = int(r.integer(j, "n_head", 1, kMaxHeads));
     h.record_every = int(r.integer(j, "record_every", 0, 1 << 30));
+    if (j.contains("stage")) {
+        h.stage = int(r.integer(j, "stage", 0, 1 << 20));
+        h.stage_step = r.integer(j, "stage_step", 0, int64_t(1) << 48);
+        h.stage_epoch = int(r.integer(j, "stage_epoch", 0, 1 << 24));
+    }
     const json& probes = r.field(j, "probes", "");
     if (!probes.is_array() || probes.empty() || probes.size() > 1024)
         r.fail("probes: expected a list of 1 to 1024 probes");
@@ -198,7 +208,9 @@ AttentionHistory parseAttentionHistory(const std::string& bytes, const std::stri
     uint64_t per_point = 0;
     for (const auto& p : h.probes) per_point += probeBytes(p, h.n_layers, h.n_head);
     const uint64_t maps = bytes.size() - 16 - n;
-    if (maps != per_point * h.points.size())
+    // Divided, not multiplied: a point count times a point's size could wrap around.
+    const bool fits = per_point == 0 ? maps == 0 : maps % per_point == 0 && maps / per_point == h.points.size();
+    if (!fits)
         r.fail(std::to_string(h.points.size()) + " points of " + std::to_string(per_point) + " bytes need " +
                std::to_string(per_point * h.points.size()) + " bytes of maps, the file has " + std::to_string(maps));
     size_t at = 16 + n;

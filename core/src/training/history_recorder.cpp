@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace attnlab::training {
 
 HistoryRecorder::HistoryRecorder(const PackageConfig& config, model::Transformer model,
@@ -23,16 +25,16 @@ HistoryRecorder::HistoryRecorder(const PackageConfig& config, model::Transformer
                              std::to_string(m_history.n_layers) + " layers x " + std::to_string(m_history.n_head) +
                              " heads; this model has " + std::to_string(config.model.n_layers) + " x " +
                              std::to_string(config.model.n_head));
-        if (new_stage) {
+        if (new_stage) {  // it begins where the history ends; the file says so from now on
             const HistoryPoint& last = m_history.points.back();
-            m_stage = last.stage + 1;
-            m_step_offset = last.step;
-            m_epoch_offset = last.epoch;
-        } else {  // resumed: the stage's offsets are where the stage before it ended
-            m_stage = m_history.points.back().stage;
-            for (const auto& p : m_history.points)
-                if (p.stage < m_stage) m_step_offset = p.step, m_epoch_offset = p.epoch;
+            m_history.stage = last.stage + 1;
+            m_history.stage_step = last.step;
+            m_history.stage_epoch = last.epoch;
         }
+        // Resumed: the stage as the file records it (even before the stage's first point).
+        m_stage = m_history.stage;
+        m_step_offset = m_history.stage_step;
+        m_epoch_offset = m_history.stage_epoch;
         m_history.record_every = every;
         return;
     }
@@ -74,9 +76,10 @@ void HistoryRecorder::record(int64_t step, int epochs, double train_loss, double
     p.stage = m_stage;
     p.step = m_step_offset + step;
     p.epoch = m_epoch_offset + epochs;
-    p.train_loss = train_loss;
-    p.valid_loss = valid_loss;
-    p.valid_bleu = valid_bleu;
+    auto finite = [](double v) { return std::isfinite(v) ? v : -1.0; };  // a diverged run: not measured
+    p.train_loss = finite(train_loss);
+    p.valid_loss = finite(valid_loss);
+    p.valid_bleu = finite(valid_bleu);
     for (size_t i = 0; i < forced.size(); ++i) {
         if (forced[i].source_pieces != m_history.probes[i].source_pieces ||
             forced[i].best.pieces != m_history.probes[i].target_pieces)

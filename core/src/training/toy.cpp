@@ -1,6 +1,7 @@
 // Toy tasks (attnlab/toy.h): data generated on the fly, a word tokenizer of the ten tokens, the
 // ordinary trainer, and exact-match accuracy on fresh sequences.
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
 #include <attnlab/run_layout.h>
 #include <attnlab/tokenizer.h>
 #include <attnlab/toy.h>
@@ -158,7 +159,11 @@ ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress, 
     options.validate();
     const fs::path run(options.output_dir);
     fs::create_directories(run);
-    if (!options.resume) writeData(options, run);
+    if (!options.resume) {  // a new run: nothing of an earlier one in the folder may end up packaged
+        fs::remove_all(run / run_layout::kCheckpoints);
+        fs::remove(run / package_files::kAttentionHistory);
+        writeData(options, run);
+    }
     ToyResult r;
     r.training = train(options.trainingOptions(), progress, stop);
     if (r.training.stopped_early) return r;  // paused: resume continues it

@@ -320,6 +320,8 @@ void Trainer::startHistory() {
     m_history =
         std::make_unique<HistoryRecorder>(m_pc, m_model, m_tok_path, probes, every, std::move(earlier), new_stage);
     m_history_bytes = m_history->bytes();
+    // The run's copy is the checkpoint's (a killed session may have recorded points past it).
+    util::saveToFile((m_out / package_files::kAttentionHistory).string(), m_history_bytes);
     if (m_st.step == 0) recordHistory(m_st.epoch, -1);
     say("recording attention every " + std::to_string(every) + " steps and every epoch (" +
         std::to_string(m_history->history().probes.size()) + " probe sentences, " +
@@ -405,7 +407,7 @@ bool Trainer::trainEpoch() {
         const bool interrupted = m_stop && m_stop->load();
         if (m_window.steps >= m_o.log_every_steps || out_of_steps || out_of_time || interrupted) reportWindow();
         if (out_of_steps || out_of_time || interrupted) {
-            m_summary.stopped_early = out_of_time || interrupted;
+            m_summary.stopped_early = !out_of_steps && (out_of_time || interrupted);
             ++m_st.batch_in_epoch;  // this batch is done
             return false;
         }
