@@ -8,7 +8,9 @@
 #include "fuzz_support.h"
 
 #include "data/corpus.h"
+#include "package/marian_import.h"
 #include "package/safetensors.h"
+#include "package/torch_pickle.h"
 #include "tokenizer/normalizer_check.h"
 #include "tokenizer/spm_loader.h"
 #include "util/text.h"
@@ -46,6 +48,18 @@ void configJson(const uint8_t* data, size_t size) {
         const auto c =
             attnlab::packageConfigFromJson(std::string(reinterpret_cast<const char*>(data), size), "config.json");
         // What is accepted writes back and reads again to the same configuration.
+        const auto again = attnlab::packageConfigFromJson(attnlab::packageConfigToJson(c), "again");
+        if (attnlab::packageConfigToJson(again) != attnlab::packageConfigToJson(c)) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// A MarianMT config.json: the mapping onto AttnLab's fields; what is accepted is a valid package
+// config that writes and reads back to the same configuration.
+void marianConfig(const uint8_t* data, size_t size) {
+    try {
+        const auto c = attnlab::package::marianConfigFromJson(std::string(reinterpret_cast<const char*>(data), size),
+                                                              "config.json");
         const auto again = attnlab::packageConfigFromJson(attnlab::packageConfigToJson(c), "again");
         if (attnlab::packageConfigToJson(again) != attnlab::packageConfigToJson(c)) __builtin_trap();
     } catch (const attnlab::Error&) {
@@ -92,6 +106,22 @@ void attentionHistory(const uint8_t* data, size_t size) {
         const std::string again = attnlab::attentionHistoryBytes(history);
         if (attnlab::attentionHistoryBytes(attnlab::parseAttentionHistory(again, "again")) != again) __builtin_trap();
         (void)attnlab::attentionHistoryJson(history);
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// data.pkl of a pytorch_model.bin: the restricted unpickler. What it accepts is a state dict of
+// tensors whose dtype is known, whose shape and stride agree and whose extent cannot overflow.
+void torchPickle(const uint8_t* data, size_t size) {
+    try {
+        const auto tensors =
+            attnlab::package::parseStateDictPickle(std::string(reinterpret_cast<const char*>(data), size), "data.pkl");
+        for (const auto& t : tensors) {
+            if (attnlab::safetensors::dtypeSize(t.dtype) == 0 || t.shape.size() != t.stride.size() ||
+                t.storage_key.empty() || t.storage_offset < 0)
+                __builtin_trap();
+            if (attnlab::package::storageBytesNeeded(t) > (uint64_t(1) << 62)) __builtin_trap();
+        }
     } catch (const attnlab::Error&) {
     }
 }

@@ -18,5 +18,8 @@ void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model thr
 void examplesAndGold(const uint8_t* data, size_t size);   // examples.tsv + alignments.txt, gold files
 void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
 void attentionHistory(const uint8_t* data, size_t size);  // attention_history.bin
+void torchPickle(const uint8_t* data, size_t size);
+void marianConfig(const uint8_t* data, size_t size);  // a Hugging Face MarianMT config.json       // data.pkl of a
+                                                      // pytorch_model.bin (the restricted unpickler)
 
 }  // namespace attnlab::fuzz

@@ -13,6 +13,7 @@ packages=(
   libgif-dev                        # animated GIF export of the Training tab
   libbenchmark-dev                  # micro-benchmarks
   python3-torch                     # the Python reference cross-check (tests/tst_reference_python.cpp)
+  python3-sentencepiece             # scripts/marian_reference.py: MarianTokenizer reference (MarianMT checks)
   sentencepiece                     # spm_encode, for scripts/bench_train.sh
   clang-format-14                   # scripts/check_format.sh (the style of .clang-format, pinned)
   "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses (fuzz/*.cpp) into DIR/<harness>/: files from the
 bundled package and small hand-made ones. Standard library and spm_train (Debian package
-sentencepiece) only.
+sentencepiece) only; the data.pkl seeds of fuzz_torch_pickle come from torch.save when this python or
+/usr/bin/python3 (Debian's python3-torch) has torch, else from hand-written opcodes.
   python3 scripts/make_fuzz_seeds.py DIR"""
 import gzip, json, os, random, struct, subprocess, sys, tempfile
 
@@ -156,4 +157,63 @@ for name, changes in (("tiny", {}), ("unshared", {"emb_src_trg_weight_sharing": 
                                                   "scale_emb_or_prj": "prj"})):
     cfg, w = tiny_package(vocab, **changes)
     put("fuzz_package", name + ".bin", cfg + SEPARATOR + tok + SEPARATOR + w)
+# data.pkl of a pytorch_model.bin (fuzz_torch_pickle): what torch.save writes for state dicts
+TORCH_SEEDS = r"""
+import collections, os, sys, zipfile, torch
+out = sys.argv[1]
+sd = collections.OrderedDict()
+sd["w"] = torch.randn(3, 4)
+sd["h"] = torch.randn(5).half()
+sd["b"] = torch.randn(2).bfloat16()
+sd["i"] = torch.tensor([1, -2, 2**40])
+sd["t"] = sd["w"].t()
+sd["o"] = sd["w"].view(-1)[2:5]
+sd["tied"] = sd["w"].detach()
+sd["p"] = torch.nn.Parameter(torch.ones(2))
+sd["m"] = torch.tensor([True, False])
+sd["s"] = torch.tensor(1.0)
+sd._metadata = collections.OrderedDict([("", {"version": 1}), ("enc", {"version": 2})])
+for name, obj, protocol in (("state-dict", sd, 2), ("protocol4", sd, 4), ("plain-dict", {"x": torch.ones(2)}, 2)):
+    path = os.path.join(out, name + ".bin")
+    torch.save(obj, path, pickle_protocol=protocol)
+    with zipfile.ZipFile(path) as z:
+        data = z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0])
+    os.remove(path)
+    open(os.path.join(out, name + ".pkl"), "wb").write(data)
+"""
+
+
+def hand_made_state_dict():
+    """OrderedDict(w=<F32 [2, 3] at offset 1>) with _metadata, in the opcodes torch 1.13 writes."""
+    def s(text):
+        return b"X" + struct.pack("<I", len(text)) + text.encode()
+    tensor = (b"ctorch._utils\n_rebuild_tensor_v2\nq\x02((" + s("storage") + b"ctorch\nFloatStorage\nq\x03" + s("0") +
+              s("cpu") + b"K\x07tq\x04QK\x01K\x02K\x03\x86K\x03K\x01\x86\x89h\x00)Rtq\x05R")
+    return (b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01(" + s("w") + tensor + b"u}" + s("_metadata") + b"}" +
+            s("") + b"}" + s("version") + b"K\x01sssb.")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        if os.path.exists(python) and subprocess.run([python, "-c", TORCH_SEEDS, tmp], stdout=subprocess.DEVNULL,
+                                                     stderr=subprocess.DEVNULL).returncode == 0:
+            break
+    for name in sorted(os.listdir(tmp)):
+        with open(os.path.join(tmp, name), "rb") as f:
+            put("fuzz_torch_pickle", name, f.read())
+put("fuzz_torch_pickle", "hand-made.pkl", hand_made_state_dict())
+
+# A MarianMT config.json (fuzz_marian_config): OPUS-MT's keys and values, and variants.
+marian = {"model_type": "marian", "activation_function": "swish", "d_model": 512, "encoder_layers": 6,
+          "decoder_layers": 6, "encoder_attention_heads": 8, "decoder_attention_heads": 8,
+          "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "vocab_size": 54688, "pad_token_id": 54687,
+          "decoder_start_token_id": 54687, "eos_token_id": 0, "bad_words_ids": [[54687]],
+          "max_position_embeddings": 512, "scale_embedding": True, "num_beams": 4, "max_length": 512,
+          "normalize_before": False, "static_position_embeddings": True}
+put("fuzz_marian_config", "opus-mt.json", json.dumps(marian).encode())
+for i, change in enumerate([{"activation_function": "relu", "eos_token_id": 43311},
+                            {"decoder_layers": 2, "decoder_ffn_dim": 1024},
+                            {"tie_word_embeddings": False, "share_encoder_decoder_embeddings": False},
+                            {"model_type": "t5"}]):
+    put("fuzz_marian_config", "variant%d.json" % i, json.dumps(dict(marian, **change)).encode())
 print("seeds in", out)

@@ -10,6 +10,18 @@
 using attnlab::model::MultiHeadAttention;
 
 namespace {
+attnlab::model::AttentionOptions options(int64_t n_head, int64_t d_model, int64_t d_k, int64_t d_v, double dropout) {
+    attnlab::model::AttentionOptions o;
+    o.n_head = n_head;
+    o.d_model = d_model;
+    o.d_k = d_k;
+    o.d_v = d_v;
+    o.dropout = dropout;
+    return o;
+}
+}  // namespace
+
+namespace {
 // The paper's formula, one head at a time, on the module's weights: no view/transpose tricks.
 std::pair<torch::Tensor, torch::Tensor> reference(MultiHeadAttention& m, const torch::Tensor& q, const torch::Tensor& k,
                                                   const torch::Tensor& v,
@@ -53,7 +65,7 @@ private Q_SLOTS:
 };
 
 void TestAttention::matchesPerHeadComputation() {
-    MultiHeadAttention m(4, 16, 5, 6, 0.1);
+    MultiHeadAttention m(options(4, 16, 5, 6, 0.1));
     m->eval();
     torch::NoGradGuard g;
     // Random layer-norm affine so that it is checked too.
@@ -69,7 +81,7 @@ void TestAttention::matchesPerHeadComputation() {
 }
 
 void TestAttention::crossAttentionShapes() {
-    MultiHeadAttention m(2, 8, 4, 4, 0.0);
+    MultiHeadAttention m(options(2, 8, 4, 4, 0.0));
     m->eval();
     torch::NoGradGuard g;
     auto q = torch::randn({3, 2, 8}), kv = torch::randn({3, 9, 8});
@@ -82,7 +94,7 @@ void TestAttention::crossAttentionShapes() {
 }
 
 void TestAttention::maskedKeysGetZeroWeight() {
-    MultiHeadAttention m(3, 12, 4, 4, 0.1);
+    MultiHeadAttention m(options(3, 12, 4, 4, 0.1));
     m->eval();
     torch::NoGradGuard g;
     // Sentence 0 has 6 real tokens, sentence 1 has 4 then padding (id 0).
@@ -104,7 +116,7 @@ void TestAttention::maskedKeysGetZeroWeight() {
 }
 
 void TestAttention::causalRowsSeeNoFuture() {
-    MultiHeadAttention m(2, 8, 4, 4, 0.1);
+    MultiHeadAttention m(options(2, 8, 4, 4, 0.1));
     m->eval();
     torch::NoGradGuard g;
     auto seq = torch::tensor({{2, 5, 6, 7, 8}});

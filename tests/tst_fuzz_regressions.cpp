@@ -27,7 +27,9 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_examples", attnlab::fuzz::examplesAndGold},
         {"fuzz_tokenizer_model", attnlab::fuzz::tokenizerModel},
         {"fuzz_package", attnlab::fuzz::packageDirectory},
-        {"fuzz_attention_history", attnlab::fuzz::attentionHistory}};
+        {"fuzz_attention_history", attnlab::fuzz::attentionHistory},
+        {"fuzz_torch_pickle", attnlab::fuzz::torchPickle},
+        {"fuzz_marian_config", attnlab::fuzz::marianConfig}};
     return t;
 }
 }  // namespace

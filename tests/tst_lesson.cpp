@@ -129,6 +129,19 @@ void TestLesson::modelShapeIsChecked() {
     attnlab::checkLessonFitsModel(mean, 3, 8, "l.json");  // the mean over heads
     const auto cell = attnlab::parseLesson(lesson(R"({"view": {"head": 8, "cell": [0, 0]}})"), "l.json");
     QVERIFY_THROWS_EXCEPTION(InputError, attnlab::checkLessonFitsModel(cell, 3, 8, "l.json"));
+    // A student model, 6 encoder and 2 decoder layers: the layer belongs to the step's kind's stack
+    // (inherited from the steps before it).
+    const auto student =
+        attnlab::parseLesson(lesson(R"({"view": {"kind": "encoder", "layer": 5}}, {"view": {"kind": "cross"}},
+                                       {"view": {"layer": 1}}, {"view": {"layer": 4}})"),
+                             "l.json");
+    try {
+        attnlab::checkLessonFitsModel(student, 6, 8, "l.json", 2);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()),
+                 std::string("l.json: step 4: layer: 4 is out of range: the model has 2 layers in its decoder (0..1)"));
+    }
 }
 
 void TestLesson::tabsAreCheckedAgainstTheAppsViews() {

@@ -56,6 +56,7 @@ private Q_SLOTS:
     void corrupt();
     void fuzzNeverCrashes();
     void configFieldTableCoversTheStruct();
+    void formatOneLoadsWithDefaults();
     void confidenceCalibrationRoundTrips();
     void percentileIsNearestRank();
 
@@ -436,9 +437,50 @@ void TestPackage::configFieldTableCoversTheStruct() {
     c.dropout = 0.25;
     c.emb_src_trg_weight_sharing = false;
     c.scale_emb_or_prj = "none";
+    c.ffn_activation = "swish";
+    c.attn_bias = true;
+    c.layer_norm_eps = 1e-5;
+    c.emb_layer_norm = false;
+    c.emb_scale = "sqrt_d_model";
+    c.pos_encoding = "half";
+    c.pos_offset = 2;
+    c.logits_bias = true;
+    c.n_dec_layers = 1;
+    c.d_dec_inner = 33;
     attnlab::PackageConfig pc = attnlab::testing::packageConfig(c);
+    pc.tokenizer = "marian";
+    pc.num_beams = 4;
+    pc.max_length = 512;
     const auto back = attnlab::packageConfigFromJson(attnlab::packageConfigToJson(pc), "test");
     for (const auto& f : fields) QCOMPARE(f.valueText(back.model), f.valueText(c));
+    QCOMPARE(back.tokenizer, std::string("marian"));
+    QCOMPARE(back.num_beams, 4);
+    QCOMPARE(back.max_length, 512);
+}
+
+void TestPackage::formatOneLoadsWithDefaults() {
+    // A format-1 config.json (every package before format 2): the architecture fields that format 2
+    // added keep the reference's behaviour; naming one of them in a format-1 file is an error.
+    auto j = nlohmann::json::parse(attnlab::packageConfigToJson(attnlab::testing::packageConfig(m_cfg)));
+    j["format_version"] = 1;
+    for (const auto& f : attnlab::modelConfigFields())
+        if (f.since > 1) j.erase(f.name);
+    for (const char* k : {"tokenizer", "num_beams", "max_length"}) j.erase(k);
+    const auto c = attnlab::packageConfigFromJson(j.dump(), "old.json");
+    const attnlab::ModelConfig defaults;
+    QCOMPARE(c.model.ffn_activation, defaults.ffn_activation);
+    QCOMPARE(c.model.pos_encoding, std::string("interleaved"));
+    QCOMPARE(c.model.layer_norm_eps, 1e-6);
+    QVERIFY(c.model.emb_layer_norm && !c.model.attn_bias && !c.model.logits_bias);
+    QCOMPARE(c.tokenizer, std::string("sentencepiece"));
+    QCOMPARE(c.model.decoderLayers(), c.model.n_layers);
+    j["ffn_activation"] = "swish";
+    QVERIFY_THROWS_EXCEPTION(attnlab::PackageError, attnlab::packageConfigFromJson(j.dump(), "old.json"));
+    try {
+        attnlab::packageConfigFromJson(j.dump(), "old.json");
+    } catch (const attnlab::PackageError& e) {
+        QVERIFY2(QString(e.what()).contains("'ffn_activation' needs format_version 2"), e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestPackage)

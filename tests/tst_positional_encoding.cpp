@@ -16,6 +16,8 @@ private Q_SLOTS:
     void bufferIsPosTableAndAddsRows();
     void publicTableEqualsModelBuffer();
     void rejectsOversizedTable();
+    void halfLayoutMatchesFormula();
+    void offsetShiftsPositions();
 };
 
 void TestPositionalEncoding::tableMatchesFormula_data() {
@@ -83,6 +85,33 @@ void TestPositionalEncoding::rejectsOversizedTable() {
     } catch (const attnlab::ConfigError& e) {
         QVERIFY(QString(e.what()).contains("too large"));
     }
+}
+
+// Marian's layout (MarianSinusoidalPositionalEmbedding): column j < d/2 is sin(pos / 10000^(2j/d)),
+// column d/2 + j is cos of the same angle; an odd width gives the sines one column more.
+void TestPositionalEncoding::halfLayoutMatchesFormula() {
+    for (int d : {16, 15}) {
+        const auto t = attnlab::model::halfSinusoidTable(40, d);
+        const int sines = (d + 1) / 2;
+        for (int pos : {0, 1, 7, 39})
+            for (int col = 0; col < d; ++col) {
+                const int j = col < sines ? col : col - sines;  // the pair index
+                const double angle = pos / std::pow(10000.0, 2.0 * j / d);
+                const double expected = col < sines ? std::sin(angle) : std::cos(angle);
+                QVERIFY2(std::abs(t[pos][col].item<float>() - expected) < 1e-6,
+                         qPrintable(QString("d %1 pos %2 col %3").arg(d).arg(pos).arg(col)));
+            }
+    }
+}
+
+// pos_offset: the table gains `offset` rows and token i adds row i + offset.
+void TestPositionalEncoding::offsetShiftsPositions() {
+    attnlab::model::PositionalEncoding pe(8, 20, /*half=*/false, /*offset=*/2);
+    QCOMPARE(pe->pos_table.sizes().vec(), (std::vector<int64_t>{1, 22, 8}));
+    const auto y = pe(torch::zeros({1, 3, 8}));
+    QVERIFY(torch::equal(y[0], attnlab::model::sinusoidTable(22, 8).slice(0, 2, 5)));
+    const auto z = pe->forwardAt(torch::zeros({1, 1, 8}), 4);
+    QVERIFY(torch::equal(z[0][0], attnlab::model::sinusoidTable(22, 8)[6]));
 }
 
 QTEST_APPLESS_MAIN(TestPositionalEncoding)

@@ -1,15 +1,21 @@
 #include "ablation_panel.h"
 
+#include <QEvent>
 #include <QGridLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace attnlab::ui {
 
 namespace {
 const char* const kKindTitles[] = {"Encoder self-attention", "Decoder self-attention", "Cross-attention"};
+constexpr int kGridGap = 24;  // between two kinds' grids
 
 QString scored(const TranslationResult& r) {
     return QObject::tr("%1  <span style='color:gray'>(score %2, per piece %3)</span>")
@@ -30,7 +36,12 @@ AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
     }
     auto* clear = new QPushButton(tr("All heads on"), this);
     connect(clear, &QPushButton::clicked, this, [this] { setAblated({}); });
+    m_scroll = new QScrollArea(this);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->viewport()->installEventFilter(this);
     auto* layout = m_layout = new QVBoxLayout(this);
+    layout->addWidget(m_scroll, 1);
     layout->addWidget(clear, 0, Qt::AlignLeft);
     layout->addWidget(m_summary);
     layout->addWidget(new QLabel(tr("<b>Before</b> (every head on):"), this));
@@ -40,31 +51,62 @@ AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
     layout->addStretch(1);
 }
 
-void AblationPanel::setShape(int layers, int heads) {
-    delete m_grid_host;
-    m_grid_host = new QWidget(this);
-    auto* grid = new QGridLayout(m_grid_host);
-    m_layout->insertWidget(0, m_grid_host);
+void AblationPanel::setShape(int enc_layers, int dec_layers, int heads) {
+    m_grid_host = new QWidget;
+    m_grids = new QGridLayout(m_grid_host);
+    m_grids->setContentsMargins(0, 0, 0, 0);
+    m_grids->setHorizontalSpacing(kGridGap);
+    m_blocks.clear();
+    m_per_row = 0;
     m_toggles.assign(3, {});
     for (int k = 0; k < 3; ++k) {
-        const int col = k * (heads + 2);
-        grid->addWidget(new QLabel(tr(kKindTitles[k]), m_grid_host), 0, col + 1, 1, heads);
+        auto* block = new QWidget(m_grid_host);
+        auto* grid = new QGridLayout(block);
+        grid->setContentsMargins(0, 0, 0, 0);
+        grid->addWidget(new QLabel(tr(kKindTitles[k]), block), 0, 1, 1, heads);
+        const int layers = k == 0 ? enc_layers : dec_layers;  // encoder self: the encoder's layers
         for (int l = 0; l < layers; ++l) {
-            grid->addWidget(new QLabel(tr("layer %1").arg(l), m_grid_host), l + 1, col);
+            grid->addWidget(new QLabel(tr("layer %1").arg(l), block), l + 1, 0);
             m_toggles[k].emplace_back();
             for (int h = 0; h < heads; ++h) {
-                auto* b = new QToolButton(m_grid_host);
+                auto* b = new QToolButton(block);
                 b->setCheckable(true);
                 b->setText(QString::number(h));
                 b->setToolTip(
                     tr("%1, layer %2, head %3: click to switch it off").arg(tr(kKindTitles[k])).arg(l).arg(h));
                 b->setStyleSheet("QToolButton:checked { background: #c0392b; color: white; }");
                 connect(b, &QToolButton::toggled, this, [this] { emitChange(); });
-                grid->addWidget(b, l + 1, col + 1 + h);
+                grid->addWidget(b, l + 1, 1 + h);
                 m_toggles[k].back().push_back(b);
             }
         }
+        m_blocks.push_back(block);
     }
+    m_scroll->setWidget(m_grid_host);  // the previous grids are deleted
+    arrangeGrids();
+}
+
+bool AblationPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_scroll->viewport() && event->type() == QEvent::Resize) arrangeGrids();
+    return QWidget::eventFilter(watched, event);
+}
+
+void AblationPanel::arrangeGrids() {
+    if (m_blocks.empty()) return;
+    int block = 0;
+    for (QWidget* b : m_blocks) block = std::max(block, b->sizeHint().width());
+    const int room = m_scroll->viewport()->width();
+    const int per_row = std::clamp((room + kGridGap) / (block + kGridGap), 1, int(m_blocks.size()));
+    if (per_row == m_per_row) return;
+    m_per_row = per_row;
+    for (QWidget* b : m_blocks) m_grids->removeWidget(b);
+    for (int i = 0; i < int(m_blocks.size()); ++i)
+        m_grids->addWidget(m_blocks[size_t(i)], i / per_row, i % per_row, Qt::AlignLeft | Qt::AlignTop);
+    for (int c = 0; c <= int(m_blocks.size()); ++c) m_grids->setColumnStretch(c, c == per_row ? 1 : 0);
+    // As tall as the grids where the page has room (the rest stays for the translations below).
+    const bool too_wide = block > room;
+    m_scroll->setMaximumHeight(m_grid_host->sizeHint().height() + 2 * m_scroll->frameWidth() +
+                               (too_wide ? m_scroll->horizontalScrollBar()->sizeHint().height() : 0));
 }
 
 QToolButton* AblationPanel::toggle(const HeadRef& head) const {

@@ -6,11 +6,13 @@
 #include <QToolTip>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attnlab::ui {
 
 namespace {
 constexpr int kGap = 6;
+constexpr double kMaxAspect = 3.0;  // a cell's height at most this many times its width
 }  // namespace
 
 AttentionGrid::AttentionGrid(QWidget* parent) : QWidget(parent) {
@@ -75,15 +77,26 @@ QSize AttentionGrid::sizeHint() const {
     return QSize(labelWidth() + (heads() + 1) * 90, headerHeight() + layers() * 90);
 }
 
+double AttentionGrid::cellAspect() const {
+    if (m_maps.empty() || m_maps[0].empty() || m_maps[0][0].empty() || m_maps[0][0][0].empty()) return 1.0;
+    const double rows = double(m_maps[0][0].size()), cols = double(m_maps[0][0][0].size());
+    return std::clamp(rows / cols, 1.0, kMaxAspect);
+}
+
 QRect AttentionGrid::cellRect(int layer, int column) const {
     const int columns = heads() + 1;
     if (columns <= 1 || layers() == 0) return {};
     const int label = labelWidth(), header = headerHeight();
-    const int side = std::max(8, std::min((width() - label) / columns, (height() - header) / layers()) - kGap);
+    // As wide as the columns allow (16 heads and the mean: narrow) and as tall as the map's shape
+    // asks where the rows leave room, so that a long translation's rows are not squeezed.
+    const int room_w = (width() - label) / columns - kGap, room_h = (height() - header) / layers() - kGap;
+    const double aspect = cellAspect();
+    const int w = std::max(8, std::min(room_w, int(room_h / aspect)));
+    const int h = std::max(8, std::min(room_h, int(std::lround(w * aspect))));
     // The block of cells centred in the room left by the captions.
-    const int x0 = label + std::max(0, (width() - label - columns * (side + kGap)) / 2);
-    const int y0 = header + std::max(0, (height() - header - layers() * (side + kGap)) / 2);
-    return QRect(x0 + column * (side + kGap), y0 + layer * (side + kGap), side, side);
+    const int x0 = label + std::max(0, (width() - label - columns * (w + kGap)) / 2);
+    const int y0 = header + std::max(0, (height() - header - layers() * (h + kGap)) / 2);
+    return QRect(x0 + column * (w + kGap), y0 + layer * (h + kGap), w, h);
 }
 
 namespace {

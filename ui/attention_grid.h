@@ -1,7 +1,9 @@
 #pragma once
 // AttentionGrid: every layer x head of one attention kind at once, as small maps (as bertviz's
 // model view), plus a last column with the mean over heads. A click focuses one map; the focused
-// cell is outlined. Square cells as large as the widget allows, centred; captions sized by the font.
+// cell is outlined. Cells as large as the widget allows, centred: square, or taller (up to 3:1)
+// where the maps are (a long translation's cross-attention) and the rows leave room; captions
+// sized by the font.
 
 #include "plot_style.h"
 
@@ -41,6 +43,8 @@ public:
     QString layerText(int layer) const;
     // Whether every caption fits its cell (what a test at several text sizes checks).
     bool captionsFit() const;
+    // Where the map of layer l, column c (a head, or heads() for the mean) is drawn.
+    QRect cellRect(int layer, int column) const;
 
 Q_SIGNALS:
     void cellClicked(int layer, int head);
@@ -51,7 +55,7 @@ protected:
     bool event(QEvent* event) override;  // tooltips: "layer 1, head 3"
 
 private:
-    QRect cellRect(int layer, int column) const;
+    double cellAspect() const;  // height / width of a cell: the maps' rows / columns, within 1..3
     QImage render(const Matrix& m) const;
     void renderAll();
     int labelWidth() const;    // room for the layer captions, from the font

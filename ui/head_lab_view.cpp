@@ -24,10 +24,11 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
     wireAblation(context);
     wireAlignment(context);
     connect(context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
-        const int layers = int(info->config.model.n_layers), heads = int(info->config.model.n_head);
-        m_ablation->setShape(layers, heads);
+        const auto& m = info->config.model;
+        const int heads = int(m.n_head);
+        m_ablation->setShape(int(m.encoderLayers()), int(m.decoderLayers()), heads);
         m_stats->setExamples(info->examples);
-        m_alignment->setModelShape(layers, heads);
+        m_alignment->setModelShape(int(m.decoderLayers()), heads);  // alignments read cross-attention
         m_alignment->setExamples(info->examples);
         m_examples_due = true;
         if (isVisible() && m_pages->currentWidget() == m_stats) showExamples();

@@ -6,6 +6,8 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 
+#include <algorithm>
+
 namespace attnlab::ui {
 
 QString kindTitle(AttentionKind kind) {
@@ -55,6 +57,10 @@ void HeadPicker::setShape(int layers, int heads) {
 void HeadPicker::select(AttentionKind kind, int layer, int head) {
     const QSignalBlocker a(m_kind), b(m_layer), c(m_head);
     m_kind->setCurrentIndex(m_kind->findData(int(kind)));
+    // The kind chosen may have more layers than the one shown (a student: encoder 6, decoder 2): the
+    // value is kept here and clamped by the owner's setShape for that kind, not by the old range.
+    m_layer->setMaximum(std::max(m_layer->maximum(), layer));
+    m_head->setMaximum(std::max(m_head->maximum(), head));
     m_layer->setValue(layer);
     m_head->setValue(head);
     updateSuffix();

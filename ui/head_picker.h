@@ -26,7 +26,8 @@ public:
     bool isMean() const;
     // The model's shape: layer 0..layers-1, head 0..heads-1 (and heads = the mean when offered).
     void setShape(int layers, int heads);
-    // Without changed(): the owner redraws once.
+    // Without changed(): the owner redraws once, calling setShape for the kind's own shape first
+    // (which clamps layer and head to it).
     void select(AttentionKind kind, int layer, int head);
     void setKind(AttentionKind kind);
     void stepLayer(int delta);

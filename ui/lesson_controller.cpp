@@ -98,8 +98,8 @@ std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson,
         checkLessonViews(lesson, viewNames(), origin.toStdString());
         const auto info = m_context->model();
         if (with_model && info)
-            checkLessonFitsModel(lesson, int(info->config.model.n_layers), int(info->config.model.n_head),
-                                 origin.toStdString());
+            checkLessonFitsModel(lesson, int(info->config.model.encoderLayers()), int(info->config.model.n_head),
+                                 origin.toStdString(), int(info->config.model.decoderLayers()));
         return std::nullopt;
     } catch (const Error& e) {
         return QString::fromStdString(e.what());

@@ -86,7 +86,8 @@ void MainWindow::report(Operation op, const QString& message) {
 void MainWindow::buildFileMenu() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open model…"), QKeySequence::Open, this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a model package"));
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Open a model package or a MarianMT (OPUS-MT) folder"));
         if (!dir.isEmpty()) m_context->loadModel(dir);
     });
     m_models_menu = file->addMenu(tr("&Models"));

@@ -23,10 +23,12 @@ struct Shown {
     const std::vector<std::string>* columns = nullptr;
 };
 
+const LayerHeadMaps& mapsOf(const TranslationResult& r, AttentionKind kind) {
+    return kind == AttentionKind::EncoderSelf ? r.encoder_self : kind == AttentionKind::DecoderSelf ? r.decoder_self : r.cross;
+}
+
 Shown shown(const TranslationResult& r, AttentionKind kind, int layer, int head) {
-    const LayerHeadMaps& maps = kind == AttentionKind::EncoderSelf   ? r.encoder_self
-                                : kind == AttentionKind::DecoderSelf ? r.decoder_self
-                                                                     : r.cross;
+    const LayerHeadMaps& maps = mapsOf(r, kind);
     if (layer >= int(maps.size()) || head >= int(maps[layer].size())) return {};
     const auto* rows = kind == AttentionKind::EncoderSelf ? &r.source_pieces : &r.best.pieces;
     const auto* cols = kind == AttentionKind::DecoderSelf ? &r.decoder_input_pieces : &r.source_pieces;
@@ -124,8 +126,6 @@ void PairView::setColorMap(Palette palette) {
 void PairView::setPair(ResultPtr a, ResultPtr b) {
     m_ra = std::move(a);
     m_rb = std::move(b);
-    if (!m_ra || !m_rb) return;
-    m_picker->setShape(int(m_ra->cross.size()), m_ra->cross.empty() ? 0 : int(m_ra->cross[0].size()));
     refresh();
 }
 
@@ -139,10 +139,13 @@ QString PairView::summaryText() const { return m_summary->text(); }
 void PairView::refresh() {
     if (!m_ra || !m_rb) return;
     const auto kind = m_picker->kind();
+    // The kind's own layers: a student's encoder has more than its decoder.
+    const LayerHeadMaps& maps = mapsOf(*m_ra, kind);
+    m_picker->setShape(int(maps.size()), maps.empty() ? 0 : int(maps[0].size()));
     const int layer = m_picker->layer(), head = m_picker->head();
     const Shown a = shown(*m_ra, kind, layer, head), b = shown(*m_rb, kind, layer, head);
     if (!a.map || !b.map) return;
-    const QString where = tr("layer %1, head %2").arg(layer + 1).arg(head + 1);
+    const QString where = tr("layer %1, head %2").arg(layer).arg(head);  // 0-based, as the picker
     m_a->setMap(*a.map, toQStringList(*a.rows), toQStringList(*a.columns), tr("A: %1").arg(where));
     m_b->setMap(*b.map, toQStringList(*b.rows), toQStringList(*b.columns), tr("B: %1").arg(where));
     const MapDifference d = compareMaps(*a.map, *b.map, *a.rows, *b.rows, *a.columns, *b.columns);

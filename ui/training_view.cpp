@@ -105,7 +105,9 @@ void TrainingView::follow(ViewContext* c) {
         controller->loadHistory(m_package_dir);
     });
     connect(controller, &TranslationController::historyLoaded, this, [this](const QString& dir, HistoryPtr h) {
-        if (dir == m_package_dir) setHistory(std::move(h));
+        if (dir != m_package_dir) return;
+        setHistory(std::move(h));
+        if (!m_history) m_map->clear(noHistory());  // read: there is none (no longer "Reading…")
     });
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::History) {
@@ -140,6 +142,7 @@ void TrainingView::buildCurves() {
     m_curves->legend->setVisible(true);
     m_cursor = new QCPItemStraightLine(m_curves);
     m_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
+    m_cursor->setVisible(false);  // until there is a point to mark
     followTextSize(m_curves);
 }
 
@@ -150,6 +153,7 @@ void TrainingView::buildHeadCurve() {
     m_head_curve->xAxis->setLabel(tr("step"));
     m_head_cursor = new QCPItemStraightLine(m_head_curve);
     m_head_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
+    m_head_cursor->setVisible(false);
     followTextSize(m_head_curve);
 }
 
@@ -201,6 +205,8 @@ void TrainingView::setHistory(HistoryPtr history) {
             for (const auto& p : m_history->probes) m_probe->addItem(QString::fromStdString(p.source));
     }
     if (has) m_picker->setShape(m_history->n_layers, m_history->n_head);
+    m_cursor->setVisible(has);  // no point to mark: no dashed line across the empty plots
+    m_head_cursor->setVisible(has);
     for (int i = 0; i < 3; ++i) m_curves->graph(i)->data()->clear();
     if (has)
         for (const auto& p : m_history->points) {
@@ -279,6 +285,7 @@ void TrainingView::refresh() {
         if (m_history) m_map->clear(noHistory());
         return;
     }
+    m_picker->setShape(m_history->n_layers, m_history->n_head);  // clamps what select() asked for
     const HistoryPoint& p = m_history->points[size_t(m_slider->value())];
     const HistoryProbe& probe = m_history->probes[size_t(m_probe->currentIndex())];
     const ProbeMaps& maps = p.maps[size_t(m_probe->currentIndex())];

@@ -1,5 +1,7 @@
 #include "translate_panel.h"
 
+#include <algorithm>
+
 #include "confidence_text.h"
 
 #include <attnlab/confidence.h>
@@ -151,6 +153,13 @@ void TranslatePanel::follow(ViewContext* c) {
         for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
         setExamples(examples);
         setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
+        // An imported model's own decoding defaults (num_beams; max_length counts the start token).
+        if (info->config.num_beams > 0 || info->config.max_length > 1) {
+            DecodingOptions o = options();
+            if (info->config.num_beams > 0) o.beam_size = std::min(info->config.num_beams, m_beam->maximum());
+            if (info->config.max_length > 1) o.max_length = std::min(o.max_length, info->config.max_length - 1);
+            setOptions(o);
+        }
     });
 }
 

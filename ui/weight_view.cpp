@@ -82,8 +82,8 @@ void WeightView::setExplanation(ExplanationPtr e) {
     m_heading->setText(tr("<b>%1, layer %2, head %3</b>: how much query <b>%4</b> (row %5) attends to key "
                           "<b>%6</b> (column %7)")
                            .arg(kindTitle(c.kind))
-                           .arg(c.layer + 1)
-                           .arg(c.head + 1)
+                           .arg(c.layer)  // 0-based, as the Attention tab and the row and column
+                           .arg(c.head)
                            .arg(piece(e->query_piece))
                            .arg(c.query)
                            .arg(piece(e->key_piece))

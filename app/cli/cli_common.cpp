@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include <algorithm>
+
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 
@@ -24,6 +26,14 @@ std::string resolveModel(const std::string& given) {
         throw attnlab::InputError(
             "no --model given and no bundled model found (set ATTNLAB_MODEL_DIR or pass --model DIR)");
     return dir;
+}
+
+void useModelDefaults(attnlab::DecodingOptions& d, const attnlab::Translator& t, const CLI::App* cmd) {
+    const auto& c = t.info().config;
+    const CLI::Option* beam = cmd ? cmd->get_option_no_throw("--beam") : nullptr;
+    if (c.num_beams > 0 && (!beam || beam->count() == 0)) d.beam_size = std::max(c.num_beams, d.nbest);
+    // Hugging Face's max_length counts the decoder's start token.
+    if (c.max_length > 1) d.max_length = std::min(d.max_length, c.max_length - 1);
 }
 
 attnlab::Translator load(const CommonOptions& o) {

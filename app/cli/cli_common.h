@@ -19,6 +19,9 @@ void addCommon(CLI::App* cmd, CommonOptions& o);
 // --model as given, or the bundled default; throws InputError when there is none.
 std::string resolveModel(const std::string& given);
 attnlab::Translator load(const CommonOptions& o);
+// The model's own decoding defaults (an imported model's num_beams and max_length) where the
+// user gave no --beam on `cmd`.
+void useModelDefaults(attnlab::DecodingOptions& d, const attnlab::Translator& t, const CLI::App* cmd);
 
 // "\r<stage> done/total" on stderr when it is a terminal (nothing otherwise); clear() erases it.
 class ProgressLine {

@@ -186,7 +186,7 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     }
     auto translator = load(common);
     const auto& shape = translator.info().config.model;
-    if (auto why = attnlab::alignmentMethodProblem(method, int(shape.n_layers), int(shape.n_head)))
+    if (auto why = attnlab::alignmentMethodProblem(method, int(shape.decoderLayers()), int(shape.n_head)))
         throw attnlab::ConfigError("--method " + a.method + ": " + *why);
     ProgressLine progress;
     const auto rep = attnlab::alignCorpus(translator, sources, targets, a.gold.empty() ? nullptr : &gold, a.gold,

@@ -67,7 +67,7 @@ std::string scoreColumns(const attnlab::TranslationResult& r) {
 }
 
 int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
-    const attnlab::DecodingOptions& d = t.decoding;
+    attnlab::DecodingOptions d = t.decoding;
     d.validate();
     if (t.scores && d.nbest > 1)
         throw attnlab::ConfigError("--scores describes the best translation: leave out --nbest");
@@ -80,6 +80,7 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
         }
     }
     auto translator = load(common);
+    attnlab_cli::useModelDefaults(d, translator, t.cmd);
     // Invalid lines are reported and left empty, so the output stays aligned with the input.
     std::vector<std::string> valid;
     std::vector<size_t> where;
@@ -177,7 +178,7 @@ int runTrain(const attnlab::TrainingOptions& options) {
 }
 
 int runEval(const CommonOptions& common, const std::string& src, const std::string& ref, const std::string& hyp_out,
-            attnlab::DecodingOptions d) {
+            attnlab::DecodingOptions d, const CLI::App* cmd) {
     d.return_attention = false;
     d.top_k_candidates = 0;
     d.validate();
@@ -186,6 +187,7 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
         throw attnlab::InputError("mismatched files: " + src + " has " + std::to_string(sources.size()) +
                                   " lines but " + ref + " has " + std::to_string(refs.size()));
     auto translator = load(common);
+    attnlab_cli::useModelDefaults(d, translator, cmd);
     std::vector<std::string> hyps(sources.size());
     std::vector<std::string> valid;
     std::vector<size_t> where;
@@ -229,14 +231,20 @@ int runInspect(const CommonOptions& common) {
               << "languages      " << i.config.source_lang << " -> " << i.config.target_lang << "\n"
               << "device         " << i.device << "\n"
               << "stored dtype   " << i.stored_dtype << "\n"
-              << "vocabulary     " << i.vocab_size << " pieces (shared SentencePiece model)\n"
+              << "vocabulary     " << i.vocab_size << " pieces ("
+              << (i.config.tokenizer == "marian" ? "source.spm + target.spm through vocab.json"
+                                                 : "shared SentencePiece model")
+              << ")\n"
               << "load time      " << std::fixed << std::setprecision(3) << i.load_seconds << " s\n\n"
               << "configuration\n";
     for (const auto& f : attnlab::modelConfigFields())
         std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(10) << f.valueText(m) << f.meaning
                   << "\n";
     std::cout << "  " << std::left << std::setw(28) << "bos_idx / eos_idx / unk_idx" << i.config.bos_idx << " / "
-              << i.config.eos_idx << " / " << i.config.unk_idx << std::right << "\n\nparameters\n";
+              << i.config.eos_idx << " / " << i.config.unk_idx << "\n";
+    std::cout << "  " << std::setw(28) << "tokenizer" << i.config.tokenizer << "\n"
+              << "  " << std::setw(28) << "num_beams / max_length" << i.config.num_beams << " / " << i.config.max_length
+              << "   (0 = AttnLab's default)" << std::right << "\n\nparameters\n";
     const auto& p = i.parameters;
     auto row = [](const char* name, int64_t n) {
         std::cout << "  " << std::left << std::setw(20) << name << std::right << std::setw(12) << n << "\n";
@@ -511,6 +519,12 @@ int main(int argc, char** argv) {
     addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
+    std::string import_from, import_to;
+    auto* import_cmd = app.add_subcommand(
+        "import", "Write a Hugging Face MarianMT directory (an OPUS-MT model) as an AttnLab package, once");
+    import_cmd->add_option("--from", import_from, "The MarianMT directory (config.json, weights, *.spm, vocab.json)")
+        ->required();
+    import_cmd->add_option("-o,--output", import_to, "The package directory to write")->required();
     addTrain(app, train);
     addAverage(app, average);
     addEval(app, common, eval);
@@ -538,12 +552,19 @@ int main(int argc, char** argv) {
             return runTranslate(common, translate);
         }
         if (inspect->parsed()) return runInspect(common);
+        if (import_cmd->parsed()) {
+            const auto c = attnlab::importMarianModel(import_from, import_to);
+            std::cout << "imported " << c.source_lang << " -> " << c.target_lang << " (" << c.model.encoderLayers()
+                      << "+" << c.model.decoderLayers() << " layers, " << c.model.n_head << " heads, vocabulary "
+                      << c.model.n_trg_vocab << ") into " << import_to << "\n";
+            return 0;
+        }
         if (train.cmd->parsed()) {
             train.options.model.d_word_vec = train.options.model.d_model;
             for (int i = 0; i < argc; ++i) train.options.command_line += (i ? " " : "") + std::string(argv[i]);
             return runTrain(train.options);
         }
-        if (eval.cmd->parsed()) return runEval(common, eval.src, eval.ref, eval.hyp_out, eval.decoding);
+        if (eval.cmd->parsed()) return runEval(common, eval.src, eval.ref, eval.hyp_out, eval.decoding, eval.cmd);
         if (average.cmd->parsed()) return runAverage(average);
         if (calibrate.cmd->parsed()) return runCalibrate(common, calibrate);
         if (explain.cmd->parsed()) return runExplain(common, explain);

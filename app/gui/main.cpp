@@ -203,7 +203,9 @@ void settle(attnlab::ui::TranslationController& controller, attnlab::ui::MainWin
 
 // The view options against the model: layer and head in range, a cell on one head.
 std::optional<QString> viewProblem(const attnlab::ViewState& v, const attnlab::ModelInfo& info) {
-    const int n_layers = int(info.config.model.n_layers), n_head = int(info.config.model.n_head);
+    const auto& m = info.config.model;
+    const int n_layers = int(v.kind ? m.layers(*v.kind) : std::max(m.encoderLayers(), m.decoderLayers()));
+    const int n_head = int(m.n_head);
     if (v.layer.value_or(0) >= n_layers)
         return QString("--layer %1 is out of range: the model has %2 layers (0-%3)")
             .arg(*v.layer)

@@ -3,6 +3,8 @@
 // (jadore801120/attention-is-all-you-need-pytorch, transformer/Models.py), under their own names,
 // so a config.json written for one reads in the other.
 
+#include <attnlab/attention_kind.h>
+
 #include <cstdint>
 #include <string>
 
@@ -28,7 +30,7 @@ struct ModelConfig {
     int64_t d_word_vec = 512;                // embedding width; must equal d_model
     int64_t d_model = 512;                   // model width
     int64_t d_inner = 2048;                  // hidden width of the position-wise feed-forward layer
-    int64_t n_layers = 6;                    // encoder layers and decoder layers (each)
+    int64_t n_layers = 6;                    // encoder layers (and decoder layers unless n_dec_layers is set)
     int64_t n_head = 8;                      // attention heads
     int64_t d_k = 64;                        // query/key width per head
     int64_t d_v = 64;                        // value width per head
@@ -40,30 +42,70 @@ struct ModelConfig {
                                              // logits x d_model^-0.5; "none". Only applies when
                                              // trg_emb_prj_weight_sharing is on, as in the reference.
 
+    // Architecture fields beyond the reference's constructor (package format_version 2). Each
+    // default is the reference's behaviour; the Marian family (OPUS-MT) differs only in these.
+    // docs/model-config.md and the README's package table describe each one.
+    int64_t n_dec_layers = 0;                  // decoder layers; 0 = n_layers (Marian students: 6 + 2)
+    int64_t d_dec_inner = 0;                   // decoder feed-forward width; 0 = d_inner
+    std::string ffn_activation = "relu";       // relu | swish (SiLU, x sigmoid(x)) | gelu (erf form)
+    bool attn_bias = false;                    // biases on the attention projections q, k, v and out
+    double layer_norm_eps = 1e-6;              // every layer norm's epsilon (1e-5 in Hugging Face)
+    bool emb_layer_norm = true;                // a layer norm after embedding + positional encoding
+    std::string emb_scale = "auto";            // auto: as scale_emb_or_prj says; sqrt_d_model: x sqrt(d_model)
+                                               // whatever else is set; none: no embedding scale
+    std::string pos_encoding = "interleaved";  // interleaved: sin on even, cos on odd dimensions (the
+                                               // paper); half: sines in the first half, cosines in the
+                                               // second (Marian, fairseq)
+    int64_t pos_offset = 0;                    // the position of the first token
+    bool logits_bias = false;                  // a bias vector added to the logits (final_logits_bias)
+
+    int64_t encoderLayers() const { return n_layers; }
+    int64_t decoderLayers() const { return n_dec_layers > 0 ? n_dec_layers : n_layers; }
+    int64_t decoderInner() const { return d_dec_inner > 0 ? d_dec_inner : d_inner; }
+    // Layers of the stack a kind of attention lives in (encoder self: the encoder; decoder self
+    // and cross: the decoder).
+    int64_t layers(AttentionKind kind) const {
+        return kind == AttentionKind::EncoderSelf ? encoderLayers() : decoderLayers();
+    }
+
     // Throws ConfigError naming the first field that is out of range.
     void validate() const;
 
     // What the reference derives from scale_emb_or_prj.
-    bool scaleEmb() const { return trg_emb_prj_weight_sharing && scale_emb_or_prj == "emb"; }
+    bool scaleEmb() const {
+        return emb_scale == "sqrt_d_model" ||
+               (emb_scale == "auto" && trg_emb_prj_weight_sharing && scale_emb_or_prj == "emb");
+    }
     bool scalePrj() const { return trg_emb_prj_weight_sharing && scale_emb_or_prj == "prj"; }
 };
 
 // Everything config.json of a model package holds: the model's constructor arguments plus what
 // the translator needs to turn text into ids and back.
 struct PackageConfig {
-    static constexpr int kFormatVersion = 1;
+    // 2 added the architecture fields of ModelConfig above, `tokenizer`, `num_beams` and
+    // `max_length`; a version-1 file reads with their defaults.
+    static constexpr int kFormatVersion = 2;
+    static constexpr int kOldestFormatVersion = 1;
 
     int format_version = kFormatVersion;
     std::string source_lang;  // e.g. "de"
     std::string target_lang;  // e.g. "en"
     ModelConfig model;
-    int64_t bos_idx = special_ids::kBos;
+    int64_t bos_idx = special_ids::kBos;  // <s>: the decoder's start token (Marian: the pad id)
     int64_t eos_idx = special_ids::kEos;
     int64_t unk_idx = special_ids::kUnk;
     // How a source sentence becomes ids: pieces, then </s> (as the seed documents show);
     // models converted from the reference's torchtext pipeline also put <s> first.
     bool source_bos = false;
     bool source_eos = true;
+    // How text becomes ids: "sentencepiece" = one SentencePiece model whose ids are the model's
+    // (tokenizer.model); "marian" = MarianTokenizer's layout: source.spm and target.spm, and
+    // vocab.json mapping pieces to the model's ids (a piece missing from it is unk_idx).
+    std::string tokenizer = "sentencepiece";
+    // The model's own decoding defaults (generation_config.json or config.json of an imported
+    // model); 0 = AttnLab's defaults (DecodingOptions).
+    int num_beams = 0;
+    int max_length = 0;
 
     void validate() const;  // ModelConfig::validate plus the special ids; throws ConfigError
 };

@@ -19,6 +19,7 @@ struct ModelConfigField {
     const char* meaning;
     double min = 0, max = 0;   // integers and numbers: the accepted range, both ends included
     const char* choices = "";  // text: the accepted values, separated by '|'
+    int since = 1;             // the package format_version that added it (older files: the default)
 
     const char* typeName() const;                       // "integer" | "number" | "boolean" | "text"
     std::string valueText(const ModelConfig& c) const;  // e.g. "256", "0.1", "true", "emb"

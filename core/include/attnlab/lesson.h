@@ -52,7 +52,9 @@ Lesson parseLesson(const std::string& text, const std::string& origin);
 Lesson readLesson(const std::string& path);  // at most 4 MB
 // Check every step's layer, head and kind against a model's shape (head == n_head is the mean);
 // throws InputError naming the file, the step and the field.
-void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin);
+// n_layers: the encoder's; n_dec_layers: the decoder's (0 = as many as the encoder's).
+void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin,
+                          int n_dec_layers = 0);
 // Check every step's tab against the views an app offers (the app's view registry owns the names);
 // throws InputError "lesson.json: step 2: tab: 'maps' is not one of attention, ...".
 void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin);

@@ -29,6 +29,12 @@ PackageConfig readPackageConfig(const std::string& dir);
 PackageConfig packageConfigFromJson(const std::string& json_text, const std::string& origin);
 std::string packageConfigToJson(const PackageConfig& config);
 
+// Writes a Hugging Face MarianMT directory (OPUS-MT; docs/marian.md) as an AttnLab package:
+// config.json (format 2), model.safetensors (F32), source.spm, target.spm, vocab.json and a
+// MODEL_CARD.md naming the source; the directory itself opens too, this only makes loading fast.
+// Replaces `package_dir` atomically. Throws PackageError naming the file and the problem.
+PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir);
+
 // A package's example sentences (examples.tsv: one per line, the source sentence, then optionally
 // a tab and a reference translation). Empty when the file is absent; InputError naming the file
 // and line for a line with more than two fields.

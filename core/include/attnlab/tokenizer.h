@@ -48,6 +48,8 @@ public:
 
     Encoding encode(const std::string& text) const;
     std::string decode(const std::vector<int>& ids) const;
+    // As SentencePiece's DecodePieces: a piece the model lacks is written as itself.
+    std::string decodePieces(const std::vector<std::string>& pieces) const;
     std::string idToPiece(int id) const;
     int pieceToId(const std::string& piece) const;  // unk id when absent
     int vocabSize() const;

@@ -1,5 +1,6 @@
 #include "decoding/engine.h"
 
+#include "package/marian_import.h"
 #include "package/package_io.h"
 #include "util/device.h"
 #include "util/tensor_convert.h"
@@ -37,21 +38,14 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     const auto t0 = Clock::now();
     options.validate();
     setComputeThreads(options.num_threads);
-    m_config = readPackageConfig(dir);
-    const std::string tok_path = (fs::path(dir) / package_files::kTokenizer).string();
-    {
-        std::error_code ec;
-        if (!fs::is_regular_file(tok_path, ec)) throw PackageError(tok_path + ": missing file");
-    }
-    try {
-        m_tokenizer = std::make_unique<Tokenizer>(tok_path);
-    } catch (const TokenizerError& e) {
-        throw PackageError(e.what());
-    }
-    checkTokenizerMatches(dir);
+    // An AttnLab package, or a Hugging Face MarianMT directory as it is downloaded.
+    const bool hugging_face = package::isHuggingFaceDirectory(dir);
+    m_config = hugging_face ? package::readMarianConfig(dir) : readPackageConfig(dir);
+    m_tokenizer = loadCodec(dir);
     translatingTorchErrors("loading the model", [&] {
         m_device = util::resolveDevice(options.device);
-        m_model = package::loadWeights(dir, m_config, &m_info.stored_dtype);
+        m_model = hugging_face ? package::loadMarianWeights(dir, m_config, &m_info.stored_dtype)
+                               : package::loadWeights(dir, m_config, &m_info.stored_dtype);
         m_model->to(m_device);
         m_model->eval();
     });
@@ -66,7 +60,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
 }
 
 Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<Tokenizer> tok)
-    : m_config(cfg), m_tokenizer(std::move(tok)), m_model(std::move(m)), m_device(torch::kCPU) {
+    : m_config(cfg), m_tokenizer(sentencePieceCodec(std::move(tok))), m_model(std::move(m)), m_device(torch::kCPU) {
     m_device = m_model->decoder->trg_word_emb->weight.device();
     m_info.config = m_config;
     m_info.vocab_size = m_tokenizer->vocabSize();
@@ -76,8 +70,32 @@ Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<T
 
 Engine::~Engine() = default;
 
-void Engine::checkTokenizerMatches(const std::string& dir) const {
-    const Tokenizer& tok = *m_tokenizer;
+std::unique_ptr<TextCodec> Engine::loadCodec(const std::string& dir) const {
+    if (m_config.tokenizer == "marian") {
+        if (m_config.model.n_src_vocab != m_config.model.n_trg_vocab)
+            throw PackageError(dir + ": the marian tokenizer layout needs one vocabulary (n_src_vocab == n_trg_vocab)");
+        return marianCodec(dir, m_config.model.n_trg_vocab);
+    }
+    const std::string tok_path = (fs::path(dir) / package_files::kTokenizer).string();
+    std::error_code ec;
+    if (!fs::is_regular_file(tok_path, ec)) throw PackageError(tok_path + ": missing file");
+    std::unique_ptr<Tokenizer> tok;
+    try {
+        tok = std::make_unique<Tokenizer>(tok_path);
+    } catch (const TokenizerError& e) {
+        throw PackageError(e.what());
+    }
+    checkTokenizerMatches(dir, *tok);
+    return sentencePieceCodec(std::move(tok));
+}
+
+const Tokenizer& Engine::tokenizer() const {
+    if (const Tokenizer* t = m_tokenizer->sentencePiece()) return *t;
+    throw InputError("this model has separate source and target tokenizers (" + m_config.tokenizer +
+                     " layout); this operation needs one SentencePiece model");
+}
+
+void Engine::checkTokenizerMatches(const std::string& dir, const Tokenizer& tok) const {
     auto mismatch = [&](const std::string& field, int64_t value, int64_t in_tokenizer) {
         throw PackageError(dir + ": " + package_files::kConfig + " has " + field + " = " + std::to_string(value) +
                            " but " + package_files::kTokenizer + " has " + std::to_string(in_tokenizer));
@@ -100,7 +118,7 @@ ParameterCounts Engine::countParameters() const {
             c.decoder_embedding += n;
         else if (k == "encoder.src_word_emb.weight")
             c.encoder_embedding += n;
-        else if (k == "trg_word_prj.weight")
+        else if (k == "trg_word_prj.weight" || k == "final_logits_bias")
             c.output_projection += n;
         else if (k.rfind("encoder.layer_stack.", 0) == 0)
             c.encoder_layers += n;
@@ -145,17 +163,24 @@ std::string joined(const std::vector<std::string>& items) {
 }
 }  // namespace
 
-std::optional<std::string> Engine::inputProblem(const std::string& sentence, Cleaned& cleaned) const {
+std::optional<std::string> Engine::inputProblem(const std::string& sentence, Cleaned& cleaned, bool target) const {
     if (sentence.size() > kMaxSentenceBytes)
         return "the sentence is " + std::to_string(sentence.size()) + " bytes long; at most " +
                std::to_string(kMaxSentenceBytes) + " are accepted";
     if (isBlank(sentence)) return std::string("the sentence is empty");
-    cleaned.encoding = m_tokenizer->encode(sentence);
+    auto encode = [&](const std::string& text) {
+        return target ? m_tokenizer->encodeTarget(text) : m_tokenizer->encodeSource(text);
+    };
+    cleaned.encoding = encode(sentence);
     cleaned.left_out = m_tokenizer->unknownCharacters(cleaned.encoding);
+    if (!cleaned.left_out.empty() && m_tokenizer->keepsUnknown()) {
+        cleaned.read_as_unknown = std::move(cleaned.left_out);
+        cleaned.left_out.clear();
+    }
     if (!cleaned.left_out.empty()) {
         const std::string text = withoutCharacters(sentence, cleaned.left_out);
         if (isBlank(text)) return "the sentence has no character this model knows (" + joined(cleaned.left_out) + ")";
-        cleaned.encoding = m_tokenizer->encode(text);
+        cleaned.encoding = encode(text);
     }
     const size_t n = cleaned.encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0);
     if (static_cast<int64_t>(n) > m_config.model.n_position)
@@ -175,6 +200,8 @@ Engine::Source Engine::prepare(const std::string& sentence) const {
     for (int id : s.ids) s.pieces.push_back(m_tokenizer->idToPiece(id));
     if (!c.left_out.empty())
         s.warnings.push_back("characters not in the vocabulary, left out of the translation: " + joined(c.left_out));
+    if (!c.read_as_unknown.empty())
+        s.warnings.push_back("characters not in the vocabulary, read as <unk>: " + joined(c.read_as_unknown));
     return s;
 }
 
@@ -215,7 +242,7 @@ std::vector<int64_t> Engine::forcedTokens(const DecodingOptions& o) const {
                              " pieces; this model generates at most " + std::to_string(m_config.model.n_position - 1));
         return {o.force_prefix_ids.begin(), o.force_prefix_ids.end()};
     }
-    const Encoding e = m_tokenizer->encode(o.force_prefix);
+    const Encoding e = m_tokenizer->encodeTarget(o.force_prefix);
     const auto unknown = m_tokenizer->unknownCharacters(e);
     if (!unknown.empty()) throw InputError("the forced prefix has characters the vocabulary lacks: " + joined(unknown));
     if (static_cast<int64_t>(e.ids.size()) + 1 > m_config.model.n_position)
@@ -332,18 +359,19 @@ std::shared_ptr<void> Engine::ablateHeads(const std::vector<HeadRef>& heads) con
     const auto& cfg = m_config.model;
     std::vector<model::MultiHeadAttention> touched;
     for (const auto& h : heads) {
-        if (h.layer < 0 || h.layer >= cfg.n_layers)
+        const int64_t layers = cfg.layers(h.kind);
+        if (h.layer < 0 || h.layer >= layers)
             throw InputError("ablate " + headName(h) + ": layer " + std::to_string(h.layer) + " is out of range (0.." +
-                             std::to_string(cfg.n_layers - 1) + ")");
+                             std::to_string(layers - 1) + ")");
         if (h.head < 0 || h.head >= cfg.n_head)
             throw InputError("ablate " + headName(h) + ": head " + std::to_string(h.head) + " is out of range (0.." +
                              std::to_string(cfg.n_head - 1) + ")");
         model::Transformer m = m_model;
-        auto enc = m->encoder->layer_stack[h.layer]->as<model::EncoderLayer>();
-        auto dec = m->decoder->layer_stack[h.layer]->as<model::DecoderLayer>();
-        model::MultiHeadAttention module = h.kind == AttentionKind::EncoderSelf   ? enc->slf_attn
-                                           : h.kind == AttentionKind::DecoderSelf ? dec->slf_attn
-                                                                                  : dec->enc_attn;
+        model::MultiHeadAttention module = h.kind == AttentionKind::EncoderSelf
+                                               ? m->encoder->layer_stack[h.layer]->as<model::EncoderLayer>()->slf_attn
+                                           : h.kind == AttentionKind::DecoderSelf
+                                               ? m->decoder->layer_stack[h.layer]->as<model::DecoderLayer>()->slf_attn
+                                               : m->decoder->layer_stack[h.layer]->as<model::DecoderLayer>()->enc_attn;
         if (!module->head_keep.defined())
             module->head_keep = torch::ones({cfg.n_head}, torch::TensorOptions().device(m_device));
         module->head_keep[h.head] = 0.0;

@@ -19,6 +19,7 @@
 
 #include "decoding/search.h"
 #include "model/transformer.h"
+#include "tokenizer/text_codec.h"
 
 #include <memory>
 #include <optional>
@@ -29,7 +30,8 @@ namespace attnlab::decoding {
 
 class Engine {
 public:
-    // Loads and checks a package; throws PackageError / DeviceError / ConfigError.
+    // Loads and checks a package, or a Hugging Face MarianMT directory (package/marian_import.h);
+    // throws PackageError / DeviceError / ConfigError.
     Engine(const std::string& package_dir, const TranslatorOptions& options);
     // Around a model in memory (the trainer's validation): the model is shared, not copied.
     Engine(const PackageConfig& config, model::Transformer model, std::unique_ptr<Tokenizer> tokenizer);
@@ -37,7 +39,9 @@ public:
 
     const ModelInfo& info() const { return m_info; }
     const PackageConfig& config() const { return m_config; }
-    const Tokenizer& tokenizer() const { return *m_tokenizer; }
+    const TextCodec& codec() const { return *m_tokenizer; }
+    // The one SentencePiece model of a "sentencepiece" package (training); InputError otherwise.
+    const Tokenizer& tokenizer() const;
     model::Transformer model() const { return m_model; }
     torch::Device device() const { return m_device; }
 
@@ -92,9 +96,10 @@ private:
     // never saw them in training: as byte pieces they garble the whole translation), encoded.
     struct Cleaned {
         Encoding encoding;
-        std::vector<std::string> left_out;  // the characters removed, each once
+        std::vector<std::string> left_out;         // the characters removed, each once
+        std::vector<std::string> read_as_unknown;  // characters kept as <unk> (TextCodec::keepsUnknown)
     };
-    std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned) const;
+    std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned, bool target = false) const;
     Source prepare(const std::string& sentence) const;        // throws InputError
     Source prepareTarget(const std::string& sentence) const;  // its pieces and </s>; throws InputError
     std::vector<TranslationResult> forceAll(const std::vector<Source>& sources, const std::vector<Source>& targets,
@@ -116,7 +121,8 @@ private:
     std::shared_ptr<void> ablateHeads(const std::vector<HeadRef>& heads) const;
     void analyse(TranslationResult& r, const DecodingOptions& o) const;
     ParameterCounts countParameters() const;
-    void checkTokenizerMatches(const std::string& dir) const;
+    std::unique_ptr<TextCodec> loadCodec(const std::string& dir) const;
+    void checkTokenizerMatches(const std::string& dir, const Tokenizer& tok) const;
 
     // The last teacher-forced pass explain() captured: clicking more cells of the same map (same
     // tokens, kind and layer) reuses it instead of running the model again.
@@ -125,7 +131,7 @@ private:
 
     PackageConfig m_config;
     ModelInfo m_info;
-    std::unique_ptr<Tokenizer> m_tokenizer;
+    std::unique_ptr<TextCodec> m_tokenizer;  // text <-> ids (one SentencePiece model, or Marian's layout)
     model::Transformer m_model{nullptr};
     torch::Device m_device;
 };

@@ -122,7 +122,7 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
     const auto trg_in = decoderInput(r, m_config.bos_idx);
     const auto trg_len = static_cast<int64_t>(trg_in.size());
     if (src_len == 0 || r.best.ids.empty()) throw InputError("explain: the translation is empty");
-    requireIndex("layer", cell.layer, cfg.n_layers, "layers");
+    requireIndex("layer", cell.layer, cfg.layers(cell.kind), "layers");
     requireIndex("head", cell.head, cfg.n_head, "heads per layer");
     const bool queries_source = cell.kind == AttentionKind::EncoderSelf;
     const bool keys_source = cell.kind != AttentionKind::DecoderSelf;
@@ -139,14 +139,23 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
             auto fresh = std::make_shared<CaptureCache>();
             fresh->source_ids = r.source_ids;
             fresh->target_ids = r.best.ids;
-            fresh->captures.assign(3, std::vector<model::AttentionCapture>(size_t(cfg.n_layers)));
-            fresh->d_k.assign(3, std::vector<int64_t>(size_t(cfg.n_layers)));
+            const int64_t n_enc = cfg.encoderLayers(), n_dec = cfg.decoderLayers();
+            fresh->captures = {std::vector<model::AttentionCapture>(size_t(n_enc)),
+                               std::vector<model::AttentionCapture>(size_t(n_dec)),
+                               std::vector<model::AttentionCapture>(size_t(n_dec))};
+            fresh->d_k = {std::vector<int64_t>(size_t(n_enc)), std::vector<int64_t>(size_t(n_dec)),
+                          std::vector<int64_t>(size_t(n_dec))};
             std::vector<std::unique_ptr<CaptureGuard>> guards;
-            for (int64_t l = 0; l < cfg.n_layers; ++l) {
-                auto enc = model->encoder->layer_stack[l]->as<model::EncoderLayer>();
-                auto dec = model->decoder->layer_stack[l]->as<model::DecoderLayer>();
-                const model::MultiHeadAttention modules[3] = {enc->slf_attn, dec->slf_attn, dec->enc_attn};
+            for (int64_t l = 0; l < std::max(n_enc, n_dec); ++l) {
+                model::MultiHeadAttention modules[3] = {nullptr, nullptr, nullptr};
+                if (l < n_enc) modules[0] = model->encoder->layer_stack[l]->as<model::EncoderLayer>()->slf_attn;
+                if (l < n_dec) {
+                    auto dec = model->decoder->layer_stack[l]->as<model::DecoderLayer>();
+                    modules[1] = dec->slf_attn;
+                    modules[2] = dec->enc_attn;
+                }
                 for (int k = 0; k < 3; ++k) {
+                    if (!modules[k]) continue;
                     guards.push_back(std::make_unique<CaptureGuard>(modules[k], fresh->captures[k][l]));
                     fresh->d_k[k][l] = modules[k]->d_k;
                 }
@@ -207,20 +216,20 @@ TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int pos
         t.piece = m_tokenizer->idToPiece(t.token_id);
         const torch::Tensor weight = target ? model->decoder->trg_word_emb->weight : model->encoder->embeddingWeight();
         const auto& table = target ? model->decoder->position_enc->pos_table : model->encoder->position_enc->pos_table;
-        auto norm = target ? model->decoder->layer_norm : model->encoder->layer_norm;
+        auto norm = target ? model->decoder->layer_norm : model->encoder->layer_norm;  // null: no layer norm there
         auto emb = weight[ids[position]];
         t.scale = m_config.model.scaleEmb() ? std::sqrt(double(m_config.model.d_model)) : 1.0;
         // As the model's forward: the scaled embedding (the multiply skipped when the scale is 1), plus the table row.
         auto scaled = t.scale != 1.0 ? emb * t.scale : emb;
-        auto pe = table[0][position];
+        auto pe = table[0][position + m_config.model.pos_offset];
         auto sum = scaled + pe;
         t.embedding = toVector(emb);
         t.scaled = toVector(scaled);
         t.positional = toVector(pe);
         t.sum = toVector(sum);
-        t.normalized = toVector(norm(sum.view({1, 1, -1})));
+        t.normalized = norm ? toVector(norm(sum.view({1, 1, -1}))) : t.sum;
         t.sum_mean = sum.mean().item<double>();
-        t.sum_std = std::sqrt(sum.var(/*unbiased=*/false).item<double>() + model::kLayerNormEps);
+        t.sum_std = std::sqrt(sum.var(/*unbiased=*/false).item<double>() + m_config.model.layer_norm_eps);
         return t;
     });
 }

@@ -17,7 +17,7 @@ namespace attnlab::decoding {
 
 Engine::Source Engine::prepareTarget(const std::string& sentence) const {
     Cleaned c;
-    if (auto why = inputProblem(sentence, c)) throw InputError("target: " + *why);
+    if (auto why = inputProblem(sentence, c, /*target=*/true)) throw InputError("target: " + *why);
     Source t;
     t.text = sentence;
     t.ids.assign(c.encoding.ids.begin(), c.encoding.ids.end());

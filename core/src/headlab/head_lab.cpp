@@ -40,7 +40,7 @@ std::vector<HeadRef> headsOf(const Translator& t, const std::vector<AttentionKin
     std::vector<HeadRef> heads;
     for (auto kind : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross}) {
         if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) continue;
-        for (int l = 0; l < m.n_layers; ++l)
+        for (int l = 0; l < m.layers(kind); ++l)
             for (int h = 0; h < m.n_head; ++h) heads.push_back({kind, l, h});
     }
     return heads;
@@ -238,7 +238,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
     rep.pairs = static_cast<int>(sources.size());
     rep.has_gold = gold != nullptr;
     rep.threshold = threshold;
-    for (const auto& m : allAlignmentMethods(static_cast<int>(model.n_layers), static_cast<int>(model.n_head)))
+    for (const auto& m : allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head)))
         rep.methods.push_back({m, {}, {}});
     DecodingOptions d;
     d.return_attention = true;

@@ -22,7 +22,8 @@ json fileHeader(const char* format, const ModelInfo& model) {
              {{"package", model.package_dir},
               {"source_lang", model.config.source_lang},
               {"target_lang", model.config.target_lang},
-              {"layers", model.config.model.n_layers},
+              {"layers", model.config.model.encoderLayers()},
+              {"decoder_layers", model.config.model.decoderLayers()},
               {"heads", model.config.model.n_head}}}};
 }
 

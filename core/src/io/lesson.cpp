@@ -201,13 +201,24 @@ Lesson parseLesson(const std::string& text, const std::string& origin) {
 
 Lesson readLesson(const std::string& path) { return parseLesson(readFileAsInput(path), path); }
 
-void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin) {
+void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin, int n_dec_layers) {
+    if (n_dec_layers <= 0) n_dec_layers = n_layers;
     for (size_t i = 0; i < lesson.steps.size(); ++i) {
         const Where w{origin, static_cast<int>(i) + 1};
         const auto& v = lesson.steps[i].view;
-        if (v.layer && *v.layer >= n_layers)
-            w.fail("layer", std::to_string(*v.layer) + " is out of range: the model has " + std::to_string(n_layers) +
-                                " layers (0.." + std::to_string(n_layers - 1) + ")");
+        // The layer belongs to the stack of the step's kind (as inherited from earlier steps);
+        // without one, to the deeper stack.
+        const auto kind = lessonViewAt(lesson, static_cast<int>(i)).kind;
+        const int layers_here = !kind                                 ? std::max(n_layers, n_dec_layers)
+                                : *kind == AttentionKind::EncoderSelf ? n_layers
+                                                                      : n_dec_layers;
+        if (v.layer && *v.layer >= layers_here) {
+            const bool encoder = kind ? *kind == AttentionKind::EncoderSelf : n_layers >= n_dec_layers;
+            const std::string stack = n_layers == n_dec_layers ? "" : encoder ? " in its encoder" : " in its decoder";
+            w.fail("layer", std::to_string(*v.layer) + " is out of range: the model has " +
+                                std::to_string(layers_here) + " layers" + stack + " (0.." +
+                                std::to_string(layers_here - 1) + ")");
+        }
         if (v.head && *v.head > n_head)
             w.fail("head", std::to_string(*v.head) + " is out of range: the model has " + std::to_string(n_head) +
                                " heads (0.." + std::to_string(n_head - 1) + ", " + std::to_string(n_head) +

@@ -52,7 +52,8 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
     root["model"] = {{"package", model.package_dir},
                      {"source_lang", model.config.source_lang},
                      {"target_lang", model.config.target_lang},
-                     {"n_layers", model.config.model.n_layers},
+                     {"n_layers", model.config.model.encoderLayers()},
+                     {"n_dec_layers", model.config.model.decoderLayers()},
                      {"n_head", model.config.model.n_head},
                      {"d_model", model.config.model.d_model},
                      {"device", model.device}};

@@ -26,21 +26,20 @@ std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::T
     return {out, probs};
 }
 
-MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t n_head_, int64_t d_model, int64_t d_k_, int64_t d_v_,
-                                               double dropout_p, double attn_dropout_p)
-    : n_head(n_head_), d_k(d_k_), d_v(d_v_) {
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o) : n_head(o.n_head), d_k(o.d_k), d_v(o.d_v) {
     using torch::nn::LinearOptions;
-    w_qs = register_module("w_qs", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(false)));
-    w_ks = register_module("w_ks", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(false)));
-    w_vs = register_module("w_vs", torch::nn::Linear(LinearOptions(d_model, n_head * d_v).bias(false)));
-    fc = register_module("fc", torch::nn::Linear(LinearOptions(n_head * d_v, d_model).bias(false)));
-    attn_dropout = register_module("attention_dropout", FastDropout(attn_dropout_p));
-    dropout = register_module("dropout", FastDropout(dropout_p));
-    layer_norm = register_module("layer_norm", makeLayerNorm(d_model));
+    const int64_t d_model = o.d_model;
+    w_qs = register_module("w_qs", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
+    w_ks = register_module("w_ks", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
+    w_vs = register_module("w_vs", torch::nn::Linear(LinearOptions(d_model, n_head * d_v).bias(o.bias)));
+    fc = register_module("fc", torch::nn::Linear(LinearOptions(n_head * d_v, d_model).bias(o.bias)));
+    attn_dropout = register_module("attention_dropout", FastDropout(o.attn_dropout));
+    dropout = register_module("dropout", FastDropout(o.dropout));
+    layer_norm = register_module("layer_norm", makeLayerNorm(d_model, o.layer_norm_eps));
 }
 
-torch::nn::LayerNorm makeLayerNorm(int64_t d) {
-    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(kLayerNormEps));
+torch::nn::LayerNorm makeLayerNorm(int64_t d, double eps) {
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(eps));
 }
 
 static torch::Tensor splitHeads(const torch::Tensor& x, int64_t n_head, int64_t d) {

@@ -9,9 +9,9 @@
 
 namespace attnlab::model {
 
-// Every layer norm of the model: nn.LayerNorm(d, eps=1e-6) as in the reference.
-inline constexpr double kLayerNormEps = 1e-6;
-torch::nn::LayerNorm makeLayerNorm(int64_t d);
+// Every layer norm of the model: nn.LayerNorm(d, eps) — eps 1e-6 in the reference
+// (ModelConfig::layer_norm_eps).
+torch::nn::LayerNorm makeLayerNorm(int64_t d, double eps);
 
 // What one attention module computed in its last forward pass, kept while
 // MultiHeadAttentionImpl::capture points here (to explain one weight from the model's own numbers).
@@ -32,13 +32,22 @@ std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::T
                                                                   double temperature, FastDropout& dropout,
                                                                   AttentionCapture* capture = nullptr);
 
-// ref: MultiHeadAttention — bias-free projections w_qs, w_ks, w_vs, fc; residual; post layer norm.
+// The shape of one attention module.
+struct AttentionOptions {
+    int64_t n_head = 8, d_model = 512, d_k = 64, d_v = 64;
+    double dropout = 0.1;
+    // The reference's ScaledDotProductAttention default (0.1), which the reference does not tie
+    // to `dropout`.
+    double attn_dropout = 0.1;
+    bool bias = false;             // biases on w_qs, w_ks, w_vs and fc (Marian)
+    double layer_norm_eps = 1e-6;  // the reference's
+};
+
+// ref: MultiHeadAttention — projections w_qs, w_ks, w_vs, fc (bias-free in the reference);
+// residual; post layer norm.
 class MultiHeadAttentionImpl : public torch::nn::Module {
 public:
-    // attn_dropout is the reference's ScaledDotProductAttention default (0.1), which the
-    // reference does not tie to `dropout`.
-    MultiHeadAttentionImpl(int64_t n_head, int64_t d_model, int64_t d_k, int64_t d_v, double dropout,
-                           double attn_dropout = 0.1);
+    explicit MultiHeadAttentionImpl(const AttentionOptions& options);
 
     // q [b,lq,d_model], k/v [b,lk,d_model], mask [b,1|lq,lk] or undefined.
     // Returns (output [b,lq,d_model], attention [b,n_head,lq,lk]).

@@ -4,22 +4,31 @@
 
 namespace attnlab::model {
 
-PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(int64_t d_in, int64_t d_hid, double p) {
-    w_1 = register_module("w_1", torch::nn::Linear(d_in, d_hid));
-    w_2 = register_module("w_2", torch::nn::Linear(d_hid, d_in));
-    layer_norm = register_module("layer_norm", makeLayerNorm(d_in));
-    dropout = register_module("dropout", FastDropout(p));
+PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(const LayerOptions& o) {
+    const int64_t d_in = o.attention.d_model;
+    w_1 = register_module("w_1", torch::nn::Linear(d_in, o.d_inner));
+    w_2 = register_module("w_2", torch::nn::Linear(o.d_inner, d_in));
+    layer_norm = register_module("layer_norm", makeLayerNorm(d_in, o.attention.layer_norm_eps));
+    dropout = register_module("dropout", FastDropout(o.attention.dropout));
+    activation = o.activation == "swish"  ? Activation::Swish
+                 : o.activation == "gelu" ? Activation::Gelu
+                                          : Activation::Relu;
 }
 
 torch::Tensor PositionwiseFeedForwardImpl::forward(const torch::Tensor& x) {
-    auto y = dropout(w_2(torch::relu(w_1(x))));
+    auto h = w_1(x);
+    switch (activation) {
+    case Activation::Relu: h = torch::relu(h); break;
+    case Activation::Swish: h = torch::silu(h); break;
+    case Activation::Gelu: h = torch::gelu(h); break;  // the exact (erf) form, as Hugging Face's "gelu"
+    }
+    auto y = dropout(w_2(h));
     return layer_norm(y + x);
 }
 
-EncoderLayerImpl::EncoderLayerImpl(int64_t d_model, int64_t d_inner, int64_t n_head, int64_t d_k, int64_t d_v,
-                                   double dropout) {
-    slf_attn = register_module("slf_attn", MultiHeadAttention(n_head, d_model, d_k, d_v, dropout));
-    pos_ffn = register_module("pos_ffn", PositionwiseFeedForward(d_model, d_inner, dropout));
+EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& o) {
+    slf_attn = register_module("slf_attn", MultiHeadAttention(o.attention));
+    pos_ffn = register_module("pos_ffn", PositionwiseFeedForward(o));
 }
 
 std::pair<torch::Tensor, torch::Tensor> EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -27,11 +36,10 @@ std::pair<torch::Tensor, torch::Tensor> EncoderLayerImpl::forward(const torch::T
     return {pos_ffn(out), attn};
 }
 
-DecoderLayerImpl::DecoderLayerImpl(int64_t d_model, int64_t d_inner, int64_t n_head, int64_t d_k, int64_t d_v,
-                                   double dropout) {
-    slf_attn = register_module("slf_attn", MultiHeadAttention(n_head, d_model, d_k, d_v, dropout));
-    enc_attn = register_module("enc_attn", MultiHeadAttention(n_head, d_model, d_k, d_v, dropout));
-    pos_ffn = register_module("pos_ffn", PositionwiseFeedForward(d_model, d_inner, dropout));
+DecoderLayerImpl::DecoderLayerImpl(const LayerOptions& o) {
+    slf_attn = register_module("slf_attn", MultiHeadAttention(o.attention));
+    enc_attn = register_module("enc_attn", MultiHeadAttention(o.attention));
+    pos_ffn = register_module("pos_ffn", PositionwiseFeedForward(o));
 }
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderLayerImpl::forward(const torch::Tensor& x,

@@ -4,16 +4,26 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <string>
 #include <tuple>
 
 namespace attnlab::model {
 
-// ref: PositionwiseFeedForward — w_2(relu(w_1(x))), dropout, residual, post layer norm.
+// The shape of one encoder or decoder layer (from ModelConfig: the encoder's or the decoder's).
+struct LayerOptions {
+    AttentionOptions attention;
+    int64_t d_inner = 2048;
+    std::string activation = "relu";  // relu | swish | gelu (ModelConfig::ffn_activation)
+};
+
+// ref: PositionwiseFeedForward — w_2(act(w_1(x))), dropout, residual, post layer norm; act is
+// relu in the reference.
 class PositionwiseFeedForwardImpl : public torch::nn::Module {
 public:
-    PositionwiseFeedForwardImpl(int64_t d_in, int64_t d_hid, double dropout);
+    PositionwiseFeedForwardImpl(const LayerOptions& options);
     torch::Tensor forward(const torch::Tensor& x);
 
+    enum class Activation { Relu, Swish, Gelu } activation = Activation::Relu;
     torch::nn::Linear w_1{nullptr}, w_2{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
     FastDropout dropout{nullptr};
@@ -22,7 +32,7 @@ TORCH_MODULE(PositionwiseFeedForward);
 
 class EncoderLayerImpl : public torch::nn::Module {
 public:
-    EncoderLayerImpl(int64_t d_model, int64_t d_inner, int64_t n_head, int64_t d_k, int64_t d_v, double dropout);
+    explicit EncoderLayerImpl(const LayerOptions& options);
     // Returns (output, self-attention [b,h,l,l]).
     std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& mask);
 
@@ -39,7 +49,7 @@ struct LayerCache {
 
 class DecoderLayerImpl : public torch::nn::Module {
 public:
-    DecoderLayerImpl(int64_t d_model, int64_t d_inner, int64_t n_head, int64_t d_k, int64_t d_v, double dropout);
+    explicit DecoderLayerImpl(const LayerOptions& options);
     // Whole sequence. Returns (output, self-attention [b,h,lt,lt], cross-attention [b,h,lt,ls]).
     std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
                                                                     const torch::Tensor& enc_output,

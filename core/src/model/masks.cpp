@@ -14,7 +14,11 @@ torch::Tensor subsequentMask(const torch::Tensor& seq) {
 }
 
 torch::Tensor decoderMask(const torch::Tensor& trg_seq, int64_t pad_idx) {
-    return padMask(trg_seq, pad_idx) & subsequentMask(trg_seq);
+    // The first position is the decoder's start token, never padding, even where the two share an
+    // id (Marian starts the decoder with the pad id); the reference's <s> is not the pad anyway.
+    auto keep = trg_seq.ne(pad_idx);
+    if (keep.size(1) > 0) keep.select(1, 0).fill_(true);
+    return keep.unsqueeze(-2) & subsequentMask(trg_seq);
 }
 
 }  // namespace attnlab::model

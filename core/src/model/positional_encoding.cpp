@@ -25,14 +25,24 @@ torch::Tensor sinusoidTable(int64_t n_position, int64_t d_hid) {
     return table.to(torch::kFloat32);
 }
 
-PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_hid, int64_t n_position) {
-    pos_table = register_buffer("pos_table", sinusoidTable(n_position, d_hid).unsqueeze(0));
+torch::Tensor halfSinusoidTable(int64_t n_position, int64_t d_hid) {
+    const auto t = sinusoidTable(n_position, d_hid);
+    using torch::indexing::None;
+    using torch::indexing::Slice;
+    return torch::cat({t.index({Slice(), Slice(0, None, 2)}), t.index({Slice(), Slice(1, None, 2)})}, 1);
+}
+
+PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_hid, int64_t n_position, bool half, int64_t offset)
+    : first_position(offset) {
+    const int64_t rows = n_position + offset;
+    pos_table =
+        register_buffer("pos_table", (half ? halfSinusoidTable(rows, d_hid) : sinusoidTable(rows, d_hid)).unsqueeze(0));
 }
 
 torch::Tensor PositionalEncodingImpl::forward(const torch::Tensor& x) { return forwardAt(x, 0); }
 
 torch::Tensor PositionalEncodingImpl::forwardAt(const torch::Tensor& x, int64_t offset) {
-    return x + pos_table.narrow(1, offset, x.size(1)).detach();
+    return x + pos_table.narrow(1, first_position + offset, x.size(1)).detach();
 }
 
 }  // namespace attnlab::model

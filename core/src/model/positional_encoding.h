@@ -8,17 +8,23 @@ namespace attnlab::model {
 //   PE(pos, 2i) = sin(pos / 10000^(2i/d_hid)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d_hid)).
 // Computed in double precision and rounded to float, as the reference does with numpy.
 torch::Tensor sinusoidTable(int64_t n_position, int64_t d_hid);
+// The same values with the sines in the first half of the dimensions and the cosines in the second
+// (Marian, fairseq): column j < d/2 is column 2j of sinusoidTable, column d/2 + j is column 2j + 1.
+torch::Tensor halfSinusoidTable(int64_t n_position, int64_t d_hid);
 
 // ref: PositionalEncoding — the table is a (persistent) buffer named pos_table, 1 x n_position x d_hid.
+// `offset` is the position of the first token (ModelConfig::pos_offset): the table then has
+// n_position + offset rows and token i adds row i + offset. `half` picks halfSinusoidTable.
 class PositionalEncodingImpl : public torch::nn::Module {
 public:
-    PositionalEncodingImpl(int64_t d_hid, int64_t n_position);
+    PositionalEncodingImpl(int64_t d_hid, int64_t n_position, bool half = false, int64_t offset = 0);
     // x: [batch, len, d_hid]; adds the first len rows.
     torch::Tensor forward(const torch::Tensor& x);
     // x: [batch, len, d_hid] holding positions offset .. offset+len-1 (incremental decoding).
     torch::Tensor forwardAt(const torch::Tensor& x, int64_t offset);
 
     torch::Tensor pos_table;
+    int64_t first_position = 0;
 };
 TORCH_MODULE(PositionalEncoding);
 

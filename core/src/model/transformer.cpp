@@ -12,6 +12,27 @@ namespace {
 torch::nn::Embedding makeEmbedding(int64_t n, int64_t d, int64_t pad) {
     return torch::nn::Embedding(torch::nn::EmbeddingOptions(n, d).padding_idx(pad));
 }
+
+LayerOptions layerOptions(const ModelConfig& cfg, bool decoder) {
+    LayerOptions o;
+    o.attention.n_head = cfg.n_head;
+    o.attention.d_model = cfg.d_model;
+    o.attention.d_k = cfg.d_k;
+    o.attention.d_v = cfg.d_v;
+    o.attention.dropout = cfg.dropout;
+    o.attention.bias = cfg.attn_bias;
+    o.attention.layer_norm_eps = cfg.layer_norm_eps;
+    o.d_inner = decoder ? cfg.decoderInner() : cfg.d_inner;
+    o.activation = cfg.ffn_activation;
+    return o;
+}
+
+PositionalEncoding makePositional(const ModelConfig& cfg) {
+    return PositionalEncoding(cfg.d_word_vec, cfg.n_position, cfg.pos_encoding == "half", cfg.pos_offset);
+}
+
+// The embedding's layer norm (ModelConfig::emb_layer_norm): applied when the module has one.
+torch::Tensor normalized(torch::nn::LayerNorm& norm, const torch::Tensor& x) { return norm ? norm(x) : x; }
 }  // namespace
 
 // ---------------------------------------------------------------- Encoder
@@ -21,12 +42,11 @@ EncoderImpl::EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_emb
       m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
     if (!m_shared_embedding.defined())
         src_word_emb = register_module("src_word_emb", makeEmbedding(cfg.n_src_vocab, cfg.d_word_vec, cfg.src_pad_idx));
-    position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
+    position_enc = register_module("position_enc", makePositional(cfg));
     dropout = register_module("dropout", FastDropout(cfg.dropout));
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
-    for (int64_t i = 0; i < cfg.n_layers; ++i)
-        layer_stack->push_back(EncoderLayer(cfg.d_model, cfg.d_inner, cfg.n_head, cfg.d_k, cfg.d_v, cfg.dropout));
-    layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model));
+    for (int64_t i = 0; i < cfg.encoderLayers(); ++i) layer_stack->push_back(EncoderLayer(layerOptions(cfg, false)));
+    if (cfg.emb_layer_norm) layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model, cfg.layer_norm_eps));
 }
 
 const torch::Tensor& EncoderImpl::embeddingWeight() const {
@@ -37,7 +57,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& src_seq, const torch::Te
                                    std::vector<torch::Tensor>* attns) {
     auto x = torch::embedding(embeddingWeight(), src_seq, m_pad_idx);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
-    x = layer_norm(dropout(position_enc(x)));
+    x = normalized(layer_norm, dropout(position_enc(x)));
     for (const auto& layer : *layer_stack) {
         auto [out, attn] = layer->as<EncoderLayer>()->forward(x, src_mask);
         x = out;
@@ -61,18 +81,17 @@ void DecoderState::select(const torch::Tensor& index) {
 
 DecoderImpl::DecoderImpl(const ModelConfig& cfg) : m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
     trg_word_emb = register_module("trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx));
-    position_enc = register_module("position_enc", PositionalEncoding(cfg.d_word_vec, cfg.n_position));
+    position_enc = register_module("position_enc", makePositional(cfg));
     dropout = register_module("dropout", FastDropout(cfg.dropout));
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
-    for (int64_t i = 0; i < cfg.n_layers; ++i)
-        layer_stack->push_back(DecoderLayer(cfg.d_model, cfg.d_inner, cfg.n_head, cfg.d_k, cfg.d_v, cfg.dropout));
-    layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model));
+    for (int64_t i = 0; i < cfg.decoderLayers(); ++i) layer_stack->push_back(DecoderLayer(layerOptions(cfg, true)));
+    if (cfg.emb_layer_norm) layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model, cfg.layer_norm_eps));
 }
 
 torch::Tensor DecoderImpl::embed(const torch::Tensor& seq, int64_t offset) {
     auto x = trg_word_emb(seq);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
-    return layer_norm(dropout(position_enc->forwardAt(x, offset)));
+    return normalized(layer_norm, dropout(position_enc->forwardAt(x, offset)));
 }
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& trg_seq, const torch::Tensor& trg_mask,
@@ -123,6 +142,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& cfg) : m_cfg(cfg) {
     if (!cfg.trg_emb_prj_weight_sharing)
         trg_word_prj = register_module(
             "trg_word_prj", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, cfg.n_trg_vocab).bias(false)));
+    if (cfg.logits_bias) final_logits_bias = register_parameter("final_logits_bias", torch::zeros({cfg.n_trg_vocab}));
     // ref: xavier_uniform_ for every parameter with more than one dimension.
     torch::NoGradGuard no_grad;
     for (auto& p : parameters())
@@ -136,6 +156,7 @@ const torch::Tensor& TransformerImpl::projectionWeight() const {
 torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {
     auto logits = torch::nn::functional::linear(dec_output, projectionWeight());
     if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
+    if (final_logits_bias.defined()) logits = logits + final_logits_bias;
     return logits;
 }
 

@@ -37,7 +37,7 @@ public:
     PositionalEncoding position_enc{nullptr};
     FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
-    torch::nn::LayerNorm layer_norm{nullptr};
+    torch::nn::LayerNorm layer_norm{nullptr};  // after embedding + position; null without emb_layer_norm
 
 private:
     torch::Tensor m_shared_embedding;
@@ -100,6 +100,7 @@ public:
     Encoder encoder{nullptr};
     Decoder decoder{nullptr};
     torch::nn::Linear trg_word_prj{nullptr};  // null when tied to the target embedding
+    torch::Tensor final_logits_bias;          // [n_trg_vocab], added to the logits; undefined unless logits_bias
 
 private:
     // Encoder then decoder over the whole target: the decoder output [b, lt, d_model].

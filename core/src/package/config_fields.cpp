@@ -24,7 +24,7 @@ const std::vector<ModelConfigField>& modelConfigFields() {
         {"d_word_vec", &C::d_word_vec, "embedding width (must equal d_model)", 1, 65536},
         {"d_model", &C::d_model, "model width", 1, 65536},
         {"d_inner", &C::d_inner, "hidden width of the position-wise feed-forward layer", 1, 1 << 20},
-        {"n_layers", &C::n_layers, "encoder layers and decoder layers (each)", 1, 256},
+        {"n_layers", &C::n_layers, "encoder layers (and decoder layers unless n_dec_layers is set)", 1, 256},
         {"n_head", &C::n_head, "attention heads", 1, 1024},
         {"d_k", &C::d_k, "query/key width per head", 1, 65536},
         {"d_v", &C::d_v, "value width per head", 1, 65536},
@@ -38,6 +38,26 @@ const std::vector<ModelConfigField>& modelConfigFields() {
          "with shared projection weights: emb multiplies embeddings by sqrt(d_model), prj scales the logits "
          "by d_model^-0.5, none does neither",
          0, 0, "emb|prj|none"},
+        {"n_dec_layers", &C::n_dec_layers, "decoder layers; 0 = as many as n_layers", 0, 256, "", 2},
+        {"d_dec_inner", &C::d_dec_inner, "the decoder's feed-forward width; 0 = d_inner", 0, 1 << 20, "", 2},
+        {"ffn_activation", &C::ffn_activation,
+         "the feed-forward layer's activation: relu (the reference), swish = SiLU x*sigmoid(x) (Marian), gelu (erf "
+         "form)",
+         0, 0, "relu|swish|gelu", 2},
+        {"attn_bias", &C::attn_bias, "biases on the attention projections q, k, v and out (Marian: true)", 0, 0, "", 2},
+        {"layer_norm_eps", &C::layer_norm_eps, "every layer norm's epsilon (reference 1e-6, Hugging Face 1e-5)", 1e-12,
+         0.1, "", 2},
+        {"emb_layer_norm", &C::emb_layer_norm,
+         "a layer norm after embedding + positional encoding (the reference: true; Marian: false)", 0, 0, "", 2},
+        {"emb_scale", &C::emb_scale,
+         "embedding scale: auto = as scale_emb_or_prj says, sqrt_d_model = always x sqrt(d_model) (Marian), none", 0, 0,
+         "auto|sqrt_d_model|none", 2},
+        {"pos_encoding", &C::pos_encoding,
+         "sinusoid layout: interleaved = sin on even, cos on odd dimensions (the paper); half = sines in the first "
+         "half, cosines in the second (Marian, fairseq)",
+         0, 0, "interleaved|half", 2},
+        {"pos_offset", &C::pos_offset, "the position of the first token in the sinusoid table", 0, 8192, "", 2},
+        {"logits_bias", &C::logits_bias, "a bias vector added to the logits (Marian's final_logits_bias)", 0, 0, "", 2},
     };
     return fields;
 }

@@ -42,10 +42,10 @@ void ModelConfig::validate() const {
     requireRange<int64_t>("trg_pad_idx", trg_pad_idx, 0, n_trg_vocab - 1, o);
     // The two sinusoid tables are allocated from the config alone, before any weight is read:
     // bound them so that a config.json cannot make the loader allocate gigabytes.
-    if (n_position * d_word_vec > kMaxPositionalTableEntries)
-        throw ConfigError(std::string(o) + ": n_position x d_word_vec = " + std::to_string(n_position * d_word_vec) +
-                          " exceeds the " + std::to_string(kMaxPositionalTableEntries) +
-                          " entries a positional table may have");
+    if ((n_position + pos_offset) * d_word_vec > kMaxPositionalTableEntries)
+        throw ConfigError(std::string(o) + ": (n_position + pos_offset) x d_word_vec = " +
+                          std::to_string((n_position + pos_offset) * d_word_vec) + " exceeds the " +
+                          std::to_string(kMaxPositionalTableEntries) + " entries a positional table may have");
     if (d_word_vec != d_model)
         throw ConfigError("model config: d_word_vec (" + std::to_string(d_word_vec) + ") must equal d_model (" +
                           std::to_string(d_model) + ") for the residual connections, as in the reference");
@@ -55,14 +55,18 @@ void ModelConfig::validate() const {
 }
 
 void PackageConfig::validate() const {
-    if (format_version != kFormatVersion)
+    if (format_version < kOldestFormatVersion || format_version > kFormatVersion)
         throw ConfigError("format_version " + std::to_string(format_version) + " is not supported (this build reads " +
-                          std::to_string(kFormatVersion) + ")");
+                          std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")");
     model.validate();
     const char* o = "package config";
     requireRange<int64_t>("bos_idx", bos_idx, 0, model.n_trg_vocab - 1, o);
     requireRange<int64_t>("eos_idx", eos_idx, 0, model.n_trg_vocab - 1, o);
     requireRange<int64_t>("unk_idx", unk_idx, 0, model.n_trg_vocab - 1, o);
+    if (tokenizer != "sentencepiece" && tokenizer != "marian")
+        throw ConfigError("package config: tokenizer is '" + tokenizer + "'; expected sentencepiece | marian");
+    requireRange<int>("num_beams", num_beams, 0, 64, o);
+    requireRange<int>("max_length", max_length, 0, 4096, o);
 }
 
 // ------------------------------------------------------------------ config.json
@@ -113,13 +117,20 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
     Reader r{j, origin};
     PackageConfig c;
     c.format_version = static_cast<int>(r.integer("format_version"));
-    if (c.format_version != PackageConfig::kFormatVersion)
+    if (c.format_version < PackageConfig::kOldestFormatVersion || c.format_version > PackageConfig::kFormatVersion)
         r.fail("unknown format_version " + std::to_string(c.format_version) + " (this build reads " +
+               std::to_string(PackageConfig::kOldestFormatVersion) + " to " +
                std::to_string(PackageConfig::kFormatVersion) + ")");
     c.source_lang = r.string("source_lang");
     c.target_lang = r.string("target_lang");
     ModelConfig& m = c.model;
     for (const auto& f : modelConfigFields()) {
+        if (f.since > c.format_version) {  // an older package: the field keeps its default
+            if (j.contains(f.name))
+                r.fail(std::string("field '") + f.name + "' needs format_version " + std::to_string(f.since) +
+                       " or later");
+            continue;
+        }
         std::visit(
             [&](auto ptr) {
                 auto& v = m.*ptr;
@@ -140,6 +151,11 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
     c.unk_idx = r.integer("unk_idx");
     c.source_bos = r.boolean("source_bos", false);
     c.source_eos = r.boolean("source_eos", true);
+    if (c.format_version >= 2) {
+        c.tokenizer = r.string("tokenizer");
+        c.num_beams = static_cast<int>(r.integer("num_beams"));
+        c.max_length = static_cast<int>(r.integer("max_length"));
+    }
     try {
         c.validate();
     } catch (const ConfigError& e) {
@@ -151,7 +167,7 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
 std::string packageConfigToJson(const PackageConfig& c) {
     const ModelConfig& m = c.model;
     json j = json::object();
-    j["format_version"] = c.format_version;
+    j["format_version"] = PackageConfig::kFormatVersion;  // every field is written: always the newest version
     j["source_lang"] = c.source_lang;
     j["target_lang"] = c.target_lang;
     for (const auto& f : modelConfigFields()) std::visit([&](auto ptr) { j[f.name] = m.*ptr; }, f.member);
@@ -160,6 +176,9 @@ std::string packageConfigToJson(const PackageConfig& c) {
     j["unk_idx"] = c.unk_idx;
     j["source_bos"] = c.source_bos;
     j["source_eos"] = c.source_eos;
+    j["tokenizer"] = c.tokenizer;
+    j["num_beams"] = c.num_beams;
+    j["max_length"] = c.max_length;
     return j.dump(2) + "\n";
 }
 

@@ -25,38 +25,42 @@ TensorShapes expectedTensors(const ModelConfig& c) {
         t.push_back({p + ".weight", {D}});
         t.push_back({p + ".bias", {D}});
     };
+    auto linear = [&](const std::string& p, int64_t out, int64_t in, bool bias) {
+        t.push_back({p + ".weight", {out, in}});
+        if (bias) t.push_back({p + ".bias", {out}});
+    };
     auto mha = [&](const std::string& p) {
-        t.push_back({p + ".w_qs.weight", {hk, D}});
-        t.push_back({p + ".w_ks.weight", {hk, D}});
-        t.push_back({p + ".w_vs.weight", {hv, D}});
-        t.push_back({p + ".fc.weight", {D, hv}});
+        linear(p + ".w_qs", hk, D, c.attn_bias);
+        linear(p + ".w_ks", hk, D, c.attn_bias);
+        linear(p + ".w_vs", hv, D, c.attn_bias);
+        linear(p + ".fc", D, hv, c.attn_bias);
         ln(p + ".layer_norm");
     };
-    auto ffn = [&](const std::string& p) {
-        t.push_back({p + ".w_1.weight", {c.d_inner, D}});
-        t.push_back({p + ".w_1.bias", {c.d_inner}});
-        t.push_back({p + ".w_2.weight", {D, c.d_inner}});
-        t.push_back({p + ".w_2.bias", {D}});
+    auto ffn = [&](const std::string& p, int64_t inner) {
+        linear(p + ".w_1", inner, D, true);
+        linear(p + ".w_2", D, inner, true);
         ln(p + ".layer_norm");
     };
     t.push_back({"decoder.trg_word_emb.weight", {c.n_trg_vocab, c.d_word_vec}});
-    for (int64_t i = 0; i < c.n_layers; ++i) {
+    for (int64_t i = 0; i < c.decoderLayers(); ++i) {
         const std::string p = "decoder.layer_stack." + std::to_string(i);
         mha(p + ".slf_attn");
         mha(p + ".enc_attn");
-        ffn(p + ".pos_ffn");
+        ffn(p + ".pos_ffn", c.decoderInner());
     }
-    ln("decoder.layer_norm");
+    if (c.emb_layer_norm) ln("decoder.layer_norm");
     if (!c.emb_src_trg_weight_sharing) t.push_back({"encoder.src_word_emb.weight", {c.n_src_vocab, c.d_word_vec}});
-    for (int64_t i = 0; i < c.n_layers; ++i) {
+    for (int64_t i = 0; i < c.encoderLayers(); ++i) {
         const std::string p = "encoder.layer_stack." + std::to_string(i);
         mha(p + ".slf_attn");
-        ffn(p + ".pos_ffn");
+        ffn(p + ".pos_ffn", c.d_inner);
     }
-    ln("encoder.layer_norm");
+    if (c.emb_layer_norm) ln("encoder.layer_norm");
     if (!c.trg_emb_prj_weight_sharing) t.push_back({"trg_word_prj.weight", {c.n_trg_vocab, D}});
-    t.push_back({"decoder.position_enc.pos_table", {1, c.n_position, c.d_word_vec}});
-    t.push_back({"encoder.position_enc.pos_table", {1, c.n_position, c.d_word_vec}});
+    if (c.logits_bias) t.push_back({"final_logits_bias", {c.n_trg_vocab}});
+    const int64_t rows = c.n_position + c.pos_offset;
+    t.push_back({"decoder.position_enc.pos_table", {1, rows, c.d_word_vec}});
+    t.push_back({"encoder.position_enc.pos_table", {1, rows, c.d_word_vec}});
     return t;
 }
 
@@ -166,8 +170,12 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
     try {
         writeText(tmp / package_files::kConfig, packageConfigToJson(config));
         writeWeights(tmp / package_files::kWeights, model, options.dtype);
-        fs::copy_file(tokenizer_model, tmp / package_files::kTokenizer, fs::copy_options::overwrite_existing, ec);
-        if (ec) throw PackageError(tokenizer_model + ": cannot copy into the package: " + ec.message());
+        auto copy = [&](const std::string& from, const fs::path& to) {
+            fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+            if (ec) throw PackageError(from + ": cannot copy into the package: " + ec.message());
+        };
+        if (!tokenizer_model.empty()) copy(tokenizer_model, tmp / package_files::kTokenizer);
+        for (const auto& f : options.copied_files) copy(f, tmp / fs::path(f).filename());
         for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
         util::replaceDirectory(tmp.string(), target.string());
     } catch (...) {

@@ -27,9 +27,12 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
 struct SaveOptions {
     std::string dtype = "F32";                       // "F32" or "F16" (halves the size; upcast on load)
     std::map<std::string, std::string> extra_files;  // name -> content (MODEL_CARD.md, logs ...)
+    std::vector<std::string> copied_files;           // files copied in under their own names (an
+                                                     // imported model's source.spm, target.spm, vocab.json)
 };
 
-// Writes config.json, model.safetensors and a copy of tokenizer_model into `dir`, replacing it
+// Writes config.json, model.safetensors and a copy of tokenizer_model (unless empty: the "marian"
+// layout copies its files through options.copied_files) into `dir`, replacing it
 // when it exists. The package is assembled in a sibling temporary directory and renamed into
 // place, so a crash never leaves a half-written package under `dir`.
 void savePackage(const std::string& dir, const PackageConfig& config, model::Transformer& model,

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define ATTNLAB_SPM_ABI_VERSION 1
+#define ATTNLAB_SPM_ABI_VERSION 2
 /* The module is built with hidden visibility; only these functions are exported. */
 #pragma GCC visibility push(default)
 
@@ -26,6 +26,10 @@ void attnlab_spm_free(void* p);
 int attnlab_spm_encode(const attnlab_spm* sp, const char* text, size_t text_len, int** ids, size_t* n, char** pieces,
                        size_t* pieces_len, char** surfaces, size_t* surfaces_len, char** error);
 int attnlab_spm_decode(const attnlab_spm* sp, const int* ids, size_t n, char** text, size_t* text_len, char** error);
+/* pieces: n NUL-terminated strings back to back (pieces_len bytes). As SentencePiece's
+ * DecodePieces: a piece the model lacks is written as itself. (ABI 2) */
+int attnlab_spm_decode_pieces(const attnlab_spm* sp, const char* pieces, size_t pieces_len, size_t n, char** text,
+                              size_t* text_len, char** error);
 int attnlab_spm_vocab_size(const attnlab_spm* sp);
 /* which: 0 pad, 1 unk, 2 bos, 3 eos; -1 when the model has none. */
 int attnlab_spm_special_id(const attnlab_spm* sp, int which);

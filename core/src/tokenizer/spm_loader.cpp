@@ -81,6 +81,7 @@ const Module& module() {
                 bindSymbol(h, "attnlab_spm_free", a.free, a.path);
                 bindSymbol(h, "attnlab_spm_encode", a.encode, a.path);
                 bindSymbol(h, "attnlab_spm_decode", a.decode, a.path);
+                bindSymbol(h, "attnlab_spm_decode_pieces", a.decode_pieces, a.path);
                 bindSymbol(h, "attnlab_spm_vocab_size", a.vocab_size, a.path);
                 bindSymbol(h, "attnlab_spm_special_id", a.special_id, a.path);
                 bindSymbol(h, "attnlab_spm_is_byte", a.is_byte, a.path);

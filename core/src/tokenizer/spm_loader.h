@@ -16,6 +16,7 @@ struct Module {
     decltype(&attnlab_spm_free) free = nullptr;
     decltype(&attnlab_spm_encode) encode = nullptr;
     decltype(&attnlab_spm_decode) decode = nullptr;
+    decltype(&attnlab_spm_decode_pieces) decode_pieces = nullptr;
     decltype(&attnlab_spm_vocab_size) vocab_size = nullptr;
     decltype(&attnlab_spm_special_id) special_id = nullptr;
     decltype(&attnlab_spm_is_byte) is_byte = nullptr;

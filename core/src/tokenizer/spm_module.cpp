@@ -37,6 +37,20 @@ char* packStrings(const std::vector<std::string>& v, size_t* len) {
     *len = total;
     return out;
 }
+
+// SentencePiece's Decode of ids or pieces into a malloc'd text; 0 = success.
+template <typename Items>
+int decodeInto(const attnlab_spm* sp, const Items& items, char** text, size_t* text_len, char** error) {
+    std::string out;
+    const auto status = sp->processor.Decode(items, &out);
+    if (!status.ok()) {
+        setError(error, status.ToString());
+        return 1;
+    }
+    *text = dupString(out);
+    *text_len = out.size();
+    return 0;
+}
 }  // namespace
 
 extern "C" {
@@ -97,15 +111,32 @@ int attnlab_spm_decode(const attnlab_spm* sp, const int* ids, size_t n, char** t
                          "id " + std::to_string(id) + " is outside the vocabulary (size " + std::to_string(size) + ")");
                 return 1;
             }
-        std::string out;
-        const auto status = sp->processor.Decode(v, &out);
-        if (!status.ok()) {
-            setError(error, status.ToString());
-            return 1;
+        return decodeInto(sp, v, text, text_len, error);
+    } catch (const std::exception& e) {
+        setError(error, e.what());
+    } catch (...) {
+        setError(error, "unknown error");
+    }
+    return 1;
+}
+
+int attnlab_spm_decode_pieces(const attnlab_spm* sp, const char* pieces, size_t pieces_len, size_t n, char** text,
+                              size_t* text_len, char** error) {
+    try {
+        std::vector<std::string> v;
+        v.reserve(n);
+        size_t at = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const void* end = at < pieces_len ? std::memchr(pieces + at, '\0', pieces_len - at) : nullptr;
+            if (!end) {
+                setError(error, "pieces: " + std::to_string(n) + " expected, the buffer holds fewer");
+                return 1;
+            }
+            const size_t stop = size_t(static_cast<const char*>(end) - pieces);
+            v.emplace_back(pieces + at, stop - at);
+            at = stop + 1;
         }
-        *text = dupString(out);
-        *text_len = out.size();
-        return 0;
+        return decodeInto(sp, v, text, text_len, error);
     } catch (const std::exception& e) {
         setError(error, e.what());
     } catch (...) {

@@ -189,6 +189,19 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
     return s;
 }
 
+std::string Tokenizer::decodePieces(const std::vector<std::string>& pieces) const {
+    const spm::Module& a = *m_impl->a;
+    std::string packed;
+    for (const auto& p : pieces) packed.append(p.c_str(), std::strlen(p.c_str())).push_back('\0');
+    char *text = nullptr, *err = nullptr;
+    size_t len = 0;
+    if (a.decode_pieces(m_impl->sp, packed.data(), packed.size(), pieces.size(), &text, &len, &err) != 0)
+        throw TokenizerError("cannot detokenize: " + spm::takeError(a, err, "unknown error"));
+    std::string s(text, len);
+    a.free(text);
+    return s;
+}
+
 std::string Tokenizer::idToPiece(int id) const {
     char* p = m_impl->a->id_to_piece(m_impl->sp, id);
     std::string s = p ? p : "";

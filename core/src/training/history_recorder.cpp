@@ -39,6 +39,10 @@ HistoryRecorder::HistoryRecorder(const PackageConfig& config, model::Transformer
         return;
     }
     if (probes.empty()) throw InputError("--record-attention: no probe sentences");
+    if (config.model.decoderLayers() != config.model.encoderLayers())
+        throw ConfigError("--record-attention: the history format needs as many decoder layers as encoder layers (" +
+                          std::to_string(config.model.decoderLayers()) + " vs " +
+                          std::to_string(config.model.encoderLayers()) + ")");
     m_history.n_layers = int(config.model.n_layers);
     m_history.n_head = int(config.model.n_head);
     m_history.record_every = every;

@@ -200,6 +200,9 @@ void Trainer::readData() {
     m_pc.model = m_o.model;
     if (!m_o.init_from.empty() && !m_o.resume) {
         const PackageConfig start = readPackageConfig(m_o.init_from);
+        if (start.tokenizer != "sentencepiece")
+            throw InputError("--init-from " + m_o.init_from + ": an imported " + start.tokenizer +
+                             " model (separate source and target tokenizers) cannot be trained further here");
         if (start.source_lang != m_o.src_lang || start.target_lang != m_o.tgt_lang)
             throw InputError("--init-from " + m_o.init_from + ": that model translates " + start.source_lang + " -> " +
                              start.target_lang + ", this run " + m_o.src_lang + " -> " + m_o.tgt_lang);

@@ -1,0 +1,435 @@
+#include "package/marian_import.h"
+
+#include "package/package_io.h"
+#include "package/safetensors.h"
+#include "package/torch_bin.h"
+#include "tokenizer/text_codec.h"
+#include "util/small_file.h"
+#include "util/text.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace attnlab::package {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSafetensors = "model.safetensors";
+constexpr const char* kTorchBin = "pytorch_model.bin";
+constexpr const char* kGenerationConfig = "generation_config.json";
+constexpr const char* kTokenizerConfig = "tokenizer_config.json";
+
+json readJson(const std::string& path) {
+    try {
+        return json::parse(util::readSmallFile(path, 4u << 20));
+    } catch (const json::exception& e) {
+        throw PackageError(path + ": malformed JSON: " + e.what());
+    }
+}
+
+// Typed reads of a Hugging Face config.json, each error naming the file and the key.
+struct HfConfig {
+    json j;
+    std::string path;
+
+    [[noreturn]] void fail(const std::string& m) const { throw PackageError(path + ": " + m); }
+    bool has(const char* key) const { return j.contains(key) && !j.at(key).is_null(); }
+    int64_t integer(const char* key) const {
+        if (!has(key)) fail(std::string("missing '") + key + "'");
+        const json& v = j.at(key);
+        if (!v.is_number_integer()) fail(std::string("'") + key + "' must be an integer, not " + v.dump());
+        return v.get<int64_t>();
+    }
+    int64_t integer(const char* key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
+    bool boolean(const char* key, bool fallback) const {
+        if (!has(key)) return fallback;
+        const json& v = j.at(key);
+        if (!v.is_boolean()) fail(std::string("'") + key + "' must be true or false, not " + v.dump());
+        return v.get<bool>();
+    }
+    std::string string(const char* key, const std::string& fallback) const {
+        if (!has(key)) return fallback;
+        const json& v = j.at(key);
+        if (!v.is_string()) fail(std::string("'") + key + "' must be a string, not " + v.dump());
+        return v.get<std::string>();
+    }
+};
+
+std::string activationOf(const HfConfig& c) {
+    const std::string a = c.string("activation_function", "gelu");
+    if (a == "swish" || a == "silu") return "swish";
+    if (a == "relu" || a == "gelu") return a;
+    c.fail("activation_function '" + a + "' is not supported (relu, swish/silu and gelu are)");
+}
+
+// The languages: tokenizer_config.json's source_lang/target_lang, else the directory's name
+// (opus-mt-en-de -> en, de), else "src"/"tgt".
+std::pair<std::string, std::string> languagesOf(const std::string& dir) {
+    const fs::path tc = fs::path(dir) / kTokenizerConfig;
+    std::error_code ec;
+    if (fs::is_regular_file(tc, ec)) {
+        const json j = readJson(tc.string());
+        if (j.is_object() && j.value("source_lang", json()).is_string() && j.value("target_lang", json()).is_string())
+            return {j["source_lang"].get<std::string>(), j["target_lang"].get<std::string>()};
+    }
+    std::string name = fs::path(dir).lexically_normal().filename().string();
+    if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
+    const size_t dash2 = name.rfind('-');
+    const size_t dash1 = dash2 == std::string::npos || dash2 == 0 ? std::string::npos : name.rfind('-', dash2 - 1);
+    if (dash1 != std::string::npos && dash2 > dash1 + 1 && dash2 + 1 < name.size())
+        return {name.substr(dash1 + 1, dash2 - dash1 - 1), name.substr(dash2 + 1)};
+    return {"src", "tgt"};
+}
+
+// num_beams and max_length: generation_config.json when present, else config.json.
+void decodingDefaults(const std::string& dir, const HfConfig& c, PackageConfig& pc) {
+    const fs::path gc = fs::path(dir) / kGenerationConfig;
+    std::error_code ec;
+    const HfConfig from = fs::is_regular_file(gc, ec) ? HfConfig{readJson(gc.string()), gc.string()} : c;
+    if (!from.j.is_object()) from.fail("expected a JSON object");
+    pc.num_beams = static_cast<int>(std::clamp<int64_t>(from.integer("num_beams", c.integer("num_beams", 0)), 0, 64));
+    pc.max_length =
+        static_cast<int>(std::clamp<int64_t>(from.integer("max_length", c.integer("max_length", 0)), 0, 4096));
+}
+
+void checkBadWords(const HfConfig& c, int64_t pad) {
+    if (!c.has("bad_words_ids")) return;
+    const json& b = c.j.at("bad_words_ids");
+    const bool only_pad =
+        b.is_array() && std::all_of(b.begin(), b.end(), [&](const json& w) {
+            return w.is_array() && w.size() == 1 && w[0].is_number_integer() && w[0].get<int64_t>() == pad;
+        });
+    if (!only_pad)
+        c.fail("bad_words_ids " + b.dump() + " is not supported: AttnLab blocks the pad id (" + std::to_string(pad) +
+               ") only, as OPUS-MT models ask");
+}
+
+}  // namespace
+
+bool isHuggingFaceDirectory(const std::string& dir) {
+    const fs::path p = fs::path(dir) / package_files::kConfig;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) return false;
+    try {
+        const json j = json::parse(util::readSmallFile(p.string(), 4u << 20));
+        return j.is_object() && j.contains("model_type") && !j.contains("format_version");
+    } catch (const std::exception&) {
+        return false;  // an AttnLab reader reports what is wrong with it
+    }
+}
+
+PackageConfig marianConfigFromJson(const std::string& text, const std::string& origin) {
+    HfConfig c{json(), origin};
+    try {
+        c.j = json::parse(text);
+    } catch (const json::exception& e) {
+        throw PackageError(origin + ": malformed JSON: " + e.what());
+    }
+    if (!c.j.is_object()) c.fail("expected a JSON object");
+    const std::string type = c.string("model_type", "");
+    if (type != "marian")
+        c.fail("model_type '" + type +
+               "' is not supported: AttnLab opens MarianMT models (model_type \"marian\", as OPUS-MT's)");
+    if (c.boolean("normalize_before", false))
+        c.fail(
+            "normalize_before is true: pre-layer-norm models are not supported (AttnLab's model is post-layer-norm)");
+    if (c.boolean("add_final_layer_norm", false))
+        c.fail("add_final_layer_norm is true: a final layer norm after the stacks is not supported");
+    const int64_t heads = c.integer("encoder_attention_heads");
+    if (c.integer("decoder_attention_heads") != heads)
+        c.fail("encoder_attention_heads (" + std::to_string(heads) + ") and decoder_attention_heads (" +
+               std::to_string(c.integer("decoder_attention_heads")) + ") differ; AttnLab needs one head count");
+    const int64_t d_model = c.integer("d_model");
+    if (heads <= 0 || d_model <= 0 || d_model % heads != 0)
+        c.fail("d_model " + std::to_string(d_model) + " is not a positive multiple of the " + std::to_string(heads) +
+               " heads");
+    const int64_t vocab = c.integer("vocab_size");
+    if (c.integer("decoder_vocab_size", vocab) != vocab)
+        c.fail("decoder_vocab_size differs from vocab_size: separate target vocabularies are not supported yet");
+
+    PackageConfig pc;
+    pc.source_lang = "src";
+    pc.target_lang = "tgt";
+    ModelConfig& m = pc.model;
+    m.n_src_vocab = m.n_trg_vocab = vocab;
+    m.src_pad_idx = m.trg_pad_idx = c.integer("pad_token_id");
+    m.d_word_vec = m.d_model = d_model;
+    m.n_head = heads;
+    m.d_k = m.d_v = d_model / heads;
+    m.n_layers = c.integer("encoder_layers");
+    m.n_dec_layers = c.integer("decoder_layers");
+    m.d_inner = c.integer("encoder_ffn_dim");
+    m.d_dec_inner = c.integer("decoder_ffn_dim");
+    m.dropout = 0.1;
+    m.n_position = c.integer("max_position_embeddings", 512);
+    m.emb_src_trg_weight_sharing = c.boolean("share_encoder_decoder_embeddings", true);
+    m.trg_emb_prj_weight_sharing = c.boolean("tie_word_embeddings", true);
+    m.scale_emb_or_prj = "none";
+    m.emb_scale = c.boolean("scale_embedding", false) ? "sqrt_d_model" : "none";
+    m.ffn_activation = activationOf(c);
+    m.attn_bias = true;
+    m.layer_norm_eps = 1e-5;   // torch.nn.LayerNorm's default, which MarianMTModel uses
+    m.emb_layer_norm = false;  // MarianEncoder/MarianDecoder have no layer norm on the embeddings
+    m.pos_encoding = "half";   // MarianSinusoidalPositionalEmbedding
+    m.pos_offset = 0;
+    m.logits_bias = true;  // MarianMTModel adds final_logits_bias
+    pc.eos_idx = c.integer("eos_token_id");
+    pc.bos_idx = c.integer("decoder_start_token_id", m.trg_pad_idx);  // what starts the decoder
+    pc.unk_idx = 1;  // vocab.json's <unk> (readMarianConfig); 1 in every OPUS-MT vocabulary
+    checkBadWords(c, m.trg_pad_idx);
+    pc.source_bos = false;  // MarianTokenizer: pieces + </s>
+    pc.source_eos = true;
+    pc.tokenizer = "marian";
+    pc.num_beams = static_cast<int>(std::clamp<int64_t>(c.integer("num_beams", 0), 0, 64));
+    pc.max_length = static_cast<int>(std::clamp<int64_t>(c.integer("max_length", 0), 0, 4096));
+    try {
+        pc.validate();
+    } catch (const ConfigError& e) {
+        c.fail(e.what());
+    }
+    return pc;
+}
+
+PackageConfig readMarianConfig(const std::string& dir) {
+    const std::string path = (fs::path(dir) / package_files::kConfig).string();
+    PackageConfig pc = marianConfigFromJson(util::readSmallFile(path, 4u << 20), path);
+    const HfConfig c{readJson(path), path};
+    std::tie(pc.source_lang, pc.target_lang) = languagesOf(dir);
+    const auto vocab_json =
+        readMarianVocab((fs::path(dir) / marian_files::kVocab).string(), pc.model.n_trg_vocab);  // names its problems
+    pc.unk_idx = vocab_json.at("<unk>");
+    if (vocab_json.at("</s>") != pc.eos_idx)
+        c.fail("eos_token_id is " + std::to_string(pc.eos_idx) + " but vocab.json gives '</s>' the id " +
+               std::to_string(vocab_json.at("</s>")));
+    if (vocab_json.at("<pad>") != pc.model.trg_pad_idx)
+        c.fail("pad_token_id is " + std::to_string(pc.model.trg_pad_idx) + " but vocab.json gives '<pad>' the id " +
+               std::to_string(vocab_json.at("<pad>")));
+    decodingDefaults(dir, c, pc);
+    try {
+        pc.validate();
+    } catch (const ConfigError& e) {
+        c.fail(e.what());
+    }
+    return pc;
+}
+
+std::string marianWeightsPath(const std::string& dir) {
+    std::error_code ec;
+    for (const char* name : {kSafetensors, kTorchBin}) {
+        const fs::path p = fs::path(dir) / name;
+        if (fs::is_regular_file(p, ec)) return p.string();
+    }
+    throw PackageError(dir +
+                       ": has neither model.safetensors nor pytorch_model.bin (the weights; with git, "
+                       "`git lfs pull` fetches them)");
+}
+
+namespace {
+
+// One tensor of the file, under its name without the "model." prefix.
+using Named = std::map<std::string, torch::Tensor>;
+
+Named readAll(const std::string& path) {
+    Named out;
+    auto put = [&](std::string name, torch::Tensor t) {
+        if (name.rfind("model.", 0) == 0) name = name.substr(6);
+        out[name] = std::move(t);
+    };
+    if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0) {
+        for (auto& [name, t] : readTorchBin(path)) put(name, t);
+        return out;
+    }
+    const safetensors::Header header = safetensors::readHeader(path);
+    for (const auto& t : header.tensors) {
+        if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
+            throw PackageError(path + ": tensor '" + t.name + "' has dtype " + t.dtype + "; expected F32, F16 or BF16");
+        std::vector<char> bytes = safetensors::readTensorBytes(header, t);
+        const auto dtype = t.dtype == "F32" ? torch::kFloat32 : t.dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
+        put(t.name, torch::from_blob(bytes.data(), t.shape, torch::TensorOptions().dtype(dtype)).clone());
+    }
+    return out;
+}
+
+// Hugging Face's names inside one layer -> AttnLab's (the reference's module names).
+const std::vector<std::pair<std::string, std::string>>& layerNames() {
+    static const std::vector<std::pair<std::string, std::string>> names = {
+        {"self_attn.q_proj", "slf_attn.w_qs"},
+        {"self_attn.k_proj", "slf_attn.w_ks"},
+        {"self_attn.v_proj", "slf_attn.w_vs"},
+        {"self_attn.out_proj", "slf_attn.fc"},
+        {"self_attn_layer_norm", "slf_attn.layer_norm"},
+        {"encoder_attn.q_proj", "enc_attn.w_qs"},
+        {"encoder_attn.k_proj", "enc_attn.w_ks"},
+        {"encoder_attn.v_proj", "enc_attn.w_vs"},
+        {"encoder_attn.out_proj", "enc_attn.fc"},
+        {"encoder_attn_layer_norm", "enc_attn.layer_norm"},
+        {"fc1", "pos_ffn.w_1"},
+        {"fc2", "pos_ffn.w_2"},
+        {"final_layer_norm", "pos_ffn.layer_norm"},
+    };
+    return names;
+}
+
+// "encoder.layers.3.fc1.weight" <-> "encoder.layer_stack.3.pos_ffn.w_1.weight"; empty when the
+// name is not a layer's.
+std::string renameLayerTensor(const std::string& name, bool to_attnlab) {
+    for (const char* stack : {"encoder.", "decoder."}) {
+        const std::string from_prefix = std::string(stack) + (to_attnlab ? "layers." : "layer_stack.");
+        const std::string to_prefix = std::string(stack) + (to_attnlab ? "layer_stack." : "layers.");
+        if (name.rfind(from_prefix, 0) != 0) continue;
+        const size_t dot = name.find('.', from_prefix.size());
+        if (dot == std::string::npos) return {};
+        const std::string index = name.substr(from_prefix.size(), dot - from_prefix.size());
+        const std::string rest = name.substr(dot + 1);
+        for (const auto& [hf, ours] : layerNames()) {
+            const std::string& a = to_attnlab ? hf : ours;
+            const std::string& b = to_attnlab ? ours : hf;
+            if (rest.rfind(a + ".", 0) == 0) return to_prefix + index + "." + b + rest.substr(a.size());
+        }
+    }
+    return {};
+}
+
+// The Hugging Face names that may hold one of AttnLab's tied or embedding tensors, in the order
+// they are taken; every other one present must be equal to the first.
+std::map<std::string, std::vector<std::string>> embeddingSources(const ModelConfig& c) {
+    std::map<std::string, std::vector<std::string>> s;
+    auto& target = s["decoder.trg_word_emb.weight"];
+    target = {"decoder.embed_tokens.weight", "shared.weight"};
+    if (c.emb_src_trg_weight_sharing)
+        target.push_back("encoder.embed_tokens.weight");
+    else
+        s["encoder.src_word_emb.weight"] = {"encoder.embed_tokens.weight"};
+    if (c.trg_emb_prj_weight_sharing)
+        target.push_back("lm_head.weight");
+    else
+        s["trg_word_prj.weight"] = {"lm_head.weight"};
+    return s;
+}
+
+std::string shapeOf(const torch::Tensor& t) {
+    return util::shapeString(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
+}
+
+}  // namespace
+
+model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype) {
+    const std::string path = marianWeightsPath(dir);
+    auto fail = [&](const std::string& m) -> void { throw PackageError(path + ": " + m); };
+    Named file = readAll(path);
+    std::set<std::string> dtypes;
+    for (const auto& [name, t] : file)
+        dtypes.insert(t.scalar_type() == torch::kFloat32    ? "F32"
+                      : t.scalar_type() == torch::kFloat16  ? "F16"
+                      : t.scalar_type() == torch::kBFloat16 ? "BF16"
+                                                            : "other");
+    if (dtypes.count("other")) fail("a tensor is neither F32, F16 nor BF16");
+
+    Named ours;  // AttnLab name -> tensor
+    std::set<std::string> used = {"encoder.embed_positions.weight", "decoder.embed_positions.weight"};  // recomputed
+    for (const auto& [name, sources] : embeddingSources(config.model)) {
+        std::string first;
+        for (const auto& s : sources) {
+            auto it = file.find(s);
+            if (it == file.end()) continue;
+            used.insert(s);
+            if (first.empty()) {
+                first = s;
+                ours[name] = it->second;
+            } else if (!torch::equal(it->second.to(torch::kFloat32), file.at(first).to(torch::kFloat32))) {
+                fail("'" + s + "' differs from '" + first + "', though config.json ties them");
+            }
+        }
+        if (first.empty()) fail("missing tensor '" + sources.front() + "' (or any of its tied copies)");
+    }
+    if (auto it = file.find("final_logits_bias"); it != file.end()) {
+        used.insert(it->first);
+        ours["final_logits_bias"] = it->second.reshape({-1});
+    } else {
+        ours["final_logits_bias"] = torch::zeros({config.model.n_trg_vocab});  // a buffer some savers leave out
+    }
+    for (const auto& [name, t] : file) {
+        if (used.count(name)) continue;
+        const std::string mine = renameLayerTensor(name, true);
+        if (mine.empty()) fail("unexpected tensor '" + name + "': not part of a MarianMTModel");
+        ours[mine] = t;
+    }
+
+    model::Transformer model(config.model);
+    model->eval();
+    std::map<std::string, torch::Tensor> targets;
+    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, shape] : expectedTensors(config.model)) {
+        if (name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0) continue;
+        const std::string hf = renameLayerTensor(name, false);
+        auto it = ours.find(name);
+        if (it == ours.end()) fail("missing tensor '" + (hf.empty() ? name : hf) + "'");
+        if (it->second.sizes().vec() != shape)
+            fail("tensor '" + (hf.empty() ? name : hf) + "' has shape " + shapeOf(it->second) +
+                 " but config.json needs " + util::shapeString(shape));
+        auto value = it->second.to(torch::kFloat32);
+        if (!torch::isfinite(value).all().item<bool>())
+            fail("tensor '" + (hf.empty() ? name : hf) + "' contains NaN or infinite values");
+        targets.at(name).copy_(value);
+        ours.erase(it);
+    }
+    if (!ours.empty()) {
+        const std::string hf = renameLayerTensor(ours.begin()->first, false);
+        fail("unexpected tensor '" + (hf.empty() ? ours.begin()->first : hf) +
+             "': config.json has fewer layers than the weights");
+    }
+    if (stored_dtype) {
+        std::string d;
+        for (const auto& x : dtypes) d += (d.empty() ? "" : "+") + x;
+        *stored_dtype = d;
+    }
+    return model;
+}
+
+std::string marianModelCard(const std::string& dir, const PackageConfig& c) {
+    const auto& m = c.model;
+    std::string card = "# " + c.source_lang + "→" + c.target_lang + " (imported MarianMT model)\n\n";
+    card += "Imported by `attnlab-cli import` from a Hugging Face MarianMT directory (`" +
+            fs::path(dir).lexically_normal().filename().string() + "`, weights from `" +
+            fs::path(marianWeightsPath(dir)).filename().string() +
+            "`). The source model's own card and licence apply; AttnLab changed no weight.\n\n";
+    card += "- " + std::to_string(m.encoderLayers()) + " encoder and " + std::to_string(m.decoderLayers()) +
+            " decoder layers, " + std::to_string(m.n_head) + " heads, d_model " + std::to_string(m.d_model) +
+            ", vocabulary " + std::to_string(m.n_trg_vocab) + "\n";
+    card += "- activation " + m.ffn_activation + ", eos " + std::to_string(c.eos_idx) + ", pad = decoder start " +
+            std::to_string(m.trg_pad_idx) + ", default beam " + std::to_string(c.num_beams) + ", max length " +
+            std::to_string(c.max_length) + "\n";
+    card += "- tokenizer: source.spm, target.spm and vocab.json, as MarianTokenizer uses them\n";
+    return card;
+}
+
+}  // namespace attnlab::package
+
+namespace attnlab {
+
+PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir) {
+    if (!package::isHuggingFaceDirectory(from_dir))
+        throw PackageError(from_dir + ": not a Hugging Face model directory (no config.json with a model_type)");
+    const PackageConfig config = package::readMarianConfig(from_dir);
+    // The tokenizer files are checked (and the vocabulary read) before anything is written.
+    (void)marianCodec(from_dir, config.model.n_trg_vocab);
+    model::Transformer model = package::loadMarianWeights(from_dir, config);
+    package::SaveOptions so;
+    so.extra_files[package_files::kModelCard] = package::marianModelCard(from_dir, config);
+    for (const char* f : {marian_files::kSourceSpm, marian_files::kTargetSpm, marian_files::kVocab})
+        so.copied_files.push_back((std::filesystem::path(from_dir) / f).string());
+    package::savePackage(package_dir, config, model, "", so);
+    return config;
+}
+
+}  // namespace attnlab

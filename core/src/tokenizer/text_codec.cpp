@@ -1,0 +1,188 @@
+#include "tokenizer/text_codec.h"
+
+#include "util/small_file.h"
+
+#include <attnlab/errors.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace attnlab {
+namespace fs = std::filesystem;
+
+namespace {
+
+class SentencePieceCodec final : public TextCodec {
+public:
+    explicit SentencePieceCodec(std::unique_ptr<Tokenizer> t) : m_tok(std::move(t)) {}
+    Encoding encodeSource(const std::string& text) const override { return m_tok->encode(text); }
+    Encoding encodeTarget(const std::string& text) const override { return m_tok->encode(text); }
+    std::vector<std::string> unknownCharacters(const Encoding& e) const override { return m_tok->unknownCharacters(e); }
+    std::string decode(const std::vector<int>& ids) const override { return m_tok->decode(ids); }
+    std::string idToPiece(int id) const override { return m_tok->idToPiece(id); }
+    int vocabSize() const override { return m_tok->vocabSize(); }
+    const Tokenizer* sentencePiece() const override { return m_tok.get(); }
+
+private:
+    std::unique_ptr<Tokenizer> m_tok;
+};
+
+// Splits UTF-8 text into its characters (a malformed byte is one character of its own).
+std::vector<std::string> utf8Characters(const std::string& s) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        n = std::min(n, s.size() - i);
+        out.push_back(s.substr(i, n));
+        i += n;
+    }
+    return out;
+}
+
+class MarianCodec final : public TextCodec {
+public:
+    MarianCodec(const std::string& dir, int64_t vocab_size)
+        : m_source(load((fs::path(dir) / marian_files::kSourceSpm).string())),
+          m_target(load((fs::path(dir) / marian_files::kTargetSpm).string())),
+          m_vocab(readMarianVocab((fs::path(dir) / marian_files::kVocab).string(), vocab_size)),
+          m_pieces(static_cast<size_t>(vocab_size)) {
+        for (const auto& [piece, id] : m_vocab) m_pieces[size_t(id)] = piece;
+        m_unk = m_vocab.at("<unk>");
+        m_special = {m_vocab.at("</s>"), m_vocab.at("<pad>"), m_unk};
+    }
+
+    Encoding encodeSource(const std::string& text) const override {
+        const LanguageCode lc = splitLanguageCode(text);
+        Encoding e = map(m_source->encode(lc.rest));
+        if (!lc.code.empty()) {
+            e.ids.insert(e.ids.begin(), idOf(lc.code));
+            e.pieces.insert(e.pieces.begin(), lc.code);
+            e.surfaces.insert(e.surfaces.begin(), lc.code);
+        }
+        return e;
+    }
+    Encoding encodeTarget(const std::string& text) const override { return map(m_target->encode(text)); }
+    bool keepsUnknown() const override { return true; }
+
+    std::vector<std::string> unknownCharacters(const Encoding& e) const override {
+        std::vector<std::string> out;
+        for (size_t i = 0; i < e.ids.size() && i < e.surfaces.size(); ++i) {
+            if (e.ids[i] != m_unk) continue;
+            for (const auto& ch : utf8Characters(e.surfaces[i]))
+                if (ch != " " && std::find(out.begin(), out.end(), ch) == out.end()) out.push_back(ch);
+        }
+        return out;
+    }
+
+    std::string decode(const std::vector<int>& ids) const override {
+        std::vector<std::string> pieces;
+        for (int id : ids)
+            if (std::find(m_special.begin(), m_special.end(), id) == m_special.end()) pieces.push_back(idToPiece(id));
+        std::string text = m_target->decodePieces(pieces);
+        // Pieces the target model lacks come back as themselves: their '▁' becomes a space, as
+        // MarianTokenizer.convert_tokens_to_string does.
+        static const std::string kSpace = "\xE2\x96\x81";
+        for (size_t at = text.find(kSpace); at != std::string::npos; at = text.find(kSpace, at + 1))
+            text.replace(at, kSpace.size(), " ");
+        const auto first = text.find_first_not_of(" \t\n\r");
+        if (first == std::string::npos) return {};
+        return text.substr(first, text.find_last_not_of(" \t\n\r") - first + 1);
+    }
+
+    std::string idToPiece(int id) const override {
+        if (id < 0 || size_t(id) >= m_pieces.size()) return "<id " + std::to_string(id) + ">";
+        return m_pieces[size_t(id)].empty() ? "<unused " + std::to_string(id) + ">" : m_pieces[size_t(id)];
+    }
+    int vocabSize() const override { return static_cast<int>(m_pieces.size()); }
+
+private:
+    static std::unique_ptr<Tokenizer> load(const std::string& path) {
+        std::error_code ec;
+        if (!fs::is_regular_file(path, ec)) throw PackageError(path + ": missing file");
+        try {
+            return std::make_unique<Tokenizer>(path);
+        } catch (const TokenizerError& e) {
+            throw PackageError(e.what());
+        }
+    }
+    int idOf(const std::string& piece) const {
+        auto it = m_vocab.find(piece);
+        return it == m_vocab.end() ? m_unk : it->second;
+    }
+    Encoding map(Encoding e) const {
+        for (size_t i = 0; i < e.ids.size(); ++i) e.ids[i] = idOf(e.pieces.at(i));
+        return e;
+    }
+
+    std::unique_ptr<Tokenizer> m_source, m_target;
+    std::unordered_map<std::string, int> m_vocab;
+    std::vector<std::string> m_pieces;  // id -> piece
+    int m_unk = 0;
+    std::vector<int> m_special;
+};
+
+}  // namespace
+
+std::unique_ptr<TextCodec> sentencePieceCodec(std::unique_ptr<Tokenizer> tokenizer) {
+    return std::make_unique<SentencePieceCodec>(std::move(tokenizer));
+}
+
+std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size) {
+    return std::make_unique<MarianCodec>(dir, vocab_size);
+}
+
+std::unordered_map<std::string, int> readMarianVocab(const std::string& path, int64_t vocab_size) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) throw PackageError(path + ": missing file");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(util::readSmallFile(path, 64u << 20));
+    } catch (const nlohmann::json::exception& e) {
+        throw PackageError(path + ": malformed JSON: " + e.what());
+    }
+    if (!j.is_object()) throw PackageError(path + ": expected an object mapping pieces to ids");
+    std::unordered_map<std::string, int> vocab;
+    std::vector<char> seen(static_cast<size_t>(std::max<int64_t>(vocab_size, 0)), 0);
+    for (const auto& [piece, value] : j.items()) {
+        if (!value.is_number_integer())
+            throw PackageError(path + ": the id of '" + piece + "' is " + value.dump() + ", not an integer");
+        const int64_t id = value.get<int64_t>();
+        if (id < 0 || id >= vocab_size)
+            throw PackageError(path + ": '" + piece + "' has id " + std::to_string(id) +
+                               ", outside the model's vocabulary of " + std::to_string(vocab_size) + " (config.json)");
+        if (seen[size_t(id)]++)
+            throw PackageError(path + ": id " + std::to_string(id) + " is given to more than one piece");
+        vocab.emplace(piece, static_cast<int>(id));
+    }
+    for (const char* needed : {"</s>", "<unk>", "<pad>"})
+        if (!vocab.count(needed)) throw PackageError(path + ": has no '" + needed + "' piece");
+    return vocab;
+}
+
+LanguageCode splitLanguageCode(const std::string& text) {
+    // Python's re ">>.+?<<" (MarianTokenizer): '.' stops at a newline, '.+?' takes the first "<<"
+    // at least one character on. A code at the very start is kept; every match is removed.
+    LanguageCode lc;
+    size_t from = 0;
+    while (from < text.size()) {
+        const size_t open = text.find(">>", from);
+        if (open == std::string::npos) break;
+        const size_t line_end = std::min(text.find('\n', open), text.size());
+        const size_t close = open + 3 <= line_end ? text.find("<<", open + 3) : std::string::npos;
+        if (close == std::string::npos || close + 2 > line_end) {
+            lc.rest += text.substr(from, open + 1 - from);  // no match here: keep one '>' and go on
+            from = open + 1;
+            continue;
+        }
+        if (open == 0) lc.code = text.substr(0, close + 2);
+        lc.rest += text.substr(from, open - from);
+        from = close + 2;
+    }
+    if (from < text.size()) lc.rest += text.substr(from);
+    return lc;
+}
+
+}  // namespace attnlab

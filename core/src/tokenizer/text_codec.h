@@ -1,0 +1,66 @@
+#pragma once
+// TextCodec: text <-> the model's token ids, for the two layouts a package may have
+// (PackageConfig::tokenizer):
+//   "sentencepiece" — one SentencePiece model whose ids are the model's ids (tokenizer.model);
+//   "marian"        — MarianTokenizer's layout: source.spm for the source, target.spm for the
+//                     target, and vocab.json mapping pieces to the model's ids.
+// The engine asks only this interface; Tokenizer stays the SentencePiece wrapper.
+
+#include <attnlab/tokenizer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace attnlab {
+
+class TextCodec {
+public:
+    virtual ~TextCodec() = default;
+    // Text -> the model's ids (no special tokens added), pieces and the text each piece covers.
+    virtual Encoding encodeSource(const std::string& text) const = 0;
+    virtual Encoding encodeTarget(const std::string& text) const = 0;
+    // Characters of an encoding that the vocabulary lacks (each became <unk>), in order of first
+    // appearance, each once.
+    virtual std::vector<std::string> unknownCharacters(const Encoding& encoding) const = 0;
+    // Whether such characters stay in the input as <unk> (MarianTokenizer: what the model was
+    // trained with) rather than being left out of it (AttnLab's own packages).
+    virtual bool keepsUnknown() const { return false; }
+    // Target ids -> text; special tokens (</s>, padding, <unk>) are left out.
+    virtual std::string decode(const std::vector<int>& ids) const = 0;
+    virtual std::string idToPiece(int id) const = 0;
+    virtual int vocabSize() const = 0;
+    // The one SentencePiece model of the "sentencepiece" layout (training needs it); null otherwise.
+    virtual const Tokenizer* sentencePiece() const { return nullptr; }
+};
+
+std::unique_ptr<TextCodec> sentencePieceCodec(std::unique_ptr<Tokenizer> tokenizer);
+
+// The files of the "marian" layout (the names Hugging Face's MarianTokenizer uses).
+namespace marian_files {
+inline constexpr const char* kSourceSpm = "source.spm";
+inline constexpr const char* kTargetSpm = "target.spm";
+inline constexpr const char* kVocab = "vocab.json";
+}  // namespace marian_files
+
+// Reads vocab.json (piece -> id); throws PackageError naming the file for malformed JSON, an id
+// outside [0, vocab_size), an id given twice, or a missing "</s>", "<unk>" or "<pad>".
+std::unordered_map<std::string, int> readMarianVocab(const std::string& path, int64_t vocab_size);
+
+// MarianTokenizer as Hugging Face documents it: a leading ">>xx<<" language code is kept as one
+// token; the rest is encoded with the side's SentencePiece model; pieces map through vocab.json,
+// a piece missing from it is <unk>. Decoding: ids -> pieces, special tokens dropped, the target
+// model's DecodePieces, '▁' -> ' ', trimmed. Throws PackageError naming the file that is wrong.
+std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size);
+
+// The language code a MarianTokenizer keeps whole (">>fra<<" at the start of the text, as the
+// regex ">>.+?<<" matches it) and the text with every such code removed.
+struct LanguageCode {
+    std::string code;  // empty when the text does not start with one
+    std::string rest;
+};
+LanguageCode splitLanguageCode(const std::string& text);
+
+}  // namespace attnlab
