@@ -6,6 +6,7 @@
 #include "attention_explorer.h"
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "bar_plot.h"
 #include "decoding_view.h"
 #include "head_lab_view.h"
 #include "head_stats_panel.h"
@@ -30,6 +31,7 @@
 #include <gif_lib.h>
 
 #include <QAction>
+#include <QComboBox>
 #include <QTextBrowser>
 #include <QtTest/QtTest>
 
@@ -56,6 +58,59 @@ bool near(const attnlab::Matrix& a, const attnlab::Matrix& b) {
         if (!near(a[i], b[i])) return false;
     return true;
 }
+
+// A translation of any shape, made here (the fixture package is 2 layers x 4 heads; real OPUS-MT
+// models are 6 x 8 or 6 x 16, students 6 + 2): every map's weights name its layer and head, so a
+// map shown is traced to where it came from. The decoder starts with <pad>, as Marian's does.
+attnlab::TranslationResult shapedResult(int enc_layers, int dec_layers, int heads, int src, int trg) {
+    attnlab::TranslationResult r;
+    r.source_text = "a synthetic sentence";
+    for (int i = 0; i < src; ++i) r.source_pieces.push_back("▁s" + std::to_string(i));
+    r.decoder_input_pieces.push_back("<pad>");
+    for (int i = 0; i < trg; ++i) {
+        const std::string piece = "▁t" + std::to_string(i);
+        r.best.ids.push_back(10 + i);
+        r.best.pieces.push_back(piece);
+        r.best.token_log_probs.push_back(-0.1);
+        if (i + 1 < trg) r.decoder_input_pieces.push_back(piece);
+        attnlab::DecodingStep st;
+        st.chosen_id = 10 + i;
+        st.chosen_piece = piece;
+        st.chosen_probability = 0.9f;
+        st.candidates = {{10 + i, piece, 0.9f}, {54000 + i, "▁other", 0.05f}};  // a vocabulary of 54k
+        r.steps.push_back(st);
+    }
+    r.best.text = "t";
+    auto maps = [heads](int kind, int layers, int rows, int cols) {
+        auto m = attnlab::LayerHeadMaps(size_t(layers), std::vector<attnlab::Matrix>(size_t(heads)));
+        for (int l = 0; l < layers; ++l)
+            for (int h = 0; h < heads; ++h) {
+                m[l][h].assign(size_t(rows), std::vector<float>(size_t(cols)));
+                for (int i = 0; i < rows; ++i)
+                    for (int j = 0; j < cols; ++j)
+                        m[l][h][i][j] = float(kind * 100000 + l * 1000 + h * 10 + (i + j) % 10) / 400000.0f;
+            }
+        return m;
+    };
+    r.encoder_self = maps(0, enc_layers, src, src);
+    r.decoder_self = maps(1, dec_layers, trg, trg);
+    r.cross = maps(2, dec_layers, trg, src);
+    return r;
+}
+
+// The fixture's model info with another shape (what views read from modelChanged).
+attnlab::ui::ModelInfoPtr reshaped(attnlab::ui::ModelInfoPtr info, int enc_layers, int dec_layers, int heads) {
+    auto out = std::make_shared<attnlab::ModelInfo>(*info);
+    auto& m = out->config.model;
+    m.n_layers = enc_layers;
+    m.n_dec_layers = dec_layers;
+    m.n_head = heads;
+    m.d_model = m.d_word_vec = 128;
+    m.n_position = 512;
+    m.pos_encoding = "half";  // Marian's
+    m.emb_layer_norm = false;
+    return out;
+}
 }  // namespace
 
 class TestViews : public QObject {
@@ -72,6 +127,9 @@ private Q_SLOTS:
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
     void headsViewWithoutExamplesSaysWhatToDo();
+    void largeModelFitsTheDefaultWindow();
+    void studentLayersPerKind();
+    void positionalAndInputsFollowMarianLayout();
     void aNewModelSwitchesEveryHeadOn();
     void trainingViewStepsThroughTheHistory();
     void toyTrainerPausesContinuesAndFinishes();
@@ -233,6 +291,7 @@ void TestViews::weightViewExplainsTheCellAskedFor() {
     const auto expected = m_core->explain(*r, cell);
     QVERIFY(near(view.explanation()->row_weights, expected.row_weights));
     QVERIFY(std::abs(view.explanation()->weight - r->cross[1][2][0][1]) < kSameKernelsMargin);
+    QVERIFY2(view.headingText().contains("layer 1, head 2"), qPrintable(view.headingText()));  // 0-based
     attnlab::ViewState saved;
     view.saveState(saved);
     QCOMPARE(*saved.cell_query, 0);
@@ -350,6 +409,160 @@ void TestViews::headsViewWithoutExamplesSaysWhatToDo() {
     QVERIFY(!view.figure());
 }
 
+// OPUS-MT's size, 6 layers x 16 heads (96 maps a kind), in the room a tab has at the window's
+// default size (1400 x 900): the grid's captions fit and a tall map gets a tall cell, the decoding
+// strip pages by layer (a line of text per row), the head lab's ablation grids wrap instead of
+// widening the window.
+void TestViews::largeModelFitsTheDefaultWindow() {
+    AttentionExplorer attention(m_context.get());
+    DecodingView decoding(m_context.get());
+    HeadLabView heads(m_context.get());
+    m_context->setModel(reshaped(m_controller->modelInfo(), 6, 6, 16));
+    const auto r = std::make_shared<const attnlab::TranslationResult>(shapedResult(6, 6, 16, 8, 26));
+    m_context->setResult(r, {});
+    for (QWidget* w : std::initializer_list<QWidget*>{&attention, &decoding, &heads}) {
+        w->resize(1350, 600);
+        w->show();
+        QVERIFY(QTest::qWaitForWindowExposed(w));
+    }
+    QApplication::processEvents();
+
+    attention.select(AttentionKind::Cross, 5, 15);
+    QCOMPARE(attention.view()->map(), r->cross[5][15]);
+    AttentionGrid* grid = attention.grid();
+    QCOMPARE(grid->layers(), 6);
+    QCOMPARE(grid->heads(), 16);
+    QVERIFY(grid->captionsFit());
+    QVERIFY(!grid->headerText(15).isEmpty() && !grid->headerText(16).isEmpty() && !grid->layerText(5).isEmpty());
+    const QRect first = grid->cellRect(0, 0), last = grid->cellRect(5, 16);
+    QVERIFY2(grid->rect().contains(first) && grid->rect().contains(last), "every cell inside the grid");
+    // 26 target rows x 8 source columns in a column 1/17th of the grid wide: a cell at least twice
+    // as tall as wide, where the 6 rows leave room; an 8 x 8 map stays square, as wide.
+    QVERIFY2(first.width() >= 16 && first.height() >= 2 * first.width(),
+             qPrintable(QString("%1 x %2").arg(first.width()).arg(first.height())));
+    attention.select(AttentionKind::EncoderSelf, 0, 0);
+    QCOMPARE(grid->cellRect(0, 0).size(), QSize(first.width(), first.width()));
+
+    // The strip: 96 rows are more than a line of text each has room for: one layer at a time.
+    decoding.setStep(3);
+    QCOMPARE(decoding.stripLayer(), 0);
+    QCOMPARE(int(decoding.crossRows()->map().size()), 16);
+    QCOMPARE(decoding.crossRows()->map()[7], r->cross[0][7][3]);
+    decoding.setStripLayer(5);
+    QCOMPARE(decoding.crossRows()->map()[15], r->cross[5][15][3]);
+    decoding.setStep(4);  // the page chosen stays from step to step
+    QCOMPARE(decoding.stripLayer(), 5);
+    QCOMPARE(decoding.crossRows()->map()[15], r->cross[5][15][4]);
+    decoding.crossRows()->plot()->replot();
+    QApplication::processEvents();
+    QCOMPARE(decoding.crossRows()->shownQueryLabels().first(), QString("L5 H0"));  // 0-based, as the grid
+    decoding.setStripLayer(-1);
+    QCOMPARE(int(decoding.crossRows()->map().size()), 96);
+    QCOMPARE(decoding.crossRows()->map()[5 * 16 + 15], r->cross[5][15][4]);
+    QCOMPARE(decoding.stripPages()->count(), 7);  // every layer, then each
+    QVERIFY2(decoding.prefixText().startsWith("Prefix: &lt;pad&gt;"), qPrintable(decoding.prefixText()));
+    QCOMPARE(decoding.candidates()->count(), 2);
+
+    // The ablation grids, 3 kinds x 6 layers x 16 heads: wrapped to the width, none past it.
+    AblationPanel* ablation = heads.ablation();
+    heads.pages()->setCurrentWidget(ablation);
+    QApplication::processEvents();
+    // No page asks for more than the room (the ablation page alone used to ask 1,700 pixels).
+    QVERIFY2(ablation->minimumSizeHint().width() <= 800,
+             qPrintable(QString::number(ablation->minimumSizeHint().width())));
+    QVERIFY2(heads.minimumSizeHint().width() <= 1350, qPrintable(QString::number(heads.minimumSizeHint().width())));
+    QVERIFY(ablation->gridsPerRow() >= 1 && ablation->gridsPerRow() < 3);
+    for (QWidget* g : ablation->kindGrids()) {
+        const QRect at(g->mapTo(ablation, QPoint(0, 0)), g->size());
+        QVERIFY2(at.right() <= ablation->width(),
+                 qPrintable(QString("%1 > %2").arg(at.right()).arg(ablation->width())));
+    }
+    QVERIFY(ablation->toggle({AttentionKind::Cross, 5, 15}));
+    QVERIFY(!ablation->toggle({AttentionKind::Cross, 6, 0}));
+    QVERIFY(!ablation->toggle({AttentionKind::Cross, 0, 16}));
+
+    m_context->setModel(m_controller->modelInfo());
+    m_context->setResult(translate("Ein Hund."), {});
+}
+
+// A distilled student: 6 encoder layers, 2 decoder layers. Each kind shows its own stack's layers,
+// and a head asked for in the encoder's upper layers is not clamped by the decoder's range.
+void TestViews::studentLayersPerKind() {
+    AttentionExplorer attention(m_context.get());
+    PairView pairs(m_context.get());
+    HeadLabView heads(m_context.get());
+    m_context->setModel(reshaped(m_controller->modelInfo(), 6, 2, 8));
+    const auto r = std::make_shared<const attnlab::TranslationResult>(shapedResult(6, 2, 8, 7, 9));
+    m_context->setResult(r, {});
+    attention.select(AttentionKind::DecoderSelf, 1, 3);
+    QCOMPARE(attention.grid()->layers(), 2);
+    QCOMPARE(attention.view()->map(), r->decoder_self[1][3]);
+    attention.select(AttentionKind::EncoderSelf, 4, 3);
+    QCOMPARE(attention.layer(), 4);
+    QCOMPARE(attention.view()->map(), r->encoder_self[4][3]);
+    QCOMPARE(attention.grid()->layers(), 6);
+    attention.select(AttentionKind::Cross, 5, 0);  // past the decoder's 2 layers: its last
+    QCOMPARE(attention.layer(), 1);
+    QCOMPARE(attention.view()->map(), r->cross[1][0]);
+    // Minimal pairs: the encoder's 6 layers, not the cross-attention's 2.
+    const auto b = std::make_shared<const attnlab::TranslationResult>(shapedResult(6, 2, 8, 7, 9));
+    pairs.setPair(r, b);
+    pairs.select(AttentionKind::EncoderSelf, 5, 7);
+    QCOMPARE(pairs.mapA()->map(), r->encoder_self[5][7]);
+    pairs.select(AttentionKind::Cross, 1, 2);
+    QCOMPARE(pairs.mapB()->map(), b->cross[1][2]);
+    // Ablation: the encoder's grid has 6 layers, the decoder's two have 2.
+    AblationPanel* a = heads.ablation();
+    QVERIFY(a->toggle({AttentionKind::EncoderSelf, 5, 7}));
+    QVERIFY(a->toggle({AttentionKind::Cross, 1, 7}));
+    QVERIFY(!a->toggle({AttentionKind::Cross, 2, 0}));
+    QVERIFY(!a->toggle({AttentionKind::DecoderSelf, 5, 0}));
+    m_context->setModel(m_controller->modelInfo());
+    m_context->setResult(translate("Ein Hund."), {});
+}
+
+// Marian's sinusoid lays the sines in the first half of the dimensions and the cosines in the
+// second; it has no layer norm after the embedding. The views show the model's own.
+void TestViews::positionalAndInputsFollowMarianLayout() {
+    PositionalEncodingView positional(m_context.get());
+    InputsView inputs(m_context.get());
+    QVERIFY(!positional.halfSplit());  // the fixture: the paper's interleaved layout
+    m_context->setModel(reshaped(m_controller->modelInfo(), 6, 6, 16));
+    QVERIFY(positional.halfSplit());
+    QCOMPARE(positional.dModel(), 128);
+    const auto& t = positional.table();
+    for (int p : {0, 1, 7, 300})
+        for (int j : {0, 1, 5, 63, 64, 65, 127}) {
+            const double angle = p / std::pow(10000.0, 2.0 * (j % 64) / 128);
+            const double expected = j < 64 ? std::sin(angle) : std::cos(angle);
+            QVERIFY2(std::abs(t[size_t(p)][size_t(j)] - expected) < 1e-5,
+                     qPrintable(
+                         QString("PE(%1, %2) = %3, not %4").arg(p).arg(j).arg(t[size_t(p)][size_t(j)]).arg(expected)));
+        }
+    QStringList curves;
+    for (int g = 0; g < positional.curves()->graphCount(); ++g) curves << positional.curves()->graph(g)->name();
+    QVERIFY2(curves.contains("dim 0 (sin)") && curves.contains("dim 64 (cos)"), qPrintable(curves.join(", ")));
+    m_context->setModel(m_controller->modelInfo());
+    QVERIFY(!positional.halfSplit());
+    QVERIFY(std::abs(positional.table()[3][1] - std::cos(3.0)) < 1e-5);
+
+    auto token = std::make_shared<attnlab::TokenInside>();
+    token->piece = "▁cat";
+    token->position = 1;
+    token->token_id = 10513;
+    token->scale = std::sqrt(128.0);
+    token->embedding = token->scaled = token->positional = token->sum = token->normalized =
+        std::vector<float>(128, 0.5f);
+    m_context->setModel(reshaped(m_controller->modelInfo(), 6, 6, 16));
+    inputs.showToken(token);
+    QVERIFY2(inputs.tokenText().contains("no layer norm"), qPrintable(inputs.tokenText()));
+    QCOMPARE(inputs.normalized()->plot()->plottableCount(), 1);  // the sum alone
+    m_context->setModel(m_controller->modelInfo());
+    inputs.showToken(token);
+    QVERIFY2(inputs.tokenText().contains("layer norm's weights"), qPrintable(inputs.tokenText()));
+    QCOMPARE(inputs.normalized()->plot()->plottableCount(), 2);
+}
+
 void TestViews::aNewModelSwitchesEveryHeadOn() {
     m_context->setAblated({{AttentionKind::Cross, 1, 2}});
     QCOMPARE(m_context->ablated().size(), size_t(1));
@@ -367,6 +580,11 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     QVERIFY(!none.first().at(1).value<HistoryPtr>());
     QVERIFY(plain.message().contains("--record-attention"));
     QVERIFY(!plain.figure());
+    // A model (re)loaded: "Reading the attention history…" until it is read, then that there is none.
+    QSignalSpy again(m_controller.get(), &TranslationController::historyLoaded);
+    m_context->setModel(m_controller->modelInfo());
+    QTRY_VERIFY_WITH_TIMEOUT(again.count() > 0, 30000);
+    QTRY_VERIFY2(plain.map()->message().contains("--record-attention"), qPrintable(plain.map()->message()));
 
     const QString dir = m_dir.filePath("with-history");
     QVERIFY(QDir().mkpath(dir));

@@ -39,6 +39,7 @@ AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
     m_scroll = new QScrollArea(this);
     m_scroll->setWidgetResizable(true);
     m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->viewport()->setAutoFillBackground(false);  // the page's own background
     m_scroll->viewport()->installEventFilter(this);
     auto* layout = m_layout = new QVBoxLayout(this);
     layout->addWidget(m_scroll, 1);
@@ -48,7 +49,7 @@ AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_before);
     layout->addWidget(new QLabel(tr("<b>After</b> (the heads switched off; new words in bold):"), this));
     layout->addWidget(m_after);
-    layout->addStretch(1);
+    layout->addStretch(0);  // what the grids (stretch 1, up to their height) leave
 }
 
 void AblationPanel::setShape(int enc_layers, int dec_layers, int heads) {
@@ -82,7 +83,8 @@ void AblationPanel::setShape(int enc_layers, int dec_layers, int heads) {
         }
         m_blocks.push_back(block);
     }
-    m_scroll->setWidget(m_grid_host);  // the previous grids are deleted
+    m_scroll->setWidget(m_grid_host);           // the previous grids are deleted
+    m_grid_host->setAutoFillBackground(false);  // (setWidget turns it on) the page's own background
     arrangeGrids();
 }
 

@@ -87,12 +87,12 @@ QRect AttentionGrid::cellRect(int layer, int column) const {
     const int columns = heads() + 1;
     if (columns <= 1 || layers() == 0) return {};
     const int label = labelWidth(), header = headerHeight();
-    // As wide as the columns allow (16 heads and the mean: narrow) and as tall as the map's shape
-    // asks where the rows leave room, so that a long translation's rows are not squeezed.
+    // The largest squares that fit; then, for a map taller than wide, as tall as its shape asks
+    // where the rows leave room (16 heads and the mean make narrow columns: a long translation's
+    // rows are not squeezed into them).
     const int room_w = (width() - label) / columns - kGap, room_h = (height() - header) / layers() - kGap;
-    const double aspect = cellAspect();
-    const int w = std::max(8, std::min(room_w, int(room_h / aspect)));
-    const int h = std::max(8, std::min(room_h, int(std::lround(w * aspect))));
+    const int w = std::max(8, std::min(room_w, room_h));
+    const int h = std::max(w, std::min(room_h, int(std::lround(w * cellAspect()))));
     // The block of cells centred in the room left by the captions.
     const int x0 = label + std::max(0, (width() - label - columns * (w + kGap)) / 2);
     const int y0 = header + std::max(0, (height() - header - layers() * (h + kGap)) / 2);

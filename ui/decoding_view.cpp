@@ -3,16 +3,19 @@
 #include "attention_view.h"
 #include "bar_plot.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnlab::ui {
@@ -51,11 +54,17 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_cross = new AttentionView(this);
     m_cross->setAxisTitles(tr("layer, head"), tr("source piece"));
+    m_strip_layer = new QComboBox(this);
+    m_strip_layer->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_strip_layer->setToolTip(tr("The cross-attention strip's rows: every layer's heads, or one layer's"));
 
     auto* top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Step"), this));
     top->addWidget(m_slider, 1);
     top->addWidget(m_step_label);
+    top->addSpacing(12);
+    top->addWidget(new QLabel(tr("Cross-attention of"), this));
+    top->addWidget(m_strip_layer);
     auto* what_if = new QHBoxLayout;
     what_if->addWidget(m_force, 1);
     what_if->addWidget(force);
@@ -67,7 +76,7 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     split->addWidget(upper);
     split->addWidget(m_cross);
     upper->setSizes({1000, 1000});
-    split->setSizes({1000, 1000});
+    split->setSizes({1000, 1200});  // the strip: a line of text per row where it can
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
     layout->addWidget(m_prefix);
@@ -76,6 +85,7 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     layout->addWidget(split, 1);
 
     connect(m_slider, &QSlider::valueChanged, this, [this] { showStep(); });
+    connect(m_strip_layer, &QComboBox::currentIndexChanged, this, [this] { showStep(); });
     connect(m_candidates, &BarPlot::barClicked, this, [this](int i) {
         if (!m_result) return;
         const int t = step();
@@ -132,6 +142,24 @@ int DecodingView::stepCount() const { return m_result ? int(m_result->best.ids.s
 void DecodingView::setStep(int s) { m_slider->setValue(s); }
 QString DecodingView::prefixText() const { return m_prefix->text(); }
 QString DecodingView::comparisonText() const { return m_comparison->text(); }
+int DecodingView::stripLayer() const { return m_strip_layer->count() > 0 ? m_strip_layer->currentData().toInt() : -1; }
+
+void DecodingView::setStripLayer(int layer) {
+    const int i = m_strip_layer->findData(layer);
+    if (i >= 0) m_strip_layer->setCurrentIndex(i);
+}
+
+void DecodingView::updateStripPages(int layers, int heads) {
+    if (layers == m_strip_layers && heads == m_strip_heads) return;  // the page chosen stays
+    m_strip_layers = layers;
+    m_strip_heads = heads;
+    const QSignalBlocker block(m_strip_layer);
+    m_strip_layer->clear();
+    m_strip_layer->addItem(tr("every layer (%1 rows)").arg(layers * heads), -1);
+    for (int l = 0; l < layers; ++l) m_strip_layer->addItem(tr("layer %1 (%2 heads)").arg(l).arg(heads), l);
+    // Every layer while each row has room for its label; a larger model one layer at a time.
+    m_strip_layer->setCurrentIndex(m_strip_layer->findData(layers * heads <= kStripRows ? -1 : 0));
+}
 
 void DecodingView::updateComparison() {
     const auto& r = *m_result;
@@ -153,7 +181,9 @@ void DecodingView::showStep() {
     const int t = step();
     m_step_label->setText(tr("%1 of %2").arg(t + 1).arg(stepCount()));
     // The prefix the decoder has at this step, then the piece it produced (forced ones in italics).
-    QString prefix = QStringLiteral("&lt;s&gt;");
+    // The decoder's start token as the model has it (<s>; Marian: <pad>).
+    QString prefix =
+        r.decoder_input_pieces.empty() ? QStringLiteral("&lt;s&gt;") : pieceHtml(r.decoder_input_pieces[0]);
     for (int i = 0; i < t; ++i) {
         const QString p = pieceHtml(r.best.pieces[i]);
         prefix += QStringLiteral(" ") + (i < r.forced_tokens ? QStringLiteral("<i>%1</i>").arg(p) : p);
@@ -175,21 +205,27 @@ void DecodingView::showStep() {
     m_candidates->setTitle(tr("Next token at step %1 (click one: what if?)").arg(t + 1));
     m_candidates->setBars({{tr("probability"), probs, kBar}}, labels, chosen);
     buildTree(t);
-    // This step's cross-attention row of every layer and head.
+    // This step's cross-attention row of every head, of every layer or of the layer chosen.
+    const int layers = int(r.cross.size());
+    updateStripPages(layers, layers > 0 ? int(r.cross[0].size()) : 0);
+    const int page = stripLayer();
     Matrix rows;
     QStringList row_labels, keys;
-    for (size_t l = 0; l < r.cross.size(); ++l)
-        for (size_t h = 0; h < r.cross[l].size(); ++h) {
-            rows.push_back(r.cross[l][h].at(t));
-            row_labels << tr("L%1 H%2").arg(l + 1).arg(h + 1);
+    const int first = page < 0 ? 0 : page, last = page < 0 ? layers : std::min(page + 1, layers);
+    for (int l = first; l < last; ++l)
+        for (size_t h = 0; h < r.cross[size_t(l)].size(); ++h) {
+            rows.push_back(r.cross[size_t(l)][h].at(t));
+            row_labels << tr("L%1 H%2").arg(l).arg(h);  // 0-based, as the Attention tab
         }
     for (const auto& p : r.source_pieces) keys << QString::fromStdString(p);
+    const QString produced = QString::fromStdString(st.chosen_piece);
     if (rows.empty())
         m_cross->clear(tr("No attention maps for this translation."));
     else
         m_cross->setMap(rows, row_labels, keys,
-                        tr("Cross-attention while producing “%1”: every layer and head")
-                            .arg(QString::fromStdString(st.chosen_piece)));
+                        page < 0
+                            ? tr("Cross-attention while producing “%1”: every layer and head").arg(produced)
+                            : tr("Cross-attention while producing “%1”: layer %2, every head").arg(produced).arg(page));
 }
 
 namespace {

@@ -5,10 +5,13 @@
 // cumulative and length-normalised score; pruned and finished ones marked) and that step's
 // cross-attention row for every layer and head. What-if: clicking a candidate, or typing a
 // prefix, asks for a translation forced to begin that way; the free and the forced translation
-// stand side by side with their scores. Shows TranslationResult's numbers only.
+// stand side by side with their scores. Shows TranslationResult's numbers only. The every-head
+// strip shows every layer at once while that is at most kStripRows rows (a line of text each has
+// room); a larger model's (6 layers x 16 heads) pages by layer, chosen in the step row.
 
 #include "view.h"
 
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSlider;
@@ -42,6 +45,11 @@ public:
     BarPlot* candidates() const { return m_candidates; }
     QTreeWidget* tree() const { return m_tree; }
     AttentionView* crossRows() const { return m_cross; }
+    // The strip's page: the layer shown, or -1 for every layer; setStripLayer(-1) shows them all.
+    static constexpr int kStripRows = 32;
+    int stripLayer() const;
+    void setStripLayer(int layer);
+    QComboBox* stripPages() const { return m_strip_layer; }
     QSlider* slider() const { return m_slider; }
     ResultPtr freeResult() const { return m_free; }
 
@@ -55,6 +63,7 @@ private:
     void showStep();
     void buildTree(int up_to_step);
     void updateComparison();
+    void updateStripPages(int layers, int heads);  // the page list for this shape; the page kept when it fits
 
     ResultPtr m_result, m_free;
     QSlider* m_slider;
@@ -65,6 +74,8 @@ private:
     BarPlot* m_candidates;
     QTreeWidget* m_tree;
     AttentionView* m_cross;
+    QComboBox* m_strip_layer;
+    int m_strip_layers = -1, m_strip_heads = -1;  // the shape the page list was made for
 };
 
 }  // namespace attnlab::ui

@@ -128,26 +128,40 @@ void InputsView::showToken(TokenInsidePtr t) {
     m_token = t;
     if (!t) return;
     const QString piece = QString::fromStdString(t->piece).toHtmlEscaped();
+    // Marian has no layer norm after the embedding (emb_layer_norm false): the sum goes in as it is.
+    const bool norm = m_emb_layer_norm;
+    const QString what = tr("<b>%1</b> (%2 position %3, id %4). ")
+                             .arg(piece, t->target ? tr("target") : tr("source"))
+                             .arg(t->position)
+                             .arg(t->token_id);
     m_token_text->setText(
-        tr("<b>%1</b> (%2 position %3, id %4). The encoder and decoder add the position's sinusoid to the scaled "
-           "embedding, then normalise: the sum's mean %5 is subtracted and the result divided by its standard "
-           "deviation %6, then scaled and shifted by the layer norm's weights.")
-            .arg(piece, t->target ? tr("target") : tr("source"))
-            .arg(t->position)
-            .arg(t->token_id)
-            .arg(t->sum_mean, 0, 'f', 4)
-            .arg(t->sum_std, 0, 'f', 4));
+        what + (norm ? tr("The encoder and decoder add the position's sinusoid to the scaled embedding, then "
+                          "normalise: the sum's mean %1 is subtracted and the result divided by its standard "
+                          "deviation %2, then scaled and shifted by the layer norm's weights.")
+                           .arg(t->sum_mean, 0, 'f', 4)
+                           .arg(t->sum_std, 0, 'f', 4)
+                     : tr("The encoder and decoder add the position's sinusoid to the scaled embedding. This model "
+                          "has no layer norm after the embedding (emb_layer_norm is false, as in Marian): the sum "
+                          "is the first layer's input as it is.")));
     m_embedding->setTitle(tr("1. Embedding row of %1").arg(QString::fromStdString(t->piece)));
     m_embedding->setBars({{tr("embedding"), doubles(t->embedding), kEmb}}, {});
     m_scaled->setTitle(t->scale != 1.0 ? tr("2. × √d_model = %1").arg(t->scale, 0, 'f', 2)
-                                       : tr("2. not scaled (scale_emb_or_prj is not emb)"));
+                                       : tr("2. not scaled (this model does not scale its embeddings)"));
     m_scaled->setBars({{tr("scaled"), doubles(t->scaled), kEmb}}, {});
     m_positional->setTitle(tr("3. + positional encoding of position %1").arg(t->position));
     m_positional->setBars({{tr("PE"), doubles(t->positional), kPe}}, {});
-    m_normalized->setTitle(tr("4. layer norm of the sum: the first layer's input"));
-    m_normalized->setBars(
-        {{tr("sum"), doubles(t->sum), QColor(150, 150, 150)}, {tr("layer norm"), doubles(t->normalized), kNorm}}, {});
+    if (norm) {
+        m_normalized->setTitle(tr("4. layer norm of the sum: the first layer's input"));
+        m_normalized->setBars(
+            {{tr("sum"), doubles(t->sum), QColor(150, 150, 150)}, {tr("layer norm"), doubles(t->normalized), kNorm}},
+            {});
+    } else {
+        m_normalized->setTitle(tr("4. the sum, not normalised: the first layer's input"));
+        m_normalized->setBars({{tr("sum"), doubles(t->sum), kNorm}}, {});
+    }
 }
+
+QString InputsView::tokenText() const { return m_token_text->text(); }
 
 void InputsView::showMasks(MasksPtr m) {
     m_masks = m;
@@ -179,7 +193,9 @@ void InputsView::follow(ViewContext* c) {
     setColorMap(c->palette());
     connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
         setSecondSentence(info->examples.size() > 1 ? QString::fromStdString(info->examples[1].source) : QString());
+        m_emb_layer_norm = info->config.model.emb_layer_norm;
     });
+    if (const auto info = c->model()) m_emb_layer_norm = info->config.model.emb_layer_norm;
     connect(this, &InputsView::tokenRequested, this,
             [c, controller](bool target, int position) { controller->inspectToken(c->result(), target, position); });
     connect(this, &InputsView::masksRequested, this, [c, controller](const QString& second) {

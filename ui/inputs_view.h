@@ -1,7 +1,8 @@
 #pragma once
 // InputsView: what the model's layers receive. Inside one token: a source or target piece's
 // embedding row, its scaling by sqrt(d_model) (scale_emb_or_prj = emb), the positional encoding
-// added for its position, and the layer norm after them, each as a plot with the numbers on hover.
+// added for its position, and the layer norm after them (where the model has one: Marian has none),
+// each as a plot with the numbers on hover.
 // Masks: the padding mask and the look-ahead mask for the current sentence decoded in one batch
 // with a second sentence of another length, drawn as matrices (1 = may attend). The numbers come
 // from the core (Translator::tokenInside, Translator::masks).
@@ -40,6 +41,7 @@ public:
     void showMasks(MasksPtr masks);
     TokenInsidePtr token() const { return m_token; }
     MasksPtr masks() const { return m_masks; }
+    QString tokenText() const;  // the words above the token's plots
 
     BarPlot* embedding() const { return m_embedding; }
     BarPlot* normalized() const { return m_normalized; }
@@ -57,6 +59,7 @@ private:
     void follow(ViewContext* context);
     void refresh();  // asks for the numbers of the shown result
     bool m_stale = false;
+    bool m_emb_layer_norm = true;  // the model's: a layer norm after embedding + position
     ResultPtr m_result;
     TokenInsidePtr m_token;
     MasksPtr m_masks;

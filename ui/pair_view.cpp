@@ -24,7 +24,9 @@ struct Shown {
 };
 
 const LayerHeadMaps& mapsOf(const TranslationResult& r, AttentionKind kind) {
-    return kind == AttentionKind::EncoderSelf ? r.encoder_self : kind == AttentionKind::DecoderSelf ? r.decoder_self : r.cross;
+    return kind == AttentionKind::EncoderSelf   ? r.encoder_self
+           : kind == AttentionKind::DecoderSelf ? r.decoder_self
+                                                : r.cross;
 }
 
 Shown shown(const TranslationResult& r, AttentionKind kind, int layer, int head) {

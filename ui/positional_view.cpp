@@ -6,6 +6,7 @@
 
 #include <qcustomplot.h>
 
+#include <QComboBox>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QLabel>
@@ -39,6 +40,26 @@ QCPColorMap* makeMap(QCustomPlot* plot, const QString& x, const QString& y, cons
     return map;
 }
 
+// The paper's table with its columns reordered: the sines (even dimensions) first, then the cosines
+// (odd ones), as Marian's and fairseq's sinusoid (and core's halfSinusoidTable) lay them out.
+Matrix halfSplitColumns(const Matrix& interleaved) {
+    Matrix out;
+    out.reserve(interleaved.size());
+    for (const auto& row : interleaved) {
+        std::vector<float> r;
+        r.reserve(row.size());
+        for (size_t first : {size_t(0), size_t(1)})
+            for (size_t j = first; j < row.size(); j += 2) r.push_back(row[j]);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+QString defaultCurves(bool half, int d_model) {
+    if (!half) return QStringLiteral("0, 1, 32, 64, 128");
+    return QStringLiteral("0, %1, %2, %3").arg(d_model / 2).arg(d_model / 4).arg(d_model / 2 + d_model / 4);
+}
+
 void fill(QCPColorMap* map, const Matrix& m, double lo, double hi) {
     const int rows = int(m.size()), cols = rows ? int(m[0].size()) : 0;
     map->data()->setSize(cols, rows);
@@ -59,7 +80,11 @@ PositionalEncodingView::PositionalEncodingView(ViewContext* context, QWidget* pa
     m_dmodel->setRange(2, 4096);
     m_dmodel->setSingleStep(2);
     m_dmodel->setValue(256);
-    m_dims = new QLineEdit("0, 1, 32, 64, 128", this);
+    m_layout = new QComboBox(this);
+    m_layout->addItem(tr("interleaved (sin, cos, sin, …: the paper)"));
+    m_layout->addItem(tr("half (sines, then cosines: Marian)"));
+    m_layout->setToolTip(tr("How the dimensions are laid out; follows the model's pos_encoding"));
+    m_dims = new QLineEdit(defaultCurves(false, 256), this);
     m_dims->setToolTip(tr("Dimensions to plot as curves, separated by commas"));
     m_heat = new QCustomPlot(this);
     m_curves = new QCustomPlot(this);
@@ -76,6 +101,8 @@ PositionalEncodingView::PositionalEncodingView(ViewContext* context, QWidget* pa
     form->addWidget(m_length);
     form->addWidget(new QLabel(tr("d_model"), this));
     form->addWidget(m_dmodel);
+    form->addWidget(new QLabel(tr("Layout"), this));
+    form->addWidget(m_layout);
     form->addWidget(new QLabel(tr("Curves of dimensions"), this));
     form->addWidget(m_dims, 1);
     auto* grid = new QGridLayout;
@@ -91,9 +118,13 @@ PositionalEncodingView::PositionalEncodingView(ViewContext* context, QWidget* pa
     connect(m_length, &QSpinBox::editingFinished, this, [this] { rebuild(); });
     connect(m_dmodel, &QSpinBox::editingFinished, this, [this] { rebuild(); });
     connect(m_dims, &QLineEdit::editingFinished, this, [this] { rebuildCurves(); });
+    connect(m_layout, &QComboBox::activated, this, [this](int i) { setHalfSplit(i == 1); });
     rebuild();
     auto follow = [this](ModelInfoPtr info) {
-        setShape(static_cast<int>(info->config.model.n_position), static_cast<int>(info->config.model.d_model));
+        const auto& m = info->config.model;
+        m_length->setValue(static_cast<int>(m.n_position));
+        m_dmodel->setValue(static_cast<int>(m.d_model));
+        setHalfSplit(m.pos_encoding == "half");  // rebuilds
     };
     connect(context, &ViewContext::modelChanged, this, follow);
     if (const auto info = context->model()) follow(info);
@@ -105,12 +136,21 @@ void PositionalEncodingView::setShape(int length, int d_model) {
     rebuild();
 }
 
+void PositionalEncodingView::setHalfSplit(bool half) {
+    if (half != halfSplit()) m_dims->setText(defaultCurves(half, dModel()));
+    m_layout->setCurrentIndex(half ? 1 : 0);
+    rebuild();
+}
+
+bool PositionalEncodingView::halfSplit() const { return m_layout->currentIndex() == 1; }
 int PositionalEncodingView::length() const { return m_length->value(); }
 int PositionalEncodingView::dModel() const { return m_dmodel->value(); }
 
 void PositionalEncodingView::rebuild() {
     m_table = sinusoidTable(length(), dModel());
+    if (halfSplit()) m_table = halfSplitColumns(m_table);
     fill(m_heat_map, m_table, -1.0, 1.0);
+    // The same in either layout: a dot product does not depend on the order of the dimensions.
     const Matrix dots = positionalDotProducts(length(), dModel());
     fill(m_dot_map, dots, -double(dModel()) / 2, double(dModel()) / 2);
     rebuildCurves();
@@ -126,7 +166,8 @@ void PositionalEncodingView::rebuildCurves() {
         const int dim = part.trimmed().toInt(&ok);
         if (!ok || dim < 0 || dim >= dModel()) continue;
         auto* g = m_curves->addGraph();
-        g->setName(tr("dim %1 (%2)").arg(dim).arg(dim % 2 ? "cos" : "sin"));
+        const bool cosine = halfSplit() ? dim >= (dModel() + 1) / 2 : dim % 2 == 1;
+        g->setName(tr("dim %1 (%2)").arg(dim).arg(cosine ? "cos" : "sin"));
         g->setPen(QPen(colours[n++ % 6], 2));
         for (int p = 0; p < length(); ++p) g->addData(p, m_table[p][dim]);
     }

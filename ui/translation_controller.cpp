@@ -67,6 +67,7 @@ void TranslationController::loadModel(const QString& package_dir, const QString&
         try {
             TranslatorOptions o;
             o.device = dev;
+            o.num_threads = m_threads;
             auto t = std::make_shared<Translator>(dir, o);
             auto info = std::make_shared<const ModelInfo>(t->info());
             m_translator = std::move(t);

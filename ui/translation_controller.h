@@ -50,6 +50,8 @@ public:
 
     // Asynchronous; answered by modelLoaded or failed(LoadModel).
     void loadModel(const QString& package_dir, const QString& device);
+    // LibTorch threads of the next model loaded (TranslatorOptions::num_threads; 0 = the policy).
+    void setThreads(int threads) { m_threads = threads; }
     // Asynchronous; answered by translationFinished or failed(Translate) (or nothing, when a newer
     // request superseded it).
     void translate(const QString& sentence, const DecodingOptions& options);
@@ -109,6 +111,7 @@ private:
     std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
     ModelInfoPtr m_info;                       // written on the worker, read under m_info_mutex
     mutable std::mutex m_info_mutex;
+    std::atomic<int> m_threads{0};
     std::atomic<int> m_generation{0};
     std::atomic<int> m_pending{0};
     std::atomic<bool> m_cancel_head_lab{false};

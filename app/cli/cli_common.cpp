@@ -16,7 +16,10 @@ void addCommon(CLI::App* cmd, CommonOptions& o) {
         "--model,-m", o.model,
         "Model package directory, or a bundled model's name or direction (de-en); default: the bundled de-en");
     cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-    cmd->add_option("--threads", o.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--threads", o.threads,
+                    "LibTorch threads (wins over ATTNLAB_THREADS; 0 = one for one or two sentences, every core "
+                    "for more)")
+        ->capture_default_str();
 }
 
 std::string resolveModel(const std::string& given) {

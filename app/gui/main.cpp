@@ -1,5 +1,6 @@
 // attnlab: the desktop app. Only wiring: parse the command line, create the controller and the
 // window, and for --export/--screenshot run headlessly and quit.
+#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
@@ -60,6 +61,7 @@ struct Options {
     QString lesson;                        // --lesson FILE, shown from --lesson-step (1-based)
     int lesson_step = 1;
     bool presenter = false;
+    int threads = 0;  // --threads: LibTorch threads (0 = $ATTNLAB_THREADS, else the policy of attnlab/device.h)
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty() || !animation.isEmpty(); }
 };
 
@@ -141,8 +143,12 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                              "alignment (the first example with its gold).",
                              "page");
     QCommandLineOption ablate("ablate", "Switch these heads off: kind:layer:head, comma-separated (0-based).", "heads");
+    QCommandLineOption threads("threads",
+                               "LibTorch threads (wins over ATTNLAB_THREADS); default: one for a typed sentence, "
+                               "every core for larger work.",
+                               "n", "0");
     parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, animation, screenshot, tab, cell,
-                       step, lesson, lessonStep, presenter, heads, ablate});
+                       step, lesson, lessonStep, presenter, heads, ablate, threads});
     parser.process(app);
 
     if (const auto error = readView(parser, o.view)) return error;
@@ -185,6 +191,10 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                 .arg(ViewContext::kMaxTextSize);
     }
     o.device = parser.value(device);
+    bool threads_ok = false;
+    o.threads = parser.value(threads).toInt(&threads_ok);
+    if (!threads_ok || o.threads < 0 || o.threads > 4096)
+        return QString("--threads '%1' is not a thread count (0-4096)").arg(parser.value(threads));
     o.export_to = parser.value(exportTo);
     o.animation = parser.value(animation);
     o.screenshot = parser.value(screenshot);
@@ -261,6 +271,7 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
 }  // namespace
 
 int main(int argc, char** argv) {
+    attnlab::relaunchWithPassiveThreads(argv);  // waiting threads sleep (attnlab/device.h)
     if (!displayAvailable()) {
         if (!needsNoScreen(argc, argv)) {
             std::fprintf(
@@ -281,6 +292,7 @@ int main(int argc, char** argv) {
     if (const auto error = parseOptions(app, o)) return fail(*error);
 
     attnlab::ui::TranslationController controller;
+    controller.setThreads(o.threads);
     attnlab::ui::MainWindow window(&controller, /*error_dialogs=*/!o.headless());
     attnlab::ui::ViewContext* context = window.context();
     window.resize(1400, 900);

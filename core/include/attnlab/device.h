@@ -1,5 +1,6 @@
 #pragma once
 // Compute devices and threads, in std types (the GUI's device menu, the CLI's --device/--threads).
+#include <cstddef>
 #include <string>
 
 namespace attnlab {
@@ -10,5 +11,23 @@ bool cudaAvailable();
 // Sets LibTorch's intra-op thread count (0 = $OMP_NUM_THREADS when set, else every core);
 // returns the count set.
 int setComputeThreads(int threads);
+
+// The thread policy (docs/benchmarks.md, "Under load"): LibTorch's OpenMP threads spin while they
+// wait for each other, which costs nothing on an idle machine and 70-100x when another process
+// holds the other core. So:
+//  - waiting threads sleep (OMP_WAIT_POLICY=passive) unless the user set a policy; libgomp reads it
+//    once, when it starts, so an executable calls this first thing in main() and runs itself again
+//    once with the variable set (execv of /proc/self/exe; if that fails it goes on as it is);
+//  - work of one or two sentences (what a person types) runs on one thread, larger work on every
+//    core (threadsFor).
+void relaunchWithPassiveThreads(char** argv);
+
+// The threads a piece of work of `sentences` sentences at a time (a batch) gets: `requested` when > 0 (--threads, then
+// $ATTNLAB_THREADS, then $OMP_NUM_THREADS: requestedThreads), else the policy above.
+int threadsFor(int requested, size_t sentences);
+// --threads when > 0, else $ATTNLAB_THREADS, else $OMP_NUM_THREADS, else 0 (the policy).
+int requestedThreads(int option);
+// Work of at most this many sentences is interactive (one thread).
+inline constexpr size_t kInteractiveSentences = 2;
 
 }  // namespace attnlab

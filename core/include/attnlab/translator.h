@@ -24,7 +24,8 @@ class Engine;  // core-private
 
 struct TranslatorOptions {
     std::string device = "auto";  // "auto" (CUDA when available, else CPU) | "cpu" | "cuda" | "cuda:N"
-    int num_threads = 0;          // LibTorch intra-op threads; 0 = the machine's core count
+    int num_threads = 0;          // LibTorch intra-op threads; 0 = $ATTNLAB_THREADS, else the policy of
+                                  // threadsFor (attnlab/device.h): 1 for one or two sentences, else every core
     void validate() const;        // throws ConfigError
 };
 

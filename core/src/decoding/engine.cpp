@@ -38,6 +38,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     const auto t0 = Clock::now();
     options.validate();
     setComputeThreads(options.num_threads);
+    m_threads = requestedThreads(options.num_threads);
     // An AttnLab package, or a Hugging Face MarianMT directory as it is downloaded.
     const bool hugging_face = package::isHuggingFaceDirectory(dir);
     m_config = hugging_face ? package::readMarianConfig(dir) : readPackageConfig(dir);
@@ -62,6 +63,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
 Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<Tokenizer> tok)
     : m_config(cfg), m_tokenizer(sentencePieceCodec(std::move(tok))), m_model(std::move(m)), m_device(torch::kCPU) {
     m_device = m_model->decoder->trg_word_emb->weight.device();
+    m_threads = at::get_num_threads();  // the trainer's choice, kept for its validation
     m_info.config = m_config;
     m_info.vocab_size = m_tokenizer->vocabSize();
     m_info.device = m_device.str();
@@ -267,6 +269,7 @@ torch::Tensor Engine::sourceTensor(const std::vector<const Source*>& batch) cons
 std::vector<TranslationResult> Engine::translate(const std::vector<std::string>& sentences, const DecodingOptions& o,
                                                  const StepCallback& on_step, StepperKind kind) const {
     if (sentences.empty()) return {};
+    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sentences.size(), size_t(o.max_batch_size))));
     return translatingTorchErrors("translation", [&] { return run(sentences, o, on_step, kind); });
 }
 

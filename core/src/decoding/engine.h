@@ -134,6 +134,9 @@ private:
     std::unique_ptr<TextCodec> m_tokenizer;  // text <-> ids (one SentencePiece model, or Marian's layout)
     model::Transformer m_model{nullptr};
     torch::Device m_device;
+    // Threads asked for (requestedThreads: --threads, $ATTNLAB_THREADS, $OMP_NUM_THREADS), 0 = the
+    // policy of threadsFor (attnlab/device.h), applied per call.
+    int m_threads = 0;
 };
 
 }  // namespace attnlab::decoding

@@ -2,6 +2,7 @@
 // first layer, the masks of a batch. Every number comes from the model's own modules and forward
 // pass; the only arithmetic here is what the explanation shows step by step (q*k, the dot).
 #include "decoding/engine.h"
+#include "util/device.h"
 
 #include "model/masks.h"
 #include "util/torch_errors.h"
@@ -132,6 +133,7 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
                  keys_source ? "source pieces" : "decoder input pieces");
 
     return util::translatingTorchErrors("explaining an attention weight", [&] {
+        util::ThreadScope threads(threadsFor(m_threads, 1));
         torch::NoGradGuard no_grad;
         const auto& c = m_capture_cache;
         if (!c || c->source_ids != r.source_ids || c->target_ids != r.best.ids) {

@@ -1,5 +1,6 @@
 // Engine::teacherForce: results for given targets (attnlab/translator.h, engine.h).
 #include "decoding/engine.h"
+#include "util/device.h"
 #include "util/tensor_convert.h"
 #include "util/torch_errors.h"
 
@@ -35,6 +36,7 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
                                                     const std::vector<std::string>& targets, const DecodingOptions& o,
                                                     const StepCallback& on_batch) const {
     o.validate();
+    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
     if (sources.size() != targets.size())
         throw InputError(std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) +
                          " targets");
@@ -53,6 +55,7 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
 std::vector<TranslationResult> Engine::teacherForce(const std::vector<TranslationResult>& results,
                                                     const DecodingOptions& o, const StepCallback& on_batch) const {
     o.validate();
+    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(results.size(), size_t(o.max_batch_size))));
     std::vector<Source> src(results.size()), trg(results.size());
     for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];

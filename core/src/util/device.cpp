@@ -10,9 +10,37 @@
 #include <cstdlib>
 #include <thread>
 
+#include <unistd.h>
+
 namespace attnlab {
 
 bool cudaAvailable() { return torch::cuda::is_available(); }
+
+namespace {
+int positiveEnv(const char* name) {
+    const char* env = std::getenv(name);
+    const int v = env ? std::atoi(env) : 0;
+    return v > 0 ? v : 0;
+}
+}  // namespace
+
+int requestedThreads(int option) {
+    if (option > 0) return option;
+    if (const int v = positiveEnv("ATTNLAB_THREADS")) return v;
+    return positiveEnv("OMP_NUM_THREADS");
+}
+
+int threadsFor(int requested, size_t sentences) {
+    if (requested > 0) return requested;
+    if (sentences <= kInteractiveSentences) return 1;
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void relaunchWithPassiveThreads(char** argv) {
+    if (std::getenv("OMP_WAIT_POLICY") || !argv || !argv[0]) return;  // the user's choice, or done
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);  // returns only on failure: go on with spinning threads
+}
 
 int setComputeThreads(int threads) {
     // 0: what OMP_NUM_THREADS asks for (the usual way to pin a thread count for a whole run),
@@ -27,6 +55,13 @@ int setComputeThreads(int threads) {
 }
 
 namespace util {
+ThreadScope::ThreadScope(int threads) : m_previous(at::get_num_threads()) {
+    if (threads > 0 && threads != m_previous) at::set_num_threads(threads);
+}
+ThreadScope::~ThreadScope() {
+    if (at::get_num_threads() != m_previous) at::set_num_threads(m_previous);
+}
+
 torch::Device resolveDevice(const std::string& name) {
     if (name == "cpu") return torch::kCPU;
     if (name == "auto") return cudaAvailable() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
