@@ -30,9 +30,11 @@
 #
 # Timings are whole processes (/usr/bin/time) or the per-sentence "seconds" of the --attention JSON
 # (inside the translator: search + the teacher-forced pass that computes the maps + candidates).
-# "Load only" is `attnlab-cli translate` with empty input (start, load, exit); latencies without
-# --attention are process time minus that. Medians of 3 runs for loading, of N_LAT sentences for
-# latencies. Prints markdown tables; no timing is asserted.
+# Latency without --attention has no JSON: it is the difference of two warm processes, the N_LAT
+# sentences once and four times over (--batch-size 1), over 3·N_LAT sentences, so no load time is in
+# it. "Load only" is `attnlab-cli translate` with empty input (start, load, exit), subtracted from
+# the throughput runs. Medians of 3 runs for loading, of N_LAT sentences for the JSON latencies.
+# Prints markdown tables; no timing is asserted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -151,18 +153,22 @@ latency() {  # NAME MODEL SENTENCES [options]
   local name=$1 model=$2 sents=$3
   shift 3
   rm -f "$work/lat.$name".*
-  local i=0
+  # cold: one process per sentence (`--text S --attention`), the JSON's seconds
   while IFS= read -r line; do
-    i=$((i + 1))
-    timed "$work/lat.$name.att.time" "$cli" translate --model "$model" "$@" --text "$line" --attention "$work/a.json" </dev/null >/dev/null
+    "$cli" translate --model "$model" "$@" --text "$line" --attention "$work/a.json" </dev/null >/dev/null
     sentence_stats "$work/a.json" </dev/null >>"$work/lat.$name.att" 2>"$work/beam.$name"
-    timed "$work/lat.$name.plain.time" "$cli" translate --model "$model" "$@" --text "$line" </dev/null >/dev/null
   done <"$sents"
-  # warm: the sentences in one process, one at a time (as the app translates them)
-  timed "$work/lat.$name.warmatt.time" "$cli" translate --model "$model" "$@" --batch-size 1 \
+  # warm: the sentences in one process, one at a time (--batch-size 1, as the app translates them);
+  # once (x1) and four times over (x4), with and without the maps. (x4 - x1) / 3N is the time per
+  # sentence with no load time in it (a single process's load varies by +-0.5 s on this machine).
+  for _ in 1 2 3 4; do cat "$sents"; done >"$work/lat.x4"
+  timed "$work/lat.$name.x1att.time" "$cli" translate --model "$model" "$@" --batch-size 1 \
     --attention "$work/w.json" <"$sents" >/dev/null
   sentence_stats "$work/w.json" >"$work/lat.$name.warmatt" 2>/dev/null
-  timed "$work/lat.$name.warmplain.time" "$cli" translate --model "$model" "$@" --batch-size 1 <"$sents" >/dev/null
+  timed "$work/lat.$name.x1plain.time" "$cli" translate --model "$model" "$@" --batch-size 1 <"$sents" >/dev/null
+  timed "$work/lat.$name.x4att.time" "$cli" translate --model "$model" "$@" --batch-size 1 \
+    --attention "$work/w4.json" <"$work/lat.x4" >/dev/null
+  timed "$work/lat.$name.x4plain.time" "$cli" translate --model "$model" "$@" --batch-size 1 <"$work/lat.x4" >/dev/null
   log "latency $name: $(tr '\n' ' ' <"$work/beam.$name")"
 }
 latency opus "$work/opus-base" "$work/lat.en" "${opus_cap[@]}"
@@ -170,21 +176,19 @@ latency bundled "$bundled" "$work/lat.de" "${bundled_opts[@]}"
 
 declare -A R
 for m in opus bundled; do
-  L=$L_opus
-  [ $m = bundled ] && L=$L_bundled
   R[$m.att]=$(col 1 "$work/lat.$m.att" | median)
   R[$m.tok]=$(col 2 "$work/lat.$m.att" | median)
   R[$m.src]=$(col 3 "$work/lat.$m.att" | median)
   R[$m.att_ms_tok]=$(awk '{ print 1000 * $1 / $2 }' "$work/lat.$m.att" | median)
-  R[$m.att_proc]=$(awk -v L="$L" '{ print $1 - L }' "$work/lat.$m.att.time" | median)
-  R[$m.plain]=$(awk -v L="$L" '{ print $1 - L }' "$work/lat.$m.plain.time" | median)
-  R[$m.plain_ms_tok]=$(paste "$work/lat.$m.plain.time" "$work/lat.$m.att" |
-    awk -v L="$L" '{ print 1000 * ($1 - L) / $4 }' | median)
   R[$m.warmatt]=$(col 1 "$work/lat.$m.warmatt" | median)
+  R[$m.warmatt_ms_tok]=$(awk '{ print 1000 * $1 / $2 }' "$work/lat.$m.warmatt" | median)
   R[$m.warmatt_first]=$(head -1 "$work/lat.$m.warmatt" | awk '{ print $1 }')
   n=$(wc -l <"$work/lat.$m.warmatt")
-  R[$m.warmatt_mean]=$(awk -v L="$L" -v n="$n" '{ print ($1 - L) / n }' "$work/lat.$m.warmatt.time")
-  R[$m.warmplain_mean]=$(awk -v L="$L" -v n="$n" '{ print ($1 - L) / n }' "$work/lat.$m.warmplain.time")
+  mean_tok=$(awk '{ s += $2 } END { print s / NR }' "$work/lat.$m.warmatt")
+  for v in att plain; do
+    R[$m.diff$v]=$(paste "$work/lat.$m.x1$v.time" "$work/lat.$m.x4$v.time" | awk -v n="$n" '{ print ($3 - $1) / (3 * n) }')
+    R[$m.diff${v}_ms_tok]=$(awk -v x="${R[$m.diff$v]}" -v t="$mean_tok" 'BEGIN { print 1000 * x / t }')
+  done
 done
 
 # ------------------------------------------------------------------ (c) sentences per second
@@ -264,23 +268,22 @@ echo "| --- | ---: | ---: | ---: |"
 row() { echo "| $1 | $2 | $3 | $4 |"; }
 row "sentences; median source / output pieces" "$n_lat; ${R[opus.src]} / ${R[opus.tok]} (capped at the source length)" \
   "$n_lat; ${R[bundled.src]} / ${R[bundled.tok]} (own eos)" ""
-row "\`--text S --attention\`: the JSON's seconds (search + maps), median" "$(fmt "${R[opus.att]}" 3) s" \
-  "$(fmt "${R[bundled.att]}" 3) s" "$(ratio "${R[opus.att]}" "${R[bundled.att]}")"
-row "… per output piece" "$(fmt "${R[opus.att_ms_tok]}" 1) ms" "$(fmt "${R[bundled.att_ms_tok]}" 1) ms" \
+row "cold, \`--text S --attention\` (one process per sentence): the JSON's seconds (search + maps), median" \
+  "$(fmt "${R[opus.att]}" 3) s" "$(fmt "${R[bundled.att]}" 3) s" "$(ratio "${R[opus.att]}" "${R[bundled.att]}")"
+row "… per output piece, median" "$(fmt "${R[opus.att_ms_tok]}" 1) ms" "$(fmt "${R[bundled.att_ms_tok]}" 1) ms" \
   "$(ratio "${R[opus.att_ms_tok]}" "${R[bundled.att_ms_tok]}")"
-row "\`--text S --attention\`: process minus load only (JSON written), median" "$(fmt "${R[opus.att_proc]}" 3) s" \
-  "$(fmt "${R[bundled.att_proc]}" 3) s" "$(ratio "${R[opus.att_proc]}" "${R[bundled.att_proc]}")"
-row "\`--text S\` without maps: process minus load only, median" "$(fmt "${R[opus.plain]}" 3) s" \
-  "$(fmt "${R[bundled.plain]}" 3) s" "$(ratio "${R[opus.plain]}" "${R[bundled.plain]}")"
-row "… per output piece" "$(fmt "${R[opus.plain_ms_tok]}" 1) ms" "$(fmt "${R[bundled.plain_ms_tok]}" 1) ms" \
-  "$(ratio "${R[opus.plain_ms_tok]}" "${R[bundled.plain_ms_tok]}")"
-row "warm (the $n_lat in one process, \`--batch-size 1 --attention\`): JSON seconds, median (first sentence)" \
+row "warm (the $n_lat in one process, \`--batch-size 1 --attention\`): the JSON's seconds, median (first sentence)" \
   "$(fmt "${R[opus.warmatt]}" 3) s ($(fmt "${R[opus.warmatt_first]}" 3))" \
   "$(fmt "${R[bundled.warmatt]}" 3) s ($(fmt "${R[bundled.warmatt_first]}" 3))" "$(ratio "${R[opus.warmatt]}" "${R[bundled.warmatt]}")"
-row "warm, mean per sentence from the process time: with / without \`--attention\`" \
-  "$(fmt "${R[opus.warmatt_mean]}" 3) / $(fmt "${R[opus.warmplain_mean]}" 3) s" \
-  "$(fmt "${R[bundled.warmatt_mean]}" 3) / $(fmt "${R[bundled.warmplain_mean]}" 3) s" \
-  "$(ratio "${R[opus.warmplain_mean]}" "${R[bundled.warmplain_mean]}")"
+row "… per output piece, median" "$(fmt "${R[opus.warmatt_ms_tok]}" 1) ms" "$(fmt "${R[bundled.warmatt_ms_tok]}" 1) ms" \
+  "$(ratio "${R[opus.warmatt_ms_tok]}" "${R[bundled.warmatt_ms_tok]}")"
+row "warm, from process times (x4 − x1) / 3·$n_lat, mean per sentence: **with** \`--attention\` (maps computed and written)" \
+  "$(fmt "${R[opus.diffatt]}" 3) s" "$(fmt "${R[bundled.diffatt]}" 3) s" "$(ratio "${R[opus.diffatt]}" "${R[bundled.diffatt]}")"
+row "the same **without** \`--attention\`" "$(fmt "${R[opus.diffplain]}" 3) s" "$(fmt "${R[bundled.diffplain]}" 3) s" \
+  "$(ratio "${R[opus.diffplain]}" "${R[bundled.diffplain]}")"
+row "… per output piece, without / with" "$(fmt "${R[opus.diffplain_ms_tok]}" 1) / $(fmt "${R[opus.diffatt_ms_tok]}" 1) ms" \
+  "$(fmt "${R[bundled.diffplain_ms_tok]}" 1) / $(fmt "${R[bundled.diffatt_ms_tok]}" 1) ms" \
+  "$(ratio "${R[opus.diffplain_ms_tok]}" "${R[bundled.diffplain_ms_tok]}")"
 if [ "$n_tput" -gt 0 ]; then
   for b in b32 b1; do
     what="batches of 32 (default)"

@@ -68,6 +68,7 @@ private Q_SLOTS:
     void headStatisticsRunShowsAndExports();
     void togglingAHeadRetranslates();
     void alignmentDrawsGoldAndLinks();
+    void liveTypingFollowsTheSentence();
 
 private:
     void typeAndWait(const QString& sentence);
@@ -926,6 +927,45 @@ void TestUi::alignmentDrawsGoldAndLinks() {
     al->setPair("Ein Hund läuft im Park.", "A dog runs in the park.", "0-0 7-1");
     al->setMethod("all");
     QVERIFY2(al->summaryText().contains("link 7-1 (0-based source-target) is beyond"), qPrintable(al->summaryText()));
+}
+
+// Translate as you type: a pause translates what is there; a burst of typing while a translation
+// runs never lets an older result replace a newer one; the Live box switches it off.
+void TestUi::liveTypingFollowsTheSentence() {
+    ViewContext* c = m_window->context();
+    c->setLiveTranslation(true, /*remember=*/false);
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    auto shownSource = [c] { return c->result() ? QString::fromStdString(c->result()->source_text) : QString(); };
+
+    edit->clear();
+    QTest::keyClicks(edit, "Ein Hund");  // no Enter
+    QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Ein Hund"), 20000);
+
+    // A burst: more keystrokes while the first pause's translation may still run.
+    QStringList shown;
+    auto conn = connect(c, &ViewContext::resultChanged, this,
+                        [&](ResultPtr r) { shown << QString::fromStdString(r ? r->source_text : std::string()); });
+    QTest::keyClicks(edit, " rennt");
+    QTest::qWait(TranslatePanel::kLiveDelayMs + 30);  // the pause fires: "Ein Hund rennt" is sent
+    QTest::keyClicks(edit, " schnell.");              // typed on at once: supersedes it
+    QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Ein Hund rennt schnell."), 20000);
+    QTest::qWait(2 * TranslatePanel::kLiveDelayMs);  // anything still in flight would land now
+    disconnect(conn);
+    QCOMPARE(shownSource(), QString("Ein Hund rennt schnell."));
+    QVERIFY2(!shown.isEmpty() && shown.last() == "Ein Hund rennt schnell.", qPrintable(shown.join(" | ")));
+    // The result equals a translation of the final text.
+    const auto expected = m_core->translate("Ein Hund rennt schnell.", m_window->translatePanel()->options());
+    QCOMPARE(c->result()->best.ids, expected.best.ids);
+
+    // Off: typing alone translates nothing; Enter still does.
+    c->setLiveTranslation(false, /*remember=*/false);
+    QSignalSpy started(m_controller.get(), &TranslationController::translationStarted);
+    QTest::keyClicks(edit, " Ja");
+    QTest::qWait(3 * TranslatePanel::kLiveDelayMs);
+    QCOMPARE(started.count(), 0);
+    QTest::keyClick(edit, Qt::Key_Return);
+    QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Ein Hund rennt schnell. Ja"), 20000);
+    c->setLiveTranslation(true, /*remember=*/false);
 }
 
 QTEST_MAIN(TestUi)

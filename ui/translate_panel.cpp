@@ -7,6 +7,7 @@
 #include <attnlab/confidence.h>
 #include <attnlab/translator.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGridLayout>
@@ -18,6 +19,7 @@
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QTimer>
 #include <QToolButton>
 
 #include <QFileInfo>
@@ -47,6 +49,12 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_direction->setToolTip(tr("Translation direction: the bundled models (File > Models)"));
     m_direction->setVisible(false);
     m_go = new QPushButton(tr("Translate"), this);
+    m_live = new QCheckBox(tr("Live"), this);
+    m_live->setToolTip(
+        tr("Translate as you type (after a pause of %1 ms); Enter always translates at once").arg(kLiveDelayMs));
+    m_live_timer = new QTimer(this);
+    m_live_timer->setSingleShot(true);
+    m_live_timer->setInterval(kLiveDelayMs);
     m_beam = new QSpinBox(this);
     m_beam->setRange(1, 32);
     const DecodingOptions defaults;  // the library's defaults, not typed again
@@ -90,6 +98,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     row->addWidget(m_direction);
     row->addWidget(m_sentence, 1);
     row->addWidget(m_examples);
+    row->addWidget(m_live);
     row->addWidget(m_go);
     auto* opts = new QHBoxLayout;
     opts->addWidget(new QLabel(tr("Beam"), this));
@@ -119,6 +128,8 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     layout->addWidget(m_details);
 
     connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
+    connect(m_sentence, &QLineEdit::textEdited, this, &TranslatePanel::typed);
+    connect(m_live_timer, &QTimer::timeout, this, &TranslatePanel::liveDue);
     connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
     connect(m_direction, &QComboBox::activated, this,
             [this] { Q_EMIT modelChosen(m_direction->currentData().toString()); });
@@ -137,6 +148,13 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(this, &TranslatePanel::translateRequested, c,
             [c](const QString& s, const DecodingOptions& o) { c->translate(s, o); });
     connect(this, &TranslatePanel::modelChosen, c, &ViewContext::loadModel);
+    m_live->setChecked(c->liveTranslation());
+    connect(m_live, &QCheckBox::toggled, c, [c](bool on) { c->setLiveTranslation(on); });
+    connect(c, &ViewContext::liveTranslationChanged, this, [this](bool on) {
+        const QSignalBlocker b(m_live);
+        m_live->setChecked(on);
+        if (!on) m_live_timer->stop();
+    });
     connect(this, &TranslatePanel::deviceChanged, c, &ViewContext::setDevice);
     connect(c, &ViewContext::deviceChanged, this, &TranslatePanel::setDevice);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
@@ -226,7 +244,23 @@ QStringList TranslatePanel::directions() const {
 
 QString TranslatePanel::currentDirection() const { return m_direction->currentText(); }
 
-void TranslatePanel::request() { Q_EMIT translateRequested(m_sentence->text(), options()); }
+void TranslatePanel::request() {
+    m_live_timer->stop();
+    m_last_requested = m_sentence->text();
+    Q_EMIT translateRequested(m_sentence->text(), options());
+}
+
+void TranslatePanel::typed() {
+    if (m_live->isChecked()) m_live_timer->start();
+}
+
+void TranslatePanel::liveDue() {
+    const QString text = m_sentence->text();
+    // Nothing to translate yet, or already sent: a newer request supersedes an older one in the
+    // controller (TranslationController::translate), so stale results never replace newer ones.
+    if (text.trimmed().isEmpty() || text == m_last_requested) return;
+    request();
+}
 
 QString TranslatePanel::confidenceWarning() const { return m_warning->isHidden() ? QString() : m_warning->text(); }
 

@@ -8,7 +8,9 @@
 
 #include <QWidget>
 
+class QCheckBox;
 class QDoubleSpinBox;
+class QTimer;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -30,6 +32,9 @@ public:
     // Follows the context (the model's examples and direction, every result and failure, the
     // decoding options) and hands it what is typed and chosen here.
     TranslatePanel(ViewContext* context, QWidget* parent = nullptr);
+
+    // Translate as you type: this long after the last keystroke (ViewContext::liveTranslation).
+    static constexpr int kLiveDelayMs = 250;
 
     QString sentence() const;
     void setSentence(const QString& s);
@@ -61,12 +66,17 @@ Q_SIGNALS:
 
 private:
     void request();
+    void typed();    // a keystroke: (re)starts the live timer
+    void liveDue();  // the pause after typing: translate what is there, once
     void follow(ViewContext* context);
     ViewContext* m_context = nullptr;
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;
     QPushButton* m_go;
+    QCheckBox* m_live;
+    QTimer* m_live_timer;
+    QString m_last_requested;  // what was last sent, so a pause does not translate it again
     QSpinBox* m_beam;
     QDoubleSpinBox* m_alpha;
     QSpinBox* m_max_len;

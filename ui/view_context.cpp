@@ -43,6 +43,7 @@ bool operationNeedsDialog(Operation op) {
 ViewContext::ViewContext(TranslationController* controller, QObject* parent)
     : QObject(parent), m_controller(controller) {
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
+    m_live = QSettings().value("liveTranslation", true).toBool();
     connect(controller, &TranslationController::modelLoaded, this, &ViewContext::setModel);
     connect(controller, &TranslationController::translationFinished, this,
             [this](ResultPtr r) { setResult(std::move(r), m_result_options); });
@@ -66,6 +67,12 @@ void ViewContext::setPalette(Palette palette, bool remember) {
     m_palette = palette;
     if (remember) QSettings().setValue("colorMap", paletteKey(palette));
     Q_EMIT paletteChanged(palette);
+}
+
+void ViewContext::setLiveTranslation(bool on, bool remember) {
+    m_live = on;
+    if (remember) QSettings().setValue("liveTranslation", on);
+    Q_EMIT liveTranslationChanged(on);
 }
 
 double ViewContext::textSize() const { return QApplication::font().pointSizeF(); }

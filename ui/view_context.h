@@ -39,6 +39,10 @@ public:
     void setDevice(const QString& device);  // reloads the loaded model on it
     Palette palette() const { return m_palette; }
     void setPalette(Palette palette, bool remember = true);
+    // Translate as you type (on by default; remembered in the settings unless remember = false, as
+    // for the app's --no-live).
+    bool liveTranslation() const { return m_live; }
+    void setLiveTranslation(bool on, bool remember = true);
     // The app's text size in points (8-28): every widget and plot follows the application font.
     static constexpr double kMinTextSize = 8, kMaxTextSize = 28;
     double textSize() const;
@@ -85,6 +89,7 @@ Q_SIGNALS:
     void deviceChanged(const QString& device);
     void paletteChanged(attnlab::ui::Palette palette);
     void textSizeChanged(double points);
+    void liveTranslationChanged(bool on);
     void sentenceShown(const QString& sentence);
     void translationRequested(const QString& sentence, bool forced);
     void explainRequested(const attnlab::CellRef& cell);
@@ -100,6 +105,7 @@ private:
     DecodingOptions m_result_options, m_options;
     QString m_device = QStringLiteral("auto");
     Palette m_palette = Palette::Blues;
+    bool m_live = true;
     std::vector<HeadRef> m_ablated;
     HeadRef m_focus;
     QString m_last_error;

@@ -61,7 +61,8 @@ struct Options {
     QString lesson;                        // --lesson FILE, shown from --lesson-step (1-based)
     int lesson_step = 1;
     bool presenter = false;
-    int threads = 0;  // --threads: LibTorch threads (0 = $ATTNLAB_THREADS, else the policy of attnlab/device.h)
+    bool no_live = false;  // --no-live: translate on Enter only (not remembered)
+    int threads = 0;       // --threads: LibTorch threads (0 = $ATTNLAB_THREADS, else the policy of attnlab/device.h)
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty() || !animation.isEmpty(); }
 };
 
@@ -147,8 +148,10 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                                "LibTorch threads (wins over ATTNLAB_THREADS); default: one for a typed sentence, "
                                "every core for larger work.",
                                "n", "0");
-    parser.addOptions({model, text, textSize, device, view, layer, head, exportTo, animation, screenshot, tab, cell,
-                       step, lesson, lessonStep, presenter, heads, ablate, threads});
+    QCommandLineOption noLive("no-live",
+                              "Translate on Enter only, not as you type (this run; the Live box remembers).");
+    parser.addOptions({model, text, textSize, device, view,       layer,     head,  exportTo, animation, screenshot,
+                       tab,   cell, step,     lesson, lessonStep, presenter, heads, ablate,   threads,   noLive});
     parser.process(app);
 
     if (const auto error = readView(parser, o.view)) return error;
@@ -191,6 +194,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                 .arg(ViewContext::kMaxTextSize);
     }
     o.device = parser.value(device);
+    o.no_live = parser.isSet(noLive);
     bool threads_ok = false;
     o.threads = parser.value(threads).toInt(&threads_ok);
     if (!threads_ok || o.threads < 0 || o.threads > 4096)
@@ -297,6 +301,7 @@ int main(int argc, char** argv) {
     attnlab::ui::ViewContext* context = window.context();
     window.resize(1400, 900);
     if (o.text_size > 0) context->setTextSize(o.text_size, /*remember=*/false);
+    if (o.no_live) context->setLiveTranslation(false, /*remember=*/false);
     QString load_error;  // the first failure is the one to report headlessly
     QObject::connect(context, &attnlab::ui::ViewContext::failed, &window,
                      [&](attnlab::ui::Operation op, const QString& m) {
