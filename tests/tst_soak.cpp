@@ -1,6 +1,7 @@
 // The real MainWindow, offscreen, driven by random actions from a seeded generator: typing random
 // text (empty, 300 characters, emoji, right-to-left scripts, control characters, invalid UTF-8),
-// Enter while a translation runs, beam/alpha/max length at their limits, kind/layer/head keys,
+// Enter while a translation runs, typing bursts translated as they are typed (live), beam/alpha/max
+// length at their limits, kind/layer/head keys,
 // tabs, grid clicks, valid/missing/corrupt packages, exports to valid and unwritable paths.
 // After every action: the GUI thread never blocked for 5 s, and a consistent window (the maps shown belong to the last
 // sentence translated; an error is shown where one happened). At the end resident memory has not
@@ -159,6 +160,21 @@ void TestSoak::act(int what) {
         m_expect_result = false;
         break;
     }
+    case 7: {  // a typing burst with live translation: pauses both shorter and longer than its delay
+        m_window->context()->setLiveTranslation(true, /*remember=*/false);
+        static const char* words[] = {"Ein", "Mann", "Hund", "rennt", "mit", "dem", "Ball", "auf", "der", "Wiese."};
+        QLineEdit* edit = panel->sentenceEdit();
+        edit->clear();
+        const int n = 2 + int(m_rng() % 6);
+        for (int w = 0; w < n; ++w) {
+            QTest::keyClicks(edit, QString(w ? " " : "") + words[m_rng() % 10]);
+            QTest::qWait(int(m_rng() % (2 * TranslatePanel::kLiveDelayMs)));
+        }
+        QTest::qWait(TranslatePanel::kLiveDelayMs + 50);  // the last pause: what is there is sent
+        m_submitted = edit->text();
+        m_expect_result = true;
+        break;
+    }
     default: {  // export to a valid or an unwritable path
         const bool good = m_rng() % 2;
         const QString path = good ? m_dir.filePath("export.png") : QStringLiteral("/nonexistent-dir/x.png");
@@ -210,7 +226,7 @@ void TestSoak::randomActions() {
     QElapsedTimer total;
     total.start();
     for (int i = 0; i < n; ++i) {
-        act(int(m_rng() % 8));
+        act(int(m_rng() % 9));
         QVERIFY2(waitIdle(), qPrintable(QString("action %1: still busy after 120 s").arg(i)));
         QVERIFY2(m_longest_round_ms < 5000,
                  qPrintable(QString("action %1: the GUI thread hung for %2 ms").arg(i).arg(m_longest_round_ms)));
