@@ -7,8 +7,9 @@
 #               ../shared/data/opus-mt-en-mg; its tokenizer files are used in place, never copied here
 #     WORK      where the models and outputs go (default: a temporary directory, removed at the end)
 #   Environment:
-#     THREADS=N   LibTorch/OpenBLAS threads for every process (exported as OMP_NUM_THREADS); default
-#                 unset = attnlab-cli's default, every core. Use THREADS=1 when something else runs.
+#     THREADS=N   LibTorch/OpenBLAS threads for every process (exported as OMP_NUM_THREADS); unset:
+#                 attnlab-cli's own policy (one thread for one or two sentences at a time, every core
+#                 for larger batches; "One typed sentence under load" in docs/benchmarks.md)
 #     N_LAT=12    sentences for the latency rows (lines 1..N of test_2016_flickr, en for the OPUS
 #                 model, de for the bundled one)
 #     N_TPUT=1000 sentences for the throughput rows; a run whose first 200 sentences extrapolate to
@@ -37,7 +38,6 @@
 # Prints markdown tables; no timing is asserted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 usage="usage: scripts/bench_marian.sh OPUS_DIR [WORK]"
 opus_src=$(realpath "${1:?$usage}")
 if [ -n "${2:-}" ]; then
@@ -52,9 +52,9 @@ n_lat=${N_LAT:-12}
 n_tput=${N_TPUT:-1000}
 gui=${GUI:-1}
 if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS=$THREADS; fi
-threads_note=${THREADS:-"default (all $(nproc) cores)"}
+threads_note=${THREADS:-"attnlab-cli's default policy ($(nproc) cores)"}
 py=/usr/bin/python3
-bundled=multi30k-de-en
+bundled="multi30k-de-en"
 export QT_QPA_PLATFORM=offscreen
 
 for f in config.json source.spm target.spm vocab.json; do
@@ -122,7 +122,7 @@ for d in "${dirs[@]}" bundled; do
   model=$work/$d
   [ "$d" = bundled ] && model=$bundled
   rm -f "$work/inspect.$d.time" "$work/inspect.$d.load"
-  for i in 1 2 3; do
+  for _ in 1 2 3; do
     timed "$work/inspect.$d.time" "$cli" inspect --model "$model" >"$work/inspect.out"
     awk '$1 == "load" && $2 == "time" { print $3 }' "$work/inspect.out" >>"$work/inspect.$d.load"
   done
@@ -133,7 +133,7 @@ for d in opus-base bundled; do
   model=$work/$d
   [ "$d" = bundled ] && model=$bundled
   rm -f "$work/empty.$d.time"
-  for i in 1 2 3; do timed "$work/empty.$d.time" "$cli" translate --model "$model" </dev/null >/dev/null; done
+  for _ in 1 2 3; do timed "$work/empty.$d.time" "$cli" translate --model "$model" </dev/null >/dev/null; done
 done
 L_opus=$(col 1 "$work/empty.opus-base.time" | median)
 L_bundled=$(col 1 "$work/empty.bundled.time" | median)
@@ -255,7 +255,7 @@ for d in "${dirs[@]}" bundled; do
   size=—
   [ "$d" != bundled ] && size="$(size_mib "$work/$d") MiB"
   [ "$d" = bundled ] && size="$(size_mib "resources/models/$bundled") MiB"
-  echo "| $(label $d) | $size | $(fmt "$(col 1 "$work/inspect.$d.time" | median)") s" \
+  echo "| $(label "$d") | $size | $(fmt "$(col 1 "$work/inspect.$d.time" | median)") s" \
     "| $(fmt "$(median <"$work/inspect.$d.load")") s | $(($(col 2 "$work/inspect.$d.time" | median | cut -d. -f1) / 1024)) MiB |"
 done
 if [ $has_import = 1 ]; then
