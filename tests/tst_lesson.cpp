@@ -107,6 +107,16 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("token side") << QString::fromStdString(
                                        lesson(R"({"view": {"token": {"side": "left", "position": 0}}})"))
                                 << "l.json: step 1: token.side: 'left' is not source or target";
+    QTest::newRow("selection field") << QString::fromStdString(lesson(
+                                            R"({"view": {"selections": {"pairs": {"kind": "cross", "layr": 1}}}})"))
+                                     << "l.json: step 1: selections.pairs.layr: unknown field";
+    QTest::newRow("selection incomplete")
+        << QString::fromStdString(lesson(R"({"view": {"selections": {"pairs": {"kind": "cross", "layer": 1}}}})"))
+        << "l.json: step 1: selections.pairs: needs kind, layer and head (head is missing)";
+    QTest::newRow("selection kind")
+        << QString::fromStdString(
+               lesson(R"({"view": {"selections": {"pairs": {"kind": "x", "layer": 1, "head": 0}}}})"))
+        << "l.json: step 1: selections.pairs.kind: 'x' is not one of encoder, decoder, cross";
 }
 
 void TestLesson::malformedLessonsAreNamed() {
@@ -153,6 +163,24 @@ void TestLesson::tabsAreCheckedAgainstTheAppsViews() {
         QCOMPARE(std::string(e.what()), std::string("l.json: step 2: tab: 'maps' is not one of attention, weight"));
     }
     attnlab::checkLessonViews(l, {"maps", "weight"}, "l.json");  // both named: no error
+    // A tab's own selection names a view too, and fits the model's shape.
+    const auto s = attnlab::parseLesson(
+        lesson(R"({"view": {"selections": {"pairz": {"kind": "encoder", "layer": 2, "head": 0}}}})"), "l.json");
+    try {
+        attnlab::checkLessonViews(s, {"attention", "pairs"}, "l.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()),
+                 std::string("l.json: step 1: selections: 'pairz' is not one of attention, pairs"));
+    }
+    try {
+        attnlab::checkLessonFitsModel(s, 2, 4, "l.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()), std::string("l.json: step 1: selections.pairz.layer: 2 is out of range: the "
+                                                    "model has 2 encoder layers (0..1)"));
+    }
+    attnlab::checkLessonFitsModel(s, 3, 4, "l.json");
 }
 
 void TestLesson::jumpingToAStepKeepsItsContext() {
@@ -170,6 +198,12 @@ void TestLesson::jumpingToAStepKeepsItsContext() {
     QCOMPARE(*v.tab, std::string("decoding"));
     QVERIFY(!v.cell_query && !v.step);  // not inherited: they belong to their step
     QVERIFY(!attnlab::lessonViewAt(l, 0).head);
+    // A tab's own selection belongs to its step too.
+    const auto s = attnlab::parseLesson(
+        lesson(R"({"view": {"selections": {"pairs": {"kind": "encoder", "layer": 1, "head": 0}}}}, {"view": {}})"),
+        "l.json");
+    QCOMPARE(attnlab::lessonViewAt(s, 0).selections.size(), size_t(1));
+    QVERIFY(attnlab::lessonViewAt(s, 1).selections.empty());
 }
 
 void TestLesson::sessionRoundTrip() {
@@ -192,6 +226,8 @@ void TestLesson::sessionRoundTrip() {
     step.view.token_position = 4;
     step.view.pair_a = "Der Hund.";
     step.view.pair_b = "Den Hund.";
+    step.view.selections["pairs"] = {attnlab::AttentionKind::EncoderSelf, 1, 0};
+    step.view.selections["attention"] = {attnlab::AttentionKind::Cross, 2, 8};
     const std::string path = dir.filePath("s.json").toStdString();
     attnlab::writeSession(path, step, "de-en");
     const auto back = attnlab::readSession(path);
@@ -200,6 +236,12 @@ void TestLesson::sessionRoundTrip() {
     QCOMPARE(attnlab::sessionJson(back.steps[0], back.model), attnlab::testing::readFile(path));
     QCOMPARE(*back.steps[0].view.cell_key, 3);
     QCOMPARE(*back.steps[0].view.token_position, 4);
+    QCOMPARE(back.steps[0].view.selections, step.view.selections);
+    // A session written before tabs kept their own selections reads as before: none.
+    const auto old = attnlab::parseSession(
+        R"({"format": "attnlab-session", "version": 1, "view": {"kind": "cross", "layer": 2, "head": 7}})", "o.json");
+    QVERIFY(old.steps[0].view.selections.empty());
+    QCOMPARE(*old.steps[0].view.layer, 2);
     // A session is not a lesson, and the other way round; a missing file is named.
     QVERIFY_THROWS_EXCEPTION(InputError, attnlab::readLesson(path));
     try {

@@ -1,8 +1,11 @@
 // The lesson controller alone: a bare QMainWindow as its host, the registered views and a context
 // on the fixture package (n_layers 2, n_head 4); no MainWindow, no menus of the app.
 #include "attention_explorer.h"
+#include "head_picker.h"
 #include "lesson_controller.h"
 #include "lesson_pane.h"
+#include "pair_view.h"
+#include "translation_cache.h"
 #include "view_context.h"
 #include "view_registry.h"
 #include "weight_view.h"
@@ -14,6 +17,8 @@
 #include <QMenu>
 #include <QtTest/QtTest>
 
+#include <algorithm>
+
 using namespace attnlab::ui;
 using attnlab::AttentionKind;
 
@@ -24,6 +29,9 @@ private Q_SLOTS:
     void aLessonIsCheckedAgainstViewsAndModel();
     void stepsApplyTheirViewsInOrder();
     void sessionRoundTrip();
+    void steppingBackTranslatesNothing();
+    void aStepsFailureNamesTheFileAndStep();
+    void theCacheKeepsTheLastTranslations();
     void presenterModeAndBack();
 
 private:
@@ -132,6 +140,8 @@ void TestLessonController::sessionRoundTrip() {
     settle();
     QVERIFY(!m_tabs->find<WeightView>()->explanation());
     m_tabs->find<AttentionExplorer>()->select(AttentionKind::DecoderSelf, 1, 3);
+    auto* pairs = m_tabs->find<PairView>();
+    pairs->select(AttentionKind::EncoderSelf, 1, 0);  // each tab its own selection
     m_tabs->showView("decoding");
     const QString path = m_dir.filePath("session.json");
     QVERIFY(!m_lessons->saveSession(path));
@@ -142,8 +152,11 @@ void TestLessonController::sessionRoundTrip() {
     QCOMPARE(*v.kind, AttentionKind::DecoderSelf);
     QCOMPARE(*v.layer, 1);
     QCOMPARE(*v.head, 3);
-    // Reopened elsewhere: the same view.
+    QCOMPARE(v.selections.at("pairs"), (attnlab::HeadSelection{AttentionKind::EncoderSelf, 1, 0}));
+    QCOMPARE(v.selections.at("attention"), (attnlab::HeadSelection{AttentionKind::DecoderSelf, 1, 3}));
+    // Reopened elsewhere: the same view, every tab with its own selection.
     m_tabs->find<AttentionExplorer>()->select(AttentionKind::Cross, 0, 0);
+    pairs->select(AttentionKind::Cross, 1, 3);
     m_tabs->showView("model");
     QVERIFY(!m_lessons->openSession(path));
     settle();
@@ -151,7 +164,82 @@ void TestLessonController::sessionRoundTrip() {
     QCOMPARE(m_tabs->find<AttentionExplorer>()->kind(), AttentionKind::DecoderSelf);
     QCOMPARE(m_tabs->find<AttentionExplorer>()->layer(), 1);
     QCOMPARE(m_tabs->find<AttentionExplorer>()->head(), 3);
+    QCOMPARE(pairs->picker()->kind(), AttentionKind::EncoderSelf);
+    QCOMPARE(pairs->picker()->layer(), 1);
+    QCOMPARE(pairs->picker()->head(), 0);
     QVERIFY(m_lessons->saveSession(m_dir.filePath("no/such/dir/s.json")));  // the problem, not a crash
+}
+
+// Going back through a lesson shows the translations already made, from the cache.
+void TestLessonController::steppingBackTranslatesNothing() {
+    const QString path = write("three.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
+        {"view": {"tab": "attention", "sentence": "Ein Pferd springt.", "beam": 5, "force_prefix": ""}},
+        {"view": {"sentence": "Ein Pferd springt.", "force_prefix": "A"}},
+        {"view": {"sentence": "Drei Katzen schlafen.", "beam": 2}}]})");
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    for (int step : {1, 2}) {
+        QVERIFY(!m_lessons->goToStep(step));
+        settle();
+    }
+    QCOMPARE(m_context->result()->source_text, std::string("Drei Katzen schlafen."));
+    QSignalSpy started(m_controller.get(), &TranslationController::translationStarted);
+    QSignalSpy finished(m_controller.get(), &TranslationController::translationFinished);
+    for (int step : {1, 0, 1, 2}) {
+        QVERIFY(!m_lessons->goToStep(step));
+        settle();
+    }
+    QCOMPARE(started.count(), 0);
+    QVERIFY(finished.count() >= 4);
+    QCOMPARE(m_context->result()->source_text, std::string("Drei Katzen schlafen."));
+    QCOMPARE(m_context->resultOptions().beam_size, 2);
+    QVERIFY(!m_lessons->goToStep(1));
+    settle();
+    QCOMPARE(m_context->result()->forced_text, std::string("A"));
+    QCOMPARE(started.count(), 0);
+}
+
+// A cell beyond the sentence is only found when the step's translation has arrived: the failure of
+// the weight it opens up still names the file and the step.
+void TestLessonController::aStepsFailureNamesTheFileAndStep() {
+    const QString path = write("far.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
+        {"view": {"tab": "attention", "sentence": "Ein Hund.", "kind": "encoder", "layer": 0, "head": 1}},
+        {"view": {"tab": "weight", "cell": [1, 40]}}]})");
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QSignalSpy failed(m_context, &ViewContext::failed);
+    QVERIFY(!m_lessons->goToStep(1));
+    settle();
+    QVERIFY2(m_context->lastError().startsWith(path + ": step 2: key 40 is out of range"),
+             qPrintable(m_context->lastError()));
+    QVERIFY(std::any_of(failed.begin(), failed.end(),
+                        [](const QList<QVariant>& f) { return f.at(0).value<Operation>() == Operation::Lesson; }));
+    // The next step's own failures only: a translation typed afterwards is not the lesson's.
+    m_context->translateSentence("");
+    settle();
+    QVERIFY2(!m_context->lastError().contains("step 2"), qPrintable(m_context->lastError()));
+}
+
+void TestLessonController::theCacheKeepsTheLastTranslations() {
+    TranslationCache cache(2);
+    attnlab::DecodingOptions o;
+    auto result = [] { return std::make_shared<const attnlab::TranslationResult>(); };
+    const auto a = result(), b = result(), c = result();
+    cache.insert("m", "a", o, a);
+    cache.insert("m", "b", o, b);
+    QCOMPARE(cache.find("m", "a", o), a);  // now the most recently used
+    cache.insert("m", "c", o, c);          // b leaves
+    QCOMPARE(cache.size(), 2);
+    QVERIFY(!cache.find("m", "b", o));
+    QCOMPARE(cache.find("m", "c", o), c);
+    QVERIFY(!cache.find("other model", "a", o));
+    // Every option is part of the key.
+    attnlab::DecodingOptions forced = o, ablated = o, wider = o;
+    forced.force_prefix = "A";
+    ablated.ablate = {{AttentionKind::Cross, 1, 0}};
+    wider.beam_size = 6;
+    for (const auto& other : {forced, ablated, wider}) QVERIFY(!cache.find("m", "a", other));
+    QCOMPARE(cache.find("m", "a", o), a);
 }
 
 void TestLessonController::presenterModeAndBack() {

@@ -31,6 +31,7 @@ private Q_SLOTS:
     void importedPackageGivesTheSameResults();
     void brokenDirectoriesAreNamed_data();
     void brokenDirectoriesAreNamed();
+    void importNeverReplacesTheSourceOrForeignFiles();
     void languageCodes();
 
 private:
@@ -228,12 +229,41 @@ void TestMarian::brokenDirectoriesAreNamed() {
     if (breakage == "eos") edit([](json& j) { j["eos_token_id"] = 5; });
     if (breakage == "no-weights") fs::remove(d + "/pytorch_model.bin");
     if (breakage == "truncated") fs::resize_file(d + "/pytorch_model.bin", fs::file_size(d + "/pytorch_model.bin") / 2);
+    if (breakage == "lfs")
+        attnlab::testing::writeFile(d + "/pytorch_model.bin",
+                                    "version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 300000000\n");
+    if (breakage == "separate") attnlab::testing::writeFile(d + "/target_vocab.json", "{}");
+    if (breakage == "nested")  // a million '[': a stack overflow in a recursive parser, an error here
+        attnlab::testing::writeFile(d + "/tokenizer_config.json", std::string(1000000, '['));
+    // The weights' own shapes decide before any allocation: a 2^24 vocabulary is refused by the
+    // shape check, not allocated (the model would be 1 GB).
+    if (breakage == "huge-vocab") edit([](json& j) { j["vocab_size"] = 1 << 24; });
     try {
         attnlab::Translator t(d, {"cpu"});
         QFAIL("loaded a broken directory");
     } catch (const attnlab::Error& e) {
         QVERIFY2(QString(e.what()).contains(message), e.what());
     }
+}
+
+void TestMarian::importNeverReplacesTheSourceOrForeignFiles() {
+    const QString dir = make("import-guard", {"--format", "bin"});
+    const std::string d = dir.toStdString();
+    auto refused = [](const std::string& from, const std::string& to, const char* message) {
+        try {
+            attnlab::importMarianModel(from, to);
+            QFAIL(qPrintable(QString("imported into ") + QString::fromStdString(to)));
+        } catch (const attnlab::PackageError& e) {
+            QVERIFY2(QString(e.what()).contains(message), e.what());
+        }
+    };
+    refused(d, d, "is the source directory");
+    refused(d, d + "/inside", "is the source directory");
+    const std::string foreign = m_dir.path().toStdString() + "/somebodys-files";
+    fs::create_directories(foreign);
+    attnlab::testing::writeFile(foreign + "/notes.txt", "keep me");
+    refused(d, foreign, "is not an AttnLab package");
+    QVERIFY(fs::exists(d + "/pytorch_model.bin") && fs::exists(foreign + "/notes.txt"));
 }
 
 void TestMarian::languageCodes() {
@@ -248,6 +278,11 @@ void TestMarian::languageCodes() {
     QCOMPARE(r.source_ids,
              reference(dir, {">>fra<< Hello world."})["sentences"][0]["source_ids"].get<std::vector<int>>());
     QVERIFY(!r.warnings.empty() && QString::fromStdString(r.warnings.front()).contains("read as <unk>"));
+    // Only a leading code is one token; '>>' and '<<' elsewhere are text (as the reference).
+    const std::vector<std::string> texts = {"Use >> and << in C++", "x>>y<<z", ">>fra<<", ">> <<x"};
+    const json ref = reference(dir, texts);
+    for (size_t i = 0; i < texts.size(); ++i)
+        QCOMPARE(t.translate(texts[i], o).source_ids, ref["sentences"][i]["source_ids"].get<std::vector<int>>());
 }
 
 QTEST_GUILESS_MAIN(TestMarian)

@@ -12,6 +12,7 @@
 #include "head_stats_panel.h"
 #include "inputs_view.h"
 #include "model_panel.h"
+#include "numbering.h"
 #include "pair_view.h"
 #include "positional_view.h"
 #include "toy_trainer_dialog.h"
@@ -32,6 +33,7 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QSpinBox>
 #include <QTextBrowser>
 #include <QtTest/QtTest>
 
@@ -134,6 +136,7 @@ private Q_SLOTS:
     void trainingViewStepsThroughTheHistory();
     void toyTrainerPausesContinuesAndFinishes();
     void failuresTravelOneSignal();
+    void layersAndHeadsCountFromOne();
 
 private:
     attnlab::ui::ResultPtr translate(const std::string& sentence) const;
@@ -291,7 +294,8 @@ void TestViews::weightViewExplainsTheCellAskedFor() {
     const auto expected = m_core->explain(*r, cell);
     QVERIFY(near(view.explanation()->row_weights, expected.row_weights));
     QVERIFY(std::abs(view.explanation()->weight - r->cross[1][2][0][1]) < kSameKernelsMargin);
-    QVERIFY2(view.headingText().contains("layer 1, head 2"), qPrintable(view.headingText()));  // 0-based
+    // Layers and heads as people count them (numbering.h): cross 1, 2 is the second layer's third head.
+    QVERIFY2(view.headingText().contains("layer 2, head 3"), qPrintable(view.headingText()));
     attnlab::ViewState saved;
     view.saveState(saved);
     QCOMPARE(*saved.cell_query, 0);
@@ -455,7 +459,7 @@ void TestViews::largeModelFitsTheDefaultWindow() {
     QCOMPARE(decoding.crossRows()->map()[15], r->cross[5][15][4]);
     decoding.crossRows()->plot()->replot();
     QApplication::processEvents();
-    QCOMPARE(decoding.crossRows()->shownQueryLabels().first(), QString("L5 H0"));  // 0-based, as the grid
+    QCOMPARE(decoding.crossRows()->shownQueryLabels().first(), QString("L6 H1"));  // 1-based, as every view
     decoding.setStripLayer(-1);
     QCOMPARE(int(decoding.crossRows()->map().size()), 96);
     QCOMPARE(decoding.crossRows()->map()[5 * 16 + 15], r->cross[5][15][4]);
@@ -721,4 +725,40 @@ void TestViews::failuresTravelOneSignal() {
 }
 
 QTEST_MAIN(TestViews)
+// One numbering for people (numbering.h): every label, title and spin box counts layers and heads
+// from 1; what is saved keeps core's 0-based index.
+void TestViews::layersAndHeadsCountFromOne() {
+    QCOMPARE(layerHeadLabel(0, 0), QString("layer 1, head 1"));
+    QCOMPARE(layerHeadLabel(2, 4, 4), QString("layer 3, mean over heads"));
+    QCOMPARE(headRefLabel({AttentionKind::Cross, 2, 5}), QString("cross L3 H6"));
+    QCOMPARE(alignmentMethodLabel(attnlab::parseAlignmentMethod("head:1:0")), QString("layer 2, head 1"));
+    const auto r = std::make_shared<const attnlab::TranslationResult>(shapedResult(3, 3, 4, 5, 4));
+    AttentionExplorer view(m_context.get());
+    m_context->setResult(r, {});
+    view.select(AttentionKind::Cross, 1, 2);
+    QVERIFY2(view.view()->title().endsWith("layer 2, head 3"), qPrintable(view.view()->title()));
+    const auto boxes = view.findChildren<QSpinBox*>();
+    QCOMPARE(boxes.size(), 2);
+    QCOMPARE(boxes[0]->text(), QString("2"));
+    QCOMPARE(boxes[1]->text(), QString("3"));
+    view.select(AttentionKind::Cross, 1, 4);  // the mean
+    QCOMPARE(boxes[1]->text(), QString("mean"));
+    QVERIFY2(view.view()->title().endsWith("layer 2, mean over heads"), qPrintable(view.view()->title()));
+    // Typing the number a person reads chooses that head.
+    boxes[1]->selectAll();
+    QTest::keyClicks(boxes[1], "1");
+    QTest::keyClick(boxes[1], Qt::Key_Return);
+    QCOMPARE(view.head(), 0);
+    attnlab::ViewState saved;
+    view.saveState(saved);
+    QCOMPARE(*saved.head, 0);
+    view.grid()->resize(900, 600);
+    QCOMPARE(view.grid()->headerText(0), QString("head 1"));
+    QCOMPARE(view.grid()->layerText(2), QString("layer 3"));
+    PairView pairs(m_context.get());
+    pairs.setPair(r, r);
+    pairs.select(AttentionKind::EncoderSelf, 0, 3);
+    QCOMPARE(pairs.mapA()->title(), QString("A: layer 1, head 4"));
+}
+
 #include "tst_views.moc"

@@ -8,6 +8,7 @@
 #include <QScrollBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include "numbering.h"
 
 #include <algorithm>
 
@@ -67,14 +68,13 @@ void AblationPanel::setShape(int enc_layers, int dec_layers, int heads) {
         grid->addWidget(new QLabel(tr(kKindTitles[k]), block), 0, 1, 1, heads);
         const int layers = k == 0 ? enc_layers : dec_layers;  // encoder self: the encoder's layers
         for (int l = 0; l < layers; ++l) {
-            grid->addWidget(new QLabel(tr("layer %1").arg(l), block), l + 1, 0);
+            grid->addWidget(new QLabel(layerLabel(l), block), l + 1, 0);
             m_toggles[k].emplace_back();
             for (int h = 0; h < heads; ++h) {
                 auto* b = new QToolButton(block);
                 b->setCheckable(true);
-                b->setText(QString::number(h));
-                b->setToolTip(
-                    tr("%1, layer %2, head %3: click to switch it off").arg(tr(kKindTitles[k])).arg(l).arg(h));
+                b->setText(shownText(h));
+                b->setToolTip(tr("%1, %2: click to switch it off").arg(tr(kKindTitles[k]), layerHeadLabel(l, h)));
                 b->setStyleSheet("QToolButton:checked { background: #c0392b; color: white; }");
                 connect(b, &QToolButton::toggled, this, [this] { emitChange(); });
                 grid->addWidget(b, l + 1, 1 + h);
@@ -143,7 +143,7 @@ void AblationPanel::emitChange() {
     if (m_quiet) return;
     const auto heads = ablated();
     QStringList names;
-    for (const auto& h : heads) names << QString::fromStdString(headName(h));
+    for (const auto& h : heads) names << headRefLabel(h);
     m_summary->setText(heads.empty() ? tr("Every head is on.") : tr("Switched off: %1").arg(names.join(", ")));
     Q_EMIT ablationChanged(heads);
 }

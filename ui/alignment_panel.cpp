@@ -1,6 +1,7 @@
 #include "alignment_panel.h"
 
 #include "attention_view.h"
+#include "numbering.h"
 
 #include <qcustomplot.h>
 
@@ -75,11 +76,11 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void AlignmentPanel::setModelShape(int layers, int heads) {
-    const QString current = m_method->currentText();
+    const QString current = m_method->currentData().toString();
     m_method->blockSignals(true);
     m_method->clear();
     for (const auto& m : allAlignmentMethods(layers, heads))
-        m_method->addItem(QString::fromStdString(alignmentMethodName(m)));
+        m_method->addItem(alignmentMethodLabel(m), QString::fromStdString(alignmentMethodName(m)));
     m_method->blockSignals(false);
     setMethod(current.isEmpty() ? QStringLiteral("all") : current);
 }
@@ -109,7 +110,7 @@ void AlignmentPanel::setPair(const QString& source, const QString& target, const
 }
 
 void AlignmentPanel::setMethod(const QString& name) {
-    const int i = m_method->findText(name);
+    const int i = m_method->findData(name);
     if (i >= 0) m_method->setCurrentIndex(i);
 }
 
@@ -136,7 +137,7 @@ QString AlignmentPanel::summaryText() const { return m_summary->text(); }
 void AlignmentPanel::refresh() {
     if (!m_forced || m_method->count() == 0) return;
     try {
-        const auto method = parseAlignmentMethod(m_method->currentText().toStdString());
+        const auto method = parseAlignmentMethod(m_method->currentData().toString().toStdString());
         m_alignment = alignWords(*m_forced, method, m_threshold->value());
         m_map->setMap(m_alignment.map, toQStringList(m_alignment.target_words), toQStringList(m_alignment.source_words),
                       tr("%1, word level").arg(m_method->currentText()));
@@ -162,7 +163,7 @@ void AlignmentPanel::refresh() {
             h.add(extractLinks(maps[i], m_threshold->value()), gold);
             if (h.aer() < best_aer) {
                 best_aer = h.aer();
-                best = QString::fromStdString(alignmentMethodName(methods[i]));
+                best = alignmentMethodLabel(methods[i]);
             }
         }
         m_summary->setText(tr("%1: AER %2, precision %3, recall %4 (%5 links; gold %6 sure, %7 possible). "

@@ -3,6 +3,7 @@
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "head_picker.h"
+#include "numbering.h"
 
 #include <QAction>
 #include <QCheckBox>
@@ -118,9 +119,11 @@ void AttentionExplorer::saveState(ViewState& state) const {
     state.kind = kind();
     state.layer = layer();
     state.head = head();
+    saveSelection(state, {kind(), layer(), head()});
 }
 
 void AttentionExplorer::applyState(const ViewState& v) {
+    if (const auto own = ownSelection(v)) return select(own->kind, own->layer, own->head);
     select(v.kind.value_or(kind()), v.layer.value_or(layer()), v.head.value_or(head()));
 }
 
@@ -197,8 +200,7 @@ void AttentionExplorer::refresh() {
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (source piece)"));
         break;
     }
-    const QString what = h == heads ? tr("mean over heads") : tr("head %1").arg(h);
-    m_view->setMap(map, rows, cols, tr("%1 — layer %2, %3").arg(kindTitle(kind())).arg(l).arg(what));
+    m_view->setMap(map, rows, cols, tr("%1 — %2").arg(kindTitle(kind()), layerHeadLabel(l, h, heads)));
     if (m_grid_maps != maps) {
         m_grid->setMaps(*maps);
         m_grid_maps = maps;

@@ -4,6 +4,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
+#include "numbering.h"
 
 #include <algorithm>
 #include <cmath>
@@ -111,13 +112,13 @@ QString fitting(const QFontMetrics& fm, const QStringList& candidates, int room)
 
 QString AttentionGrid::headerText(int c) const {
     const QStringList full = c == heads() ? QStringList{tr("mean"), tr("μ")}
-                                          : QStringList{tr("head %1").arg(c), tr("h%1").arg(c), QString::number(c)};
+                                          : QStringList{headLabel(c), tr("h%1").arg(shownText(c)), shownText(c)};
     return fitting(QFontMetrics(font()), full, cellRect(0, c).width() + kGap - 2);
 }
 
 QString AttentionGrid::layerText(int l) const {
     if (QFontMetrics(font()).height() > cellRect(l, 0).height() + kGap) return {};  // rows closer than a line
-    return fitting(QFontMetrics(font()), {tr("layer %1").arg(l), tr("L%1").arg(l), QString::number(l)},
+    return fitting(QFontMetrics(font()), {layerLabel(l), tr("L%1").arg(shownText(l)), shownText(l)},
                    cellRect(l, 0).left() - 4);
 }
 
@@ -187,10 +188,9 @@ bool AttentionGrid::event(QEvent* e) {
         if (layer < 0) {
             QToolTip::hideText();
         } else {
-            const QString what = column == heads() ? tr("mean over heads") : tr("head %1").arg(column);
             const QString off =
                 isAblated(layer, column) ? tr(" (switched off: its output did not reach the layer)") : QString();
-            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), tr("layer %1, %2%3").arg(layer).arg(what, off),
+            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), layerHeadLabel(layer, column, heads()) + off,
                                this);
         }
         return true;

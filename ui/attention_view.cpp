@@ -98,6 +98,7 @@ void AttentionView::clear(const QString& message) {
 }
 
 QString AttentionView::message() const { return m_map.empty() ? m_title->text() : QString(); }
+QString AttentionView::title() const { return m_title->text(); }
 
 void AttentionView::setColorMap(Palette palette) {
     m_palette = palette;

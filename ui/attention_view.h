@@ -27,6 +27,7 @@ public:
     // No map: the axes and the colour scale are hidden and `message` says why (what to do).
     void clear(const QString& message = QString());
     QString message() const;  // shown while there is no map
+    QString title() const;    // the map's title (or the message)
     // Axis titles (default "query" / "key").
     void setAxisTitles(const QString& query, const QString& key);
     // Fixed 0-1 colour range (default) or each map's own min-max.

@@ -2,6 +2,7 @@
 
 #include "attention_view.h"
 #include "bar_plot.h"
+#include "numbering.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -156,7 +157,7 @@ void DecodingView::updateStripPages(int layers, int heads) {
     const QSignalBlocker block(m_strip_layer);
     m_strip_layer->clear();
     m_strip_layer->addItem(tr("every layer (%1 rows)").arg(layers * heads), -1);
-    for (int l = 0; l < layers; ++l) m_strip_layer->addItem(tr("layer %1 (%2 heads)").arg(l).arg(heads), l);
+    for (int l = 0; l < layers; ++l) m_strip_layer->addItem(tr("%1 (%2 heads)").arg(layerLabel(l)).arg(heads), l);
     // Every layer while each row has room for its label; a larger model one layer at a time.
     m_strip_layer->setCurrentIndex(m_strip_layer->findData(layers * heads <= kStripRows ? -1 : 0));
 }
@@ -215,17 +216,17 @@ void DecodingView::showStep() {
     for (int l = first; l < last; ++l)
         for (size_t h = 0; h < r.cross[size_t(l)].size(); ++h) {
             rows.push_back(r.cross[size_t(l)][h].at(t));
-            row_labels << tr("L%1 H%2").arg(l).arg(h);  // 0-based, as the Attention tab
+            row_labels << shortLayerHeadLabel(l, int(h));
         }
     for (const auto& p : r.source_pieces) keys << QString::fromStdString(p);
     const QString produced = QString::fromStdString(st.chosen_piece);
     if (rows.empty())
         m_cross->clear(tr("No attention maps for this translation."));
     else
-        m_cross->setMap(rows, row_labels, keys,
-                        page < 0
-                            ? tr("Cross-attention while producing “%1”: every layer and head").arg(produced)
-                            : tr("Cross-attention while producing “%1”: layer %2, every head").arg(produced).arg(page));
+        m_cross->setMap(
+            rows, row_labels, keys,
+            page < 0 ? tr("Cross-attention while producing “%1”: every layer and head").arg(produced)
+                     : tr("Cross-attention while producing “%1”: %2, every head").arg(produced, layerLabel(page)));
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "head_picker.h"
 
+#include "numbering.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -19,13 +21,44 @@ QString kindTitle(AttentionKind kind) {
     return {};
 }
 
+// A spin box over 0-based indices that shows and reads them 1-based; the mean (when offered) as
+// "mean".
+class ShownSpinBox : public QSpinBox {
+public:
+    using QSpinBox::QSpinBox;
+    void setMeanValue(int value) { m_mean = value; }  // -1: no mean
+
+protected:
+    QString textFromValue(int value) const override { return value == m_mean ? meanText() : shownText(value); }
+
+    int valueFromText(const QString& text) const override {
+        const QString t = text.trimmed();
+        return m_mean >= 0 && t.compare(meanText(), Qt::CaseInsensitive) == 0 ? m_mean : indexOfShown(t.toInt());
+    }
+
+    QValidator::State validate(QString& text, int&) const override {
+        const QString t = text.trimmed();
+        if (t.isEmpty()) return QValidator::Intermediate;
+        if (m_mean >= 0 && meanText().startsWith(t, Qt::CaseInsensitive))
+            return t.size() == meanText().size() ? QValidator::Acceptable : QValidator::Intermediate;
+        bool ok = false;
+        const int index = indexOfShown(t.toInt(&ok));
+        if (!ok) return QValidator::Invalid;
+        return index >= minimum() && index <= maximum() ? QValidator::Acceptable : QValidator::Intermediate;
+    }
+
+private:
+    static QString meanText() { return QObject::tr("mean"); }
+    int m_mean = -1;
+};
+
 HeadPicker::HeadPicker(AttentionKind initial, bool with_mean, QWidget* parent)
     : QWidget(parent), m_with_mean(with_mean) {
     m_kind = new QComboBox(this);
     for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k), int(k));
     m_kind->setCurrentIndex(m_kind->findData(int(initial)));
-    m_layer = new QSpinBox(this);
-    m_head = new QSpinBox(this);
+    m_layer = new ShownSpinBox(this);
+    m_head = new ShownSpinBox(this);
     auto* row = new QHBoxLayout(this);
     row->setContentsMargins(0, 0, 0, 0);
     row->addWidget(m_kind);
@@ -35,10 +68,7 @@ HeadPicker::HeadPicker(AttentionKind initial, bool with_mean, QWidget* parent)
     row->addWidget(m_head);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &HeadPicker::changed);
     connect(m_layer, &QSpinBox::valueChanged, this, &HeadPicker::changed);
-    connect(m_head, &QSpinBox::valueChanged, this, [this] {
-        updateSuffix();
-        Q_EMIT changed();
-    });
+    connect(m_head, &QSpinBox::valueChanged, this, &HeadPicker::changed);
 }
 
 AttentionKind HeadPicker::kind() const { return static_cast<AttentionKind>(m_kind->currentData().toInt()); }
@@ -51,7 +81,7 @@ void HeadPicker::setShape(int layers, int heads) {
     m_heads = heads;
     m_layer->setRange(0, std::max(0, layers - 1));
     m_head->setRange(0, std::max(0, m_with_mean ? heads : heads - 1));
-    updateSuffix();
+    m_head->setMeanValue(m_with_mean && heads > 0 ? heads : -1);
 }
 
 void HeadPicker::select(AttentionKind kind, int layer, int head) {
@@ -63,13 +93,10 @@ void HeadPicker::select(AttentionKind kind, int layer, int head) {
     m_head->setMaximum(std::max(m_head->maximum(), head));
     m_layer->setValue(layer);
     m_head->setValue(head);
-    updateSuffix();
 }
 
 void HeadPicker::setKind(AttentionKind kind) { m_kind->setCurrentIndex(m_kind->findData(int(kind))); }
 void HeadPicker::stepLayer(int delta) { m_layer->setValue(m_layer->value() + delta); }
 void HeadPicker::stepHead(int delta) { m_head->setValue(m_head->value() + delta); }
-
-void HeadPicker::updateSuffix() { m_head->setSuffix(isMean() ? tr(" (mean)") : QString()); }
 
 }  // namespace attnlab::ui

@@ -8,9 +8,10 @@
 #include <QWidget>
 
 class QComboBox;
-class QSpinBox;
 
 namespace attnlab::ui {
+
+class ShownSpinBox;
 
 // The words a person reads for a kind: "Encoder self-attention" (the files say "encoder").
 QString kindTitle(AttentionKind kind);
@@ -25,6 +26,7 @@ public:
     int head() const;  // n_head = the mean over heads, when offered
     bool isMean() const;
     // The model's shape: layer 0..layers-1, head 0..heads-1 (and heads = the mean when offered).
+    // The values are core's 0-based indices; the boxes show them as people count (numbering.h).
     void setShape(int layers, int heads);
     // Without changed(): the owner redraws once, calling setShape for the kind's own shape first
     // (which clamps layer and head to it).
@@ -37,12 +39,11 @@ Q_SIGNALS:
     void changed();
 
 private:
-    void updateSuffix();
     bool m_with_mean;
     int m_heads = 0;
     QComboBox* m_kind;
-    QSpinBox* m_layer;
-    QSpinBox* m_head;
+    ShownSpinBox* m_layer;
+    ShownSpinBox* m_head;
 };
 
 }  // namespace attnlab::ui

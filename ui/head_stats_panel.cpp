@@ -1,6 +1,7 @@
 #include "head_stats_panel.h"
 
 #include "head_picker.h"
+#include "numbering.h"
 
 #include "attention_view.h"
 
@@ -279,8 +280,8 @@ void HeadStatsPanel::refreshHeatmap() {
         if (h.head.kind == kind)
             m[size_t(h.head.layer)][size_t(h.head.head)] = float(valueOf(h, m_statistic->currentIndex()));
     QStringList rows, cols;
-    for (int l = 0; l < layers; ++l) rows << tr("layer %1").arg(l);
-    for (int h = 0; h < heads; ++h) cols << tr("h%1").arg(h);
+    for (int l = 0; l < layers; ++l) rows << layerLabel(l);
+    for (int h = 0; h < heads; ++h) cols << tr("h%1").arg(shownText(h));
     m_heatmap->setMap(m, rows, cols, tr("%1 — %2").arg(m_statistic->currentText(), m_kind->currentText()));
 }
 
@@ -296,7 +297,7 @@ void HeadStatsPanel::refreshTable() {
     m_table->setRowCount(static_cast<int>(m_stats->heads.size()));
     for (size_t i = 0; i < m_stats->heads.size(); ++i) {
         const auto& h = m_stats->heads[i];
-        auto* name = new QTableWidgetItem(QString::fromStdString(headName(h.head)));
+        auto* name = new QTableWidgetItem(headRefLabel(h.head));
         name->setData(Qt::UserRole, static_cast<int>(i));
         const int row = static_cast<int>(i);
         m_table->setItem(row, 0, name);

@@ -38,7 +38,11 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
     window->addDockWidget(Qt::RightDockWidgetArea, m_dock);
     m_dock->hide();
     m_views = new ViewStates(context, tabs, this);
-    connect(m_pane, &LessonPane::stepShown, this, [this](int, const ViewState& v) { m_views->apply(v); });
+    connect(m_pane, &LessonPane::stepShown, this, &LessonController::showStep);
+    connect(context, &ViewContext::failed, this, &LessonController::nameTheStep);
+    connect(context->controller(), &TranslationController::busyChanged, this, [this](bool busy) {
+        if (!busy) stepSettled();
+    });
     connect(context, &ViewContext::modelChanged, this, &LessonController::showPendingStep);
     connect(context, &ViewContext::failed, this, [this](Operation op) {
         if (op == Operation::LoadModel) m_pending_step = -1;  // the lesson's model did not load: no step waits
@@ -183,6 +187,22 @@ std::optional<QString> LessonController::saveSession(const QString& path) {
 }
 
 void LessonController::applyView(const ViewState& view) { m_views->apply(view); }
+
+void LessonController::showStep(int index, const ViewState& view) {
+    m_showing_step = index;
+    m_views->apply(view);
+    stepSettled();
+}
+
+void LessonController::stepSettled() {
+    if (!m_context->controller()->unanswered() && !m_views->pending()) m_showing_step = -1;
+}
+
+void LessonController::nameTheStep(Operation op, const QString& message) {
+    if (m_showing_step < 0 || op == Operation::Lesson || op == Operation::LoadModel) return;
+    const int step = std::exchange(m_showing_step, -1);
+    m_context->reportFailure(Operation::Lesson, tr("%1: step %2: %3").arg(m_pane->origin()).arg(step + 1).arg(message));
+}
 
 bool LessonController::pending() const { return m_views->pending() || m_pending_step >= 0; }
 

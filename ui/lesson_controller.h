@@ -57,6 +57,11 @@ private:
     [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin,
                                                            bool with_model) const;
     void showPendingStep();  // once the lesson's model has loaded
+    void showStep(int index, const ViewState& view);
+    // A failure of the work a step started (its translation, the weight it opens up, its pair)
+    // names the lesson's file and the step, as the lesson's own errors do.
+    void nameTheStep(Operation op, const QString& message);
+    void stepSettled();  // the work the step started is done
     // Runs a menu's request and reports its problem.
     void report(Operation op, const std::optional<QString>& problem);
 
@@ -66,6 +71,7 @@ private:
     QDockWidget* m_dock;
     ViewStates* m_views;
     int m_pending_step = -1;
+    int m_showing_step = -1;  // the step whose work is under way, for nameTheStep
     bool m_presenter = false;
     double m_saved_text_size = 0;
     Palette m_saved_palette = Palette::Blues;

@@ -2,6 +2,7 @@
 
 #include "attention_view.h"
 #include "head_picker.h"
+#include "numbering.h"
 
 #include <attnlab/explain.h>
 
@@ -89,18 +90,22 @@ void PairView::follow(ViewContext* c) {
 }
 
 void PairView::saveState(ViewState& state) const {
+    saveSelection(state, {m_picker->kind(), m_picker->layer(), m_picker->head()});
     const auto [a, b] = sentences();
     if (a.trimmed().isEmpty() || b.trimmed().isEmpty()) return;
     state.pair_a = a.toStdString();
     state.pair_b = b.toStdString();
 }
 
-// A step's pair is compared on its head (the attention view's where the step names none).
+// A step's pair is compared on its own selection (a session's), or on the step's kind and the
+// attention view's layer and head.
 void PairView::applyState(const ViewState& v) {
+    const auto own = ownSelection(v);
+    if (own) select(own->kind, own->layer, own->head);
     if (!v.pair_a || !v.pair_b) return;
     const HeadRef focus = context()->focusedHead();
     setSentences(QString::fromStdString(*v.pair_a), QString::fromStdString(*v.pair_b));
-    select(v.kind.value_or(focus.kind), focus.layer, focus.head);
+    if (!own) select(v.kind.value_or(focus.kind), focus.layer, focus.head);
     requestCompare();
 }
 
@@ -147,7 +152,7 @@ void PairView::refresh() {
     const int layer = m_picker->layer(), head = m_picker->head();
     const Shown a = shown(*m_ra, kind, layer, head), b = shown(*m_rb, kind, layer, head);
     if (!a.map || !b.map) return;
-    const QString where = tr("layer %1, head %2").arg(layer).arg(head);  // 0-based, as the picker
+    const QString where = layerHeadLabel(layer, head, int(maps[0].size()));
     m_a->setMap(*a.map, toQStringList(*a.rows), toQStringList(*a.columns), tr("A: %1").arg(where));
     m_b->setMap(*b.map, toQStringList(*b.rows), toQStringList(*b.columns), tr("B: %1").arg(where));
     const MapDifference d = compareMaps(*a.map, *b.map, *a.rows, *b.rows, *a.columns, *b.columns);

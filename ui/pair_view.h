@@ -27,6 +27,7 @@ public:
     void setColorMap(Palette palette);
     void requestCompare();  // emits compareRequested with the two fields
 
+    HeadPicker* picker() const { return m_picker; }
     AttentionView* mapA() const { return m_a; }
     AttentionView* mapB() const { return m_b; }
     AttentionView* difference() const { return m_diff; }

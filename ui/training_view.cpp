@@ -4,6 +4,7 @@
 #include "attention_view.h"
 #include "gif_writer.h"
 #include "head_picker.h"
+#include "numbering.h"
 
 #include <attnlab/attention_history.h>
 
@@ -175,9 +176,8 @@ void TrainingView::refreshHeadCurve() {
                 m_head_curve->graph(0)->addData(double(m_history->points[i].step), s->value(statistic));
         const int most = historyLargestChange(*m_history, head);
         if (most > 0)
-            m_change->setText(tr("Layer %1, head %2 changed most between step %3 and step %4 (points %5 and %6).")
-                                  .arg(head.layer)
-                                  .arg(head.head)
+            m_change->setText(tr("%1 changed most between step %2 and step %3 (points %4 and %5).")
+                                  .arg(layerHeadLabel(head.layer, head.head))
                                   .arg(m_history->points[size_t(most) - 1].step)
                                   .arg(m_history->points[size_t(most)].step)
                                   .arg(most)
@@ -270,9 +270,12 @@ std::optional<QString> TrainingView::exportAnimation(const QString& path) {
     return std::nullopt;
 }
 
-void TrainingView::saveState(ViewState&) const {}  // the attention view's selection stands for the session
+void TrainingView::saveState(ViewState& state) const {
+    saveSelection(state, {m_picker->kind(), m_picker->layer(), m_picker->head()});
+}
 
 void TrainingView::applyState(const ViewState& v) {
+    if (const auto own = ownSelection(v)) return select(own->kind, own->layer, own->head);
     if (v.kind || v.layer || v.head)
         select(v.kind.value_or(m_picker->kind()), v.layer.value_or(m_picker->layer()),
                v.head.value_or(m_picker->head()));
@@ -306,12 +309,9 @@ void TrainingView::refresh() {
     const bool mean = m_picker->isMean();
     const Matrix shown =
         mean ? AttentionGrid::meanOverHeads(kind_maps[size_t(layer)]) : kind_maps[size_t(layer)][size_t(head)];
-    m_map->setMap(shown, rows, cols,
-                  tr("%1 — layer %2, %3 — step %4")
-                      .arg(kindTitle(kind))
-                      .arg(layer)
-                      .arg(mean ? tr("mean over heads") : tr("head %1").arg(head))
-                      .arg(p.step));
+    m_map->setMap(
+        shown, rows, cols,
+        tr("%1 — %2 — step %3").arg(kindTitle(kind), layerHeadLabel(layer, head, mean ? head : -1)).arg(p.step));
     m_grid->setMaps(kind_maps);
     m_grid->setSelected(layer, head);
     m_cursor->point1->setCoords(double(p.step), 0);

@@ -171,13 +171,19 @@ void TranslatePanel::follow(ViewContext* c) {
         for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
         setExamples(examples);
         setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
-        // An imported model's own decoding defaults (num_beams; max_length counts the start token).
-        if (info->config.num_beams > 0 || info->config.max_length > 1) {
+        // An imported model's own decoding defaults (num_beams; max_length counts the start token);
+        // a model without them gets AttnLab's back, so the last model's beam does not linger.
+        const bool own = info->config.num_beams > 0 || info->config.max_length > 1;
+        if (own || m_model_defaults) {
+            const DecodingOptions defaults;
             DecodingOptions o = options();
-            if (info->config.num_beams > 0) o.beam_size = std::min(info->config.num_beams, m_beam->maximum());
-            if (info->config.max_length > 1) o.max_length = std::min(o.max_length, info->config.max_length - 1);
+            o.beam_size =
+                info->config.num_beams > 0 ? std::min(info->config.num_beams, m_beam->maximum()) : defaults.beam_size;
+            o.max_length = info->config.max_length > 1 ? std::min(defaults.max_length, info->config.max_length - 1)
+                                                       : defaults.max_length;
             setOptions(o);
         }
+        m_model_defaults = own;
     });
 }
 

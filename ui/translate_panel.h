@@ -76,7 +76,9 @@ private:
     QPushButton* m_go;
     QCheckBox* m_live;
     QTimer* m_live_timer;
-    QString m_last_requested;  // what was last sent, so a pause does not translate it again
+    QString m_last_requested;
+    bool m_model_defaults = false;  // the loaded model set the beam / max length (num_beams)  // what was last sent, so
+                                    // a pause does not translate it again
     QSpinBox* m_beam;
     QDoubleSpinBox* m_alpha;
     QSpinBox* m_max_len;

@@ -35,15 +35,22 @@ TranslationController::~TranslationController() {
     m_thread.wait();
 }
 
+// busyChanged(false) comes once the GUI thread has received every job's answers: each job's end is
+// posted after the signals it emitted.
 void TranslationController::post(std::function<void()> job) {
-    if (m_pending.fetch_add(1) == 0) Q_EMIT busyChanged(true);
+    if (m_unanswered++ == 0) Q_EMIT busyChanged(true);
+    m_pending.fetch_add(1);
     QMetaObject::invokeMethod(
         m_worker,
         [this, job = std::move(job)] {
             job();
-            if (m_pending.fetch_sub(1) == 1)
-                QMetaObject::invokeMethod(
-                    this, [this] { Q_EMIT busyChanged(false); }, Qt::QueuedConnection);
+            m_pending.fetch_sub(1);
+            QMetaObject::invokeMethod(
+                this,
+                [this] {
+                    if (--m_unanswered == 0) Q_EMIT busyChanged(false);
+                },
+                Qt::QueuedConnection);
         },
         Qt::QueuedConnection);
 }
@@ -71,6 +78,8 @@ void TranslationController::loadModel(const QString& package_dir, const QString&
             auto t = std::make_shared<Translator>(dir, o);
             auto info = std::make_shared<const ModelInfo>(t->info());
             m_translator = std::move(t);
+            m_cache.clear();
+            m_cache_model = dir + "@" + dev;
             {
                 std::lock_guard<std::mutex> lock(m_info_mutex);
                 m_info = info;
@@ -93,14 +102,19 @@ void TranslationController::translate(const QString& sentence, const DecodingOpt
             Q_EMIT failed(Operation::Translate, tr("no model is loaded (File > Open model…)"));
             return;
         }
+        if (auto cached = m_cache.find(m_cache_model, text, options)) {
+            Q_EMIT translationFinished(std::move(cached));
+            return;
+        }
         Q_EMIT translationStarted();
         try {
-            auto result = std::make_shared<TranslationResult>(
+            ResultPtr result = std::make_shared<TranslationResult>(
                 m_translator->translate(text, options, [this, generation](const StepProgress& p) {
                     if (generation != m_generation.load()) return false;
                     Q_EMIT translationProgress(p.step + 1, p.max_steps);
                     return true;
                 }));
+            m_cache.insert(m_cache_model, text, options, result);
             if (generation == m_generation.load()) Q_EMIT translationFinished(std::move(result));
         } catch (const CancelledError&) {
             // a newer request took over; it reports for itself
@@ -150,11 +164,19 @@ void TranslationController::translatePair(const QString& a, const QString& b, co
     const std::string sa = a.toStdString(), sb = b.toStdString();
     postInspection(
         [this, sa, sb, options](const Translator& t) {
-            auto ra = std::make_shared<const TranslationResult>(t.translate(sa, options));
-            auto rb = std::make_shared<const TranslationResult>(t.translate(sb, options));
+            auto ra = translateCached(t, sa, options);
+            auto rb = translateCached(t, sb, options);
             Q_EMIT pairTranslated(std::move(ra), std::move(rb));
         },
         Operation::TranslatePair);
+}
+
+ResultPtr TranslationController::translateCached(const Translator& t, const std::string& text,
+                                                 const DecodingOptions& options) {
+    if (auto cached = m_cache.find(m_cache_model, text, options)) return cached;
+    ResultPtr result = std::make_shared<const TranslationResult>(t.translate(text, options));
+    m_cache.insert(m_cache_model, text, options, result);
+    return result;
 }
 
 void TranslationController::runHeadLab(const HeadLabRequest& request) {

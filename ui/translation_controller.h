@@ -3,7 +3,8 @@
 // at a time on a worker thread; a new translation cancels the one in progress (its step callback
 // sees a newer request and stops). Every exception is caught here and reported by one signal,
 // failed(operation, message), so no exception ever reaches a Qt slot. A model that fails to load
-// leaves the previous one in place.
+// leaves the previous one in place. Translations already made with the same model, sentence and
+// options come from a small cache (TranslationCache) without translationStarted.
 
 #include <attnlab/attention_history.h>
 #include <attnlab/decoding_options.h>
@@ -13,6 +14,7 @@
 #include <attnlab/translator.h>
 
 #include "operation.h"
+#include "translation_cache.h"
 
 #include <QObject>
 #include <QString>
@@ -53,7 +55,7 @@ public:
     // LibTorch threads of the next model loaded (TranslatorOptions::num_threads; 0 = the policy).
     void setThreads(int threads) { m_threads = threads; }
     // Asynchronous; answered by translationFinished or failed(Translate) (or nothing, when a newer
-    // request superseded it).
+    // request superseded it). A translation in the cache is answered without translationStarted.
     void translate(const QString& sentence, const DecodingOptions& options);
     // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
     // by explained or failed(Explain). Queued behind translations, never cancelling them.
@@ -83,6 +85,8 @@ public:
 
     ModelInfoPtr modelInfo() const;  // null before the first successful load
     bool busy() const { return m_pending.load() > 0; }
+    // GUI thread: work asked for whose answers (results, failures) have not all arrived here yet.
+    bool unanswered() const { return m_unanswered > 0; }
 
 Q_SIGNALS:
     void modelLoaded(attnlab::ui::ModelInfoPtr info);
@@ -105,15 +109,20 @@ private:
     void post(std::function<void()> job);
     // Runs `work` on the worker with the loaded translator; any exception becomes failed(op, …).
     void postInspection(std::function<void(const Translator&)> work, Operation op);
+    // On the worker: the cached translation of `text`, or a new one (then cached).
+    ResultPtr translateCached(const Translator& t, const std::string& text, const DecodingOptions& options);
 
     QThread m_thread;
     QObject* m_worker = nullptr;               // lives in m_thread
     std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
+    TranslationCache m_cache;                  // worker thread only; emptied when a model loads
+    std::string m_cache_model;                 // the loaded model's key in it (package and device)
     ModelInfoPtr m_info;                       // written on the worker, read under m_info_mutex
     mutable std::mutex m_info_mutex;
     std::atomic<int> m_threads{0};
     std::atomic<int> m_generation{0};
     std::atomic<int> m_pending{0};
+    int m_unanswered = 0;  // GUI thread only
     std::atomic<bool> m_cancel_head_lab{false};
 };
 

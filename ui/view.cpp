@@ -14,4 +14,14 @@ void View::saveState(ViewState&) const {}
 
 void View::applyState(const ViewState&) {}
 
+std::optional<HeadSelection> View::ownSelection(const ViewState& state) const {
+    const auto it = state.selections.find(objectName().toStdString());
+    if (objectName().isEmpty() || it == state.selections.end()) return std::nullopt;
+    return it->second;
+}
+
+void View::saveSelection(ViewState& state, const HeadSelection& selection) const {
+    if (!objectName().isEmpty()) state.selections[objectName().toStdString()] = selection;
+}
+
 }  // namespace attnlab::ui

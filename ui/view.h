@@ -36,6 +36,12 @@ public:
     // Window-wide actions with their keys, listed in the View menu (Help > Keyboard shortcuts).
     virtual QList<QAction*> menuActions() const { return {}; }
 
+protected:
+    // A view with a head picker of its own keeps its choice in ViewState::selections under its name
+    // in the registry (its objectName; a view without one saves none).
+    std::optional<HeadSelection> ownSelection(const ViewState& state) const;
+    void saveSelection(ViewState& state, const HeadSelection& selection) const;
+
 private:
     ViewContext* m_context;
 };

@@ -2,6 +2,7 @@
 
 #include "bar_plot.h"
 #include "head_picker.h"
+#include "numbering.h"
 
 #include <QGridLayout>
 #include <QLabel>
@@ -79,11 +80,9 @@ void WeightView::setExplanation(ExplanationPtr e) {
     m_e = e;
     const auto& c = e->cell;
     const int dk = int(e->query_vector.size());
-    m_heading->setText(tr("<b>%1, layer %2, head %3</b>: how much query <b>%4</b> (row %5) attends to key "
-                          "<b>%6</b> (column %7)")
-                           .arg(kindTitle(c.kind))
-                           .arg(c.layer)  // 0-based, as the Attention tab and the row and column
-                           .arg(c.head)
+    m_heading->setText(tr("<b>%1, %2</b>: how much query <b>%3</b> (row %4) attends to key "
+                          "<b>%5</b> (column %6)")
+                           .arg(kindTitle(c.kind), layerHeadLabel(c.layer, c.head))
                            .arg(piece(e->query_piece))
                            .arg(c.query)
                            .arg(piece(e->key_piece))

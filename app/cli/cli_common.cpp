@@ -11,6 +11,21 @@
 
 namespace attnlab_cli {
 
+std::string shownHead(const attnlab::HeadRef& head) {
+    return attnlab::attentionKindName(head.kind) + " L" + std::to_string(head.layer + 1) + " H" +
+           std::to_string(head.head + 1);
+}
+
+std::string shownMethod(const attnlab::AlignmentMethod& m) {
+    switch (m.kind) {
+    case attnlab::AlignmentMethod::Kind::Head:
+        return "L" + std::to_string(m.layer + 1) + " H" + std::to_string(m.head + 1);
+    case attnlab::AlignmentMethod::Kind::Layer: return "L" + std::to_string(m.layer + 1);
+    case attnlab::AlignmentMethod::Kind::All: break;
+    }
+    return "all";
+}
+
 void addCommon(CLI::App* cmd, CommonOptions& o) {
     cmd->add_option(
         "--model,-m", o.model,

@@ -42,7 +42,7 @@ void printStatistics(const attnlab::HeadStatsReport& rep) {
     std::cout << rep.heads.size() << " heads over " << rep.sentences << " sentences"
               << (rep.teacher_forced ? " (decoder teacher-forced through the references)"
                                      : " (the model's own translations)")
-              << "\n"
+              << "; layers and heads counted from 1\n"
               << std::left << std::setw(28) << "statistic" << std::setw(22) << "highest"
               << "lowest\n";
     for (const auto& info : attnlab::headStatisticInfos()) {
@@ -53,8 +53,8 @@ void printStatistics(const attnlab::HeadStatsReport& rep) {
         const auto hi = std::max_element(rep.heads.begin(), rep.heads.end(), by);
         if (lo == rep.heads.end()) break;
         std::ostringstream h, l;
-        h << attnlab::headName(hi->head) << " " << std::fixed << std::setprecision(3) << hi->value(info.id);
-        l << attnlab::headName(lo->head) << " " << std::fixed << std::setprecision(3) << lo->value(info.id);
+        h << shownHead(hi->head) << " " << std::fixed << std::setprecision(3) << hi->value(info.id);
+        l << shownHead(lo->head) << " " << std::fixed << std::setprecision(3) << lo->value(info.id);
         std::cout << std::setw(28) << info.label << std::setw(22) << h.str() << l.str() << "\n";
     }
     std::cout << std::right;
@@ -65,7 +65,7 @@ void printImportance(const attnlab::ImportanceReport& imp) {
               << imp.baseline_chrf << " (" << imp.sentences
               << " sentences)\nmost important (BLEU with the head ablated alone):";
     for (size_t i = imp.heads.size(), shown = 0; i-- > 0 && shown < 5; ++shown)
-        std::cout << " " << attnlab::headName(imp.heads[i].head) << " " << imp.heads[i].bleu;
+        std::cout << " " << shownHead(imp.heads[i].head) << " " << imp.heads[i].bleu;
     std::cout << "\npruning curve (heads removed: BLEU):";
     for (const auto& p : imp.curve) std::cout << " " << p.heads_removed << ": " << p.bleu;
     std::cout << "\n";
@@ -194,12 +194,12 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     progress.clear();
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
     if (!a.json_path.empty()) attnlab::writeHeadLabFile(a.json_path, attnlab::alignmentJson(rep, translator.info()));
-    std::cout << rep.pairs << " sentence pairs aligned; " << a.output << ": links of "
-              << attnlab::alignmentMethodName(method) << "\n";
+    std::cout << rep.pairs << " sentence pairs aligned; " << a.output << ": links of " << shownMethod(method)
+              << " (--method " << attnlab::alignmentMethodName(method) << "; layers and heads counted from 1)\n";
     if (rep.has_gold) {
         auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
-            std::cout << std::left << std::setw(12) << what << std::setw(12) << attnlab::alignmentMethodName(m.method)
-                      << std::right << std::fixed << std::setprecision(3) << "AER " << m.counts.aer() << "  precision "
+            std::cout << std::left << std::setw(12) << what << std::setw(12) << shownMethod(m.method) << std::right
+                      << std::fixed << std::setprecision(3) << "AER " << m.counts.aer() << "  precision "
                       << m.counts.precision() << "  recall " << m.counts.recall() << "\n";
         };
         line("chosen", *rep.find(method));

@@ -2,7 +2,6 @@
 // attnlab_core.
 #include <attnlab/confidence.h>
 #include <attnlab/config_fields.h>
-#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
@@ -499,7 +498,6 @@ int runExplain(const CommonOptions& common, ExplainCommand& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    attnlab::relaunchWithPassiveThreads(argv);  // waiting threads sleep (attnlab/device.h)
     CLI::App app{"AttnLab command line: translate with a Transformer model package and inspect it"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("attnlab-cli ") + attnlab::version());

@@ -44,7 +44,7 @@ struct ModelConfig {
 
     // Architecture fields beyond the reference's constructor (package format_version 2). Each
     // default is the reference's behaviour; the Marian family (OPUS-MT) differs only in these.
-    // docs/model-config.md and the README's package table describe each one.
+    // docs/marian.md and the README's package table describe each one.
     int64_t n_dec_layers = 0;                  // decoder layers; 0 = n_layers (Marian students: 6 + 2)
     int64_t d_dec_inner = 0;                   // decoder feed-forward width; 0 = d_inner
     std::string ffn_activation = "relu";       // relu | swish (SiLU, x sigmoid(x)) | gelu (erf form)

@@ -15,9 +15,12 @@ int setComputeThreads(int threads);
 // The thread policy (docs/benchmarks.md, "Under load"): LibTorch's OpenMP threads spin while they
 // wait for each other, which costs nothing on an idle machine and 70-100x when another process
 // holds the other core. So:
-//  - waiting threads sleep (OMP_WAIT_POLICY=passive) unless the user set a policy; libgomp reads it
-//    once, when it starts, so an executable calls this first thing in main() and runs itself again
-//    once with the variable set (execv of /proc/self/exe; if that fails it goes on as it is);
+//  - in the desktop app, waiting threads sleep (OMP_WAIT_POLICY=passive) unless the user set a
+//    policy; libgomp reads it once, when it starts, so the app calls this first thing in main() and
+//    runs itself again once with the variable set (execv of /proc/self/exe; if that fails, or the
+//    program was started through another one such as ld.so or valgrind, it goes on as it is). The
+//    CLI does not (its start would take twice as long in every script): with one thread for small
+//    work nothing waits there, and batches on every core are where spinning pays;
 //  - work of one or two sentences (what a person types) runs on one thread, larger work on every
 //    core (threadsFor).
 void relaunchWithPassiveThreads(char** argv);

@@ -7,6 +7,7 @@
 
 #include <attnlab/attention_kind.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,15 @@
 namespace attnlab {
 
 inline constexpr int kLessonVersion = 1;
+
+// One tab's own choice of map (its head picker): kind, layer and head, 0-based (head == n_head: the
+// mean, where the tab offers it).
+struct HeadSelection {
+    AttentionKind kind = AttentionKind::Cross;
+    int layer = 0;
+    int head = 0;
+    bool operator==(const HeadSelection& o) const { return kind == o.kind && layer == o.layer && head == o.head; }
+};
 
 // What a step shows. An absent field keeps what the app shows already (a step may change the head
 // only); `sentence` absent keeps the sentence and its translation.
@@ -32,6 +42,10 @@ struct ViewState {
     std::optional<bool> token_target;         // with token_position: the Inputs tab's piece
     std::optional<int> token_position;
     std::optional<std::string> pair_a, pair_b;  // both or neither: the minimal pair compared
+    // Each tab's own selection by view name ("attention", "pairs", "training"): written by a session
+    // so that every tab comes back as it was; where a tab has one, it wins over kind/layer/head.
+    // It belongs to its own step (a jump does not inherit it).
+    std::map<std::string, HeadSelection> selections;
 };
 
 struct LessonStep {
@@ -55,13 +69,14 @@ Lesson readLesson(const std::string& path);  // at most 4 MB
 // n_layers: the encoder's; n_dec_layers: the decoder's (0 = as many as the encoder's).
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin,
                           int n_dec_layers = 0);
-// Check every step's tab against the views an app offers (the app's view registry owns the names);
-// throws InputError "lesson.json: step 2: tab: 'maps' is not one of attention, ...".
+// Check every step's tab (and the views its selections name) against the views an app offers (the
+// app's view registry owns the names); throws InputError "lesson.json: step 2: tab: 'maps' is not
+// one of attention, ...".
 void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin);
 
 // What step `index` shows when reached from anywhere (a jump, --lesson-step): the sentence, the
 // decoding options, the forced prefix, kind, layer and head as the steps up to it last set them;
-// tab, cell, decoding step and token as that step alone sets them.
+// tab, cell, decoding step, token and selections as that step alone sets them.
 ViewState lessonViewAt(const Lesson& lesson, int index);
 
 // The lessons that come with AttnLab (attnlab::bundledLessonsDir()), sorted by file name; a file

@@ -21,12 +21,13 @@ constexpr const char* kLessonFormat = "attnlab-lesson";
 constexpr const char* kSessionFormat = "attnlab-session";
 constexpr size_t kMaxLessonBytes = 4 << 20;
 
-// Where an error is: "lesson.json: step 3: layer".
+// Where an error is: "lesson.json: step 3: layer" ("…: selections.pairs.layer" inside an object).
 struct Where {
     std::string origin;
-    int step = 0;  // 1-based; 0 = the file itself
+    int step = 0;          // 1-based; 0 = the file itself
+    std::string inside{};  // "selections.pairs." for a field of that object
     std::string at(const std::string& field) const {
-        return origin + ": " + (step > 0 ? "step " + std::to_string(step) + ": " : std::string()) + field;
+        return origin + ": " + (step > 0 ? "step " + std::to_string(step) + ": " : std::string()) + inside + field;
     }
     [[noreturn]] void fail(const std::string& field, const std::string& why) const {
         throw InputError(at(field) + ": " + why);
@@ -70,11 +71,29 @@ void onlyKnownKeys(const json& obj, std::initializer_list<const char*> known, co
             w.fail(in.empty() ? it.key() : in + "." + it.key(), "unknown field");
 }
 
+// "selections": {"pairs": {"kind": "encoder", "layer": 1, "head": 0}, …}: every field needed.
+std::map<std::string, HeadSelection> parseSelections(const json& s, const Where& w) {
+    requireObject(s, "selections", w);
+    std::map<std::string, HeadSelection> out;
+    for (auto it = s.begin(); it != s.end(); ++it) {
+        const std::string at = "selections." + it.key();
+        const json& one = it.value();
+        requireObject(one, at, w);
+        onlyKnownKeys(one, {"kind", "layer", "head"}, at, w);
+        for (const char* key : {"kind", "layer", "head"})
+            if (!one.contains(key)) w.fail(at, std::string("needs kind, layer and head (") + key + " is missing)");
+        const Where inner{w.origin, w.step, at + "."};
+        out[it.key()] = {parseAttentionKind(getString(one, "kind", inner), inner.at("kind")),
+                         getInt(one, "layer", 0, 1 << 16, inner), getInt(one, "head", 0, 1 << 16, inner)};
+    }
+    return out;
+}
+
 ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
     onlyKnownKeys(v,
                   {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                   "step", "token", "pair"},
+                   "step", "token", "pair", "selections"},
                   "view", w);
     ViewState s;
     if (v.contains("tab")) {
@@ -123,6 +142,7 @@ ViewState parseView(const json& v, const Where& w) {
         s.pair_a = p[0].get<std::string>();
         s.pair_b = p[1].get<std::string>();
     }
+    if (v.contains("selections")) s.selections = parseSelections(v.at("selections"), w);
     return s;
 }
 
@@ -178,6 +198,8 @@ json viewJson(const ViewState& s) {
     if (s.token_target && s.token_position)
         v["token"] = {{"side", *s.token_target ? "target" : "source"}, {"position", *s.token_position}};
     if (s.pair_a && s.pair_b) v["pair"] = {*s.pair_a, *s.pair_b};
+    for (const auto& [name, sel] : s.selections)
+        v["selections"][name] = {{"kind", attentionKindName(sel.kind)}, {"layer", sel.layer}, {"head", sel.head}};
     return v;
 }
 }  // namespace
@@ -200,6 +222,22 @@ Lesson parseLesson(const std::string& text, const std::string& origin) {
 }
 
 Lesson readLesson(const std::string& path) { return parseLesson(readFileAsInput(path), path); }
+
+namespace {
+// A tab's own selection against the model's shape: the layer in its kind's stack, the head (or the mean).
+void checkSelection(const std::string& name, const HeadSelection& s, int n_layers, int n_dec_layers, int n_head,
+                    const Where& w) {
+    const int layers = s.kind == AttentionKind::EncoderSelf ? n_layers : n_dec_layers;
+    const std::string at = "selections." + name;
+    if (s.layer >= layers)
+        w.fail(at + ".layer", std::to_string(s.layer) + " is out of range: the model has " + std::to_string(layers) +
+                                  " " + attentionKindName(s.kind) + " layers (0.." + std::to_string(layers - 1) + ")");
+    if (s.head > n_head)
+        w.fail(at + ".head", std::to_string(s.head) + " is out of range: the model has " + std::to_string(n_head) +
+                                 " heads (0.." + std::to_string(n_head - 1) + ", " + std::to_string(n_head) +
+                                 " = the mean)");
+}
+}  // namespace
 
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin, int n_dec_layers) {
     if (n_dec_layers <= 0) n_dec_layers = n_layers;
@@ -225,16 +263,22 @@ void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const 
                                " = the mean)");
         if (v.cell_query && v.head && *v.head == n_head)
             w.fail("cell", "a cell belongs to one head, not to the mean over heads");
+        for (const auto& [name, s] : v.selections) checkSelection(name, s, n_layers, n_dec_layers, n_head, w);
     }
 }
 
 void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin) {
+    std::string list;
+    for (const auto& t : views) list += (list.empty() ? "" : ", ") + t;
+    const auto check = [&](const std::string& name, const std::string& field, const Where& w) {
+        if (std::find(views.begin(), views.end(), name) == views.end())
+            w.fail(field, "'" + name + "' is not one of " + list);
+    };
     for (size_t i = 0; i < lesson.steps.size(); ++i) {
-        const auto& tab = lesson.steps[i].view.tab;
-        if (!tab || std::find(views.begin(), views.end(), *tab) != views.end()) continue;
-        std::string list;
-        for (const auto& t : views) list += (list.empty() ? "" : ", ") + t;
-        Where{origin, static_cast<int>(i) + 1}.fail("tab", "'" + *tab + "' is not one of " + list);
+        const Where w{origin, static_cast<int>(i) + 1};
+        const ViewState& v = lesson.steps[i].view;
+        if (v.tab) check(*v.tab, "tab", w);
+        for (const auto& entry : v.selections) check(entry.first, "selections", w);
     }
 }
 

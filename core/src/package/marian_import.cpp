@@ -4,6 +4,7 @@
 #include "package/safetensors.h"
 #include "package/torch_bin.h"
 #include "tokenizer/text_codec.h"
+#include "util/json_parse.h"
 #include "util/small_file.h"
 #include "util/text.h"
 
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -28,13 +30,7 @@ constexpr const char* kTorchBin = "pytorch_model.bin";
 constexpr const char* kGenerationConfig = "generation_config.json";
 constexpr const char* kTokenizerConfig = "tokenizer_config.json";
 
-json readJson(const std::string& path) {
-    try {
-        return json::parse(util::readSmallFile(path, 4u << 20));
-    } catch (const json::exception& e) {
-        throw PackageError(path + ": malformed JSON: " + e.what());
-    }
-}
+json readJson(const std::string& path) { return util::parseJson(util::readSmallFile(path, 4u << 20), path); }
 
 // Typed reads of a Hugging Face config.json, each error naming the file and the key.
 struct HfConfig {
@@ -113,6 +109,20 @@ void checkBadWords(const HfConfig& c, int64_t pad) {
                ") only, as OPUS-MT models ask");
 }
 
+// Multilingual tc-big models with a target vocabulary of their own (target_vocab.json,
+// tokenizer_config.json's separate_vocabs): not supported yet, refused rather than read wrongly.
+void refuseSeparateVocabularies(const std::string& dir) {
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / "target_vocab.json", ec))
+        throw PackageError(dir + ": has target_vocab.json: separate target vocabularies are not supported yet");
+    const fs::path tc = fs::path(dir) / kTokenizerConfig;
+    if (!fs::is_regular_file(tc, ec)) return;
+    const json j = readJson(tc.string());
+    if (j.is_object() && j.value("separate_vocabs", json(false)) == json(true))
+        throw PackageError(tc.string() +
+                           ": separate_vocabs is true: separate target vocabularies are not supported yet");
+}
+
 }  // namespace
 
 bool isHuggingFaceDirectory(const std::string& dir) {
@@ -120,7 +130,7 @@ bool isHuggingFaceDirectory(const std::string& dir) {
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) return false;
     try {
-        const json j = json::parse(util::readSmallFile(p.string(), 4u << 20));
+        const json j = util::parseJson(util::readSmallFile(p.string(), 4u << 20), p.string());
         return j.is_object() && j.contains("model_type") && !j.contains("format_version");
     } catch (const std::exception&) {
         return false;  // an AttnLab reader reports what is wrong with it
@@ -128,12 +138,7 @@ bool isHuggingFaceDirectory(const std::string& dir) {
 }
 
 PackageConfig marianConfigFromJson(const std::string& text, const std::string& origin) {
-    HfConfig c{json(), origin};
-    try {
-        c.j = json::parse(text);
-    } catch (const json::exception& e) {
-        throw PackageError(origin + ": malformed JSON: " + e.what());
-    }
+    HfConfig c{util::parseJson(text, origin), origin};
     if (!c.j.is_object()) c.fail("expected a JSON object");
     const std::string type = c.string("model_type", "");
     if (type != "marian")
@@ -204,6 +209,7 @@ PackageConfig readMarianConfig(const std::string& dir) {
     PackageConfig pc = marianConfigFromJson(util::readSmallFile(path, 4u << 20), path);
     const HfConfig c{readJson(path), path};
     std::tie(pc.source_lang, pc.target_lang) = languagesOf(dir);
+    refuseSeparateVocabularies(dir);
     const auto vocab_json =
         readMarianVocab((fs::path(dir) / marian_files::kVocab).string(), pc.model.n_trg_vocab);  // names its problems
     pc.unk_idx = vocab_json.at("<unk>");
@@ -238,11 +244,24 @@ namespace {
 // One tensor of the file, under its name without the "model." prefix.
 using Named = std::map<std::string, torch::Tensor>;
 
+// A file `git clone` left as a Git LFS pointer (git-lfs not installed, or not pulled).
+void refuseLfsPointer(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(24, '\0');
+    in.read(head.data(), std::streamsize(head.size()));
+    if (head.rfind("version https://git-lfs", 0) == 0)
+        throw PackageError(path +
+                           ": is a Git LFS pointer, not the weights: install git-lfs and run `git lfs pull` in "
+                           "the model's directory");
+}
+
 Named readAll(const std::string& path) {
+    refuseLfsPointer(path);
     Named out;
-    auto put = [&](std::string name, torch::Tensor t) {
-        if (name.rfind("model.", 0) == 0) name = name.substr(6);
-        out[name] = std::move(t);
+    auto put = [&](const std::string& stored, torch::Tensor t) {
+        const std::string name = stored.rfind("model.", 0) == 0 ? stored.substr(6) : stored;
+        if (!out.emplace(name, std::move(t)).second)
+            throw PackageError(path + ": holds '" + name + "' twice (with and without the 'model.' prefix)");
     };
     if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0) {
         for (auto& [name, t] : readTorchBin(path)) put(name, t);
@@ -332,7 +351,10 @@ model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig
                       : t.scalar_type() == torch::kFloat16  ? "F16"
                       : t.scalar_type() == torch::kBFloat16 ? "BF16"
                                                             : "other");
-    if (dtypes.count("other")) fail("a tensor is neither F32, F16 nor BF16");
+    for (const auto& [name, t] : file)
+        if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat16 &&
+            t.scalar_type() != torch::kBFloat16)
+            fail("tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) + ", not F32, F16 or BF16");
 
     Named ours;  // AttnLab name -> tensor
     std::set<std::string> used = {"encoder.embed_positions.weight", "decoder.embed_positions.weight"};  // recomputed
@@ -363,13 +385,12 @@ model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig
         if (mine.empty()) fail("unexpected tensor '" + name + "': not part of a MarianMTModel");
         ours[mine] = t;
     }
+    file.clear();  // each tensor now lives once, in `ours`, until it is copied into the model
 
-    model::Transformer model(config.model);
-    model->eval();
-    std::map<std::string, torch::Tensor> targets;
-    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
-    torch::NoGradGuard no_grad;
-    for (const auto& [name, shape] : expectedTensors(config.model)) {
+    // Every name and shape checked against config.json before the model is built: a config that
+    // disagrees with its weights must not make the loader allocate what it asks for.
+    const TensorShapes expected = expectedTensors(config.model);
+    for (const auto& [name, shape] : expected) {
         if (name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0) continue;
         const std::string hf = renameLayerTensor(name, false);
         auto it = ours.find(name);
@@ -377,16 +398,29 @@ model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig
         if (it->second.sizes().vec() != shape)
             fail("tensor '" + (hf.empty() ? name : hf) + "' has shape " + shapeOf(it->second) +
                  " but config.json needs " + util::shapeString(shape));
-        auto value = it->second.to(torch::kFloat32);
-        if (!torch::isfinite(value).all().item<bool>())
-            fail("tensor '" + (hf.empty() ? name : hf) + "' contains NaN or infinite values");
-        targets.at(name).copy_(value);
-        ours.erase(it);
     }
-    if (!ours.empty()) {
-        const std::string hf = renameLayerTensor(ours.begin()->first, false);
-        fail("unexpected tensor '" + (hf.empty() ? ours.begin()->first : hf) +
-             "': config.json has fewer layers than the weights");
+    if (ours.size() + 2 != expected.size()) {  // + the two position tables, recomputed
+        std::set<std::string> names;
+        for (const auto& e : expected) names.insert(e.first);
+        for (const auto& [name, t] : ours)
+            if (!names.count(name)) {
+                const std::string hf = renameLayerTensor(name, false);
+                fail("unexpected tensor '" + (hf.empty() ? name : hf) + "' (config.json's layers have no such tensor)");
+            }
+    }
+
+    model::Transformer model(config.model);
+    model->eval();
+    std::map<std::string, torch::Tensor> targets;
+    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
+    torch::NoGradGuard no_grad;
+    for (auto it = ours.begin(); it != ours.end(); it = ours.erase(it)) {  // each one freed once copied
+        auto value = it->second.to(torch::kFloat32);
+        if (!torch::isfinite(value).all().item<bool>()) {
+            const std::string hf = renameLayerTensor(it->first, false);
+            fail("tensor '" + (hf.empty() ? it->first : hf) + "' contains NaN or infinite values");
+        }
+        targets.at(it->first).copy_(value);
     }
     if (stored_dtype) {
         std::string d;
@@ -416,10 +450,10 @@ std::string marianModelCard(const std::string& dir, const PackageConfig& c) {
 }  // namespace attnlab::package
 
 namespace attnlab {
+namespace fs = std::filesystem;
 
-PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir) {
-    if (!package::isHuggingFaceDirectory(from_dir))
-        throw PackageError(from_dir + ": not a Hugging Face model directory (no config.json with a model_type)");
+namespace {
+PackageConfig importChecked(const std::string& from_dir, const std::string& package_dir) {
     const PackageConfig config = package::readMarianConfig(from_dir);
     // The tokenizer files are checked (and the vocabulary read) before anything is written.
     (void)marianCodec(from_dir, config.model.n_trg_vocab);
@@ -430,6 +464,39 @@ PackageConfig importMarianModel(const std::string& from_dir, const std::string& 
         so.copied_files.push_back((std::filesystem::path(from_dir) / f).string());
     package::savePackage(package_dir, config, model, "", so);
     return config;
+}
+
+// `import` replaces its output directory: never the source itself, a directory around or inside
+// it, or a directory that is not an AttnLab package (somebody's files).
+void checkImportTarget(const std::string& from_dir, const std::string& package_dir) {
+    std::error_code ec;
+    const fs::path from = fs::weakly_canonical(from_dir, ec), to = fs::weakly_canonical(package_dir, ec);
+    auto inside = [](const fs::path& a, const fs::path& b) {  // a within b (or equal)
+        auto [ai, bi] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+        return bi == b.end();
+    };
+    if (inside(from, to) || inside(to, from))
+        throw PackageError("--output " + package_dir + ": is the source directory " + from_dir +
+                           " or lies around or inside it; write the package somewhere else");
+    if (fs::exists(to, ec) && !fs::is_empty(to, ec) && !fs::is_regular_file(to / package_files::kConfig, ec))
+        throw PackageError("--output " + package_dir +
+                           ": exists and is not an AttnLab package (no config.json); it is left alone");
+    if (fs::is_regular_file(to / package_files::kConfig, ec) && package::isHuggingFaceDirectory(to.string()))
+        throw PackageError("--output " + package_dir + ": holds a Hugging Face model, not an AttnLab package");
+}
+}  // namespace
+
+PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir) {
+    if (!package::isHuggingFaceDirectory(from_dir))
+        throw PackageError(from_dir + ": not a Hugging Face model directory (no config.json with a model_type)");
+    checkImportTarget(from_dir, package_dir);
+    try {
+        return importChecked(from_dir, package_dir);
+    } catch (const c10::Error& e) {
+        throw PackageError(from_dir + ": LibTorch failed while importing: " + e.what_without_backtrace());
+    } catch (const std::bad_alloc&) {
+        throw PackageError(from_dir + ": out of memory while importing (is config.json's size right?)");
+    }
 }
 
 }  // namespace attnlab

@@ -7,6 +7,7 @@
 #include <attnlab/text_io.h>
 
 #include "util/checks.h"
+#include "util/json_parse.h"
 #include "util/small_file.h"
 
 #include <nlohmann/json.hpp>
@@ -107,12 +108,8 @@ struct Reader {
 }  // namespace
 
 PackageConfig packageConfigFromJson(const std::string& text, const std::string& origin) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception& e) {  // parse errors, and numbers too large for any type (fuzz finding)
-        throw PackageError(origin + ": malformed JSON: " + e.what());
-    }
+    // Parse errors, numbers too large for any type (fuzz finding), nesting too deep for the stack.
+    const json j = util::parseJson(text, origin);
     if (!j.is_object()) throw PackageError(origin + ": expected a JSON object at the top level");
     Reader r{j, origin};
     PackageConfig c;
@@ -131,6 +128,7 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
                        " or later");
             continue;
         }
+        if (f.since > 1 && !j.contains(f.name)) continue;  // the fields format 2 added default when absent
         std::visit(
             [&](auto ptr) {
                 auto& v = m.*ptr;
@@ -152,9 +150,9 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
     c.source_bos = r.boolean("source_bos", false);
     c.source_eos = r.boolean("source_eos", true);
     if (c.format_version >= 2) {
-        c.tokenizer = r.string("tokenizer");
-        c.num_beams = static_cast<int>(r.integer("num_beams"));
-        c.max_length = static_cast<int>(r.integer("max_length"));
+        if (j.contains("tokenizer")) c.tokenizer = r.string("tokenizer");
+        c.num_beams = static_cast<int>(r.integer("num_beams", 0));
+        c.max_length = static_cast<int>(r.integer("max_length", 0));
     }
     try {
         c.validate();

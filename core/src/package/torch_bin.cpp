@@ -21,8 +21,8 @@ namespace {
 [[noreturn]] void fail(const std::string& path, const std::string& m) { throw PackageError(path + ": " + m); }
 
 const char* kConvertHint =
-    "convert it once with: python3 -c \"import torch; torch.save(torch.load('pytorch_model.bin'), "
-    "'pytorch_model.bin')\"";
+    "convert it once, in the model's directory, with: python3 -c \"import torch; "
+    "torch.save(torch.load('pytorch_model.bin', weights_only=True), 'pytorch_model.bin')\"";
 
 // What the first bytes say the file is, before LibTorch's zip reader sees it.
 void checkKind(const std::string& path) {

@@ -1,5 +1,6 @@
 #include "tokenizer/text_codec.h"
 
+#include "util/json_parse.h"
 #include "util/small_file.h"
 
 #include <attnlab/errors.h>
@@ -48,8 +49,9 @@ public:
         : m_source(load((fs::path(dir) / marian_files::kSourceSpm).string())),
           m_target(load((fs::path(dir) / marian_files::kTargetSpm).string())),
           m_vocab(readMarianVocab((fs::path(dir) / marian_files::kVocab).string(), vocab_size)),
-          m_pieces(static_cast<size_t>(vocab_size)) {
-        for (const auto& [piece, id] : m_vocab) m_pieces[size_t(id)] = piece;
+          m_vocab_size(static_cast<int>(vocab_size)) {
+        m_pieces.reserve(m_vocab.size());
+        for (const auto& [piece, id] : m_vocab) m_pieces.emplace(id, piece);
         m_unk = m_vocab.at("<unk>");
         m_special = {m_vocab.at("</s>"), m_vocab.at("<pad>"), m_unk};
     }
@@ -93,10 +95,11 @@ public:
     }
 
     std::string idToPiece(int id) const override {
-        if (id < 0 || size_t(id) >= m_pieces.size()) return "<id " + std::to_string(id) + ">";
-        return m_pieces[size_t(id)].empty() ? "<unused " + std::to_string(id) + ">" : m_pieces[size_t(id)];
+        if (id < 0 || id >= m_vocab_size) return "<id " + std::to_string(id) + ">";
+        const auto it = m_pieces.find(id);
+        return it == m_pieces.end() ? "<unused " + std::to_string(id) + ">" : it->second;
     }
-    int vocabSize() const override { return static_cast<int>(m_pieces.size()); }
+    int vocabSize() const override { return m_vocab_size; }
 
 private:
     static std::unique_ptr<Tokenizer> load(const std::string& path) {
@@ -119,7 +122,8 @@ private:
 
     std::unique_ptr<Tokenizer> m_source, m_target;
     std::unordered_map<std::string, int> m_vocab;
-    std::vector<std::string> m_pieces;  // id -> piece
+    int m_vocab_size = 0;
+    std::unordered_map<int, std::string> m_pieces;  // id -> piece (vocab.json's entries only)
     int m_unk = 0;
     std::vector<int> m_special;
 };
@@ -137,15 +141,10 @@ std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_siz
 std::unordered_map<std::string, int> readMarianVocab(const std::string& path, int64_t vocab_size) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) throw PackageError(path + ": missing file");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(util::readSmallFile(path, 64u << 20));
-    } catch (const nlohmann::json::exception& e) {
-        throw PackageError(path + ": malformed JSON: " + e.what());
-    }
+    const nlohmann::json j = util::parseJson(util::readSmallFile(path, 64u << 20), path);
     if (!j.is_object()) throw PackageError(path + ": expected an object mapping pieces to ids");
     std::unordered_map<std::string, int> vocab;
-    std::vector<char> seen(static_cast<size_t>(std::max<int64_t>(vocab_size, 0)), 0);
+    std::unordered_map<int64_t, char> seen;
     for (const auto& [piece, value] : j.items()) {
         if (!value.is_number_integer())
             throw PackageError(path + ": the id of '" + piece + "' is " + value.dump() + ", not an integer");
@@ -153,8 +152,7 @@ std::unordered_map<std::string, int> readMarianVocab(const std::string& path, in
         if (id < 0 || id >= vocab_size)
             throw PackageError(path + ": '" + piece + "' has id " + std::to_string(id) +
                                ", outside the model's vocabulary of " + std::to_string(vocab_size) + " (config.json)");
-        if (seen[size_t(id)]++)
-            throw PackageError(path + ": id " + std::to_string(id) + " is given to more than one piece");
+        if (seen[id]++) throw PackageError(path + ": id " + std::to_string(id) + " is given to more than one piece");
         vocab.emplace(piece, static_cast<int>(id));
     }
     for (const char* needed : {"</s>", "<unk>", "<pad>"})
@@ -163,25 +161,15 @@ std::unordered_map<std::string, int> readMarianVocab(const std::string& path, in
 }
 
 LanguageCode splitLanguageCode(const std::string& text) {
-    // Python's re ">>.+?<<" (MarianTokenizer): '.' stops at a newline, '.+?' takes the first "<<"
-    // at least one character on. A code at the very start is kept; every match is removed.
-    LanguageCode lc;
-    size_t from = 0;
-    while (from < text.size()) {
-        const size_t open = text.find(">>", from);
-        if (open == std::string::npos) break;
-        const size_t line_end = std::min(text.find('\n', open), text.size());
-        const size_t close = open + 3 <= line_end ? text.find("<<", open + 3) : std::string::npos;
-        if (close == std::string::npos || close + 2 > line_end) {
-            lc.rest += text.substr(from, open + 1 - from);  // no match here: keep one '>' and go on
-            from = open + 1;
-            continue;
-        }
-        if (open == 0) lc.code = text.substr(0, close + 2);
-        lc.rest += text.substr(from, open - from);
-        from = close + 2;
-    }
-    if (from < text.size()) lc.rest += text.substr(from);
+    // As MarianTokenizer (and scripts/marian_reference.py): a ">>code<<" at the very start, up to the
+    // first "<<" on its line with at least one character between, is one token; nothing else in the
+    // text is touched.
+    LanguageCode lc{std::string(), text};
+    if (text.rfind(">>", 0) != 0) return lc;
+    const size_t close = text.find("<<", 3);
+    if (close == std::string::npos || text.find('\n') < close) return lc;
+    lc.code = text.substr(0, close + 2);
+    lc.rest = text.substr(close + 2);
     return lc;
 }
 

@@ -55,8 +55,8 @@ std::unordered_map<std::string, int> readMarianVocab(const std::string& path, in
 // model's DecodePieces, '▁' -> ' ', trimmed. Throws PackageError naming the file that is wrong.
 std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size);
 
-// The language code a MarianTokenizer keeps whole (">>fra<<" at the start of the text, as the
-// regex ">>.+?<<" matches it) and the text with every such code removed.
+// The language code a MarianTokenizer keeps whole (">>fra<<" at the start of the text, up to the
+// first "<<") and the rest of the text, untouched.
 struct LanguageCode {
     std::string code;  // empty when the text does not start with one
     std::string rest;

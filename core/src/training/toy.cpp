@@ -3,6 +3,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/run_layout.h>
+#include <attnlab/text_io.h>
 #include <attnlab/tokenizer.h>
 #include <attnlab/toy.h>
 #include <attnlab/translator.h>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 namespace attnlab {
 
@@ -200,13 +202,16 @@ void writeData(const ToyOptions& options, const fs::path& run) {
     }
 }
 
-// Exact match of the package on 200 fresh sequences (another seed), greedy; the package copied to
-// options.package_dir first when one is asked for.
+// Exact match of the package on 200 fresh sequences (another seed, none of them among the training
+// sources: held out), greedy; the package copied to options.package_dir first when one is asked for.
 ToyResult evaluate(const ToyOptions& options, ToyResult r) {
+    const auto train = readTextLines((fs::path(options.output_dir) / "train.src").string());
+    const std::unordered_set<std::string> seen(train.begin(), train.end());
     std::mt19937_64 fresh(options.seed + 7919);
     std::vector<std::string> sources, expected;
-    for (int i = 0; i < 200; ++i) {
+    for (int tries = 0; sources.size() < 200 && tries < 1000000; ++tries) {
         auto [s, t] = toyExample(options.task, fresh);
+        if (seen.count(s)) continue;  // a sequence the model was trained on is no test of it
         sources.push_back(std::move(s));
         expected.push_back(std::move(t));
     }

@@ -1,6 +1,7 @@
 // The training loop (class Trainer) and checkpoint averaging. The units it uses, one job each:
 // examples.h (corpus -> ids -> batches), run_state.h (what a checkpoint records),
 // checkpoint_store.h (latest / best / epoch-NNN), validation.h, model_card.h, objective.h.
+#include <attnlab/alignment.h>
 #include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/device.h>
@@ -315,10 +316,14 @@ void Trainer::startHistory() {
     if (!earlier && !m_o.record_attention) return;
     std::vector<std::pair<std::string, std::string>> probes;
     if (!earlier && !m_o.probe_file.empty()) probes = readProbes(m_o.probe_file);
+    // Without --probe: the first validation pairs short enough to read as a map (kProbeMaxWords a side).
+    constexpr size_t kProbeMaxWords = 16;
     for (size_t i = 0;
          !earlier && m_o.probe_file.empty() && i < m_valid_corpus.src.size() && int(probes.size()) < m_o.probe_count;
          ++i)
-        probes.emplace_back(m_valid_corpus.src[i], m_valid_corpus.tgt[i]);
+        if (whitespaceWords(m_valid_corpus.src[i]).size() <= kProbeMaxWords &&
+            whitespaceWords(m_valid_corpus.tgt[i]).size() <= kProbeMaxWords)
+            probes.emplace_back(m_valid_corpus.src[i], m_valid_corpus.tgt[i]);
     const int every = earlier && !new_stage ? std::max(1, earlier->record_every) : m_o.record_every;
     m_history =
         std::make_unique<HistoryRecorder>(m_pc, m_model, m_tok_path, probes, every, std::move(earlier), new_stage);

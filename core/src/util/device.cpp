@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <unistd.h>
@@ -38,6 +39,11 @@ int threadsFor(int requested, size_t sentences) {
 
 void relaunchWithPassiveThreads(char** argv) {
     if (std::getenv("OMP_WAIT_POLICY") || !argv || !argv[0]) return;  // the user's choice, or done
+    // Only when /proc/self/exe is the program argv[0] names: started through the dynamic loader
+    // (ld-linux ... attnlab) or a tool such as valgrind, it is not, and re-running it would run that.
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec || exe.filename() != std::filesystem::path(argv[0]).filename()) return;
     if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
     execv("/proc/self/exe", argv);  // returns only on failure: go on with spinning threads
 }
