@@ -131,6 +131,11 @@ torch.save(sd, p("protocol4.bin"), pickle_protocol=4)
 torch.save(sd, p("legacy.bin"), _use_new_zipfile_serialization=False)
 data = open(p("state.bin"), "rb").read()
 open(p("truncated.bin"), "wb").write(data[: len(data) // 2])
+# A deflated record of 64 MB zeros in a few KB: what a zip bomb looks like to the reader.
+with zipfile.ZipFile(p("state.bin")) as zin, zipfile.ZipFile(p("bomb.bin"), "w", zipfile.ZIP_DEFLATED) as zout:
+    for info in zin.infolist():
+        zout.writestr(info.filename, zin.read(info.filename))
+    zout.writestr(zin.namelist()[0].split("/")[0] + "/data/99", bytes(64 << 20))
 
 def rewrite(src, dst, replace, add={}):
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
@@ -173,6 +178,7 @@ private Q_SLOTS:
     void readsProtocol4();
     void refusesLegacyFormat();
     void refusesTruncatedFile();
+    void refusesCompressedRecords();
     void refusesForbiddenGlobal();
     void refusesShortStorage();
     void checksByteOrder();
@@ -431,9 +437,14 @@ void TestTorchBin::refusesLegacyFormat() {
     REQUIRE_PYTHON();
     const QString e = readError(m_dir.filePath("legacy.bin"));
     QVERIFY2(e.startsWith(m_dir.filePath("legacy.bin") + ": is in PyTorch's legacy (non-zip) format"), qPrintable(e));
-    QVERIFY2(
-        e.contains("python3 -c \"import torch; torch.save(torch.load('pytorch_model.bin'), 'pytorch_model.bin')\""),
-        qPrintable(e));
+    QVERIFY2(e.contains("torch.save(torch.load('pytorch_model.bin', weights_only=True), 'pytorch_model.bin')"),
+             qPrintable(e));
+}
+
+void TestTorchBin::refusesCompressedRecords() {
+    REQUIRE_PYTHON();
+    const QString e = readError(m_dir.filePath("bomb.bin"));
+    QVERIFY2(e.startsWith(m_dir.filePath("bomb.bin") + ": record '") && e.contains("is compressed"), qPrintable(e));
 }
 
 void TestTorchBin::refusesTruncatedFile() {

@@ -8,6 +8,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,8 @@ const char* kConvertHint =
     "convert it once, in the model's directory, with: python3 -c \"import torch; "
     "torch.save(torch.load('pytorch_model.bin', weights_only=True), 'pytorch_model.bin')\"";
 
+void checkStoredEntries(const std::string& path, uint64_t file_size);
+
 // What the first bytes say the file is, before LibTorch's zip reader sees it.
 void checkKind(const std::string& path) {
     std::error_code ec;
@@ -35,7 +38,7 @@ void checkKind(const std::string& path) {
     std::string head(16, '\0');
     in.read(head.data(), std::streamsize(head.size()));
     head.resize(size_t(in.gcount()));
-    if (head.compare(0, 4, "PK\x03\x04", 4) == 0) return;
+    if (head.compare(0, 4, "PK\x03\x04", 4) == 0) return checkStoredEntries(path, size);
     // torch.save(..., _use_new_zipfile_serialization=False): a pickle of the magic number
     // 0x1950a86a20f9469cfc6c (PROTO n, LONG1 10 bytes) followed by more pickles and raw storages.
     static const char magic[] = "\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
@@ -45,6 +48,43 @@ void checkKind(const std::string& path) {
     if (!head.empty() && uint8_t(head[0]) == 0x80)
         fail(path, "is a bare pickle, not the zip archive torch.save writes");
     fail(path, "is not a PyTorch checkpoint (neither the zip archive torch.save writes nor its legacy format)");
+}
+
+// torch.save stores every record uncompressed. A compressed record would be inflated whole by
+// LibTorch's reader before anything could check its size (a 1 MB file can claim gigabytes), so the
+// zip's central directory is read first: every entry must be stored, and no larger than the file.
+uint32_t le32(const std::string& b, size_t at) {
+    return uint32_t(uint8_t(b[at])) | uint32_t(uint8_t(b[at + 1])) << 8 | uint32_t(uint8_t(b[at + 2])) << 16 |
+           uint32_t(uint8_t(b[at + 3])) << 24;
+}
+uint16_t le16(const std::string& b, size_t at) { return uint16_t(uint8_t(b[at]) | uint8_t(b[at + 1]) << 8); }
+
+void checkStoredEntries(const std::string& path, uint64_t file_size) {
+    std::ifstream in(path, std::ios::binary);
+    const uint64_t tail_size = std::min<uint64_t>(file_size, 22 + 65535);  // the end record and its comment
+    std::string tail(size_t(tail_size), '\0');
+    in.seekg(std::streamoff(file_size - tail_size));
+    in.read(tail.data(), std::streamsize(tail.size()));
+    const size_t eocd = tail.rfind(std::string("PK\x05\x06", 4));
+    if (!in || eocd == std::string::npos || eocd + 22 > tail.size()) return;  // the zip reader reports it
+    const uint32_t cd_size = le32(tail, eocd + 12), cd_offset = le32(tail, eocd + 16);
+    if (cd_offset == 0xFFFFFFFFu || uint64_t(cd_offset) + cd_size > file_size) return;  // zip64: checked by size below
+    std::string cd(cd_size, '\0');
+    in.seekg(std::streamoff(cd_offset));
+    in.read(cd.data(), std::streamsize(cd.size()));
+    for (size_t at = 0; in && at + 46 <= cd.size() && le32(cd, at) == 0x02014b50u;) {
+        const uint16_t method = le16(cd, at + 10);
+        const uint32_t unpacked = le32(cd, at + 24);
+        const size_t name_len = le16(cd, at + 28), skip = 46 + name_len + le16(cd, at + 30) + le16(cd, at + 32);
+        const std::string name = cd.substr(at + 46, std::min(name_len, cd.size() - at - 46));
+        if (method != 0)
+            fail(path, "record '" + name +
+                           "' is compressed; torch.save stores records uncompressed, and a "
+                           "compressed one is not read");
+        if (unpacked != 0xFFFFFFFFu && unpacked > file_size)
+            fail(path, "record '" + name + "' claims " + std::to_string(unpacked) + " bytes, more than the file");
+        at += skip;
+    }
 }
 
 at::ScalarType scalarType(const std::string& dtype) {
