@@ -172,7 +172,7 @@ void TestUi::layerAndHeadSelectTheirMaps() {
 }
 
 void TestUi::exportsPngAndPdf() {
-    m_window->views()->setCurrentWidget(m_window->views()->find<AttentionExplorer>());
+    m_window->views()->showView("attention");
     const QString png = m_dir.filePath("view.png"), pdf = m_dir.filePath("view.pdf"), json = m_dir.filePath("att.json");
     if (const auto error = m_window->exportCurrentView(png)) QFAIL(qPrintable(*error));
     QImage img(png);
@@ -493,7 +493,7 @@ void TestUi::modelPanelShowsCardAndTrainingLog() {
     }
     QCOMPARE(plot->graph(2)->valueAxis(), plot->yAxis2);  // BLEU on its own axis
     // The Model tab's figure exports like the others.
-    m_window->views()->setCurrentWidget(panel);
+    m_window->views()->showView("model");
     const QString png = m_dir.filePath("training.png");
     QVERIFY(!m_window->exportCurrentView(png));
     QVERIFY(!QImage(png).isNull());
@@ -594,7 +594,7 @@ void TestUi::clickingACellExplainsItsWeight() {
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
     WeightView* w = m_window->views()->find<WeightView>();
     QTRY_VERIFY_WITH_TIMEOUT(w->explanation() != nullptr, 30000);
-    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(w));
+    QCOMPARE(m_window->views()->currentView(), static_cast<View*>(w));
     const auto e = w->explanation();
     QCOMPARE(e->cell.kind, attnlab::AttentionKind::Cross);
     QCOMPARE(e->cell.layer, 1);
@@ -616,7 +616,7 @@ void TestUi::clickingACellExplainsItsWeight() {
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
     QTest::qWait(200);
     QCOMPARE(asked.count(), 0);
-    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(ex));
+    QCOMPARE(m_window->views()->currentView(), static_cast<View*>(ex));
 }
 
 void TestUi::inputsTabShowsTokenAndMasks() {
@@ -683,7 +683,7 @@ void TestUi::lessonStepsAndSessionRoundTrip() {
     m_window->translatePanel()->sentenceEdit()->setFocus();
     QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_PageDown);
     QCOMPARE(pane->current(), 1);
-    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(m_window->views()->find<DecodingView>()));
+    QCOMPARE(m_window->views()->currentView(), static_cast<View*>(m_window->views()->find<DecodingView>()));
     QCOMPARE(m_window->views()->find<DecodingView>()->step(), 1);
     QTest::keyClick(m_window.get(), Qt::Key_PageDown);
     QTRY_VERIFY_WITH_TIMEOUT(m_window->views()->find<WeightView>()->explanation() != nullptr, 30000);
@@ -842,7 +842,7 @@ void TestUi::headStatisticsRunShowsAndExports() {
     QTRY_VERIFY_WITH_TIMEOUT(translated.count() > 0, 30000);
     QApplication::processEvents();
     QCOMPARE(m_window->context()->result()->source_text, src[size_t(sentence)]);
-    QCOMPARE(m_window->views()->currentWidget(), static_cast<QWidget*>(m_window->views()->find<AttentionExplorer>()));
+    QCOMPARE(m_window->views()->currentView(), static_cast<View*>(m_window->views()->find<AttentionExplorer>()));
     QCOMPARE(int(m_window->views()->find<AttentionExplorer>()->kind()), int(head.head.kind));
     m_window->views()->showView("heads");
     QCOMPARE(p->exportCsv("/nonexistent/dir/x.csv").value_or(""),

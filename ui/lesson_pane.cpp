@@ -14,15 +14,19 @@ LessonPane::LessonPane(QWidget* parent) : QWidget(parent) {
     m_position = new QLabel(this);
     m_caption = new QTextBrowser(this);
     m_caption->setOpenExternalLinks(false);
-    m_prev = new QPushButton(tr("◀ Previous (PageUp)"), this);
-    m_next = new QPushButton(tr("Next (PageDown) ▶"), this);
+    // Short labels keep the pane narrow at the presenter text size; the keys are in the tooltips.
+    m_prev = new QPushButton(tr("◀ Previous"), this);
+    m_prev->setToolTip(tr("Previous step (PageUp)"));
+    m_next = new QPushButton(tr("Next ▶"), this);
+    m_next->setToolTip(tr("Next step (PageDown)"));
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_prev);
-    buttons->addWidget(m_position, 1, Qt::AlignCenter);
     buttons->addWidget(m_next);
+    // "step 3 of 15" on a row of its own, for the same reason.
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_title);
     layout->addWidget(m_caption, 1);
+    layout->addWidget(m_position, 0, Qt::AlignCenter);
     layout->addLayout(buttons);
     // Buttons only: the keys are the window's (PageUp / PageDown work from anywhere).
     for (auto* b : {m_prev, m_next}) b->setFocusPolicy(Qt::NoFocus);

@@ -77,6 +77,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_translation = new ConfidenceText(this);  // draws at 1.4 x the app's text size, whatever it is
     m_legend = new QLabel(ConfidenceText::legendHtml(), this);
     m_legend->setVisible(false);
+    m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // cut, as m_details, on a narrow screen
     m_warning = new QLabel(this);
     m_warning->setWordWrap(true);
     m_warning->setStyleSheet(

@@ -13,6 +13,7 @@
 #include <qcustomplot.h>
 
 #include <QAction>
+#include <QScrollArea>
 
 namespace attnlab::ui {
 
@@ -20,6 +21,16 @@ namespace {
 template <typename T>
 std::function<View*(ViewContext*, QWidget*)> factory() {
     return [](ViewContext* c, QWidget* parent) -> View* { return new T(c, parent); };
+}
+
+// A view in a scroll area: a view wider or taller than the room it has (a large text size on a
+// small screen) scrolls instead of widening the window past its screen.
+QWidget* scrolling(View* v) {
+    auto* area = new QScrollArea;
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setWidget(v);
+    return area;
 }
 }  // namespace
 
@@ -52,14 +63,19 @@ ViewTabs::ViewTabs(ViewContext* context, QWidget* parent) : QTabWidget(parent) {
         View* v = e.make(context, this);
         v->setObjectName(QString::fromStdString(e.name));
         m_views.push_back(v);
-        addTab(v, e.title);
+        addTab(scrolling(v), e.title);
         if (e.key.isEmpty()) continue;
         auto* show = new QAction(QString(e.title).remove('&'), this);
         show->setShortcut(e.key);
-        connect(show, &QAction::triggered, this, [this, v] { setCurrentWidget(v); });
+        connect(show, &QAction::triggered, this, [this, i = count() - 1] { setCurrentIndex(i); });
         m_show_actions << show;
     }
     connect(context, &ViewContext::viewRequested, this, [this](const std::string& name) { showView(name); });
+}
+
+View* ViewTabs::currentView() const {
+    const int i = currentIndex();
+    return i >= 0 && i < int(m_views.size()) ? m_views[i] : nullptr;
 }
 
 View* ViewTabs::view(const std::string& name) const {
@@ -70,19 +86,22 @@ View* ViewTabs::view(const std::string& name) const {
 }
 
 std::string ViewTabs::currentName() const {
-    for (size_t i = 0; i < m_views.size(); ++i)
-        if (m_views[i] == currentWidget()) return viewEntries()[i].name;
-    return {};
+    const int i = currentIndex();
+    return i >= 0 && i < int(m_views.size()) ? viewEntries()[i].name : std::string();
 }
 
 bool ViewTabs::showView(const std::string& name) {
-    View* v = view(name);
-    if (v) setCurrentWidget(v);
-    return v != nullptr;
+    const auto& entries = viewEntries();
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].name != name) continue;
+        setCurrentIndex(int(i));  // tab i holds m_views[i]
+        return true;
+    }
+    return false;
 }
 
 std::optional<QString> ViewTabs::exportCurrent(const QString& path) const {
-    const auto* v = qobject_cast<const View*>(currentWidget());
+    const View* v = currentView();
     QCustomPlot* plot = v ? v->figure() : nullptr;
     if (!plot) return v ? v->noFigureReason() : tr("no view is shown");
     const bool pdf = path.endsWith(".pdf", Qt::CaseInsensitive);
@@ -92,7 +111,7 @@ std::optional<QString> ViewTabs::exportCurrent(const QString& path) const {
 }
 
 std::optional<QString> ViewTabs::exportCurrentAnimation(const QString& path) {
-    auto* v = qobject_cast<View*>(currentWidget());
+    View* v = currentView();
     return v ? v->exportAnimation(path) : tr("no view is shown");
 }
 

@@ -39,6 +39,7 @@ public:
             if (auto* t = qobject_cast<T*>(v)) return t;
         return nullptr;
     }
+    View* currentView() const;  // the shown view (each tab holds its view in a scroll area)
     std::string currentName() const;
     // Shows the named view; false for a name that is not registered.
     bool showView(const std::string& name);

@@ -1,0 +1,124 @@
+// Presenter mode on the screen it is on: the real window, every step of every bundled lesson, at
+// the presenter text size. CTest runs it on a 1920 x 1080 and a 1280 x 720 offscreen screen
+// (QT_QPA_PLATFORM=offscreen:configfile=…); the window's minimum size must fit the screen and the
+// caption pane must lie inside the window. The ordinary window's minimum fits 1366 x 768.
+#include "lesson_controller.h"
+#include "lesson_pane.h"
+#include "main_window.h"
+#include "view.h"
+#include "view_registry.h"
+
+#include <attnlab/lesson.h>
+
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QScreen>
+#include <QtTest/QtTest>
+
+#include <algorithm>
+
+using namespace attnlab::ui;
+
+namespace {
+// The widgets whose minimum width is largest, for the failure message.
+QString widest(const QWidget* top) {
+    QList<QWidget*> all = top->findChildren<QWidget*>();
+    all.erase(std::remove_if(all.begin(), all.end(), [](QWidget* w) { return !w->isVisible(); }), all.end());
+    std::sort(all.begin(), all.end(),
+              [](QWidget* a, QWidget* b) { return a->minimumSizeHint().width() > b->minimumSizeHint().width(); });
+    QStringList out;
+    for (int i = 0; i < std::min<int>(8, all.size()); ++i)
+        out << QStringLiteral("%1 '%2' %3x%4")
+                   .arg(all[i]->metaObject()->className(), all[i]->objectName())
+                   .arg(all[i]->minimumSizeHint().width())
+                   .arg(all[i]->minimumSizeHint().height());
+    return out.join("; ");
+}
+
+bool fits(QSize size, QSize room) { return size.width() <= room.width() && size.height() <= room.height(); }
+}  // namespace
+
+class TestPresenter : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void theOrdinaryWindowFits();
+    void everyStepFitsTheScreen();
+
+private:
+    void settle();
+    void checkStep(const QString& lesson, int step);
+    std::unique_ptr<TranslationController> m_controller;
+    std::unique_ptr<MainWindow> m_window;
+};
+
+void TestPresenter::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    m_controller = std::make_unique<TranslationController>();
+    m_window = std::make_unique<MainWindow>(m_controller.get(), /*error_dialogs=*/false);
+    m_window->show();
+    qInfo("screen %dx%d", m_window->screen()->size().width(), m_window->screen()->size().height());
+}
+
+void TestPresenter::settle() {
+    QElapsedTimer waited;
+    waited.start();
+    do {
+        m_controller->waitForIdle();
+        QCoreApplication::processEvents();
+    } while ((m_controller->busy() || m_window->lessons()->pending()) && waited.elapsed() < 60000);
+    QVERIFY2(!m_window->lessons()->pending(), "a lesson step still waits after 60 s");
+}
+
+void TestPresenter::theOrdinaryWindowFits() {
+    const QSize min = m_window->minimumSizeHint();
+    qInfo("ordinary window: minimum %dx%d", min.width(), min.height());
+    QVERIFY2(fits(min, {1366, 768}), qPrintable(widest(m_window.get())));
+}
+
+void TestPresenter::checkStep(const QString& lesson, int step) {
+    const QSize screen = m_window->screen()->size();
+    const QSize min = m_window->minimumSizeHint();
+    const View* view = m_window->views()->currentView();
+    qInfo("%s step %d: minimum %dx%d; %s needs %dx%d, has %dx%d", qPrintable(lesson), step + 1, min.width(),
+          min.height(), qPrintable(view->objectName()), view->minimumSizeHint().width(),
+          view->minimumSizeHint().height(), view->parentWidget()->width(), view->parentWidget()->height());
+    QVERIFY2(fits(min, screen), qPrintable(QStringLiteral("%1 step %2: minimum %3x%4 on %5x%6: %7")
+                                               .arg(lesson)
+                                               .arg(step + 1)
+                                               .arg(min.width())
+                                               .arg(min.height())
+                                               .arg(screen.width())
+                                               .arg(screen.height())
+                                               .arg(widest(m_window.get()))));
+    QCOMPARE(m_window->size(), screen);
+    auto* dock = m_window->lessons()->pane()->parentWidget();
+    QVERIFY(dock->isVisible());
+    const QRect pane(dock->mapTo(m_window.get(), QPoint(0, 0)), dock->size());
+    QVERIFY2(m_window->rect().contains(pane), qPrintable(lesson));
+}
+
+void TestPresenter::everyStepFitsTheScreen() {
+    const auto lessons = attnlab::bundledLessons();
+    QVERIFY(!lessons.empty());
+    for (const auto& l : lessons) {
+        const QString path = QString::fromStdString(l.path);
+        QVERIFY2(!m_window->lessons()->openLesson(path), qPrintable(path));
+        settle();
+        m_window->lessons()->setPresenterMode(true);
+        QVERIFY(m_window->windowState() & Qt::WindowFullScreen);
+        const QString name = QFileInfo(path).fileName();
+        for (int step = 0; step < m_window->lessons()->pane()->count(); ++step) {
+            QVERIFY(!m_window->lessons()->goToStep(step));
+            settle();
+            QTest::qWait(10);  // layouts settle
+            checkStep(name, step);
+        }
+        m_window->lessons()->setPresenterMode(false);
+        const QSize min = m_window->minimumSizeHint();  // the ordinary window, the lesson pane shown
+        QVERIFY2(fits(min, {1366, 768}), qPrintable(widest(m_window.get())));
+    }
+}
+
+QTEST_MAIN(TestPresenter)
+#include "tst_presenter.moc"
