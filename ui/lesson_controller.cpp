@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QMainWindow>
 #include <QMenu>
+#include <QScreen>
 
 #include <utility>
 
@@ -216,11 +217,16 @@ void LessonController::setPresenterMode(bool on) {
         m_context->setTextSize(std::max(18.0, m_saved_text_size), /*remember=*/false);
         m_context->setPalette(Palette::HighContrast, /*remember=*/false);
         m_dock->show();
+        m_saved_geometry = m_window->geometry();
+        // The whole screen even where no window manager grants the full-screen state (a bare X
+        // server, a projector's kiosk session): the state is asked for, and the size set too.
+        if (const QScreen* screen = m_window->screen()) m_window->setGeometry(screen->geometry());
         m_window->showFullScreen();
     } else {
         m_context->setTextSize(m_saved_text_size, false);
         m_context->setPalette(m_saved_palette, false);
         m_window->showNormal();
+        if (m_saved_geometry.isValid()) m_window->setGeometry(m_saved_geometry);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <attnlab/lesson.h>
 
 #include <QObject>
+#include <QRect>
 
 #include <optional>
 
@@ -75,6 +76,7 @@ private:
     bool m_presenter = false;
     double m_saved_text_size = 0;
     Palette m_saved_palette = Palette::Blues;
+    QRect m_saved_geometry;  // the window before presenter mode
     QAction* m_presenter_action = nullptr;
 };
 

@@ -40,21 +40,6 @@ QCPColorMap* makeMap(QCustomPlot* plot, const QString& x, const QString& y, cons
     return map;
 }
 
-// The paper's table with its columns reordered: the sines (even dimensions) first, then the cosines
-// (odd ones), as Marian's and fairseq's sinusoid (and core's halfSinusoidTable) lay them out.
-Matrix halfSplitColumns(const Matrix& interleaved) {
-    Matrix out;
-    out.reserve(interleaved.size());
-    for (const auto& row : interleaved) {
-        std::vector<float> r;
-        r.reserve(row.size());
-        for (size_t first : {size_t(0), size_t(1)})
-            for (size_t j = first; j < row.size(); j += 2) r.push_back(row[j]);
-        out.push_back(std::move(r));
-    }
-    return out;
-}
-
 QString defaultCurves(bool half, int d_model) {
     if (!half) return QStringLiteral("0, 1, 32, 64, 128");
     return QStringLiteral("0, %1, %2, %3").arg(d_model / 2).arg(d_model / 4).arg(d_model / 2 + d_model / 4);
@@ -147,8 +132,7 @@ int PositionalEncodingView::length() const { return m_length->value(); }
 int PositionalEncodingView::dModel() const { return m_dmodel->value(); }
 
 void PositionalEncodingView::rebuild() {
-    m_table = sinusoidTable(length(), dModel());
-    if (halfSplit()) m_table = halfSplitColumns(m_table);
+    m_table = halfSplit() ? halfSinusoidTable(length(), dModel()) : sinusoidTable(length(), dModel());
     fill(m_heat_map, m_table, -1.0, 1.0);
     // The same in either layout: a dot product does not depend on the order of the dimensions.
     const Matrix dots = positionalDotProducts(length(), dModel());

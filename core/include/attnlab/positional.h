@@ -7,6 +7,9 @@ namespace attnlab {
 // positional-encoding lab lets users change both): PE(pos, 2i) = sin(pos / 10000^(2i/d)),
 // PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). The same code builds the model's pos_table buffer.
 std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid);
+// The same values with the sines in the first half of the dimensions and the cosines in the second,
+// as Marian and fairseq lay them out (ModelConfig::pos_encoding "half").
+std::vector<std::vector<float>> halfSinusoidTable(int n_position, int d_hid);
 
 // Dot products PE(i) . PE(j) of every pair of positions, [n_position][n_position]: they depend
 // only on i - j, which is what lets attention read relative positions.

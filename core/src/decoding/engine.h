@@ -39,7 +39,6 @@ public:
 
     const ModelInfo& info() const { return m_info; }
     const PackageConfig& config() const { return m_config; }
-    const TextCodec& codec() const { return *m_tokenizer; }
     // The one SentencePiece model of a "sentencepiece" package (training); InputError otherwise.
     const Tokenizer& tokenizer() const;
     model::Transformer model() const { return m_model; }

@@ -50,18 +50,22 @@ torch::Tensor PositionalEncodingImpl::forwardAt(const torch::Tensor& x, int64_t 
 namespace attnlab {
 namespace {
 // The public positional functions allocate from user-chosen sizes (the GUI's lab): bound them.
-torch::Tensor checkedTable(int n_position, int d_hid, int64_t max_positions) {
+torch::Tensor checkedTable(int n_position, int d_hid, int64_t max_positions, bool half = false) {
     if (n_position < 1 || d_hid < 1 || n_position > max_positions ||
         int64_t(n_position) * d_hid > kMaxPositionalTableEntries)
         throw ConfigError("positional table: " + std::to_string(n_position) + " x " + std::to_string(d_hid) +
                           " is empty or too large (at most " + std::to_string(kMaxPositionalTableEntries) +
                           " entries)");
-    return model::sinusoidTable(n_position, d_hid);
+    return half ? model::halfSinusoidTable(n_position, d_hid) : model::sinusoidTable(n_position, d_hid);
 }
 }  // namespace
 
 std::vector<std::vector<float>> sinusoidTable(int n_position, int d_hid) {
     return util::toMatrix(checkedTable(n_position, d_hid, kMaxPositionalTableEntries));
+}
+
+std::vector<std::vector<float>> halfSinusoidTable(int n_position, int d_hid) {
+    return util::toMatrix(checkedTable(n_position, d_hid, kMaxPositionalTableEntries, /*half=*/true));
 }
 
 std::vector<std::vector<float>> positionalDotProducts(int n_position, int d_hid) {

@@ -137,8 +137,10 @@ bool isHuggingFaceDirectory(const std::string& dir) {
     }
 }
 
-PackageConfig marianConfigFromJson(const std::string& text, const std::string& origin) {
-    HfConfig c{util::parseJson(text, origin), origin};
+namespace {
+// config.json's own keys onto AttnLab's fields (what readMarianConfig then completes from the
+// directory's other files).
+PackageConfig mapMarianConfig(const HfConfig& c) {
     if (!c.j.is_object()) c.fail("expected a JSON object");
     const std::string type = c.string("model_type", "");
     if (type != "marian")
@@ -204,10 +206,16 @@ PackageConfig marianConfigFromJson(const std::string& text, const std::string& o
     return pc;
 }
 
+}  // namespace
+
+PackageConfig marianConfigFromJson(const std::string& text, const std::string& origin) {
+    return mapMarianConfig(HfConfig{util::parseJson(text, origin), origin});
+}
+
 PackageConfig readMarianConfig(const std::string& dir) {
     const std::string path = (fs::path(dir) / package_files::kConfig).string();
-    PackageConfig pc = marianConfigFromJson(util::readSmallFile(path, 4u << 20), path);
     const HfConfig c{readJson(path), path};
+    PackageConfig pc = mapMarianConfig(c);
     std::tie(pc.source_lang, pc.target_lang) = languagesOf(dir);
     refuseSeparateVocabularies(dir);
     const auto vocab_json =
@@ -346,15 +354,12 @@ model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig
     auto fail = [&](const std::string& m) -> void { throw PackageError(path + ": " + m); };
     Named file = readAll(path);
     std::set<std::string> dtypes;
-    for (const auto& [name, t] : file)
-        dtypes.insert(t.scalar_type() == torch::kFloat32    ? "F32"
-                      : t.scalar_type() == torch::kFloat16  ? "F16"
-                      : t.scalar_type() == torch::kBFloat16 ? "BF16"
-                                                            : "other");
-    for (const auto& [name, t] : file)
-        if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat16 &&
-            t.scalar_type() != torch::kBFloat16)
-            fail("tensor '" + name + "' is " + std::string(c10::toString(t.scalar_type())) + ", not F32, F16 or BF16");
+    for (const auto& [name, t] : file) {
+        const auto type = t.scalar_type();
+        if (type != torch::kFloat32 && type != torch::kFloat16 && type != torch::kBFloat16)
+            fail("tensor '" + name + "' is " + std::string(c10::toString(type)) + ", not F32, F16 or BF16");
+        dtypes.insert(type == torch::kFloat32 ? "F32" : type == torch::kFloat16 ? "F16" : "BF16");
+    }
 
     Named ours;  // AttnLab name -> tensor
     std::set<std::string> used = {"encoder.embed_positions.weight", "decoder.embed_positions.weight"};  // recomputed

@@ -1,5 +1,7 @@
 #include "package/safetensors.h"
 
+#include "util/small_file.h"
+
 #include <attnlab/errors.h>
 
 #include "util/text.h"
@@ -130,12 +132,7 @@ Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t
 }
 
 Header readHeader(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) fail(path, "missing file");
-    const uint64_t size = std::filesystem::file_size(path, ec);
-    if (ec) fail(path, "cannot read its size: " + ec.message());
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot be opened");
+    auto [in, size] = util::openRegularFile(path);
     std::string bytes(std::min<uint64_t>(size, 8), '\0');
     in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (size >= 8) {

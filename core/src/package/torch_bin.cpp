@@ -1,5 +1,7 @@
 #include "package/torch_bin.h"
 
+#include "util/small_file.h"
+
 #include "package/safetensors.h"
 #include "package/torch_pickle.h"
 #include "util/text.h"
@@ -29,12 +31,7 @@ void checkStoredEntries(const std::string& path, uint64_t file_size);
 
 // What the first bytes say the file is, before LibTorch's zip reader sees it.
 void checkKind(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) fail(path, "missing file");
-    const uint64_t size = std::filesystem::file_size(path, ec);
-    if (ec) fail(path, "cannot read its size: " + ec.message());
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot be opened");
+    auto [in, size] = util::openRegularFile(path);
     std::string head(16, '\0');
     in.read(head.data(), std::streamsize(head.size()));
     head.resize(size_t(in.gcount()));

@@ -22,4 +22,15 @@ std::string readSmallFile(const std::string& path, size_t max_bytes) {
     return ss.str();
 }
 
+OpenedFile openRegularFile(const std::string& path) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) throw PackageError(path + ": missing file");
+    OpenedFile f;
+    f.size = fs::file_size(path, ec);
+    if (ec) throw PackageError(path + ": cannot read its size: " + ec.message());
+    f.in.open(path, std::ios::binary);
+    if (!f.in) throw PackageError(path + ": cannot be opened");
+    return f;
+}
+
 }  // namespace attnlab::util
