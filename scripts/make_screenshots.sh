@@ -22,13 +22,21 @@ shot --view cross --layer 2 --head 5 --export "$out/cross-layer2-head5.png"
 shot --view cross --layer 2 --head 8 --text-size 20 --screenshot "$out/attention-cross-20pt.png"
 "$app" "${model[@]}" --text "Der Compiler meldet einen Fehler in Zeile zwölf." --screenshot "$out/low-confidence.png"
 shot --tab model --export "$out/training.png"
-# Teaching: steps of the bundled tour (the lesson sets sentence, tab and view).
-lesson() { "$app" "${model[@]}" --lesson resources/lessons/transformer-tour.json --lesson-step "$1" --screenshot "$out/$2"; }
-lesson 13 decoding-beam.png
-lesson 7 weight.png
-lesson 4 inputs.png
-lesson 14 what-if.png
-"$app" "${model[@]}" --lesson resources/lessons/minimal-pairs.json --lesson-step 3 --screenshot "$out/minimal-pairs.png"
+# Teaching: steps of the bundled lessons in presenter mode on a 1920 x 1080 screen, as a class sees
+# them (the lesson sets sentence, tab, view and the part in sight; the offscreen screen's size comes
+# from a config file).
+screen=$(mktemp --suffix=.json)
+echo '{"screens": [{"name": "s", "x": 0, "y": 0, "width": 1920, "height": 1080, "logicalDpi": 96, "logicalBaseDpi": 96}]}' >"$screen"
+lesson() {
+  QT_QPA_PLATFORM="offscreen:configfile=$screen" "$app" "${model[@]}" --lesson "resources/lessons/$1.json" \
+    --lesson-step "$2" --presenter --screenshot "$out/$3"
+}
+lesson transformer-tour 13 decoding-beam.png
+lesson transformer-tour 7 weight.png
+lesson transformer-tour 4 inputs.png
+lesson transformer-tour 8 masks.png
+lesson transformer-tour 14 what-if.png
+lesson minimal-pairs 3 minimal-pairs.png
 # Head lab (issue 12): statistics over the examples, the first example's alignment with its gold,
 # and the last layer's cross-attention heads switched off.
 "$app" "${model[@]}" --heads statistics --screenshot "$out/heads-statistics.png"

@@ -45,7 +45,8 @@ void TestLesson::everyFieldIsRead() {
     const auto l = attnlab::parseLesson(lesson(R"(
         {"title": "one", "caption": "**Hi**", "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 3,
          "alpha": 0.5, "max_length": 20, "force_prefix": "A dog", "kind": "decoder", "layer": 1, "head": 2,
-         "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}, "pair": ["Ein Hund.", "Eine Katze."]}},
+         "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}, "pair": ["Ein Hund.", "Eine Katze."],
+         "focus": "softmax"}},
         {"view": {"head": 5}})"),
                                         "l.json");
     QCOMPARE(l.title, std::string("T"));
@@ -67,9 +68,12 @@ void TestLesson::everyFieldIsRead() {
     QCOMPARE(*v.token_target, true);
     QCOMPARE(*v.token_position, 2);
     QCOMPARE(*v.pair_b, std::string("Eine Katze."));
+    QCOMPARE(*v.focus, std::string("softmax"));
     // Absent fields stay absent: the app keeps what it shows.
     const auto& w = l.steps[1].view;
-    QVERIFY(!w.tab && !w.sentence && !w.layer && !w.cell_query && !w.token_target);
+    QVERIFY(!w.tab && !w.sentence && !w.layer && !w.cell_query && !w.token_target && !w.focus);
+    // A focus belongs to its own step: a jump to step 2 does not scroll to step 1's plot.
+    QVERIFY(!attnlab::lessonViewAt(l, 1).focus);
     QCOMPARE(*w.head, 5);
 }
 
@@ -113,6 +117,10 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("selection incomplete")
         << QString::fromStdString(lesson(R"({"view": {"selections": {"pairs": {"kind": "cross", "layer": 1}}}})"))
         << "l.json: step 1: selections.pairs: needs kind, layer and head (head is missing)";
+    QTest::newRow("focus without tab") << QString::fromStdString(lesson(R"({"view": {"focus": "map"}})"))
+                                       << "l.json: step 1: focus: needs a tab in the same step";
+    QTest::newRow("empty focus") << QString::fromStdString(lesson(R"({"view": {"tab": "attention", "focus": ""}})"))
+                                 << "l.json: step 1: focus: is empty";
     QTest::newRow("selection kind")
         << QString::fromStdString(
                lesson(R"({"view": {"selections": {"pairs": {"kind": "x", "layer": 1, "head": 0}}}})"))
@@ -163,6 +171,26 @@ void TestLesson::tabsAreCheckedAgainstTheAppsViews() {
         QCOMPARE(std::string(e.what()), std::string("l.json: step 2: tab: 'maps' is not one of attention, weight"));
     }
     attnlab::checkLessonViews(l, {"maps", "weight"}, "l.json");  // both named: no error
+    // A focus names a part of its step's tab.
+    const std::map<std::string, std::vector<std::string>> parts{{"weight", {"q-k", "softmax"}}};
+    const auto f = attnlab::parseLesson(
+        lesson(R"({"view": {"tab": "weight", "focus": "softmax"}}, {"view": {"tab": "weight", "focus": "plot4"}})"),
+        "l.json");
+    try {
+        attnlab::checkLessonViews(f, {"attention", "weight"}, "l.json", parts);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()),
+                 std::string("l.json: step 2: focus: 'plot4' is not one of q-k, softmax (the weight view's parts)"));
+    }
+    const auto g = attnlab::parseLesson(lesson(R"({"view": {"tab": "attention", "focus": "map"}})"), "l.json");
+    try {
+        attnlab::checkLessonViews(g, {"attention", "weight"}, "l.json", parts);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()),
+                 std::string("l.json: step 1: focus: the attention view has no parts to bring into view"));
+    }
     // A tab's own selection names a view too, and fits the model's shape.
     const auto s = attnlab::parseLesson(
         lesson(R"({"view": {"selections": {"pairz": {"kind": "encoder", "layer": 2, "head": 0}}}})"), "l.json");

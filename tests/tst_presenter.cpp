@@ -1,7 +1,9 @@
 // Presenter mode on the screen it is on: the real window, every step of every bundled lesson, at
 // the presenter text size. CTest runs it on a 1920 x 1080 and a 1280 x 720 offscreen screen
 // (QT_QPA_PLATFORM=offscreen:configfile=…); the window's minimum size must fit the screen and the
-// caption pane must lie inside the window. The ordinary window's minimum fits 1366 x 768.
+// caption pane must lie inside the window, and the part of the view that the step names (its
+// focus; without one, the view's first part) must be in sight, none of it scrolled away or cut
+// off. The ordinary window's minimum fits 1366 x 768.
 #include "lesson_controller.h"
 #include "lesson_pane.h"
 #include "main_window.h"
@@ -13,6 +15,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QScreen>
+#include <QScrollArea>
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -36,6 +39,28 @@ QString widest(const QWidget* top) {
 }
 
 bool fits(QSize size, QSize room) { return size.width() <= room.width() && size.height() <= room.height(); }
+
+// Where `part` is cut off: by the window, or by a scroll area's viewport around it; empty when all
+// of it is in sight.
+QString cutOff(const QWidget* part, const QWidget* window) {
+    if (!part->isVisible()) return QStringLiteral("hidden");
+    const QRect in_window(part->mapTo(window, QPoint(0, 0)), part->size());
+    if (!window->rect().contains(in_window)) return QStringLiteral("outside the window");
+    for (const QWidget* w = part->parentWidget(); w && w != window; w = w->parentWidget()) {
+        const auto* area = qobject_cast<const QScrollArea*>(w);
+        if (!area) continue;
+        const QRect in_viewport(part->mapTo(area->viewport(), QPoint(0, 0)), part->size());
+        if (!area->viewport()->rect().contains(in_viewport))
+            return QStringLiteral("%1x%2 at (%3, %4) in a %5x%6 viewport")
+                .arg(in_viewport.width())
+                .arg(in_viewport.height())
+                .arg(in_viewport.x())
+                .arg(in_viewport.y())
+                .arg(area->viewport()->width())
+                .arg(area->viewport()->height());
+    }
+    return {};
+}
 }  // namespace
 
 class TestPresenter : public QObject {
@@ -50,6 +75,7 @@ private:
     void checkStep(const QString& lesson, int step);
     std::unique_ptr<TranslationController> m_controller;
     std::unique_ptr<MainWindow> m_window;
+    QString m_lesson_path;  // the lesson whose steps are checked
 };
 
 void TestPresenter::initTestCase() {
@@ -96,6 +122,21 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
     QVERIFY(dock->isVisible());
     const QRect pane(dock->mapTo(m_window.get(), QPoint(0, 0)), dock->size());
     QVERIFY2(m_window->rect().contains(pane), qPrintable(lesson));
+    // What the step's caption is about, all of it in sight without scrolling: its focus, or the
+    // view's first part.
+    const ViewTabs* tabs = m_window->views();
+    const auto& l = attnlab::readLesson(m_lesson_path.toStdString());
+    const auto& state = l.steps[size_t(step)].view;
+    const auto parts = view->parts();
+    if (parts.empty()) return;
+    const std::string name = state.focus.value_or(parts.front().first);
+    const QWidget* part = tabs->part(tabs->currentName(), name);
+    QVERIFY2(part, name.c_str());
+    const QString cut = cutOff(part, m_window.get());
+    QVERIFY2(cut.isEmpty(), qPrintable(QStringLiteral("%1 step %2: %3 of %4 is cut off: %5")
+                                           .arg(lesson)
+                                           .arg(step + 1)
+                                           .arg(QString::fromStdString(name), view->objectName(), cut)));
 }
 
 void TestPresenter::everyStepFitsTheScreen() {
@@ -103,6 +144,7 @@ void TestPresenter::everyStepFitsTheScreen() {
     QVERIFY(!lessons.empty());
     for (const auto& l : lessons) {
         const QString path = QString::fromStdString(l.path);
+        m_lesson_path = path;
         QVERIFY2(!m_window->lessons()->openLesson(path), qPrintable(path));
         settle();
         m_window->lessons()->setPresenterMode(true);

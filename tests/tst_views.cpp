@@ -200,6 +200,24 @@ void TestViews::registryIsTheOneListOfViews() {
         QCOMPARE(QString(e.what()), QString("l.json: step 1: tab: 'maps' is not one of attention, decoding, weight, "
                                             "inputs, pairs, heads, training, positional, model"));
     }
+    // A step's focus names a part of its tab, as the views list them; every bundled step's does.
+    const auto parts = tabs.partNames();
+    QCOMPARE(parts.at("weight").front(), std::string("q-k"));
+    for (const auto& [view, names] : parts)
+        for (const auto& name : names) QVERIFY2(tabs.part(view, name), (view + ": " + name).c_str());
+    QVERIFY(!tabs.part("weight", "plot4") && !tabs.part("maps", "q-k"));
+    for (const auto& l : attnlab::bundledLessons())
+        attnlab::checkLessonViews(attnlab::readLesson(l.path), viewNames(), l.path, parts);
+    lesson = attnlab::parseLesson(
+        R"({"format": "attnlab-lesson", "version": 1, "steps": [{"view": {"tab": "inputs", "focus": "mask"}}]})",
+        "l.json");
+    try {
+        attnlab::checkLessonViews(lesson, viewNames(), "l.json", parts);
+        QFAIL("no error");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(QString(e.what()), QString("l.json: step 1: focus: 'mask' is not one of embedding, scaled, "
+                                            "positional, normalized, masks (the inputs view's parts)"));
+    }
 }
 
 void TestViews::attentionViewShowsTheChosenMap() {

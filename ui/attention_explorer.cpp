@@ -212,4 +212,6 @@ void AttentionExplorer::refresh() {
     m_grid->setSelected(l, h);
 }
 
+View::Parts AttentionExplorer::parts() const { return {{"map", m_view}, {"grid", m_grid}}; }
+
 }  // namespace attnlab::ui

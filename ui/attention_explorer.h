@@ -33,6 +33,7 @@ public:
     QString noFigureReason() const override;
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
+    Parts parts() const override;
     QList<QAction*> menuActions() const override { return m_actions; }
     AttentionGrid* grid() const { return m_grid; }
     const LayerHeadMaps* currentMaps() const;  // null before a result

@@ -52,13 +52,30 @@ AttentionView::AttentionView(QWidget* parent) : QWidget(parent), m_plot(new QCus
     m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     m_plot->plotLayout()->insertRow(0);
-    m_title = new QCPTextElement(m_plot, QString());
+    m_title = makeTitle(m_plot, QString());
     m_plot->plotLayout()->addElement(0, 0, m_title);
     m_plot->installEventFilter(this);
     m_plot->setMouseTracking(true);
     followTextSize(m_plot);
+    fitMinimumHeight();
     connect(m_plot, &QCustomPlot::afterReplot, this, &AttentionView::updateTicks);
     clear();
+}
+
+// Room for a title, a few rows and the rotated key labels at the text size (8 lines: a map keeps
+// its shape at a projector's 18 pt and still fits a 1280 x 720 screen's view).
+void AttentionView::fitMinimumHeight() {
+    m_plot->setMinimumHeight(std::max(m_min_lines * 18, m_min_lines * fontMetrics().height()));
+}
+
+void AttentionView::setMinimumLines(int lines) {
+    m_min_lines = lines;
+    fitMinimumHeight();
+}
+
+void AttentionView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange) fitMinimumHeight();
+    QWidget::changeEvent(event);
 }
 
 void AttentionView::updateTicks() {
@@ -83,7 +100,7 @@ void AttentionView::updateTicks() {
 
 void AttentionView::showAxes(bool shown) {
     m_plot->axisRect()->setVisible(shown);
-    m_scale->setVisible(shown);
+    if (m_scale) m_scale->setVisible(shown);
     for (QCPAxis* a : m_plot->axisRect()->axes()) a->setVisible(shown && (a == m_plot->xAxis || a == m_plot->yAxis));
 }
 
@@ -124,6 +141,14 @@ void AttentionView::setMap(const Matrix& map, const QStringList& queries, const 
     m_title->setText(title);
     showAxes(true);
     rescale();
+}
+
+void AttentionView::removeColorScale() {
+    m_colormap->setColorScale(nullptr);
+    m_plot->plotLayout()->remove(m_scale);  // deletes it
+    m_scale = nullptr;
+    m_plot->plotLayout()->simplify();
+    m_plot->replot();
 }
 
 void AttentionView::setFixedRange(bool fixed) {

@@ -36,6 +36,11 @@ public:
     Palette colorMap() const { return m_palette; }
     // Signed values (a difference of two maps): blue-white-red, symmetric around 0.
     void setDiverging(bool diverging);
+    // For maps of 0 and 1 (masks) whose text says what the colours mean: no colour scale, and the
+    // room it took goes to the map.
+    void removeColorScale();
+    // Its least height in lines of text (default 8: a title, a few rows, the rotated key labels).
+    void setMinimumLines(int lines);
 
     // What is shown (tests read it back).
     const Matrix& map() const { return m_map; }
@@ -55,8 +60,10 @@ Q_SIGNALS:
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
+    void fitMinimumHeight();
     void rescale();
     void showAxes(bool shown);
     void updateTicks();  // after each replot: the labels thinned to what the axes have room for
@@ -70,6 +77,7 @@ private:
     bool m_diverging = false;
     Palette m_palette = Palette::Blues;
     QString m_query_title = QStringLiteral("query");
+    int m_min_lines = 8;
     int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)
 };
 

@@ -23,11 +23,24 @@ BarPlot::BarPlot(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_plot);
     m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, QString()));
+    m_plot->plotLayout()->addElement(0, 0, makeTitle(m_plot, QString()));
     m_plot->legend->setVisible(false);
     m_plot->installEventFilter(this);
-    m_plot->setMinimumHeight(120);
+    fitMinimumHeight();
     followTextSize(m_plot);
+}
+
+// Six lines of text for the title, the bars and the numbers under them, four more for labels
+// rotated under the bars: a plot keeps its shape at a projector's text size instead of squashing
+// its bars between its labels.
+void BarPlot::fitMinimumHeight() {
+    const int lines = 6 + (m_plot->xAxis->tickLabelRotation() != 0 ? 4 : 0);
+    setMinimumHeight(std::max(200, lines * fontMetrics().height()));
+}
+
+void BarPlot::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange) fitMinimumHeight();
+    QWidget::changeEvent(event);
 }
 
 void BarPlot::setTitle(const QString& title) {
@@ -86,6 +99,7 @@ void BarPlot::setBars(const std::vector<Series>& series, const QStringList& labe
         m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
         m_plot->xAxis->setTickLabelRotation(0);
     }
+    fitMinimumHeight();
     m_plot->xAxis->setRange(-0.6, std::max(1, m_count) - 0.4);
     const double pad = std::max(1e-6, (hi - lo) * 0.08);
     m_plot->yAxis->setRange(lo < 0 ? lo - pad : 0, hi + pad);

@@ -39,9 +39,11 @@ Q_SIGNALS:
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     int positionAt(int x_pixel) const;
+    void fitMinimumHeight();  // room for the bars and their labels at the current text size
     QCustomPlot* m_plot;
     std::vector<Series> m_series;
     QStringList m_labels;

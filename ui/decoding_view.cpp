@@ -5,6 +5,7 @@
 #include "numbering.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -77,6 +78,10 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     split->addWidget(upper);
     split->addWidget(m_cross);
     upper->setSizes({1000, 1000});
+    // Bars and beams need no more than this; the strip takes the rest, and the pair stays in sight
+    // on a projector's 1280 x 720 at 18 pt.
+    m_upper = upper;
+    fitUpperHeight();
     split->setSizes({1000, 1200});  // the strip: a line of text per row where it can
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
@@ -136,6 +141,13 @@ void DecodingView::setResult(ResultPtr r) {
     m_slider->setEnabled(steps > 1);
     updateComparison();
     showStep();
+}
+
+void DecodingView::fitUpperHeight() { m_upper->setMaximumHeight(std::max(200, 11 * fontMetrics().height())); }
+
+void DecodingView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange) fitUpperHeight();
+    View::changeEvent(event);
 }
 
 int DecodingView::step() const { return m_slider->value(); }
@@ -316,6 +328,10 @@ void DecodingView::saveState(ViewState& state) const {
 
 void DecodingView::applyState(const ViewState& state) {
     if (state.step) setStep(*state.step);
+}
+
+View::Parts DecodingView::parts() const {
+    return {{"candidates", m_candidates}, {"beams", m_tree}, {"strip", m_cross}};
 }
 
 }  // namespace attnlab::ui

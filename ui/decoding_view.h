@@ -38,6 +38,7 @@ public:
     QString noFigureReason() const override;
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
+    Parts parts() const override;
 
     // What is shown (tests read it).
     QString prefixText() const;
@@ -58,7 +59,12 @@ Q_SIGNALS:
     // both empty = freely.
     void forceRequested(const std::vector<int>& ids, const QString& text);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    void fitUpperHeight();  // the bars and the beams: 11 lines of text at most
+    QWidget* m_upper = nullptr;
     void follow(ViewContext* context);
     void showStep();
     void buildTree(int up_to_step);

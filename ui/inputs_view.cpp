@@ -38,12 +38,14 @@ InputsView::InputsView(ViewContext* context, QWidget* parent) : View(context, pa
     m_second = new QLineEdit(inner);
     m_second->setPlaceholderText(tr("A second sentence of another length, decoded in the same batch"));
     auto* show = new QPushButton(tr("Show the masks"), inner);
-    m_mask_text = new QLabel(inner);
+    m_mask_panel = new QWidget(inner);
+    m_mask_text = new QLabel(m_mask_panel);
     m_mask_text->setWordWrap(true);
     for (auto& row : m_mask_views)
         for (auto*& v : row) {
-            v = new AttentionView(inner);
-            v->setMinimumHeight(260);
+            v = new AttentionView(m_mask_panel);
+            v->removeColorScale();  // 1 = may attend, 0 = masked: the text says so
+            v->setMinimumLines(6);  // a few pieces each: four side by side fit a projector's 1280 x 720
             v->clear(tr("The masks appear here (Show the masks)"));
             v->setAxisTitles(tr("query"), tr("key"));
         }
@@ -63,10 +65,13 @@ InputsView::InputsView(ViewContext* context, QWidget* parent) : View(context, pa
     masks->addWidget(m_second, 1);
     masks->addWidget(show);
     grid->addLayout(masks, 4, 0, 1, 2);
-    grid->addWidget(m_mask_text, 5, 0, 1, 2);
+    // The text over the four masks in one row: all of them in sight at once on a projector.
+    auto* mask_layout = new QGridLayout(m_mask_panel);
+    mask_layout->setContentsMargins(0, 0, 0, 0);
+    mask_layout->addWidget(m_mask_text, 0, 0, 1, 4);
     for (int s = 0; s < 2; ++s)
-        for (int w = 0; w < 2; ++w) grid->addWidget(m_mask_views[s][w], 6 + s, w);
-    for (auto* p : {m_embedding, m_scaled, m_positional, m_normalized}) p->setMinimumHeight(220);
+        for (int w = 0; w < 2; ++w) mask_layout->addWidget(m_mask_views[s][w], 1, 2 * s + w);
+    grid->addWidget(m_mask_panel, 5, 0, 1, 2);
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(inner);
     scroll->setWidgetResizable(true);
@@ -167,18 +172,18 @@ void InputsView::showMasks(MasksPtr m) {
     m_masks = m;
     if (!m) return;
     const int n = int(m->encoder.size());
-    m_mask_text->setText(
-        tr("1 = may attend, 0 = masked (weight 0). Padding keys are masked for every query; the "
-           "decoder also masks future positions. The cross-attention mask is the source padding "
-           "mask for every target row."));
+    // One line over the maps (a projector has the room for them, not for a paragraph); the rest on hover.
+    m_mask_text->setText(tr("1 = may attend, 0 = masked. Sentence 1: the one translated; 2: the one above."));
+    m_mask_text->setToolTip(
+        tr("Both sentences go through the model in one batch. Encoder: padded keys are masked for every "
+           "query. Decoder: padding, and every future position (look-ahead). Cross-attention: the source "
+           "padding, for every target row."));
     for (int s = 0; s < 2; ++s) {
         for (int w = 0; w < 2; ++w) m_mask_views[s][w]->setVisible(s < n);
         if (s >= n) continue;
         const auto src = toQStringList(m->source_pieces[s]), trg = toQStringList(m->target_pieces[s]);
-        m_mask_views[s][0]->setMap(toMatrix(m->encoder[s]), src, src,
-                                   tr("Sentence %1: encoder padding mask").arg(s + 1));
-        m_mask_views[s][1]->setMap(toMatrix(m->decoder[s]), trg, trg,
-                                   tr("Sentence %1: decoder padding + look-ahead mask").arg(s + 1));
+        m_mask_views[s][0]->setMap(toMatrix(m->encoder[s]), src, src, tr("%1 · encoder").arg(s + 1));
+        m_mask_views[s][1]->setMap(toMatrix(m->decoder[s]), trg, trg, tr("%1 · decoder").arg(s + 1));
     }
 }
 
@@ -233,6 +238,14 @@ void InputsView::saveState(ViewState& state) const {
 
 void InputsView::applyState(const ViewState& v) {
     if (v.token_target && v.token_position) selectToken(*v.token_target, *v.token_position);
+}
+
+View::Parts InputsView::parts() const {
+    return {{"embedding", m_embedding},
+            {"scaled", m_scaled},
+            {"positional", m_positional},
+            {"normalized", m_normalized},
+            {"masks", m_mask_panel}};
 }
 
 }  // namespace attnlab::ui

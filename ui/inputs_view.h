@@ -36,6 +36,7 @@ public:
     QString noFigureReason() const override;
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
+    Parts parts() const override;
 
     void showToken(TokenInsidePtr token);
     void showMasks(MasksPtr masks);
@@ -70,6 +71,7 @@ private:
     BarPlot* m_positional;
     BarPlot* m_normalized;
     QLineEdit* m_second;
+    QWidget* m_mask_panel;  // the text and the four masks
     QLabel* m_mask_text;
     AttentionView* m_mask_views[2][2];
 };

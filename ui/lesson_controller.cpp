@@ -14,6 +14,7 @@
 #include <QMainWindow>
 #include <QMenu>
 #include <QScreen>
+#include <QTimer>
 
 #include <utility>
 
@@ -31,7 +32,7 @@ QString beyondTheEnd(const QString& origin, int index, int count) {
 }  // namespace
 
 LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWindow* window)
-    : QObject(window), m_context(context), m_window(window) {
+    : QObject(window), m_context(context), m_window(window), m_tabs(tabs) {
     m_pane = new LessonPane(window);
     m_dock = new QDockWidget(tr("Lesson"), window);
     m_dock->setObjectName("lesson");
@@ -100,7 +101,7 @@ void LessonController::report(Operation op, const std::optional<QString>& proble
 std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson, const QString& origin,
                                                            bool with_model) const {
     try {
-        checkLessonViews(lesson, viewNames(), origin.toStdString());
+        checkLessonViews(lesson, viewNames(), origin.toStdString(), m_tabs->partNames());
         const auto info = m_context->model();
         if (with_model && info)
             checkLessonFitsModel(lesson, int(info->config.model.encoderLayers()), int(info->config.model.n_head),
@@ -191,12 +192,21 @@ void LessonController::applyView(const ViewState& view) { m_views->apply(view); 
 
 void LessonController::showStep(int index, const ViewState& view) {
     m_showing_step = index;
+    m_showing_focus.reset();
+    if (view.tab && view.focus) m_showing_focus = std::make_pair(*view.tab, *view.focus);
     m_views->apply(view);
     stepSettled();
 }
 
 void LessonController::stepSettled() {
-    if (!m_context->controller()->unanswered() && !m_views->pending()) m_showing_step = -1;
+    if (m_showing_step < 0 || m_context->controller()->unanswered() || m_views->pending()) return;
+    m_showing_step = -1;
+    // What the step's work drew (a translation, a weight opened up) is laid out once the events
+    // now queued have run: then its focus is brought into view once more.
+    if (const auto focus = std::exchange(m_showing_focus, std::nullopt))
+        QTimer::singleShot(0, this, [this, focus] {
+            if (QWidget* part = m_tabs->part(focus->first, focus->second)) ViewTabs::bringIntoView(part);
+        });
 }
 
 void LessonController::nameTheStep(Operation op, const QString& message) {
@@ -217,6 +227,7 @@ void LessonController::setPresenterMode(bool on) {
         m_context->setTextSize(std::max(18.0, m_saved_text_size), /*remember=*/false);
         m_context->setPalette(Palette::HighContrast, /*remember=*/false);
         m_dock->show();
+        m_context->setPresenting(true);
         m_saved_geometry = m_window->geometry();
         // The whole screen even where no window manager grants the full-screen state (a bare X
         // server, a projector's kiosk session): the state is asked for, and the size set too.
@@ -225,6 +236,7 @@ void LessonController::setPresenterMode(bool on) {
     } else {
         m_context->setTextSize(m_saved_text_size, false);
         m_context->setPalette(m_saved_palette, false);
+        m_context->setPresenting(false);
         m_window->showNormal();
         if (m_saved_geometry.isValid()) m_window->setGeometry(m_saved_geometry);
     }

@@ -12,6 +12,8 @@
 #include <QRect>
 
 #include <optional>
+#include <string>
+#include <utility>
 
 class QAction;
 class QDockWidget;
@@ -70,9 +72,11 @@ private:
     QMainWindow* m_window;
     LessonPane* m_pane;
     QDockWidget* m_dock;
+    ViewTabs* m_tabs;  // the views: their names and parts, for checking a lesson
     ViewStates* m_views;
     int m_pending_step = -1;
     int m_showing_step = -1;  // the step whose work is under way, for nameTheStep
+    std::optional<std::pair<std::string, std::string>> m_showing_focus;  // its tab and focus
     bool m_presenter = false;
     double m_saved_text_size = 0;
     Palette m_saved_palette = Palette::Blues;

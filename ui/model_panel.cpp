@@ -30,20 +30,12 @@ ModelPanel::ModelPanel(ViewContext* context, QWidget* parent) : View(context, pa
 
     m_plot = new QCustomPlot(this);
     m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0,
-                                     new QCPTextElement(m_plot, tr("Training (per epoch, from training_log.tsv)")));
+    m_plot->plotLayout()->addElement(0, 0, makeTitle(m_plot, tr("Training (per epoch, from training_log.tsv)")));
     m_plot->xAxis->setLabel(tr("epoch"));
     m_plot->yAxis->setLabel(tr("loss (label-smoothed, per token)"));
     m_plot->yAxis2->setLabel(tr("validation BLEU (greedy)"));
     m_plot->yAxis2->setVisible(true);
-    // The legend goes in a row under the axes, where no curve can run beneath it.
-    m_plot->legend->setVisible(true);
-    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
-    m_plot->plotLayout()->addElement(2, 0, m_plot->legend);
-    m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
-    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_plot->legend->setBorderPen(Qt::NoPen);
-    m_plot->legend->setMargins(QMargins(4, 0, 4, 4));
+    showLegendBelow(m_plot);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     followTextSize(m_plot);
     m_plot_message = new QLabel(this);

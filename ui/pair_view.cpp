@@ -54,22 +54,25 @@ PairView::PairView(ViewContext* context, QWidget* parent) : View(context, parent
     m_diff->setDiverging(true);
     for (auto* v : {m_a, m_b, m_diff}) v->clear(tr("Type two sentences and press Compare"));
 
-    auto* inputs = new QGridLayout;
-    inputs->addWidget(new QLabel(tr("A"), this), 0, 0);
-    inputs->addWidget(m_sa, 0, 1);
-    inputs->addWidget(new QLabel(tr("B"), this), 1, 0);
-    inputs->addWidget(m_sb, 1, 1);
-    inputs->addWidget(compare, 0, 2, 2, 1);
+    // A and B side by side: the maps keep the height (a projector's 1280 x 720 at 18 pt).
+    auto* inputs = new QHBoxLayout;
+    inputs->addWidget(new QLabel(tr("A"), this));
+    inputs->addWidget(m_sa, 1);
+    inputs->addWidget(new QLabel(tr("B"), this));
+    inputs->addWidget(m_sb, 1);
+    inputs->addWidget(compare);
     auto* controls = new QHBoxLayout;
     controls->addWidget(m_picker);
     controls->addStretch();
-    auto* maps = new QHBoxLayout;
+    m_maps = new QWidget(this);
+    auto* maps = new QHBoxLayout(m_maps);
+    maps->setContentsMargins(0, 0, 0, 0);
     for (auto* v : {m_a, m_b, m_diff}) maps->addWidget(v, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(inputs);
     layout->addLayout(controls);
     layout->addWidget(m_summary);
-    layout->addLayout(maps, 1);
+    layout->addWidget(m_maps, 1);
 
     connect(compare, &QPushButton::clicked, this, &PairView::requestCompare);
     connect(m_sb, &QLineEdit::returnPressed, this, &PairView::requestCompare);
@@ -166,5 +169,7 @@ void PairView::refresh() {
                                                   "rows and columns whose pieces line up (a word split differently "
                                                   "is left out).")));
 }
+
+View::Parts PairView::parts() const { return {{"maps", m_maps}}; }
 
 }  // namespace attnlab::ui

@@ -34,6 +34,7 @@ public:
     QString summaryText() const;
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
+    Parts parts() const override;
 
 Q_SIGNALS:
     void compareRequested(const QString& a, const QString& b);
@@ -49,6 +50,7 @@ private:
     AttentionView* m_a;
     AttentionView* m_b;
     AttentionView* m_diff;
+    QWidget* m_maps;  // A, B and their difference side by side
 };
 
 }  // namespace attnlab::ui

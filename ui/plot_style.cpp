@@ -46,10 +46,61 @@ void applyTextSize(QCustomPlot* plot) {
 }
 
 namespace {
-// Re-applies the text size when the plot's font changes.
+// A title that wraps to the width it is given. Its minimum width is one line height (the plot, not
+// the title, decides the width); its height is what the text needs at the width of the last
+// layout, and a layout that changes the number of lines lays out once more.
+class WrappedTitle : public QCPTextElement {
+public:
+    WrappedTitle(QCustomPlot* plot, const QString& text) : QCPTextElement(plot, text) {
+        setTextFlags(Qt::AlignCenter | Qt::TextWordWrap);
+    }
+    QSize minimumOuterSizeHint() const override { return {minimumWidth(), outerHeight()}; }
+    QSize maximumOuterSizeHint() const override { return {QWIDGETSIZE_MAX, outerHeight()}; }
+
+protected:
+    void draw(QCPPainter* painter) override {
+        // Laid out for another number of lines (the width changed): once more, once per width.
+        if (outerHeight() != mOuterRect.height() && mRect.width() != m_relaid_at) {
+            m_relaid_at = mRect.width();
+            mParentPlot->replot(QCustomPlot::rpQueuedReplot);
+        }
+        QCPTextElement::draw(painter);
+    }
+
+private:
+    int minimumWidth() const { return QFontMetrics(mainFont()).height() + mMargins.left() + mMargins.right(); }
+    int outerHeight() const {
+        if (mText.isEmpty()) return mMargins.top() + mMargins.bottom();
+        const int width = mRect.width() > 0 ? mRect.width() : QWIDGETSIZE_MAX / 2;
+        const QRect r = QFontMetrics(mainFont()).boundingRect(QRect(0, 0, width, 1 << 20), mTextFlags, mText);
+        return r.height() + mMargins.top() + mMargins.bottom();
+    }
+    int m_relaid_at = -1;
+};
+
+bool isNumeric(const QCPAxis* axis) {
+    const auto ticker = axis->ticker();
+    return ticker && !ticker.dynamicCast<QCPAxisTickerText>() && !ticker.dynamicCast<QCPAxisTickerLog>();
+}
+
+int ticksThatFit(const QCPAxis* axis) {
+    const QFontMetrics fm(axis->tickLabelFont());
+    const bool vertical = axis->orientation() == Qt::Vertical;
+    const double length = vertical ? axis->axisRect()->height() : axis->axisRect()->width();
+    const double need = vertical ? fm.height() * 1.5 : fm.horizontalAdvance(QStringLiteral("−0.000")) * 1.3;
+    if (length <= 0) return kMaxTicks;  // not laid out yet
+    return std::clamp(int(length / need), 2, kMaxTicks);
+}
+
+// Re-applies the text size when the plot's font changes; fits the ticks after every layout.
 class FontFollower : public QObject {
 public:
-    explicit FontFollower(QCustomPlot* plot) : QObject(plot), m_plot(plot) { plot->installEventFilter(this); }
+    explicit FontFollower(QCustomPlot* plot) : QObject(plot), m_plot(plot) {
+        plot->installEventFilter(this);
+        connect(plot, &QCustomPlot::afterLayout, this, [plot] {
+            if (fitTicks(plot)) plot->replot(QCustomPlot::rpQueuedReplot);
+        });
+    }
     bool eventFilter(QObject* watched, QEvent* event) override {
         if (watched == m_plot && event->type() == QEvent::FontChange) applyTextSize(m_plot);
         return false;
@@ -93,6 +144,37 @@ const std::vector<Stop>& stops(Palette p) {
     return table[std::clamp(int(p), 0, kPaletteCount - 1)];
 }
 }  // namespace
+
+QCPTextElement* makeTitle(QCustomPlot* plot, const QString& text) { return new WrappedTitle(plot, text); }
+
+void showLegendBelow(QCustomPlot* plot) {
+    plot->legend->setVisible(true);
+    plot->axisRect()->insetLayout()->take(plot->legend);
+    const int row = plot->plotLayout()->rowCount();
+    plot->plotLayout()->addElement(row, 0, plot->legend);
+    plot->plotLayout()->setRowStretchFactor(row, 0.001);
+    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot->legend->setWrap(4);
+    plot->legend->setBorderPen(Qt::NoPen);
+    plot->legend->setMargins(QMargins(4, 0, 4, 4));
+}
+
+bool fitTicks(QCustomPlot* plot) {
+    std::vector<QCPAxis*> axes;
+    for (QCPAxisRect* r : plot->axisRects())
+        for (QCPAxis* a : r->axes()) axes.push_back(a);
+    for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+        if (auto* s = qobject_cast<QCPColorScale*>(plot->plotLayout()->elementAt(i))) axes.push_back(s->axis());
+    bool changed = false;
+    for (QCPAxis* a : axes) {
+        if (!a->visible() || !isNumeric(a)) continue;
+        const int n = ticksThatFit(a);
+        if (a->ticker()->tickCount() == n) continue;
+        a->ticker()->setTickCount(n);
+        changed = true;
+    }
+    return changed;
+}
 
 void followTextSize(QCustomPlot* plot) {
     new FontFollower(plot);

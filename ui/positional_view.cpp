@@ -36,7 +36,7 @@ QCPColorMap* makeMap(QCustomPlot* plot, const QString& x, const QString& y, cons
     plot->yAxis->setLabel(y);
     plot->yAxis->setRangeReversed(true);
     plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title));
+    plot->plotLayout()->addElement(0, 0, makeTitle(plot, title));
     return map;
 }
 
@@ -78,7 +78,7 @@ PositionalEncodingView::PositionalEncodingView(ViewContext* context, QWidget* pa
     m_dot_map = makeMap(m_dots, tr("position"), tr("position"), tr("PE(p) · PE(q)"));
     m_curves->xAxis->setLabel(tr("position"));
     m_curves->yAxis->setLabel(tr("PE"));
-    m_curves->legend->setVisible(true);
+    showLegendBelow(m_curves);
     for (QCustomPlot* plot : {m_heat, m_curves, m_dots}) followTextSize(plot);
 
     auto* form = new QHBoxLayout;
@@ -158,6 +158,10 @@ void PositionalEncodingView::rebuildCurves() {
     m_curves->xAxis->setRange(0, length() - 1);
     m_curves->yAxis->setRange(-1.1, 1.1);
     m_curves->replot();
+}
+
+View::Parts PositionalEncodingView::parts() const {
+    return {{"table", m_heat}, {"curves", m_curves}, {"dots", m_dots}};
 }
 
 }  // namespace attnlab::ui

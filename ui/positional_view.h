@@ -33,6 +33,7 @@ public:
     const Matrix& table() const { return m_table; }  // [position][dimension] as shown
     QCustomPlot* heatmap() const { return m_heat; }
     QCustomPlot* figure() const override { return m_heat; }
+    Parts parts() const override;
 
 private:
     void rebuild();

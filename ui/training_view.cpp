@@ -126,7 +126,7 @@ void TrainingView::follow(ViewContext* c) {
 
 void TrainingView::buildCurves() {
     m_curves->plotLayout()->insertRow(0);
-    m_curves->plotLayout()->addElement(0, 0, new QCPTextElement(m_curves, tr("Training"), QFont()));
+    m_curves->plotLayout()->addElement(0, 0, makeTitle(m_curves, tr("Training")));
     m_curves->xAxis->setLabel(tr("step"));
     m_curves->yAxis->setLabel(tr("loss per token"));
     m_curves->yAxis2->setLabel(tr("validation BLEU"));
@@ -140,7 +140,7 @@ void TrainingView::buildCurves() {
         g->setPen(QPen(graphs[i].second, 2));
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     }
-    m_curves->legend->setVisible(true);
+    showLegendBelow(m_curves);
     m_cursor = new QCPItemStraightLine(m_curves);
     m_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
     m_cursor->setVisible(false);  // until there is a point to mark

@@ -10,6 +10,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -84,6 +85,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
         QStringLiteral("QLabel { background:#fff3cd; color:#664d03; border:1px solid #e0b000;"
                        " padding:4px; }"));
     m_warning->setVisible(false);
+    m_warning->setFont(font());
     m_details = new QLabel(this);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
     // Four fixed lines, not wrapped: a wrapped label's height-for-width is not honoured by the
@@ -101,7 +103,9 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     row->addWidget(m_examples);
     row->addWidget(m_live);
     row->addWidget(m_go);
-    auto* opts = new QHBoxLayout;
+    m_options_row = new QWidget(this);
+    auto* opts = new QHBoxLayout(m_options_row);
+    opts->setContentsMargins(0, 0, 0, 0);
     opts->addWidget(new QLabel(tr("Beam"), this));
     opts->addWidget(m_beam);
     opts->addWidget(new QLabel(tr("α"), this));
@@ -121,7 +125,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     opts->addWidget(m_show_details);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(row);
-    layout->addLayout(opts);
+    layout->addWidget(m_options_row);
     layout->addWidget(m_progress);
     layout->addWidget(m_translation);
     layout->addWidget(m_legend);
@@ -136,6 +140,31 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
             [this] { Q_EMIT modelChosen(m_direction->currentData().toString()); });
     connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
     follow(context);
+}
+
+// In presenter mode one line (a projector's room goes to the maps), the whole message on hover.
+void TranslatePanel::showWarning() {
+    const QString full = QStringLiteral("⚠ ") + QString::fromStdString(lowConfidenceMessage(m_confidence));
+    const bool brief = m_context && m_context->presenting();
+    m_warning->setText(!brief ? full
+                              : tr("⚠ low confidence (%1 per piece, below %2): do not trust this translation")
+                                    .arg(m_confidence.probability, 0, 'f', 2)
+                                    .arg(std::exp(m_confidence.threshold), 0, 'f', 2));
+    m_warning->setToolTip(full);
+    m_warning->setVisible(m_confidence.low);
+}
+
+void TranslatePanel::present(bool on) {
+    if (on) m_details_before_presenting = m_show_details->isChecked();
+    m_show_details->setChecked(on ? false : m_details_before_presenting);
+    m_options_row->setVisible(!on);  // a lesson's steps set beam, alpha and length; Esc brings it back
+    if (m_warning->isVisible()) showWarning();
+}
+
+void TranslatePanel::changeEvent(QEvent* event) {
+    // A style sheet cuts the warning off the application font: it follows the text size by hand.
+    if (event->type() == QEvent::FontChange) m_warning->setFont(font());
+    QWidget::changeEvent(event);
 }
 
 void TranslatePanel::follow(ViewContext* c) {
@@ -156,6 +185,7 @@ void TranslatePanel::follow(ViewContext* c) {
         m_live->setChecked(on);
         if (!on) m_live_timer->stop();
     });
+    connect(c, &ViewContext::presentingChanged, this, &TranslatePanel::present);
     connect(this, &TranslatePanel::deviceChanged, c, &ViewContext::setDevice);
     connect(c, &ViewContext::deviceChanged, this, &TranslatePanel::setDevice);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
@@ -288,8 +318,8 @@ QString confidenceLine(const Confidence& c) {
 void TranslatePanel::showResult(ResultPtr r) {
     m_translation->setResult(*r);
     m_legend->setVisible(true);
-    m_warning->setText(QStringLiteral("⚠ ") + QString::fromStdString(lowConfidenceMessage(r->confidence)));
-    m_warning->setVisible(r->confidence.low);
+    m_confidence = r->confidence;
+    showWarning();
     QStringList src, tgt;
     for (const auto& p : r->source_pieces) src << QString::fromStdString(p);
     for (const auto& p : r->best.pieces) tgt << QString::fromStdString(p);

@@ -64,12 +64,21 @@ Q_SIGNALS:
     void deviceChanged(const QString& device);
     void modelChosen(const QString& package_dir);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
     void request();
     void typed();    // a keystroke: (re)starts the live timer
     void liveDue();  // the pause after typing: translate what is there, once
     void follow(ViewContext* context);
+    void present(bool on);
+    void showWarning();  // the shown translation's low-confidence warning, if any  // presenter mode: the detail lines
+                         // fold away, and come back after
     ViewContext* m_context = nullptr;
+    bool m_details_before_presenting = true;
+    QWidget* m_options_row;   // beam, alpha, max length, device, Details
+    Confidence m_confidence;  // the shown translation's
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;

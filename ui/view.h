@@ -11,6 +11,9 @@
 #include <QWidget>
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 class QAction;
 class QCustomPlot;
@@ -33,6 +36,10 @@ public:
     virtual void saveState(ViewState& state) const;
     // Its part of a lesson step, once the step's translation is shown.
     virtual void applyState(const ViewState& state);
+    // The plots and panels a lesson step may bring into view (its `focus`), by name, in the order
+    // shown (docs/lessons.md lists them); the first is what a step without a focus shows first.
+    using Parts = std::vector<std::pair<std::string, QWidget*>>;
+    virtual Parts parts() const { return {}; }
     // Window-wide actions with their keys, listed in the View menu (Help > Keyboard shortcuts).
     virtual QList<QAction*> menuActions() const { return {}; }
 

@@ -86,6 +86,12 @@ void ViewContext::setTextSize(double points, bool remember) {
     Q_EMIT textSizeChanged(points);
 }
 
+void ViewContext::setPresenting(bool on) {
+    if (on == m_presenting) return;
+    m_presenting = on;
+    Q_EMIT presentingChanged(on);
+}
+
 void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
     m_ablated = heads;
     if (m_result) translate(QString::fromStdString(m_result->source_text), m_result_options);

@@ -47,6 +47,10 @@ public:
     static constexpr double kMinTextSize = 8, kMaxTextSize = 28;
     double textSize() const;
     void setTextSize(double points, bool remember = true);
+    // Presenter mode (the lesson controller decides it): views give the maps the room, e.g. the
+    // translation's detail lines fold away.
+    bool presenting() const { return m_presenting; }
+    void setPresenting(bool on);
     const std::vector<HeadRef>& ablated() const { return m_ablated; }
     // Switches heads off for every later translation and translates the shown sentence again; a new
     // model switches every head on again.
@@ -89,6 +93,7 @@ Q_SIGNALS:
     void deviceChanged(const QString& device);
     void paletteChanged(attnlab::ui::Palette palette);
     void textSizeChanged(double points);
+    void presentingChanged(bool on);
     void liveTranslationChanged(bool on);
     void sentenceShown(const QString& sentence);
     void translationRequested(const QString& sentence, bool forced);
@@ -106,6 +111,7 @@ private:
     QString m_device = QStringLiteral("auto");
     Palette m_palette = Palette::Blues;
     bool m_live = true;
+    bool m_presenting = false;
     std::vector<HeadRef> m_ablated;
     HeadRef m_focus;
     QString m_last_error;

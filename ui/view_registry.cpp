@@ -13,7 +13,9 @@
 #include <qcustomplot.h>
 
 #include <QAction>
+#include <QApplication>
 #include <QScrollArea>
+#include <QTimer>
 
 namespace attnlab::ui {
 
@@ -123,6 +125,35 @@ void ViewTabs::saveState(ViewState& state) const {
 void ViewTabs::applyState(const ViewState& state) {
     for (View* v : m_views) v->applyState(state);
     if (state.tab) showView(*state.tab);
+    if (!state.tab || !state.focus) return;
+    if (QWidget* p = part(*state.tab, *state.focus)) {
+        bringIntoView(p);
+        // Again once what the step changed is laid out (a new translation's plots resize).
+        QTimer::singleShot(0, p, [p] { bringIntoView(p); });
+    }
+}
+
+std::map<std::string, std::vector<std::string>> ViewTabs::partNames() const {
+    std::map<std::string, std::vector<std::string>> out;
+    const auto& entries = viewEntries();
+    for (size_t i = 0; i < entries.size(); ++i)
+        for (const auto& [name, widget] : m_views[i]->parts()) out[entries[i].name].push_back(name);
+    return out;
+}
+
+QWidget* ViewTabs::part(const std::string& view_name, const std::string& name) const {
+    const View* v = view(view_name);
+    if (!v) return nullptr;
+    for (const auto& [n, widget] : v->parts())
+        if (n == name) return widget;
+    return nullptr;
+}
+
+void ViewTabs::bringIntoView(QWidget* part) {
+    QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    // Innermost first: a view with a scroll area of its own sits in the tab's.
+    for (QWidget* w = part->parentWidget(); w; w = w->parentWidget())
+        if (auto* area = qobject_cast<QScrollArea*>(w)) area->ensureWidgetVisible(part, 0, 0);
 }
 
 QList<QAction*> ViewTabs::menuActions() const {

@@ -10,6 +10,7 @@
 #include <QTabWidget>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,8 +49,14 @@ public:
     [[nodiscard]] std::optional<QString> exportCurrentAnimation(const QString& path);  // View::exportAnimation
     // What a session saves: the current tab and every view's part.
     void saveState(ViewState& state) const;
-    // Every view's part of a step, in the table's order, then the step's tab.
+    // Every view's part of a step, in the table's order, then the step's tab, then its focus.
     void applyState(const ViewState& state);
+    // Every view's part names (View::parts), by view name: what a lesson's focus may name.
+    std::map<std::string, std::vector<std::string>> partNames() const;
+    // A view's part by name; null for an unknown view or part.
+    QWidget* part(const std::string& view, const std::string& name) const;
+    // Scrolls every scroll area around the part so that it is in sight (all of it, where it fits).
+    static void bringIntoView(QWidget* part);
     // Every view's own actions, then the keys that show views.
     QList<QAction*> menuActions() const;
 

@@ -49,7 +49,6 @@ WeightView::WeightView(ViewContext* context, QWidget* parent) : View(context, pa
     grid->addWidget(m_output_text, 4, 0);
     grid->addWidget(m_output, 4, 1);
     for (int r : {1, 3, 4}) grid->setRowStretch(r, 1);
-    for (auto* p : {m_vectors, m_products, m_scores, m_weights, m_output}) p->setMinimumHeight(200);
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(inner);
     scroll->setWidgetResizable(true);
@@ -162,6 +161,11 @@ void WeightView::applyState(const ViewState& v) {
     const HeadRef focus = context()->focusedHead();
     explainCell({v.kind.value_or(focus.kind), v.layer.value_or(focus.layer), v.head.value_or(focus.head), *v.cell_query,
                  *v.cell_key});
+}
+
+View::Parts WeightView::parts() const {
+    return {{"q-k", m_vectors},   {"products", m_products}, {"sum", m_arithmetic}, {"mask", m_mask},
+            {"scores", m_scores}, {"softmax", m_weights},   {"output", m_output}};
 }
 
 }  // namespace attnlab::ui

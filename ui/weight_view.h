@@ -28,6 +28,7 @@ public:
     QString noFigureReason() const override;
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
+    Parts parts() const override;
 
     QString summaryText() const;  // the worked arithmetic, as shown (tests read it)
     QString headingText() const;  // the line above it: which weight, or why there is none

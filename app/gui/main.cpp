@@ -246,6 +246,7 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
     if (!context->lastError().isEmpty()) return fail(context->lastError());
     const auto info = controller.modelInfo();
     if (!info) return fail("no model: pass --model DIR");
+    if (o.presenter) window.lessons()->setPresenterMode(true);  // the screen's size, as in front of a class
     if (!o.lesson.isEmpty()) {
         if (const auto error = window.lessons()->openLesson(o.lesson, o.lesson_step - 1)) return fail(*error);
     } else {

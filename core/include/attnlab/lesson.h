@@ -42,6 +42,9 @@ struct ViewState {
     std::optional<bool> token_target;         // with token_position: the Inputs tab's piece
     std::optional<int> token_position;
     std::optional<std::string> pair_a, pair_b;  // both or neither: the minimal pair compared
+    // A part of the step's tab (a plot or panel by name) scrolled into view; needs `tab` in the same
+    // step and belongs to it alone. The names are the app's (checkLessonViews).
+    std::optional<std::string> focus;
     // Each tab's own selection by view name ("attention", "pairs", "training"): written by a session
     // so that every tab comes back as it was; where a tab has one, it wins over kind/layer/head.
     // It belongs to its own step (a jump does not inherit it).
@@ -70,9 +73,11 @@ Lesson readLesson(const std::string& path);  // at most 4 MB
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin,
                           int n_dec_layers = 0);
 // Check every step's tab (and the views its selections name) against the views an app offers (the
-// app's view registry owns the names); throws InputError "lesson.json: step 2: tab: 'maps' is not
-// one of attention, ...".
-void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin);
+// app's view registry owns the names), and its focus against the parts of its tab (`parts`, by view
+// name); throws InputError "lesson.json: step 2: tab: 'maps' is not one of attention, ..." or
+// "lesson.json: step 4: focus: 'plot4' is not one of embedding, ... (the inputs view's parts)".
+void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin,
+                      const std::map<std::string, std::vector<std::string>>& parts = {});
 
 // What step `index` shows when reached from anywhere (a jump, --lesson-step): the sentence, the
 // decoding options, the forced prefix, kind, layer and head as the steps up to it last set them;

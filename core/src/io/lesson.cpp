@@ -93,7 +93,7 @@ ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
     onlyKnownKeys(v,
                   {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                   "step", "token", "pair", "selections"},
+                   "step", "token", "pair", "selections", "focus"},
                   "view", w);
     ViewState s;
     if (v.contains("tab")) {
@@ -143,6 +143,11 @@ ViewState parseView(const json& v, const Where& w) {
         s.pair_b = p[1].get<std::string>();
     }
     if (v.contains("selections")) s.selections = parseSelections(v.at("selections"), w);
+    if (v.contains("focus")) {
+        s.focus = getString(v, "focus", w);
+        if (s.focus->empty()) w.fail("focus", "is empty");
+        if (!s.tab) w.fail("focus", "needs a tab in the same step (the view whose part it brings into view)");
+    }
     return s;
 }
 
@@ -198,6 +203,7 @@ json viewJson(const ViewState& s) {
     if (s.token_target && s.token_position)
         v["token"] = {{"side", *s.token_target ? "target" : "source"}, {"position", *s.token_position}};
     if (s.pair_a && s.pair_b) v["pair"] = {*s.pair_a, *s.pair_b};
+    if (s.focus) v["focus"] = *s.focus;
     for (const auto& [name, sel] : s.selections)
         v["selections"][name] = {{"kind", attentionKindName(sel.kind)}, {"layer", sel.layer}, {"head", sel.head}};
     return v;
@@ -267,9 +273,26 @@ void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const 
     }
 }
 
-void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin) {
+namespace {
+std::string joined(const std::vector<std::string>& names) {
     std::string list;
-    for (const auto& t : views) list += (list.empty() ? "" : ", ") + t;
+    for (const auto& t : names) list += (list.empty() ? "" : ", ") + t;
+    return list;
+}
+
+void checkFocus(const std::string& tab, const std::string& focus,
+                const std::map<std::string, std::vector<std::string>>& parts, const Where& w) {
+    const auto it = parts.find(tab);
+    if (it == parts.end() || it->second.empty())
+        w.fail("focus", "the " + tab + " view has no parts to bring into view");
+    if (std::find(it->second.begin(), it->second.end(), focus) == it->second.end())
+        w.fail("focus", "'" + focus + "' is not one of " + joined(it->second) + " (the " + tab + " view's parts)");
+}
+}  // namespace
+
+void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& views, const std::string& origin,
+                      const std::map<std::string, std::vector<std::string>>& parts) {
+    const std::string list = joined(views);
     const auto check = [&](const std::string& name, const std::string& field, const Where& w) {
         if (std::find(views.begin(), views.end(), name) == views.end())
             w.fail(field, "'" + name + "' is not one of " + list);
@@ -279,6 +302,7 @@ void checkLessonViews(const Lesson& lesson, const std::vector<std::string>& view
         const ViewState& v = lesson.steps[i].view;
         if (v.tab) check(*v.tab, "tab", w);
         for (const auto& entry : v.selections) check(entry.first, "selections", w);
+        if (v.focus && v.tab) checkFocus(*v.tab, *v.focus, parts, w);
     }
 }
 
