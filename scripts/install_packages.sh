@@ -16,6 +16,7 @@ packages=(
   python3-sentencepiece             # scripts/marian_reference.py: MarianTokenizer reference (MarianMT checks)
   sentencepiece                     # spm_encode, for scripts/bench_train.sh
   clang-format-14                   # scripts/check_format.sh (the style of .clang-format, pinned)
+  xvfb xauth                        # tst_presenter_xvfb_*: presenter mode on a real X window
   "$@"
 )
 missing=()

@@ -15,6 +15,8 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QMenu>
+#include <QTextBlock>
+#include <QTextBrowser>
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -33,6 +35,7 @@ private Q_SLOTS:
     void aStepsFailureNamesTheFileAndStep();
     void theCacheKeepsTheLastTranslations();
     void presenterModeAndBack();
+    void captionCodeFollowsTheTextSize();
 
 private:
     QString write(const QString& name, const QByteArray& json);
@@ -262,6 +265,33 @@ void TestLessonController::presenterModeAndBack() {
     QVERIFY(!(m_host->windowState() & Qt::WindowFullScreen));
     QCOMPARE(m_context->textSize(), 11.0);
     QCOMPARE(m_context->palette(), Palette::Viridis);
+}
+
+// `code` in a caption follows the text size (Qt's Markdown reader gave it the fixed font's 9 pt).
+void TestLessonController::captionCodeFollowsTheTextSize() {
+    LessonPane pane;
+    pane.setLesson(attnlab::parseLesson(R"({"format": "attnlab-lesson", "version": 1,
+        "steps": [{"caption": "the piece `▁Hunde` is looked up", "view": {}}]})",
+                                        "l.json"),
+                   "l.json");
+    QVERIFY(pane.show(0));
+    const auto codeSizes = [&pane] {
+        QList<double> sizes;
+        const QTextDocument* doc = pane.findChild<QTextBrowser*>()->document();
+        for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
+            for (auto it = b.begin(); !it.atEnd(); ++it)
+                if (it.fragment().charFormat().font().fixedPitch() || it.fragment().charFormat().fontFixedPitch())
+                    sizes << it.fragment().charFormat().font().pointSizeF();
+        return sizes;
+    };
+    for (double points : {11.0, 20.0}) {
+        m_context->setTextSize(points, false);
+        QCoreApplication::processEvents();
+        const QList<double> sizes = codeSizes();
+        QCOMPARE(sizes.size(), 1);
+        QCOMPARE(sizes.front(), points);
+    }
+    m_context->setTextSize(11, false);
 }
 
 QTEST_MAIN(TestLessonController)

@@ -1,9 +1,12 @@
 #include "lesson_pane.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextCursor>
 #include <QVBoxLayout>
 
 namespace attnlab::ui {
@@ -49,11 +52,38 @@ bool LessonPane::show(int i) {
     QString md;
     if (!step.title.empty()) md = QStringLiteral("## %1\n\n").arg(QString::fromStdString(step.title));
     m_caption->setMarkdown(md + QString::fromStdString(step.caption));
+    fitCodeSize();
     m_position->setText(tr("step %1 of %2").arg(i + 1).arg(count()));
     m_prev->setEnabled(i > 0);
     m_next->setEnabled(i + 1 < count());
     Q_EMIT stepShown(i, lessonViewAt(m_lesson, i));
     return true;
+}
+
+// Qt's Markdown reader gives `code` the system's fixed font at that font's own size, which stayed
+// at 9 pt beside an 18 pt caption: code takes the caption's size.
+void LessonPane::fitCodeSize() {
+    QTextDocument* doc = m_caption->document();
+    QTextCursor cursor(doc);
+    QTextCharFormat size;
+    size.setFontPointSize(m_caption->font().pointSizeF());
+    for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
+        for (auto it = b.begin(); !it.atEnd(); ++it) {
+            const QTextFragment f = it.fragment();
+            if (!f.charFormat().fontFixedPitch() && !f.charFormat().font().fixedPitch()) continue;
+            cursor.setPosition(f.position());
+            cursor.setPosition(f.position() + f.length(), QTextCursor::KeepAnchor);
+            cursor.mergeCharFormat(size);
+        }
+}
+
+void LessonPane::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange && m_current >= 0) {
+        QWidget::changeEvent(event);
+        fitCodeSize();
+        return;
+    }
+    QWidget::changeEvent(event);
 }
 
 QString LessonPane::captionText() const { return m_caption->toPlainText(); }

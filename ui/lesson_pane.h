@@ -31,7 +31,11 @@ public:
 Q_SIGNALS:
     void stepShown(int index, const attnlab::ViewState& view);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    void fitCodeSize();  // code spans at the caption's text size
     Lesson m_lesson;
     QString m_origin;
     int m_current = -1;
