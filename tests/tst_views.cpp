@@ -203,8 +203,8 @@ void TestViews::registryIsTheOneListOfViews() {
     // A step's focus names a part of its tab, as the views list them; every bundled step's does.
     const auto parts = tabs.partNames();
     QCOMPARE(parts.at("weight").front(), std::string("q-k"));
-    for (const auto& [view, names] : parts)
-        for (const auto& name : names) QVERIFY2(tabs.part(view, name), (view + ": " + name).c_str());
+    for (const auto& [view, part_names] : parts)
+        for (const auto& name : part_names) QVERIFY2(tabs.part(view, name), (view + ": " + name).c_str());
     QVERIFY(!tabs.part("weight", "plot4") && !tabs.part("maps", "q-k"));
     for (const auto& l : attnlab::bundledLessons())
         attnlab::checkLessonViews(attnlab::readLesson(l.path), viewNames(), l.path, parts);
