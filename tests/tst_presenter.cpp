@@ -75,7 +75,7 @@ private:
     void checkStep(const QString& lesson, int step);
     std::unique_ptr<TranslationController> m_controller;
     std::unique_ptr<MainWindow> m_window;
-    QString m_lesson_path;  // the lesson whose steps are checked
+    attnlab::Lesson m_lesson;  // the lesson whose steps are checked
 };
 
 void TestPresenter::initTestCase() {
@@ -125,8 +125,7 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
     // What the step's caption is about, all of it in sight without scrolling: its focus, or the
     // view's first part.
     const ViewTabs* tabs = m_window->views();
-    const auto& l = attnlab::readLesson(m_lesson_path.toStdString());
-    const auto& state = l.steps[size_t(step)].view;
+    const auto& state = m_lesson.steps[size_t(step)].view;
     const auto parts = view->parts();
     if (parts.empty()) return;
     const std::string name = state.focus.value_or(parts.front().first);
@@ -144,7 +143,7 @@ void TestPresenter::everyStepFitsTheScreen() {
     QVERIFY(!lessons.empty());
     for (const auto& l : lessons) {
         const QString path = QString::fromStdString(l.path);
-        m_lesson_path = path;
+        m_lesson = attnlab::readLesson(l.path);
         QVERIFY2(!m_window->lessons()->openLesson(path), qPrintable(path));
         settle();
         m_window->lessons()->setPresenterMode(true);

@@ -51,6 +51,19 @@ int decodeInto(const attnlab_spm* sp, const Items& items, char** text, size_t* t
     *text_len = out.size();
     return 0;
 }
+
+// Runs f; an exception becomes *error and `failed`: nothing may cross the C boundary.
+template <typename R, typename F>
+R guarded(char** error, R failed, F&& f) {
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        setError(error, e.what());
+    } catch (...) {
+        setError(error, "unknown error");
+    }
+    return failed;
+}
 }  // namespace
 
 extern "C" {
@@ -58,7 +71,7 @@ extern "C" {
 int attnlab_spm_abi_version(void) { return ATTNLAB_SPM_ABI_VERSION; }
 
 attnlab_spm* attnlab_spm_load(const char* path, char** error) {
-    try {
+    return guarded(error, static_cast<attnlab_spm*>(nullptr), [&]() -> attnlab_spm* {
         auto sp = std::make_unique<attnlab_spm>();
         const auto status = sp->processor.Load(path);
         if (!status.ok()) {
@@ -66,12 +79,7 @@ attnlab_spm* attnlab_spm_load(const char* path, char** error) {
             return nullptr;
         }
         return sp.release();
-    } catch (const std::exception& e) {
-        setError(error, e.what());
-    } catch (...) {
-        setError(error, "unknown error");
-    }
-    return nullptr;
+    });
 }
 
 void attnlab_spm_destroy(attnlab_spm* sp) { delete sp; }
@@ -79,7 +87,7 @@ void attnlab_spm_free(void* p) { std::free(p); }
 
 int attnlab_spm_encode(const attnlab_spm* sp, const char* text, size_t text_len, int** ids, size_t* n, char** pieces,
                        size_t* pieces_len, char** surfaces, size_t* surfaces_len, char** error) {
-    try {
+    return guarded(error, 1, [&]() -> int {
         const auto spt = sp->processor.EncodeAsImmutableProto(std::string(text, text_len));
         const auto all = spt.pieces();
         std::vector<std::string> p, s;
@@ -93,16 +101,11 @@ int attnlab_spm_encode(const attnlab_spm* sp, const char* text, size_t text_len,
         *pieces = packStrings(p, pieces_len);
         *surfaces = packStrings(s, surfaces_len);
         return 0;
-    } catch (const std::exception& e) {
-        setError(error, e.what());
-    } catch (...) {
-        setError(error, "unknown error");
-    }
-    return 1;
+    });
 }
 
 int attnlab_spm_decode(const attnlab_spm* sp, const int* ids, size_t n, char** text, size_t* text_len, char** error) {
-    try {
+    return guarded(error, 1, [&]() -> int {
         std::vector<int> v(ids, ids + n);
         const int size = sp->processor.GetPieceSize();
         for (int id : v)
@@ -112,17 +115,12 @@ int attnlab_spm_decode(const attnlab_spm* sp, const int* ids, size_t n, char** t
                 return 1;
             }
         return decodeInto(sp, v, text, text_len, error);
-    } catch (const std::exception& e) {
-        setError(error, e.what());
-    } catch (...) {
-        setError(error, "unknown error");
-    }
-    return 1;
+    });
 }
 
 int attnlab_spm_decode_pieces(const attnlab_spm* sp, const char* pieces, size_t pieces_len, size_t n, char** text,
                               size_t* text_len, char** error) {
-    try {
+    return guarded(error, 1, [&]() -> int {
         std::vector<std::string> v;
         v.reserve(n);
         size_t at = 0;
@@ -137,12 +135,7 @@ int attnlab_spm_decode_pieces(const attnlab_spm* sp, const char* pieces, size_t 
             at = stop + 1;
         }
         return decodeInto(sp, v, text, text_len, error);
-    } catch (const std::exception& e) {
-        setError(error, e.what());
-    } catch (...) {
-        setError(error, "unknown error");
-    }
-    return 1;
+    });
 }
 
 int attnlab_spm_vocab_size(const attnlab_spm* sp) { return sp->processor.GetPieceSize(); }
@@ -172,19 +165,14 @@ char* attnlab_spm_id_to_piece(const attnlab_spm* sp, int id) {
 int attnlab_spm_piece_to_id(const attnlab_spm* sp, const char* piece) { return sp->processor.PieceToId(piece); }
 
 int attnlab_spm_train(const char* args, char** error) {
-    try {
+    return guarded(error, 1, [&]() -> int {
         const auto status = sentencepiece::SentencePieceTrainer::Train(args);
         if (!status.ok()) {
             setError(error, status.ToString());
             return 1;
         }
         return 0;
-    } catch (const std::exception& e) {
-        setError(error, e.what());
-    } catch (...) {
-        setError(error, "unknown error");
-    }
-    return 1;
+    });
 }
 
 }  // extern "C"
