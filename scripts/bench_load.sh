@@ -5,7 +5,8 @@
 #   policy  — the app's default: waiting threads sleep (OMP_WAIT_POLICY=passive, which the app sets
 #             for itself; given here, as attnlab-cli does not) and one thread for one sentence
 #             (attnlab/device.h);
-#   spin x2 — the old behaviour: OMP_WAIT_POLICY=active, ATTNLAB_THREADS=2 (both cores, spinning).
+#   unpacked — the default policy with at::linear instead of weights packed once (--no-packed-weights);
+#   spin x2 — the old behaviour: OMP_WAIT_POLICY=active, ATTNLAB_THREADS=2 (both cores, spinning), at::linear.
 # "Under load" = two busy shell loops started and stopped by this script (one per core).
 #   scripts/bench_load.sh DATA_DIR [MODEL]      # DATA_DIR holds test_2016_flickr.de.gz
 set -euo pipefail
@@ -29,8 +30,10 @@ run() {  # policy name -> median ms
   case $1 in
     policy) env -u ATTNLAB_THREADS OMP_WAIT_POLICY=passive "$cli" translate --model "$model" --beam 5 --batch-size 1 \
               --attention "$work/a.json" <"$work/sentences.txt" >/dev/null ;;
+    unpacked) env -u ATTNLAB_THREADS OMP_WAIT_POLICY=passive "$cli" translate --model "$model" --beam 5 --batch-size 1 \
+                --no-packed-weights --attention "$work/a.json" <"$work/sentences.txt" >/dev/null ;;
     spin2) OMP_WAIT_POLICY=active ATTNLAB_THREADS=2 "$cli" translate --model "$model" --beam 5 --batch-size 1 \
-             --attention "$work/a.json" <"$work/sentences.txt" >/dev/null ;;
+             --no-packed-weights --attention "$work/a.json" <"$work/sentences.txt" >/dev/null ;;
   esac
   median "$work/a.json"
 }
@@ -40,13 +43,17 @@ busy_stop() { kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; }
 
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| policy | idle (ms) | two busy loops (ms) | loaded / idle |\n| --- | ---: | ---: | ---: |\n'
-for p in policy spin2; do
+for p in policy unpacked spin2; do
   run "$p" >/dev/null  # warm the page cache
   idle=$(run "$p")
   busy_start
   sleep 1
   loaded=$(run "$p")
   busy_stop
-  name=$([ "$p" = policy ] && echo "default (passive, 1 thread)" || echo "spinning, 2 threads (before)")
+  case $p in
+    policy) name="default (packed weights, passive, 1 thread)" ;;
+    unpacked) name="at::linear (--no-packed-weights), passive, 1 thread" ;;
+    spin2) name="before issue 25: at::linear, spinning, 2 threads" ;;
+  esac
   printf '| %s | %s | %s | %.1f× |\n' "$name" "$idle" "$loaded" "$(echo "$loaded / $idle" | bc -l)"
 done

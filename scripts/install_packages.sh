@@ -7,6 +7,7 @@ packages=(
   libtorch-dev                      # LibTorch 1.13 (CPU)
   libopenblas0-pthread              # without an OpenBLAS, LibTorch falls back to the reference BLAS (~80x slower)
   libopenblas0-openmp               # preferred by AttnLab's executables (see CMakeLists.txt, docs/benchmarks.md)
+  libxnnpack-dev libpthreadpool-dev # weights packed once for decoding (core/src/model/packed_linear.h)
   libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test

@@ -1,9 +1,11 @@
-// Desktop-app timings (issue 4): model load, all maps drawn after a translation, head switch.
+// Desktop-app timings (issue 4): model load, all maps drawn after a translation, head switch; the
+// translation and its maps also with two busy processes beside the app (issue 25).
 //   QT_QPA_PLATFORM=offscreen build/bin/bench_ui --model DIR [--text S] [--repeat N]
 // Prints one line per measurement (median over --repeat runs). Offscreen rendering goes through
 // the same QCustomPlot and QPainter code as on screen.
 #include "ablation_panel.h"
 #include "attention_explorer.h"
+#include "busy_load.h"
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "decoding_view.h"
@@ -22,6 +24,7 @@
 #include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QSignalSpy>
+#include <QThread>
 
 #include <unistd.h>
 
@@ -94,24 +97,51 @@ int main(int argc, char** argv) {
         "start to model loaded: %.0f ms from process start, %.0f ms from main() (load inside the controller %.0f ms)\n",
         msSinceProcessStart(), start_ms, controller.modelInfo()->load_seconds * 1000);
 
-    std::vector<double> draw, sw, translate, inside;
     AttentionExplorer* ex = window.views()->find<AttentionExplorer>();
-    for (int i = 0; i < n; ++i) {
-        QSignalSpy done(&controller, &TranslationController::translationFinished);
-        QElapsedTimer t;
-        t.start();
-        controller.translate(p.value(text), window.translatePanel()->options());
-        waitFor(done);
-        const double at_result = t.nsecsElapsed() / 1e6;
-        // The window's handler has already run (queued to this thread before the spy fired is not
-        // guaranteed): process events until the explorer shows the new result, then force a paint.
-        QApplication::processEvents();
-        ex->view()->plot()->replot(QCustomPlot::rpImmediateRefresh);
-        ex->grid()->repaint();
-        draw.push_back(t.nsecsElapsed() / 1e6 - at_result);
-        translate.push_back(at_result);
-        const auto r = window.context()->result();
-        inside.push_back(r->seconds * 1000);
+    // One translation as the window asks for it, then every map drawn: {request -> result on the GUI
+    // thread, result -> maps drawn, inside the translator} in ms.
+    struct Typed {
+        std::vector<double> translate, draw, inside;
+    };
+    auto typed = [&](int runs) {
+        Typed out;
+        for (int i = 0; i < runs; ++i) {
+            QSignalSpy done(&controller, &TranslationController::translationFinished);
+            QElapsedTimer t;
+            t.start();
+            controller.translate(p.value(text), window.translatePanel()->options());
+            waitFor(done);
+            const double at_result = t.nsecsElapsed() / 1e6;
+            // The window's handler has already run (queued to this thread before the spy fired is not
+            // guaranteed): process events until the explorer shows the new result, then force a paint.
+            QApplication::processEvents();
+            ex->view()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+            ex->grid()->repaint();
+            out.draw.push_back(t.nsecsElapsed() / 1e6 - at_result);
+            out.translate.push_back(at_result);
+            out.inside.push_back(window.context()->result()->seconds * 1000);
+        }
+        return out;
+    };
+    // Issue 25: idle, then with two busy processes (busy_load.h) started and stopped here.
+    const Typed idle = typed(n);
+    Typed busy;
+    {
+        attnlab::bench::BusyLoad load(2, 120);
+        QThread::msleep(200);
+        busy = typed(n);
+    }
+    const auto r0 = window.context()->result();
+    std::printf("sentence: %zu source pieces, %zu target pieces\n", r0->source_pieces.size(), r0->best.pieces.size());
+    std::printf(
+        "translation (beam 5), request to result on the GUI thread: median %.0f ms idle, %.0f ms with two busy "
+        "processes (%.1fx); inside the translator %.0f / %.0f ms\n",
+        median(idle.translate), median(busy.translate), median(busy.translate) / median(idle.translate),
+        median(idle.inside), median(busy.inside));
+    std::printf("result to all maps drawn: median %.1f ms idle, %.1f ms with two busy processes\n", median(idle.draw),
+                median(busy.draw));
+    std::vector<double> sw;
+    for (int i = 0; i < n; ++i)
         for (int k = 0; k < 3; ++k)
             for (int h = 0; h < 4; ++h) {
                 QElapsedTimer s;
@@ -121,15 +151,6 @@ int main(int argc, char** argv) {
                 ex->grid()->repaint();
                 sw.push_back(s.nsecsElapsed() / 1e6);
             }
-        if (i == 0)
-            std::printf("sentence: %zu source pieces, %zu target pieces\n", r->source_pieces.size(),
-                        r->best.pieces.size());
-    }
-    std::printf(
-        "translation (beam 5): median %.0f ms from the request to the result on the GUI thread, %.0f ms inside the "
-        "translator\n",
-        median(translate), median(inside));
-    std::printf("result to all maps drawn: median %.1f ms\n", median(draw));
     std::printf("switch kind/head and redraw: median %.1f ms, max %.1f ms over %zu switches\n", median(sw),
                 *std::max_element(sw.begin(), sw.end()), sw.size());
 

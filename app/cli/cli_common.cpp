@@ -35,6 +35,9 @@ void addCommon(CLI::App* cmd, CommonOptions& o) {
                     "LibTorch threads (wins over ATTNLAB_THREADS; 0 = one for one or two sentences, every core "
                     "for more)")
         ->capture_default_str();
+    cmd->add_flag("--no-packed-weights", o.no_packed_weights,
+                  "Multiply with LibTorch's at::linear instead of weights packed once (slower; the results "
+                  "before issue 25, for comparison)");
 }
 
 std::string resolveModel(const std::string& given) {
@@ -58,6 +61,7 @@ attnlab::Translator load(const CommonOptions& o) {
     attnlab::TranslatorOptions t;
     t.device = o.device;
     t.num_threads = o.threads;
+    t.packed_weights = !o.no_packed_weights;
     return attnlab::Translator(resolveModel(o.model), t);
 }
 

@@ -13,6 +13,7 @@ struct CommonOptions {
     std::string model;
     std::string device = "auto";
     int threads = 0;
+    bool no_packed_weights = false;
 };
 
 void addCommon(CLI::App* cmd, CommonOptions& o);

@@ -6,7 +6,14 @@
 // Model: ATTNLAB_BENCH_MODEL=<package dir> to use a trained package; otherwise a random model of
 // the bundled model's shape (3+3 layers, d_model 256, 8 heads, d_inner 1024, vocabulary 8000).
 //
+// BM_TypedSentence (issue 25): one typed sentence through the public Translator (beam 5, maps and
+// candidates, one thread as the app's policy gives one sentence), with the weights packed once
+// (the default) and with at::linear, each on the idle machine and with two busy processes that the
+// benchmark starts and stops around its own runs (busy_load.h).
+//
 //   build/bin/bench_decoding --benchmark_repetitions=3
+//   build/bin/bench_decoding --benchmark_filter=TypedSentence
+#include "busy_load.h"
 #include "decoding/engine.h"
 #include "decoding/search.h"
 
@@ -96,14 +103,31 @@ void BM_BeamSearch(benchmark::State& state) {
 // A whole translation through the public Translator (search, attention maps, candidates) with and
 // without the search's trace (issue 11: the trace should add at most 10 %). The bundled model, or
 // ATTNLAB_BENCH_MODEL.
-const Translator& translator() {
-    static const Translator t = [] {
-        const char* dir = std::getenv("ATTNLAB_BENCH_MODEL");
-        const char* threads = std::getenv("ATTNLAB_THREADS");
-        return Translator(dir && *dir ? dir : defaultModelDir(),
-                          TranslatorOptions{"cpu", threads ? std::atoi(threads) : 0});
-    }();
-    return t;
+Translator makeTranslator(bool packed) {
+    const char* dir = std::getenv("ATTNLAB_BENCH_MODEL");
+    const char* threads = std::getenv("ATTNLAB_THREADS");
+    TranslatorOptions o{"cpu", threads ? std::atoi(threads) : 0};
+    o.packed_weights = packed;
+    return Translator(dir && *dir ? dir : defaultModelDir(), o);
+}
+
+const Translator& translator(bool packed = true) {
+    static const Translator with = makeTranslator(true), without = makeTranslator(false);
+    return packed ? with : without;
+}
+
+const char* const kCaption =
+    "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.";
+
+// Args: {1 = weights packed once (default), 0 = at::linear}, {busy processes beside it}.
+void BM_TypedSentence(benchmark::State& state) {
+    const Translator& t = translator(state.range(0) == 1);
+    t.translate(kCaption);  // the packing, and the first call's allocations, before the clock
+    bench::BusyLoad load(int(state.range(1)));
+    if (load.started()) usleep(200000);  // let the scheduler spread them
+    size_t pieces = 0;
+    for (auto _ : state) pieces = t.translate(kCaption).best.pieces.size();
+    state.counters["out_pieces"] = double(pieces);
 }
 
 void BM_TranslateTrace(benchmark::State& state) {
@@ -111,8 +135,7 @@ void BM_TranslateTrace(benchmark::State& state) {
     o.record_trace = state.range(0) == 1;
     size_t nodes = 0;
     for (auto _ : state) {
-        const auto r = translator().translate(
-            "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.", o);
+        const auto r = translator().translate(kCaption, o);
         nodes = 0;
         for (const auto& step : r.trace) nodes += step.hypotheses.size();
     }
@@ -120,6 +143,16 @@ void BM_TranslateTrace(benchmark::State& state) {
 }
 
 }  // namespace
+
+BENCHMARK(BM_TypedSentence)
+    ->ArgNames({"packed", "busy"})
+    ->Args({1, 0})
+    ->Args({1, 2})
+    ->Args({0, 0})
+    ->Args({0, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(3.0)
+    ->UseRealTime();
 
 BENCHMARK(BM_TranslateTrace)
     ->ArgNames({"trace"})

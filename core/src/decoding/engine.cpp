@@ -49,6 +49,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
                                : package::loadWeights(dir, m_config, &m_info.stored_dtype);
         m_model->to(m_device);
         m_model->eval();
+        m_model->setPackedInference(options.packed_weights);
     });
     m_info.package_dir = fs::absolute(dir).string();
     m_info.confidence = readConfidenceCalibration(dir);

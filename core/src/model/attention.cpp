@@ -29,10 +29,10 @@ std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::T
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o) : n_head(o.n_head), d_k(o.d_k), d_v(o.d_v) {
     using torch::nn::LinearOptions;
     const int64_t d_model = o.d_model;
-    w_qs = register_module("w_qs", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
-    w_ks = register_module("w_ks", torch::nn::Linear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
-    w_vs = register_module("w_vs", torch::nn::Linear(LinearOptions(d_model, n_head * d_v).bias(o.bias)));
-    fc = register_module("fc", torch::nn::Linear(LinearOptions(n_head * d_v, d_model).bias(o.bias)));
+    w_qs = register_module("w_qs", PackedLinear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
+    w_ks = register_module("w_ks", PackedLinear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
+    w_vs = register_module("w_vs", PackedLinear(LinearOptions(d_model, n_head * d_v).bias(o.bias)));
+    fc = register_module("fc", PackedLinear(LinearOptions(n_head * d_v, d_model).bias(o.bias)));
     attn_dropout = register_module("attention_dropout", FastDropout(o.attn_dropout));
     dropout = register_module("dropout", FastDropout(o.dropout));
     layer_norm = register_module("layer_norm", makeLayerNorm(d_model, o.layer_norm_eps));

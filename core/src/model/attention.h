@@ -1,9 +1,9 @@
 #pragma once
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/types.h>
 #include "model/dropout.h"
+#include "model/packed_linear.h"
 
 #include <utility>
 
@@ -62,7 +62,7 @@ public:
                                                    const torch::Tensor& v_heads, const torch::Tensor& mask);
 
     int64_t n_head, d_k, d_v;
-    torch::nn::Linear w_qs{nullptr}, w_ks{nullptr}, w_vs{nullptr}, fc{nullptr};
+    PackedLinear w_qs{nullptr}, w_ks{nullptr}, w_vs{nullptr}, fc{nullptr};
     FastDropout attn_dropout{nullptr}, dropout{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
     // Set by the engine around one forward pass (decoding::CaptureGuard); not owned.

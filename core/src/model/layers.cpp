@@ -6,8 +6,8 @@ namespace attnlab::model {
 
 PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(const LayerOptions& o) {
     const int64_t d_in = o.attention.d_model;
-    w_1 = register_module("w_1", torch::nn::Linear(d_in, o.d_inner));
-    w_2 = register_module("w_2", torch::nn::Linear(o.d_inner, d_in));
+    w_1 = register_module("w_1", PackedLinear(d_in, o.d_inner));
+    w_2 = register_module("w_2", PackedLinear(o.d_inner, d_in));
     layer_norm = register_module("layer_norm", makeLayerNorm(d_in, o.attention.layer_norm_eps));
     dropout = register_module("dropout", FastDropout(o.attention.dropout));
     activation = o.activation == "swish"  ? Activation::Swish

@@ -24,7 +24,7 @@ public:
     torch::Tensor forward(const torch::Tensor& x);
 
     enum class Activation { Relu, Swish, Gelu } activation = Activation::Relu;
-    torch::nn::Linear w_1{nullptr}, w_2{nullptr};
+    PackedLinear w_1{nullptr}, w_2{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
     FastDropout dropout{nullptr};
 };

@@ -153,8 +153,17 @@ const torch::Tensor& TransformerImpl::projectionWeight() const {
     return trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight;
 }
 
+void TransformerImpl::setPackedInference(bool on) {
+    m_packed = on;
+    if (!on) m_projection_pack->clear();
+    for (const auto& module : modules(/*include_self=*/false))
+        if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->setPacked(on);
+}
+
 torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {
-    auto logits = torch::nn::functional::linear(dec_output, projectionWeight());
+    torch::Tensor logits;
+    if (m_packed && !is_training()) logits = m_projection_pack->run(dec_output, projectionWeight(), torch::Tensor());
+    if (!logits.defined()) logits = torch::nn::functional::linear(dec_output, projectionWeight());
     if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
     if (final_logits_bias.defined()) logits = logits + final_logits_bias;
     return logits;

@@ -97,6 +97,11 @@ public:
 
     const ModelConfig& config() const { return m_cfg; }
 
+    // Inference from weights packed once (model/packed_linear.h) in every linear layer and the output
+    // projection: on for the decoding engine (TranslatorOptions::packed_weights), off for training.
+    // Switching off frees the packed copies.
+    void setPackedInference(bool on);
+
     Encoder encoder{nullptr};
     Decoder decoder{nullptr};
     torch::nn::Linear trg_word_prj{nullptr};  // null when tied to the target embedding
@@ -107,6 +112,8 @@ private:
     torch::Tensor decoderOutput(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, Attentions* attns);
 
     ModelConfig m_cfg;
+    bool m_packed = false;
+    std::shared_ptr<WeightPack> m_projection_pack = std::make_shared<WeightPack>();
 };
 TORCH_MODULE(Transformer);
 

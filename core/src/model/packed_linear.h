@@ -1,0 +1,65 @@
+#pragma once
+// Weights packed once for inference (issue 25, docs/benchmarks.md "Packed weights").
+//
+// A decoding step multiplies a few rows (the beams) by every weight matrix of the decoder and by
+// the output projection. LibTorch's at::linear hands that to OpenBLAS, which re-packs the whole
+// weight matrix on every call: most of a typed sentence's time went there. XNNPACK (Debian's
+// libxnnpack, which LibTorch itself links) packs a weight once and multiplies straight from the
+// packed copy, 2-4x faster for 1-20 rows here. The packed copy costs as much memory as the weight.
+//
+// It is called directly, on the calling thread, not through LibTorch's prepacked:: operators: those
+// run on LibTorch's global thread pool, which at::set_num_threads replaces while another thread
+// may be using it (a hang with several translators on several threads, as the head lab runs).
+// Without libxnnpack at build time (ATTNLAB_HAVE_XNNPACK unset) everything runs through at::linear.
+//
+// Results differ from at::linear by float rounding only (another summation order); the effect on
+// translations is measured in docs/benchmarks.md. Packing is off unless the model is switched to
+// it (TransformerImpl::setPackedInference; the Engine does for TranslatorOptions::packed_weights),
+// and it applies only to float32 CPU tensors without autograd, outside training mode.
+#include <torch/nn/modules/linear.h>
+
+#include <memory>
+
+namespace attnlab::model {
+
+class WeightPack {
+public:
+    WeightPack();
+    ~WeightPack();
+    WeightPack(const WeightPack&) = delete;
+    WeightPack& operator=(const WeightPack&) = delete;
+
+    // x · weightᵀ + bias from the packed copy of `weight` (packed on first use, and again whenever the
+    // tensor's data or version changes); an undefined tensor when packing does not apply (not float32
+    // on the CPU, autograd on, XNNPACK unavailable): the caller then runs at::linear.
+    torch::Tensor run(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+    void clear();
+    bool holdsPack() const;  // whether a packed copy is held (after a run() that used it)
+
+    // Whether run() would multiply x by weight from a packed copy: float32 CPU tensors, autograd off,
+    // XNNPACK built in, and one LibTorch thread or at most kMaxRowsOnOneThread rows (larger work on
+    // several threads goes to at::linear, which spreads it over them).
+    static bool applies(const torch::Tensor& x, const torch::Tensor& weight);
+    static constexpr int64_t kMaxRowsOnOneThread = 32;
+
+private:
+    struct State;
+    std::unique_ptr<State> m;
+};
+
+// torch::nn::Linear (same parameters and state-dict keys) that multiplies from a WeightPack when
+// `packed` is set and the module is not training.
+class PackedLinearImpl : public torch::nn::LinearImpl {
+public:
+    using torch::nn::LinearImpl::LinearImpl;
+    torch::Tensor forward(const torch::Tensor& x);
+    void setPacked(bool on);
+    const WeightPack& pack() const { return *m_pack; }
+
+private:
+    bool m_packed = false;
+    std::shared_ptr<WeightPack> m_pack = std::make_shared<WeightPack>();
+};
+TORCH_MODULE(PackedLinear);
+
+}  // namespace attnlab::model
