@@ -23,7 +23,7 @@ for pair in de-en en-de; do
       --output "$work/$pair.$mode.txt" >"$work/$pair.$mode.score" 2>/dev/null
     secs=$(echo "$(date +%s.%N) - $start" | bc -l)
     bleu=$(grep -o 'BLEU[ =:]*[0-9.]*' "$work/$pair.$mode.score" | head -1 | grep -o '[0-9.]*$')
-    chrf=$(grep -o 'chrF[ =:]*[0-9.]*' "$work/$pair.$mode.score" | head -1 | grep -o '[0-9.]*$')
+    chrf=$(sed -n 's/^chrF2* = \([0-9.]*\).*/\1/p' "$work/$pair.$mode.score")
     same=
     if [ $mode = linear ]; then
       same=$(paste -d '\t' "$work/$pair.packed.txt" "$work/$pair.linear.txt" | awk -F '\t' '$1 == $2 { n++ } END { printf "%d of %d", n, NR }')

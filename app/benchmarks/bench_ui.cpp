@@ -1,5 +1,6 @@
 // Desktop-app timings (issue 4): model load, all maps drawn after a translation, head switch; the
-// translation and its maps also with two busy processes beside the app (issue 25).
+// translation and its maps also with two busy processes beside the app (issue 25: seven sentences
+// idle, the model loaded again to empty the controller's cache, the same seven under load).
 //   QT_QPA_PLATFORM=offscreen build/bin/bench_ui --model DIR [--text S] [--repeat N]
 // Prints one line per measurement (median over --repeat runs). Offscreen rendering goes through
 // the same QCustomPlot and QPainter code as on screen.
@@ -63,6 +64,7 @@ double median(std::vector<double> v) {
 void waitFor(QSignalSpy& spy) {
     while (spy.count() == 0) spy.wait(10000);
 }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,15 +103,30 @@ int main(int argc, char** argv) {
     // One translation as the window asks for it, then every map drawn: {request -> result on the GUI
     // thread, result -> maps drawn, inside the translator} in ms.
     struct Typed {
-        std::vector<double> translate, draw, inside;
+        std::vector<double> translate, draw, inside, pieces;
     };
-    auto typed = [&](int runs) {
+    // Sentences of typical caption length, each translated once per phase: the controller answers a
+    // sentence it has translated from its cache, which a new load of the model empties.
+    const QStringList typed_sentences{
+        p.value(text),
+        QStringLiteral("Zwei kleine Kinder spielen am Strand mit einem großen gelben Ball."),
+        QStringLiteral("Eine Frau in einem blauen Kleid sitzt auf einer Bank und liest ein Buch."),
+        QStringLiteral("Ein brauner Hund rennt mit einem Stock im Maul über eine grüne Wiese."),
+        QStringLiteral("Mehrere Arbeiter in orangefarbenen Westen reparieren eine Straße."),
+        QStringLiteral("Ein älterer Mann verkauft Obst und Gemüse auf einem Markt."),
+        QStringLiteral("Ein Mädchen mit einem Helm fährt Skateboard in einem Park.")};
+    auto reload = [&] {
+        QSignalSpy again(&controller, &TranslationController::modelLoaded);
+        controller.loadModel(dir, "cpu");
+        waitFor(again);
+    };
+    auto typed = [&] {
         Typed out;
-        for (int i = 0; i < runs; ++i) {
+        for (const QString& sentence : typed_sentences) {
             QSignalSpy done(&controller, &TranslationController::translationFinished);
             QElapsedTimer t;
             t.start();
-            controller.translate(p.value(text), window.translatePanel()->options());
+            controller.translate(sentence, window.translatePanel()->options());
             waitFor(done);
             const double at_result = t.nsecsElapsed() / 1e6;
             // The window's handler has already run (queued to this thread before the spy fired is not
@@ -120,19 +137,23 @@ int main(int argc, char** argv) {
             out.draw.push_back(t.nsecsElapsed() / 1e6 - at_result);
             out.translate.push_back(at_result);
             out.inside.push_back(window.context()->result()->seconds * 1000);
+            out.pieces.push_back(double(window.context()->result()->source_pieces.size()));
         }
         return out;
     };
     // Issue 25: idle, then with two busy processes (busy_load.h) started and stopped here.
-    const Typed idle = typed(n);
+    reload();
+    const Typed idle = typed();
+    reload();
     Typed busy;
     {
         attnlab::bench::BusyLoad load(2, 120);
         QThread::msleep(200);
-        busy = typed(n);
+        busy = typed();
     }
-    const auto r0 = window.context()->result();
-    std::printf("sentence: %zu source pieces, %zu target pieces\n", r0->source_pieces.size(), r0->best.pieces.size());
+    std::printf("%zu sentences of %.0f-%.0f source pieces, each once per phase\n", idle.pieces.size(),
+                *std::min_element(idle.pieces.begin(), idle.pieces.end()),
+                *std::max_element(idle.pieces.begin(), idle.pieces.end()));
     std::printf(
         "translation (beam 5), request to result on the GUI thread: median %.0f ms idle, %.0f ms with two busy "
         "processes (%.1fx); inside the translator %.0f / %.0f ms\n",
