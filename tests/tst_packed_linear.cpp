@@ -90,11 +90,11 @@ void TestPackedLinear::followsChangesOfTheWeight() {
     layer->setPacked(true);
     torch::NoGradGuard no_grad;
     const auto x = torch::randn({4, 32});
-    layer(x);  // packed now
+    layer(x);                  // packed now
     layer->weight.mul_(-2.0);  // in place: the version changes
     QVERIFY(relativeDifference(layer(x), reference(x, layer->weight, layer->bias)) < kTolerance);
     layer->weight.set_data(torch::randn({16, 32}));  // new storage
-    layer->bias.copy_(torch::randn({16}));            // the bias alone
+    layer->bias.copy_(torch::randn({16}));           // the bias alone
     QVERIFY(relativeDifference(layer(x), reference(x, layer->weight, layer->bias)) < kTolerance);
     layer->setPacked(false);  // at::linear again, bit for bit, and the packed copy freed
     QVERIFY(!layer->pack().holdsPack());

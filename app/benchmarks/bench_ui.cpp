@@ -6,9 +6,9 @@
 // the same QCustomPlot and QPainter code as on screen.
 #include "ablation_panel.h"
 #include "attention_explorer.h"
-#include "busy_load.h"
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "busy_load.h"
 #include "decoding_view.h"
 #include "head_lab_view.h"
 #include "main_window.h"

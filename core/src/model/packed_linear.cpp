@@ -83,8 +83,8 @@ bool WeightPack::holdsPack() const {
 bool WeightPack::applies(const torch::Tensor& x, const torch::Tensor& weight) {
 #ifdef ATTNLAB_HAVE_XNNPACK
     if (!(x.device().is_cpu() && weight.device().is_cpu() && x.scalar_type() == torch::kFloat &&
-          weight.scalar_type() == torch::kFloat && weight.dim() == 2 && x.dim() >= 1 &&
-          x.size(-1) == weight.size(1) && !torch::GradMode::is_enabled()))
+          weight.scalar_type() == torch::kFloat && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) &&
+          !torch::GradMode::is_enabled()))
         return false;
     // XNNPACK runs on the calling thread here: work spread over several threads (large batches) keeps
     // at::linear, whose OpenBLAS uses them all.
