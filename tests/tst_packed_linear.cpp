@@ -37,6 +37,10 @@ torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& w, const to
 class TestPackedLinear : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void initTestCase() {
+        if (!WeightPack::available())
+            QSKIP("this build has no XNNPACK (scripts/install_packages.sh installs libxnnpack-dev): at::linear only");
+    }
     void init() { at::set_num_threads(1); }
     void equalsTheProduct_data();
     void equalsTheProduct();
@@ -119,6 +123,15 @@ void TestPackedLinear::trainingAndAutogradUseAtLinear() {
     QVERIFY(torch::equal(y, torch::nn::functional::linear(x, layer->weight, layer->bias)));
     QVERIFY(!WeightPack::applies(x, layer->weight));
     QVERIFY(!layer->pack().holdsPack());
+    // A bias that does not fit the weight is never handed to XNNPACK.
+    torch::NoGradGuard no_grad;
+    QVERIFY(WeightPack::applies(x, layer->weight, torch::randn({64})));
+    QVERIFY(!WeightPack::applies(x, layer->weight, torch::randn({63})));
+    QVERIFY(!WeightPack::applies(x, layer->weight, torch::randn({64}, torch::kFloat64)));
+    // Tensors made under InferenceMode have no version to follow: at::linear.
+    c10::InferenceMode inference;
+    const auto xi = torch::randn({5, 256}), wi = torch::randn({64, 256});
+    QVERIFY(!WeightPack::applies(xi, wi));
 }
 
 void TestPackedLinear::largeWorkOnSeveralThreadsUsesAtLinear() {
@@ -173,7 +186,17 @@ void TestPackedLinear::decodingIsTheSame() {
     const auto packed = m->forwardFull(src, trg);
     const double d = relativeDifference(packed, plain);
     QVERIFY2(d < kTolerance, qPrintable(QString::number(d)));
+    // Every linear layer and the output projection multiplied from a packed copy.
+    int layers = 0;
+    for (const auto& module : m->modules(/*include_self=*/false))
+        if (auto* linear = dynamic_cast<attnlab::model::PackedLinearImpl*>(module.get())) {
+            QVERIFY(linear->pack().holdsPack());
+            ++layers;
+        }
+    QCOMPARE(layers, int(cfg.n_layers) * (4 + 2) + int(cfg.n_layers) * (8 + 2));
+    QVERIFY(m->projectionPack().holdsPack());
     m->setPackedInference(false);
+    QVERIFY(!m->projectionPack().holdsPack());
     QVERIFY(torch::equal(m->forwardFull(src, trg), plain));
 }
 

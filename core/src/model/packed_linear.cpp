@@ -12,36 +12,59 @@
 
 namespace attnlab::model {
 
-#ifdef ATTNLAB_HAVE_XNNPACK
 namespace {
 
-bool xnnInitialized() {
+bool xnnAvailable() {
+#ifdef ATTNLAB_HAVE_XNNPACK
     static const bool ok = xnn_initialize(/*allocator=*/nullptr) == xnn_status_success;
     return ok;
+#else
+    return false;
+#endif
 }
+
+bool floatOnCpu(const torch::Tensor& t) {
+    // Inference tensors (made under InferenceMode) have no version counter to follow.
+    return t.device().is_cpu() && t.scalar_type() == torch::kFloat && !t.is_inference();
+}
+
+// What a packed copy was made from: the tensor's storage (held, so that its memory cannot be reused by
+// another tensor that would then look the same), where its data starts, and its version (bumped by
+// every in-place change).
+struct Source {
+    c10::Storage storage;
+    const void* data = nullptr;
+    int64_t version = -1;
+
+    static Source of(const torch::Tensor& t) {
+        return t.defined() ? Source{t.storage(), t.data_ptr(), int64_t(t._version())} : Source{};
+    }
+    bool sameAs(const torch::Tensor& t) const {
+        if (!t.defined()) return !storage;
+        return storage.unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl() && data == t.data_ptr() &&
+               version == int64_t(t._version());
+    }
+};
 
 }  // namespace
 
 struct WeightPack::State {
     std::mutex mutex;  // an XNNPACK operator is set up anew for every call: one call at a time
-    xnn_operator_t op = nullptr;
-    const void* data = nullptr;
-    int64_t version = -1;
+    Source weight, bias;
     int64_t in = 0, out = 0;
-    bool failed = false;  // XNNPACK refused this weight once: at::linear from then on
-
+    bool failed = false;  // XNNPACK refused this weight: at::linear until clear()
+#ifdef ATTNLAB_HAVE_XNNPACK
+    xnn_operator_t op = nullptr;
+    bool holds() const { return op != nullptr; }
     void release() {
         if (op) xnn_delete_operator(op);
         op = nullptr;
-        data = nullptr;
-        version = -1;
+        weight = bias = Source{};
     }
-    ~State() { release(); }
-
-    bool pack(const torch::Tensor& weight, const torch::Tensor& bias) {
+    bool pack(const torch::Tensor& w_in, const torch::Tensor& b_in) {
         release();
-        const auto w = weight.detach().contiguous();
-        const auto b = bias.defined() ? bias.detach().contiguous() : torch::Tensor();
+        const auto w = w_in.detach().contiguous();
+        const auto b = b_in.defined() ? b_in.detach().contiguous() : torch::Tensor();
         in = w.size(1);
         out = w.size(0);
         // XNNPACK copies the weight (and bias) into its own packed layout here.
@@ -51,17 +74,31 @@ struct WeightPack::State {
             op = nullptr;
             return false;
         }
-        data = weight.data_ptr();
-        version = weight._version();
+        weight = Source::of(w_in);
+        bias = Source::of(b_in);
         return true;
     }
-};
+    // x [rows, in] -> [rows, out], or undefined when XNNPACK fails.
+    torch::Tensor multiply(const torch::Tensor& x, int64_t rows) {
+        // XNNPACK may read up to XNN_EXTRA_BYTES past the input's end: a padded copy (a few kB a step).
+        constexpr int64_t pad = (XNN_EXTRA_BYTES + sizeof(float) - 1) / sizeof(float);
+        auto input = torch::empty({rows * in + pad}, x.options());
+        input.narrow(0, 0, rows * in).view({rows, in}).copy_(x.reshape({rows, in}));
+        auto output = torch::empty({rows, out}, x.options());
+        if (xnn_setup_fully_connected_nc_f32(op, size_t(rows), input.data_ptr<float>(), output.data_ptr<float>(),
+                                             /*threadpool=*/nullptr) != xnn_status_success ||
+            xnn_run_operator(op, /*threadpool=*/nullptr) != xnn_status_success)
+            return {};
+        return output;
+    }
 #else
-struct WeightPack::State {
-    std::mutex mutex;
+    bool holds() const { return false; }
     void release() {}
-};
+    bool pack(const torch::Tensor&, const torch::Tensor&) { return false; }
+    torch::Tensor multiply(const torch::Tensor&, int64_t) { return {}; }
 #endif
+    ~State() { release(); }
+};
 
 WeightPack::WeightPack() : m(std::make_unique<State>()) {}
 WeightPack::~WeightPack() = default;
@@ -69,61 +106,42 @@ WeightPack::~WeightPack() = default;
 void WeightPack::clear() {
     std::lock_guard<std::mutex> lock(m->mutex);
     m->release();
+    m->failed = false;
 }
 
 bool WeightPack::holdsPack() const {
     std::lock_guard<std::mutex> lock(m->mutex);
-#ifdef ATTNLAB_HAVE_XNNPACK
-    return m->op != nullptr;
-#else
-    return false;
-#endif
+    return m->holds();
 }
 
-bool WeightPack::applies(const torch::Tensor& x, const torch::Tensor& weight) {
-#ifdef ATTNLAB_HAVE_XNNPACK
-    if (!(x.device().is_cpu() && weight.device().is_cpu() && x.scalar_type() == torch::kFloat &&
-          weight.scalar_type() == torch::kFloat && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) &&
-          !torch::GradMode::is_enabled()))
+bool WeightPack::available() { return xnnAvailable(); }
+
+bool WeightPack::applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+    if (!floatOnCpu(x) || !floatOnCpu(weight) || weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
+        torch::GradMode::is_enabled())
         return false;
+    if (bias.defined() && (!floatOnCpu(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0))) return false;
     // XNNPACK runs on the calling thread here: work spread over several threads (large batches) keeps
     // at::linear, whose OpenBLAS uses them all.
     const int64_t rows = x.numel() / std::max<int64_t>(1, x.size(-1));
-    return rows > 0 && (at::get_num_threads() == 1 || rows <= kMaxRowsOnOneThread) && xnnInitialized();
-#else
-    (void)x, (void)weight;
-    return false;
-#endif
+    return rows > 0 && (at::get_num_threads() == 1 || rows <= kMaxRowsOnOneThread) && available();
 }
 
 torch::Tensor WeightPack::run(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-    if (!applies(x, weight)) return {};
-#ifdef ATTNLAB_HAVE_XNNPACK
+    if (!applies(x, weight, bias)) return {};
     std::lock_guard<std::mutex> lock(m->mutex);
     if (m->failed) return {};
-    if (!m->op || m->data != weight.data_ptr() || m->version != weight._version()) {
+    if (!m->holds() || !m->weight.sameAs(weight) || !m->bias.sameAs(bias)) {
         if (!m->pack(weight, bias)) {
             m->failed = true;
             return {};
         }
     }
-    const int64_t rows = x.numel() / m->in;
-    // XNNPACK may read up to XNN_EXTRA_BYTES past the input's end: a padded copy (a few kB per step).
-    constexpr int64_t pad = (XNN_EXTRA_BYTES + sizeof(float) - 1) / sizeof(float);
-    auto input = torch::empty({rows * m->in + pad}, x.options());
-    input.narrow(0, 0, rows * m->in).view({rows, m->in}).copy_(x.reshape({rows, m->in}));
-    auto output = torch::empty({rows, m->out}, x.options());
-    if (xnn_setup_fully_connected_nc_f32(m->op, size_t(rows), input.data_ptr<float>(), output.data_ptr<float>(),
-                                         /*threadpool=*/nullptr) != xnn_status_success ||
-        xnn_run_operator(m->op, /*threadpool=*/nullptr) != xnn_status_success)
-        return {};
+    auto output = m->multiply(x, x.numel() / m->in);
+    if (!output.defined()) return {};
     auto sizes = x.sizes().vec();
     sizes.back() = m->out;
     return output.view(sizes);
-#else
-    (void)bias;
-    return {};
-#endif
 }
 
 torch::Tensor PackedLinearImpl::forward(const torch::Tensor& x) {

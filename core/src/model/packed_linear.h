@@ -29,17 +29,20 @@ public:
     WeightPack(const WeightPack&) = delete;
     WeightPack& operator=(const WeightPack&) = delete;
 
-    // x · weightᵀ + bias from the packed copy of `weight` (packed on first use, and again whenever the
-    // tensor's data or version changes); an undefined tensor when packing does not apply (not float32
-    // on the CPU, autograd on, XNNPACK unavailable): the caller then runs at::linear.
+    // x · weightᵀ + bias from the packed copy of `weight` and `bias` (packed on first use, and again
+    // whenever either tensor's storage, data or version changes); an undefined tensor when packing does
+    // not apply (applies()) or XNNPACK refused the weight: the caller then runs at::linear.
     torch::Tensor run(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
     void clear();
     bool holdsPack() const;  // whether a packed copy is held (after a run() that used it)
 
-    // Whether run() would multiply x by weight from a packed copy: float32 CPU tensors, autograd off,
-    // XNNPACK built in, and one LibTorch thread or at most kMaxRowsOnOneThread rows (larger work on
-    // several threads goes to at::linear, which spreads it over them).
-    static bool applies(const torch::Tensor& x, const torch::Tensor& weight);
+    // Whether run() would multiply x by weight from a packed copy: float32 CPU tensors (no inference
+    // tensors), a bias (if any) of the weight's rows, autograd off, available(), and one LibTorch
+    // thread or at most kMaxRowsOnOneThread rows (larger work on several threads goes to at::linear,
+    // which spreads it over them).
+    static bool applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+    // Whether this build has XNNPACK and it started (else everything runs through at::linear).
+    static bool available();
     static constexpr int64_t kMaxRowsOnOneThread = 32;
 
 private:

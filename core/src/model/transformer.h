@@ -101,6 +101,7 @@ public:
     // projection: on for the decoding engine (TranslatorOptions::packed_weights), off for training.
     // Switching off frees the packed copies.
     void setPackedInference(bool on);
+    const WeightPack& projectionPack() const { return *m_projection_pack; }
 
     Encoder encoder{nullptr};
     Decoder decoder{nullptr};
