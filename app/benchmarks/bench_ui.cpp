@@ -112,14 +112,17 @@ int main(int argc, char** argv) {
     };
     // Sentences of typical caption length, each translated once per phase: the controller answers a
     // sentence it has translated from its cache, which a new load of the model empties.
-    const QStringList typed_sentences{
-        p.value(text),
-        QStringLiteral("Zwei kleine Kinder spielen am Strand mit einem großen gelben Ball."),
-        QStringLiteral("Eine Frau in einem blauen Kleid sitzt auf einer Bank und liest ein Buch."),
-        QStringLiteral("Ein brauner Hund rennt mit einem Stock im Maul über eine grüne Wiese."),
-        QStringLiteral("Mehrere Arbeiter in orangefarbenen Westen reparieren eine Straße."),
-        QStringLiteral("Ein älterer Mann verkauft Obst und Gemüse auf einem Markt."),
-        QStringLiteral("Ein Mädchen mit einem Helm fährt Skateboard in einem Park.")};
+    // (--text given: that sentence alone, for a model of another language.)
+    const QStringList typed_sentences =
+        p.isSet(text)
+            ? QStringList{p.value(text)}
+            : QStringList{p.value(text),
+                          QStringLiteral("Zwei kleine Kinder spielen am Strand mit einem großen gelben Ball."),
+                          QStringLiteral("Eine Frau in einem blauen Kleid sitzt auf einer Bank und liest ein Buch."),
+                          QStringLiteral("Ein brauner Hund rennt mit einem Stock im Maul über eine grüne Wiese."),
+                          QStringLiteral("Mehrere Arbeiter in orangefarbenen Westen reparieren eine Straße."),
+                          QStringLiteral("Ein älterer Mann verkauft Obst und Gemüse auf einem Markt."),
+                          QStringLiteral("Ein Mädchen mit einem Helm fährt Skateboard in einem Park.")};
     auto fail = [](const QList<QVariant>& why) {
         std::fprintf(stderr, "bench_ui: %s\n", qPrintable(why.at(1).toString()));
         std::exit(2);
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
         while (again.count() == 0 && failed_now.count() == 0) again.wait(100);
         if (failed_now.count()) fail(failed_now.first());
         QSignalSpy warm(&controller, &TranslationController::translationFinished);
-        controller.translate(QStringLiteral("Ein Hund."), window.translatePanel()->options());
+        controller.translate(p.value(text) + " " + p.value(text), window.translatePanel()->options());
         while (warm.count() == 0 && failed_now.count() == 0) warm.wait(100);
         if (failed_now.count()) fail(failed_now.first());
     };
@@ -172,7 +175,7 @@ int main(int argc, char** argv) {
         QThread::msleep(200);
         busy = typed();
     }
-    std::printf("%zu sentences of %.0f-%.0f source pieces, each once per phase\n", idle.pieces.size(),
+    std::printf("%zu sentence(s) of %.0f-%.0f source pieces, each once per phase\n", idle.pieces.size(),
                 *std::min_element(idle.pieces.begin(), idle.pieces.end()),
                 *std::max_element(idle.pieces.begin(), idle.pieces.end()));
     std::printf(
@@ -243,7 +246,10 @@ int main(int argc, char** argv) {
         QSignalSpy explained(&controller, &TranslationController::explained);
         QElapsedTimer s;
         s.start();
-        window.context()->explainCell({attnlab::AttentionKind::Cross, layer, 3, q, 1});
+        // Layer and head kept inside a smaller model (the toy's 2 layers).
+        const auto shown = window.context()->result();
+        const int layers = int(shown->cross.size()), heads = layers ? int(shown->cross[0].size()) : 1;
+        window.context()->explainCell({attnlab::AttentionKind::Cross, layer % layers, std::min(3, heads - 1), q, 1});
         waitFor(explained);
         QApplication::processEvents();
         window.views()->find<WeightView>()->repaint();
@@ -252,7 +258,9 @@ int main(int argc, char** argv) {
     // The first cell opened after a translation runs the model's teacher-forced pass (capturing
     // every attention module); every further cell of that translation, in any map, reuses it.
     std::vector<double> first;
-    const QStringList sentences{QStringLiteral("Zwei Hunde spielen im Schnee."), p.value(text)};
+    const QStringList sentences{
+        p.isSet(text) ? p.value(text) + " " + p.value(text) : QStringLiteral("Zwei Hunde spielen im Schnee."),
+        p.value(text)};
     for (int i = 0; i < 2 * n; ++i) {
         QSignalSpy done(&controller, &TranslationController::translationFinished);
         controller.translate(sentences[i % 2], window.translatePanel()->options());
@@ -261,7 +269,7 @@ int main(int argc, char** argv) {
         first.push_back(open(i % 3, 1));
     }
     for (int i = 0; i < n; ++i)
-        for (int q = 0; q < int(r->best.ids.size()); q += 3) cell.push_back(open(2, q));
+        for (int q = 0; q < int(r->best.ids.size()); q += 3) cell.push_back(open(2, q));  // layer 3 (or the last)
     std::printf(
         "open the first cell after a translation (model pass + Weight tab drawn): median %.1f ms, max %.1f ms "
         "over %zu\n",
@@ -279,7 +287,9 @@ int main(int argc, char** argv) {
             QSignalSpy done(&controller, &TranslationController::translationFinished);
             QElapsedTimer s;
             s.start();
-            ablation->toggle({attnlab::AttentionKind::Cross, 2, h})->click();  // on -> off, or off -> on
+            const int last = int(window.context()->result()->cross.size()) - 1;
+            ablation->toggle({attnlab::AttentionKind::Cross, std::min(2, last), h})
+                ->click();  // on -> off, or off -> on
             waitFor(done);
             QApplication::processEvents();
             ex->view()->plot()->replot(QCustomPlot::rpImmediateRefresh);
