@@ -18,6 +18,7 @@ packages=(
   sentencepiece                     # spm_encode, for scripts/bench_train.sh
   clang-format-14                   # scripts/check_format.sh (the style of .clang-format, pinned)
   xvfb xauth                        # tst_presenter_xvfb_*: presenter mode on a real X window
+  netpbm                            # scripts/make_screenshots.sh: frames put side by side
   "$@"
 )
 missing=()

@@ -47,4 +47,16 @@ lesson minimal-pairs 3 minimal-pairs.png
 toy=$(mktemp -d)/toy-reverse
 build/bin/attnlab-cli toy --task reverse --output "$toy" >/dev/null
 "$app" --model "$toy" --text "3 1 4 1 5" --tab training --view cross --layer 1 --head 2 --screenshot "$out/training-toy.png"
+# Issue 28: the bundled de->en model's cross-attention (last layer, mean over heads, first probe)
+# becoming diagonal: four recorded points side by side, 2 x 2 at half size (netpbm).
+if build/bin/attnlab-cli history "${model[@]}" >/dev/null 2>&1; then
+  frames=$(mktemp -d)
+  "$app" "${model[@]}" --tab training --view cross --layer 2 --head 8 --export-animation "$frames/f.png"
+  # the frame of the first point at or after each step, and the last
+  pick() { build/bin/attnlab-cli history "${model[@]}" | awk -v s="$1" '$2 ~ /^[0-9]+$/ { n++; if ($2 >= s) { print n; exit } }'; }
+  last=$(find "$frames" -name 'f-*.png' | wc -l)
+  half() { pngtopnm "$(printf '%s/f-%03d.png' "$frames" "$1")" | pamscale 0.5; }
+  pnmcat -tb <(pnmcat -lr <(half "$(pick 400)") <(half "$(pick 665)")) \
+    <(pnmcat -lr <(half "$(pick 800)") <(half "$last")) | pnmtopng >"$out/cross-attention-learned.png"
+fi
 ls -l "$out"

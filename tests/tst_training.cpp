@@ -791,6 +791,9 @@ void TestTraining::initFromContinuesTheHistory() {
     // the package's last point (the file records where the stage began).
     o.max_steps = 1;
     train(o);
+    // The card names the package it started from by its run's name, not the run's "model" folder.
+    const std::string card = attnlab::testing::readFile(out + "/model/MODEL_CARD.md");
+    QVERIFY2(card.find("| started from | the weights of `history-a` |") != std::string::npos, card.c_str());
     o.max_steps = 4;
     o.resume = true;
     o.init_from.clear();

@@ -2,6 +2,7 @@
 
 #include <attnlab/config_fields.h>
 #include <attnlab/package.h>
+#include <attnlab/run_layout.h>
 
 #include <ATen/Parallel.h>
 
@@ -34,6 +35,13 @@ std::string hardware() {
 
 // A model card names data by file name: a local absolute path means nothing to its readers.
 std::string fileName(const std::string& path) { return "`" + fs::path(path).filename().string() + "`"; }
+// A package by its name: a run's package folder (RUN/model) is named after its run.
+std::string packageName(const std::string& path) {
+    fs::path p = fs::path(path).lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();
+    if (p.filename() == run_layout::kFinalPackage && p.has_parent_path()) p = p.parent_path();
+    return "`" + p.filename().string() + "`";
+}
 
 // The command line with every absolute path reduced to its last component (a card is read on
 // other machines).
@@ -75,7 +83,7 @@ void hyperparameterSection(std::ostream& c, const ModelCardFacts& f) {
       << " |\n"
       << "| started from | "
       << (o.init_from.empty() ? std::string("random initialisation (seed below)")
-                              : "the weights of " + fileName(o.init_from))
+                              : "the weights of " + packageName(o.init_from))
       << " |\n"
       << "| gradient clipping | " << (o.clip_norm > 0 ? std::to_string(o.clip_norm) : std::string("off")) << " |\n"
       << "| seed | " << o.seed << " |\n\n";
