@@ -281,6 +281,10 @@ void TrainingView::applyState(const ViewState& v) {
                v.head.value_or(m_picker->head()));
 }
 
+View::Parts TrainingView::parts() const {
+    return {{"map", m_map}, {"grid", m_grid}, {"curves", m_curves}, {"head-curve", m_head_curve}};
+}
+
 void TrainingView::refresh() {
     if (!m_history || m_history->points.empty() || m_probe->currentIndex() < 0) {
         m_point_text->clear();

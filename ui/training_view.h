@@ -54,6 +54,9 @@ public:
     // The kind, layer and head shown (a lesson's); the point is the slider's.
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
+    // map (the chosen head at the point), grid (every layer x head), curves (loss and BLEU over the
+    // steps), head-curve (the chosen statistic of the chosen head over the steps).
+    Parts parts() const override;
 
     static constexpr int kPlayIntervalMs = 600;  // one point a frame while playing
 
