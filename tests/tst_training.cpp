@@ -51,6 +51,7 @@ private Q_SLOTS:
     void historyHoldsTheCheckpointsMaps();
     void resumedHistoryEqualsAnUninterruptedOne();
     void initFromContinuesTheHistory();
+    void staleStagingIsRemoved();
     void toyGeneratorFollowsEachTasksRule();
     void toyReverseIsLearnedWithinItsSteps();
 
@@ -874,6 +875,22 @@ void TestTraining::toyReverseIsLearnedWithinItsSteps() {
     // It recorded how its attention was learned.
     const auto h = readAttentionHistory(o.package_dir + "/" + package_files::kAttentionHistory);
     QVERIFY(h.points.size() >= 20);
+}
+
+// A checkpoint a killed run was writing (NAME.tmp-PID of another process) is removed when a run
+// starts, whatever its name; the run's own checkpoints stay.
+void TestTraining::staleStagingIsRemoved() {
+    const std::string out = m_dir.path().toStdString() + "/stale-staging";
+    const std::string stale = out + "/checkpoints/epoch-077.tmp-99999999", kept = out + "/checkpoints/notes.txt";
+    std::filesystem::create_directories(stale);
+    attnlab::testing::writeFile(stale + "/model.safetensors", "half written");
+    attnlab::testing::writeFile(kept, "not staging");
+    auto o = smallRun(out);
+    o.max_steps = 1;
+    train(o);
+    QVERIFY(!std::filesystem::exists(stale));
+    QVERIFY(std::filesystem::exists(kept));
+    QVERIFY(std::filesystem::exists(out + "/checkpoints/latest"));
 }
 
 QTEST_GUILESS_MAIN(TestTraining)

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace attnlab::training {
 namespace fs = std::filesystem;
 
@@ -43,6 +45,16 @@ package::SaveOptions withState(const RunState& state, const CheckpointStore::Con
 CheckpointStore::CheckpointStore(const std::string& run_dir)
     : m_run_dir(run_dir), m_dir((fs::path(run_dir) / run_layout::kCheckpoints).string()) {
     fs::create_directories(m_dir);
+    // A run killed while it wrote a checkpoint leaves NAME.tmp-PID (util::stagingPath). A save
+    // removes its own name's leftovers, but a name the resumed run never writes again (best, an
+    // epoch) would keep one for good (tst_kill saw it): every other process's staging goes now.
+    const std::string own = ".tmp-" + std::to_string(::getpid());
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(m_dir, ec)) {
+        const std::string name = e.path().filename().string();
+        const auto at = name.find(".tmp-");
+        if (at != std::string::npos && name.compare(at, std::string::npos, own) != 0) fs::remove_all(e.path(), ec);
+    }
 }
 
 std::string CheckpointStore::latestDir() const { return (fs::path(m_dir) / run_layout::kLatest).string(); }
