@@ -4,7 +4,7 @@ bundled package and small hand-made ones. Standard library and spm_train (Debian
 sentencepiece) only; the data.pkl seeds of fuzz_torch_pickle come from torch.save when this python or
 /usr/bin/python3 (Debian's python3-torch) has torch, else from hand-written opcodes.
   python3 scripts/make_fuzz_seeds.py DIR"""
-import gzip, json, os, random, struct, subprocess, sys, tempfile
+import gzip, json, os, random, struct, subprocess, sys, tempfile, zlib
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 bundled = os.path.join(root, "resources", "models", "multi30k-de-en")
@@ -52,8 +52,8 @@ put("fuzz_lesson", "session.json", json.dumps({
              "force_prefix": "A", "kind": "decoder", "layer": 1, "head": 8, "cell": [1, 0], "step": 2,
              "token": {"side": "target", "position": 1}}}))
 # attention_history.bin (attnlab/attention_history.h): 1 layer, 2 heads, one probe of 2 source and
-# 3 target pieces, two points
-def history(points, layers=1, heads=2, s=2, t=3):
+# 3 target pieces, two points; version 2 (what the trainer writes) has one zlib stream per point
+def history(points, layers=1, heads=2, s=2, t=3, version=1):
     header = {"format": "attnlab-attention-history", "version": 1, "n_layers": layers, "n_head": heads,
               "record_every": 4, "quantization": "uint8: weight = byte / 255",
               "probes": [{"source": "a b", "target": "c d", "source_pieces": ["_a", "</s>"][:s] + ["x"] * (s - 2),
@@ -61,10 +61,18 @@ def history(points, layers=1, heads=2, s=2, t=3):
                           "decoder_input_pieces": ["<s>", "_c", "_d"][:t] + ["y"] * (t - 3)}],
               "points": [{"stage": 0, "step": 4 * i, "epoch": i, "train_loss": 2.5 - i, "valid_loss": -1,
                           "valid_bleu": -1} for i in range(points)]}
+    per_point = layers * heads * (s * s + t * t + t * s)
+    maps = [bytes(random.choice([0, 0, 0, 255, random.randrange(256)]) for _ in range(per_point))
+            for _ in range(points)]
+    if version == 2:
+        header["version"], header["compression"] = 2, "zlib, one stream per point"
+        maps = [zlib.compress(m) for m in maps]
+        for point, m in zip(header["points"], maps):
+            point["map_bytes"] = len(m)
     text = json.dumps(header).encode()
-    maps = bytes(random.randrange(256) for _ in range(points * layers * heads * (s * s + t * t + t * s)))
-    return b"ATTNHIST" + len(text).to_bytes(8, "little") + text + maps
+    return b"ATTNHIST" + len(text).to_bytes(8, "little") + text + b"".join(maps)
 put("fuzz_attention_history", "two-points.bin", history(2))
+put("fuzz_attention_history", "two-points-v2.bin", history(2, version=2))
 put("fuzz_attention_history", "no-points.bin", history(0))
 # config.json
 put("fuzz_config_json", "bundled.json", read("config.json"))

@@ -6,8 +6,9 @@
 // (package_files::kAttentionHistory), read by `attnlab-cli history` and the app.
 //
 // The file: 8 bytes "ATTNHIST", a little-endian uint64 N, N bytes of JSON (the header: format,
-// version, shape, probes with their pieces, points with their figures), then the maps of every
-// point, probe by probe, each map's weights as bytes (weight = byte / 255) row by row: for each
+// version, shape, probes with their pieces, points with their figures and, since version 2, the
+// length of their maps' zlib stream), then the maps of every point (version 2: one zlib stream per
+// point), probe by probe, each map's weights as bytes (weight = byte / 255) row by row: for each
 // probe the encoder self-attention (layer, head, S x S), the decoder self-attention (T x T) and the
 // cross-attention (T x S), S the probe's source pieces, T its target pieces (both with </s>).
 
@@ -21,7 +22,7 @@
 
 namespace attnlab {
 
-inline constexpr int kAttentionHistoryVersion = 1;
+inline constexpr int kAttentionHistoryVersion = 2;  // written; version 1 (maps uncompressed) is read too
 // A recorded weight is within half of this of the weight computed.
 inline constexpr double kHistoryQuantizationStep = 1.0 / 255.0;
 

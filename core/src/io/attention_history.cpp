@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <zlib.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -20,6 +22,13 @@ constexpr const char* kFormat = "attnlab-attention-history";
 constexpr size_t kMaxBytes = size_t(1) << 30;
 constexpr int kMaxLayers = 64, kMaxHeads = 256;
 constexpr size_t kMaxPieces = 4096;
+// Version 1 stored every point's maps as they are; version 2 (written since) one zlib stream per
+// point, its length in the point's "map_bytes": the bundled model's 44 points take 4.7 MB, not 10.3.
+constexpr int kRawVersion = 1;
+constexpr const char* kCompression = "zlib, one stream per point";
+// deflate never shrinks data more than about 1032:1 (zlib's technical details): a header that
+// claims more raw maps than that is refused before anything is allocated for them.
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // Bytes one probe takes at one point: every head's three maps.
 uint64_t probeBytes(const HistoryProbe& p, int layers, int heads) {
@@ -58,7 +67,8 @@ LayerHeadMaps takeMaps(const std::string& bytes, size_t& at, size_t rows, size_t
     return maps;
 }
 
-json headerJson(const AttentionHistory& h) {
+// The header; `map_bytes` (one per point, version 2) is left out of the JSON export.
+json headerJson(const AttentionHistory& h, const std::vector<size_t>* map_bytes) {
     json probes = json::array(), points = json::array();
     for (const auto& p : h.probes)
         probes.push_back({{"source", p.source},
@@ -66,24 +76,29 @@ json headerJson(const AttentionHistory& h) {
                           {"source_pieces", p.source_pieces},
                           {"target_pieces", p.target_pieces},
                           {"decoder_input_pieces", p.decoder_input_pieces}});
-    for (const auto& p : h.points)
+    for (size_t i = 0; i < h.points.size(); ++i) {
+        const HistoryPoint& p = h.points[i];
         points.push_back({{"stage", p.stage},
                           {"step", p.step},
                           {"epoch", p.epoch},
                           {"train_loss", p.train_loss},
                           {"valid_loss", p.valid_loss},
                           {"valid_bleu", p.valid_bleu}});
-    return {{"format", kFormat},
-            {"version", kAttentionHistoryVersion},
-            {"n_layers", h.n_layers},
-            {"n_head", h.n_head},
-            {"record_every", h.record_every},
-            {"stage", h.stage},
-            {"stage_step", h.stage_step},
-            {"stage_epoch", h.stage_epoch},
-            {"quantization", "uint8: weight = byte / 255"},
-            {"probes", probes},
-            {"points", points}};
+        if (map_bytes) points.back()["map_bytes"] = map_bytes->at(i);
+    }
+    json j = {{"format", kFormat},
+              {"version", kAttentionHistoryVersion},
+              {"n_layers", h.n_layers},
+              {"n_head", h.n_head},
+              {"record_every", h.record_every},
+              {"stage", h.stage},
+              {"stage_step", h.stage_step},
+              {"stage_epoch", h.stage_epoch},
+              {"quantization", "uint8: weight = byte / 255"},
+              {"probes", probes},
+              {"points", points}};
+    if (map_bytes) j["compression"] = kCompression;
+    return j;
 }
 
 // Reads the header's fields with errors that name them.
@@ -123,11 +138,16 @@ struct HeaderReader {
     }
 };
 
-AttentionHistory readHeader(const json& j, const HeaderReader& r) {
+// The header's fields; `map_bytes` gets each point's compressed length (version 2), or stays empty.
+AttentionHistory readHeader(const json& j, const HeaderReader& r, std::vector<uint64_t>& map_bytes) {
     if (!j.is_object() || !j.contains("format") || !j.at("format").is_string() || j.at("format") != kFormat)
         r.fail("format: expected \"" + std::string(kFormat) + "\"");
-    if (r.integer(j, "version", 0, 1 << 20) != kAttentionHistoryVersion)
-        r.fail("version: expected " + std::to_string(kAttentionHistoryVersion));
+    const int64_t version = r.integer(j, "version", 0, 1 << 20);
+    if (version != kRawVersion && version != kAttentionHistoryVersion)
+        r.fail("version: expected " + std::to_string(kRawVersion) + " or " + std::to_string(kAttentionHistoryVersion));
+    const bool compressed = version != kRawVersion;
+    if (compressed && r.text(j, "compression", "") != kCompression)
+        r.fail("compression: expected \"" + std::string(kCompression) + "\"");
     AttentionHistory h;
     h.n_layers = int(r.integer(j, "n_layers", 1, kMaxLayers));
     h.n_head = int(r.integer(j, "n_head", 1, kMaxHeads));
@@ -164,6 +184,7 @@ AttentionHistory readHeader(const json& j, const HeaderReader& r) {
         p.train_loss = r.number(points[i], "train_loss", in);
         p.valid_loss = r.number(points[i], "valid_loss", in);
         p.valid_bleu = r.number(points[i], "valid_bleu", in);
+        if (compressed) map_bytes.push_back(uint64_t(r.integer(points[i], "map_bytes", 1, int64_t(kMaxBytes), in)));
         if (i > 0 && p.step <= h.points.back().step)
             r.fail(in + "step " + std::to_string(p.step) + " does not follow step " +
                    std::to_string(h.points.back().step));
@@ -173,21 +194,74 @@ AttentionHistory readHeader(const json& j, const HeaderReader& r) {
 }
 }  // namespace
 
+namespace {
+// One point's maps as version 1 stored them: probe by probe, encoder, decoder, cross.
+std::string rawPointMaps(const AttentionHistory& h, const HistoryPoint& point) {
+    if (point.maps.size() != h.probes.size()) throw InternalError("attention history: a point lacks probes");
+    std::string out;
+    for (size_t k = 0; k < h.probes.size(); ++k) {
+        const size_t s = h.probes[k].source_pieces.size(), t = h.probes[k].target_pieces.size();
+        putMaps(out, point.maps[k].encoder_self, s, s, h.n_layers, h.n_head);
+        putMaps(out, point.maps[k].decoder_self, t, t, h.n_layers, h.n_head);
+        putMaps(out, point.maps[k].cross, t, s, h.n_layers, h.n_head);
+    }
+    return out;
+}
+
+std::string deflated(const std::string& raw) {
+    uLongf size = compressBound(uLong(raw.size()));
+    std::string out(size, '\0');
+    const int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(raw.data()),
+                             uLong(raw.size()), Z_DEFAULT_COMPRESSION);
+    if (rc != Z_OK)
+        throw InternalError("attention history: zlib could not compress a point (" + std::to_string(rc) + ")");
+    out.resize(size);
+    return out;
+}
+
+// The `index`th point's stream, which must inflate to exactly `size` bytes and end where it ends.
+std::string inflated(const std::string& bytes, size_t at, uint64_t stream, uint64_t size, size_t index,
+                     const HeaderReader& r) {
+    const std::string in = "point " + std::to_string(index + 1) + ": ";
+    if (size > stream * kMaxDeflateRatio)
+        r.fail(in + std::to_string(stream) + " compressed bytes cannot hold the " + std::to_string(size) +
+               " bytes of maps its probes need");
+    std::string raw(size, '\0');
+    uLongf out = uLongf(size);
+    uLong used = uLong(stream);
+    const int rc = uncompress2(reinterpret_cast<Bytef*>(raw.data()), &out,
+                               reinterpret_cast<const Bytef*>(bytes.data() + at), &used);
+    if (rc != Z_OK || out != size || used != stream)
+        r.fail(in + "its " + std::to_string(stream) + " bytes of maps are not one zlib stream of " +
+               std::to_string(size) + " bytes" + (rc == Z_OK ? "" : " (zlib error " + std::to_string(rc) + ")"));
+    return raw;
+}
+
+void takePoint(HistoryPoint& point, const AttentionHistory& h, const std::string& raw, size_t at) {
+    for (const auto& probe : h.probes) {
+        const size_t s = probe.source_pieces.size(), t = probe.target_pieces.size();
+        ProbeMaps m;
+        m.encoder_self = takeMaps(raw, at, s, s, h.n_layers, h.n_head);
+        m.decoder_self = takeMaps(raw, at, t, t, h.n_layers, h.n_head);
+        m.cross = takeMaps(raw, at, t, s, h.n_layers, h.n_head);
+        point.maps.push_back(std::move(m));
+    }
+}
+}  // namespace
+
 std::string attentionHistoryBytes(const AttentionHistory& h) {
-    const std::string header = headerJson(h).dump();
+    std::vector<std::string> streams;
+    std::vector<size_t> sizes;
+    for (const auto& point : h.points) {
+        streams.push_back(deflated(rawPointMaps(h, point)));
+        sizes.push_back(streams.back().size());
+    }
+    const std::string header = headerJson(h, &sizes).dump();
     std::string out(kMagic, sizeof kMagic);
     uint64_t n = header.size();
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
     out += header;
-    for (const auto& point : h.points) {
-        if (point.maps.size() != h.probes.size()) throw InternalError("attention history: a point lacks probes");
-        for (size_t k = 0; k < h.probes.size(); ++k) {
-            const size_t s = h.probes[k].source_pieces.size(), t = h.probes[k].target_pieces.size();
-            putMaps(out, point.maps[k].encoder_self, s, s, h.n_layers, h.n_head);
-            putMaps(out, point.maps[k].decoder_self, t, t, h.n_layers, h.n_head);
-            putMaps(out, point.maps[k].cross, t, s, h.n_layers, h.n_head);
-        }
-    }
+    for (const auto& stream : streams) out += stream;
     return out;
 }
 
@@ -204,25 +278,37 @@ AttentionHistory parseAttentionHistory(const std::string& bytes, const std::stri
     } catch (const json::exception& e) {
         r.fail(std::string("header: not valid JSON: ") + e.what());
     }
-    AttentionHistory h = readHeader(j, r);
+    std::vector<uint64_t> map_bytes;
+    AttentionHistory h = readHeader(j, r, map_bytes);
     uint64_t per_point = 0;
     for (const auto& p : h.probes) per_point += probeBytes(p, h.n_layers, h.n_head);
     const uint64_t maps = bytes.size() - 16 - n;
-    // Divided, not multiplied: a point count times a point's size could wrap around.
-    const bool fits = per_point == 0 ? maps == 0 : maps % per_point == 0 && maps / per_point == h.points.size();
-    if (!fits)
-        r.fail(std::to_string(h.points.size()) + " points of " + std::to_string(per_point) + " bytes need " +
-               std::to_string(per_point * h.points.size()) + " bytes of maps, the file has " + std::to_string(maps));
     size_t at = 16 + n;
-    for (auto& point : h.points)
-        for (const auto& probe : h.probes) {
-            const size_t s = probe.source_pieces.size(), t = probe.target_pieces.size();
-            ProbeMaps m;
-            m.encoder_self = takeMaps(bytes, at, s, s, h.n_layers, h.n_head);
-            m.decoder_self = takeMaps(bytes, at, t, t, h.n_layers, h.n_head);
-            m.cross = takeMaps(bytes, at, t, s, h.n_layers, h.n_head);
-            point.maps.push_back(std::move(m));
+    if (map_bytes.size() != h.points.size()) {  // version 1: the maps as they are
+        // Divided, not multiplied: a point count times a point's size could wrap around.
+        const bool fits = per_point == 0 ? maps == 0 : maps % per_point == 0 && maps / per_point == h.points.size();
+        if (!fits)
+            r.fail(std::to_string(h.points.size()) + " points of " + std::to_string(per_point) + " bytes need " +
+                   std::to_string(per_point * h.points.size()) + " bytes of maps, the file has " +
+                   std::to_string(maps));
+        for (auto& point : h.points) {
+            takePoint(point, h, bytes, at);
+            at += per_point;
         }
+        return h;
+    }
+    uint64_t total = 0;  // each at most 1 GiB, and there are fewer points than header bytes: no wrap
+    for (uint64_t b : map_bytes) total += b;
+    if (total != maps)
+        r.fail("the points' map_bytes add up to " + std::to_string(total) + " bytes, the file has " +
+               std::to_string(maps) + " bytes of maps");
+    if (!h.points.empty() && per_point > kMaxBytes / h.points.size())
+        r.fail(std::to_string(h.points.size()) + " points of " + std::to_string(per_point) +
+               " bytes of maps would take more than 1 GiB");
+    for (size_t i = 0; i < h.points.size(); ++i) {
+        takePoint(h.points[i], h, inflated(bytes, at, map_bytes[i], per_point, i, r), 0);
+        at += map_bytes[i];
+    }
     return h;
 }
 
@@ -235,7 +321,7 @@ void writeAttentionHistory(const std::string& path, const AttentionHistory& hist
 }
 
 std::string attentionHistoryJson(const AttentionHistory& h) {
-    json j = headerJson(h);
+    json j = headerJson(h, nullptr);
     json& points = j["points"];
     for (size_t i = 0; i < h.points.size(); ++i) {
         json maps = json::array();
