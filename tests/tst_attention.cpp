@@ -62,6 +62,7 @@ private Q_SLOTS:
     void maskedKeysGetZeroWeight();
     void causalRowsSeeNoFuture();
     void masksAsReference();
+    void singleQueryStepAsReference();
 };
 
 void TestAttention::matchesPerHeadComputation() {
@@ -147,6 +148,43 @@ void TestAttention::masksAsReference() {
     QVERIFY(torch::equal(sub, torch::tensor({{{true, false, false}, {true, true, false}, {true, true, true}}})));
     auto dec = attnlab::model::decoderMask(seq, 0);
     QVERIFY(torch::equal(dec, torch::tensor({{{true, false, false}, {true, true, false}, {true, true, false}}})));
+}
+
+// A cached decoding step (one query per row) takes the fused path (model/attention.cpp) in eval
+// mode without autograd: against the per-head double computation, with padded keys, keys and values
+// as projectKeys/projectValues leave them (a transposed view), and enough rows on two threads that
+// the rows are split between them. The unfused path (autograd on) must agree as well; both are
+// float, summed in different orders, hence 1e-5.
+void TestAttention::singleQueryStepAsReference() {
+    MultiHeadAttention m(options(4, 16, 5, 6, 0.0));
+    m->eval();
+    m->layer_norm->weight.data().uniform_(0.5, 1.5);
+    const int64_t b = 40;
+    auto lengths = torch::randint(1, 10, {b});
+    auto seq = torch::ones({b, 9}, torch::kLong);
+    for (int64_t i = 0; i < b; ++i) seq[i].slice(0, lengths[i].item<int64_t>()).fill_(0);
+    const auto mask = attnlab::model::padMask(seq, 0);  // [b,1,9]
+    const auto q = torch::randn({b, 1, 16}), kv = torch::randn({b, 9, 16});
+    const int threads = at::get_num_threads();
+    at::set_num_threads(2);
+    torch::Tensor fused_out, fused_attn;
+    {
+        torch::NoGradGuard g;
+        auto k = m->projectKeys(kv), v = m->projectValues(kv);
+        QVERIFY(!k.is_contiguous());
+        std::tie(fused_out, fused_attn) = m->attend(q, k, v, mask);
+    }
+    at::set_num_threads(threads);
+    auto [ref_out, ref_attn] = reference(m, q, kv, kv, mask);
+    QCOMPARE(fused_attn.sizes().vec(), (std::vector<int64_t>{b, 4, 1, 9}));
+    QVERIFY2(torch::allclose(fused_attn.to(torch::kFloat64), ref_attn, 1e-5, 1e-6), "weights differ");
+    QVERIFY2(torch::allclose(fused_out.to(torch::kFloat64), ref_out, 1e-4, 1e-5), "outputs differ");
+    QCOMPARE(fused_attn[3].slice(2, lengths[3].item<int64_t>()).abs().max().item<float>(), 0.0f);
+    auto qg = q.clone().requires_grad_(true);  // autograd: the unfused path
+    auto [out, attn] = m->attend(qg, m->projectKeys(kv), m->projectValues(kv), mask);
+    QVERIFY(out.requires_grad());
+    QVERIFY(torch::allclose(attn.detach(), fused_attn, 1e-5, 1e-7));
+    QVERIFY(torch::allclose(out.detach(), fused_out, 1e-5, 1e-6));
 }
 
 QTEST_APPLESS_MAIN(TestAttention)

@@ -1,16 +1,90 @@
 #include "model/attention.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 namespace attnlab::model {
+
+namespace {
+// A cached decoding step's attention (one query per row) in one pass over each head's keys and
+// values, instead of a dozen LibTorch operations (scale, multiply, sum, mask, softmax, multiply,
+// sum, transpose, copy), each of which costs more to dispatch and allocate for than its few
+// thousand multiplications (issue 25, docs/benchmarks.md "Fused single-query attention"). The
+// same arithmetic as the unfused path below, in float: the scaled query, its dot product with
+// each key, -1e9 where the mask forbids, softmax with the maximum subtracted, the weighted sum
+// of the values. Only for inference (no autograd, no dropout, nothing captured) on float32 CPU.
+bool fusable(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
+             const FastDropout& dropout, const AttentionCapture* capture) {
+    if (capture || dropout->is_training() || q.size(2) != 1) return false;
+    if (torch::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad())) return false;
+    for (const auto* t : {&q, &k, &v})
+        if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || t->is_sparse() || t->stride(3) != 1)
+            return false;
+    return !mask.defined() || (mask.scalar_type() == torch::kBool && mask.device().is_cpu());
+}
+
+// q [b,h,1,dk], k [b,h,lk,dk], v [b,h,lk,dv] (the last dimension contiguous), mask broadcastable
+// to [b,h,1,lk]. Returns (output [b,h,1,dv], a view of a contiguous [b,1,h,dv] so that joining the
+// heads copies nothing; probabilities [b,h,1,lk]).
+std::pair<torch::Tensor, torch::Tensor> singleQueryAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                                             const torch::Tensor& v, const torch::Tensor& mask,
+                                                             double temperature) {
+    const int64_t b = q.size(0), h = q.size(1), lk = k.size(2), dk = q.size(3), dv = v.size(3);
+    auto probs = torch::empty({b, h, 1, lk}, q.options());
+    auto out = torch::empty({b, 1, h, dv}, q.options());
+    const torch::Tensor m = mask.defined() ? mask.expand({b, h, 1, lk}) : mask;  // strides 0 where broadcast
+    const bool* mp = m.defined() ? m.data_ptr<bool>() : nullptr;
+    const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+    float *pp = probs.data_ptr<float>(), *op = out.data_ptr<float>();
+    const float t = static_cast<float>(temperature);
+    const int64_t q0 = q.stride(0), q1 = q.stride(1), k0 = k.stride(0), k1 = k.stride(1), k2 = k.stride(2);
+    const int64_t v0 = v.stride(0), v1 = v.stride(1), v2 = v.stride(2);
+    const int64_t m0 = mp ? m.stride(0) : 0, m1 = mp ? m.stride(1) : 0, m3 = mp ? m.stride(3) : 0;
+    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, lk * (dk + dv)));
+    at::parallel_for(0, b * h, grain, [&](int64_t begin, int64_t end) {
+        std::vector<float> qs(static_cast<size_t>(dk), 0.0f);
+        for (int64_t row = begin; row < end; ++row) {
+            const int64_t i = row / h, j = row % h;
+            const float* qr = qp + i * q0 + j * q1;
+            for (int64_t d = 0; d < dk; ++d) qs[size_t(d)] = qr[d] / t;
+            float* p = pp + row * lk;
+            float top = -std::numeric_limits<float>::infinity();
+            for (int64_t c = 0; c < lk; ++c) {
+                float score = -1e9f;  // ref: masked_fill(mask == 0, -1e9)
+                if (!mp || mp[i * m0 + j * m1 + c * m3]) {
+                    const float* kr = kp + i * k0 + j * k1 + c * k2;
+                    score = 0.0f;
+                    for (int64_t d = 0; d < dk; ++d) score += qs[size_t(d)] * kr[d];
+                }
+                p[c] = score;
+                top = std::max(top, score);
+            }
+            float total = 0.0f;
+            for (int64_t c = 0; c < lk; ++c) total += (p[c] = std::exp(p[c] - top));
+            float* o = op + (i * h + j) * dv;
+            std::fill(o, o + dv, 0.0f);
+            for (int64_t c = 0; c < lk; ++c) {
+                p[c] /= total;
+                const float* vr = vp + i * v0 + j * v1 + c * v2;
+                for (int64_t d = 0; d < dv; ++d) o[d] += p[c] * vr[d];
+            }
+        }
+    });
+    return {out.transpose(1, 2), probs};
+}
+}  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                                                   const torch::Tensor& v, const torch::Tensor& mask,
                                                                   double temperature, FastDropout& dropout,
                                                                   AttentionCapture* capture) {
-    // One query per row (a cached decoding step): LibTorch 1.13's CPU bmm loops over the
+    if (fusable(q, k, v, mask, dropout, capture)) return singleQueryAttention(q, k, v, mask, temperature);
+    // One query per row (a cached decoding step) while training or capturing: LibTorch 1.13's CPU bmm loops over the
     // batch x heads matrices one small GEMM at a time, which made these products most of a
     // decoding step; a broadcast multiply and a sum is one kernel each. Same arithmetic.
     const bool single_query = q.size(2) == 1;
