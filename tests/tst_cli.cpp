@@ -621,7 +621,8 @@ void TestCli::headsAndAlign() {
     attnlab::testing::writeFile((d + "/gold.txt").toStdString(),
                                 "1-1 2-2 3-3 4p4 4-5 5-6\n1-1 2-2 3-3 4-4\n1-1 2-2 3-3\n");
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/gold.txt",
-             "--gold-one-indexed", "--method", "layer:1", "--output", d + "/links.txt", "--json", d + "/align.json"});
+             "--gold-one-indexed", "--method", "layer:1", "--output", d + "/links.txt", "--json", d + "/align.json",
+             "--no-reverse"});
     QCOMPARE(r.code, 0);
     std::vector<attnlab::GoldAlignment> gold =
         attnlab::readGoldAlignments((d + "/gold.txt").toStdString(), {true, false});
@@ -634,6 +635,49 @@ void TestCli::headsAndAlign() {
              attnlab::alignmentMethodName(rep.methods[size_t(rep.best_head)].method));
     QVERIFY(std::abs(aj["best_head"]["aer"].get<double>() - rep.methods[size_t(rep.best_head)].counts.aer()) < 1e-12);
     QVERIFY2(r.out.contains("best head"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("3 of 3 sentence pairs aligned"), qPrintable(r.out));
+    QVERIFY(!aj["symmetrised"].get<bool>());
+    // By default a de->en model is symmetrised with the bundled en->de one; a symmetrised method's
+    // links are the library's with that model as the reverse.
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/gold.txt",
+             "--gold-one-indexed", "--method", "sym:grow-diag-final-and:layer:1", "--output", d + "/sym.txt", "--json",
+             d + "/sym.json"});
+    QCOMPARE(r.code, 0);
+    const attnlab::Translator en_de(attnlab::resolveModelArgument("en-de"), attnlab::TranslatorOptions{"cpu", 0});
+    const auto sym = attnlab::alignCorpus(tr, src, ref, &gold, "gold.txt", 0.0, {}, &en_de);
+    QCOMPARE(attnlab::testing::readFile((d + "/sym.txt").toStdString()),
+             attnlab::alignmentLinksText(sym, attnlab::parseAlignmentMethod("sym:grow-diag-final-and:layer:1")));
+    const auto sj = nlohmann::json::parse(attnlab::testing::readFile((d + "/sym.json").toStdString()));
+    QVERIFY(sj["symmetrised"].get<bool>());
+    QCOMPARE(sj["methods"].size(), sym.methods.size());
+    QCOMPARE(sj["best"]["method"].get<std::string>(),
+             attnlab::alignmentMethodName(sym.methods[size_t(sym.best)].method));
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--no-reverse", "--method",
+             "sym:union:all", "--output", d + "/l.txt"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: --method sym:union:all: a symmetrised method needs a model of the other "
+                            "direction (--reverse-model)\n"));
+    // A pair that cannot be aligned does not stop the run: named on stderr and in the JSON, its links
+    // line left empty, exit status 0; only when no pair can be aligned is it an error.
+    attnlab::testing::writeFile((d + "/gap.de").toStdString(), src[0] + "\n \n" + src[2] + "\n");
+    r = cli({"align", "-m", m_pkg, "--src", d + "/gap.de", "--tgt", d + "/h.en", "--method", "shift:all", "--output",
+             d + "/gap.txt", "--json", d + "/gap.json"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.err, QString("attnlab-cli: warning: line 2 not aligned: source: the sentence is empty\n"));
+    QVERIFY2(r.out.contains("2 of 3 sentence pairs aligned"), qPrintable(r.out));
+    const auto gap_lines =
+        QString::fromStdString(attnlab::testing::readFile((d + "/gap.txt").toStdString())).split('\n');
+    QCOMPARE(gap_lines.size(), 4);  // three lines and the end
+    QVERIFY(gap_lines[1].isEmpty() && !gap_lines[0].isEmpty() && !gap_lines[2].isEmpty());
+    const auto gj = nlohmann::json::parse(attnlab::testing::readFile((d + "/gap.json").toStdString()));
+    QCOMPARE(gj["skipped"].size(), size_t(1));
+    QCOMPARE(gj["skipped"][0]["pair"].get<int>(), 2);
+    QCOMPARE(gj["skipped"][0]["reason"].get<std::string>(), std::string("source: the sentence is empty"));
+    attnlab::testing::writeFile((d + "/blank.de").toStdString(), " \n \n \n");
+    r = cli({"align", "-m", m_pkg, "--src", d + "/blank.de", "--tgt", d + "/h.en", "--output", d + "/blank.txt"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err,
+             QString("attnlab-cli: no sentence pair could be aligned (line 1: source: the sentence is empty)\n"));
     // Errors name the option, the file, the line and the link.
     r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--json", d + "/x.json", "--importance"});
     QCOMPARE(r.code, 2);

@@ -86,6 +86,9 @@ private Q_SLOTS:
     void aerPrecisionRecallByHand();
     void mergingPiecesIntoWords();
     void alignmentMethods();
+    void shiftedMapsAndWordsFromSurfaces();
+    void symmetrisationHeuristicsByHand();
+    void corpusAlignmentWithAReverseModel();
     void teacherForcingMatchesTheForcedSearch();
     void teacherForcingBatchedEqualsAlone();
     void teacherForcingResultsReproducesTheirMaps();
@@ -288,13 +291,134 @@ void TestHeadLab::alignmentMethods() {
     QCOMPARE(attnlab::alignmentMethodName(attnlab::parseAlignmentMethod("head:2:5")), std::string("head:2:5"));
     QVERIFY(attnlab::parseAlignmentMethod("layer:1").kind == K::Layer);
     QVERIFY(attnlab::parseAlignmentMethod("all").kind == K::All);
-    for (const char* bad : {"head:1", "layer:x", "heads:1:2", "", "layer:-1"})
-        QCOMPARE(errorOf([&] { attnlab::parseAlignmentMethod(bad); }),
-                 QString("alignment method '%1' is not head:L:H, layer:L or all (0-based layer and head)").arg(bad));
+    for (const char* bad : {"head:1", "layer:x", "heads:1:2", "", "layer:-1", "shift:", "shift:shift:all", "all:shift"})
+        QCOMPARE(
+            errorOf([&] { attnlab::parseAlignmentMethod(bad); }),
+            QString("alignment method '%1' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all) (0-based "
+                    "layer and head; heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)")
+                .arg(bad));
+    const auto shifted = attnlab::parseAlignmentMethod("shift:layer:2");
+    QVERIFY(shifted.shift && shifted.kind == K::Layer && shifted.layer == 2);
+    QVERIFY(!(shifted == attnlab::parseAlignmentMethod("layer:2")));
     const auto all = attnlab::allAlignmentMethods(2, 3);
-    QCOMPARE(all.size(), size_t(2 * 3 + 2 + 1));
+    QCOMPARE(all.size(), size_t(2 * (2 * 3 + 2 + 1)));
     QCOMPARE(attnlab::alignmentMethodName(all[6]), std::string("layer:0"));
-    QCOMPARE(attnlab::alignmentMethodName(all.back()), std::string("all"));
+    QCOMPARE(attnlab::alignmentMethodName(all[8]), std::string("all"));
+    QCOMPARE(attnlab::alignmentMethodName(all[9]), std::string("shift:head:0:0"));
+    QCOMPARE(attnlab::alignmentMethodName(all.back()), std::string("shift:all"));
+    for (const auto& m : all) QVERIFY(attnlab::parseAlignmentMethod(attnlab::alignmentMethodName(m)) == m);
+}
+
+// Shifted maps (Chen et al.): target piece i read from row i + 1, the step whose input is piece i.
+// Words from the tokenizer's surfaces: a character the vocabulary lacks, left out of the
+// translation, splits neither a source nor a target word, and a word made only of such characters
+// keeps its place (with no weight).
+void TestHeadLab::shiftedMapsAndWordsFromSurfaces() {
+    const Matrix m{{0.1f, 0.9f}, {0.8f, 0.2f}, {0.3f, 0.7f}};
+    QCOMPARE(attnlab::shiftedRows(m), (Matrix{{0.8f, 0.2f}, {0.3f, 0.7f}, {0.f, 0.f}}));
+    QCOMPARE(attnlab::piecesOfWords({-1, 0, 0, 2, -1}, 3).word_of_piece, (std::vector<int>{-1, 0, 0, 2, -1}));
+    QCOMPARE(errorOf([&] {
+                 attnlab::piecesOfWords({0, 3}, 3);
+             }),
+             QString("a piece is said to cover word 3 of a text of 3 words"));
+
+    const std::string snow = "\xE2\x98\x83";  // a snowman: not in the tests' tokenizer
+    const std::string src = "Der Mann trinkt Kaf" + snow + "fee " + snow + " heute.",
+                      trg = "The man dr" + snow + "inks coffee.";
+    const auto r = m_t->teacherForce({src}, {trg}).front();
+    QCOMPARE(r.best.text, trg);  // the given target, not its pieces decoded again
+    QCOMPARE(r.source_piece_words.size(), r.source_pieces.size());
+    QCOMPARE(r.target_piece_words.size(), r.best.pieces.size());
+    std::set<int> src_words(r.source_piece_words.begin(), r.source_piece_words.end());
+    QCOMPARE(src_words, (std::set<int>{-1, 0, 1, 2, 3, 5}));  // word 4 is the snowman alone
+    QCOMPARE(r.source_piece_words.back(), -1);                // </s>
+    std::set<int> trg_words(r.target_piece_words.begin(), r.target_piece_words.end());
+    QCOMPARE(trg_words, (std::set<int>{-1, 0, 1, 2, 3}));
+    // Without the surfaces, the "▁" groups split "Kaf fee" and "dr inks".
+    QVERIFY(attnlab::groupPiecesIntoWords(r.source_pieces).words == 6);
+    const auto w = attnlab::alignWords(r, attnlab::parseAlignmentMethod("shift:layer:1"));
+    QCOMPARE(w.source_words.size(), size_t(6));
+    QCOMPARE(w.target_words.size(), size_t(4));
+    for (const auto& row : w.map) QCOMPARE(row[4], 0.f);  // no piece, no weight
+    // The shifted word map by hand: mean over layer 1's heads of rows i + 1, summed into words.
+    const auto sw = attnlab::piecesOfWords(r.source_piece_words, 6);
+    const auto tw = attnlab::piecesOfWords(r.target_piece_words, 4);
+    std::vector<Matrix> heads;
+    for (const auto& h : r.cross[1]) heads.push_back(attnlab::mergeToWords(attnlab::shiftedRows(h), tw, sw));
+    std::vector<const Matrix*> ptrs;
+    for (const auto& h : heads) ptrs.push_back(&h);
+    QCOMPARE(w.map, attnlab::meanOfMaps(ptrs));
+}
+
+// Moses's heuristics on small cases worked out by hand from the manual's pseudo-code.
+void TestHeadLab::symmetrisationHeuristicsByHand() {
+    using S = attnlab::Symmetrization;
+    const auto sym = [](const AlignmentLinks& f, const AlignmentLinks& r, S how) {
+        return attnlab::symmetrizeLinks(f, r, how, 3, 3);
+    };
+    // Forward 0-0 1-1 2-1, reverse 0-0 1-1 2-2: intersection 0-0 1-1. Growing from 1-1 adds its
+    // neighbour 2-1 (source 2 had no link), then its diagonal 2-2 (target 2 had none).
+    const AlignmentLinks f{{0, 0}, {1, 1}, {2, 1}}, r{{0, 0}, {1, 1}, {2, 2}};
+    QCOMPARE(sym(f, r, S::Intersect), (AlignmentLinks{{0, 0}, {1, 1}}));
+    QCOMPARE(sym(f, r, S::Union), (AlignmentLinks{{0, 0}, {1, 1}, {2, 1}, {2, 2}}));
+    QCOMPARE(sym(f, r, S::GrowDiag), (AlignmentLinks{{0, 0}, {1, 1}, {2, 1}, {2, 2}}));
+    // Forward 0-0 2-2, reverse 0-0 1-2: nothing next to 0-0 to grow; final adds 2-2 (both words
+    // free), then 1-2 (source 1 free, target 2 no longer); final-and only 2-2.
+    const AlignmentLinks f2{{0, 0}, {2, 2}}, r2{{0, 0}, {1, 2}};
+    QCOMPARE(sym(f2, r2, S::GrowDiag), (AlignmentLinks{{0, 0}}));
+    QCOMPARE(sym(f2, r2, S::GrowDiagFinal), (AlignmentLinks{{0, 0}, {1, 2}, {2, 2}}));
+    QCOMPARE(sym(f2, r2, S::GrowDiagFinalAnd), (AlignmentLinks{{0, 0}, {2, 2}}));
+    // Growth only along the union and only to a word without a link: 0-0 and 1-1 both linked
+    // already, so 0-1 (in the union) is not added by grow-diag, but is by neither final step either.
+    const AlignmentLinks f3{{0, 0}, {1, 1}, {0, 1}}, r3{{0, 0}, {1, 1}};
+    QCOMPARE(sym(f3, r3, S::GrowDiagFinal), (AlignmentLinks{{0, 0}, {1, 1}}));
+    QCOMPARE(attnlab::turnedAround({{2, 0}, {0, 1}}), (AlignmentLinks{{0, 2}, {1, 0}}));
+    QCOMPARE(errorOf([&] {
+                 attnlab::symmetrizeLinks({{0, 3}}, {}, S::Union, 3, 3);
+             }),
+             QString("symmetrising: the forward link 0-3 is beyond the pair's 3 source and 3 target words"));
+    // Names: every heuristic before every method, and back.
+    for (auto how : attnlab::kSymmetrizations)
+        for (const char* rest : {"all", "shift:layer:1", "head:0:2"}) {
+            const std::string name = "sym:" + attnlab::symmetrizationName(how) + ":" + rest;
+            const auto m = attnlab::parseAlignmentMethod(name);
+            QVERIFY(m.sym == how);
+            QCOMPARE(attnlab::alignmentMethodName(m), name);
+        }
+    for (const char* bad : {"sym:all", "sym:grow:all", "sym:union", "shift:sym:union:all"})
+        QVERIFY(
+            errorOf([&] { attnlab::parseAlignmentMethod(bad); }).startsWith(QString("alignment method '%1'").arg(bad)));
+}
+
+// With a model of the other direction (here the same small model reading the English side), every
+// method is also symmetrised: its links are those of symmetrizeLinks over the two directions'
+// links, computed here pair by pair from each model's own teacher forcing.
+void TestHeadLab::corpusAlignmentWithAReverseModel() {
+    const std::vector<std::string> gold_lines{"0-0 1-1 2-2 3p3 3-4 4-5", "0-0 1-1 2-2 3-3", "0-0 1-1 2-2 3-3 4-4",
+                                              "0-0 1-1 2-2 3-3 4-4 4p5 5-6"};
+    std::vector<attnlab::GoldAlignment> gold;
+    for (const auto& l : gold_lines) gold.push_back(attnlab::parseGoldLine(l, {}, "g"));
+    const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt", 0.0, {}, m_t.get());
+    QVERIFY(rep.symmetrised);
+    const size_t base = 2 * (2 * 4 + 2 + 1);
+    QCOMPARE(rep.methods.size(), base * 6);
+    const auto forward = m_t->teacherForce(m_src, m_ref), backward = m_t->teacherForce(m_ref, m_src);
+    for (const char* name : {"sym:grow-diag-final:shift:layer:1", "sym:intersect:head:0:3", "sym:union:all"}) {
+        const auto method = attnlab::parseAlignmentMethod(name);
+        auto plain = method;
+        plain.sym = attnlab::Symmetrization::None;
+        const auto* got = rep.find(method);
+        QVERIFY2(got, name);
+        for (size_t p = 0; p < m_src.size(); ++p) {
+            const auto f = attnlab::alignWords(forward[p], plain), b = attnlab::alignWords(backward[p], plain);
+            const auto expect = attnlab::symmetrizeLinks(f.links, attnlab::turnedAround(b.links), method.sym,
+                                                         int(f.source_words.size()), int(f.target_words.size()));
+            QCOMPARE(got->links[p], expect);
+        }
+    }
+    // The best of all, and the best unsymmetrised head.
+    for (const auto& m : rep.methods) QVERIFY(rep.methods[size_t(rep.best)].counts.aer() <= m.counts.aer());
+    QVERIFY(rep.methods[size_t(rep.best_head)].method.sym == attnlab::Symmetrization::None);
 }
 
 void TestHeadLab::teacherForcingMatchesTheForcedSearch() {
@@ -436,10 +560,27 @@ void TestHeadLab::corpusStatisticsEqualStepByStep() {
     refs.pop_back();
     QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, m_src, &refs, o); }),
              QString("mismatched inputs: 4 source sentences but 3 references"));
+    // A line the model cannot read is skipped and listed; the statistics are those of the others,
+    // their typical sentences numbered in the input's order.
     auto srcs = m_src;
     srcs[2] = "";
-    QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, srcs, nullptr, o); }),
-             QString("source line 3: the sentence is empty"));
+    const auto skipping = attnlab::corpusHeadStatistics(*m_t, srcs, &m_ref, o, 4);
+    QCOMPARE(skipping.sentences, 3);
+    QCOMPARE(skipping.skipped.size(), size_t(1));
+    QCOMPARE(skipping.skipped[0].pair, 3);
+    QCOMPARE(skipping.skipped[0].reason, std::string("source: the sentence is empty"));
+    const std::vector<std::string> three_src{m_src[0], m_src[1], m_src[3]}, three_ref{m_ref[0], m_ref[1], m_ref[3]};
+    const auto three = attnlab::corpusHeadStatistics(*m_t, three_src, &three_ref, o, 4);
+    for (size_t h = 0; h < three.heads.size(); ++h) {
+        QCOMPARE(skipping.heads[h].values, three.heads[h].values);
+        for (int s = 0; s < attnlab::kHeadStatisticCount; ++s) {
+            const int t = three.heads[h].typical_sentence[size_t(s)];
+            QCOMPARE(skipping.heads[h].typical_sentence[size_t(s)], t < 0 ? t : t < 2 ? t : t + 1);
+        }
+    }
+    const std::vector<std::string> none(4, " ");
+    QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, none, nullptr, o); }),
+             QString("no line could be read (line 1: source: the sentence is empty)"));
     QCOMPARE(errorOf([&] { attnlab::corpusHeadStatistics(*m_t, m_src, nullptr, o, 4, [](auto&) { return false; }); }),
              QString("cancelled"));
 }
@@ -452,7 +593,8 @@ void TestHeadLab::corpusAlignmentAgainstGold() {
     for (const auto& l : gold_lines) gold.push_back(attnlab::parseGoldLine(l, {}, "g"));
     const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt");
     QCOMPARE(rep.pairs, 4);
-    QCOMPARE(rep.methods.size(), size_t(2 * 4 + 2 + 1));
+    QVERIFY(rep.skipped.empty());
+    QCOMPARE(rep.methods.size(), size_t(2 * (2 * 4 + 2 + 1)));
     // head:1:2 step by step: teacher-force, merge, argmax, then the counts by set arithmetic here.
     const auto tf = m_t->teacherForce(m_src, m_ref);
     int64_t a = 0, s = 0, as = 0, ap = 0;
@@ -480,16 +622,38 @@ void TestHeadLab::corpusAlignmentAgainstGold() {
     QCOMPARE(c.predicted_sure, as);
     QCOMPARE(c.predicted_possible, ap);
     QVERIFY(std::abs(c.aer() - (1.0 - double(as + ap) / double(a + s))) < 1e-12);
-    // best head / layer: the lowest AER of their kind
-    QVERIFY(rep.best_head >= 0 && rep.best_head < 8);
-    QVERIFY(rep.best_layer >= 8 && rep.best_layer < 10);
-    for (int m = 0; m < 8; ++m)
-        QVERIFY(rep.methods[size_t(rep.best_head)].counts.aer() <= rep.methods[size_t(m)].counts.aer());
-    // Errors: a link beyond the words names the gold file and line; counts must match.
+    // best head / layer: the lowest AER of their kind, shifted or not
+    using K = attnlab::AlignmentMethod::Kind;
+    QVERIFY(rep.methods.at(size_t(rep.best_head)).method.kind == K::Head);
+    QVERIFY(rep.methods.at(size_t(rep.best_layer)).method.kind == K::Layer);
+    for (const auto& m : rep.methods) {
+        if (m.method.kind == K::Head) QVERIFY(rep.methods[size_t(rep.best_head)].counts.aer() <= m.counts.aer());
+        if (m.method.kind == K::Layer) QVERIFY(rep.methods[size_t(rep.best_layer)].counts.aer() <= m.counts.aer());
+    }
+    // A pair that cannot be aligned is skipped and named, its links empty, its gold not counted; the
+    // others are aligned as before.
+    auto src = m_src;
+    src[2] = " ";
     gold[1] = attnlab::parseGoldLine("0-0 9-1", {}, "g");
-    QCOMPARE(errorOf([&] { attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt"); }),
-             QString("gold.txt line 2: link 9-1 (0-based source-target) is beyond the sentence pair's 4 source and 4 "
-                     "target words (--gold-one-indexed or --gold-reversed?)"));
+    const auto skipping = attnlab::alignCorpus(*m_t, src, m_ref, &gold, "gold.txt");
+    QCOMPARE(skipping.skipped.size(), size_t(2));
+    QCOMPARE(skipping.skipped[0].pair, 2);
+    QCOMPARE(skipping.skipped[0].reason,
+             std::string("gold.txt line 2: link 9-1 (0-based source-target) is beyond the sentence pair's 4 source and "
+                         "4 target words (--gold-one-indexed or --gold-reversed?)"));
+    QCOMPARE(skipping.skipped[1].pair, 3);
+    QCOMPARE(skipping.skipped[1].reason, std::string("source: the sentence is empty"));
+    const auto& kept = *skipping.find(attnlab::parseAlignmentMethod("head:1:2"));
+    QVERIFY(kept.links[1].empty() && kept.links[2].empty());
+    QCOMPARE(kept.links[3], rep.find(attnlab::parseAlignmentMethod("head:1:2"))->links[3]);
+    QCOMPARE(kept.counts.sure, int64_t(gold[0].sure.size() + gold[3].sure.size()));
+    const auto text = attnlab::alignmentLinksText(skipping, kept.method);
+    QCOMPARE(std::count(text.begin(), text.end(), '\n'), 4L);  // lines stay aligned with the pairs
+    QVERIFY(text.find("\n\n\n") != std::string::npos);
+    // Nothing alignable: an error naming the first reason.
+    const std::vector<std::string> blank(4, "");
+    QCOMPARE(errorOf([&] { attnlab::alignCorpus(*m_t, blank, m_ref, &gold, "gold.txt"); }),
+             QString("no sentence pair could be aligned (line 1: source: the sentence is empty)"));
     gold.pop_back();
     QCOMPARE(errorOf([&] { attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt"); }),
              QString("mismatched inputs: 4 source sentences but 3 gold alignment lines in gold.txt"));
@@ -567,6 +731,18 @@ void TestHeadLab::importanceAndPruningCurve() {
                  attnlab::headImportance({m_t.get(), &second}, m_src, m_ref, io, [](auto&) { return false; });
              }),
              QString("cancelled"));
+    // A line the model cannot read is left out of every run and listed.
+    auto srcs = m_src;
+    srcs[1] = " ";
+    const auto skipping = attnlab::headImportance(*m_t, srcs, m_ref, io);
+    QCOMPARE(skipping.sentences, 3);
+    QCOMPARE(skipping.skipped.size(), size_t(1));
+    QCOMPARE(skipping.skipped[0].pair, 2);
+    QCOMPARE(skipping.skipped[0].reason, std::string("source: the sentence is empty"));
+    const std::vector<std::string> s3{m_src[0], m_src[2], m_src[3]}, r3{m_ref[0], m_ref[2], m_ref[3]};
+    std::vector<std::string> h3;
+    for (const auto& r : m_t->translateBatch(s3, io.decoding)) h3.push_back(r.best.text);
+    QCOMPARE(skipping.baseline_bleu, attnlab::corpusBleu(h3, r3).score);
     io.curve_step = 0;
     QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io); }),
              QString("importance options: curve_step 0 is below 1"));

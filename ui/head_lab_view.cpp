@@ -54,8 +54,14 @@ void HeadLabView::wireStatistics(ViewContext* c) {
     connect(m_stats, &HeadStatsPanel::cancelRequested, controller, &TranslationController::cancelHeadLab);
     connect(controller, &TranslationController::headLabProgress, m_stats, &HeadStatsPanel::showProgress);
     connect(controller, &TranslationController::headLabFinished, this, [this, c](HeadStatsPtr s, ImportancePtr i) {
+        // Lines the model cannot read are left out of the run, not a reason to stop it.
+        const QString skipped = s && !s->skipped.empty()
+                                    ? tr(" — %n line(s) left out; line %1: %2", nullptr, int(s->skipped.size()))
+                                          .arg(s->skipped.front().pair)
+                                          .arg(QString::fromStdString(s->skipped.front().reason))
+                                    : QString();
         m_stats->setReport(std::move(s), std::move(i), c->model());
-        c->showStatus(tr("Head statistics ready"));
+        c->showStatus(tr("Head statistics ready") + skipped);
     });
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::HeadLab) m_stats->showFailure(m);

@@ -25,12 +25,18 @@ QString headRefLabel(const HeadRef& head) {
 }
 
 QString alignmentMethodLabel(const AlignmentMethod& method) {
+    QString label = QObject::tr("mean over every layer and head");
     switch (method.kind) {
-    case AlignmentMethod::Kind::Head: return layerHeadLabel(method.layer, method.head);
-    case AlignmentMethod::Kind::Layer: return QObject::tr("%1, mean over heads").arg(layerLabel(method.layer));
+    case AlignmentMethod::Kind::Head: label = layerHeadLabel(method.layer, method.head); break;
+    case AlignmentMethod::Kind::Layer: label = QObject::tr("%1, mean over heads").arg(layerLabel(method.layer)); break;
     case AlignmentMethod::Kind::All: break;
     }
-    return QObject::tr("mean over every layer and head");
+    // Shifted: each target word read from the step whose input it is (docs/head-lab.md).
+    if (method.shift) label = QObject::tr("%1, shifted (word as input)").arg(label);
+    if (method.sym != Symmetrization::None)
+        label = QObject::tr("%1, %2 with the reverse model")
+                    .arg(label, QString::fromStdString(symmetrizationName(method.sym)));
+    return label;
 }
 
 }  // namespace attnlab::ui

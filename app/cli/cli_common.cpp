@@ -17,13 +17,15 @@ std::string shownHead(const attnlab::HeadRef& head) {
 }
 
 std::string shownMethod(const attnlab::AlignmentMethod& m) {
+    const std::string shift = (m.sym == attnlab::Symmetrization::None ? "" : attnlab::symmetrizationName(m.sym) + " ") +
+                              (m.shift ? "shift " : "");
     switch (m.kind) {
     case attnlab::AlignmentMethod::Kind::Head:
-        return "L" + std::to_string(m.layer + 1) + " H" + std::to_string(m.head + 1);
-    case attnlab::AlignmentMethod::Kind::Layer: return "L" + std::to_string(m.layer + 1);
+        return shift + "L" + std::to_string(m.layer + 1) + " H" + std::to_string(m.head + 1);
+    case attnlab::AlignmentMethod::Kind::Layer: return shift + "L" + std::to_string(m.layer + 1);
     case attnlab::AlignmentMethod::Kind::All: break;
     }
-    return "all";
+    return shift + "all";
 }
 
 void addCommon(CLI::App* cmd, CommonOptions& o) {

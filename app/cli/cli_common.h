@@ -26,8 +26,9 @@ void useModelDefaults(attnlab::DecodingOptions& d, const attnlab::Translator& t,
 
 // Layers and heads as people count them, 1-based, in what the commands print for people (as the
 // app's ui/numbering.h); arguments and files keep the 0-based `kind:layer:head` (attnlab::headName).
-std::string shownHead(const attnlab::HeadRef& head);              // "cross L3 H6" for cross:2:5
-std::string shownMethod(const attnlab::AlignmentMethod& method);  // "L3 H6", "L3" (its heads' mean), "all"
+std::string shownHead(const attnlab::HeadRef& head);  // "cross L3 H6" for cross:2:5
+// "L3 H6", "L3" (its heads' mean), "all"; "shift L3 H6" and so on for shifted methods
+std::string shownMethod(const attnlab::AlignmentMethod& method);
 
 // "\r<stage> done/total" on stderr when it is a terminal (nothing otherwise); clear() erases it.
 class ProgressLine {

@@ -4,6 +4,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
+#include <attnlab/package.h>
 #include <attnlab/text_io.h>
 
 #include <algorithm>
@@ -104,6 +105,19 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.decoding.max_batch_size = 128;  // greedy over a corpus: larger batches are ~25 % faster (docs/benchmarks.md)
 }
 
+namespace {
+// Lines (pairs) a corpus run left out, on stderr: the first ten with their reasons, then how many more.
+void reportSkipped(const std::vector<attnlab::SkippedPair>& skipped, const char* what) {
+    constexpr size_t kShown = 10;
+    for (size_t i = 0; i < skipped.size() && i < kShown; ++i)
+        std::cerr << "attnlab-cli: warning: line " << skipped[i].pair << " not " << what << ": " << skipped[i].reason
+                  << "\n";
+    if (skipped.size() > kShown)
+        std::cerr << "attnlab-cli: warning: " << skipped.size() - kShown << " more lines not " << what
+                  << " (every one is listed in --json's \"skipped\")\n";
+}
+}  // namespace
+
 int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     if (h.importance && h.ref.empty()) throw attnlab::ConfigError("--importance needs --ref (BLEU needs references)");
     auto sources = attnlab::readTextLines(h.src);
@@ -125,6 +139,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     const auto stats = attnlab::corpusHeadStatistics(translator, sources, refs.empty() ? nullptr : &refs, h.decoding,
                                                      h.radius, progress.callback());
     progress.clear();
+    reportSkipped(stats.skipped, "used");
     std::optional<attnlab::ImportanceReport> importance;
     if (h.importance) {
         if (h.workers < 1 || h.workers > 64)
@@ -162,7 +177,11 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
     a.cmd->add_option("--gold", a.gold, "Gold alignments: Pharaoh lines, i-j sure, ipj or i?j possible");
     a.cmd->add_flag("--gold-one-indexed", a.one_indexed, "The gold file counts words from 1");
     a.cmd->add_flag("--gold-reversed", a.reversed, "The gold file writes target-source (j-i)");
-    a.cmd->add_option("--method", a.method, "head:L:H | layer:L | all (0-based): the links written to --output")
+    a.cmd
+        ->add_option("--method", a.method,
+                     "[sym:HEURISTIC:][shift:](head:L:H | layer:L | all) (0-based; shift: each target word from the "
+                     "step whose input it is; sym: combined with the reverse model's links by intersect, union, "
+                     "grow-diag, grow-diag-final or grow-diag-final-and): the links written to --output")
         ->capture_default_str();
     a.cmd
         ->add_option("--threshold", a.threshold,
@@ -171,7 +190,24 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
     a.cmd->add_option("--output", a.output, "Write one Pharaoh line per pair (i-j, 0-indexed, source-target)")
         ->required();
     a.cmd->add_option("--json", a.json_path, "Write AER, precision and recall of every head and layer");
+    a.cmd->add_option("--reverse-model", a.reverse_model,
+                      "A model of the other direction (targets to sources) whose links symmetrise this one's "
+                      "(default: the bundled model of that direction, when there is one)");
+    a.cmd->add_flag("--no-reverse", a.no_reverse, "No reverse model: no symmetrised methods")
+        ->excludes(a.cmd->get_option("--reverse-model"));
 }
+
+namespace {
+// --reverse-model as given; else the bundled model of the reverse direction, when there is one and
+// --no-reverse is not given; else none ("").
+std::string reverseModelDir(const AlignCommand& a, const attnlab::PackageConfig& forward) {
+    if (!a.reverse_model.empty()) return resolveModel(a.reverse_model);
+    if (a.no_reverse || forward.source_lang.empty() || forward.target_lang.empty()) return "";
+    for (const auto& m : attnlab::bundledModels())
+        if (m.source_lang == forward.target_lang && m.target_lang == forward.source_lang) return m.dir;
+    return "";
+}
+}  // namespace
 
 int runAlign(const CommonOptions& common, const AlignCommand& a) {
     const auto method = attnlab::parseAlignmentMethod(a.method);
@@ -188,14 +224,25 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     const auto& shape = translator.info().config.model;
     if (auto why = attnlab::alignmentMethodProblem(method, int(shape.decoderLayers()), int(shape.n_head)))
         throw attnlab::ConfigError("--method " + a.method + ": " + *why);
+    std::optional<attnlab::Translator> reverse;
+    if (const std::string dir = reverseModelDir(a, translator.info().config); !dir.empty()) {
+        CommonOptions other = common;
+        other.model = dir;
+        reverse.emplace(load(other));
+    }
+    if (method.sym != attnlab::Symmetrization::None && !reverse)
+        throw attnlab::ConfigError("--method " + a.method +
+                                   ": a symmetrised method needs a model of the other direction (--reverse-model)");
     ProgressLine progress;
     const auto rep = attnlab::alignCorpus(translator, sources, targets, a.gold.empty() ? nullptr : &gold, a.gold,
-                                          a.threshold, progress.callback());
+                                          a.threshold, progress.callback(), reverse ? &*reverse : nullptr);
     progress.clear();
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
     if (!a.json_path.empty()) attnlab::writeHeadLabFile(a.json_path, attnlab::alignmentJson(rep, translator.info()));
-    std::cout << rep.pairs << " sentence pairs aligned; " << a.output << ": links of " << shownMethod(method)
-              << " (--method " << attnlab::alignmentMethodName(method) << "; layers and heads counted from 1)\n";
+    reportSkipped(rep.skipped, "aligned");
+    std::cout << rep.pairs - int(rep.skipped.size()) << " of " << rep.pairs << " sentence pairs aligned; " << a.output
+              << ": links of " << shownMethod(method) << " (--method " << attnlab::alignmentMethodName(method)
+              << "; layers and heads counted from 1)\n";
     if (rep.has_gold) {
         auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
             std::cout << std::left << std::setw(12) << what << std::setw(12) << shownMethod(m.method) << std::right
@@ -205,7 +252,9 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
         line("chosen", *rep.find(method));
         line("best head", rep.methods[static_cast<size_t>(rep.best_head)]);
         line("best layer", rep.methods[static_cast<size_t>(rep.best_layer)]);
-        line("all layers", rep.methods.back());
+        line("all layers", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, false}));
+        line("shift, all", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, true}));
+        line("best", rep.methods[static_cast<size_t>(rep.best)]);
     }
     if (!a.json_path.empty()) std::cout << "wrote " << a.json_path << "\n";
     return 0;

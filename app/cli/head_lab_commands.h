@@ -25,8 +25,8 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h);
 
 struct AlignCommand {
     CLI::App* cmd = nullptr;
-    std::string src, tgt, gold, method = "all", output, json_path;
-    bool one_indexed = false, reversed = false;
+    std::string src, tgt, gold, method = "all", output, json_path, reverse_model;
+    bool one_indexed = false, reversed = false, no_reverse = false;
     double threshold = 0.0;
 };
 void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a);

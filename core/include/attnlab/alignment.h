@@ -58,6 +58,12 @@ PieceWords groupPiecesIntoWords(const std::vector<std::string>& pieces);
 // The whitespace-separated tokens of a text.
 std::vector<std::string> whitespaceWords(const std::string& text);
 
+// Pieces to words from the words each piece covers (TranslationResult::source_piece_words);
+// `words` is the text's number of whitespace words (a word may have no piece: made only of
+// characters the vocabulary lacks). Throws InputError naming an index outside 0..words-1.
+PieceWords piecesOfWords(const std::vector<int>& word_of_piece, int words);
+// A cross-attention map shifted (AlignmentMethod::shift): row i becomes row i + 1, the last row zeros.
+Matrix shiftedRows(const Matrix& piece_map);
 // Piece map [target piece][source piece] -> word map [target word][source word] (the merge above).
 Matrix mergeToWords(const Matrix& piece_map, const PieceWords& target, const PieceWords& source);
 // Element-wise mean of maps of one shape (a layer's heads, or every layer's).
@@ -66,19 +72,39 @@ AlignmentLinks extractLinks(const Matrix& word_map, double threshold = 0.0);
 
 // Where links come from: one cross-attention head, one layer's mean over its heads, or the mean
 // over every layer's heads. Named "head:L:H", "layer:L", "all" (0-based).
+// Shifted ("shift:" before the name; Chen et al. 2020, "Accurate Word Alignment Induction from
+// Neural Machine Translation"): target piece i takes its row from the step whose decoder *input* is
+// piece i (row i + 1), not from the step that produces it (row i); the target's last piece, </s>,
+// belongs to no word.
+// Symmetrised ("sym:HEURISTIC:" before the rest): the links of the same method in this model and
+// in a model of the reverse direction (its links turned around), combined by one of Moses's
+// heuristics (symmetrizeLinks).
+enum class Symmetrization { None, Intersect, Union, GrowDiag, GrowDiagFinal, GrowDiagFinalAnd };
+inline constexpr Symmetrization kSymmetrizations[] = {Symmetrization::Intersect, Symmetrization::Union,
+                                                      Symmetrization::GrowDiag, Symmetrization::GrowDiagFinal,
+                                                      Symmetrization::GrowDiagFinalAnd};
+// "intersect", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and" ("" for None).
+std::string symmetrizationName(Symmetrization how);
+
 struct AlignmentMethod {
     enum class Kind { Head, Layer, All };
     Kind kind = Kind::All;
     int layer = 0;
     int head = 0;
-    bool operator==(const AlignmentMethod& o) const { return kind == o.kind && layer == o.layer && head == o.head; }
+    bool shift = false;
+    Symmetrization sym = Symmetrization::None;
+    bool operator==(const AlignmentMethod& o) const {
+        return kind == o.kind && layer == o.layer && head == o.head && shift == o.shift && sym == o.sym;
+    }
 };
+// [sym:HEURISTIC:][shift:](head:L:H | layer:L | all), e.g. "sym:grow-diag-final:shift:layer:2".
 std::string alignmentMethodName(const AlignmentMethod& method);
-// Throws ConfigError naming the text when it is none of the three forms.
+// Throws ConfigError naming the text when it is not of that form.
 AlignmentMethod parseAlignmentMethod(const std::string& text);
 // Why a model of this shape has no such method ("layer 7 is out of range (0..2)"), or nothing.
 [[nodiscard]] std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& method, int layers, int heads);
-// Every head, then every layer, then "all", for a model of this shape.
+// Every head, then every layer, then "all", for a model of this shape; then the same shifted (no
+// symmetrised methods: the corpus runner adds those when it has a reverse model).
 std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads);
 
 // One sentence pair's word-level alignment by one method.
@@ -88,13 +114,27 @@ struct WordAlignment {
     AlignmentLinks links;
 };
 // From a result's cross-attention (a teacher-forced one, for given translations): words are the
-// whitespace tokens of source_text and best.text. Throws InputError when the pieces make another
-// number of words than the text has (a word made only of characters the vocabulary lacks), or the
-// method names a layer or head the result lacks.
+// whitespace tokens of source_text and best.text, pieces assigned to them by source_piece_words and
+// target_piece_words (or, where those are empty, by "▁"). Throws InputError when "▁" grouping makes
+// another number of words than the text has, or the method names a layer or head the result lacks.
 WordAlignment alignWords(const TranslationResult& result, const AlignmentMethod& method, double threshold = 0.0);
-// The word maps of every method of allAlignmentMethods(), in that order (the corpus runner's).
+// The word maps of every method of allAlignmentMethods() (shifted ones included), in that order
+// (the corpus runner's).
 std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceWords* source = nullptr,
                                          PieceWords* target = nullptr);
+
+// Combines the links of two directions, both given source-target, for a pair of `source_words` and
+// `target_words` words, as Moses's heuristics do (Koehn, Och & Marcu 2003; the Moses manual's
+// pseudo-code, scanning source words, then target words, in order): intersect, union; grow-diag
+// starts from the intersection and, until nothing changes, adds every union link next to a link it
+// has (8 neighbours, diagonals included) whose source or target word has no link yet;
+// grow-diag-final then adds, from the forward links and then the reverse ones, every link whose
+// source or target word still has none; grow-diag-final-and only links whose source and target word
+// both have none. Throws InputError for a link beyond the words.
+AlignmentLinks symmetrizeLinks(const AlignmentLinks& forward, const AlignmentLinks& reverse, Symmetrization how,
+                               int source_words, int target_words);
+// Target-source links made source-target (the reverse model's), sorted.
+AlignmentLinks turnedAround(const AlignmentLinks& links);
 
 struct AlignmentCounts {
     int64_t predicted = 0;           // |A|

@@ -26,8 +26,8 @@ using CorpusCallback = std::function<bool(const CorpusProgress&)>;
 // Statistics of every head over `sources`: with `references` (same count) the decoder is
 // teacher-forced through them, otherwise it reads the model's own translations (decoding: its
 // beam and caps; attention is always recorded). Sentences run in chunks, so memory stays small.
-// Throws InputError naming the line (1-based) of a sentence that cannot be translated, or the
-// counts when they differ.
+// A line the model cannot read (empty, overlong, no character it knows) is skipped and listed in
+// the report's `skipped`; throws InputError when the counts differ or no line can be read.
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
                                      int histogram_radius = 8, const CorpusCallback& progress = {});
@@ -47,7 +47,8 @@ struct PruningPoint {
 };
 
 struct ImportanceReport {
-    int sentences = 0;
+    int sentences = 0;                 // scored (skipped ones not included)
+    std::vector<SkippedPair> skipped;  // lines the model cannot read, left out of every run
     double baseline_bleu = 0.0;
     double baseline_chrf = 0.0;
     std::string bleu_signature;
@@ -83,19 +84,31 @@ struct AlignmentMethodReport {
 };
 
 struct AlignmentReport {
-    int pairs = 0;
+    int pairs = 0;                     // in the input, skipped ones included
+    std::vector<SkippedPair> skipped;  // by pair; their links are empty in every method
     bool has_gold = false;
+    bool symmetrised = false;  // with a reverse model
     double threshold = 0.0;
-    std::vector<AlignmentMethodReport> methods;  // allAlignmentMethods() order
-    int best_head = -1;                          // index into methods of the head with the lowest AER (-1 without gold)
-    int best_layer = -1;                         // ... of the layer mean
+    // allAlignmentMethods() order, then (with a reverse model) for each heuristic of
+    // kSymmetrizations every one of those methods the reverse model has too, symmetrised.
+    std::vector<AlignmentMethodReport> methods;
+    int best = -1;        // index into methods of the lowest AER of all (-1 without gold)
+    int best_head = -1;   // ... of an unsymmetrised head (shifted or not)
+    int best_layer = -1;  // ... of an unsymmetrised layer mean
     const AlignmentMethodReport* find(const AlignmentMethod& m) const;
 };
 
 // Teacher-forces every pair and extracts links by every method. `gold` (optional) must have one
-// entry per pair; `gold_name` names its file in messages (index beyond a sentence's words).
+// entry per pair; `gold_name` names its file in messages (index beyond a sentence's words). A pair
+// that cannot be aligned (a side the model cannot read, words its pieces cannot be matched to, a gold
+// link beyond its words) is skipped and listed, its links left empty and its gold not counted; the
+// counts must still match (InputError), and InputError when no pair at all could be aligned.
+// With `reverse`, a model of the other direction (targets to sources), every method both models have
+// is also symmetrised by each heuristic (symmetrizeLinks); a pair the reverse model cannot read is
+// skipped too.
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
-                            const std::string& gold_name, double threshold = 0.0, const CorpusCallback& progress = {});
+                            const std::string& gold_name, double threshold = 0.0, const CorpusCallback& progress = {},
+                            const Translator* reverse = nullptr);
 
 }  // namespace attnlab

@@ -61,8 +61,15 @@ struct HeadStats {
     double value(HeadStatistic s) const { return values[static_cast<size_t>(s)]; }
 };
 
+// A line (or sentence pair) a corpus run left out, and why ("source: the sentence is empty").
+struct SkippedPair {
+    int pair = 0;  // 1-based, as the line numbers of the input files
+    std::string reason;
+};
+
 struct HeadStatsReport {
-    int sentences = 0;
+    int sentences = 0;                 // the statistics' sentences (skipped ones not included)
+    std::vector<SkippedPair> skipped;  // corpus runs: lines left out (attnlab/head_lab.h)
     int histogram_radius = 0;
     bool teacher_forced = false;   // decoder statistics over given references, not the model's output
     std::vector<HeadStats> heads;  // encoder layers x heads, then decoder, then cross

@@ -81,6 +81,13 @@ struct TranslationResult {
     std::string source_text;
     std::vector<int> source_ids;  // what the encoder saw (pieces, then </s>)
     std::vector<std::string> source_pieces;
+    // The whitespace word of source_text that each source piece covers (0-based; -1 for </s> and
+    // the other pieces the model adds), found from the tokenizer's surfaces: a word with characters
+    // the vocabulary lacks (left out, or written as byte pieces) stays one word.
+    std::vector<int> source_piece_words;
+    // The same for best.pieces over best.text when the target was given (teacher forcing); empty
+    // for a generated translation, whose words are its pieces' "▁" groups.
+    std::vector<int> target_piece_words;
     // The decoder's input at each step: <s>, then the generated tokens but the last.
     std::vector<std::string> decoder_input_pieces;
 

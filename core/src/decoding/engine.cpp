@@ -144,19 +144,67 @@ std::optional<std::string> Engine::inputProblem(const std::string& sentence) con
 }
 
 namespace {
-// `text` without every occurrence of `chars`, whitespace runs left by them collapsed to one space.
-std::string withoutCharacters(const std::string& text, const std::vector<std::string>& chars) {
-    std::string out = text;
+bool isAsciiSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// `text` without every occurrence of `chars`, whitespace runs left by them collapsed to one space;
+// `origin` gets where each byte of the result is in `text`.
+std::string withoutCharacters(const std::string& text, const std::vector<std::string>& chars,
+                              std::vector<size_t>& origin) {
+    std::string spaced = text;  // each removed character's bytes become spaces: offsets stay put
     for (const auto& c : chars)
-        for (size_t at = out.find(c); at != std::string::npos; at = out.find(c, at)) out.replace(at, c.size(), " ");
+        for (size_t at = spaced.find(c); at != std::string::npos; at = spaced.find(c, at))
+            spaced.replace(at, c.size(), std::string(c.size(), ' '));
     std::string collapsed;
-    for (char c : out) {
-        const bool space = std::isspace(static_cast<unsigned char>(c));
+    origin.clear();
+    for (size_t i = 0; i < spaced.size(); ++i) {
+        const bool space = isAsciiSpace(spaced[i]);
         if (space && (collapsed.empty() || collapsed.back() == ' ')) continue;
-        collapsed += space ? ' ' : c;
+        collapsed += space ? ' ' : spaced[i];
+        origin.push_back(i);
     }
-    while (!collapsed.empty() && collapsed.back() == ' ') collapsed.pop_back();
+    while (!collapsed.empty() && collapsed.back() == ' ') collapsed.pop_back(), origin.pop_back();
     return collapsed;
+}
+
+// The whitespace word of `sentence` that each piece of `e` covers, found from the pieces' surfaces
+// (the spans of `text` they cover, `origin` mapping them back to the sentence; SentencePiece gives the first of a
+// character's byte pieces the character, the others nothing). A piece with no visible surface goes with the piece
+// before it (a byte piece's continuation), or, when it starts a word ("▁" alone), with the one after
+// it. Empty when the surfaces do not line up with the text.
+std::vector<int> wordsOfPieces(const std::string& sentence, const std::string& text, const std::vector<size_t>& origin,
+                               const Encoding& e) {
+    if (e.surfaces.size() != e.pieces.size()) return {};
+    std::vector<int> word_at(sentence.size(), -1);
+    int word = -1;
+    for (size_t i = 0; i < sentence.size(); ++i) {
+        if (isAsciiSpace(sentence[i])) continue;
+        if (i == 0 || isAsciiSpace(sentence[i - 1])) ++word;
+        word_at[i] = word;
+    }
+    std::vector<int> out(e.pieces.size(), -1);
+    size_t cursor = 0;
+    for (size_t k = 0; k < e.pieces.size(); ++k) {
+        const std::string& s = e.surfaces[k];
+        const size_t first = s.find_first_not_of(" \t\n\v\f\r");
+        if (first == std::string::npos) continue;
+        const size_t at = text.find(s, cursor);
+        if (at == std::string::npos) return {};
+        cursor = at + s.size();
+        const size_t pos = origin.empty() ? at + first : origin.at(at + first);
+        if (pos >= sentence.size() || word_at[pos] < 0) return {};
+        out[k] = word_at[pos];
+    }
+    static const std::string kWordStart = "\xE2\x96\x81";  // "▁"
+    for (size_t k = 0; k < out.size(); ++k) {
+        if (out[k] >= 0) continue;
+        const bool starts_word = e.pieces[k].rfind(kWordStart, 0) == 0;
+        int next = -1;
+        for (size_t j = k + 1; j < out.size() && next < 0; ++j) next = out[j];
+        const int before = k > 0 ? out[k - 1] : -1;
+        out[k] = (starts_word || before < 0) ? next : before;
+        if (out[k] < 0) return {};
+    }
+    return out;
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -175,16 +223,20 @@ std::optional<std::string> Engine::inputProblem(const std::string& sentence, Cle
         return target ? m_tokenizer->encodeTarget(text) : m_tokenizer->encodeSource(text);
     };
     cleaned.encoding = encode(sentence);
+    cleaned.text = sentence;
+    cleaned.origin.clear();
     cleaned.left_out = m_tokenizer->unknownCharacters(cleaned.encoding);
     if (!cleaned.left_out.empty() && m_tokenizer->keepsUnknown()) {
         cleaned.read_as_unknown = std::move(cleaned.left_out);
         cleaned.left_out.clear();
     }
     if (!cleaned.left_out.empty()) {
-        const std::string text = withoutCharacters(sentence, cleaned.left_out);
-        if (isBlank(text)) return "the sentence has no character this model knows (" + joined(cleaned.left_out) + ")";
-        cleaned.encoding = encode(text);
+        cleaned.text = withoutCharacters(sentence, cleaned.left_out, cleaned.origin);
+        if (isBlank(cleaned.text))
+            return "the sentence has no character this model knows (" + joined(cleaned.left_out) + ")";
+        cleaned.encoding = encode(cleaned.text);
     }
+    cleaned.word_of_piece = wordsOfPieces(sentence, cleaned.text, cleaned.origin, cleaned.encoding);
     const size_t n = cleaned.encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0);
     if (static_cast<int64_t>(n) > m_config.model.n_position)
         return "the sentence has " + std::to_string(n) + " pieces; this model accepts at most " +
@@ -201,6 +253,11 @@ Engine::Source Engine::prepare(const std::string& sentence) const {
     s.ids.insert(s.ids.end(), c.encoding.ids.begin(), c.encoding.ids.end());
     if (m_config.source_eos) s.ids.push_back(static_cast<int>(m_config.eos_idx));
     for (int id : s.ids) s.pieces.push_back(m_tokenizer->idToPiece(id));
+    if (!c.word_of_piece.empty()) {
+        if (m_config.source_bos) s.word_of_piece.push_back(-1);
+        s.word_of_piece.insert(s.word_of_piece.end(), c.word_of_piece.begin(), c.word_of_piece.end());
+        if (m_config.source_eos) s.word_of_piece.push_back(-1);
+    }
     if (!c.left_out.empty())
         s.warnings.push_back("characters not in the vocabulary, left out of the translation: " + joined(c.left_out));
     if (!c.read_as_unknown.empty())
@@ -433,6 +490,7 @@ void Engine::fillResult(TranslationResult& r, const Source& src, const std::vect
     r.source_text = src.text;
     r.source_ids = src.ids;
     r.source_pieces = src.pieces;
+    r.source_piece_words = src.word_of_piece;
     r.warnings = src.warnings;
     if (hyps.empty()) throw InternalError("search returned no hypothesis for: " + src.text);
     for (const auto& h : hyps) r.nbest.push_back(toHypothesis(h));

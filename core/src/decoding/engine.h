@@ -88,6 +88,7 @@ private:
         std::string text;
         std::vector<int> ids;
         std::vector<std::string> pieces;
+        std::vector<int> word_of_piece;  // TranslationResult::source_piece_words (empty: unknown)
         std::vector<std::string> warnings;
     };
 
@@ -95,7 +96,10 @@ private:
     // never saw them in training: as byte pieces they garble the whole translation), encoded.
     struct Cleaned {
         Encoding encoding;
-        std::vector<std::string> left_out;         // the characters removed, each once
+        std::string text;                   // what was encoded: the sentence, or it without left_out
+        std::vector<size_t> origin;         // where each byte of `text` is in the sentence (empty: the same place)
+        std::vector<int> word_of_piece;     // the sentence's whitespace word of each encoding piece (empty: unknown)
+        std::vector<std::string> left_out;  // the characters removed, each once
         std::vector<std::string> read_as_unknown;  // characters kept as <unk> (TextCodec::keepsUnknown)
     };
     std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned, bool target = false) const;

@@ -24,6 +24,10 @@ Engine::Source Engine::prepareTarget(const std::string& sentence) const {
     t.ids.assign(c.encoding.ids.begin(), c.encoding.ids.end());
     t.ids.push_back(static_cast<int>(m_config.eos_idx));
     for (int id : t.ids) t.pieces.push_back(m_tokenizer->idToPiece(id));
+    if (!c.word_of_piece.empty()) {
+        t.word_of_piece = c.word_of_piece;
+        t.word_of_piece.push_back(-1);  // </s>
+    }
     if (!c.left_out.empty()) {
         std::string chars;
         for (const auto& ch : c.left_out) chars += (chars.empty() ? "" : " ") + ch;
@@ -150,6 +154,10 @@ std::vector<TranslationResult> Engine::teacherForceBatch(const std::vector<const
         h.normalized = h.score / std::pow(double(ids.size()), o.length_penalty);
         auto& r = results[static_cast<size_t>(i)];
         fillResult(r, *sources[i], {h}, plain);
+        // The given target, not its pieces decoded again (which lack the characters left out): the
+        // words that target_piece_words and gold alignments count.
+        r.best.text = r.nbest.front().text = targets[i]->text;
+        r.target_piece_words = targets[i]->word_of_piece;
         r.warnings.insert(r.warnings.end(), targets[i]->warnings.begin(), targets[i]->warnings.end());
         r.ablated = o.ablate;
         if (!o.return_attention) continue;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+#include <set>
 #include <sstream>
 
 namespace attnlab {
@@ -101,6 +103,25 @@ PieceWords groupPiecesIntoWords(const std::vector<std::string>& pieces) {
     return w;
 }
 
+PieceWords piecesOfWords(const std::vector<int>& word_of_piece, int words) {
+    PieceWords w;
+    w.words = words;
+    for (int x : word_of_piece) {
+        if (x < -1 || x >= words)
+            throw InputError("a piece is said to cover word " + std::to_string(x) + " of a text of " +
+                             std::to_string(words) + " words");
+        w.word_of_piece.push_back(x);
+    }
+    return w;
+}
+
+Matrix shiftedRows(const Matrix& piece_map) {
+    Matrix out(piece_map.size());
+    for (size_t i = 0; i < piece_map.size(); ++i)
+        out[i] = i + 1 < piece_map.size() ? piece_map[i + 1] : std::vector<float>(piece_map[i].size(), 0.f);
+    return out;
+}
+
 std::vector<std::string> whitespaceWords(const std::string& text) {
     std::istringstream in(text);
     std::vector<std::string> words;
@@ -163,25 +184,56 @@ AlignmentLinks extractLinks(const Matrix& word_map, double threshold) {
     return links;
 }
 
+namespace {
+const std::string kShift = "shift:", kSym = "sym:";
+}  // namespace
+
+std::string symmetrizationName(Symmetrization how) {
+    switch (how) {
+    case Symmetrization::None: break;
+    case Symmetrization::Intersect: return "intersect";
+    case Symmetrization::Union: return "union";
+    case Symmetrization::GrowDiag: return "grow-diag";
+    case Symmetrization::GrowDiagFinal: return "grow-diag-final";
+    case Symmetrization::GrowDiagFinalAnd: return "grow-diag-final-and";
+    }
+    return "";
+}
+
 std::string alignmentMethodName(const AlignmentMethod& m) {
+    const std::string prefix =
+        (m.sym == Symmetrization::None ? "" : kSym + symmetrizationName(m.sym) + ":") + (m.shift ? kShift : "");
     switch (m.kind) {
-    case AlignmentMethod::Kind::Head: return "head:" + std::to_string(m.layer) + ":" + std::to_string(m.head);
-    case AlignmentMethod::Kind::Layer: return "layer:" + std::to_string(m.layer);
+    case AlignmentMethod::Kind::Head: return prefix + "head:" + std::to_string(m.layer) + ":" + std::to_string(m.head);
+    case AlignmentMethod::Kind::Layer: return prefix + "layer:" + std::to_string(m.layer);
     case AlignmentMethod::Kind::All: break;
     }
-    return "all";
+    return prefix + "all";
 }
 
 AlignmentMethod parseAlignmentMethod(const std::string& text) {
     const auto fail = [&] {
-        return ConfigError("alignment method '" + text + "' is not head:L:H, layer:L or all (0-based layer and head)");
+        return ConfigError("alignment method '" + text +
+                           "' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all) (0-based layer and head; "
+                           "heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)");
     };
-    if (text == "all") return {};
+    AlignmentMethod m;
+    std::string rest = text;
+    if (rest.rfind(kSym, 0) == 0) {
+        const size_t end = rest.find(':', kSym.size());
+        const std::string heuristic = rest.substr(kSym.size(), end == std::string::npos ? end : end - kSym.size());
+        for (auto how : kSymmetrizations)
+            if (symmetrizationName(how) == heuristic) m.sym = how;
+        if (m.sym == Symmetrization::None || end == std::string::npos) throw fail();
+        rest = rest.substr(end + 1);
+    }
+    m.shift = rest.rfind(kShift, 0) == 0;
+    if (m.shift) rest = rest.substr(kShift.size());
+    if (rest == "all") return m;
     std::vector<std::string> parts;
     std::string part;
-    std::istringstream in(text);
+    std::istringstream in(rest);
     while (std::getline(in, part, ':')) parts.push_back(part);
-    AlignmentMethod m;
     if (parts.size() == 3 && parts[0] == "head") {
         const auto l = parseIndex(parts[1]), h = parseIndex(parts[2]);
         if (!l || !h) throw fail();
@@ -210,18 +262,28 @@ std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& m, int 
 
 std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads) {
     std::vector<AlignmentMethod> all;
-    for (int l = 0; l < layers; ++l)
-        for (int h = 0; h < heads; ++h) all.push_back({AlignmentMethod::Kind::Head, l, h});
-    for (int l = 0; l < layers; ++l) all.push_back({AlignmentMethod::Kind::Layer, l, 0});
-    all.push_back({});
+    for (bool shift : {false, true}) {
+        for (int l = 0; l < layers; ++l)
+            for (int h = 0; h < heads; ++h) all.push_back({AlignmentMethod::Kind::Head, l, h, shift});
+        for (int l = 0; l < layers; ++l) all.push_back({AlignmentMethod::Kind::Layer, l, 0, shift});
+        all.push_back({AlignmentMethod::Kind::All, 0, 0, shift});
+    }
     return all;
 }
 
 namespace {
 
-PieceWords checkedWords(const std::vector<std::string>& pieces, const std::string& text, const char* side) {
-    PieceWords w = groupPiecesIntoWords(pieces);
+// The words of one side: from the words the pieces cover when the result has them, else by "▁".
+PieceWords checkedWords(const std::vector<std::string>& pieces, const std::vector<int>& piece_words,
+                        const std::string& text, const char* side) {
     const size_t words = whitespaceWords(text).size();
+    if (!piece_words.empty()) {
+        if (piece_words.size() != pieces.size())
+            throw InputError(std::string("the ") + side + " has " + std::to_string(piece_words.size()) +
+                             " piece words for " + std::to_string(pieces.size()) + " pieces");
+        return piecesOfWords(piece_words, static_cast<int>(words));
+    }
+    PieceWords w = groupPiecesIntoWords(pieces);
     if (static_cast<size_t>(w.words) != words)
         throw InputError(std::string("the ") + side + " '" + text + "' has " + std::to_string(words) +
                          " words but its pieces make " + std::to_string(w.words) +
@@ -231,26 +293,37 @@ PieceWords checkedWords(const std::vector<std::string>& pieces, const std::strin
 
 }  // namespace
 
-std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& r, PieceWords* source_out, PieceWords* target_out) {
-    const PieceWords source = checkedWords(r.source_pieces, r.source_text, "source");
-    const PieceWords target = checkedWords(r.best.pieces, r.best.text, "target");
-    if (r.cross.empty()) throw InputError("the result has no cross-attention maps");
+namespace {
+// Every head's word map, then every layer's mean, then the mean of all (allAlignmentMethods' order),
+// appended to `out`; rows shifted first when `shift`.
+void appendWordMaps(std::vector<Matrix>& out, const LayerHeadMaps& cross, const PieceWords& target,
+                    const PieceWords& source, bool shift) {
     std::vector<Matrix> heads;
-    std::vector<const Matrix*> all;
+    for (const auto& layer : cross)
+        for (const auto& m : layer) heads.push_back(mergeToWords(shift ? shiftedRows(m) : m, target, source));
     std::vector<Matrix> layers;
-    for (const auto& layer : r.cross)
-        for (const auto& m : layer) heads.push_back(mergeToWords(m, target, source));
     size_t k = 0;
-    for (const auto& layer : r.cross) {
+    for (const auto& layer : cross) {
         std::vector<const Matrix*> of_layer;
         for (size_t h = 0; h < layer.size(); ++h) of_layer.push_back(&heads[k++]);
         layers.push_back(meanOfMaps(of_layer));
     }
+    std::vector<const Matrix*> all;
     for (const auto& m : heads) all.push_back(&m);
     Matrix mean_all = meanOfMaps(all);
-    std::vector<Matrix> out = std::move(heads);
+    for (auto& m : heads) out.push_back(std::move(m));
     for (auto& m : layers) out.push_back(std::move(m));
     out.push_back(std::move(mean_all));
+}
+}  // namespace
+
+std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& r, PieceWords* source_out, PieceWords* target_out) {
+    const PieceWords source = checkedWords(r.source_pieces, r.source_piece_words, r.source_text, "source");
+    const PieceWords target = checkedWords(r.best.pieces, r.target_piece_words, r.best.text, "target");
+    if (r.cross.empty()) throw InputError("the result has no cross-attention maps");
+    std::vector<Matrix> out;
+    appendWordMaps(out, r.cross, target, source, false);
+    appendWordMaps(out, r.cross, target, source, true);
     if (source_out) *source_out = source;
     if (target_out) *target_out = target;
     return out;
@@ -270,6 +343,93 @@ WordAlignment alignWords(const TranslationResult& r, const AlignmentMethod& meth
     w.map = std::move(maps.at(at));
     w.links = extractLinks(w.map, threshold);
     return w;
+}
+
+AlignmentLinks turnedAround(const AlignmentLinks& links) {
+    AlignmentLinks out;
+    for (const auto& [a, b] : links) out.push_back({b, a});
+    sortUnique(out);
+    return out;
+}
+
+namespace {
+// Moses's grow-diag and final steps over `links` (the intersection to begin with).
+class Grower {
+public:
+    Grower(const AlignmentLinks& start, int source_words, int target_words)
+        : m_links(start.begin(), start.end()), m_source(size_t(source_words)), m_target(size_t(target_words)) {
+        for (const auto& [s, t] : start) m_source[size_t(s)] = m_target[size_t(t)] = true;
+    }
+    void growDiag(const AlignmentLinks& candidates) {
+        static constexpr int kNeighbours[8][2] = {{-1, 0}, {0, -1}, {1, 0}, {0, 1}, {-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+        for (bool added = true; added;) {
+            added = false;
+            for (int s = 0; s < int(m_source.size()); ++s)
+                for (int t = 0; t < int(m_target.size()); ++t) {
+                    if (!m_links.count({s, t})) continue;
+                    for (const auto& d : kNeighbours) {
+                        const AlignmentLink n{s + d[0], t + d[1]};
+                        if (n.first < 0 || n.second < 0 || n.first >= int(m_source.size()) ||
+                            n.second >= int(m_target.size()))
+                            continue;
+                        if ((!m_source[size_t(n.first)] || !m_target[size_t(n.second)]) && contains(candidates, n))
+                            added |= add(n);
+                    }
+                }
+        }
+    }
+    // FINAL (both = false) and FINAL-AND (both = true) over one direction's links.
+    void finalStep(const AlignmentLinks& direction, bool both) {
+        for (int s = 0; s < int(m_source.size()); ++s)
+            for (int t = 0; t < int(m_target.size()); ++t) {
+                const bool free_s = !m_source[size_t(s)], free_t = !m_target[size_t(t)];
+                if ((both ? free_s && free_t : free_s || free_t) && contains(direction, {s, t})) add({s, t});
+            }
+    }
+    AlignmentLinks links() const { return {m_links.begin(), m_links.end()}; }
+
+private:
+    bool add(const AlignmentLink& l) {
+        if (!m_links.insert(l).second) return false;
+        m_source[size_t(l.first)] = m_target[size_t(l.second)] = true;
+        return true;
+    }
+    std::set<AlignmentLink> m_links;
+    std::vector<bool> m_source, m_target;  // has a link
+};
+
+void checkLinks(const AlignmentLinks& links, int source_words, int target_words, const char* which) {
+    for (const auto& [s, t] : links)
+        if (s < 0 || t < 0 || s >= source_words || t >= target_words)
+            throw InputError(std::string("symmetrising: the ") + which + " link " + std::to_string(s) + "-" +
+                             std::to_string(t) + " is beyond the pair's " + std::to_string(source_words) +
+                             " source and " + std::to_string(target_words) + " target words");
+}
+}  // namespace
+
+AlignmentLinks symmetrizeLinks(const AlignmentLinks& forward, const AlignmentLinks& reverse, Symmetrization how,
+                               int source_words, int target_words) {
+    checkLinks(forward, source_words, target_words, "forward");
+    checkLinks(reverse, source_words, target_words, "reverse");
+    AlignmentLinks inter, uni;
+    std::set_intersection(forward.begin(), forward.end(), reverse.begin(), reverse.end(), std::back_inserter(inter));
+    std::set_union(forward.begin(), forward.end(), reverse.begin(), reverse.end(), std::back_inserter(uni));
+    switch (how) {
+    case Symmetrization::None: return forward;
+    case Symmetrization::Intersect: return inter;
+    case Symmetrization::Union: return uni;
+    case Symmetrization::GrowDiag:
+    case Symmetrization::GrowDiagFinal:
+    case Symmetrization::GrowDiagFinalAnd: break;
+    }
+    Grower g(inter, source_words, target_words);
+    g.growDiag(uni);
+    if (how != Symmetrization::GrowDiag) {
+        const bool both = how == Symmetrization::GrowDiagFinalAnd;
+        g.finalStep(forward, both);
+        g.finalStep(reverse, both);
+    }
+    return g.links();
 }
 
 void AlignmentCounts::add(const AlignmentLinks& predicted_links, const GoldAlignment& gold) {

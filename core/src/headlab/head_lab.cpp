@@ -21,10 +21,35 @@ void checkCounts(size_t sources, size_t others, const char* what) {
                          std::to_string(others) + " " + what);
 }
 
-void checkTranslatable(const Translator& t, const std::vector<std::string>& lines, const char* what) {
-    for (size_t i = 0; i < lines.size(); ++i)
-        if (auto why = t.inputProblem(lines[i]))
-            throw InputError(std::string(what) + " line " + std::to_string(i + 1) + ": " + *why);
+// The lines of a corpus run that the model can read (both sides, when there is a second), in
+// order; the others go to `skipped` with the side and the reason.
+std::vector<size_t> readableLines(const Translator& t, const std::vector<std::string>& sources,
+                                  const std::vector<std::string>* second, const char* second_name,
+                                  std::vector<SkippedPair>& skipped) {
+    std::vector<size_t> usable;
+    for (size_t i = 0; i < sources.size(); ++i) {
+        if (auto why = t.inputProblem(sources[i]))
+            skipped.push_back({static_cast<int>(i + 1), "source: " + *why});
+        else if (auto why_second = second ? t.inputProblem((*second)[i]) : std::nullopt)
+            skipped.push_back({static_cast<int>(i + 1), std::string(second_name) + ": " + *why_second});
+        else
+            usable.push_back(i);
+    }
+    return usable;
+}
+
+// When every line was skipped: an error naming the first and why.
+void checkSomethingLeft(size_t lines, const std::vector<SkippedPair>& skipped, const std::string& what) {
+    if (lines > 0 && skipped.size() == lines)
+        throw InputError("no " + what + " (line " + std::to_string(skipped.front().pair) + ": " +
+                         skipped.front().reason + ")");
+}
+
+std::vector<std::string> pick(const std::vector<std::string>& lines, const std::vector<size_t>& which) {
+    std::vector<std::string> out;
+    out.reserve(which.size());
+    for (size_t i : which) out.push_back(lines[i]);
+    return out;
 }
 
 bool report(const CorpusCallback& cb, const std::string& stage, int done, int total) {
@@ -52,8 +77,19 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
                                      int histogram_radius, const CorpusCallback& progress) {
     if (references) checkCounts(sources.size(), references->size(), "references");
-    checkTranslatable(translator, sources, "source");
-    if (references) checkTranslatable(translator, *references, "reference");
+    std::vector<SkippedPair> skipped;
+    const auto usable = readableLines(translator, sources, references, "reference", skipped);
+    checkSomethingLeft(sources.size(), skipped, "line could be read");
+    if (usable.size() < sources.size()) {  // the readable lines alone, sentence numbers mapped back
+        const auto refs = references ? pick(*references, usable) : std::vector<std::string>{};
+        auto rep = corpusHeadStatistics(translator, pick(sources, usable), references ? &refs : nullptr, decoding,
+                                        histogram_radius, progress);
+        for (auto& h : rep.heads)
+            for (int& k : h.typical_sentence)
+                if (k >= 0) k = static_cast<int>(usable.at(static_cast<size_t>(k)));
+        rep.skipped = std::move(skipped);
+        return rep;
+    }
     DecodingOptions d = decoding;
     d.return_attention = true;
     d.top_k_candidates = 0;
@@ -186,7 +222,14 @@ ImportanceReport headImportance(const std::vector<const Translator*>& translator
     if (translators.empty()) throw ConfigError("importance: no translator given");
     const Translator& first = *translators.front();
     checkCounts(sources.size(), references.size(), "references");
-    checkTranslatable(first, sources, "source");
+    std::vector<SkippedPair> skipped;
+    const auto usable = readableLines(first, sources, nullptr, "", skipped);
+    checkSomethingLeft(sources.size(), skipped, "line could be read");
+    if (usable.size() < sources.size()) {  // the readable lines alone
+        auto rep = headImportance(translators, pick(sources, usable), pick(references, usable), options, progress);
+        rep.skipped = std::move(skipped);
+        return rep;
+    }
     const auto heads = headsOf(first, options.kinds);
     const int curve_points = static_cast<int>((heads.size() + options.curve_step - 1) / options.curve_step);
     ImportanceRunner runner(translators, sources, references, options, progress,
@@ -226,58 +269,134 @@ const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) con
     return nullptr;
 }
 
+namespace {
+// Teacher-forces `pairs` (indices into sources and targets) with `t`; a pair it cannot read is
+// skipped (`side` before the reason) and dropped from `pairs`. Results in the order of `pairs`.
+std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector<std::string>& sources,
+                                          const std::vector<std::string>& targets, std::vector<size_t>& pairs,
+                                          std::vector<SkippedPair>& skipped, const std::string& side) {
+    DecodingOptions d;
+    d.return_attention = true;
+    d.top_k_candidates = 0;
+    std::vector<std::string> src, trg;
+    for (size_t pair : pairs) src.push_back(sources[pair]), trg.push_back(targets[pair]);
+    try {
+        return t.teacherForce(src, trg, d);
+    } catch (const InputError&) {  // one the model cannot read: find it, keep the rest
+    }
+    std::vector<TranslationResult> results;
+    std::vector<size_t> kept;
+    for (size_t k = 0; k < pairs.size(); ++k) try {
+            results.push_back(t.teacherForce({src[k]}, {trg[k]}, d).front());
+            kept.push_back(pairs[k]);
+        } catch (const InputError& e) {
+            skipped.push_back({static_cast<int>(pairs[k] + 1), side + e.what()});
+        }
+    pairs = std::move(kept);
+    return results;
+}
+
+// The links of every unsymmetrised method (allAlignmentMethods' order) of one result.
+std::vector<AlignmentLinks> linksOfAllMethods(const TranslationResult& r, double threshold, PieceWords& source,
+                                              PieceWords& target) {
+    std::vector<AlignmentLinks> links;
+    for (const auto& map : wordMapsOfAllMethods(r, &source, &target)) links.push_back(extractLinks(map, threshold));
+    return links;
+}
+
+// The symmetrised methods a pair of models has: every heuristic over every method both models have,
+// as (index among this model's methods, index among the reverse model's).
+std::vector<std::pair<size_t, size_t>> symmetrisedPairs(const std::vector<AlignmentMethod>& forward,
+                                                        const std::vector<AlignmentMethod>& reverse) {
+    std::vector<std::pair<size_t, size_t>> out;
+    for (size_t m = 0; m < forward.size(); ++m) {
+        const auto at = std::find(reverse.begin(), reverse.end(), forward[m]);
+        if (at != reverse.end()) out.push_back({m, static_cast<size_t>(at - reverse.begin())});
+    }
+    return out;
+}
+
+std::vector<AlignmentMethod> methodsOf(const Translator& t) {
+    const auto& model = t.info().config.model;
+    return allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head));
+}
+
+// The lowest AER among all methods, and among the unsymmetrised heads and layers.
+void markBest(AlignmentReport& rep) {
+    auto better = [&](int best, size_t m) {
+        return best < 0 || rep.methods[m].counts.aer() < rep.methods[static_cast<size_t>(best)].counts.aer();
+    };
+    for (size_t m = 0; m < rep.methods.size(); ++m) {
+        const auto& method = rep.methods[m].method;
+        if (better(rep.best, m)) rep.best = static_cast<int>(m);
+        if (method.sym != Symmetrization::None) continue;
+        if (method.kind == AlignmentMethod::Kind::Head && better(rep.best_head, m)) rep.best_head = static_cast<int>(m);
+        if (method.kind == AlignmentMethod::Kind::Layer && better(rep.best_layer, m))
+            rep.best_layer = static_cast<int>(m);
+    }
+}
+}  // namespace
+
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
-                            const std::string& gold_name, double threshold, const CorpusCallback& progress) {
+                            const std::string& gold_name, double threshold, const CorpusCallback& progress,
+                            const Translator* reverse) {
     checkCounts(sources.size(), targets.size(), "target sentences");
     if (gold) checkCounts(sources.size(), gold->size(), ("gold alignment lines in " + gold_name).c_str());
-    checkTranslatable(translator, sources, "source");
-    checkTranslatable(translator, targets, "target");
-    const auto& model = translator.info().config.model;
     AlignmentReport rep;
     rep.pairs = static_cast<int>(sources.size());
     rep.has_gold = gold != nullptr;
     rep.threshold = threshold;
-    for (const auto& m : allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head)))
-        rep.methods.push_back({m, {}, {}});
-    DecodingOptions d;
-    d.return_attention = true;
-    d.top_k_candidates = 0;
+    rep.symmetrised = reverse != nullptr;
+    const auto base = methodsOf(translator);
+    const auto sym = reverse ? symmetrisedPairs(base, methodsOf(*reverse)) : std::vector<std::pair<size_t, size_t>>{};
+    for (const auto& m : base) rep.methods.push_back({m, {}, std::vector<AlignmentLinks>(sources.size())});
+    for (auto how : kSymmetrizations)
+        for (const auto& [m, unused] : sym) {
+            AlignmentMethod method = base[m];
+            method.sym = how;
+            rep.methods.push_back({method, {}, std::vector<AlignmentLinks>(sources.size())});
+        }
+    const std::vector<size_t> usable = readableLines(translator, sources, &targets, "target", rep.skipped);
     const int total = rep.pairs;
-    for (size_t begin = 0; begin < sources.size(); begin += kChunk) {
-        const size_t end = std::min(sources.size(), begin + kChunk);
-        if (!report(progress, "aligning", static_cast<int>(begin), total)) throw CancelledError();
-        const auto results = translator.teacherForce(slice(sources, begin, end), slice(targets, begin, end), d);
-        for (size_t i = 0; i < results.size(); ++i) {
-            const size_t pair = begin + i;
-            PieceWords sw, tw;
-            std::vector<Matrix> maps;
+    for (size_t begin = 0; begin < usable.size(); begin += kChunk) {
+        const size_t end = std::min(usable.size(), begin + kChunk);
+        if (!report(progress, "aligning", static_cast<int>(usable[begin]), total)) throw CancelledError();
+        std::vector<size_t> pairs(usable.begin() + std::ptrdiff_t(begin), usable.begin() + std::ptrdiff_t(end));
+        const auto results = forcePairs(translator, sources, targets, pairs, rep.skipped, "");
+        std::vector<size_t> back_pairs = pairs;
+        const auto backs = reverse ? forcePairs(*reverse, targets, sources, back_pairs, rep.skipped, "reverse model: ")
+                                   : std::vector<TranslationResult>{};
+        for (size_t i = 0, r = 0; i < results.size(); ++i) {
+            const size_t pair = pairs[i];
+            if (reverse && (r >= back_pairs.size() || back_pairs[r] != pair)) continue;  // skipped by the reverse
             try {
-                maps = wordMapsOfAllMethods(results[i], &sw, &tw);
+                PieceWords sw, tw;
+                auto links = linksOfAllMethods(results[i], threshold, sw, tw);
+                if (gold)
+                    checkGoldIndices((*gold)[pair], sw.words, tw.words,
+                                     gold_name + " line " + std::to_string(pair + 1));
+                if (reverse) {
+                    PieceWords rsw, rtw;
+                    const auto back = linksOfAllMethods(backs[r++], threshold, rsw, rtw);
+                    for (auto how : kSymmetrizations)
+                        for (const auto& [m, rm] : sym)
+                            links.push_back(symmetrizeLinks(links[m], turnedAround(back[rm]), how, sw.words, tw.words));
+                }
+                for (size_t m = 0; m < links.size(); ++m) {
+                    if (gold) rep.methods[m].counts.add(links[m], (*gold)[pair]);
+                    rep.methods[m].links[pair] = std::move(links[m]);
+                }
             } catch (const InputError& e) {
-                throw InputError("pair " + std::to_string(pair + 1) + ": " + e.what());
-            }
-            if (gold)
-                checkGoldIndices((*gold)[pair], sw.words, tw.words, gold_name + " line " + std::to_string(pair + 1));
-            for (size_t m = 0; m < maps.size(); ++m) {
-                auto links = extractLinks(maps[m], threshold);
-                if (gold) rep.methods[m].counts.add(links, (*gold)[pair]);
-                rep.methods[m].links.push_back(std::move(links));
+                rep.skipped.push_back({static_cast<int>(pair + 1), e.what()});
             }
         }
     }
+    std::sort(rep.skipped.begin(), rep.skipped.end(),
+              [](const SkippedPair& a, const SkippedPair& b) { return a.pair < b.pair; });
+    checkSomethingLeft(sources.size(), rep.skipped, "sentence pair could be aligned");
     report(progress, "aligning", total, total);
-    if (gold) {
-        for (size_t m = 0; m < rep.methods.size(); ++m) {
-            const auto kind = rep.methods[m].method.kind;
-            int& best = kind == AlignmentMethod::Kind::Head    ? rep.best_head
-                        : kind == AlignmentMethod::Kind::Layer ? rep.best_layer
-                                                               : rep.best_head;
-            if (kind == AlignmentMethod::Kind::All) continue;
-            if (best < 0 || rep.methods[m].counts.aer() < rep.methods[static_cast<size_t>(best)].counts.aer())
-                best = static_cast<int>(m);
-        }
-    }
+    if (gold) markBest(rep);
     return rep;
 }
 

@@ -13,6 +13,11 @@ namespace attnlab {
 using nlohmann::json;
 
 namespace {
+json skippedJson(const std::vector<SkippedPair>& skipped) {
+    json out = json::array();
+    for (const auto& k : skipped) out.push_back({{"pair", k.pair}, {"reason", k.reason}});
+    return out;
+}
 
 // The keys every head-lab file begins with.
 json fileHeader(const char* format, const ModelInfo& model) {
@@ -52,9 +57,13 @@ json importanceJson(const ImportanceReport& imp) {
                          {"bleu", p.bleu},
                          {"chrf", p.chrf},
                          {"removed", namesJson(p.removed)}});
-    return {{"sentences", imp.sentences},         {"baseline_bleu", imp.baseline_bleu},
-            {"baseline_chrf", imp.baseline_chrf}, {"bleu_signature", imp.bleu_signature},
-            {"heads", std::move(heads)},          {"curve", std::move(curve)}};
+    return {{"sentences", imp.sentences},
+            {"skipped", skippedJson(imp.skipped)},
+            {"baseline_bleu", imp.baseline_bleu},
+            {"baseline_chrf", imp.baseline_chrf},
+            {"bleu_signature", imp.bleu_signature},
+            {"heads", std::move(heads)},
+            {"curve", std::move(curve)}};
 }
 
 json methodJson(const AlignmentMethodReport& m) {
@@ -74,6 +83,7 @@ json methodJson(const AlignmentMethodReport& m) {
 std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model) {
     json root = fileHeader("attnlab-heads", model);
     root["sentences"] = stats.sentences;
+    root["skipped"] = skippedJson(stats.skipped);
     root["teacher_forced"] = stats.teacher_forced;
     root["histogram_radius"] = stats.histogram_radius;
     json heads = json::array();
@@ -110,11 +120,14 @@ std::string headStatsCsv(const HeadStatsReport& stats) {
 std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model) {
     json root = fileHeader("attnlab-alignment", model);
     root["pairs"] = rep.pairs;
+    root["skipped"] = skippedJson(rep.skipped);
     root["has_gold"] = rep.has_gold;
     root["threshold"] = rep.threshold;
     json methods = json::array();
     for (const auto& m : rep.methods) methods.push_back(methodJson(m));
     root["methods"] = std::move(methods);
+    root["symmetrised"] = rep.symmetrised;
+    root["best"] = rep.best >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best)]) : json(nullptr);
     root["best_head"] =
         rep.best_head >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_head)]) : json(nullptr);
     root["best_layer"] =
