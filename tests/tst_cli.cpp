@@ -652,6 +652,24 @@ void TestCli::headsAndAlign() {
     QCOMPARE(sj["methods"].size(), sym.methods.size());
     QCOMPARE(sj["best"]["method"].get<std::string>(),
              attnlab::alignmentMethodName(sym.methods[size_t(sym.best)].method));
+    // --dev: the method is the development set's best; --output writes its links on the test pairs.
+    attnlab::testing::writeFile((d + "/dev.de").toStdString(), src[2] + "\n" + src[0] + "\n");
+    attnlab::testing::writeFile((d + "/dev.en").toStdString(), ref[2] + "\n" + ref[0] + "\n");
+    attnlab::testing::writeFile((d + "/dev.gold").toStdString(), "1-1 2-2 3-3\n1-1 2-2 3-3 4p4 4-5 5-6\n");
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/gold.txt",
+             "--gold-one-indexed", "--dev", d + "/dev.de", d + "/dev.en", d + "/dev.gold", "--no-reverse", "--output",
+             d + "/dev-links.txt", "--json", d + "/dev.json"});
+    QCOMPARE(r.code, 0);
+    std::vector<attnlab::GoldAlignment> dev_gold =
+        attnlab::readGoldAlignments((d + "/dev.gold").toStdString(), {true, false});
+    const auto dev = attnlab::alignCorpus(tr, {src[2], src[0]}, {ref[2], ref[0]}, &dev_gold, "dev.gold");
+    const auto chosen = dev.methods[size_t(dev.best)].method;
+    QCOMPARE(attnlab::testing::readFile((d + "/dev-links.txt").toStdString()),
+             attnlab::alignmentLinksText(rep, chosen));
+    const auto dj = nlohmann::json::parse(attnlab::testing::readFile((d + "/dev.json").toStdString()));
+    QCOMPARE(dj["dev"]["chosen"]["method"].get<std::string>(), attnlab::alignmentMethodName(chosen));
+    QCOMPARE(dj["dev"]["on_these_pairs"]["aer"].get<double>(), rep.find(chosen)->counts.aer());
+    QVERIFY2(r.out.contains("chosen on the development set (2 pairs)"), qPrintable(r.out));
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--no-reverse", "--method",
              "sym:union:all", "--output", d + "/l.txt"});
     QCOMPARE(r.code, 2);

@@ -195,6 +195,12 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
                       "(default: the bundled model of that direction, when there is one)");
     a.cmd->add_flag("--no-reverse", a.no_reverse, "No reverse model: no symmetrised methods")
         ->excludes(a.cmd->get_option("--reverse-model"));
+    a.cmd
+        ->add_option("--dev", a.dev,
+                     "SRC TGT GOLD of a development set: the method with the lowest AER there is the one --output "
+                     "writes and the report scores on --src/--tgt (read with the same --gold-* options)")
+        ->expected(3)
+        ->excludes(a.cmd->get_option("--method"));
 }
 
 namespace {
@@ -209,17 +215,50 @@ std::string reverseModelDir(const AlignCommand& a, const attnlab::PackageConfig&
 }
 }  // namespace
 
+namespace {
+// Sentence pairs and (when named) their gold, the counts checked.
+struct Pairs {
+    std::vector<std::string> sources, targets;
+    std::vector<attnlab::GoldAlignment> gold;
+    std::string gold_name;
+    const std::vector<attnlab::GoldAlignment>* goldOrNull() const { return gold_name.empty() ? nullptr : &gold; }
+};
+
+Pairs readPairs(const std::string& src, const std::string& tgt, const std::string& gold, const AlignCommand& a) {
+    Pairs p;
+    p.sources = attnlab::readTextLines(src);
+    p.targets = attnlab::readTextLines(tgt);
+    checkSameCount(src, p.sources.size(), tgt, p.targets.size());
+    if (!gold.empty()) {
+        p.gold = attnlab::readGoldAlignments(gold, {a.one_indexed, a.reversed});
+        checkSameCount(src, p.sources.size(), gold, p.gold.size());
+        p.gold_name = gold;
+    }
+    return p;
+}
+
+void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMethod& method) {
+    auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
+        std::cout << std::left << std::setw(12) << what << std::setw(26) << shownMethod(m.method) + " " << std::right
+                  << std::fixed << std::setprecision(3) << "AER " << m.counts.aer() << "  precision "
+                  << m.counts.precision() << "  recall " << m.counts.recall() << "\n";
+    };
+    line("chosen", *rep.find(method));
+    line("best head", rep.methods[static_cast<size_t>(rep.best_head)]);
+    line("best layer", rep.methods[static_cast<size_t>(rep.best_layer)]);
+    line("all layers", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, false}));
+    line("shift, all", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, true}));
+    line("best", rep.methods[static_cast<size_t>(rep.best)]);
+}
+}  // namespace
+
 int runAlign(const CommonOptions& common, const AlignCommand& a) {
-    const auto method = attnlab::parseAlignmentMethod(a.method);
+    auto method = attnlab::parseAlignmentMethod(a.method);
     if (a.threshold < 0 || a.threshold > 1)
         throw attnlab::ConfigError("--threshold " + std::to_string(a.threshold) + " is out of range (0..1)");
-    const auto sources = attnlab::readTextLines(a.src), targets = attnlab::readTextLines(a.tgt);
-    checkSameCount(a.src, sources.size(), a.tgt, targets.size());
-    std::vector<attnlab::GoldAlignment> gold;
-    if (!a.gold.empty()) {
-        gold = attnlab::readGoldAlignments(a.gold, {a.one_indexed, a.reversed});
-        checkSameCount(a.src, sources.size(), a.gold, gold.size());
-    }
+    const Pairs test = readPairs(a.src, a.tgt, a.gold, a);
+    const std::optional<Pairs> dev =
+        a.dev.empty() ? std::nullopt : std::optional<Pairs>(readPairs(a.dev[0], a.dev[1], a.dev[2], a));
     auto translator = load(common);
     const auto& shape = translator.info().config.model;
     if (auto why = attnlab::alignmentMethodProblem(method, int(shape.decoderLayers()), int(shape.n_head)))
@@ -234,28 +273,30 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
         throw attnlab::ConfigError("--method " + a.method +
                                    ": a symmetrised method needs a model of the other direction (--reverse-model)");
     ProgressLine progress;
-    const auto rep = attnlab::alignCorpus(translator, sources, targets, a.gold.empty() ? nullptr : &gold, a.gold,
-                                          a.threshold, progress.callback(), reverse ? &*reverse : nullptr);
+    const attnlab::Translator* back = reverse ? &*reverse : nullptr;
+    std::optional<attnlab::AlignmentReport> dev_rep;
+    if (dev) {  // the method is chosen there, never on the pairs it is reported on
+        dev_rep = attnlab::alignCorpus(translator, dev->sources, dev->targets, dev->goldOrNull(), dev->gold_name,
+                                       a.threshold, progress.callback(), back);
+        progress.clear();
+        reportSkipped(dev_rep->skipped, "aligned in the development set");
+        method = dev_rep->methods[static_cast<size_t>(dev_rep->best)].method;
+        std::cout << "chosen on the development set (" << dev_rep->pairs - int(dev_rep->skipped.size())
+                  << " pairs): " << shownMethod(method) << ", AER " << std::fixed << std::setprecision(3)
+                  << dev_rep->methods[static_cast<size_t>(dev_rep->best)].counts.aer() << "\n";
+    }
+    const auto rep = attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name,
+                                          a.threshold, progress.callback(), back);
     progress.clear();
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
-    if (!a.json_path.empty()) attnlab::writeHeadLabFile(a.json_path, attnlab::alignmentJson(rep, translator.info()));
+    if (!a.json_path.empty())
+        attnlab::writeHeadLabFile(a.json_path,
+                                  attnlab::alignmentJson(rep, translator.info(), dev_rep ? &*dev_rep : nullptr));
     reportSkipped(rep.skipped, "aligned");
     std::cout << rep.pairs - int(rep.skipped.size()) << " of " << rep.pairs << " sentence pairs aligned; " << a.output
               << ": links of " << shownMethod(method) << " (--method " << attnlab::alignmentMethodName(method)
               << "; layers and heads counted from 1)\n";
-    if (rep.has_gold) {
-        auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
-            std::cout << std::left << std::setw(12) << what << std::setw(12) << shownMethod(m.method) << std::right
-                      << std::fixed << std::setprecision(3) << "AER " << m.counts.aer() << "  precision "
-                      << m.counts.precision() << "  recall " << m.counts.recall() << "\n";
-        };
-        line("chosen", *rep.find(method));
-        line("best head", rep.methods[static_cast<size_t>(rep.best_head)]);
-        line("best layer", rep.methods[static_cast<size_t>(rep.best_layer)]);
-        line("all layers", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, false}));
-        line("shift, all", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, true}));
-        line("best", rep.methods[static_cast<size_t>(rep.best)]);
-    }
+    if (rep.has_gold) printScores(rep, method);
     if (!a.json_path.empty()) std::cout << "wrote " << a.json_path << "\n";
     return 0;
 }

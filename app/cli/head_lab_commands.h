@@ -26,6 +26,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h);
 struct AlignCommand {
     CLI::App* cmd = nullptr;
     std::string src, tgt, gold, method = "all", output, json_path, reverse_model;
+    std::vector<std::string> dev;  // SRC TGT GOLD of a development set, or empty
     bool one_indexed = false, reversed = false, no_reverse = false;
     double threshold = 0.0;
 };

@@ -25,7 +25,9 @@ std::string headStatsCsv(const HeadStatsReport& stats);
 // {"format": "attnlab-alignment", "version", "model", "pairs", "has_gold", "threshold",
 //  "methods": [{"method", "aer", "precision", "recall", "predicted", "sure", "predicted_sure",
 //  "predicted_possible"}], "best_head": {"method", "aer", ...} | null, "best_layer": ... | null}
-std::string alignmentJson(const AlignmentReport& report, const ModelInfo& model);
+// With `dev` (a report on a development set, with gold), "dev": its pairs and skipped ones, the
+// method chosen there (its lowest AER, with its scores there) and that method's scores on `report`.
+std::string alignmentJson(const AlignmentReport& report, const ModelInfo& model, const AlignmentReport* dev = nullptr);
 // One Pharaoh line per pair for the method ("i-j", 0-based, source-target).
 std::string alignmentLinksText(const AlignmentReport& report, const AlignmentMethod& method);
 

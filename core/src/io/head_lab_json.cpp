@@ -117,7 +117,7 @@ std::string headStatsCsv(const HeadStatsReport& stats) {
     return out.str();
 }
 
-std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model) {
+std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, const AlignmentReport* dev) {
     json root = fileHeader("attnlab-alignment", model);
     root["pairs"] = rep.pairs;
     root["skipped"] = skippedJson(rep.skipped);
@@ -132,6 +132,14 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model) {
         rep.best_head >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_head)]) : json(nullptr);
     root["best_layer"] =
         rep.best_layer >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_layer)]) : json(nullptr);
+    if (dev && dev->best >= 0) {
+        const auto& chosen = dev->methods[static_cast<size_t>(dev->best)];
+        const auto* here = rep.find(chosen.method);
+        root["dev"] = {{"pairs", dev->pairs},
+                       {"skipped", skippedJson(dev->skipped)},
+                       {"chosen", methodJson(chosen)},
+                       {"on_these_pairs", here ? methodJson(*here) : json(nullptr)}};
+    }
     return root.dump(1) + "\n";
 }
 
