@@ -4,6 +4,7 @@
 #include "decoding/engine.h"
 #include "fixtures.h"
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/errors.h>
 #include <attnlab/explain.h>
 #include <attnlab/teaching_json.h>
@@ -62,6 +63,7 @@ private Q_SLOTS:
     void outOfRangeIsNamed();
     void explanationJsonKeys();
     void minimalPairDifference();
+    void valueNormsFromTheWeights();
 
 private:
     // The first layer's input of source piece `pos`, computed here from the weights.
@@ -136,6 +138,50 @@ void TestExplain::encoderWeightFromTheWeights() {
             for (int j = 0; j < S; ++j) sum += double(e.row_weights[j]) * e.value_vectors[j][c];
             QVERIFY(std::abs(sum - e.head_output[c]) < 1e-5);
         }
+    }
+}
+
+// Kobayashi et al.'s ||f_h(x_j)||: encoder layer 0's from the weights by hand (the first layer's
+// input, W_V's rows of the head, then W_O's columns of the head, in double), every kind's shapes
+// those of the maps, and the weighted map of the attention flow header from them.
+void TestExplain::valueNormsFromTheWeights() {
+    const auto r = m_t->translate("Ein Mädchen spielt mit einem Ball.");
+    const auto norms = m_t->valueNorms(r);
+    auto model = m_engine->model();
+    auto attn = model->encoder->layer_stack[0]->as<attnlab::model::EncoderLayer>()->slf_attn;
+    const int dv = int(m_cfg.d_v), S = int(r.source_ids.size()), d = int(m_cfg.d_model);
+    auto wo = attn->fc->weight.accessor<float, 2>();
+    for (int head : {0, 2})
+        for (int j = 0; j < S; ++j) {
+            const auto v = project(firstLayerInput(r, j), attn->w_vs->weight, head, dv);
+            double sq = 0;
+            for (int o = 0; o < d; ++o) {
+                double f = 0;
+                for (int c = 0; c < dv; ++c) f += double(wo[o][head * dv + c]) * v[c];
+                sq += f * f;
+            }
+            // float32 in the model, double here: 1e-4 relative
+            QVERIFY2(std::abs(norms.encoder_self[0][head][j] - std::sqrt(sq)) < 1e-4 * std::sqrt(sq) + 1e-6,
+                     qPrintable(QString("head %1 key %2: %3 vs %4")
+                                    .arg(head)
+                                    .arg(j)
+                                    .arg(norms.encoder_self[0][head][j])
+                                    .arg(std::sqrt(sq))));
+        }
+    const size_t T = r.best.ids.size();
+    QCOMPARE(norms.encoder_self.size(), size_t(m_cfg.encoderLayers()));
+    QCOMPARE(norms.decoder_self.size(), size_t(m_cfg.decoderLayers()));
+    QCOMPARE(norms.cross[0].size(), size_t(m_cfg.n_head));
+    QCOMPARE(norms.cross[0][0].size(), size_t(S));  // cross-attention's keys are the source pieces
+    QCOMPARE(norms.decoder_self[1][3].size(), T);   // decoder self-attention's, the decoder's input
+    const auto weighted = attnlab::weightedByValueNorms(r.cross, norms.cross);
+    QCOMPARE(weighted[1][2][0][3], r.cross[1][2][0][3] * norms.cross[1][2][3]);
+    attnlab::TranslationResult empty;
+    try {
+        m_t->valueNorms(empty);
+        QFAIL("no error for an empty translation");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(QString(e.what()), QString("value norms: the translation is empty"));
     }
 }
 

@@ -2,6 +2,7 @@
 // Translator: loads a model package onto a device and translates sentences, returning every
 // attention map in std types. Thread-compatible: one Translator per thread, or external locking.
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/confidence.h>
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
@@ -103,6 +104,9 @@ public:
     TokenInside tokenInside(const TranslationResult& result, bool target, int position) const;
     // The padding, look-ahead and cross masks the model builds when these are decoded together.
     BatchMasks masks(const std::vector<TranslationResult>& results) const;
+    // Every head's value norms ||f_h(x_j)|| for the result's maps (attnlab/attention_flow.h), from
+    // the same teacher-forced pass as explain(); throws InputError for an empty translation.
+    ValueNorms valueNorms(const TranslationResult& result) const;
 
     // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).
     std::vector<std::vector<float>> positionalTable() const;

@@ -10,6 +10,7 @@
 //     in fillResult() / run();
 //   - changes to the forward pass (head masks): model::TransformerImpl, reached through model();
 //   - numbers derived from one teacher-forced pass (attention maps, per-cell q.k): analyse().
+#include <attnlab/attention_flow.h>
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/explain.h>
@@ -73,6 +74,8 @@ public:
     AttentionExplanation explain(const TranslationResult& r, const CellRef& cell) const;
     TokenInside tokenInside(const TranslationResult& r, bool target, int position) const;
     BatchMasks masks(const std::vector<TranslationResult>& results) const;
+    // Every head's ||f_h(x_j)|| for every key (attnlab/attention_flow.h), from the same pass.
+    ValueNorms valueNorms(const TranslationResult& r) const;
 
     // The sinusoid table of the loaded model, [position][dimension].
     std::vector<std::vector<float>> positionalTable() const;
@@ -131,6 +134,7 @@ private:
     // tokens, kind and layer) reuses it instead of running the model again.
     struct CaptureCache;
     mutable std::shared_ptr<CaptureCache> m_capture_cache;
+    const CaptureCache& captured(const TranslationResult& r) const;  // the cache, for r (a pass when not)
 
     PackageConfig m_config;
     ModelInfo m_info;

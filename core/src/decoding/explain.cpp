@@ -115,7 +115,74 @@ struct Engine::CaptureCache {
     std::vector<int> source_ids, target_ids;
     std::vector<std::vector<model::AttentionCapture>> captures;
     std::vector<std::vector<int64_t>> d_k;
+    std::vector<std::vector<torch::Tensor>> output_weight;  // each module's fc.weight [d_model, heads x d_v]
 };
+
+const Engine::CaptureCache& Engine::captured(const TranslationResult& r) const {
+    const auto& c = m_capture_cache;
+    if (c && c->source_ids == r.source_ids && c->target_ids == r.best.ids) return *c;
+    const auto& cfg = m_config.model;
+    model::Transformer model = m_model;
+    auto fresh = std::make_shared<CaptureCache>();
+    fresh->source_ids = r.source_ids;
+    fresh->target_ids = r.best.ids;
+    const int64_t n_enc = cfg.encoderLayers(), n_dec = cfg.decoderLayers();
+    const std::vector<size_t> layers{size_t(n_enc), size_t(n_dec), size_t(n_dec)};
+    for (size_t k = 0; k < 3; ++k) {
+        fresh->captures.emplace_back(layers[k]);
+        fresh->d_k.emplace_back(layers[k]);
+        fresh->output_weight.emplace_back(layers[k]);
+    }
+    std::vector<std::unique_ptr<CaptureGuard>> guards;
+    for (int64_t l = 0; l < std::max(n_enc, n_dec); ++l) {
+        model::MultiHeadAttention modules[3] = {nullptr, nullptr, nullptr};
+        if (l < n_enc) modules[0] = model->encoder->layer_stack[l]->as<model::EncoderLayer>()->slf_attn;
+        if (l < n_dec) {
+            auto dec = model->decoder->layer_stack[l]->as<model::DecoderLayer>();
+            modules[1] = dec->slf_attn;
+            modules[2] = dec->enc_attn;
+        }
+        for (int k = 0; k < 3; ++k) {
+            if (!modules[k]) continue;
+            guards.push_back(std::make_unique<CaptureGuard>(modules[k], fresh->captures[k][l]));
+            fresh->d_k[k][l] = modules[k]->d_k;
+            fresh->output_weight[k][l] = modules[k]->fc->weight;
+        }
+    }
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
+    auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);
+    auto trg = torch::tensor(decoderInput(r, m_config.bos_idx), i64).unsqueeze(0).to(m_device);
+    model->forwardFull(src, trg);
+    guards.clear();
+    m_capture_cache = fresh;
+    return *fresh;
+}
+
+ValueNorms Engine::valueNorms(const TranslationResult& r) const {
+    if (r.source_ids.empty() || r.best.ids.empty()) throw InputError("value norms: the translation is empty");
+    return util::translatingTorchErrors("computing value norms", [&] {
+        util::ThreadScope threads(threadsFor(m_threads, 1));
+        torch::NoGradGuard no_grad;
+        const CaptureCache& cache = captured(r);
+        ValueNorms out;
+        HeadKeyNorms* kinds[3] = {&out.encoder_self, &out.decoder_self, &out.cross};
+        for (size_t k = 0; k < 3; ++k)
+            for (size_t l = 0; l < cache.captures[k].size(); ++l) {
+                const torch::Tensor& v = cache.captures[k][l].v;  // [1, heads, keys, d_v]
+                const torch::Tensor& w = cache.output_weight[k][l];
+                const int64_t heads = v.size(1), dv = v.size(3);
+                std::vector<std::vector<float>> layer;
+                for (int64_t h = 0; h < heads; ++h) {
+                    // f_h(x_j) = W_O[:, h d_v:(h+1) d_v] v_h(j), for every key j at once: [keys, d_model]
+                    const auto f = torch::matmul(v[0][h], w.narrow(1, h * dv, dv).t());
+                    layer.push_back(toVector(f.norm(2, -1)));
+                }
+                kinds[k]->push_back(std::move(layer));
+            }
+        return out;
+    });
+}
 
 AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& cell) const {
     const auto& cfg = m_config.model;
@@ -135,42 +202,8 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
     return util::translatingTorchErrors("explaining an attention weight", [&] {
         util::ThreadScope threads(threadsFor(m_threads, 1));
         torch::NoGradGuard no_grad;
-        const auto& c = m_capture_cache;
-        if (!c || c->source_ids != r.source_ids || c->target_ids != r.best.ids) {
-            model::Transformer model = m_model;
-            auto fresh = std::make_shared<CaptureCache>();
-            fresh->source_ids = r.source_ids;
-            fresh->target_ids = r.best.ids;
-            const int64_t n_enc = cfg.encoderLayers(), n_dec = cfg.decoderLayers();
-            fresh->captures = {std::vector<model::AttentionCapture>(size_t(n_enc)),
-                               std::vector<model::AttentionCapture>(size_t(n_dec)),
-                               std::vector<model::AttentionCapture>(size_t(n_dec))};
-            fresh->d_k = {std::vector<int64_t>(size_t(n_enc)), std::vector<int64_t>(size_t(n_dec)),
-                          std::vector<int64_t>(size_t(n_dec))};
-            std::vector<std::unique_ptr<CaptureGuard>> guards;
-            for (int64_t l = 0; l < std::max(n_enc, n_dec); ++l) {
-                model::MultiHeadAttention modules[3] = {nullptr, nullptr, nullptr};
-                if (l < n_enc) modules[0] = model->encoder->layer_stack[l]->as<model::EncoderLayer>()->slf_attn;
-                if (l < n_dec) {
-                    auto dec = model->decoder->layer_stack[l]->as<model::DecoderLayer>();
-                    modules[1] = dec->slf_attn;
-                    modules[2] = dec->enc_attn;
-                }
-                for (int k = 0; k < 3; ++k) {
-                    if (!modules[k]) continue;
-                    guards.push_back(std::make_unique<CaptureGuard>(modules[k], fresh->captures[k][l]));
-                    fresh->d_k[k][l] = modules[k]->d_k;
-                }
-            }
-            const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
-            std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
-            auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);
-            auto trg = torch::tensor(trg_in, i64).unsqueeze(0).to(m_device);
-            model->forwardFull(src, trg);
-            guards.clear();
-            m_capture_cache = fresh;
-        }
-        const model::AttentionCapture& cap = m_capture_cache->captures[int(cell.kind)][cell.layer];
+        const CaptureCache& cache = captured(r);
+        const model::AttentionCapture& cap = cache.captures[int(cell.kind)][cell.layer];
         const int h = cell.head, i = cell.query, j = cell.key;
         AttentionExplanation e;
         e.cell = cell;
@@ -182,7 +215,7 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
             e.products.push_back(double(e.query_vector[d]) * double(e.key_vector[d]));
             e.dot += e.products.back();
         }
-        e.temperature = std::sqrt(double(m_capture_cache->d_k[int(cell.kind)][cell.layer]));
+        e.temperature = std::sqrt(double(cache.d_k[int(cell.kind)][cell.layer]));
         e.scaled = e.dot / e.temperature;
         e.row_scaled = toVector(cap.scores[0][h][i]);
         for (int64_t k = 0; k < int64_t(e.row_scaled.size()); ++k)

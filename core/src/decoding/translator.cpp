@@ -58,6 +58,10 @@ std::optional<std::string> Translator::inputProblem(const std::string& sentence)
     return util::translatingTorchErrors("checking the sentence", [&] { return m_engine->inputProblem(sentence); });
 }
 
+ValueNorms Translator::valueNorms(const TranslationResult& result) const {
+    return util::translatingTorchErrors("computing value norms", [&] { return m_engine->valueNorms(result); });
+}
+
 AttentionExplanation Translator::explain(const TranslationResult& result, const CellRef& cell) const {
     return util::translatingTorchErrors("explaining a weight", [&] { return m_engine->explain(result, cell); });
 }
