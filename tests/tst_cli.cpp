@@ -3,6 +3,7 @@
 // non-zero exit.
 #include "fixtures.h"
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
@@ -61,6 +62,7 @@ private Q_SLOTS:
     void bundledModelsByName();
     void forcePrefixTraceAndExplain();
     void headsAndAlign();
+    void attentionJsonBeyondWeights();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -122,6 +124,39 @@ void TestCli::translateStdinKeepsOrderAndReportsBadLines() {
     QCOMPARE(out[2], QString());
 }
 
+// --maps value-norm,rollout: the value norms are the library's, each weighted map is the weights
+// times them, and the rollouts are attnlab/attention_flow.h's over the file's own maps.
+void TestCli::attentionJsonBeyondWeights() {
+    const QString path = m_dir.path() + "/flow.json";
+    auto r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund läuft.", "--max-len", "6", "--attention", path, "--maps",
+                  "value-norm,rollout"});
+    QCOMPARE(r.code, 0);
+    const auto s = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()))["sentences"][0];
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const auto ref = t.translate("Ein Hund läuft.", o);
+    const auto norms = t.valueNorms(ref);
+    QCOMPARE(s["value_norms"]["cross"][1][3].get<std::vector<float>>(), norms.cross[1][3]);
+    const auto &w = s["attention"]["cross"][1][3], &vw = s["attention_value_norm"]["cross"][1][3];
+    for (size_t i = 0; i < w.size(); ++i)
+        for (size_t j = 0; j < w[i].size(); ++j)  // both rounded to 6 decimals in the file
+            QVERIFY(std::abs(vw[i][j].get<double>() - w[i][j].get<double>() * norms.cross[1][3][j]) <
+                    1e-6 * (1 + norms.cross[1][3][j]));
+    const auto encoder = attnlab::attentionRollout(ref.encoder_self);
+    const auto cross = attnlab::crossRollout(ref.cross, encoder.back());
+    QCOMPARE(s["rollout"]["encoder_self"].size(), encoder.size());
+    QVERIFY(std::abs(s["rollout"]["cross"][1][0][2].get<double>() - cross[1][0][2]) < 1e-5);
+    QVERIFY(std::abs(s["rollout"]["decoder_self"][0][1][0].get<double>() -
+                     attnlab::attentionRollout(ref.decoder_self)[0][1][0]) < 1e-5);
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--maps", "rollout"});
+    QCOMPARE(r.code, 2);  // --maps needs --attention
+    QVERIFY2(r.err.contains("--maps requires --attention"), qPrintable(r.err));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--maps", "saliency"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("saliency not in {weights,value-norm,rollout}"), qPrintable(r.err));
+}
+
 void TestCli::attentionJsonReadBack() {
     const QString path = m_dir.path() + "/att.json";
     auto r = cli(
@@ -176,7 +211,9 @@ void TestCli::errors() {
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("device 'quantum'"), qPrintable(r.err));
     r = cli({"frobnicate"});
-    QVERIFY(r.code != 0);
+    QCOMPARE(r.code, 2);  // CLI11's parse errors too
+    r = cli({"translate", "--help"});
+    QCOMPARE(r.code, 0);
     r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--attention", m_dir.path() + "/no/such/dir/a.json"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("cannot be written"), qPrintable(r.err));

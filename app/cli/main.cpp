@@ -48,6 +48,7 @@ struct TranslateCommand {
     attnlab::DecodingOptions decoding;
     std::vector<std::string> texts;
     std::string attention_path;
+    std::vector<std::string> maps;  // --maps: which maps the attention JSON holds besides the weights
     std::string trace_path;
     std::string ablate;
     bool scores = false;
@@ -123,7 +124,15 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
         std::cout << "\n";
     }
     std::cout.flush();
-    if (!t.attention_path.empty()) attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d);
+    if (!t.attention_path.empty()) {
+        attnlab::AttentionJsonExtras extras;
+        for (const auto& m : t.maps) {
+            if (m == "value-norm")
+                for (const auto& r : results) extras.value_norms.push_back(translator.valueNorms(r));
+            extras.rollout |= m == "rollout";
+        }
+        attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d, extras);
+    }
     if (!t.trace_path.empty()) attnlab::writeTraceJson(t.trace_path, results, translator.info(), d);
     return status;
 }
@@ -282,6 +291,13 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->capture_default_str();
     translate->add_option("--batch-size", decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
     translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
+    translate
+        ->add_option("--maps", t.maps,
+                     "With --attention, also: value-norm (each weight times its key's value norm, Kobayashi et al.), "
+                     "rollout (attention rollout, Abnar & Zuidema), comma-separated (docs/attention-json.md)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"weights", "value-norm", "rollout"}))
+        ->needs(translate->get_option("--attention"));
     translate->add_flag("--scores", t.scores,
                         "After each translation: a tab, its mean probability per piece, a tab, and every piece as "
                         "piece=probability (space-separated)");
@@ -537,7 +553,9 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // CLI11 prints the message (or the help); a bad option is exit status 2 like every other
+        // error (README), not CLI11's own codes (105, 107, ...).
+        return app.exit(e) == 0 ? 0 : 2;
     }
     try {
         if (translate.cmd->parsed()) {

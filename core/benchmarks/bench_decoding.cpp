@@ -17,6 +17,7 @@
 #include "decoding/engine.h"
 #include "decoding/search.h"
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
 
@@ -142,7 +143,38 @@ void BM_TranslateTrace(benchmark::State& state) {
     state.counters["trace_nodes"] = double(nodes);
 }
 
+// A translation with its maps, alone (0) and with the value-norm and rollout maps of issue 27 (1):
+// value norms need one more teacher-forced pass with every attention module captured. Two captions
+// in turn, so that the pass explain() and valueNorms() keep for one translation is never reused.
+void BM_MapsBeyondWeights(benchmark::State& state) {
+    const Translator& t = translator();
+    DecodingOptions o;
+    size_t cells = 0;
+    const char* const captions[2] = {kCaption,
+                                     "Zwei Hunde spielen mit einem roten Ball auf einer grünen Wiese im Park."};
+    int turn = 0;
+    for (auto _ : state) {
+        const auto r = t.translate(captions[turn ^= 1], o);
+        if (state.range(0) == 0) continue;
+        const auto norms = t.valueNorms(r);
+        const auto weighted = weightedByValueNorms(r.cross, norms.cross);
+        const auto encoder = attentionRollout(r.encoder_self);
+        const auto cross = crossRollout(r.cross, encoder.back());
+        const auto decoder = attentionRollout(r.decoder_self);
+        cells = weighted.size() + cross.size() + decoder.size();
+    }
+    state.counters["maps"] = double(cells);
+}
+
 }  // namespace
+
+BENCHMARK(BM_MapsBeyondWeights)
+    ->ArgNames({"value_norm_and_rollout"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(3.0)
+    ->UseRealTime();
 
 BENCHMARK(BM_TypedSentence)
     ->ArgNames({"packed", "busy"})

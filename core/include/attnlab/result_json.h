@@ -2,6 +2,7 @@
 // The attention JSON file written by `attnlab-cli translate --attention` and the app's
 // "Export attention" (schema: docs/attention-json.md).
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
@@ -13,10 +14,18 @@ namespace attnlab {
 
 inline constexpr int kAttentionJsonVersion = 1;
 
+// Maps beyond the weights, beside each sentence's "attention" (attnlab/attention_flow.h).
+struct AttentionJsonExtras {
+    // One per result, or none: "value_norms" (||f_h(x_j)||, [kind][layer][head][key]) and
+    // "attention_value_norm" (each weight times its key's norm, not normalised).
+    std::vector<ValueNorms> value_norms;
+    bool rollout = false;  // "rollout": one map per layer of each kind
+};
+
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,
-                          const DecodingOptions& options);
+                          const DecodingOptions& options, const AttentionJsonExtras& extras = {});
 // Writes to path + ".tmp" and renames; throws InputError naming the path on failure.
 void writeAttentionJson(const std::string& path, const std::vector<TranslationResult>& results, const ModelInfo& model,
-                        const DecodingOptions& options);
+                        const DecodingOptions& options, const AttentionJsonExtras& extras = {});
 
 }  // namespace attnlab

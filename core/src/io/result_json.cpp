@@ -36,6 +36,30 @@ json mapsJson(const LayerHeadMaps& maps) {
     return layers;
 }
 
+json rolloutJson(const std::vector<Matrix>& maps) {
+    json layers = json::array();
+    for (const auto& m : maps) layers.push_back(matrixJson(m));
+    return layers;
+}
+
+// The optional sections of one sentence.
+void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& extras, size_t index) {
+    if (!extras.value_norms.empty()) {
+        const ValueNorms& n = extras.value_norms.at(index);
+        s["value_norms"] = {{"encoder_self", n.encoder_self}, {"decoder_self", n.decoder_self}, {"cross", n.cross}};
+        s["attention_value_norm"] = {{"encoder_self", mapsJson(weightedByValueNorms(r.encoder_self, n.encoder_self))},
+                                     {"decoder_self", mapsJson(weightedByValueNorms(r.decoder_self, n.decoder_self))},
+                                     {"cross", mapsJson(weightedByValueNorms(r.cross, n.cross))}};
+    }
+    if (extras.rollout) {
+        const auto encoder = attentionRollout(r.encoder_self);
+        s["rollout"] = {
+            {"encoder_self", rolloutJson(encoder)},
+            {"decoder_self", rolloutJson(attentionRollout(r.decoder_self))},
+            {"cross", rolloutJson(encoder.empty() ? std::vector<Matrix>{} : crossRollout(r.cross, encoder.back()))}};
+    }
+}
+
 json hypothesisJson(const Hypothesis& h) {
     return {{"text", h.text},        {"ids", h.ids},
             {"pieces", h.pieces},    {"token_log_probs", h.token_log_probs},
@@ -45,7 +69,10 @@ json hypothesisJson(const Hypothesis& h) {
 }  // namespace
 
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,
-                          const DecodingOptions& o) {
+                          const DecodingOptions& o, const AttentionJsonExtras& extras) {
+    if (!extras.value_norms.empty() && extras.value_norms.size() != results.size())
+        throw InternalError("attention JSON: value norms for " + std::to_string(extras.value_norms.size()) + " of " +
+                            std::to_string(results.size()) + " results");
     json root;
     root["format"] = "attnlab-attention";
     root["version"] = kAttentionJsonVersion;
@@ -91,6 +118,7 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
         s["attention"] = {{"encoder_self", mapsJson(r.encoder_self)},
                           {"decoder_self", mapsJson(r.decoder_self)},
                           {"cross", mapsJson(r.cross)}};
+        addExtras(s, r, extras, i);
         json steps = json::array();
         for (const auto& st : r.steps) {
             json c = json::array();
@@ -110,8 +138,8 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
 }
 
 void writeAttentionJson(const std::string& path, const std::vector<TranslationResult>& results, const ModelInfo& model,
-                        const DecodingOptions& options) {
-    const std::string text = attentionJson(results, model, options);
+                        const DecodingOptions& options, const AttentionJsonExtras& extras) {
+    const std::string text = attentionJson(results, model, options, extras);
     util::saveToFile(path, text);
 }
 
