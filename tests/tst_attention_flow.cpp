@@ -50,6 +50,7 @@ private Q_SLOTS:
     void rolloutByHand();
     void rolloutRowsSumToOne();
     void shapesAreChecked();
+    void measuredMapsOfAResult();
 };
 
 void TestAttentionFlow::valueNormWeighting() {
@@ -128,6 +129,36 @@ void TestAttentionFlow::shapesAreChecked() {
              }),
              QString("cross rollout: maps of different sizes"));
     QVERIFY(attnlab::attentionRollout({}).empty());
+}
+
+// What a view draws for each measure: the weights as they are, the value-norm maps with rows
+// normalised, the rollout one map per layer (cross-attention through the encoder's last rollout).
+void TestAttentionFlow::measuredMapsOfAResult() {
+    using attnlab::AttentionKind;
+    using attnlab::MapMeasure;
+    std::mt19937 rng(3);
+    attnlab::TranslationResult r;
+    for (int l = 0; l < 2; ++l) {
+        r.encoder_self.push_back({randomRows(4, 4, rng), randomRows(4, 4, rng)});
+        r.decoder_self.push_back({randomRows(3, 3, rng, true), randomRows(3, 3, rng, true)});
+        r.cross.push_back({randomRows(3, 4, rng), randomRows(3, 4, rng)});
+    }
+    attnlab::ValueNorms n;
+    n.cross = {{{1, 2, 3, 4}, {4, 3, 2, 1}}, {{1, 1, 1, 1}, {0, 0, 1, 1}}};
+    QCOMPARE(attnlab::measuredMaps(r, AttentionKind::Cross, MapMeasure::Weights, nullptr), r.cross);
+    const auto vn = attnlab::measuredMaps(r, AttentionKind::Cross, MapMeasure::ValueNorm, &n);
+    QVERIFY(near(vn[0][1], attnlab::rowNormalized(attnlab::weightedByValueNorms(r.cross[0][1], n.cross[0][1]))));
+    QVERIFY(near(vn[1][0], r.cross[1][0]));  // equal norms change nothing once rows are normalised
+    QCOMPARE(errorOf([&] { attnlab::measuredMaps(r, AttentionKind::Cross, MapMeasure::ValueNorm, nullptr); }),
+             QString("the value-norm maps need the value norms"));
+    const auto rollout = attnlab::measuredMaps(r, AttentionKind::Cross, MapMeasure::Rollout, nullptr);
+    QCOMPARE(rollout.size(), size_t(2));
+    QCOMPARE(rollout[1].size(), size_t(1));
+    QVERIFY(near(rollout[1][0], attnlab::crossRollout(r.cross, attnlab::attentionRollout(r.encoder_self).back())[1]));
+    QVERIFY(near(attnlab::measuredMaps(r, AttentionKind::DecoderSelf, MapMeasure::Rollout, nullptr)[0][0],
+                 attnlab::attentionRollout(r.decoder_self)[0]));
+    for (auto m : attnlab::kMapMeasures) QCOMPARE(attnlab::parseMapMeasure(attnlab::mapMeasureName(m)), m);
+    QVERIFY(!attnlab::parseMapMeasure("saliency"));
 }
 
 QTEST_APPLESS_MAIN(TestAttentionFlow)

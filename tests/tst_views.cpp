@@ -4,6 +4,8 @@
 #include "ablation_panel.h"
 #include "alignment_panel.h"
 #include "attention_explorer.h"
+
+#include <attnlab/attention_flow.h>
 #include "attention_grid.h"
 #include "attention_view.h"
 #include "bar_plot.h"
@@ -122,6 +124,7 @@ private Q_SLOTS:
     void registryIsTheOneListOfViews();
     void attentionViewShowsTheChosenMap();
     void attentionViewFollowsRequestsAndStates();
+    void attentionViewShowsOtherMeasures();
     void decodingViewStepsAndForcesABeginning();
     void weightViewExplainsTheCellAskedFor();
     void inputsViewInspectsOnlyWhenShown();
@@ -245,6 +248,40 @@ void TestViews::attentionViewShowsTheChosenMap() {
     QVERIFY(view.view()->map().empty());
     QVERIFY(!view.figure());
     QVERIFY(view.noFigureReason().contains("translate a sentence first"));
+}
+
+// Weight x value norm and rollout (attnlab/attention_flow.h): the view draws what core computes for
+// the shown translation, the value norms asked of the worker once; the measure is the context's,
+// so a second explorer follows the first.
+void TestViews::attentionViewShowsOtherMeasures() {
+    AttentionExplorer view(m_context.get());
+    const auto r = translate("Ein Mann liest eine Zeitung.");
+    m_context->setResult(r, {});
+    view.select(AttentionKind::Cross, 1, 2);
+    QSignalSpy ready(m_controller.get(), &TranslationController::valueNormsReady);
+    m_context->setMeasure(attnlab::MapMeasure::Rollout);
+    const auto rollout = attnlab::measuredMaps(*r, AttentionKind::Cross, attnlab::MapMeasure::Rollout, nullptr);
+    QCOMPARE(view.layer(), 1);
+    QVERIFY(near(view.view()->map(), rollout[1][0]));
+    QCOMPARE(view.grid()->maps().size(), rollout.size());
+    QCOMPARE(view.grid()->maps()[0].size(), size_t(1));  // one map per layer
+    QCOMPARE(ready.count(), 0);                          // rollout needs no value norms
+    AttentionExplorer second(m_context.get());
+    m_context->setMeasure(attnlab::MapMeasure::ValueNorm);
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && !view.view()->map().empty(), 30000);
+    view.select(AttentionKind::Cross, 1, 2);
+    const auto norms = m_core->valueNorms(*r);
+    QVERIFY(near(view.view()->map(),
+                 attnlab::rowNormalized(attnlab::weightedByValueNorms(r->cross[1][2], norms.cross[1][2]))));
+    view.select(AttentionKind::EncoderSelf, 0, 1);
+    QVERIFY(near(view.view()->map(), attnlab::rowNormalized(attnlab::weightedByValueNorms(r->encoder_self[0][1],
+                                                                                          norms.encoder_self[0][1]))));
+    m_context->setMeasure(attnlab::MapMeasure::Weights);
+    QVERIFY(near(view.view()->map(), r->encoder_self[0][1]));
+    m_context->setMeasure(attnlab::MapMeasure::ValueNorm);  // the same translation: no second request
+    m_controller->waitForIdle();
+    QCOMPARE(ready.count(), 1);
+    m_context->setMeasure(attnlab::MapMeasure::Weights);
 }
 
 void TestViews::attentionViewFollowsRequestsAndStates() {

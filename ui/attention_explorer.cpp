@@ -7,9 +7,11 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QShortcut>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -22,12 +24,23 @@ QString noModelMessage() { return QObject::tr("No model loaded: File > Open mode
 AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : View(context, parent) {
     m_picker = new HeadPicker(AttentionKind::Cross, /*with_mean=*/true, this);
     m_fixed = new QCheckBox(tr("Fixed 0–1 colour range"), this);
+    // What the maps show (docs/head-lab.md "Beyond raw weights").
+    m_measure = new QComboBox(this);
+    m_measure->addItem(tr("Weights"), int(MapMeasure::Weights));
+    m_measure->addItem(tr("Weight × value norm"), int(MapMeasure::ValueNorm));
+    m_measure->addItem(tr("Rollout (per layer)"), int(MapMeasure::Rollout));
+    m_measure->setToolTip(
+        tr("Weights: the softmax. Weight × value norm: each weight times the length of what its key "
+           "adds to the output (Kobayashi et al. 2020), rows normalised. Rollout: how much of each "
+           "input position reaches a row after this layer, residuals included (Abnar & Zuidema "
+           "2020); one map per layer."));
     m_fixed->setChecked(true);
     m_view = new AttentionView(this);
     m_grid = new AttentionGrid(this);
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(m_picker);
+    controls->addWidget(m_measure);
     controls->addWidget(m_fixed);
     controls->addStretch();
     auto* split = new QSplitter(Qt::Horizontal, this);
@@ -41,11 +54,14 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     layout->addWidget(split, 1);
 
     connect(m_picker, &HeadPicker::changed, this, [this] { refresh(); });
+    connect(m_measure, &QComboBox::currentIndexChanged, this,
+            [this] { this->context()->setMeasure(MapMeasure(m_measure->currentData().toInt())); });
     connect(m_fixed, &QCheckBox::toggled, m_view, &AttentionView::setFixedRange);
     connect(m_grid, &AttentionGrid::cellClicked, this, [this](int l, int h) { select(kind(), l, h); });
     connect(m_view, &AttentionView::cellClicked, this, [this](int row, int column) {
         const auto* maps = currentMaps();
         if (!maps || maps->empty() || head() >= int(maps->front().size())) return;  // the mean: no one head
+        if (this->context()->measure() != MapMeasure::Weights) return;              // explain opens weights
         Q_EMIT cellChosen(CellRef{kind(), layer(), head(), row, column});
     });
 
@@ -70,6 +86,14 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
 
 void AttentionExplorer::follow(ViewContext* c) {
     connect(c, &ViewContext::resultChanged, this, &AttentionExplorer::setResult);
+    connect(c, &ViewContext::measuredMapsChanged, this, [this] {
+        m_grid_maps = nullptr;
+        refresh();
+    });
+    connect(c, &ViewContext::measureChanged, this, [this](MapMeasure m) {
+        const QSignalBlocker quiet(m_measure);
+        m_measure->setCurrentIndex(m_measure->findData(int(m)));
+    });
     connect(c, &ViewContext::paletteChanged, this, &AttentionExplorer::setColorMap);
     connect(this, &AttentionExplorer::cellChosen, c, &ViewContext::explainCell);
     connect(c, &ViewContext::modelLoading, this, [this, c] {
@@ -77,8 +101,9 @@ void AttentionExplorer::follow(ViewContext* c) {
     });
     connect(c, &ViewContext::modelChanged, this,
             [this] { setEmptyMessage(tr("Type a sentence above and press Enter (or pick one from Examples)")); });
-    connect(c, &ViewContext::failed, this, [this, c](Operation op) {
+    connect(c, &ViewContext::failed, this, [this, c](Operation op, const QString& message) {
         if (op == Operation::LoadModel && !c->model()) setEmptyMessage(noModelMessage());
+        if (op == Operation::Measure) setEmptyMessage(message);
     });
     connect(c, &ViewContext::headRequested, this, [this, c](const HeadRef& h, bool mean) {
         const auto* maps = currentMaps();
@@ -87,6 +112,8 @@ void AttentionExplorer::follow(ViewContext* c) {
         c->showView("attention");
     });
     setColorMap(c->palette());  // what the context holds already (a view may come after it was set)
+    const QSignalBlocker quiet(m_measure);
+    m_measure->setCurrentIndex(m_measure->findData(int(c->measure())));
 }
 
 // Window-wide keys (the View menu): each shows this view and acts on it.
@@ -148,13 +175,8 @@ int AttentionExplorer::layer() const { return m_picker->layer(); }
 int AttentionExplorer::head() const { return m_picker->head(); }
 
 const LayerHeadMaps* AttentionExplorer::currentMaps() const {
-    if (!m_result) return nullptr;
-    switch (kind()) {
-    case AttentionKind::EncoderSelf: return &m_result->encoder_self;
-    case AttentionKind::DecoderSelf: return &m_result->decoder_self;
-    case AttentionKind::Cross: return &m_result->cross;
-    }
-    return nullptr;
+    m_shown = m_result ? context()->measuredMaps(kind()) : nullptr;
+    return m_shown.get();
 }
 
 void AttentionExplorer::setResult(ResultPtr result) {
@@ -171,7 +193,8 @@ void AttentionExplorer::select(AttentionKind k, int layer, int head) {
 void AttentionExplorer::refresh() {
     const LayerHeadMaps* maps = currentMaps();
     if (!maps || maps->empty() || maps->front().empty()) {
-        m_view->clear(m_empty_message);
+        const bool waiting = m_result && context()->measure() == MapMeasure::ValueNorm;
+        m_view->clear(waiting ? tr("Computing the value norms…") : m_empty_message);
         m_grid->setMaps({});
         m_grid_maps = nullptr;
         return;
@@ -179,7 +202,7 @@ void AttentionExplorer::refresh() {
     const int layers = int(maps->size()), heads = int(maps->front().size());
     m_picker->setShape(layers, heads);  // heads == the mean
     const int l = m_picker->layer(), h = m_picker->head();
-    context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
+    if (context()->measure() != MapMeasure::Rollout) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
     QStringList rows, cols;
     switch (kind()) {
@@ -200,7 +223,12 @@ void AttentionExplorer::refresh() {
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (source piece)"));
         break;
     }
-    m_view->setMap(map, rows, cols, tr("%1 — %2").arg(kindTitle(kind()), layerHeadLabel(l, h, heads)));
+    const MapMeasure measure = context()->measure();
+    const QString which =
+        measure == MapMeasure::Rollout ? tr("%1, rollout").arg(layerLabel(l)) : layerHeadLabel(l, h, heads);
+    m_view->setMap(map, rows, cols,
+                   measure == MapMeasure::ValueNorm ? tr("%1 — %2 (weight × value norm)").arg(kindTitle(kind()), which)
+                                                    : tr("%1 — %2").arg(kindTitle(kind()), which));
     if (m_grid_maps != maps) {
         m_grid->setMaps(*maps);
         m_grid_maps = maps;

@@ -9,6 +9,7 @@
 #include <attnlab/explain.h>
 
 class QCheckBox;
+class QComboBox;
 class QCustomPlot;
 
 namespace attnlab::ui {
@@ -36,7 +37,9 @@ public:
     Parts parts() const override;
     QList<QAction*> menuActions() const override { return m_actions; }
     AttentionGrid* grid() const { return m_grid; }
-    const LayerHeadMaps* currentMaps() const;  // null before a result
+    // The maps shown: the kind's under the context's measure; null before a result, or while the
+    // value norms are computed.
+    const LayerHeadMaps* currentMaps() const;
 
     void stepLayer(int delta);
     void stepHead(int delta);
@@ -55,8 +58,10 @@ private:
     void refresh();
     ResultPtr m_result;
     QString m_empty_message;
-    const LayerHeadMaps* m_grid_maps = nullptr;  // what the grid shows (re-rendered only on change)
+    const LayerHeadMaps* m_grid_maps = nullptr;            // what the grid shows (re-rendered only on change)
+    mutable std::shared_ptr<const LayerHeadMaps> m_shown;  // keeps currentMaps() alive
     HeadPicker* m_picker;
+    QComboBox* m_measure;
     QCheckBox* m_fixed;
     AttentionView* m_view;
     AttentionGrid* m_grid;

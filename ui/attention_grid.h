@@ -22,7 +22,8 @@ public:
     explicit AttentionGrid(QWidget* parent = nullptr);
 
     void setMaps(const LayerHeadMaps& maps);  // [layer][head]
-    void setSelected(int layer, int head);    // head == heads() means the mean column
+    const LayerHeadMaps& maps() const { return m_maps; }
+    void setSelected(int layer, int head);  // head == heads() means the mean column
     // Heads switched off in the translation shown ({layer, head}): crossed out, named in the tooltip.
     void setAblated(const std::vector<std::pair<int, int>>& heads);
     bool isAblated(int layer, int head) const;

@@ -20,6 +20,7 @@ enum class Operation {
     Export,    // File > Export (figure, attention JSON)
     History,   // the Training tab's attention history
     TrainToy,  // File > Train a small model
+    Measure,   // the value norms of the Attention tab's weight x value norm maps
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

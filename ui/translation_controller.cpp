@@ -22,6 +22,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<ImportancePtr>("attnlab::ui::ImportancePtr");
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
     qRegisterMetaType<HistoryPtr>("attnlab::ui::HistoryPtr");
+    qRegisterMetaType<ValueNormsPtr>("attnlab::ui::ValueNormsPtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -149,6 +150,15 @@ void TranslationController::explain(ResultPtr result, const CellRef& cell) {
             Q_EMIT explained(std::make_shared<const AttentionExplanation>(t.explain(*result, cell)));
         },
         Operation::Explain);
+}
+
+void TranslationController::computeValueNorms(ResultPtr result) {
+    if (!result) return;
+    postInspection(
+        [this, result](const Translator& t) {
+            Q_EMIT valueNormsReady(result, std::make_shared<const ValueNorms>(t.valueNorms(*result)));
+        },
+        Operation::Measure);
 }
 
 void TranslationController::inspectToken(ResultPtr result, bool target, int position) {

@@ -35,6 +35,7 @@ using MasksPtr = std::shared_ptr<const BatchMasks>;
 using HeadStatsPtr = std::shared_ptr<const HeadStatsReport>;
 using ImportancePtr = std::shared_ptr<const ImportanceReport>;  // null when not asked for
 using HistoryPtr = std::shared_ptr<const AttentionHistory>;
+using ValueNormsPtr = std::shared_ptr<const ValueNorms>;
 
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
@@ -77,6 +78,9 @@ public:
     // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
     // by pairAligned or failed(Align).
     void alignPair(const QString& source, const QString& target);
+    // Asynchronous: every head's value norms for a result (Translator::valueNorms); answered by
+    // valueNormsReady or failed(Measure).
+    void computeValueNorms(ResultPtr result);
     // Asynchronous: a package's attention history (package_files::kAttentionHistory); answered by
     // historyLoaded (null when the package has none) or failed(History).
     void loadHistory(const QString& package_dir);
@@ -101,6 +105,7 @@ Q_SIGNALS:
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     void pairAligned(attnlab::ui::ResultPtr forced);
+    void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
     // The one failure signal: what was being done, and why it failed.
     void failed(attnlab::ui::Operation op, const QString& message);

@@ -31,6 +31,7 @@ QString operationTitle(Operation op) {
     case Operation::Export: return QObject::tr("Export failed");
     case Operation::History: return QObject::tr("Cannot read the attention history");
     case Operation::TrainToy: return QObject::tr("Training the small model failed");
+    case Operation::Measure: return QObject::tr("Cannot compute the value norms");
     }
     return {};
 }
@@ -48,6 +49,41 @@ ViewContext::ViewContext(TranslationController* controller, QObject* parent)
     connect(controller, &TranslationController::translationFinished, this,
             [this](ResultPtr r) { setResult(std::move(r), m_result_options); });
     connect(controller, &TranslationController::failed, this, &ViewContext::reportFailure);
+    connect(controller, &TranslationController::valueNormsReady, this, [this](ResultPtr r, ValueNormsPtr norms) {
+        if (r != m_result) return;  // a later translation took its place
+        m_norms = std::move(norms);
+        m_measured = {};
+        Q_EMIT measuredMapsChanged();
+    });
+}
+
+void ViewContext::setMeasure(MapMeasure measure) {
+    if (measure == m_measure) return;
+    m_measure = measure;
+    m_measured = {};
+    if (measure == MapMeasure::ValueNorm) askForNorms();
+    Q_EMIT measureChanged(measure);
+    Q_EMIT measuredMapsChanged();
+}
+
+void ViewContext::askForNorms() {
+    if (!m_result || m_norms || m_norms_asked || m_result->cross.empty()) return;
+    m_norms_asked = true;
+    m_controller->computeValueNorms(m_result);
+}
+
+std::shared_ptr<const LayerHeadMaps> ViewContext::measuredMaps(AttentionKind kind) const {
+    if (!m_result) return nullptr;
+    const LayerHeadMaps& weights = kind == AttentionKind::EncoderSelf   ? m_result->encoder_self
+                                   : kind == AttentionKind::DecoderSelf ? m_result->decoder_self
+                                                                        : m_result->cross;
+    if (m_measure == MapMeasure::Weights) return {m_result, &weights};  // the result's own, not a copy
+    if (m_measure == MapMeasure::ValueNorm && !m_norms) return nullptr;
+    auto& cached = m_measured[size_t(kind)];
+    if (!cached)
+        cached =
+            std::make_shared<const LayerHeadMaps>(attnlab::measuredMaps(*m_result, kind, m_measure, m_norms.get()));
+    return cached;
 }
 
 void ViewContext::setDecodingOptions(const DecodingOptions& options) {
@@ -128,6 +164,10 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
     m_result = std::move(result);
     m_result_options = options;
     m_last_error.clear();
+    m_norms.reset();
+    m_norms_asked = false;
+    m_measured = {};
+    if (m_measure == MapMeasure::ValueNorm) askForNorms();
     Q_EMIT resultChanged(m_result);
 }
 

@@ -10,10 +10,13 @@
 #include "plot_style.h"
 #include "translation_controller.h"
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/attention_kind.h>
 
 #include <QObject>
 
+#include <array>
+#include <memory>
 #include <optional>
 
 #include <string>
@@ -57,6 +60,14 @@ public:
     void setAblated(const std::vector<HeadRef>& heads);
     // The head the attention view shows: what another view uses when a lesson names none.
     HeadRef focusedHead() const { return m_focus; }
+    // What the attention maps show (attnlab/attention_flow.h): the weights, each weight times its
+    // key's value norm (rows normalised), or the rollout (one map per layer). The value norms are
+    // asked of the controller once per translation, when this measure first needs them.
+    MapMeasure measure() const { return m_measure; }
+    void setMeasure(MapMeasure measure);
+    // The shown translation's maps of one kind under the measure ([layer][head]; a rollout has one
+    // map per layer); null without a translation, or while its value norms are being computed.
+    std::shared_ptr<const LayerHeadMaps> measuredMaps(AttentionKind kind) const;
     void setFocusedHead(const HeadRef& head) { m_focus = head; }
     QString lastError() const { return m_last_error; }  // the last failure, until a success
     // The shown translation's attention as JSON (docs/attention-json.md); the problem, or nothing.
@@ -95,6 +106,8 @@ Q_SIGNALS:
     void textSizeChanged(double points);
     void presentingChanged(bool on);
     void liveTranslationChanged(bool on);
+    void measureChanged(attnlab::MapMeasure measure);
+    void measuredMapsChanged();  // the measure, or the value norms it waited for
     void sentenceShown(const QString& sentence);
     void translationRequested(const QString& sentence, bool forced);
     void explainRequested(const attnlab::CellRef& cell);
@@ -115,6 +128,11 @@ private:
     std::vector<HeadRef> m_ablated;
     HeadRef m_focus;
     QString m_last_error;
+    MapMeasure m_measure = MapMeasure::Weights;
+    ValueNormsPtr m_norms;  // of m_result
+    bool m_norms_asked = false;
+    mutable std::array<std::shared_ptr<const LayerHeadMaps>, 3> m_measured;  // by AttentionKind
+    void askForNorms();
 };
 
 }  // namespace attnlab::ui

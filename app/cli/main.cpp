@@ -126,10 +126,11 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     std::cout.flush();
     if (!t.attention_path.empty()) {
         attnlab::AttentionJsonExtras extras;
-        for (const auto& m : t.maps) {
-            if (m == "value-norm")
+        for (const auto& name : t.maps) {
+            const auto m = attnlab::parseMapMeasure(name);  // checked by --maps' validator
+            if (m == attnlab::MapMeasure::ValueNorm)
                 for (const auto& r : results) extras.value_norms.push_back(translator.valueNorms(r));
-            extras.rollout |= m == "rollout";
+            extras.rollout |= m == attnlab::MapMeasure::Rollout;
         }
         attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d, extras);
     }
@@ -296,7 +297,11 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
                      "With --attention, also: value-norm (each weight times its key's value norm, Kobayashi et al.), "
                      "rollout (attention rollout, Abnar & Zuidema), comma-separated (docs/attention-json.md)")
         ->delimiter(',')
-        ->check(CLI::IsMember({"weights", "value-norm", "rollout"}))
+        ->check(CLI::IsMember([] {
+            std::vector<std::string> names;
+            for (auto m : attnlab::kMapMeasures) names.push_back(attnlab::mapMeasureName(m));
+            return names;
+        }()))
         ->needs(translate->get_option("--attention"));
     translate->add_flag("--scores", t.scores,
                         "After each translation: a tab, its mean probability per piece, a tab, and every piece as "

@@ -8,9 +8,19 @@
 #include <attnlab/attention_kind.h>
 #include <attnlab/translation.h>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace attnlab {
+
+// What a drawn map shows: the weights; each weight times its key's value norm, rows normalised; or
+// the rollout up to each layer (one map per layer). Named "weights", "value-norm", "rollout"
+// (attnlab-cli translate --maps, the app's sessions).
+enum class MapMeasure { Weights, ValueNorm, Rollout };
+inline constexpr MapMeasure kMapMeasures[] = {MapMeasure::Weights, MapMeasure::ValueNorm, MapMeasure::Rollout};
+std::string mapMeasureName(MapMeasure measure);
+std::optional<MapMeasure> parseMapMeasure(const std::string& name);
 
 // ||f_h(x_j)|| for every key position j of every head: key j's value vector of head h sent through
 // that head's block of the output projection, f_h(x) = W_O^h (W_V^h x + b_V^h) (without the output
@@ -40,5 +50,11 @@ std::vector<Matrix> attentionRollout(const LayerHeadMaps& self);
 // rollout (row i: how much of source input position j reaches target step i through layer l's
 // cross-attention). Throws InputError when the shapes do not fit.
 std::vector<Matrix> crossRollout(const LayerHeadMaps& cross, const Matrix& encoder_rollout);
+
+struct ValueNorms;
+// The maps of one kind under a measure, shaped [layer][head] (a rollout: [layer][one map]); the
+// value-norm measure needs `norms` (InputError without them).
+LayerHeadMaps measuredMaps(const TranslationResult& result, AttentionKind kind, MapMeasure measure,
+                           const ValueNorms* norms);
 
 }  // namespace attnlab

@@ -6,6 +6,21 @@
 
 namespace attnlab {
 
+std::string mapMeasureName(MapMeasure measure) {
+    switch (measure) {
+    case MapMeasure::Weights: break;
+    case MapMeasure::ValueNorm: return "value-norm";
+    case MapMeasure::Rollout: return "rollout";
+    }
+    return "weights";
+}
+
+std::optional<MapMeasure> parseMapMeasure(const std::string& name) {
+    for (auto m : kMapMeasures)
+        if (mapMeasureName(m) == name) return m;
+    return std::nullopt;
+}
+
 const HeadKeyNorms& ValueNorms::of(AttentionKind kind) const {
     return kind == AttentionKind::EncoderSelf   ? encoder_self
            : kind == AttentionKind::DecoderSelf ? decoder_self
@@ -102,6 +117,34 @@ std::vector<Matrix> crossRollout(const LayerHeadMaps& cross, const Matrix& encod
         const size_t t = layer.empty() ? 0 : layer.front().size();
         out.push_back(product(headMean(layer, t, s, "cross rollout"), encoder_rollout));
     }
+    return out;
+}
+
+LayerHeadMaps measuredMaps(const TranslationResult& r, AttentionKind kind, MapMeasure measure,
+                           const ValueNorms* norms) {
+    const LayerHeadMaps& weights = kind == AttentionKind::EncoderSelf   ? r.encoder_self
+                                   : kind == AttentionKind::DecoderSelf ? r.decoder_self
+                                                                        : r.cross;
+    switch (measure) {
+    case MapMeasure::Weights: return weights;
+    case MapMeasure::ValueNorm: {
+        if (!norms) throw InputError("the value-norm maps need the value norms");
+        LayerHeadMaps out = weightedByValueNorms(weights, norms->of(kind));
+        for (auto& layer : out)
+            for (auto& m : layer) m = rowNormalized(m);
+        return out;
+    }
+    case MapMeasure::Rollout: break;
+    }
+    std::vector<Matrix> rollout;
+    if (kind == AttentionKind::Cross) {
+        const auto encoder = attentionRollout(r.encoder_self);
+        if (!encoder.empty()) rollout = crossRollout(r.cross, encoder.back());
+    } else {
+        rollout = attentionRollout(weights);
+    }
+    LayerHeadMaps out;
+    for (auto& m : rollout) out.push_back({std::move(m)});
     return out;
 }
 
