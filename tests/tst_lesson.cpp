@@ -46,7 +46,7 @@ void TestLesson::everyFieldIsRead() {
         {"title": "one", "caption": "**Hi**", "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 3,
          "alpha": 0.5, "max_length": 20, "force_prefix": "A dog", "kind": "decoder", "layer": 1, "head": 2,
          "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}, "pair": ["Ein Hund.", "Eine Katze."],
-         "focus": "softmax"}},
+         "focus": "softmax", "measure": "rollout"}},
         {"view": {"head": 5}})"),
                                         "l.json");
     QCOMPARE(l.title, std::string("T"));
@@ -69,6 +69,8 @@ void TestLesson::everyFieldIsRead() {
     QCOMPARE(*v.token_position, 2);
     QCOMPARE(*v.pair_b, std::string("Eine Katze."));
     QCOMPARE(*v.focus, std::string("softmax"));
+    QVERIFY(*v.measure == attnlab::MapMeasure::Rollout);
+    QVERIFY(*attnlab::lessonViewAt(l, 1).measure == attnlab::MapMeasure::Rollout);  // carried over
     // Absent fields stay absent: the app keeps what it shows.
     const auto& w = l.steps[1].view;
     QVERIFY(!w.tab && !w.sentence && !w.layer && !w.cell_query && !w.token_target && !w.focus);
@@ -117,6 +119,8 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("selection incomplete")
         << QString::fromStdString(lesson(R"({"view": {"selections": {"pairs": {"kind": "cross", "layer": 1}}}})"))
         << "l.json: step 1: selections.pairs: needs kind, layer and head (head is missing)";
+    QTest::newRow("measure") << QString::fromStdString(lesson(R"({"view": {"measure": "saliency"}})"))
+                             << "l.json: step 1: measure: 'saliency' is not weights, value-norm or rollout";
     QTest::newRow("focus without tab") << QString::fromStdString(lesson(R"({"view": {"focus": "map"}})"))
                                        << "l.json: step 1: focus: needs a tab in the same step";
     QTest::newRow("empty focus") << QString::fromStdString(lesson(R"({"view": {"tab": "attention", "focus": ""}})"))
@@ -256,6 +260,7 @@ void TestLesson::sessionRoundTrip() {
     step.view.pair_b = "Den Hund.";
     step.view.selections["pairs"] = {attnlab::AttentionKind::EncoderSelf, 1, 0};
     step.view.selections["attention"] = {attnlab::AttentionKind::Cross, 2, 8};
+    step.view.measure = attnlab::MapMeasure::ValueNorm;
     const std::string path = dir.filePath("s.json").toStdString();
     attnlab::writeSession(path, step, "de-en");
     const auto back = attnlab::readSession(path);
@@ -265,6 +270,7 @@ void TestLesson::sessionRoundTrip() {
     QCOMPARE(*back.steps[0].view.cell_key, 3);
     QCOMPARE(*back.steps[0].view.token_position, 4);
     QCOMPARE(back.steps[0].view.selections, step.view.selections);
+    QVERIFY(back.steps[0].view.measure == attnlab::MapMeasure::ValueNorm);
     // A session written before tabs kept their own selections reads as before: none.
     const auto old = attnlab::parseSession(
         R"({"format": "attnlab-session", "version": 1, "view": {"kind": "cross", "layer": 2, "head": 7}})", "o.json");

@@ -20,6 +20,7 @@ ViewState ViewStates::current() const {
     v.beam = o.beam_size;
     v.alpha = o.length_penalty;
     v.max_length = o.max_length;
+    v.measure = m_context->measure();
     if (const auto r = m_context->result()) {
         v.sentence = r->source_text;
         v.force_prefix = r->forced_text;
@@ -34,6 +35,7 @@ void ViewStates::apply(const ViewState& v) {
     if (v.alpha) o.length_penalty = *v.alpha;
     if (v.max_length) o.max_length = *v.max_length;
     m_context->setDecodingOptions(o);
+    if (v.measure) m_context->setMeasure(*v.measure);
     const auto r = m_context->result();
     const std::string forced = v.force_prefix ? *v.force_prefix : r ? r->forced_text : std::string();
     o.force_prefix = forced;

@@ -5,6 +5,7 @@
 // session. Read and written here only; the app applies a ViewState, the tests and the fuzzer read
 // the same files through the same functions.
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/attention_kind.h>
 
 #include <map>
@@ -42,6 +43,8 @@ struct ViewState {
     std::optional<bool> token_target;         // with token_position: the Inputs tab's piece
     std::optional<int> token_position;
     std::optional<std::string> pair_a, pair_b;  // both or neither: the minimal pair compared
+    // What the attention maps show: written "weights" | "value-norm" | "rollout" (mapMeasureName).
+    std::optional<MapMeasure> measure;
     // A part of the step's tab (a plot or panel by name) scrolled into view; needs `tab` in the same
     // step and belongs to it alone. The names are the app's (checkLessonViews).
     std::optional<std::string> focus;

@@ -93,7 +93,7 @@ ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
     onlyKnownKeys(v,
                   {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                   "step", "token", "pair", "selections", "focus"},
+                   "step", "token", "pair", "selections", "focus", "measure"},
                   "view", w);
     ViewState s;
     if (v.contains("tab")) {
@@ -123,6 +123,11 @@ ViewState parseView(const json& v, const Where& w) {
         s.cell_key = c[1].get<int>();
     }
     if (v.contains("step")) s.step = getInt(v, "step", 0, 1 << 16, w);
+    if (v.contains("measure")) {
+        const std::string name = getString(v, "measure", w);
+        s.measure = parseMapMeasure(name);
+        if (!s.measure) w.fail("measure", "'" + name + "' is not weights, value-norm or rollout");
+    }
     if (v.contains("token")) {
         const auto& t = v.at("token");
         requireObject(t, "token", w);
@@ -204,6 +209,7 @@ json viewJson(const ViewState& s) {
         v["token"] = {{"side", *s.token_target ? "target" : "source"}, {"position", *s.token_position}};
     if (s.pair_a && s.pair_b) v["pair"] = {*s.pair_a, *s.pair_b};
     if (s.focus) v["focus"] = *s.focus;
+    if (s.measure) v["measure"] = mapMeasureName(*s.measure);
     for (const auto& [name, sel] : s.selections)
         v["selections"][name] = {{"kind", attentionKindName(sel.kind)}, {"layer", sel.layer}, {"head", sel.head}};
     return v;
@@ -321,6 +327,7 @@ ViewState lessonViewAt(const Lesson& lesson, int index) {
         inherit(v.kind, earlier.kind);
         inherit(v.layer, earlier.layer);
         inherit(v.head, earlier.head);
+        inherit(v.measure, earlier.measure);
         inherit(v.pair_a, earlier.pair_a);
         inherit(v.pair_b, earlier.pair_b);
     }
