@@ -176,6 +176,15 @@ void TestExplain::valueNormsFromTheWeights() {
     QCOMPARE(norms.decoder_self[1][3].size(), T);   // decoder self-attention's, the decoder's input
     const auto weighted = attnlab::weightedByValueNorms(r.cross, norms.cross);
     QCOMPARE(weighted[1][2][0][3], r.cross[1][2][0][3] * norms.cross[1][2][3]);
+    // An ablated translation's norms come from the pass with those heads off: layer 0's keys are the
+    // same, layer 1's (whose input the switched-off head fed) are not.
+    DecodingOptions ablate;
+    ablate.ablate = {{AttentionKind::EncoderSelf, 0, 1}};
+    const auto ra = m_t->translate("Ein Mädchen spielt mit einem Ball.", ablate);
+    const auto na = m_t->valueNorms(ra);
+    QCOMPARE(na.encoder_self[0], norms.encoder_self[0]);
+    QVERIFY(na.encoder_self[1] != norms.encoder_self[1]);
+    QCOMPARE(m_t->valueNorms(r).encoder_self[1], norms.encoder_self[1]);  // and back, not the ablated pass kept
     attnlab::TranslationResult empty;
     try {
         m_t->valueNorms(empty);

@@ -340,6 +340,8 @@ void TestHeadLab::shiftedMapsAndWordsFromSurfaces() {
     QCOMPARE(w.source_words.size(), size_t(6));
     QCOMPARE(w.target_words.size(), size_t(4));
     for (const auto& row : w.map) QCOMPARE(row[4], 0.f);  // no piece, no weight
+    // A target word with no pieces has a row of zeros: no link (not one to source word 0).
+    QCOMPARE(attnlab::extractLinks({{0.f, 0.f}, {0.2f, 0.8f}}), (AlignmentLinks{{1, 1}}));
     // The shifted word map by hand: mean over layer 1's heads of rows i + 1, summed into words.
     const auto sw = attnlab::piecesOfWords(r.source_piece_words, 6);
     const auto tw = attnlab::piecesOfWords(r.target_piece_words, 4);
@@ -419,6 +421,14 @@ void TestHeadLab::corpusAlignmentWithAReverseModel() {
     // The best of all, and the best unsymmetrised head.
     for (const auto& m : rep.methods) QVERIFY(rep.methods[size_t(rep.best)].counts.aer() <= m.counts.aer());
     QVERIFY(rep.methods[size_t(rep.best_head)].method.sym == attnlab::Symmetrization::None);
+    // A pair skipped before its reverse links are read leaves the later pairs their own reverse links.
+    gold[1] = attnlab::parseGoldLine("0-0 9-1", {}, "g");
+    const auto skipping = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt", 0.0, {}, m_t.get());
+    QCOMPARE(skipping.skipped.size(), size_t(1));
+    QCOMPARE(skipping.skipped[0].pair, 2);
+    const auto gdf = attnlab::parseAlignmentMethod("sym:grow-diag-final:shift:layer:1");
+    for (size_t p : {size_t(0), size_t(2), size_t(3)}) QCOMPARE(skipping.find(gdf)->links[p], rep.find(gdf)->links[p]);
+    QVERIFY(skipping.find(gdf)->links[1].empty());
 }
 
 void TestHeadLab::teacherForcingMatchesTheForcedSearch() {

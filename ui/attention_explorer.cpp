@@ -101,9 +101,8 @@ void AttentionExplorer::follow(ViewContext* c) {
     });
     connect(c, &ViewContext::modelChanged, this,
             [this] { setEmptyMessage(tr("Type a sentence above and press Enter (or pick one from Examples)")); });
-    connect(c, &ViewContext::failed, this, [this, c](Operation op, const QString& message) {
+    connect(c, &ViewContext::failed, this, [this, c](Operation op) {
         if (op == Operation::LoadModel && !c->model()) setEmptyMessage(noModelMessage());
-        if (op == Operation::Measure) setEmptyMessage(message);
     });
     connect(c, &ViewContext::headRequested, this, [this, c](const HeadRef& h, bool mean) {
         const auto* maps = currentMaps();
@@ -193,8 +192,9 @@ void AttentionExplorer::select(AttentionKind k, int layer, int head) {
 void AttentionExplorer::refresh() {
     const LayerHeadMaps* maps = currentMaps();
     if (!maps || maps->empty() || maps->front().empty()) {
-        const bool waiting = m_result && context()->measure() == MapMeasure::ValueNorm;
-        m_view->clear(waiting ? tr("Computing the value norms…") : m_empty_message);
+        const bool measuring = m_result && context()->measure() != MapMeasure::Weights;
+        const QString problem = context()->measureProblem();
+        m_view->clear(!measuring ? m_empty_message : !problem.isEmpty() ? problem : tr("Computing the value norms…"));
         m_grid->setMaps({});
         m_grid_maps = nullptr;
         return;

@@ -67,7 +67,11 @@ void ViewContext::setMeasure(MapMeasure measure) {
 }
 
 void ViewContext::askForNorms() {
-    if (!m_result || m_norms || m_norms_asked || m_result->cross.empty()) return;
+    if (!m_result || m_norms || m_norms_asked) return;
+    if (m_result->cross.empty()) {
+        m_measure_problem = tr("This translation has no attention maps to weigh.");
+        return;
+    }
     m_norms_asked = true;
     m_controller->computeValueNorms(m_result);
 }
@@ -157,6 +161,10 @@ void ViewContext::reportFailure(Operation op, const QString& message) {
         m_result.reset();
         Q_EMIT resultChanged(nullptr);
     }
+    if (op == Operation::Measure) {
+        m_measure_problem = message;
+        Q_EMIT measuredMapsChanged();
+    }
     Q_EMIT failed(op, message);
 }
 
@@ -166,6 +174,7 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
     m_last_error.clear();
     m_norms.reset();
     m_norms_asked = false;
+    m_measure_problem.clear();
     m_measured = {};
     if (m_measure == MapMeasure::ValueNorm) askForNorms();
     Q_EMIT resultChanged(m_result);
@@ -175,6 +184,12 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
 void ViewContext::setModel(ModelInfoPtr info) {
     m_last_error.clear();
     m_ablated.clear();
+    // The shown translation was made by the model before: its value norms cannot be asked of this one.
+    if (m_result && !m_norms) {
+        m_norms_asked = true;
+        m_measure_problem = tr("The value norms need a translation by the model now loaded: translate again.");
+        m_measured = {};
+    }
     Q_EMIT modelChanged(std::move(info));
 }
 

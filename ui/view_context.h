@@ -68,6 +68,9 @@ public:
     // The shown translation's maps of one kind under the measure ([layer][head]; a rollout has one
     // map per layer); null without a translation, or while its value norms are being computed.
     std::shared_ptr<const LayerHeadMaps> measuredMaps(AttentionKind kind) const;
+    // Why measuredMaps() is null for a shown translation (the value norms failed or cannot be asked
+    // for); empty while they are still being computed.
+    QString measureProblem() const { return m_measure_problem; }
     void setFocusedHead(const HeadRef& head) { m_focus = head; }
     QString lastError() const { return m_last_error; }  // the last failure, until a success
     // The shown translation's attention as JSON (docs/attention-json.md); the problem, or nothing.
@@ -131,6 +134,7 @@ private:
     MapMeasure m_measure = MapMeasure::Weights;
     ValueNormsPtr m_norms;  // of m_result
     bool m_norms_asked = false;
+    mutable QString m_measure_problem;
     mutable std::array<std::shared_ptr<const LayerHeadMaps>, 3> m_measured;  // by AttentionKind
     void askForNorms();
 };

@@ -272,6 +272,12 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     if (method.sym != attnlab::Symmetrization::None && !reverse)
         throw attnlab::ConfigError("--method " + a.method +
                                    ": a symmetrised method needs a model of the other direction (--reverse-model)");
+    if (method.sym != attnlab::Symmetrization::None) {
+        const auto& back = reverse->info().config.model;
+        if (auto why = attnlab::alignmentMethodProblem(method, int(back.decoderLayers()), int(back.n_head)))
+            throw attnlab::ConfigError("--method " + a.method + ": the reverse model (" + reverse->info().package_dir +
+                                       ") has no such method: " + *why);
+    }
     ProgressLine progress;
     const attnlab::Translator* back = reverse ? &*reverse : nullptr;
     std::optional<attnlab::AlignmentReport> dev_rep;

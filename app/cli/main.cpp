@@ -126,12 +126,14 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     std::cout.flush();
     if (!t.attention_path.empty()) {
         attnlab::AttentionJsonExtras extras;
-        for (const auto& name : t.maps) {
+        bool norms = false;
+        for (const auto& name : t.maps) {                   // each name at most once in effect, however often given
             const auto m = attnlab::parseMapMeasure(name);  // checked by --maps' validator
-            if (m == attnlab::MapMeasure::ValueNorm)
-                for (const auto& r : results) extras.value_norms.push_back(translator.valueNorms(r));
+            norms |= m == attnlab::MapMeasure::ValueNorm;
             extras.rollout |= m == attnlab::MapMeasure::Rollout;
         }
+        if (norms)
+            for (const auto& r : results) extras.value_norms.push_back(translator.valueNorms(r));
         attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d, extras);
     }
     if (!t.trace_path.empty()) attnlab::writeTraceJson(t.trace_path, results, translator.info(), d);

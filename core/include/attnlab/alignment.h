@@ -125,7 +125,8 @@ std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceW
 
 // Combines the links of two directions, both given source-target, for a pair of `source_words` and
 // `target_words` words, as Moses's heuristics do (Koehn, Och & Marcu 2003; the Moses manual's
-// pseudo-code, scanning source words, then target words, in order): intersect, union; grow-diag
+// pseudo-code, scanning target words outermost and source words inside, as it scans English, then
+// foreign words): intersect, union; grow-diag
 // starts from the intersection and, until nothing changes, adds every union link next to a link it
 // has (8 neighbours, diagonals included) whose source or target word has no link yet;
 // grow-diag-final then adds, from the forward links and then the reverse ones, every link whose

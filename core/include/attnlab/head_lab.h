@@ -66,7 +66,8 @@ struct ImportanceOptions {
 
 // Michel et al. 2019's experiment: BLEU and chrF of the corpus with each head ablated alone, then
 // heads removed cumulatively in order of increasing importance. One translation run of the corpus
-// per head and per curve point. Throws InputError for differing counts or an untranslatable line.
+// per head and per curve point. A source line the model cannot read is left out of every run and
+// listed in `skipped`; throws InputError for differing counts or when no line can be read.
 ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
                                 const std::vector<std::string>& references, const ImportanceOptions& options,
                                 const CorpusCallback& progress = {});

@@ -22,9 +22,10 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
 // One row per head: kind,layer,head,rows,<statistic keys>.
 std::string headStatsCsv(const HeadStatsReport& stats);
 
-// {"format": "attnlab-alignment", "version", "model", "pairs", "has_gold", "threshold",
-//  "methods": [{"method", "aer", "precision", "recall", "predicted", "sure", "predicted_sure",
-//  "predicted_possible"}], "best_head": {"method", "aer", ...} | null, "best_layer": ... | null}
+// {"format": "attnlab-alignment", "version", "model", "pairs", "skipped": [{"pair", "reason"}],
+//  "has_gold", "threshold", "methods": [{"method", "aer", "precision", "recall", "predicted", "sure",
+//  "predicted_sure", "predicted_possible"}], "symmetrised", "best": {"method", "aer", ...} | null,
+//  "best_head": ... | null, "best_layer": ... | null}
 // With `dev` (a report on a development set, with gold), "dev": its pairs and skipped ones, the
 // method chosen there (its lowest AER, with its scores there) and that method's scores on `report`.
 std::string alignmentJson(const AlignmentReport& report, const ModelInfo& model, const AlignmentReport* dev = nullptr);

@@ -113,6 +113,7 @@ std::vector<int64_t> decoderInput(const TranslationResult& r, int64_t bos) {
 // [kind][layer], kinds in AttentionKind's order.
 struct Engine::CaptureCache {
     std::vector<int> source_ids, target_ids;
+    std::vector<HeadRef> ablated;  // the heads switched off in that pass, as in the translation
     std::vector<std::vector<model::AttentionCapture>> captures;
     std::vector<std::vector<int64_t>> d_k;
     std::vector<std::vector<torch::Tensor>> output_weight;  // each module's fc.weight [d_model, heads x d_v]
@@ -120,12 +121,13 @@ struct Engine::CaptureCache {
 
 const Engine::CaptureCache& Engine::captured(const TranslationResult& r) const {
     const auto& c = m_capture_cache;
-    if (c && c->source_ids == r.source_ids && c->target_ids == r.best.ids) return *c;
+    if (c && c->source_ids == r.source_ids && c->target_ids == r.best.ids && c->ablated == r.ablated) return *c;
     const auto& cfg = m_config.model;
     model::Transformer model = m_model;
     auto fresh = std::make_shared<CaptureCache>();
     fresh->source_ids = r.source_ids;
     fresh->target_ids = r.best.ids;
+    fresh->ablated = r.ablated;
     const int64_t n_enc = cfg.encoderLayers(), n_dec = cfg.decoderLayers();
     const std::vector<size_t> layers{size_t(n_enc), size_t(n_dec), size_t(n_dec)};
     for (size_t k = 0; k < 3; ++k) {
@@ -153,6 +155,7 @@ const Engine::CaptureCache& Engine::captured(const TranslationResult& r) const {
     std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
     auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);
     auto trg = torch::tensor(decoderInput(r, m_config.bos_idx), i64).unsqueeze(0).to(m_device);
+    const auto ablation = ablateHeads(r.ablated);  // the pass the translation's maps came from
     model->forwardFull(src, trg);
     guards.clear();
     m_capture_cache = fresh;

@@ -175,6 +175,7 @@ AlignmentLinks extractLinks(const Matrix& word_map, double threshold) {
         const auto& row = word_map[t];
         if (row.empty()) continue;
         const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+        if (!(row[size_t(best)] > 0)) continue;  // a word with no pieces: no weight, no link
         links.push_back({static_cast<int>(best), static_cast<int>(t)});
         if (threshold > 0)
             for (size_t s = 0; s < row.size(); ++s)
@@ -330,6 +331,9 @@ std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& r, PieceWords*
 }
 
 WordAlignment alignWords(const TranslationResult& r, const AlignmentMethod& method, double threshold) {
+    if (method.sym != Symmetrization::None)
+        throw InputError("alignment method " + alignmentMethodName(method) +
+                         ": a symmetrised method needs the reverse model's links (alignCorpus)");
     const int layers = static_cast<int>(r.cross.size());
     const int heads = layers ? static_cast<int>(r.cross.front().size()) : 0;
     if (auto why = alignmentMethodProblem(method, layers, heads))
@@ -360,15 +364,17 @@ public:
         : m_links(start.begin(), start.end()), m_source(size_t(source_words)), m_target(size_t(target_words)) {
         for (const auto& [s, t] : start) m_source[size_t(s)] = m_target[size_t(t)] = true;
     }
+    // Moses scans English (e, here the target) words outermost and foreign (f, the source) words
+    // inside, neighbours as (e, f) offsets; so does this.
     void growDiag(const AlignmentLinks& candidates) {
         static constexpr int kNeighbours[8][2] = {{-1, 0}, {0, -1}, {1, 0}, {0, 1}, {-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
         for (bool added = true; added;) {
             added = false;
-            for (int s = 0; s < int(m_source.size()); ++s)
-                for (int t = 0; t < int(m_target.size()); ++t) {
+            for (int t = 0; t < int(m_target.size()); ++t)
+                for (int s = 0; s < int(m_source.size()); ++s) {
                     if (!m_links.count({s, t})) continue;
                     for (const auto& d : kNeighbours) {
-                        const AlignmentLink n{s + d[0], t + d[1]};
+                        const AlignmentLink n{s + d[1], t + d[0]};
                         if (n.first < 0 || n.second < 0 || n.first >= int(m_source.size()) ||
                             n.second >= int(m_target.size()))
                             continue;
@@ -380,8 +386,8 @@ public:
     }
     // FINAL (both = false) and FINAL-AND (both = true) over one direction's links.
     void finalStep(const AlignmentLinks& direction, bool both) {
-        for (int s = 0; s < int(m_source.size()); ++s)
-            for (int t = 0; t < int(m_target.size()); ++t) {
+        for (int t = 0; t < int(m_target.size()); ++t)
+            for (int s = 0; s < int(m_source.size()); ++s) {
                 const bool free_s = !m_source[size_t(s)], free_t = !m_target[size_t(t)];
                 if ((both ? free_s && free_t : free_s || free_t) && contains(direction, {s, t})) add({s, t});
             }

@@ -56,10 +56,6 @@ bool report(const CorpusCallback& cb, const std::string& stage, int done, int to
     return !cb || cb({stage, done, total});
 }
 
-std::vector<std::string> slice(const std::vector<std::string>& v, size_t begin, size_t end) {
-    return {v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end)};
-}
-
 std::vector<HeadRef> headsOf(const Translator& t, const std::vector<AttentionKind>& kinds) {
     const auto& m = t.info().config.model;
     std::vector<HeadRef> heads;
@@ -71,6 +67,37 @@ std::vector<HeadRef> headsOf(const Translator& t, const std::vector<AttentionKin
     return heads;
 }
 
+// Teacher-forces `pairs` (indices into sources and targets) with `t`; a pair it cannot read is
+// skipped (`side` before the reason) and dropped from `pairs`. Results in the order of `pairs`.
+std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector<std::string>& sources,
+                                          const std::vector<std::string>& targets, std::vector<size_t>& pairs,
+                                          std::vector<SkippedPair>& skipped, const std::string& side,
+                                          const DecodingOptions& d, const StepCallback& cancel = {}) {
+    std::vector<std::string> src, trg;
+    for (size_t pair : pairs) src.push_back(sources[pair]), trg.push_back(targets[pair]);
+    try {
+        return t.teacherForce(src, trg, d, cancel);
+    } catch (const InputError&) {  // one the model cannot read: find it, keep the rest
+    }
+    std::vector<TranslationResult> results;
+    std::vector<size_t> kept;
+    for (size_t k = 0; k < pairs.size(); ++k) try {
+            results.push_back(t.teacherForce({src[k]}, {trg[k]}, d, cancel).front());
+            kept.push_back(pairs[k]);
+        } catch (const InputError& e) {
+            std::string why = e.what();
+            const std::string one = "pair 1: ";  // the engine numbers the one pair it was given
+            if (why.rfind(one, 0) == 0) why = why.substr(one.size());
+            skipped.push_back({static_cast<int>(pairs[k] + 1), side + why});
+        }
+    pairs = std::move(kept);
+    return results;
+}
+
+void sortSkipped(std::vector<SkippedPair>& skipped) {
+    std::sort(skipped.begin(), skipped.end(),
+              [](const SkippedPair& a, const SkippedPair& b) { return a.pair < b.pair; });
+}
 }  // namespace
 
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
@@ -80,41 +107,47 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
     std::vector<SkippedPair> skipped;
     const auto usable = readableLines(translator, sources, references, "reference", skipped);
     checkSomethingLeft(sources.size(), skipped, "line could be read");
-    if (usable.size() < sources.size()) {  // the readable lines alone, sentence numbers mapped back
-        const auto refs = references ? pick(*references, usable) : std::vector<std::string>{};
-        auto rep = corpusHeadStatistics(translator, pick(sources, usable), references ? &refs : nullptr, decoding,
-                                        histogram_radius, progress);
-        for (auto& h : rep.heads)
-            for (int& k : h.typical_sentence)
-                if (k >= 0) k = static_cast<int>(usable.at(static_cast<size_t>(k)));
-        rep.skipped = std::move(skipped);
-        return rep;
-    }
     DecodingOptions d = decoding;
     d.return_attention = true;
     d.top_k_candidates = 0;
     d.record_trace = false;
     d.validate();
     HeadStatsAccumulator acc(histogram_radius);
+    std::vector<size_t> added;  // the input line of each sentence the statistics hold, in order
     const int total = static_cast<int>(sources.size());
     const std::string stage = references ? "teacher-forcing the references" : "translating";
-    for (size_t begin = 0; begin < sources.size(); begin += kChunk) {
-        const size_t end = std::min(sources.size(), begin + kChunk);
-        if (!report(progress, stage, static_cast<int>(begin), total)) throw CancelledError();
-        const auto src = slice(sources, begin, end);
+    for (size_t begin = 0; begin < usable.size(); begin += kChunk) {
+        std::vector<size_t> lines(usable.begin() + std::ptrdiff_t(begin),
+                                  usable.begin() + std::ptrdiff_t(std::min(usable.size(), begin + kChunk)));
+        const int first = static_cast<int>(lines.front());
+        if (!report(progress, stage, first, total)) throw CancelledError();
         const auto cancel = [&](const StepProgress& p) {
-            return report(progress, stage, static_cast<int>(begin) + p.sentence_begin, total);
+            return report(progress, stage, first + p.sentence_begin, total);
         };
-        // The model's own translations: searched without maps, then teacher-forced through their
-        // ids in batches (one padded pass per batch instead of one pass per sentence).
-        DecodingOptions search = d;
-        search.return_attention = false;
-        const auto results = references ? translator.teacherForce(src, slice(*references, begin, end), d, cancel)
-                                        : translator.teacherForce(translator.translateBatch(src, search, cancel), d);
-        for (const auto& r : results) acc.add(r);
+        std::vector<TranslationResult> results;
+        if (references) {
+            results = forcePairs(translator, sources, *references, lines, skipped, "", d, cancel);
+        } else {
+            // The model's own translations: searched without maps, then teacher-forced through their
+            // ids in batches (one padded pass per batch instead of one pass per sentence).
+            DecodingOptions search = d;
+            search.return_attention = false;
+            results = translator.teacherForce(translator.translateBatch(pick(sources, lines), search, cancel), d);
+        }
+        for (size_t i = 0; i < results.size(); ++i) {
+            acc.add(results[i]);
+            added.push_back(lines[i]);
+        }
     }
     report(progress, stage, total, total);
-    return acc.report(references != nullptr);
+    checkSomethingLeft(sources.size(), skipped, "line could be read");
+    HeadStatsReport rep = acc.report(references != nullptr);
+    for (auto& h : rep.heads)  // the accumulator counts the sentences it was given: back to input lines
+        for (int& k : h.typical_sentence)
+            if (k >= 0) k = static_cast<int>(added.at(static_cast<size_t>(k)));
+    sortSkipped(skipped);
+    rep.skipped = std::move(skipped);
+    return rep;
 }
 
 void ImportanceOptions::validate() const {
@@ -270,32 +303,6 @@ const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) con
 }
 
 namespace {
-// Teacher-forces `pairs` (indices into sources and targets) with `t`; a pair it cannot read is
-// skipped (`side` before the reason) and dropped from `pairs`. Results in the order of `pairs`.
-std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector<std::string>& sources,
-                                          const std::vector<std::string>& targets, std::vector<size_t>& pairs,
-                                          std::vector<SkippedPair>& skipped, const std::string& side) {
-    DecodingOptions d;
-    d.return_attention = true;
-    d.top_k_candidates = 0;
-    std::vector<std::string> src, trg;
-    for (size_t pair : pairs) src.push_back(sources[pair]), trg.push_back(targets[pair]);
-    try {
-        return t.teacherForce(src, trg, d);
-    } catch (const InputError&) {  // one the model cannot read: find it, keep the rest
-    }
-    std::vector<TranslationResult> results;
-    std::vector<size_t> kept;
-    for (size_t k = 0; k < pairs.size(); ++k) try {
-            results.push_back(t.teacherForce({src[k]}, {trg[k]}, d).front());
-            kept.push_back(pairs[k]);
-        } catch (const InputError& e) {
-            skipped.push_back({static_cast<int>(pairs[k] + 1), side + e.what()});
-        }
-    pairs = std::move(kept);
-    return results;
-}
-
 // The links of every unsymmetrised method (allAlignmentMethods' order) of one result.
 std::vector<AlignmentLinks> linksOfAllMethods(const TranslationResult& r, double threshold, PieceWords& source,
                                               PieceWords& target) {
@@ -358,18 +365,23 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
             rep.methods.push_back({method, {}, std::vector<AlignmentLinks>(sources.size())});
         }
     const std::vector<size_t> usable = readableLines(translator, sources, &targets, "target", rep.skipped);
+    DecodingOptions forcing;
+    forcing.return_attention = true;
+    forcing.top_k_candidates = 0;
     const int total = rep.pairs;
     for (size_t begin = 0; begin < usable.size(); begin += kChunk) {
         const size_t end = std::min(usable.size(), begin + kChunk);
         if (!report(progress, "aligning", static_cast<int>(usable[begin]), total)) throw CancelledError();
         std::vector<size_t> pairs(usable.begin() + std::ptrdiff_t(begin), usable.begin() + std::ptrdiff_t(end));
-        const auto results = forcePairs(translator, sources, targets, pairs, rep.skipped, "");
+        const auto results = forcePairs(translator, sources, targets, pairs, rep.skipped, "", forcing);
         std::vector<size_t> back_pairs = pairs;
-        const auto backs = reverse ? forcePairs(*reverse, targets, sources, back_pairs, rep.skipped, "reverse model: ")
+        const auto backs = reverse ? forcePairs(*reverse, targets, sources, back_pairs, rep.skipped,
+                                                "reverse model (the target as its source): ", forcing)
                                    : std::vector<TranslationResult>{};
         for (size_t i = 0, r = 0; i < results.size(); ++i) {
             const size_t pair = pairs[i];
             if (reverse && (r >= back_pairs.size() || back_pairs[r] != pair)) continue;  // skipped by the reverse
+            const TranslationResult* back = reverse ? &backs[r++] : nullptr;
             try {
                 PieceWords sw, tw;
                 auto links = linksOfAllMethods(results[i], threshold, sw, tw);
@@ -378,10 +390,11 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
                                      gold_name + " line " + std::to_string(pair + 1));
                 if (reverse) {
                     PieceWords rsw, rtw;
-                    const auto back = linksOfAllMethods(backs[r++], threshold, rsw, rtw);
+                    const auto back_links = linksOfAllMethods(*back, threshold, rsw, rtw);
                     for (auto how : kSymmetrizations)
                         for (const auto& [m, rm] : sym)
-                            links.push_back(symmetrizeLinks(links[m], turnedAround(back[rm]), how, sw.words, tw.words));
+                            links.push_back(
+                                symmetrizeLinks(links[m], turnedAround(back_links[rm]), how, sw.words, tw.words));
                 }
                 for (size_t m = 0; m < links.size(); ++m) {
                     if (gold) rep.methods[m].counts.add(links[m], (*gold)[pair]);
@@ -392,8 +405,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
             }
         }
     }
-    std::sort(rep.skipped.begin(), rep.skipped.end(),
-              [](const SkippedPair& a, const SkippedPair& b) { return a.pair < b.pair; });
+    sortSkipped(rep.skipped);
     checkSomethingLeft(sources.size(), rep.skipped, "sentence pair could be aligned");
     report(progress, "aligning", total, total);
     if (gold) markBest(rep);

@@ -21,6 +21,9 @@ namespace {
 bool fusable(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
              const FastDropout& dropout, const AttentionCapture* capture) {
     if (capture || dropout->is_training() || q.size(2) != 1) return false;
+    if (k.size(0) != q.size(0) || k.size(1) != q.size(1) || k.size(3) != q.size(3) || v.size(0) != q.size(0) ||
+        v.size(1) != q.size(1) || v.size(2) != k.size(2))
+        return false;  // shapes that only broadcasting would make fit
     if (torch::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad())) return false;
     for (const auto* t : {&q, &k, &v})
         if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || t->is_sparse() || t->stride(3) != 1)
