@@ -689,6 +689,30 @@ void TestCli::headsAndAlign() {
     QCOMPARE(sj["methods"].size(), sym.methods.size());
     QCOMPARE(sj["best"]["method"].get<std::string>(),
              attnlab::alignmentMethodName(sym.methods[size_t(sym.best)].method));
+    // heads --compare-model: the other direction of the same pairs, each head both models have with
+    // this, other and their difference (the library's numbers).
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/cmp.json",
+             "--compare-model", "en-de", "--compare-reversed"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("compared with"), qPrintable(r.out));
+    const auto cj = nlohmann::json::parse(attnlab::testing::readFile((d + "/cmp.json").toStdString()))["comparison"];
+    QVERIFY(cj["reversed"].get<bool>());
+    attnlab::DecodingOptions as_cli;  // heads' own defaults: greedy, batches of 128
+    as_cli.beam_size = 1;
+    as_cli.max_batch_size = 128;
+    const auto mine = attnlab::corpusHeadStatistics(tr, src, &ref, as_cli);
+    const auto theirs = attnlab::corpusHeadStatistics(en_de, ref, &src, as_cli);
+    const auto diffs = attnlab::compareHeadStatistics(mine, theirs);
+    QCOMPARE(cj["heads"].size(), diffs.size());
+    QCOMPARE(diffs.size(), size_t(3 * 2 * 4));  // the test package's 2 x 4 heads of each kind; en-de has more
+    const auto& first = cj["heads"][5];
+    // Another process with another thread count: float rounding apart, 1e-6.
+    QVERIFY(std::abs(first["entropy"]["this"].get<double>() - diffs[5].this_model[0]) < 1e-6);
+    QVERIFY(std::abs(first["entropy"]["other"].get<double>() - theirs.find(diffs[5].head)->values[0]) < 1e-6);
+    QVERIFY(std::abs(first["entropy"]["difference"].get<double>() -
+                     diffs[5].difference(attnlab::HeadStatistic::Entropy)) < 1e-6);
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--json", d + "/cmp.json", "--compare-reversed"});
+    QCOMPARE(r.code, 2);  // --compare-reversed needs --compare-model
     // --dev: the method is the development set's best; --output writes its links on the test pairs.
     attnlab::testing::writeFile((d + "/dev.de").toStdString(), src[2] + "\n" + src[0] + "\n");
     attnlab::testing::writeFile((d + "/dev.en").toStdString(), ref[2] + "\n" + ref[0] + "\n");

@@ -8,6 +8,7 @@
 #include <attnlab/text_io.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -61,6 +62,20 @@ void printStatistics(const attnlab::HeadStatsReport& rep) {
     std::cout << std::right;
 }
 
+// The heads whose statistics differ most between the two models, for each statistic.
+void printComparison(const std::vector<attnlab::HeadStatsDifference>& diffs, const std::string& other) {
+    std::cout << "compared with " << other << " (other minus this), largest differences:\n";
+    for (const auto& info : attnlab::headStatisticInfos()) {
+        const auto most = std::max_element(diffs.begin(), diffs.end(), [&](const auto& a, const auto& b) {
+            return std::abs(a.difference(info.id)) < std::abs(b.difference(info.id));
+        });
+        if (most == diffs.end()) return;
+        std::cout << "  " << std::left << std::setw(28) << info.label << std::right << shownHead(most->head) << " "
+                  << std::showpos << std::fixed << std::setprecision(3) << most->difference(info.id) << std::noshowpos
+                  << "\n";
+    }
+}
+
 void printImportance(const attnlab::ImportanceReport& imp) {
     std::cout << std::fixed << std::setprecision(2) << "baseline: BLEU " << imp.baseline_bleu << ", chrF "
               << imp.baseline_chrf << " (" << imp.sentences
@@ -84,6 +99,14 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
                       "Reference translations: the decoder is teacher-forced through them (needed for --importance)");
     h.cmd->add_option("--json", h.json_path, "Write statistics (and importance) to this JSON file")->required();
     h.cmd->add_option("--csv", h.csv_path, "Also write the statistics as CSV, one row per head");
+    h.cmd->add_option("--compare-model", h.compare_model,
+                      "The same statistics through another model (a package, a bundled name or direction) and each "
+                      "head's difference, in the JSON's \"comparison\"");
+    h.cmd
+        ->add_flag("--compare-reversed", h.compare_reversed,
+                   "The other model reads the references as its sources and the sources as its references (the "
+                   "other direction of the same pairs, e.g. de-en against en-de)")
+        ->needs(h.cmd->get_option("--compare-model"));
     h.cmd->add_flag("--importance", h.importance,
                     "Translate the corpus once per head with that head ablated, then with the least important "
                     "removed cumulatively; BLEU and chrF of each run go into the JSON");
@@ -118,6 +141,33 @@ void reportSkipped(const std::vector<attnlab::SkippedPair>& skipped, const char*
 }
 }  // namespace
 
+namespace {
+// --compare-model: the same statistics through the other model (with --compare-reversed it reads the
+// references as its sources and the sources as its references).
+struct Compared {
+    std::optional<attnlab::Translator> model;
+    std::optional<attnlab::HeadStatsReport> stats;
+};
+
+Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, const std::vector<std::string>& sources,
+                          const std::vector<std::string>& refs, ProgressLine& progress) {
+    Compared out;
+    if (h.compare_model.empty()) return out;
+    if (h.compare_reversed && refs.empty())
+        throw attnlab::ConfigError("--compare-reversed needs --ref (the other model reads the references)");
+    CommonOptions o = common;
+    o.model = h.compare_model;
+    out.model.emplace(load(o));
+    const auto& other_src = h.compare_reversed ? refs : sources;
+    const auto* other_refs = refs.empty() ? nullptr : (h.compare_reversed ? &sources : &refs);
+    out.stats =
+        attnlab::corpusHeadStatistics(*out.model, other_src, other_refs, h.decoding, h.radius, progress.callback());
+    progress.clear();
+    reportSkipped(out.stats->skipped, "used by the other model");
+    return out;
+}
+}  // namespace
+
 int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     if (h.importance && h.ref.empty()) throw attnlab::ConfigError("--importance needs --ref (BLEU needs references)");
     auto sources = attnlab::readTextLines(h.src);
@@ -140,6 +190,8 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
                                                      h.radius, progress.callback());
     progress.clear();
     reportSkipped(stats.skipped, "used");
+    const Compared other = compareWithOther(common, h, sources, refs, progress);
+    const auto& other_stats = other.stats;
     std::optional<attnlab::ImportanceReport> importance;
     if (h.importance) {
         if (h.workers < 1 || h.workers > 64)
@@ -158,11 +210,15 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
         importance = attnlab::headImportance(workers, sources, refs, io, progress.callback());
         progress.clear();
     }
-    attnlab::writeHeadLabFile(h.json_path,
-                              attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info()));
+    attnlab::HeadStatsOther compared;
+    if (other_stats) compared = {&*other_stats, &other.model->info(), h.compare_reversed};
+    attnlab::writeHeadLabFile(
+        h.json_path, attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(), compared));
     if (!h.csv_path.empty()) attnlab::writeHeadLabFile(h.csv_path, attnlab::headStatsCsv(stats));
     printStatistics(stats);
     if (importance) printImportance(*importance);
+    if (other_stats)
+        printComparison(attnlab::compareHeadStatistics(stats, *other_stats), other.model->info().package_dir);
     std::cout << "wrote " << h.json_path << (h.csv_path.empty() ? "" : " and " + h.csv_path) << "\n";
     return 0;
 }

@@ -12,8 +12,8 @@ namespace attnlab_cli {
 
 struct HeadsCommand {
     CLI::App* cmd = nullptr;
-    std::string src, ref, json_path, csv_path, kinds;
-    bool importance = false;
+    std::string src, ref, json_path, csv_path, kinds, compare_model;
+    bool importance = false, compare_reversed = false;
     int radius = 8;
     int curve_step = 8;
     int limit = 0;

@@ -32,6 +32,17 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
                                      int histogram_radius = 8, const CorpusCallback& progress = {});
 
+// Two reports' statistics head by head, for the heads both have: comparing two models, the two
+// directions of one corpus (each teacher-forced through its own side of the same pairs), or a model
+// and its earlier checkpoint. `difference` is other minus this.
+struct HeadStatsDifference {
+    HeadRef head;
+    std::array<double, kHeadStatisticCount> this_model{}, other_model{};
+    double difference(HeadStatistic s) const { return other_model[size_t(s)] - this_model[size_t(s)]; }
+};
+std::vector<HeadStatsDifference> compareHeadStatistics(const HeadStatsReport& this_model,
+                                                       const HeadStatsReport& other_model);
+
 struct HeadImportance {
     HeadRef head;
     double bleu = 0.0;  // corpus BLEU with this head alone ablated

@@ -18,7 +18,16 @@ inline constexpr int kHeadLabJsonVersion = 1;
 //  "importance" (when given): {"sentences", "baseline_bleu", "baseline_chrf", "bleu_signature",
 //  "heads": [{"name", "kind", "layer", "head", "bleu", "chrf", "bleu_drop"}],
 //  "curve": [{"heads_removed", "bleu", "chrf", "removed": [name]}]}}
-std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model);
+// With `other` (the same corpus through another model, attnlab-cli heads --compare-model): a
+// "comparison" with that model and, per head both have, each statistic as {"this", "other",
+// "difference"} (other minus this).
+struct HeadStatsOther {
+    const HeadStatsReport* stats = nullptr;
+    const ModelInfo* model = nullptr;
+    bool reversed = false;  // it read the references as sources
+};
+std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
+                      const HeadStatsOther& other = {});
 // One row per head: kind,layer,head,rows,<statistic keys>.
 std::string headStatsCsv(const HeadStatsReport& stats);
 

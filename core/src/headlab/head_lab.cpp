@@ -150,6 +150,13 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
     return rep;
 }
 
+std::vector<HeadStatsDifference> compareHeadStatistics(const HeadStatsReport& a, const HeadStatsReport& b) {
+    std::vector<HeadStatsDifference> out;
+    for (const auto& h : a.heads)
+        if (const HeadStats* other = b.find(h.head)) out.push_back({h.head, h.values, other->values});
+    return out;
+}
+
 void ImportanceOptions::validate() const {
     decoding.validate();
     if (curve_step < 1)

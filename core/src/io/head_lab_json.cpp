@@ -80,7 +80,29 @@ json methodJson(const AlignmentMethodReport& m) {
 
 }  // namespace
 
-std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model) {
+namespace {
+json comparisonJson(const HeadStatsReport& stats, const HeadStatsOther& other) {
+    json c = fileHeader("attnlab-heads", *other.model).at("model");
+    json heads = json::array();
+    for (const auto& d : compareHeadStatistics(stats, *other.stats)) {
+        json j = headJson(d.head);
+        for (const auto& info : headStatisticInfos()) {
+            const auto k = static_cast<size_t>(info.id);
+            j[info.key] = {
+                {"this", d.this_model[k]}, {"other", d.other_model[k]}, {"difference", d.difference(info.id)}};
+        }
+        heads.push_back(std::move(j));
+    }
+    return {{"model", std::move(c)},
+            {"reversed", other.reversed},
+            {"sentences", other.stats->sentences},
+            {"skipped", skippedJson(other.stats->skipped)},
+            {"heads", std::move(heads)}};
+}
+}  // namespace
+
+std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
+                      const HeadStatsOther& other) {
     json root = fileHeader("attnlab-heads", model);
     root["sentences"] = stats.sentences;
     root["skipped"] = skippedJson(stats.skipped);
@@ -101,6 +123,7 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
     }
     root["heads"] = std::move(heads);
     if (importance) root["importance"] = importanceJson(*importance);
+    if (other.stats && other.model) root["comparison"] = comparisonJson(stats, other);
     return root.dump(1) + "\n";
 }
 
