@@ -144,10 +144,15 @@ torch::Tensor WeightPack::run(const torch::Tensor& x, const torch::Tensor& weigh
     return output.view(sizes);
 }
 
+torch::Tensor WeightPack::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                 bool use_pack) {
+    if (use_pack)
+        if (auto y = run(x, weight, bias); y.defined()) return y;
+    return torch::nn::functional::linear(x, weight, bias);
+}
+
 torch::Tensor PackedLinearImpl::forward(const torch::Tensor& x) {
-    if (m_packed && !is_training())
-        if (auto y = m_pack->run(x, weight, bias); y.defined()) return y;
-    return torch::nn::LinearImpl::forward(x);
+    return m_pack->linear(x, weight, bias, m_packed && !is_training());
 }
 
 void PackedLinearImpl::setPacked(bool on) {

@@ -33,6 +33,8 @@ public:
     // whenever either tensor's storage, data or version changes); an undefined tensor when packing does
     // not apply (applies()) or XNNPACK refused the weight: the caller then runs at::linear.
     torch::Tensor run(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+    // run() where it applies and `use_pack`, else at::linear: what every packed layer computes.
+    torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool use_pack);
     void clear();
     bool holdsPack() const;  // whether a packed copy is held (after a run() that used it)
 

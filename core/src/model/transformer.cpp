@@ -161,9 +161,7 @@ void TransformerImpl::setPackedInference(bool on) {
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {
-    torch::Tensor logits;
-    if (m_packed && !is_training()) logits = m_projection_pack->run(dec_output, projectionWeight(), torch::Tensor());
-    if (!logits.defined()) logits = torch::nn::functional::linear(dec_output, projectionWeight());
+    torch::Tensor logits = m_projection_pack->linear(dec_output, projectionWeight(), {}, m_packed && !is_training());
     if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
     if (final_logits_bias.defined()) logits = logits + final_logits_bias;
     return logits;
