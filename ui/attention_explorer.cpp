@@ -230,6 +230,7 @@ void AttentionExplorer::refresh() {
                    measure == MapMeasure::ValueNorm ? tr("%1 — %2 (weight × value norm)").arg(kindTitle(kind()), which)
                                                     : tr("%1 — %2").arg(kindTitle(kind()), which));
     if (m_grid_maps != maps) {
+        m_grid->setColumnTitle(measure == MapMeasure::Rollout ? tr("rollout") : QString());
         m_grid->setMaps(*maps);
         m_grid_maps = maps;
     }

@@ -110,9 +110,16 @@ QString fitting(const QFontMetrics& fm, const QStringList& candidates, int room)
 }
 }  // namespace
 
+void AttentionGrid::setColumnTitle(const QString& title) {
+    m_column_title = title;
+    update();
+}
+
 QString AttentionGrid::headerText(int c) const {
     const QStringList full = c == heads() ? QStringList{tr("mean"), tr("μ")}
-                                          : QStringList{headLabel(c), tr("h%1").arg(shownText(c)), shownText(c)};
+                             : !m_column_title.isEmpty()
+                                 ? QStringList{m_column_title}
+                                 : QStringList{headLabel(c), tr("h%1").arg(shownText(c)), shownText(c)};
     return fitting(QFontMetrics(font()), full, cellRect(0, c).width() + kGap - 2);
 }
 
@@ -190,8 +197,9 @@ bool AttentionGrid::event(QEvent* e) {
         } else {
             const QString off =
                 isAblated(layer, column) ? tr(" (switched off: its output did not reach the layer)") : QString();
-            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), layerHeadLabel(layer, column, heads()) + off,
-                               this);
+            const QString what = m_column_title.isEmpty() ? layerHeadLabel(layer, column, heads())
+                                                          : tr("%1, %2").arg(layerLabel(layer), m_column_title);
+            QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), what + off, this);
         }
         return true;
     }

@@ -22,6 +22,9 @@ public:
     explicit AttentionGrid(QWidget* parent = nullptr);
 
     void setMaps(const LayerHeadMaps& maps);  // [layer][head]
+    // What the head columns stand for when not heads: a rollout has one map per layer, titled so
+    // instead of "head 1" (empty = heads).
+    void setColumnTitle(const QString& title);
     const LayerHeadMaps& maps() const { return m_maps; }
     void setSelected(int layer, int head);  // head == heads() means the mean column
     // Heads switched off in the translation shown ({layer, head}): crossed out, named in the tooltip.
@@ -63,6 +66,7 @@ private:
     int headerHeight() const;  // room for the column captions
     Palette m_palette = Palette::Blues;
     LayerHeadMaps m_maps;
+    QString m_column_title;
     std::vector<std::vector<QImage>> m_images;  // [layer][head + mean]
     int m_sel_layer = 0, m_sel_head = 0;
     std::vector<std::pair<int, int>> m_ablated;
