@@ -76,15 +76,38 @@ void printComparison(const std::vector<attnlab::HeadStatsDifference>& diffs, con
     }
 }
 
+void printGradient(const attnlab::GradientImportanceReport& g) {
+    std::cout << std::fixed << std::setprecision(3) << "most important by gradient (" << g.sentences
+              << " pairs, normalised per layer, " << std::setprecision(1) << g.seconds
+              << " s):" << std::setprecision(3);
+    for (size_t i = g.heads.size(), shown = 0; i-- > 0 && shown < 5; ++shown)
+        std::cout << " " << shownHead(g.heads[i].head) << " " << g.heads[i].normalized;
+    std::cout << "\n";
+}
+
 void printImportance(const attnlab::ImportanceReport& imp) {
     std::cout << std::fixed << std::setprecision(2) << "baseline: BLEU " << imp.baseline_bleu << ", chrF "
               << imp.baseline_chrf << " (" << imp.sentences
               << " sentences)\nmost important (BLEU with the head ablated alone):";
     for (size_t i = imp.heads.size(), shown = 0; i-- > 0 && shown < 5; ++shown)
         std::cout << " " << shownHead(imp.heads[i].head) << " " << imp.heads[i].bleu;
-    std::cout << "\npruning curve (heads removed: BLEU):";
-    for (const auto& p : imp.curve) std::cout << " " << p.heads_removed << ": " << p.bleu;
+    std::cout << "\npruning curve (heads removed: BLEU";
+    if (imp.bootstrap_resamples > 0) std::cout << " [95 % interval, " << imp.bootstrap_resamples << " resamples]";
+    std::cout << "):";
+    for (const auto& p : imp.curve) {
+        std::cout << " " << p.heads_removed << ": " << p.bleu;
+        if (p.interval.resamples > 0)
+            std::cout << " [" << p.interval.low << ", " << p.interval.high << "]" << (p.significantLoss() ? "*" : "");
+    }
     std::cout << "\n";
+    if (imp.removable_heads >= 0)
+        std::cout << "removable with no significant loss (* = significantly below the baseline): "
+                  << imp.removable_heads << " of " << imp.heads.size() << " heads\n";
+    if (imp.gradient) {
+        printGradient(*imp.gradient);
+        std::cout << "rank correlation of the two orders (Spearman): "
+                  << (std::isfinite(imp.rank_correlation) ? std::to_string(imp.rank_correlation) : "undefined") << "\n";
+    }
 }
 
 }  // namespace
@@ -110,6 +133,12 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd->add_flag("--importance", h.importance,
                     "Translate the corpus once per head with that head ablated, then with the least important "
                     "removed cumulatively; BLEU and chrF of each run go into the JSON");
+    h.cmd->add_flag("--gradient-importance", h.gradient,
+                    "Only the gradient importance of every head (Michel et al.: |dL/d gate|, one backward pass per "
+                    "batch, seconds), without the ablation runs; --importance includes it");
+    h.cmd->add_option("--bootstrap", h.bootstrap,
+                      "Paired bootstrap resamples for the pruning curve's 95 % intervals (0: none)")
+        ->capture_default_str();
     h.cmd->add_option("--importance-kinds", h.kinds,
                       "Only heads of these kinds take part, e.g. cross or encoder,cross");
     h.cmd->add_option("--curve-step", h.curve_step, "Heads removed between two points of the pruning curve")
@@ -170,6 +199,8 @@ Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, co
 
 int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     if (h.importance && h.ref.empty()) throw attnlab::ConfigError("--importance needs --ref (BLEU needs references)");
+    if (h.gradient && h.ref.empty())
+        throw attnlab::ConfigError("--gradient-importance needs --ref (the loss is the references')");
     auto sources = attnlab::readTextLines(h.src);
     std::vector<std::string> refs;
     if (!h.ref.empty()) {
@@ -182,6 +213,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     attnlab::ImportanceOptions io;
     io.decoding = h.decoding;
     io.curve_step = h.curve_step;
+    io.bootstrap_resamples = h.bootstrap;
     io.kinds = parseKinds(h.kinds);
     io.validate();
     auto translator = load(common);
@@ -210,13 +242,20 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
         importance = attnlab::headImportance(workers, sources, refs, io, progress.callback());
         progress.clear();
     }
+    std::optional<attnlab::GradientImportanceReport> gradient;
+    if (h.gradient && !importance) {
+        gradient = attnlab::gradientImportance(translator, sources, refs, io.kinds, 32, progress.callback());
+        progress.clear();
+    }
     attnlab::HeadStatsOther compared;
     if (other_stats) compared = {&*other_stats, &other.model->info(), h.compare_reversed};
-    attnlab::writeHeadLabFile(
-        h.json_path, attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(), compared));
+    attnlab::writeHeadLabFile(h.json_path, attnlab::headsJson(stats, importance ? &*importance : nullptr,
+                                                              translator.info(), compared,
+                                                              gradient ? &*gradient : nullptr));
     if (!h.csv_path.empty()) attnlab::writeHeadLabFile(h.csv_path, attnlab::headStatsCsv(stats));
     printStatistics(stats);
     if (importance) printImportance(*importance);
+    if (gradient) printGradient(*gradient);
     if (other_stats)
         printComparison(attnlab::compareHeadStatistics(stats, *other_stats), other.model->info().package_dir);
     std::cout << "wrote " << h.json_path << (h.csv_path.empty() ? "" : " and " + h.csv_path) << "\n";

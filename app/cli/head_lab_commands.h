@@ -13,8 +13,9 @@ namespace attnlab_cli {
 struct HeadsCommand {
     CLI::App* cmd = nullptr;
     std::string src, ref, json_path, csv_path, kinds, compare_model;
-    bool importance = false, compare_reversed = false;
+    bool importance = false, gradient = false, compare_reversed = false;
     int radius = 8;
+    int bootstrap = 1000;
     int curve_step = 8;
     int limit = 0;
     int workers = 2;

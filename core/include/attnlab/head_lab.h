@@ -7,9 +7,12 @@
 #include <attnlab/attention_kind.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/head_stats.h>
+#include <attnlab/metrics.h>
 #include <attnlab/translator.h>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +58,39 @@ struct PruningPoint {
     double bleu = 0.0;
     double chrf = 0.0;
     std::vector<HeadRef> removed;  // every head removed at this point, least important first
+    // 95 % intervals of this point's BLEU and of its BLEU minus the baseline's, from a paired bootstrap
+    // over sentences (the same resamples for every point; none when ImportanceOptions::bootstrap_resamples
+    // is 0).
+    PairedBootstrap interval;
+    bool significantLoss() const { return interval.resamples > 0 && interval.significantlyLower(); }
 };
+
+// Michel et al.'s gradient importance of one head over a corpus.
+struct GradientImportance {
+    HeadRef head;
+    double raw = 0.0;         // I_h = mean over pairs of |dL(x)/d xi_h| (attnlab/gradients.h)
+    double normalized = 0.0;  // I_h / the L2 norm of its layer's I (Michel et al.): comparable across layers
+};
+
+struct GradientImportanceReport {
+    int sentences = 0;                  // used (skipped ones not included)
+    std::vector<SkippedPair> skipped;   // pairs the model cannot read
+    std::vector<GradientImportance> heads;  // least important first (lowest normalized)
+    double seconds = 0.0;
+    const GradientImportance* find(const HeadRef& h) const;
+};
+
+// Gradient importance of every head of `kinds` (empty = all) teacher-forced through the references, one
+// backward pass per batch of `batch_size` pairs. A pair the model cannot read is skipped and listed;
+// throws InputError for differing counts or when no pair can be read, CancelledError.
+GradientImportanceReport gradientImportance(const Translator& translator, const std::vector<std::string>& sources,
+                                            const std::vector<std::string>& references,
+                                            const std::vector<AttentionKind>& kinds = {}, int batch_size = 32,
+                                            const CorpusCallback& progress = {});
+
+// Spearman's rank correlation of two equally long lists (ties share their mean rank); NaN when either
+// list is constant or shorter than 2.
+double spearmanCorrelation(const std::vector<double>& a, const std::vector<double>& b);
 
 struct ImportanceReport {
     int sentences = 0;                 // scored (skipped ones not included)
@@ -65,11 +100,22 @@ struct ImportanceReport {
     std::string bleu_signature;
     std::vector<HeadImportance> heads;  // least important first: highest BLEU when ablated (ties: chrF)
     std::vector<PruningPoint> curve;    // 0 removed, then every `curve_step` more, then all
+    int bootstrap_resamples = 0;        // per curve point (0: no intervals)
+    // The most heads removed before the first curve point whose BLEU is significantly below the
+    // baseline's (95 %, paired bootstrap); every head when no point is. -1 without intervals.
+    int removable_heads = -1;
+    // With ImportanceOptions::gradient: the same heads by gradient importance, and Spearman's rank
+    // correlation between the two orders (BLEU drop against normalised gradient importance).
+    std::optional<GradientImportanceReport> gradient;
+    double rank_correlation = 0.0;
 };
 
 struct ImportanceOptions {
     DecodingOptions decoding;  // the search every run uses (the CLI: greedy)
     int curve_step = 8;        // heads removed between two points of the pruning curve
+    int bootstrap_resamples = 1000;  // paired bootstrap resamples per curve point (0: no intervals)
+    uint64_t bootstrap_seed = 1;
+    bool gradient = true;  // also gradient importance and its rank correlation with ablation's order
     // Heads of which kinds take part ("encoder", "decoder", "cross"); empty = all three.
     std::vector<AttentionKind> kinds;
     void validate() const;  // throws ConfigError

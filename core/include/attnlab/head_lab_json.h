@@ -17,7 +17,12 @@ inline constexpr int kHeadLabJsonVersion = 1;
 //  "offset_histogram", "typical_sentence": {<statistic key>: index}}],
 //  "importance" (when given): {"sentences", "baseline_bleu", "baseline_chrf", "bleu_signature",
 //  "heads": [{"name", "kind", "layer", "head", "bleu", "chrf", "bleu_drop"}],
-//  "curve": [{"heads_removed", "bleu", "chrf", "removed": [name]}]}}
+//  "curve": [{"heads_removed", "bleu", "chrf", "removed": [name], "interval" (with resamples):
+//  {"bleu_low", "bleu_high", "difference_low", "difference_high", "significant_loss"}}],
+//  "bootstrap_resamples", "removable_heads" (null without intervals), "rank_correlation" (Spearman's
+//  rho of BLEU drop against gradient importance; null without it)},
+//  "gradient_importance" (given, or the importance's): {"sentences", "skipped", "seconds",
+//  "heads": [{"name", "kind", "layer", "head", "raw", "normalized"}] least important first}}
 // With `other` (the same corpus through another model, attnlab-cli heads --compare-model): a
 // "comparison" with that model and, per head both have, each statistic as {"this", "other",
 // "difference"} (other minus this).
@@ -27,7 +32,7 @@ struct HeadStatsOther {
     bool reversed = false;  // it read the references as sources
 };
 std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
-                      const HeadStatsOther& other = {});
+                      const HeadStatsOther& other = {}, const GradientImportanceReport* gradient = nullptr);
 // One row per head: kind,layer,head,rows,<statistic keys>.
 std::string headStatsCsv(const HeadStatsReport& stats);
 

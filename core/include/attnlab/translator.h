@@ -8,6 +8,7 @@
 #include <attnlab/decoding_options.h>
 #include <attnlab/device.h>
 #include <attnlab/explain.h>
+#include <attnlab/gradients.h>
 #include <attnlab/package.h>
 #include <attnlab/translation.h>
 
@@ -107,6 +108,18 @@ public:
     // Every head's value norms ||f_h(x_j)|| for the result's maps (attnlab/attention_flow.h), from
     // the same teacher-forced pass as explain(); throws InputError for an empty translation.
     ValueNorms valueNorms(const TranslationResult& result) const;
+
+    // Gradient x input of every input token for each of the result's target tokens
+    // (attnlab/gradients.h), from one backward pass with the result's ablated heads off; throws
+    // InputError for an empty translation.
+    Saliency saliency(const TranslationResult& result) const;
+    // Michel et al.'s |dL/d gate| of every head for each pair, teacher-forced through the targets, one
+    // backward pass per batch of options.max_batch_size (options.ablate does not apply). Throws
+    // InputError naming the pair that cannot be read, CancelledError when the callback returns false.
+    HeadGateGradients headGateGradients(const std::vector<std::string>& sources,
+                                        const std::vector<std::string>& targets,
+                                        const DecodingOptions& options = {},
+                                        const StepCallback& on_batch = {}) const;
 
     // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).
     std::vector<std::vector<float>> positionalTable() const;

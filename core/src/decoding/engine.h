@@ -14,6 +14,7 @@
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/explain.h>
+#include <attnlab/gradients.h>
 #include <attnlab/tokenizer.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
@@ -77,6 +78,15 @@ public:
     // Every head's ||f_h(x_j)|| for every key (attnlab/attention_flow.h), from the same pass.
     ValueNorms valueNorms(const TranslationResult& r) const;
 
+    // gradients.cpp (attnlab/gradients.h): gradient x input of a translation's tokens, one backward
+    // pass for all its target tokens; and the head gates' gradients of given pairs, one backward pass
+    // per batch of options.max_batch_size (options.ablate does not apply: every gate is 1). Throws
+    // InputError (naming the pair), CancelledError when the callback (once per batch) returns false.
+    Saliency saliency(const TranslationResult& r) const;
+    HeadGateGradients headGateGradients(const std::vector<std::string>& sources,
+                                        const std::vector<std::string>& targets, const DecodingOptions& options,
+                                        const StepCallback& on_batch = {}) const;
+
     // The sinusoid table of the loaded model, [position][dimension].
     std::vector<std::vector<float>> positionalTable() const;
 
@@ -113,6 +123,18 @@ private:
     std::vector<TranslationResult> teacherForceBatch(const std::vector<const Source*>& sources,
                                                      const std::vector<const Source*>& targets,
                                                      const DecodingOptions& o) const;
+    // Teacher forcing's tensors for a batch: sources padded, the decoder's input (<s> then each target
+    // but its last token), and the gold tokens (each target, pad after it), [b, longest target].
+    struct ForcedTensors {
+        torch::Tensor src, trg_in, gold;
+    };
+    ForcedTensors forcedTensors(const std::vector<const Source*>& sources,
+                                const std::vector<const Source*>& targets) const;
+    // Sources and targets prepared; throws InputError naming the pair (1-based).
+    void preparePairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
+                      std::vector<Source>& src, std::vector<Source>& trg) const;
+    // Pair indices by the lengths of both sides, shortest first (batches of like lengths pad little).
+    static std::vector<size_t> lengthOrder(const std::vector<Source>& src, const std::vector<Source>& trg);
     int maxLength(size_t src_len, const DecodingOptions& o) const;
     torch::Tensor sourceTensor(const std::vector<const Source*>& batch) const;
     std::vector<TranslationResult> run(const std::vector<std::string>& sentences, const DecodingOptions& o,

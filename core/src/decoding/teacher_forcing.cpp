@@ -36,15 +36,13 @@ Engine::Source Engine::prepareTarget(const std::string& sentence) const {
     return t;
 }
 
-std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::string>& sources,
-                                                    const std::vector<std::string>& targets, const DecodingOptions& o,
-                                                    const StepCallback& on_batch) const {
-    o.validate();
-    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
+void Engine::preparePairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
+                          std::vector<Source>& src, std::vector<Source>& trg) const {
     if (sources.size() != targets.size())
         throw InputError(std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) +
                          " targets");
-    std::vector<Source> src(sources.size()), trg(targets.size());
+    src.assign(sources.size(), {});
+    trg.assign(targets.size(), {});
     for (size_t i = 0; i < sources.size(); ++i) {
         try {
             src[i] = prepare(sources[i]);
@@ -53,6 +51,24 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
             throw InputError("pair " + std::to_string(i + 1) + ": " + e.what());
         }
     }
+}
+
+std::vector<size_t> Engine::lengthOrder(const std::vector<Source>& src, const std::vector<Source>& trg) {
+    std::vector<size_t> order(src.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return src[a].ids.size() + trg[a].ids.size() < src[b].ids.size() + trg[b].ids.size();
+    });
+    return order;
+}
+
+std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::string>& sources,
+                                                    const std::vector<std::string>& targets, const DecodingOptions& o,
+                                                    const StepCallback& on_batch) const {
+    o.validate();
+    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
+    std::vector<Source> src, trg;
+    preparePairs(sources, targets, src, trg);
     return forceAll(src, trg, o, on_batch);
 }
 
@@ -74,11 +90,7 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<Translatio
 
 std::vector<TranslationResult> Engine::forceAll(const std::vector<Source>& src, const std::vector<Source>& trg,
                                                 const DecodingOptions& o, const StepCallback& on_batch) const {
-    std::vector<size_t> order(src.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return src[a].ids.size() + trg[a].ids.size() < src[b].ids.size() + trg[b].ids.size();
-    });
+    const auto order = lengthOrder(src, trg);
     std::vector<TranslationResult> results(src.size());
     return util::translatingTorchErrors("teacher forcing", [&] {
         torch::NoGradGuard no_grad;
@@ -108,33 +120,36 @@ std::vector<TranslationResult> Engine::forceAll(const std::vector<Source>& src, 
     });
 }
 
-std::vector<TranslationResult> Engine::teacherForceBatch(const std::vector<const Source*>& sources,
-                                                         const std::vector<const Source*>& targets,
-                                                         const DecodingOptions& o) const {
+Engine::ForcedTensors Engine::forcedTensors(const std::vector<const Source*>& sources,
+                                            const std::vector<const Source*>& targets) const {
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
     int64_t lt = 0;
     for (const auto* t : targets) lt = std::max<int64_t>(lt, static_cast<int64_t>(t->ids.size()));
     const int64_t b = static_cast<int64_t>(targets.size());
-    // The decoder's input: <s>, then the target but its last token (</s>).
     auto trg_in = torch::full({b, lt}, m_config.model.trg_pad_idx, i64);
-    auto gold = torch::zeros({b, lt}, i64);
-    {
-        auto a = trg_in.accessor<int64_t, 2>();
-        auto g = gold.accessor<int64_t, 2>();
-        for (int64_t i = 0; i < b; ++i) {
-            a[i][0] = m_config.bos_idx;
-            const auto& ids = targets[i]->ids;
-            for (size_t j = 0; j < ids.size(); ++j) {
-                if (j + 1 < ids.size()) a[i][j + 1] = ids[j];
-                g[i][j] = ids[j];
-            }
+    auto gold = torch::full({b, lt}, m_config.model.trg_pad_idx, i64);
+    auto a = trg_in.accessor<int64_t, 2>();
+    auto g = gold.accessor<int64_t, 2>();
+    for (int64_t i = 0; i < b; ++i) {
+        a[i][0] = m_config.bos_idx;
+        const auto& ids = targets[i]->ids;
+        for (size_t j = 0; j < ids.size(); ++j) {
+            if (j + 1 < ids.size()) a[i][j + 1] = ids[j];
+            g[i][j] = ids[j];
         }
     }
-    auto src = sourceTensor(sources);
+    return {sourceTensor(sources), trg_in.to(m_device), gold.to(m_device)};
+}
+
+std::vector<TranslationResult> Engine::teacherForceBatch(const std::vector<const Source*>& sources,
+                                                         const std::vector<const Source*>& targets,
+                                                         const DecodingOptions& o) const {
+    const auto [src, trg_in, gold] = forcedTensors(sources, targets);
+    const int64_t b = static_cast<int64_t>(targets.size());
     model::Attentions attns;
     model::Transformer model = m_model;
-    auto logits = model->forwardFull(src, trg_in.to(m_device), o.return_attention ? &attns : nullptr);
-    auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1).gather(2, gold.to(m_device).unsqueeze(2)).squeeze(2);
+    auto logits = model->forwardFull(src, trg_in, o.return_attention ? &attns : nullptr);
+    auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1).gather(2, gold.unsqueeze(2)).squeeze(2);
     logp = logp.to(torch::kCPU).to(torch::kFloat64);
     auto lp = logp.accessor<double, 2>();
 

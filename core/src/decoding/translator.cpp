@@ -62,6 +62,14 @@ ValueNorms Translator::valueNorms(const TranslationResult& result) const {
     return util::translatingTorchErrors("computing value norms", [&] { return m_engine->valueNorms(result); });
 }
 
+Saliency Translator::saliency(const TranslationResult& result) const { return m_engine->saliency(result); }
+
+HeadGateGradients Translator::headGateGradients(const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& targets,
+                                                const DecodingOptions& options, const StepCallback& on_batch) const {
+    return m_engine->headGateGradients(sources, targets, options, on_batch);
+}
+
 AttentionExplanation Translator::explain(const TranslationResult& result, const CellRef& cell) const {
     return util::translatingTorchErrors("explaining a weight", [&] { return m_engine->explain(result, cell); });
 }

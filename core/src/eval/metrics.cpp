@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -92,33 +93,41 @@ std::string tokenize13a(const std::string& input) {
     return out;
 }
 
-BleuScore corpusBleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
-    if (hyps.size() != refs.size())
-        throw InputError("BLEU: " + std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
-                         " references");
-    int64_t correct[4] = {0, 0, 0, 0}, total[4] = {0, 0, 0, 0};
-    BleuScore b;
-    for (size_t i = 0; i < hyps.size(); ++i) {
-        const auto h = split(tokenize13a(hyps[i])), r = split(tokenize13a(refs[i]));
-        b.sys_len += static_cast<int64_t>(h.size());
-        b.ref_len += static_cast<int64_t>(r.size());
-        for (int n = 1; n <= 4; ++n) {
-            const auto hn = ngrams(h, n), rn = ngrams(r, n);
-            for (const auto& [g, c] : hn) {
-                total[n - 1] += c;
-                auto it = rn.find(g);
-                if (it != rn.end()) correct[n - 1] += std::min(c, it->second);
-            }
+BleuStats sentenceBleuStats(const std::string& hypothesis, const std::string& reference) {
+    const auto h = split(tokenize13a(hypothesis)), r = split(tokenize13a(reference));
+    BleuStats s;
+    s.sys_len = static_cast<int64_t>(h.size());
+    s.ref_len = static_cast<int64_t>(r.size());
+    for (int n = 1; n <= 4; ++n) {
+        const auto hn = ngrams(h, n), rn = ngrams(r, n);
+        for (const auto& [g, c] : hn) {
+            s.total[n - 1] += c;
+            auto it = rn.find(g);
+            if (it != rn.end()) s.correct[n - 1] += std::min(c, it->second);
         }
     }
+    return s;
+}
+
+BleuStats& BleuStats::operator+=(const BleuStats& o) {
+    for (int n = 0; n < 4; ++n) correct[n] += o.correct[n], total[n] += o.total[n];
+    sys_len += o.sys_len;
+    ref_len += o.ref_len;
+    return *this;
+}
+
+BleuScore bleuFromStats(const BleuStats& s) {
+    BleuScore b;
+    b.sys_len = s.sys_len;
+    b.ref_len = s.ref_len;
     double smooth = 1.0;
     for (int n = 0; n < 4; ++n) {
-        if (total[n] == 0) break;
-        if (correct[n] == 0) {
+        if (s.total[n] == 0) break;
+        if (s.correct[n] == 0) {
             smooth *= 2;
-            b.precisions[n] = 100.0 / (smooth * double(total[n]));
+            b.precisions[n] = 100.0 / (smooth * double(s.total[n]));
         } else {
-            b.precisions[n] = 100.0 * double(correct[n]) / double(total[n]);
+            b.precisions[n] = 100.0 * double(s.correct[n]) / double(s.total[n]);
         }
     }
     b.brevity_penalty =
@@ -128,6 +137,73 @@ BleuScore corpusBleu(const std::vector<std::string>& hyps, const std::vector<std
     b.score = b.brevity_penalty * std::exp(log_sum / 4.0);
     b.signature = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0";
     return b;
+}
+
+std::vector<BleuStats> sentenceBleuStats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+    if (hyps.size() != refs.size())
+        throw InputError("BLEU: " + std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
+                         " references");
+    std::vector<BleuStats> out;
+    out.reserve(hyps.size());
+    for (size_t i = 0; i < hyps.size(); ++i) out.push_back(sentenceBleuStats(hyps[i], refs[i]));
+    return out;
+}
+
+BleuScore corpusBleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+    BleuStats sum;
+    for (const auto& s : sentenceBleuStats(hyps, refs)) sum += s;
+    return bleuFromStats(sum);
+}
+
+std::vector<std::vector<size_t>> bootstrapResamples(size_t sentences, int resamples, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::vector<size_t>> out(static_cast<size_t>(std::max(resamples, 0)));
+    for (auto& r : out) {
+        r.resize(sentences);
+        for (auto& i : r) i = static_cast<size_t>(rng() % sentences);  // modulo bias < 1e-15 for any corpus
+    }
+    return out;
+}
+
+namespace {
+double percentile(std::vector<double> v, double q) {
+    // numpy's default (linear between the two nearest ranks)
+    std::sort(v.begin(), v.end());
+    const double at = q * double(v.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(at)), hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
+}
+}  // namespace
+
+PairedBootstrap pairedBootstrap(const std::vector<BleuStats>& baseline, const std::vector<BleuStats>& system,
+                                const std::vector<std::vector<size_t>>& resamples) {
+    if (baseline.size() != system.size())
+        throw InputError("paired bootstrap: " + std::to_string(baseline.size()) + " baseline sentences but " +
+                         std::to_string(system.size()) + " system sentences");
+    if (baseline.empty()) throw InputError("paired bootstrap: no sentences");
+    if (resamples.empty()) throw InputError("paired bootstrap: no resamples");
+    std::vector<double> scores, differences;
+    for (const auto& r : resamples) {
+        if (r.size() != system.size())
+            throw InputError("paired bootstrap: a resample of " + std::to_string(r.size()) + " sentences for " +
+                             std::to_string(system.size()));
+        BleuStats a, b;
+        for (size_t i : r) {
+            if (i >= system.size()) throw InputError("paired bootstrap: sentence index out of range");
+            a += baseline[i];
+            b += system[i];
+        }
+        const double sb = bleuFromStats(b).score;
+        scores.push_back(sb);
+        differences.push_back(sb - bleuFromStats(a).score);
+    }
+    PairedBootstrap p;
+    p.resamples = static_cast<int>(resamples.size());
+    p.low = percentile(scores, 0.025);
+    p.high = percentile(scores, 0.975);
+    p.difference_low = percentile(differences, 0.025);
+    p.difference_high = percentile(differences, 0.975);
+    return p;
 }
 
 double corpusChrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {

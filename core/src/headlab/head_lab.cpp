@@ -3,6 +3,8 @@
 #include <attnlab/head_lab.h>
 #include <attnlab/metrics.h>
 
+#include "headlab/corpus_lines.h"
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -11,9 +13,9 @@
 
 namespace attnlab {
 
-namespace {
+using namespace headlab;
 
-constexpr size_t kChunk = 256;  // sentences whose maps are held at once (~30 MB for the bundled model)
+namespace headlab {
 
 void checkCounts(size_t sources, size_t others, const char* what) {
     if (sources != others)
@@ -21,8 +23,6 @@ void checkCounts(size_t sources, size_t others, const char* what) {
                          std::to_string(others) + " " + what);
 }
 
-// The lines of a corpus run that the model can read (both sides, when there is a second), in
-// order; the others go to `skipped` with the side and the reason.
 std::vector<size_t> readableLines(const Translator& t, const std::vector<std::string>& sources,
                                   const std::vector<std::string>* second, const char* second_name,
                                   std::vector<SkippedPair>& skipped) {
@@ -38,7 +38,6 @@ std::vector<size_t> readableLines(const Translator& t, const std::vector<std::st
     return usable;
 }
 
-// When every line was skipped: an error naming the first and why.
 void checkSomethingLeft(size_t lines, const std::vector<SkippedPair>& skipped, const std::string& what) {
     if (lines > 0 && skipped.size() == lines)
         throw InputError("no " + what + " (line " + std::to_string(skipped.front().pair) + ": " +
@@ -67,12 +66,10 @@ std::vector<HeadRef> headsOf(const Translator& t, const std::vector<AttentionKin
     return heads;
 }
 
-// Teacher-forces `pairs` (indices into sources and targets) with `t`; a pair it cannot read is
-// skipped (`side` before the reason) and dropped from `pairs`. Results in the order of `pairs`.
 std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector<std::string>& sources,
                                           const std::vector<std::string>& targets, std::vector<size_t>& pairs,
                                           std::vector<SkippedPair>& skipped, const std::string& side,
-                                          const DecodingOptions& d, const StepCallback& cancel = {}) {
+                                          const DecodingOptions& d, const StepCallback& cancel) {
     std::vector<std::string> src, trg;
     for (size_t pair : pairs) src.push_back(sources[pair]), trg.push_back(targets[pair]);
     try {
@@ -98,7 +95,7 @@ void sortSkipped(std::vector<SkippedPair>& skipped) {
     std::sort(skipped.begin(), skipped.end(),
               [](const SkippedPair& a, const SkippedPair& b) { return a.pair < b.pair; });
 }
-}  // namespace
+}  // namespace headlab
 
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
@@ -155,152 +152,6 @@ std::vector<HeadStatsDifference> compareHeadStatistics(const HeadStatsReport& a,
     for (const auto& h : a.heads)
         if (const HeadStats* other = b.find(h.head)) out.push_back({h.head, h.values, other->values});
     return out;
-}
-
-void ImportanceOptions::validate() const {
-    decoding.validate();
-    if (curve_step < 1)
-        throw ConfigError("importance options: curve_step " + std::to_string(curve_step) + " is below 1");
-}
-
-namespace {
-
-struct RunScore {
-    double bleu = 0, chrf = 0;
-    std::string signature;
-};
-
-// Translates the corpus once per job (a set of heads to ablate), the jobs spread over the
-// translators, one thread each (a single translator runs on the calling thread). Progress and
-// cancellation go through one lock; the first exception of any job is rethrown after all stop.
-class ImportanceRunner {
-public:
-    ImportanceRunner(const std::vector<const Translator*>& translators, const std::vector<std::string>& sources,
-                     const std::vector<std::string>& references, const ImportanceOptions& options,
-                     const CorpusCallback& progress, int runs)
-        : m_translators(translators),
-          m_sources(sources),
-          m_refs(references),
-          m_options(options),
-          m_progress(progress),
-          m_runs(runs) {}
-
-    std::vector<RunScore> run(const std::vector<std::vector<HeadRef>>& jobs, const std::string& stage) {
-        std::vector<RunScore> scores(jobs.size());
-        std::atomic<size_t> next{0};
-        std::exception_ptr error;
-        auto work = [&](const Translator& t) {
-            try {
-                for (size_t j = next++; j < jobs.size() && !m_cancelled; j = next++) scores[j] = one(t, jobs[j], stage);
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(m_mutex);
-                if (!error) error = std::current_exception();
-                m_cancelled = true;
-            }
-        };
-        if (m_translators.size() == 1) {
-            work(*m_translators.front());
-        } else {
-            std::vector<std::thread> threads;
-            for (const Translator* t : m_translators) threads.emplace_back(work, std::cref(*t));
-            for (auto& th : threads) th.join();
-        }
-        if (error) std::rethrow_exception(error);
-        if (m_cancelled) throw CancelledError();
-        return scores;
-    }
-
-    int total() const { return m_runs; }
-
-private:
-    bool tick(const std::string& stage) {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        if (!m_cancelled && !report(m_progress, stage, m_done, m_runs)) m_cancelled = true;
-        return !m_cancelled;
-    }
-
-    RunScore one(const Translator& t, const std::vector<HeadRef>& ablate, const std::string& stage) {
-        if (!tick(stage)) throw CancelledError();
-        DecodingOptions d = m_options.decoding;
-        d.return_attention = false;
-        d.top_k_candidates = 0;
-        d.record_trace = false;
-        d.ablate = ablate;
-        const auto results = t.translateBatch(m_sources, d, [&](const StepProgress&) { return tick(stage); });
-        std::vector<std::string> hyps;
-        for (const auto& r : results) hyps.push_back(r.best.text);
-        const auto bleu = corpusBleu(hyps, m_refs);
-        RunScore score{bleu.score, corpusChrf(hyps, m_refs), bleu.signature};
-        std::lock_guard<std::mutex> lock(m_mutex);
-        ++m_done;
-        return score;
-    }
-
-    const std::vector<const Translator*>& m_translators;
-    const std::vector<std::string>& m_sources;
-    const std::vector<std::string>& m_refs;
-    const ImportanceOptions& m_options;
-    const CorpusCallback& m_progress;
-    const int m_runs;
-    std::mutex m_mutex;
-    int m_done = 0;
-    std::atomic<bool> m_cancelled{false};
-};
-
-}  // namespace
-
-ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
-                                const std::vector<std::string>& references, const ImportanceOptions& options,
-                                const CorpusCallback& progress) {
-    return headImportance(std::vector<const Translator*>{&translator}, sources, references, options, progress);
-}
-
-ImportanceReport headImportance(const std::vector<const Translator*>& translators,
-                                const std::vector<std::string>& sources, const std::vector<std::string>& references,
-                                const ImportanceOptions& options, const CorpusCallback& progress) {
-    options.validate();
-    if (translators.empty()) throw ConfigError("importance: no translator given");
-    const Translator& first = *translators.front();
-    checkCounts(sources.size(), references.size(), "references");
-    std::vector<SkippedPair> skipped;
-    const auto usable = readableLines(first, sources, nullptr, "", skipped);
-    checkSomethingLeft(sources.size(), skipped, "line could be read");
-    if (usable.size() < sources.size()) {  // the readable lines alone
-        auto rep = headImportance(translators, pick(sources, usable), pick(references, usable), options, progress);
-        rep.skipped = std::move(skipped);
-        return rep;
-    }
-    const auto heads = headsOf(first, options.kinds);
-    const int curve_points = static_cast<int>((heads.size() + options.curve_step - 1) / options.curve_step);
-    ImportanceRunner runner(translators, sources, references, options, progress,
-                            1 + static_cast<int>(heads.size()) + curve_points);
-    // The baseline and every head alone, then the curve (its order needs the single results).
-    std::vector<std::vector<HeadRef>> singles{{}};
-    for (const auto& h : heads) singles.push_back({h});
-    const auto single = runner.run(singles, "ablating one head at a time");
-    ImportanceReport rep;
-    rep.sentences = static_cast<int>(sources.size());
-    rep.baseline_bleu = single[0].bleu;
-    rep.baseline_chrf = single[0].chrf;
-    rep.bleu_signature = single[0].signature;
-    for (size_t i = 0; i < heads.size(); ++i)
-        rep.heads.push_back({heads[i], single[i + 1].bleu, single[i + 1].chrf, rep.baseline_bleu - single[i + 1].bleu});
-    std::stable_sort(rep.heads.begin(), rep.heads.end(), [](const HeadImportance& a, const HeadImportance& b) {
-        return a.bleu != b.bleu ? a.bleu > b.bleu : a.chrf > b.chrf;  // chrF breaks BLEU's ties
-    });
-    rep.curve.push_back({0, rep.baseline_bleu, rep.baseline_chrf, {}});
-    std::vector<std::vector<HeadRef>> cumulative;
-    std::vector<HeadRef> removed;
-    for (size_t k = 0; k < rep.heads.size(); ++k) {
-        removed.push_back(rep.heads[k].head);
-        if (removed.size() % static_cast<size_t>(options.curve_step) == 0 || k + 1 == rep.heads.size())
-            cumulative.push_back(removed);
-    }
-    const auto curve = runner.run(cumulative, "removing the least important heads");
-    for (size_t i = 0; i < cumulative.size(); ++i)
-        rep.curve.push_back({static_cast<int>(cumulative[i].size()), curve[i].bleu, curve[i].chrf, cumulative[i]});
-    report(progress, "done", runner.total(), runner.total());
-    return rep;
 }
 
 const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) const {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -52,18 +53,44 @@ json importanceJson(const ImportanceReport& imp) {
         heads.push_back(std::move(j));
     }
     json curve = json::array();
-    for (const auto& p : imp.curve)
-        curve.push_back({{"heads_removed", p.heads_removed},
-                         {"bleu", p.bleu},
-                         {"chrf", p.chrf},
-                         {"removed", namesJson(p.removed)}});
+    for (const auto& p : imp.curve) {
+        json point = {{"heads_removed", p.heads_removed},
+                      {"bleu", p.bleu},
+                      {"chrf", p.chrf},
+                      {"removed", namesJson(p.removed)}};
+        if (p.interval.resamples > 0)
+            point["interval"] = {{"bleu_low", p.interval.low},
+                                 {"bleu_high", p.interval.high},
+                                 {"difference_low", p.interval.difference_low},
+                                 {"difference_high", p.interval.difference_high},
+                                 {"significant_loss", p.significantLoss()}};
+        curve.push_back(std::move(point));
+    }
     return {{"sentences", imp.sentences},
             {"skipped", skippedJson(imp.skipped)},
             {"baseline_bleu", imp.baseline_bleu},
             {"baseline_chrf", imp.baseline_chrf},
             {"bleu_signature", imp.bleu_signature},
             {"heads", std::move(heads)},
-            {"curve", std::move(curve)}};
+            {"curve", std::move(curve)},
+            {"bootstrap_resamples", imp.bootstrap_resamples},
+            {"removable_heads", imp.removable_heads < 0 ? json(nullptr) : json(imp.removable_heads)},
+            {"rank_correlation", std::isfinite(imp.rank_correlation) && imp.gradient ? json(imp.rank_correlation)
+                                                                                     : json(nullptr)}};
+}
+
+json gradientJson(const GradientImportanceReport& g) {
+    json heads = json::array();
+    for (const auto& h : g.heads) {
+        json j = headJson(h.head);
+        j["raw"] = h.raw;
+        j["normalized"] = h.normalized;
+        heads.push_back(std::move(j));
+    }
+    return {{"sentences", g.sentences},
+            {"skipped", skippedJson(g.skipped)},
+            {"seconds", g.seconds},
+            {"heads", std::move(heads)}};
 }
 
 json methodJson(const AlignmentMethodReport& m) {
@@ -102,7 +129,7 @@ json comparisonJson(const HeadStatsReport& stats, const HeadStatsOther& other) {
 }  // namespace
 
 std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
-                      const HeadStatsOther& other) {
+                      const HeadStatsOther& other, const GradientImportanceReport* gradient) {
     json root = fileHeader("attnlab-heads", model);
     root["sentences"] = stats.sentences;
     root["skipped"] = skippedJson(stats.skipped);
@@ -123,6 +150,8 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
     }
     root["heads"] = std::move(heads);
     if (importance) root["importance"] = importanceJson(*importance);
+    if (!gradient && importance && importance->gradient) gradient = &*importance->gradient;
+    if (gradient) root["gradient_importance"] = gradientJson(*gradient);
     if (other.stats && other.model) root["comparison"] = comparisonJson(stats, other);
     return root.dump(1) + "\n";
 }

@@ -136,7 +136,8 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
     auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
     auto [out, attn] =
         scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout, capture);
-    if (head_keep.defined()) out = out * head_keep.view({1, -1, 1, 1});  // ablated heads contribute zeros
+    if (head_keep.defined())  // ablated heads contribute zeros; a gate per row scales each row's heads
+        out = out * (head_keep.dim() == 2 ? head_keep.view({sz_b, -1, 1, 1}) : head_keep.view({1, -1, 1, 1}));
     out = out.transpose(1, 2).contiguous().view({sz_b, len_q, -1});
     out = dropout(fc(out));
     out = layer_norm(out + q);

@@ -69,6 +69,7 @@ public:
     AttentionCapture* capture = nullptr;
     // Head ablation: [n_head] of 1 (kept) and 0 (switched off), multiplied into each head's
     // output before fc; undefined = every head kept. Set by the engine around a translation.
+    // [batch, n_head]: a gate per sentence and head (gradient importance, decoding/gradients.cpp).
     torch::Tensor head_keep;
 };
 TORCH_MODULE(MultiHeadAttention);

@@ -57,6 +57,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& src_seq, const torch::Te
                                    std::vector<torch::Tensor>* attns) {
     auto x = torch::embedding(embeddingWeight(), src_seq, m_pad_idx);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
+    if (embedded) *embedded = x = x.detach().requires_grad_(true);
     x = normalized(layer_norm, dropout(position_enc(x)));
     for (const auto& layer : *layer_stack) {
         auto [out, attn] = layer->as<EncoderLayer>()->forward(x, src_mask);
@@ -91,6 +92,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& cfg) : m_emb_scale(cfg.scaleEmb() ? 
 torch::Tensor DecoderImpl::embed(const torch::Tensor& seq, int64_t offset) {
     auto x = trg_word_emb(seq);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
+    if (embedded) *embedded = x = x.detach().requires_grad_(true);
     return normalized(layer_norm, dropout(position_enc->forwardAt(x, offset)));
 }
 

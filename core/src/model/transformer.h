@@ -38,6 +38,10 @@ public:
     FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};  // after embedding + position; null without emb_layer_norm
+    // Set around one pass by the engine (saliency, decoding/gradients.cpp); not owned: the scaled word
+    // embeddings (before the positional encoding) are detached into a leaf that needs a gradient and
+    // stored here, so that the gradient of an output with respect to them can be taken.
+    torch::Tensor* embedded = nullptr;
 
 private:
     torch::Tensor m_shared_embedding;
@@ -70,6 +74,8 @@ public:
     FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
+    // As EncoderImpl::embedded, for the target's scaled word embeddings.
+    torch::Tensor* embedded = nullptr;
 
 private:
     torch::Tensor embed(const torch::Tensor& seq, int64_t offset);

@@ -1,0 +1,153 @@
+// Engine::saliency and Engine::headGateGradients (attnlab/gradients.h): what the gradients of a
+// teacher-forced pass say. Both run the model with autograd on (its inference shortcuts, packed
+// weights and the fused attention step, stand aside then) and take the gradient with respect to
+// tensors put into the pass for that purpose, never to the weights.
+#include "decoding/engine.h"
+#include "util/device.h"
+#include "util/torch_errors.h"
+
+#include <attnlab/errors.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+namespace attnlab::decoding {
+
+namespace {
+// Every attention module of the model, [kind][layer] in AttentionKind's order.
+std::vector<std::vector<model::MultiHeadAttention>> attentionModules(model::Transformer& m) {
+    std::vector<std::vector<model::MultiHeadAttention>> out(3);
+    for (const auto& layer : *m->encoder->layer_stack) out[0].push_back(layer->as<model::EncoderLayer>()->slf_attn);
+    for (const auto& layer : *m->decoder->layer_stack) {
+        out[1].push_back(layer->as<model::DecoderLayer>()->slf_attn);
+        out[2].push_back(layer->as<model::DecoderLayer>()->enc_attn);
+    }
+    return out;
+}
+
+// Puts a [batch, heads] gate of ones, needing a gradient, on every head for one pass; takes them
+// off (back to every head kept) when destroyed.
+class HeadGates {
+public:
+    HeadGates(model::Transformer& m, int64_t batch) : m_modules(attentionModules(m)) {
+        for (auto& kind : m_modules)
+            for (auto& module : kind) {
+                auto gate = torch::ones({batch, module->n_head}, torch::TensorOptions().requires_grad(true));
+                module->head_keep = gate;
+                m_gates.push_back(gate);
+            }
+    }
+    ~HeadGates() {
+        for (auto& kind : m_modules)
+            for (auto& module : kind) module->head_keep = torch::Tensor();
+    }
+    HeadGates(const HeadGates&) = delete;
+    HeadGates& operator=(const HeadGates&) = delete;
+    const std::vector<torch::Tensor>& gates() const { return m_gates; }  // [kind][layer] flattened
+
+private:
+    std::vector<std::vector<model::MultiHeadAttention>> m_modules;
+    std::vector<torch::Tensor> m_gates;
+};
+
+// Points the encoder's and decoder's `embedded` at two tensors for one pass.
+class EmbeddingTap {
+public:
+    explicit EmbeddingTap(model::Transformer& m) : m_model(m) {
+        m->encoder->embedded = &source;
+        m->decoder->embedded = &target;
+    }
+    ~EmbeddingTap() {
+        m_model->encoder->embedded = nullptr;
+        m_model->decoder->embedded = nullptr;
+    }
+    EmbeddingTap(const EmbeddingTap&) = delete;
+    EmbeddingTap& operator=(const EmbeddingTap&) = delete;
+    torch::Tensor source, target;
+
+private:
+    model::Transformer& m_model;
+};
+
+Matrix toMatrix(const torch::Tensor& t) {
+    auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    Matrix out(static_cast<size_t>(c.size(0)));
+    for (int64_t i = 0; i < c.size(0); ++i) out[size_t(i)].assign(c[i].data_ptr<float>(), c[i].data_ptr<float>() + c.size(1));
+    return out;
+}
+}  // namespace
+
+Saliency Engine::saliency(const TranslationResult& r) const {
+    if (r.source_ids.empty() || r.best.ids.empty()) throw InputError("saliency: the translation is empty");
+    return util::translatingTorchErrors("computing saliency", [&] {
+        const int64_t T = static_cast<int64_t>(r.best.ids.size());
+        util::ThreadScope threads(threadsFor(m_threads, size_t(T)));
+        torch::AutoGradMode grad(true);
+        Source src, trg;
+        src.ids = r.source_ids;
+        trg.ids = r.best.ids;
+        // One copy of the pair per target token: row t's loss is log p(y_t), so one backward pass
+        // gives every token's gradient (the rows do not interact).
+        const std::vector<const Source*> srcs(size_t(T), &src), trgs(size_t(T), &trg);
+        auto [src_t, trg_in, gold] = forcedTensors(srcs, trgs);
+        model::Transformer model = m_model;
+        const auto ablation = ablateHeads(r.ablated);  // the model whose output the translation is
+        EmbeddingTap tap(model);
+        auto logp = torch::log_softmax(model->forwardFull(src_t, trg_in).to(torch::kFloat32), -1);
+        auto rows = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(m_device));
+        auto chosen = logp.index({rows, rows, gold.index({rows, rows})});  // log p(y_t) of row t
+        auto grads = torch::autograd::grad({chosen.sum()}, {tap.source, tap.target});
+        Saliency s;
+        s.source = toMatrix((grads[0] * tap.source).sum(-1));  // [T, source length]
+        s.target = toMatrix((grads[1] * tap.target).sum(-1));  // [T, T]: the decoder's input positions
+        return s;
+    });
+}
+
+HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sources,
+                                            const std::vector<std::string>& targets, const DecodingOptions& o,
+                                            const StepCallback& on_batch) const {
+    o.validate();
+    std::vector<Source> src, trg;
+    preparePairs(sources, targets, src, trg);
+    const auto order = lengthOrder(src, trg);
+    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
+    return util::translatingTorchErrors("computing head gradients", [&] {
+        torch::AutoGradMode grad(true);
+        model::Transformer model = m_model;
+        HeadGateGradients out;
+        const auto& cfg = m_config.model;
+        for (AttentionKind kind : attentionKinds())
+            for (int l = 0; l < int(cfg.layers(kind)); ++l)
+                for (int h = 0; h < int(cfg.n_head); ++h) out.heads.push_back({kind, l, h});
+        out.per_pair.assign(src.size(), {});
+        out.loss.assign(src.size(), 0.0);
+        const size_t batch_size = static_cast<size_t>(o.max_batch_size);
+        for (size_t begin = 0; begin < order.size(); begin += batch_size) {
+            const size_t end = std::min(order.size(), begin + batch_size);
+            if (on_batch) {
+                StepProgress p{static_cast<int>(begin), static_cast<int>(end), static_cast<int>(order.size()), 0, 1};
+                if (!on_batch(p)) throw CancelledError();
+            }
+            std::vector<const Source*> bs, bt;
+            for (size_t i = begin; i < end; ++i) bs.push_back(&src[order[i]]), bt.push_back(&trg[order[i]]);
+            auto [src_t, trg_in, gold] = forcedTensors(bs, bt);
+            HeadGates gates(model, static_cast<int64_t>(bs.size()));
+            auto logp = torch::log_softmax(model->forwardFull(src_t, trg_in).to(torch::kFloat32), -1);
+            auto nll = -logp.gather(2, gold.unsqueeze(2)).squeeze(2) * gold.ne(cfg.trg_pad_idx);
+            auto loss = nll.sum(1);  // [b]: each pair's own loss, so d(sum)/d gate[i] is pair i's
+            auto grads = torch::autograd::grad({loss.sum()}, gates.gates());
+            auto all = torch::cat(grads, 1).abs().to(torch::kCPU, torch::kFloat64).contiguous();  // [b, heads]
+            auto losses = loss.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+            for (size_t i = 0; i < bs.size(); ++i) {
+                const double* row = all[int64_t(i)].data_ptr<double>();
+                out.per_pair[order[begin + i]].assign(row, row + all.size(1));
+                out.loss[order[begin + i]] = losses[int64_t(i)].item<double>();
+            }
+        }
+        return out;
+    });
+}
+
+}  // namespace attnlab::decoding
