@@ -654,6 +654,28 @@ void TestCli::headsAndAlign() {
     QCOMPARE(imp["curve"].size(), size_t(3));
     QCOMPARE(imp["curve"][2]["removed"].size(), size_t(8));
     QVERIFY(r.out.contains("pruning curve"));
+    // Intervals from 1000 resamples by default, and the gradient importance beside ablation.
+    QCOMPARE(imp["bootstrap_resamples"].get<int>(), 1000);
+    QVERIFY(imp["curve"][1]["interval"]["bleu_low"].get<double>() <= imp["curve"][1]["bleu"].get<double>() + 1e-9);
+    QVERIFY(imp["removable_heads"].is_number_integer());
+    QVERIFY2(r.out.contains("removable with no significant loss"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("rank correlation of the two orders (Spearman): "), qPrintable(r.out));
+    // --gradient-importance alone: the library's numbers (gradients are deterministic on one machine).
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/grad.json",
+             "--gradient-importance", "--importance-kinds", "encoder"});
+    QCOMPARE(r.code, 0);
+    const auto grad_json = nlohmann::json::parse(attnlab::testing::readFile((d + "/grad.json").toStdString()));
+    QVERIFY(!grad_json.contains("importance"));
+    const auto glib = attnlab::gradientImportance(tr, src, ref, {attnlab::AttentionKind::EncoderSelf});
+    QCOMPARE(grad_json["gradient_importance"]["heads"].size(), glib.heads.size());
+    QCOMPARE(grad_json["gradient_importance"]["heads"][0]["name"].get<std::string>(),
+             attnlab::headName(glib.heads[0].head));
+    QVERIFY(std::abs(grad_json["gradient_importance"]["heads"][0]["raw"].get<double>() - glib.heads[0].raw) <
+            1e-6 * glib.heads[0].raw);
+    QVERIFY2(r.out.contains("most important by gradient (3 pairs"), qPrintable(r.out));
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--json", d + "/x.json", "--gradient-importance"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: --gradient-importance needs --ref (the loss is the references')\n"));
     // align: one Pharaoh line per pair; a 1-indexed gold file; AER as the library computes it.
     attnlab::testing::writeFile((d + "/gold.txt").toStdString(),
                                 "1-1 2-2 3-3 4p4 4-5 5-6\n1-1 2-2 3-3 4-4\n1-1 2-2 3-3\n");

@@ -136,8 +136,10 @@ void TestGradients::saliencyRespectsCausality() {
     double seen = 0;
     for (size_t t = 0; t < s.target.size(); ++t)
         for (size_t k = 0; k < s.target[t].size(); ++k) {
-            if (k > t) QCOMPARE(s.target[t][k], 0.0f);
-            else seen += std::abs(s.target[t][k]);
+            if (k > t)
+                QCOMPARE(s.target[t][k], 0.0f);
+            else
+                seen += std::abs(s.target[t][k]);
         }
     QVERIFY(seen > 0);
     double source = 0;

@@ -96,6 +96,7 @@ private Q_SLOTS:
     void corpusStatisticsEqualStepByStep();
     void corpusAlignmentAgainstGold();
     void importanceAndPruningCurve();
+    void gradientImportanceAndRankCorrelation();
     void jsonAndCsv();
 
 private:
@@ -682,7 +683,7 @@ void TestHeadLab::importanceAndPruningCurve() {
     int calls = 0;
     const auto rep = attnlab::headImportance(*m_t, m_src, m_ref, io, [&](const attnlab::CorpusProgress& p) {
         ++calls;
-        return p.total == 1 + 8 + 3;  // baseline, 8 heads, curve points after 3, 6, 8 heads
+        return p.total == 1 + 8 + 3 + 1;  // baseline, 8 heads, curve points after 3, 6, 8 heads, gradients
     });
     QVERIFY(calls > 0);
     // Independently: the corpus BLEU of the plain translation and of two heads ablated alone.
@@ -756,6 +757,94 @@ void TestHeadLab::importanceAndPruningCurve() {
     io.curve_step = 0;
     QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io); }),
              QString("importance options: curve_step 0 is below 1"));
+    io.curve_step = 3;
+    io.bootstrap_resamples = -1;
+    QCOMPARE(errorOf([&] { attnlab::headImportance(*m_t, m_src, m_ref, io); }),
+             QString("importance options: bootstrap_resamples -1 is below 0"));
+    // The curve's intervals: each point's paired bootstrap against the baseline's sentences, on the
+    // resamples bootstrapResamples gives for the options' seed; the baseline against itself differs
+    // by exactly 0; removable_heads stops before the first significant loss.
+    QCOMPARE(rep.bootstrap_resamples, 1000);
+    const auto resamples = attnlab::bootstrapResamples(m_src.size(), 1000, io.bootstrap_seed);
+    const auto base_stats = attnlab::sentenceBleuStats(hypsWith({}), m_ref);
+    const auto expected = attnlab::pairedBootstrap(
+        base_stats, attnlab::sentenceBleuStats(hypsWith(rep.curve[2].removed), m_ref), resamples);
+    QCOMPARE(rep.curve[2].interval.low, expected.low);
+    QCOMPARE(rep.curve[2].interval.difference_high, expected.difference_high);
+    QCOMPARE(rep.curve[0].interval.difference_low, 0.0);
+    QCOMPARE(rep.curve[0].interval.difference_high, 0.0);
+    int removable = rep.curve.back().heads_removed;
+    for (size_t i = 1; i < rep.curve.size(); ++i)
+        if (rep.curve[i].interval.difference_high < 0) {
+            removable = rep.curve[i - 1].heads_removed;
+            break;
+        }
+    QCOMPARE(rep.removable_heads, removable);
+    io.bootstrap_resamples = 0;
+    io.gradient = false;
+    const auto plain = attnlab::headImportance(*m_t, m_src, m_ref, io);
+    QCOMPARE(plain.removable_heads, -1);
+    QCOMPARE(plain.curve[1].interval.resamples, 0);
+    QVERIFY(!plain.gradient);
+}
+
+// Gradient importance: the mean over pairs of the head-gate gradients, divided by the L2 norm of
+// its layer's (so each layer's squares sum to 1), least important first; ablation's report has it
+// and the Spearman correlation of the two orders, recomputed here; Spearman itself by hand.
+void TestHeadLab::gradientImportanceAndRankCorrelation() {
+    QCOMPARE(attnlab::spearmanCorrelation({1, 2, 3, 4}, {10, 20, 40, 30}), 0.8);  // 1 - 6*2/(4*15)
+    QVERIFY(std::abs(attnlab::spearmanCorrelation({1, 1, 2}, {1, 2, 3}) - 1.5 / std::sqrt(3.0)) < 1e-12);  // tie
+    QVERIFY(std::isnan(attnlab::spearmanCorrelation({1, 1, 1}, {1, 2, 3})));
+    QCOMPARE(errorOf([] {
+                 attnlab::spearmanCorrelation({1, 2}, {1});
+             }),
+             QString("rank correlation: 2 against 1 values"));
+
+    const auto g = attnlab::gradientImportance(*m_t, m_src, m_ref, {AttentionKind::Cross, AttentionKind::EncoderSelf});
+    QCOMPARE(g.sentences, 4);
+    QCOMPARE(g.heads.size(), size_t(16));  // 2 layers x 4 heads, two kinds
+    const auto raw = m_t->headGateGradients(m_src, m_ref);
+    std::map<std::pair<int, int>, double> squares;
+    for (size_t i = 0; i < g.heads.size(); ++i) {
+        const auto& h = g.heads[i];
+        QVERIFY(h.head.kind != AttentionKind::DecoderSelf);
+        if (i) QVERIFY(g.heads[i - 1].normalized <= h.normalized);
+        const size_t k = size_t(std::find(raw.heads.begin(), raw.heads.end(), h.head) - raw.heads.begin());
+        double mean = 0;
+        for (const auto& pair : raw.per_pair) mean += pair[k] / 4.0;
+        QVERIFY(std::abs(h.raw - mean) < 1e-12 * mean);
+        squares[{int(h.head.kind), h.head.layer}] += h.normalized * h.normalized;
+    }
+    QCOMPARE(squares.size(), size_t(4));
+    for (const auto& [layer, sum] : squares) QVERIFY(std::abs(sum - 1.0) < 1e-12);
+
+    attnlab::ImportanceOptions io;
+    io.decoding.beam_size = 1;
+    io.decoding.max_length = 10;
+    io.kinds = {AttentionKind::Cross};
+    io.bootstrap_resamples = 0;
+    const auto rep = attnlab::headImportance(*m_t, m_src, m_ref, io);
+    QVERIFY(rep.gradient);
+    QCOMPARE(rep.gradient->heads.size(), size_t(8));
+    std::vector<double> drop, grad;
+    for (const auto& h : rep.heads) {
+        drop.push_back(h.bleu_drop);
+        grad.push_back(rep.gradient->find(h.head)->normalized);
+    }
+    QCOMPARE(rep.rank_correlation, attnlab::spearmanCorrelation(drop, grad));
+    const auto j = nlohmann::json::parse(attnlab::headsJson(attnlab::HeadStatsReport{}, &rep, m_t->info()));
+    QCOMPARE(j["importance"]["rank_correlation"].get<double>(), rep.rank_correlation);
+    QCOMPARE(j["gradient_importance"]["heads"].size(), size_t(8));
+    QCOMPARE(j["gradient_importance"]["heads"][7]["normalized"].get<double>(), rep.gradient->heads[7].normalized);
+    QVERIFY(j["importance"]["removable_heads"].is_null());
+    // A pair only the reference side spoils is skipped, as for ablation.
+    auto refs = m_ref;
+    refs[2] = "";
+    const auto skipping = attnlab::gradientImportance(*m_t, m_src, refs);
+    QCOMPARE(skipping.sentences, 3);
+    QCOMPARE(skipping.skipped.size(), size_t(1));
+    QCOMPARE(skipping.skipped[0].pair, 3);
+    QCOMPARE(skipping.skipped[0].reason, std::string("reference: the sentence is empty"));
 }
 
 void TestHeadLab::jsonAndCsv() {

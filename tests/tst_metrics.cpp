@@ -20,6 +20,9 @@ private Q_SLOTS:
     void emptyHypothesis();
     void chrfByHand();
     void mismatchedCounts();
+    void sentenceStatsSumToCorpus();
+    void pairedBootstrapByHand();
+    void bootstrapResamplesAndSignificance();
 };
 
 void TestMetrics::tokenize13a_data() {
@@ -104,6 +107,110 @@ void TestMetrics::mismatchedCounts() {
     } catch (const attnlab::InputError& e) {
         QVERIFY2(QString(e.what()).contains("1 hypotheses but 2 references"), e.what());
     }
+}
+
+namespace {
+const std::vector<std::string> kRefs{"A dog runs in the park .", "Two children play football .",
+                                     "A woman reads a book .", "The man drinks coffee ."};
+const std::vector<std::string> kHyps{"A dog runs through the park .", "Two kids play soccer .",
+                                     "A woman reads a book .", "A man drinks a coffee ."};
+}  // namespace
+
+// Corpus BLEU from summed sentence statistics is corpusBleu, and the statistics of a sentence are its
+// clipped n-gram counts (by hand for one).
+void TestMetrics::sentenceStatsSumToCorpus() {
+    const auto stats = attnlab::sentenceBleuStats(kHyps, kRefs);
+    attnlab::BleuStats sum;
+    for (const auto& s : stats) sum += s;
+    QCOMPARE(attnlab::bleuFromStats(sum).score, corpusBleu(kHyps, kRefs).score);
+    // "Two kids play soccer ." against "Two children play football .": unigrams Two, play, . of 5;
+    // no bigram or longer matches; 5 and 5 words.
+    const auto& s = stats[1];
+    QCOMPARE(s.correct[0], int64_t(3));
+    QCOMPARE(s.total[0], int64_t(5));
+    QCOMPARE(s.correct[1], int64_t(0));
+    QCOMPARE(s.total[3], int64_t(2));
+    QCOMPARE(s.sys_len, int64_t(5));
+    QCOMPARE(s.ref_len, int64_t(5));
+}
+
+// Two resamples given by hand: each one's corpus BLEU from corpusBleu over the resampled strings,
+// the percentiles by numpy's linear rule (2.5 %: 2.5 % of the way from the lower to the higher).
+void TestMetrics::pairedBootstrapByHand() {
+    const std::vector<std::string> base{"A dog runs in the park .", "Two kids play football .", "A book .",
+                                        "The man drinks coffee ."};
+    const std::vector<std::vector<size_t>> resamples{{0, 0, 1, 3}, {1, 2, 2, 3}};
+    std::vector<double> sys, diff;
+    for (const auto& r : resamples) {
+        std::vector<std::string> h, b, ref;
+        for (size_t i : r) h.push_back(kHyps[i]), b.push_back(base[i]), ref.push_back(kRefs[i]);
+        sys.push_back(corpusBleu(h, ref).score);
+        diff.push_back(corpusBleu(h, ref).score - corpusBleu(b, ref).score);
+    }
+    const auto p = attnlab::pairedBootstrap(attnlab::sentenceBleuStats(base, kRefs),
+                                            attnlab::sentenceBleuStats(kHyps, kRefs), resamples);
+    auto at = [](std::vector<double> v, double q) {
+        std::sort(v.begin(), v.end());
+        return v[0] + q * (v[1] - v[0]);
+    };
+    QCOMPARE(p.resamples, 2);
+    QVERIFY(std::abs(p.low - at(sys, 0.025)) < 1e-9);
+    QVERIFY(std::abs(p.high - at(sys, 0.975)) < 1e-9);
+    QVERIFY(std::abs(p.difference_low - at(diff, 0.025)) < 1e-9);
+    QVERIFY(std::abs(p.difference_high - at(diff, 0.975)) < 1e-9);
+    QVERIFY(p.low < p.high);
+    try {
+        attnlab::pairedBootstrap(attnlab::sentenceBleuStats(base, kRefs), {}, resamples);
+        QFAIL("no exception");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(QString(e.what()), QString("paired bootstrap: 4 baseline sentences but 0 system sentences"));
+    }
+    try {
+        attnlab::pairedBootstrap(attnlab::sentenceBleuStats(base, kRefs), attnlab::sentenceBleuStats(kHyps, kRefs),
+                                 {{0, 1, 2, 7}});
+        QFAIL("no exception");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE(QString(e.what()), QString("paired bootstrap: sentence index out of range"));
+    }
+}
+
+// Resamples: as many as asked, each as long as the corpus, indices in range, the same for the same
+// seed; every sentence drawn about equally often. A system against itself differs by exactly 0; a
+// system that outputs nothing is significantly lower; one worse in one sentence of 40 is not.
+void TestMetrics::bootstrapResamplesAndSignificance() {
+    const auto r = attnlab::bootstrapResamples(40, 1000, 7);
+    QCOMPARE(r.size(), size_t(1000));
+    QCOMPARE(r[999].size(), size_t(40));
+    QCOMPARE(attnlab::bootstrapResamples(40, 1000, 7), r);
+    QVERIFY(attnlab::bootstrapResamples(40, 1000, 8) != r);
+    std::vector<int> count(40, 0);
+    for (const auto& s : r)
+        for (size_t i : s) {
+            QVERIFY(i < 40);
+            ++count[i];
+        }
+    // 40,000 draws: each index ~1000 times, sd ~31; 1000 +- 200 fails with probability ~1e-9.
+    for (int c : count) QVERIFY2(c > 800 && c < 1200, qPrintable(QString::number(c)));
+
+    std::vector<std::string> refs, hyps, empty(40, ""), one_off;
+    for (int i = 0; i < 40; ++i) {
+        refs.push_back(kRefs[size_t(i) % 4]);
+        hyps.push_back(kHyps[size_t(i) % 4]);
+    }
+    one_off = hyps;
+    one_off[4] = "A cat sleeps .";  // worse in one sentence of 40 (was "A dog runs through the park .")
+    const auto base = attnlab::sentenceBleuStats(hyps, refs);
+    const auto same = attnlab::pairedBootstrap(base, base, r);
+    QCOMPARE(same.difference_low, 0.0);
+    QCOMPARE(same.difference_high, 0.0);
+    QVERIFY(!same.significantlyLower());
+    QVERIFY(same.low <= corpusBleu(hyps, refs).score && corpusBleu(hyps, refs).score <= same.high);
+    QVERIFY(attnlab::pairedBootstrap(base, attnlab::sentenceBleuStats(empty, refs), r).significantlyLower());
+    const auto close = attnlab::pairedBootstrap(base, attnlab::sentenceBleuStats(one_off, refs), r);
+    // Every resample without sentence 4 (about 36 % of them) differs by 0, those with it by less.
+    QVERIFY(close.difference_low < 0);
+    QCOMPARE(close.difference_high, 0.0);
+    QVERIFY(!close.significantlyLower());
 }
 
 QTEST_APPLESS_MAIN(TestMetrics)

@@ -136,8 +136,9 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd->add_flag("--gradient-importance", h.gradient,
                     "Only the gradient importance of every head (Michel et al.: |dL/d gate|, one backward pass per "
                     "batch, seconds), without the ablation runs; --importance includes it");
-    h.cmd->add_option("--bootstrap", h.bootstrap,
-                      "Paired bootstrap resamples for the pruning curve's 95 % intervals (0: none)")
+    h.cmd
+        ->add_option("--bootstrap", h.bootstrap,
+                     "Paired bootstrap resamples for the pruning curve's 95 % intervals (0: none)")
         ->capture_default_str();
     h.cmd->add_option("--importance-kinds", h.kinds,
                       "Only heads of these kinds take part, e.g. cross or encoder,cross");
@@ -249,9 +250,9 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     }
     attnlab::HeadStatsOther compared;
     if (other_stats) compared = {&*other_stats, &other.model->info(), h.compare_reversed};
-    attnlab::writeHeadLabFile(h.json_path, attnlab::headsJson(stats, importance ? &*importance : nullptr,
-                                                              translator.info(), compared,
-                                                              gradient ? &*gradient : nullptr));
+    attnlab::writeHeadLabFile(
+        h.json_path, attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(), compared,
+                                        gradient ? &*gradient : nullptr));
     if (!h.csv_path.empty()) attnlab::writeHeadLabFile(h.csv_path, attnlab::headStatsCsv(stats));
     printStatistics(stats);
     if (importance) printImportance(*importance);

@@ -73,8 +73,8 @@ struct GradientImportance {
 };
 
 struct GradientImportanceReport {
-    int sentences = 0;                  // used (skipped ones not included)
-    std::vector<SkippedPair> skipped;   // pairs the model cannot read
+    int sentences = 0;                      // used (skipped ones not included)
+    std::vector<SkippedPair> skipped;       // pairs the model cannot read
     std::vector<GradientImportance> heads;  // least important first (lowest normalized)
     double seconds = 0.0;
     const GradientImportance* find(const HeadRef& h) const;
@@ -111,8 +111,8 @@ struct ImportanceReport {
 };
 
 struct ImportanceOptions {
-    DecodingOptions decoding;  // the search every run uses (the CLI: greedy)
-    int curve_step = 8;        // heads removed between two points of the pruning curve
+    DecodingOptions decoding;        // the search every run uses (the CLI: greedy)
+    int curve_step = 8;              // heads removed between two points of the pruning curve
     int bootstrap_resamples = 1000;  // paired bootstrap resamples per curve point (0: no intervals)
     uint64_t bootstrap_seed = 1;
     bool gradient = true;  // also gradient importance and its rank correlation with ablation's order

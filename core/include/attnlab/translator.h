@@ -117,8 +117,7 @@ public:
     // backward pass per batch of options.max_batch_size (options.ablate does not apply). Throws
     // InputError naming the pair that cannot be read, CancelledError when the callback returns false.
     HeadGateGradients headGateGradients(const std::vector<std::string>& sources,
-                                        const std::vector<std::string>& targets,
-                                        const DecodingOptions& options = {},
+                                        const std::vector<std::string>& targets, const DecodingOptions& options = {},
                                         const StepCallback& on_batch = {}) const;
 
     // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).

@@ -73,7 +73,8 @@ private:
 Matrix toMatrix(const torch::Tensor& t) {
     auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
     Matrix out(static_cast<size_t>(c.size(0)));
-    for (int64_t i = 0; i < c.size(0); ++i) out[size_t(i)].assign(c[i].data_ptr<float>(), c[i].data_ptr<float>() + c.size(1));
+    for (int64_t i = 0; i < c.size(0); ++i)
+        out[size_t(i)].assign(c[i].data_ptr<float>(), c[i].data_ptr<float>() + c.size(1));
     return out;
 }
 }  // namespace

@@ -65,8 +65,8 @@ ValueNorms Translator::valueNorms(const TranslationResult& result) const {
 Saliency Translator::saliency(const TranslationResult& result) const { return m_engine->saliency(result); }
 
 HeadGateGradients Translator::headGateGradients(const std::vector<std::string>& sources,
-                                                const std::vector<std::string>& targets,
-                                                const DecodingOptions& options, const StepCallback& on_batch) const {
+                                                const std::vector<std::string>& targets, const DecodingOptions& options,
+                                                const StepCallback& on_batch) const {
     return m_engine->headGateGradients(sources, targets, options, on_batch);
 }
 

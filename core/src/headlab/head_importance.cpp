@@ -127,7 +127,8 @@ private:
 void addIntervals(ImportanceReport& rep, const std::vector<const RunScore*>& points, const ImportanceOptions& o) {
     rep.bootstrap_resamples = o.bootstrap_resamples;
     if (o.bootstrap_resamples == 0) return;
-    const auto resamples = bootstrapResamples(points.front()->sentences.size(), o.bootstrap_resamples, o.bootstrap_seed);
+    const auto resamples =
+        bootstrapResamples(points.front()->sentences.size(), o.bootstrap_resamples, o.bootstrap_seed);
     rep.removable_heads = rep.curve.back().heads_removed;
     for (size_t i = 0; i < rep.curve.size(); ++i) {
         rep.curve[i].interval = pairedBootstrap(points.front()->sentences, points[i]->sentences, resamples);
@@ -169,8 +170,9 @@ ImportanceReport headImportance(const std::vector<const Translator*>& translator
     }
     const auto heads = headsOf(first, options.kinds);
     const int curve_points = static_cast<int>((heads.size() + options.curve_step - 1) / options.curve_step);
+    // The gradients count as one more run (a few seconds, against minutes for the translations).
     ImportanceRunner runner(translators, sources, references, options, progress,
-                            1 + static_cast<int>(heads.size()) + curve_points);
+                            1 + static_cast<int>(heads.size()) + curve_points + (options.gradient ? 1 : 0));
     // The baseline and every head alone, then the curve (its order needs the single results).
     std::vector<std::vector<HeadRef>> singles{{}};
     for (const auto& h : heads) singles.push_back({h});
@@ -200,13 +202,15 @@ ImportanceReport headImportance(const std::vector<const Translator*>& translator
     for (const auto& c : curve) points.push_back(&c);
     addIntervals(rep, points, options);
     if (options.gradient) {
-        rep.gradient = gradientImportance(first, sources, references, options.kinds, options.decoding.max_batch_size, progress);
+        const int total = runner.total();
+        rep.gradient =
+            gradientImportance(first, sources, references, options.kinds, options.decoding.max_batch_size,
+                               [&](const CorpusProgress& p) { return report(progress, p.stage, total - 1, total); });
         rep.rank_correlation = rankCorrelation(rep);
     }
     report(progress, "done", runner.total(), runner.total());
     return rep;
 }
-
 
 namespace {
 std::vector<double> ranks(const std::vector<double>& v) {
@@ -292,8 +296,9 @@ GradientImportanceReport gradientImportance(const Translator& translator, const 
         rep.heads.push_back({g.heads[k], sum / double(g.per_pair.size()), 0.0});
     }
     normalizePerLayer(rep.heads);
-    std::stable_sort(rep.heads.begin(), rep.heads.end(),
-                     [](const GradientImportance& a, const GradientImportance& b) { return a.normalized < b.normalized; });
+    std::stable_sort(rep.heads.begin(), rep.heads.end(), [](const GradientImportance& a, const GradientImportance& b) {
+        return a.normalized < b.normalized;
+    });
     rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return rep;
 }

@@ -54,10 +54,8 @@ json importanceJson(const ImportanceReport& imp) {
     }
     json curve = json::array();
     for (const auto& p : imp.curve) {
-        json point = {{"heads_removed", p.heads_removed},
-                      {"bleu", p.bleu},
-                      {"chrf", p.chrf},
-                      {"removed", namesJson(p.removed)}};
+        json point = {
+            {"heads_removed", p.heads_removed}, {"bleu", p.bleu}, {"chrf", p.chrf}, {"removed", namesJson(p.removed)}};
         if (p.interval.resamples > 0)
             point["interval"] = {{"bleu_low", p.interval.low},
                                  {"bleu_high", p.interval.high},
@@ -75,8 +73,8 @@ json importanceJson(const ImportanceReport& imp) {
             {"curve", std::move(curve)},
             {"bootstrap_resamples", imp.bootstrap_resamples},
             {"removable_heads", imp.removable_heads < 0 ? json(nullptr) : json(imp.removable_heads)},
-            {"rank_correlation", std::isfinite(imp.rank_correlation) && imp.gradient ? json(imp.rank_correlation)
-                                                                                     : json(nullptr)}};
+            {"rank_correlation",
+             std::isfinite(imp.rank_correlation) && imp.gradient ? json(imp.rank_correlation) : json(nullptr)}};
 }
 
 json gradientJson(const GradientImportanceReport& g) {
