@@ -133,7 +133,8 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
         {{"--model", m_dir.filePath("no-such-model"), "--text", kSentence}, "no-such-model: not a directory"},
         {{"--text", kSentence, "--view", "sideways"}, "--view: 'sideways' is not one of encoder, decoder, cross"},
         {{"--text", kSentence, "--tab", "nope"},
-         "--tab 'nope' is not one of attention, decoding, weight, inputs, pairs, heads, training, positional, model"},
+         "--tab 'nope' is not one of attention, saliency, decoding, weight, inputs, pairs, heads, training, "
+         "positional, model"},
         {{"--text", kSentence, "--layer", "x"}, "--layer 'x' is not a layer number"},
         {{"--text", kSentence, "--layer", "3"}, "--layer 3 is out of range: the model has 3 layers (0-2)"},
         {{"--text", kSentence, "--head", "9"}, "--head 9 is out of range: the model has 8 heads"},

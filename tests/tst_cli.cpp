@@ -152,9 +152,22 @@ void TestCli::attentionJsonBeyondWeights() {
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--maps", "rollout"});
     QCOMPARE(r.code, 2);  // --maps needs --attention
     QVERIFY2(r.err.contains("--maps requires --attention"), qPrintable(r.err));
-    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--maps", "saliency"});
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--maps", "gradient"});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("saliency not in {weights,value-norm,rollout}"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("gradient not in {weights,value-norm,rollout,saliency}"), qPrintable(r.err));
+    // Saliency: the library's gradient x input for the same translation (rounded to 6 decimals in the
+    // file; gradients computed in another process with the same kernels: 1e-5 relative).
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund läuft.", "--max-len", "6", "--attention", path, "--maps",
+             "saliency"});
+    QCOMPARE(r.code, 0);
+    const auto g = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()))["sentences"][0]["saliency"];
+    const auto lib = t.saliency(ref);
+    QCOMPARE(g["source"].size(), lib.source.size());
+    QCOMPARE(g["target"][0].size(), lib.target[0].size());
+    for (size_t i = 0; i < lib.source.size(); ++i)
+        for (size_t j = 0; j < lib.source[i].size(); ++j)
+            QVERIFY(std::abs(g["source"][i][j].get<double>() - lib.source[i][j]) <
+                    1e-5 * std::abs(lib.source[i][j]) + 2e-6);
 }
 
 void TestCli::attentionJsonReadBack() {

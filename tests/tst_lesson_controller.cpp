@@ -87,9 +87,10 @@ void TestLessonController::aLessonIsCheckedAgainstViewsAndModel() {
         {"view": {"sentence": "Ein Hund."}}, {"view": {"tab": "maps"}}]})");
     auto problem = m_lessons->openLesson(tab);
     QVERIFY(problem);
-    QCOMPARE(*problem, tab +
-                           ": step 2: tab: 'maps' is not one of attention, decoding, weight, inputs, pairs, heads, "
-                           "training, positional, model");
+    QCOMPARE(*problem,
+             tab +
+                 ": step 2: tab: 'maps' is not one of attention, saliency, decoding, weight, inputs, pairs, heads, "
+                 "training, positional, model");
     QVERIFY(!m_lessons->pane()->hasLesson());  // the window keeps what it had
     const QString layer = write("layer.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
         {"view": {"layer": 2}}]})");

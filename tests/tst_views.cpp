@@ -17,6 +17,7 @@
 #include "numbering.h"
 #include "pair_view.h"
 #include "positional_view.h"
+#include "saliency_view.h"
 #include "toy_trainer_dialog.h"
 #include "training_view.h"
 #include "view_context.h"
@@ -128,6 +129,7 @@ private Q_SLOTS:
     void decodingViewStepsAndForcesABeginning();
     void weightViewExplainsTheCellAskedFor();
     void inputsViewInspectsOnlyWhenShown();
+    void saliencyViewComputesWhenShown();
     void pairViewComparesAStepsPair();
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
@@ -169,8 +171,8 @@ attnlab::ui::ResultPtr TestViews::translate(const std::string& sentence) const {
 }
 
 void TestViews::registryIsTheOneListOfViews() {
-    const std::vector<std::string> names{"attention", "decoding", "weight",     "inputs", "pairs",
-                                         "heads",     "training", "positional", "model"};
+    const std::vector<std::string> names{"attention", "saliency", "decoding", "weight",     "inputs",
+                                         "pairs",     "heads",    "training", "positional", "model"};
     QCOMPARE(viewNames(), names);
     ViewTabs tabs(m_context.get());
     QCOMPARE(tabs.count(), int(names.size()));
@@ -200,8 +202,9 @@ void TestViews::registryIsTheOneListOfViews() {
         attnlab::checkLessonViews(lesson, viewNames(), "l.json");
         QFAIL("no error");
     } catch (const attnlab::InputError& e) {
-        QCOMPARE(QString(e.what()), QString("l.json: step 1: tab: 'maps' is not one of attention, decoding, weight, "
-                                            "inputs, pairs, heads, training, positional, model"));
+        QCOMPARE(QString(e.what()),
+                 QString("l.json: step 1: tab: 'maps' is not one of attention, saliency, decoding, weight, "
+                         "inputs, pairs, heads, training, positional, model"));
     }
     // A step's focus names a part of its tab, as the views list them; every bundled step's does.
     const auto parts = tabs.partNames();
@@ -380,6 +383,36 @@ void TestViews::inputsViewInspectsOnlyWhenShown() {
     attnlab::ViewState saved;
     view.saveState(saved);
     QCOMPARE(*saved.token_position, view.selectedPosition());
+}
+
+// The Saliency tab: nothing computed while hidden; shown, the worker's gradient x input of the shown
+// translation (the library's numbers for the same result), the rollout beside it; a new translation
+// replaces both.
+void TestViews::saliencyViewComputesWhenShown() {
+    SaliencyView view(m_context.get());
+    QSignalSpy ready(m_controller.get(), &TranslationController::saliencyReady);
+    const auto r = translate("Ein Kind spielt im Sand.");
+    m_context->setResult(r, {});
+    m_controller->waitForIdle();
+    QCOMPARE(ready.count(), 0);  // hidden: nothing computed
+    QVERIFY(!view.figure());
+    view.show();
+    QTRY_VERIFY_WITH_TIMEOUT(view.saliency(), 30000);
+    const auto expected = m_core->saliency(*r);
+    QVERIFY(near(view.sourceMap()->map(), expected.source));
+    QVERIFY(near(view.targetMap()->map(), expected.target));
+    QCOMPARE(view.targetMap()->shownQueryLabels().size() > 0, true);
+    const auto rollout = attnlab::measuredMaps(*r, AttentionKind::Cross, attnlab::MapMeasure::Rollout, nullptr);
+    QVERIFY(near(view.rolloutMap()->map(), rollout.back()[0]));
+    QVERIFY(view.figure());
+    const auto r2 = translate("Zwei Männer.");
+    m_context->setResult(r2, {});
+    QVERIFY(!view.saliency());
+    QTRY_VERIFY_WITH_TIMEOUT(view.saliency(), 30000);
+    QVERIFY(near(view.sourceMap()->map(), m_core->saliency(*r2).source));
+    m_context->setResult(nullptr, {});
+    QVERIFY(view.sourceMap()->map().empty());
+    QVERIFY(view.sourceMap()->message().contains("Translate a sentence"));
 }
 
 void TestViews::pairViewComparesAStepsPair() {

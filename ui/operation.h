@@ -21,6 +21,7 @@ enum class Operation {
     History,   // the Training tab's attention history
     TrainToy,  // File > Train a small model
     Measure,   // the value norms of the Attention tab's weight x value norm maps
+    Saliency,  // the Saliency tab's gradient x input
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

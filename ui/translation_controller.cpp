@@ -23,6 +23,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
     qRegisterMetaType<HistoryPtr>("attnlab::ui::HistoryPtr");
     qRegisterMetaType<ValueNormsPtr>("attnlab::ui::ValueNormsPtr");
+    qRegisterMetaType<SaliencyPtr>("attnlab::ui::SaliencyPtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -159,6 +160,15 @@ void TranslationController::computeValueNorms(ResultPtr result) {
             Q_EMIT valueNormsReady(result, std::make_shared<const ValueNorms>(t.valueNorms(*result)));
         },
         Operation::Measure);
+}
+
+void TranslationController::computeSaliency(ResultPtr result) {
+    if (!result) return;
+    postInspection(
+        [this, result](const Translator& t) {
+            Q_EMIT saliencyReady(result, std::make_shared<const Saliency>(t.saliency(*result)));
+        },
+        Operation::Saliency);
 }
 
 void TranslationController::inspectToken(ResultPtr result, bool target, int position) {

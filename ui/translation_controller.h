@@ -36,6 +36,7 @@ using HeadStatsPtr = std::shared_ptr<const HeadStatsReport>;
 using ImportancePtr = std::shared_ptr<const ImportanceReport>;  // null when not asked for
 using HistoryPtr = std::shared_ptr<const AttentionHistory>;
 using ValueNormsPtr = std::shared_ptr<const ValueNorms>;
+using SaliencyPtr = std::shared_ptr<const Saliency>;
 
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
@@ -81,6 +82,9 @@ public:
     // Asynchronous: every head's value norms for a result (Translator::valueNorms); answered by
     // valueNormsReady or failed(Measure).
     void computeValueNorms(ResultPtr result);
+    // Asynchronous: gradient x input for a result (Translator::saliency); answered by saliencyReady
+    // or failed(Saliency).
+    void computeSaliency(ResultPtr result);
     // Asynchronous: a package's attention history (package_files::kAttentionHistory); answered by
     // historyLoaded (null when the package has none) or failed(History).
     void loadHistory(const QString& package_dir);
@@ -106,6 +110,7 @@ Q_SIGNALS:
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     void pairAligned(attnlab::ui::ResultPtr forced);
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
+    void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
     // The one failure signal: what was being done, and why it failed.
     void failed(attnlab::ui::Operation op, const QString& message);
@@ -134,6 +139,7 @@ private:
 }  // namespace attnlab::ui
 
 Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
+Q_DECLARE_METATYPE(attnlab::ui::SaliencyPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)
 Q_DECLARE_METATYPE(attnlab::ui::TokenInsidePtr)

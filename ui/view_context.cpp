@@ -32,6 +32,7 @@ QString operationTitle(Operation op) {
     case Operation::History: return QObject::tr("Cannot read the attention history");
     case Operation::TrainToy: return QObject::tr("Training the small model failed");
     case Operation::Measure: return QObject::tr("Cannot compute the value norms");
+    case Operation::Saliency: return QObject::tr("Cannot compute the saliency");
     }
     return {};
 }

@@ -7,6 +7,7 @@
 #include "model_panel.h"
 #include "pair_view.h"
 #include "positional_view.h"
+#include "saliency_view.h"
 #include "training_view.h"
 #include "weight_view.h"
 
@@ -41,6 +42,7 @@ QWidget* scrolling(View* v) {
 const std::vector<ViewEntry>& viewEntries() {
     static const std::vector<ViewEntry> entries{
         {"attention", QObject::tr("&Attention"), {}, factory<AttentionExplorer>()},
+        {"saliency", QObject::tr("&Saliency"), {}, factory<SaliencyView>()},
         {"decoding", QObject::tr("&Decoding"), {}, factory<DecodingView>()},
         {"weight", QObject::tr("&Weight"), {}, factory<WeightView>()},
         {"inputs", QObject::tr("&Inputs"), {}, factory<InputsView>()},

@@ -127,13 +127,17 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     if (!t.attention_path.empty()) {
         attnlab::AttentionJsonExtras extras;
         bool norms = false;
-        for (const auto& name : t.maps) {                   // each name at most once in effect, however often given
+        bool saliency = false;
+        for (const auto& name : t.maps) {  // each name at most once in effect, however often given
+            saliency |= name == attnlab::kSaliencyName;
             const auto m = attnlab::parseMapMeasure(name);  // checked by --maps' validator
             norms |= m == attnlab::MapMeasure::ValueNorm;
             extras.rollout |= m == attnlab::MapMeasure::Rollout;
         }
         if (norms)
             for (const auto& r : results) extras.value_norms.push_back(translator.valueNorms(r));
+        if (saliency)
+            for (const auto& r : results) extras.saliency.push_back(translator.saliency(r));
         attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d, extras);
     }
     if (!t.trace_path.empty()) attnlab::writeTraceJson(t.trace_path, results, translator.info(), d);
@@ -297,11 +301,13 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
     translate
         ->add_option("--maps", t.maps,
                      "With --attention, also: value-norm (each weight times its key's value norm, Kobayashi et al.), "
-                     "rollout (attention rollout, Abnar & Zuidema), comma-separated (docs/attention-json.md)")
+                     "rollout (attention rollout, Abnar & Zuidema), saliency (gradient x input of every source and "
+                     "previous target piece for each produced piece), comma-separated (docs/attention-json.md)")
         ->delimiter(',')
         ->check(CLI::IsMember([] {
             std::vector<std::string> names;
             for (auto m : attnlab::kMapMeasures) names.push_back(attnlab::mapMeasureName(m));
+            names.push_back(attnlab::kSaliencyName);
             return names;
         }()))
         ->needs(translate->get_option("--attention"));

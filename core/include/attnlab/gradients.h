@@ -15,6 +15,9 @@ namespace attnlab {
 // each input token j, sum_d x_jd * d log p(y_t) / d x_jd, where x_j is token j's word embedding as
 // the model adds it to the positional encoding (scaled by sqrt(d_model) when the model scales).
 // Positive: the token's embedding pushes the chosen token up.
+// Its name where maps are chosen (attnlab-cli translate --maps, the attention JSON's key).
+inline constexpr const char* kSaliencyName = "saliency";
+
 struct Saliency {
     Matrix source;  // [target token][source piece] (the source's </s> included when the model has it)
     // [target token][decoder input position]: position 0 is <s>, position k the target token k-1.

@@ -4,6 +4,7 @@
 
 #include <attnlab/attention_flow.h>
 #include <attnlab/decoding_options.h>
+#include <attnlab/gradients.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
 
@@ -20,6 +21,9 @@ struct AttentionJsonExtras {
     // "attention_value_norm" (each weight times its key's norm, not normalised).
     std::vector<ValueNorms> value_norms;
     bool rollout = false;  // "rollout": one map per layer of each kind
+    // One per result, or none: "saliency": {"source": [target][source], "target": [target][decoder input]}
+    // (attnlab/gradients.h).
+    std::vector<Saliency> saliency;
 };
 
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,

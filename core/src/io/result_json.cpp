@@ -51,6 +51,10 @@ void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& e
                                      {"decoder_self", mapsJson(weightedByValueNorms(r.decoder_self, n.decoder_self))},
                                      {"cross", mapsJson(weightedByValueNorms(r.cross, n.cross))}};
     }
+    if (!extras.saliency.empty()) {
+        const Saliency& g = extras.saliency.at(index);
+        s[kSaliencyName] = {{"source", matrixJson(g.source)}, {"target", matrixJson(g.target)}};
+    }
     if (extras.rollout) {
         const auto encoder = attentionRollout(r.encoder_self);
         s["rollout"] = {
@@ -72,6 +76,9 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
                           const DecodingOptions& o, const AttentionJsonExtras& extras) {
     if (!extras.value_norms.empty() && extras.value_norms.size() != results.size())
         throw InternalError("attention JSON: value norms for " + std::to_string(extras.value_norms.size()) + " of " +
+                            std::to_string(results.size()) + " results");
+    if (!extras.saliency.empty() && extras.saliency.size() != results.size())
+        throw InternalError("attention JSON: saliency for " + std::to_string(extras.saliency.size()) + " of " +
                             std::to_string(results.size()) + " results");
     json root;
     root["format"] = "attnlab-attention";
