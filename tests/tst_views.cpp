@@ -130,6 +130,7 @@ private Q_SLOTS:
     void weightViewExplainsTheCellAskedFor();
     void inputsViewInspectsOnlyWhenShown();
     void saliencyViewComputesWhenShown();
+    void importanceShowsIntervalsAndGradients();
     void pairViewComparesAStepsPair();
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
@@ -413,6 +414,53 @@ void TestViews::saliencyViewComputesWhenShown() {
     m_context->setResult(nullptr, {});
     QVERIFY(view.sourceMap()->map().empty());
     QVERIFY(view.sourceMap()->message().contains("Translate a sentence"));
+}
+
+// A finished importance run: the curve with its bootstrap intervals as error bars and the points of
+// significant loss marked, the gradient importance as a statistic and a column, the removable heads and
+// the rank correlation in the status line.
+void TestViews::importanceShowsIntervalsAndGradients() {
+    HeadStatsPanel panel;
+    auto stats = std::make_shared<attnlab::HeadStatsReport>();
+    stats->sentences = 10;
+    auto imp = std::make_shared<attnlab::ImportanceReport>();
+    imp->baseline_bleu = 30;
+    imp->bootstrap_resamples = 1000;
+    imp->removable_heads = 2;
+    imp->rank_correlation = 0.25;
+    imp->gradient.emplace();
+    for (int h = 0; h < 4; ++h) {
+        const attnlab::HeadRef ref{AttentionKind::Cross, 0, h};
+        attnlab::HeadStats hs;
+        hs.head = ref;
+        stats->heads.push_back(hs);
+        imp->heads.push_back({ref, 30.0 - h, 0.0, double(h)});
+        imp->gradient->heads.push_back({ref, 0.1 * h, 0.2 * h});
+    }
+    for (int k = 0; k <= 4; k += 2) {
+        attnlab::PruningPoint p;
+        p.heads_removed = k;
+        p.bleu = 30 - 5 * k;
+        p.interval.resamples = 1000;
+        p.interval.low = p.bleu - 1, p.interval.high = p.bleu + 2;
+        p.interval.difference_high = k == 4 ? -1 : 0.5;
+        imp->curve.push_back(p);
+    }
+    panel.setReport(stats, imp, m_controller->modelInfo());
+    QVERIFY2(panel.statusText().contains("2 of 4 heads removable with no significant loss"),
+             qPrintable(panel.statusText()));
+    QVERIFY2(panel.statusText().contains("ρ = 0.25"), qPrintable(panel.statusText()));
+    panel.select(HeadStatsPanel::kGradientColumn, AttentionKind::Cross);
+    QCOMPARE(panel.heatmap()->map()[0][3], 0.6f);  // head 3's normalised gradient importance
+    QCOMPARE(panel.table()->horizontalHeaderItem(panel.table()->columnCount() - 1)->text(),
+             QString("gradient importance"));
+    auto* bars = qobject_cast<QCPErrorBars*>(panel.curve()->plottable(1));
+    QVERIFY(bars);
+    QCOMPARE(bars->dataCount(), 3);
+    QCOMPARE(bars->data()->at(1).errorMinus, 1.0);
+    QCOMPARE(bars->data()->at(1).errorPlus, 2.0);
+    QCOMPARE(panel.curve()->graph(1)->dataCount(), 1);  // the one point of significant loss
+    QCOMPARE(panel.curve()->graph(1)->data()->at(0)->key, 4.0);
 }
 
 void TestViews::pairViewComparesAStepsPair() {

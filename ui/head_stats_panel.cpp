@@ -11,6 +11,8 @@
 
 #include <qcustomplot.h>
 
+#include <cmath>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
@@ -232,8 +234,9 @@ void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, Mod
     m_progress->hide();
     m_run->setEnabled(!m_sources.empty());
     m_cancel->setEnabled(false);
-    if (m_statistic->count() > kHeadStatisticCount) m_statistic->removeItem(kImportanceColumn);
+    while (m_statistic->count() > kHeadStatisticCount) m_statistic->removeItem(kHeadStatisticCount);
     if (m_importance) m_statistic->addItem(tr("BLEU drop when ablated"));
+    if (m_importance && m_importance->gradient) m_statistic->addItem(tr("Gradient importance (per layer)"));
     m_status->setText(m_stats ? tr("%1 heads over %2 sentences%3")
                                     .arg(m_stats->heads.size())
                                     .arg(m_stats->sentences)
@@ -244,6 +247,13 @@ void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, Mod
         m_status->setText(m_status->text() + tr("; BLEU %1 with every head, chrF %2")
                                                  .arg(m_importance->baseline_bleu, 0, 'f', 2)
                                                  .arg(m_importance->baseline_chrf, 0, 'f', 2));
+    if (m_importance && m_importance->removable_heads >= 0)
+        m_status->setText(m_status->text() + tr("; %1 of %2 heads removable with no significant loss (95 %)")
+                                                 .arg(m_importance->removable_heads)
+                                                 .arg(m_importance->heads.size()));
+    if (m_importance && m_importance->gradient && std::isfinite(m_importance->rank_correlation))
+        m_status->setText(m_status->text() + tr("; ablation and gradient orders agree with Spearman's ρ = %1")
+                                                 .arg(m_importance->rank_correlation, 0, 'f', 2));
     refreshHeatmap();
     refreshTable();
     refreshCurve();
@@ -260,7 +270,9 @@ void HeadStatsPanel::setColorMap(Palette palette) { m_heatmap->setColorMap(palet
 
 double HeadStatsPanel::valueOf(const HeadStats& h, int statistic) const {
     if (statistic < kHeadStatisticCount) return h.values[static_cast<size_t>(statistic)];
-    if (m_importance)
+    if (statistic == kGradientColumn && m_importance && m_importance->gradient)
+        if (const auto* g = m_importance->gradient->find(h.head)) return g->normalized;
+    if (statistic == kImportanceColumn && m_importance)
         for (const auto& i : m_importance->heads)
             if (i.head == h.head) return i.bleu_drop;
     return 0.0;
@@ -292,6 +304,8 @@ void HeadStatsPanel::refreshTable() {
     QStringList header{tr("head"), tr("rows")};
     for (const auto& info : headStatisticInfos()) header << tr(info.label);
     if (m_importance) header << tr("BLEU without") << tr("BLEU drop");
+    const bool gradient = m_importance && m_importance->gradient;
+    if (gradient) header << tr("gradient importance");
     m_table->setColumnCount(header.size());
     m_table->setHorizontalHeaderLabels(header);
     m_table->setRowCount(static_cast<int>(m_stats->heads.size()));
@@ -309,23 +323,44 @@ void HeadStatsPanel::refreshTable() {
                 m_table->setItem(row, 2 + kHeadStatisticCount, new NumberItem(imp.bleu, 2));
                 m_table->setItem(row, 3 + kHeadStatisticCount, new NumberItem(imp.bleu_drop, 2));
             }
+        if (gradient)
+            if (const auto* g = m_importance->gradient->find(h.head))
+                m_table->setItem(row, 4 + kHeadStatisticCount, new NumberItem(g->normalized, 3));
     }
     m_table->setSortingEnabled(true);
     m_table->resizeColumnsToContents();
 }
 
 void HeadStatsPanel::refreshCurve() {
-    m_curve->clearGraphs();
+    m_curve->clearPlottables();  // graphs and error bars
     m_curve->setVisible(m_importance != nullptr);
     if (!m_importance) return;
-    QVector<double> x, y;
+    QVector<double> x, y, below, above, sx, sy;
     for (const auto& p : m_importance->curve) {
         x << p.heads_removed;
         y << p.bleu;
+        below << p.bleu - p.interval.low;  // zero-length bars without intervals
+        above << p.interval.high - p.bleu;
+        if (p.significantLoss()) sx << p.heads_removed, sy << p.bleu;
     }
     auto* g = m_curve->addGraph();
     g->setData(x, y);
+    g->setName(tr("BLEU"));
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+    if (m_importance->bootstrap_resamples > 0) {
+        auto* bars = new QCPErrorBars(m_curve->xAxis, m_curve->yAxis);
+        bars->setDataPlottable(g);
+        bars->setData(below, above);
+        bars->setName(tr("95 % interval (paired bootstrap)"));
+        auto* loss = m_curve->addGraph();
+        loss->setData(sx, sy);
+        loss->setLineStyle(QCPGraph::lsNone);
+        loss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(200, 40, 40), 7));
+        loss->setName(tr("significantly below every head"));
+    }
+    m_curve->legend->setVisible(m_importance->bootstrap_resamples > 0);
+    // Top right: the curve falls from the top left, so that corner stays empty.
+    m_curve->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_curve->rescaleAxes();
     m_curve->yAxis->setRangeLower(0);
     m_curve->replot();

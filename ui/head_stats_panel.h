@@ -37,9 +37,10 @@ public:
     void showFailure(const QString& message);
     void setEmptyMessage(const QString& message);  // what the heatmap says before a run
     void setColorMap(Palette palette);
-    // The statistic (index into headStatisticInfos(), or kImportanceColumn) and kind shown.
+    // The statistic (index into headStatisticInfos(), kImportanceColumn or kGradientColumn) and kind shown.
     void select(int statistic, attnlab::AttentionKind kind);
     static constexpr int kImportanceColumn = kHeadStatisticCount;
+    static constexpr int kGradientColumn = kHeadStatisticCount + 1;  // with the importance's gradient
 
     // Runs on the corpus set (the Run button); importance when `importance` and references exist.
     void startRun(bool importance);
