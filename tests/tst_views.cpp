@@ -329,6 +329,21 @@ void TestViews::decodingViewStepsAndForcesABeginning() {
     view.saveState(saved);
     QCOMPARE(*saved.step, 1);
     QVERIFY(view.figure());
+    // The strip follows the Show choice: rollout gives one row per layer (the step's row of each layer's
+    // cross rollout); value norms, once the worker has them, each head's weighted row, normalised.
+    m_context->setMeasure(attnlab::MapMeasure::Rollout);
+    const auto rollout = attnlab::measuredMaps(*r, AttentionKind::Cross, attnlab::MapMeasure::Rollout, nullptr);
+    view.setStripLayer(-1);
+    QCOMPARE(view.crossRows()->map().size(), rollout.size());
+    QVERIFY(near(view.crossRows()->map()[1], rollout[1][0][1]));
+    QVERIFY2(view.crossRows()->title().contains("Rollout"), qPrintable(view.crossRows()->title()));
+    m_context->setMeasure(attnlab::MapMeasure::ValueNorm);
+    QTRY_VERIFY_WITH_TIMEOUT(view.crossRows()->map().size() == r->cross.size() * r->cross[0].size(), 30000);
+    const auto norms = m_core->valueNorms(*r);
+    QVERIFY(near(view.crossRows()->map()[1],
+                 attnlab::rowNormalized(attnlab::weightedByValueNorms(r->cross[0][1], norms.cross[0][1]))[1]));
+    m_context->setMeasure(attnlab::MapMeasure::Weights);
+    QVERIFY(near(view.crossRows()->map()[1], r->cross[0][1][1]));
     // What-if: the sentence of the steps shown, translated again with the typed beginning.
     QSignalSpy asked(m_context.get(), &ViewContext::translationRequested);
     QSignalSpy changed(m_context.get(), &ViewContext::resultChanged);

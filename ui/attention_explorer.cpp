@@ -26,9 +26,7 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     m_fixed = new QCheckBox(tr("Fixed 0–1 colour range"), this);
     // What the maps show (docs/head-lab.md "Beyond raw weights").
     m_measure = new QComboBox(this);
-    m_measure->addItem(tr("Weights"), int(MapMeasure::Weights));
-    m_measure->addItem(tr("Weight × value norm"), int(MapMeasure::ValueNorm));
-    m_measure->addItem(tr("Rollout (per layer)"), int(MapMeasure::Rollout));
+    for (MapMeasure m : kMapMeasures) m_measure->addItem(mapMeasureTitle(m), int(m));
     m_measure->setToolTip(
         tr("Weights: the softmax. Weight × value norm: each weight times the length of what its key "
            "adds to the output (Kobayashi et al. 2020), rows normalised. Rollout: how much of each "

@@ -218,27 +218,43 @@ void DecodingView::showStep() {
     m_candidates->setTitle(tr("Next token at step %1 (click one: what if?)").arg(t + 1));
     m_candidates->setBars({{tr("probability"), probs, kBar}}, labels, chosen);
     buildTree(t);
-    // This step's cross-attention row of every head, of every layer or of the layer chosen.
-    const int layers = int(r.cross.size());
-    updateStripPages(layers, layers > 0 ? int(r.cross[0].size()) : 0);
+    showStrip(t);
+}
+
+// This step's cross-attention row of every head, of every layer or of the layer chosen, under the
+// context's measure (the Attention tab's Show choice) when it is the context's translation.
+void DecodingView::showStrip(int t) {
+    const TranslationResult& r = *m_result;
+    const MapMeasure measure = m_result == context()->result() ? context()->measure() : MapMeasure::Weights;
+    auto maps = measure == MapMeasure::Weights ? std::shared_ptr<const LayerHeadMaps>(m_result, &r.cross)
+                                               : context()->measuredMaps(AttentionKind::Cross);
+    if (!maps) {
+        const QString problem = context()->measureProblem();
+        m_cross->clear(problem.isEmpty() ? tr("Computing the value norms…") : problem);
+        return;
+    }
+    const int layers = int(maps->size());
+    updateStripPages(layers, layers > 0 ? int((*maps)[0].size()) : 0);
     const int page = stripLayer();
     Matrix rows;
     QStringList row_labels, keys;
     const int first = page < 0 ? 0 : page, last = page < 0 ? layers : std::min(page + 1, layers);
     for (int l = first; l < last; ++l)
-        for (size_t h = 0; h < r.cross[size_t(l)].size(); ++h) {
-            rows.push_back(r.cross[size_t(l)][h].at(t));
-            row_labels << shortLayerHeadLabel(l, int(h));
+        for (size_t h = 0; h < (*maps)[size_t(l)].size(); ++h) {
+            rows.push_back((*maps)[size_t(l)][h].at(t));
+            row_labels << (measure == MapMeasure::Rollout ? layerLabel(l) : shortLayerHeadLabel(l, int(h)));
         }
     for (const auto& p : r.source_pieces) keys << QString::fromStdString(p);
-    const QString produced = QString::fromStdString(st.chosen_piece);
+    const QString produced = QString::fromStdString(r.steps.at(t).chosen_piece);
+    const QString what = measure == MapMeasure::Weights ? tr("Cross-attention")
+                                                        : tr("Cross-attention (%1)").arg(mapMeasureTitle(measure));
+    const QString rows_are = measure == MapMeasure::Rollout ? tr("every layer") : tr("every layer and head");
     if (rows.empty())
         m_cross->clear(tr("No attention maps for this translation."));
     else
-        m_cross->setMap(
-            rows, row_labels, keys,
-            page < 0 ? tr("Cross-attention while producing “%1”: every layer and head").arg(produced)
-                     : tr("Cross-attention while producing “%1”: %2, every head").arg(produced, layerLabel(page)));
+        m_cross->setMap(rows, row_labels, keys,
+                        page < 0 ? tr("%1 while producing “%2”: %3").arg(what, produced, rows_are)
+                                 : tr("%1 while producing “%2”: %3").arg(what, produced, layerLabel(page)));
 }
 
 namespace {
@@ -307,6 +323,10 @@ void DecodingView::follow(ViewContext* c) {
     });
     connect(c, &ViewContext::paletteChanged, this, &DecodingView::setColorMap);
     setColorMap(c->palette());
+    // The strip follows the Attention tab's Show choice (and the value norms it waits for).
+    connect(c, &ViewContext::measuredMapsChanged, this, [this] {
+        if (m_result && stepCount() > 0) showStrip(step());
+    });
     // What-if: the sentence the steps belong to, even when the field has been edited since.
     connect(this, &DecodingView::forceRequested, this, [this, c](const std::vector<int>& ids, const QString& text) {
         DecodingOptions o = c->decodingOptions();

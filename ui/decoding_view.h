@@ -67,6 +67,7 @@ private:
     QWidget* m_upper = nullptr;
     void follow(ViewContext* context);
     void showStep();
+    void showStrip(int step);
     void buildTree(int up_to_step);
     void updateComparison();
     void updateStripPages(int layers, int heads);  // the page list for this shape; the page kept when it fits

@@ -37,6 +37,15 @@ QString operationTitle(Operation op) {
     return {};
 }
 
+QString mapMeasureTitle(MapMeasure measure) {
+    switch (measure) {
+    case MapMeasure::Weights: return QObject::tr("Weights");
+    case MapMeasure::ValueNorm: return QObject::tr("Weight × value norm");
+    case MapMeasure::Rollout: return QObject::tr("Rollout (per layer)");
+    }
+    return {};
+}
+
 bool operationNeedsDialog(Operation op) {
     return op == Operation::LoadModel || op == Operation::Lesson || op == Operation::SaveSession ||
            op == Operation::Export;

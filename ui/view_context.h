@@ -24,6 +24,9 @@
 
 namespace attnlab::ui {
 
+// What the views call a measure: "Weights", "Weight × value norm", "Rollout (per layer)".
+QString mapMeasureTitle(MapMeasure measure);
+
 class ViewContext : public QObject {
     Q_OBJECT
 public:
