@@ -281,6 +281,14 @@ void TestViews::attentionViewShowsOtherMeasures() {
     view.select(AttentionKind::EncoderSelf, 0, 1);
     QVERIFY(near(view.view()->map(), attnlab::rowNormalized(attnlab::weightedByValueNorms(r->encoder_self[0][1],
                                                                                           norms.encoder_self[0][1]))));
+    // The JSON export carries what the Show choice computed: the value norms now, the rollout when shown.
+    const QString exported = m_dir.filePath("measured.json");
+    QVERIFY(!m_context->exportAttentionJson(exported));
+    QFile file(exported);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray text = file.readAll();
+    QVERIFY(text.contains("\"value_norms\"") && text.contains("\"attention_value_norm\"") &&
+            !text.contains("\"rollout\""));
     m_context->setMeasure(attnlab::MapMeasure::Weights);
     QVERIFY(near(view.view()->map(), r->encoder_self[0][1]));
     QVERIFY(view.grid()->headerText(0) != "rollout");       // heads again ("head 1" or "h1", as it fits)

@@ -207,7 +207,12 @@ std::optional<QString> ViewContext::exportAttentionJson(const QString& path) con
     const auto info = model();
     if (!m_result || !info) return tr("translate a sentence first");
     try {
-        writeAttentionJson(path.toStdString(), {*m_result}, *info, m_result_options);
+        // The maps beyond the weights that the Show choice has made: the value norms once computed,
+        // the rollout when it is shown.
+        AttentionJsonExtras extras;
+        if (m_norms) extras.value_norms.push_back(*m_norms);
+        extras.rollout = m_measure == MapMeasure::Rollout;
+        writeAttentionJson(path.toStdString(), {*m_result}, *info, m_result_options, extras);
         return std::nullopt;
     } catch (const Error& e) {
         return QString::fromStdString(e.what());

@@ -76,7 +76,8 @@ public:
     QString measureProblem() const { return m_measure_problem; }
     void setFocusedHead(const HeadRef& head) { m_focus = head; }
     QString lastError() const { return m_last_error; }  // the last failure, until a success
-    // The shown translation's attention as JSON (docs/attention-json.md); the problem, or nothing.
+    // The shown translation's attention as JSON (docs/attention-json.md), with the value norms when
+    // they have been computed and the rollout when it is shown; the problem, or nothing.
     [[nodiscard]] std::optional<QString> exportAttentionJson(const QString& path) const;
 
     // Requests.
