@@ -673,6 +673,15 @@ void TestCli::headsAndAlign() {
     QVERIFY(imp["removable_heads"].is_number_integer());
     QVERIFY2(r.out.contains("removable with no significant loss"), qPrintable(r.out));
     QVERIFY2(r.out.contains("rank correlation of the two orders (Spearman): "), qPrintable(r.out));
+    // --measure: the statistics of another map (the rollout: one map per layer).
+    r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/roll.json", "--measure",
+             "rollout"});
+    QCOMPARE(r.code, 0);
+    const auto roll = nlohmann::json::parse(attnlab::testing::readFile((d + "/roll.json").toStdString()));
+    QCOMPARE(roll["measure"].get<std::string>(), std::string("rollout"));
+    const auto lib_roll = attnlab::corpusHeadStatistics(tr, src, &ref, {}, 8, {}, attnlab::MapMeasure::Rollout);
+    QCOMPARE(roll["heads"].size(), lib_roll.heads.size());
+    QVERIFY2(r.out.contains("statistics of the rollout maps"), qPrintable(r.out));
     // --gradient-importance alone: the library's numbers (gradients are deterministic on one machine).
     r = cli({"heads", "-m", m_pkg, "--src", d + "/h.de", "--ref", d + "/h.en", "--json", d + "/grad.json",
              "--gradient-importance", "--importance-kinds", "encoder"});

@@ -97,6 +97,7 @@ private Q_SLOTS:
     void corpusAlignmentAgainstGold();
     void importanceAndPruningCurve();
     void gradientImportanceAndRankCorrelation();
+    void statisticsOfOtherMeasures();
     void jsonAndCsv();
 
 private:
@@ -845,6 +846,39 @@ void TestHeadLab::gradientImportanceAndRankCorrelation() {
     QCOMPARE(skipping.skipped.size(), size_t(1));
     QCOMPARE(skipping.skipped[0].pair, 3);
     QCOMPARE(skipping.skipped[0].reason, std::string("reference: the sentence is empty"));
+}
+
+// Statistics of the value-norm maps: those of the teacher-forced maps weighted by the norms and
+// row-normalised here, head by head; of the rollout: one map per layer (head 0).
+void TestHeadLab::statisticsOfOtherMeasures() {
+    const std::vector<std::string> src{m_src[0], m_src[2]}, ref{m_ref[0], m_ref[2]};
+    const auto rep = attnlab::corpusHeadStatistics(*m_t, src, &ref, {}, 4, {}, attnlab::MapMeasure::ValueNorm);
+    QVERIFY(rep.measure == attnlab::MapMeasure::ValueNorm);
+    attnlab::HeadStatsAccumulator acc(4);
+    for (auto r : m_t->teacherForce(src, ref)) {
+        const auto norms = m_t->valueNorms(r);
+        auto weigh = [](attnlab::LayerHeadMaps& maps, const attnlab::HeadKeyNorms& n) {
+            for (size_t l = 0; l < maps.size(); ++l)
+                for (size_t h = 0; h < maps[l].size(); ++h)
+                    maps[l][h] = attnlab::rowNormalized(attnlab::weightedByValueNorms(maps[l][h], n[l][h]));
+        };
+        weigh(r.encoder_self, norms.encoder_self);
+        weigh(r.decoder_self, norms.decoder_self);
+        weigh(r.cross, norms.cross);
+        acc.add(r);
+    }
+    const auto expected = acc.report(true);
+    QCOMPARE(rep.heads.size(), expected.heads.size());
+    for (size_t i = 0; i < rep.heads.size(); ++i)
+        for (size_t k = 0; k < rep.heads[i].values.size(); ++k)  // same kernels, same process: 1e-9
+            QVERIFY(std::abs(rep.heads[i].values[k] - expected.heads[i].values[k]) < 1e-9);
+    const auto weights = attnlab::corpusHeadStatistics(*m_t, src, &ref, {}, 4);
+    QVERIFY(weights.heads[0].value(HeadStatistic::EosShare) != rep.heads[0].value(HeadStatistic::EosShare));
+    const auto rollout = attnlab::corpusHeadStatistics(*m_t, src, &ref, {}, 4, {}, attnlab::MapMeasure::Rollout);
+    QCOMPARE(rollout.heads.size(), size_t(2 + 2 + 2));  // one map per layer of each kind
+    QVERIFY(rollout.heads[1].head == (HeadRef{AttentionKind::EncoderSelf, 1, 0}));
+    const auto j = nlohmann::json::parse(attnlab::headsJson(rollout, nullptr, m_t->info()));
+    QCOMPARE(j["measure"].get<std::string>(), std::string("rollout"));
 }
 
 void TestHeadLab::jsonAndCsv() {

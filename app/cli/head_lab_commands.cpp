@@ -41,6 +41,8 @@ std::vector<attnlab::AttentionKind> parseKinds(const std::string& text) {
 }
 
 void printStatistics(const attnlab::HeadStatsReport& rep) {
+    if (rep.measure != attnlab::MapMeasure::Weights)
+        std::cout << "statistics of the " << attnlab::mapMeasureName(rep.measure) << " maps\n";
     std::cout << rep.heads.size() << " heads over " << rep.sentences << " sentences"
               << (rep.teacher_forced ? " (decoder teacher-forced through the references)"
                                      : " (the model's own translations)")
@@ -130,6 +132,16 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
                    "The other model reads the references as its sources and the sources as its references (the "
                    "other direction of the same pairs, e.g. de-en against en-de)")
         ->needs(h.cmd->get_option("--compare-model"));
+    h.cmd
+        ->add_option("--measure", h.measure,
+                     "The statistics of the weights, of the value-norm maps (each weight times its key's value norm, "
+                     "rows normalised) or of the rollout (one map per layer, as head 1)")
+        ->check(CLI::IsMember([] {
+            std::vector<std::string> names;
+            for (auto m : attnlab::kMapMeasures) names.push_back(attnlab::mapMeasureName(m));
+            return names;
+        }()))
+        ->capture_default_str();
     h.cmd->add_flag("--importance", h.importance,
                     "Translate the corpus once per head with that head ablated, then with the least important "
                     "removed cumulatively; BLEU and chrF of each run go into the JSON");
@@ -190,8 +202,8 @@ Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, co
     out.model.emplace(load(o));
     const auto& other_src = h.compare_reversed ? refs : sources;
     const auto* other_refs = refs.empty() ? nullptr : (h.compare_reversed ? &sources : &refs);
-    out.stats =
-        attnlab::corpusHeadStatistics(*out.model, other_src, other_refs, h.decoding, h.radius, progress.callback());
+    out.stats = attnlab::corpusHeadStatistics(*out.model, other_src, other_refs, h.decoding, h.radius,
+                                              progress.callback(), *attnlab::parseMapMeasure(h.measure));
     progress.clear();
     reportSkipped(out.stats->skipped, "used by the other model");
     return out;
@@ -220,7 +232,8 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     auto translator = load(common);
     ProgressLine progress;
     const auto stats = attnlab::corpusHeadStatistics(translator, sources, refs.empty() ? nullptr : &refs, h.decoding,
-                                                     h.radius, progress.callback());
+                                                     h.radius, progress.callback(),
+                                                     *attnlab::parseMapMeasure(h.measure));  // checked by --measure
     progress.clear();
     reportSkipped(stats.skipped, "used");
     const Compared other = compareWithOther(common, h, sources, refs, progress);

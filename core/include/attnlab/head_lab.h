@@ -31,9 +31,12 @@ using CorpusCallback = std::function<bool(const CorpusProgress&)>;
 // beam and caps; attention is always recorded). Sentences run in chunks, so memory stays small.
 // A line the model cannot read (empty, overlong, no character it knows) is skipped and listed in
 // the report's `skipped`; throws InputError when the counts differ or no line can be read.
+// `measure`: the statistics of the value-norm maps (one more captured pass per sentence) or of the
+// rollout instead of the weights.
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
-                                     int histogram_radius = 8, const CorpusCallback& progress = {});
+                                     int histogram_radius = 8, const CorpusCallback& progress = {},
+                                     MapMeasure measure = MapMeasure::Weights);
 
 // Two reports' statistics head by head, for the heads both have: comparing two models, the two
 // directions of one corpus (each teacher-forced through its own side of the same pairs), or a model

@@ -13,7 +13,8 @@ namespace attnlab {
 inline constexpr int kHeadLabJsonVersion = 1;
 
 // {"format": "attnlab-heads", "version", "model", "sentences", "teacher_forced",
-//  "histogram_radius", "heads": [{"kind", "layer", "head", "name", "rows", <statistic keys>,
+//  "histogram_radius", "measure" ("weights" | "value-norm" | "rollout": what the statistics were taken of;
+//  a rollout's one map per layer is its head 0), "heads": [{"kind", "layer", "head", "name", "rows", <statistic keys>,
 //  "offset_histogram", "typical_sentence": {<statistic key>: index}}],
 //  "importance" (when given): {"sentences", "baseline_bleu", "baseline_chrf", "bleu_signature",
 //  "heads": [{"name", "kind", "layer", "head", "bleu", "chrf", "bleu_drop"}],

@@ -18,6 +18,7 @@
 // The offset histogram holds, per offset -R..R, the mean weight at that offset; its first and
 // last bins also collect every offset beyond -R and R.
 
+#include <attnlab/attention_flow.h>
 #include <attnlab/attention_kind.h>
 #include <attnlab/translation.h>
 
@@ -71,7 +72,10 @@ struct HeadStatsReport {
     int sentences = 0;                 // the statistics' sentences (skipped ones not included)
     std::vector<SkippedPair> skipped;  // corpus runs: lines left out (attnlab/head_lab.h)
     int histogram_radius = 0;
-    bool teacher_forced = false;   // decoder statistics over given references, not the model's output
+    bool teacher_forced = false;  // decoder statistics over given references, not the model's output
+    // What the statistics were taken of (attnlab/attention_flow.h): the weights, the value-norm maps
+    // (rows normalised), or the rollout (one map per layer, reported as its head 0).
+    MapMeasure measure = MapMeasure::Weights;
     std::vector<HeadStats> heads;  // encoder layers x heads, then decoder, then cross
     // nullptr when absent. The pointer is into `heads`: not callable on a temporary report
     // (sanitize.sh found a test reading through one after the report was gone).

@@ -31,5 +31,8 @@ std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector
                                           std::vector<SkippedPair>& skipped, const std::string& side,
                                           const DecodingOptions& d, const StepCallback& cancel = {});
 void sortSkipped(std::vector<SkippedPair>& skipped);
+// A result whose maps are those of `measure` (attnlab/attention_flow.h; the value norms from the
+// translator's captured pass).
+TranslationResult measured(const Translator& t, TranslationResult r, MapMeasure measure);
 
 }  // namespace attnlab::headlab

@@ -91,6 +91,19 @@ std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector
     return results;
 }
 
+TranslationResult measured(const Translator& t, TranslationResult r, MapMeasure measure) {
+    std::optional<ValueNorms> norms;
+    if (measure == MapMeasure::ValueNorm) norms = t.valueNorms(r);
+    const ValueNorms* n = norms ? &*norms : nullptr;
+    auto encoder = measuredMaps(r, AttentionKind::EncoderSelf, measure, n);
+    auto decoder = measuredMaps(r, AttentionKind::DecoderSelf, measure, n);
+    auto cross = measuredMaps(r, AttentionKind::Cross, measure, n);
+    r.encoder_self = std::move(encoder);
+    r.decoder_self = std::move(decoder);
+    r.cross = std::move(cross);
+    return r;
+}
+
 void sortSkipped(std::vector<SkippedPair>& skipped) {
     std::sort(skipped.begin(), skipped.end(),
               [](const SkippedPair& a, const SkippedPair& b) { return a.pair < b.pair; });
@@ -99,7 +112,7 @@ void sortSkipped(std::vector<SkippedPair>& skipped) {
 
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
-                                     int histogram_radius, const CorpusCallback& progress) {
+                                     int histogram_radius, const CorpusCallback& progress, MapMeasure measure) {
     if (references) checkCounts(sources.size(), references->size(), "references");
     std::vector<SkippedPair> skipped;
     const auto usable = readableLines(translator, sources, references, "reference", skipped);
@@ -132,13 +145,14 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
             results = translator.teacherForce(translator.translateBatch(pick(sources, lines), search, cancel), d);
         }
         for (size_t i = 0; i < results.size(); ++i) {
-            acc.add(results[i]);
+            acc.add(measure == MapMeasure::Weights ? results[i] : measured(translator, results[i], measure));
             added.push_back(lines[i]);
         }
     }
     report(progress, stage, total, total);
     checkSomethingLeft(sources.size(), skipped, "line could be read");
     HeadStatsReport rep = acc.report(references != nullptr);
+    rep.measure = measure;
     for (auto& h : rep.heads)  // the accumulator counts the sentences it was given: back to input lines
         for (int& k : h.typical_sentence)
             if (k >= 0) k = static_cast<int>(added.at(static_cast<size_t>(k)));

@@ -133,6 +133,7 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
     root["skipped"] = skippedJson(stats.skipped);
     root["teacher_forced"] = stats.teacher_forced;
     root["histogram_radius"] = stats.histogram_radius;
+    root["measure"] = mapMeasureName(stats.measure);
     json heads = json::array();
     for (const auto& h : stats.heads) {
         json j = headJson(h.head);
