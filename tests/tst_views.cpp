@@ -561,6 +561,14 @@ void TestViews::headsViewOpensOnItsExamplesComputed() {
     QCOMPARE(runs.count(), 2);
     controller.waitForIdle();
     QCOMPARE(*view.showPage("maps"), QString("'maps' is not one of statistics, ablation, alignment"));
+    // "Of: Rollout": the next run's statistics are of the rollout, one map per layer.
+    auto* of = view.statistics()->measureChoice();
+    of->setCurrentIndex(of->findData(int(attnlab::MapMeasure::Rollout)));
+    view.statistics()->startRun(false);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        view.statistics()->stats() && view.statistics()->stats()->measure == attnlab::MapMeasure::Rollout, 60000);
+    QCOMPARE(view.statistics()->stats()->heads.size(), size_t(2 + 2 + 2));
+    QVERIFY2(view.statistics()->statusText().startsWith("Rollout"), qPrintable(view.statistics()->statusText()));
 }
 
 void TestViews::headsViewWithoutExamplesSaysWhatToDo() {

@@ -2,6 +2,7 @@
 
 #include "head_picker.h"
 #include "numbering.h"
+#include "view_context.h"
 
 #include "attention_view.h"
 
@@ -100,6 +101,11 @@ void HeadStatsPanel::buildControls() {
         m_statistic->addItem(tr(info.label));
         m_statistic->setItemData(m_statistic->count() - 1, tr(info.meaning), Qt::ToolTipRole);
     }
+    m_measure = new QComboBox(this);
+    for (MapMeasure m : kMapMeasures) m_measure->addItem(mapMeasureTitle(m), int(m));
+    m_measure->setToolTip(
+        tr("What the next run's statistics are taken of: the weights, each weight times its key's "
+           "value norm (rows normalised), or the rollout (one map per layer)"));
     m_kind = new QComboBox(this);
     for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k));  // index = AttentionKind
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
@@ -125,6 +131,8 @@ void HeadStatsPanel::buildControls() {
     top->addWidget(files);
     top->addWidget(examples);
     top->addWidget(m_corpus, 1);
+    top->addWidget(new QLabel(tr("Of:"), this));
+    top->addWidget(m_measure);
     top->addWidget(m_importance_box);
     top->addWidget(m_run);
     top->addWidget(m_cancel);
@@ -196,6 +204,7 @@ void HeadStatsPanel::startRun(bool importance) {
     r.importance = importance && !m_refs.empty();
     m_importance_box->setChecked(r.importance);
     m_pending_sources = m_sources;
+    r.measure = MapMeasure(m_measure->currentData().toInt());
     r.decoding.beam_size = 1;  // greedy: the importance runs translate the corpus once per head
     r.decoding.max_batch_size = 128;
     m_run->setEnabled(false);
@@ -237,7 +246,9 @@ void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, Mod
     while (m_statistic->count() > kHeadStatisticCount) m_statistic->removeItem(kHeadStatisticCount);
     if (m_importance) m_statistic->addItem(tr("BLEU drop when ablated"));
     if (m_importance && m_importance->gradient) m_statistic->addItem(tr("Gradient importance (per layer)"));
-    m_status->setText(m_stats ? tr("%1 heads over %2 sentences%3")
+    const bool weights = !m_stats || m_stats->measure == MapMeasure::Weights;
+    m_status->setText(m_stats ? tr("%1%2 heads over %3 sentences%4")
+                                    .arg(weights ? QString() : tr("%1: ").arg(mapMeasureTitle(m_stats->measure)))
                                     .arg(m_stats->heads.size())
                                     .arg(m_stats->sentences)
                                     .arg(m_stats->teacher_forced ? tr(", decoder teacher-forced through the references")

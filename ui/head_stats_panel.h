@@ -52,6 +52,7 @@ public:
     AttentionView* heatmap() const { return m_heatmap; }
     QCustomPlot* figure() const;  // the heatmap, once a run has finished
     QTableWidget* table() const { return m_table; }
+    QComboBox* measureChoice() const { return m_measure; }  // "Of:" the next run
     QCustomPlot* curve() const { return m_curve; }
     QString statusText() const;
     HeadStatsPtr stats() const { return m_stats; }
@@ -85,6 +86,7 @@ private:
     QProgressBar* m_progress;
     QLabel* m_status;
     QComboBox* m_statistic;
+    QComboBox* m_measure;  // what the next run takes its statistics of
     QComboBox* m_kind;
     AttentionView* m_heatmap;
     QTableWidget* m_table;

@@ -209,7 +209,7 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
             };
             const auto* refs = request.references.empty() ? nullptr : &request.references;
             auto stats = std::make_shared<const HeadStatsReport>(
-                corpusHeadStatistics(t, request.sources, refs, request.decoding, 8, progress));
+                corpusHeadStatistics(t, request.sources, refs, request.decoding, 8, progress, request.measure));
             ImportancePtr importance;
             if (request.importance) {
                 if (!refs) throw InputError("importance needs reference translations");

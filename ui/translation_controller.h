@@ -41,9 +41,10 @@ using SaliencyPtr = std::shared_ptr<const Saliency>;
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
     std::vector<std::string> sources;
-    std::vector<std::string> references;  // empty: the model's own translations
-    bool importance = false;              // needs references
-    DecodingOptions decoding;             // the model's own translations and the importance runs
+    std::vector<std::string> references;       // empty: the model's own translations
+    bool importance = false;                   // needs references
+    DecodingOptions decoding;                  // the model's own translations and the importance runs
+    MapMeasure measure = MapMeasure::Weights;  // what the statistics are taken of
 };
 
 class TranslationController : public QObject {
