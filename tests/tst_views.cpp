@@ -2,6 +2,7 @@
 // an in-process Translator of the same package, and checked against that result's numbers. The
 // window's wiring is tst_ui's; the lesson controller is tst_lesson_controller's.
 #include "ablation_panel.h"
+#include "alignment_methods_table.h"
 #include "alignment_panel.h"
 #include "attention_explorer.h"
 
@@ -131,6 +132,7 @@ private Q_SLOTS:
     void inputsViewInspectsOnlyWhenShown();
     void saliencyViewComputesWhenShown();
     void importanceShowsIntervalsAndGradients();
+    void alignmentMethodsOverTheExamples();
     void pairViewComparesAStepsPair();
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
@@ -484,6 +486,54 @@ void TestViews::importanceShowsIntervalsAndGradients() {
     QCOMPARE(bars->data()->at(1).errorPlus, 2.0);
     QCOMPARE(panel.curve()->graph(1)->dataCount(), 1);  // the one point of significant loss
     QCOMPARE(panel.curve()->graph(1)->data()->at(0)->key, 4.0);
+}
+
+// Every method over the examples with gold: the worker's report is alignCorpus's (symmetrised with
+// the bundled model of the other direction when there is one), the table lists every method with its
+// AER, the best first and marked, and a double-click on a method the page draws chooses it there.
+void TestViews::alignmentMethodsOverTheExamples() {
+    std::vector<attnlab::Example> examples{{"Ein Hund rennt .", "A dog runs .", "0-0 1-1 2-2 3-3"},
+                                           {"Zwei Kinder spielen .", "Two children play .", "0-0 1-1 2-2 3-3"}};
+    AlignmentPanel panel;
+    panel.setModelShape(2, 4);
+    panel.setExamples(examples);
+    QSignalSpy done(m_controller.get(), &TranslationController::examplesAligned);
+    m_controller->alignExamples(panel.examplesWithGold());
+    QTRY_VERIFY_WITH_TIMEOUT(done.count() == 1, 60000);
+    const auto report = done.first().at(0).value<AlignmentReportPtr>();
+    const QString reverse_dir = done.first().at(1).toString();
+    std::vector<attnlab::GoldAlignment> gold;
+    for (const auto& e : examples) gold.push_back(attnlab::parseGoldLine(e.alignment, {}, "gold"));
+    std::optional<attnlab::Translator> reverse;
+    if (!reverse_dir.isEmpty()) reverse.emplace(reverse_dir.toStdString(), attnlab::TranslatorOptions{"cpu"});
+    const auto expected = attnlab::alignCorpus(*m_core, {examples[0].source, examples[1].source},
+                                               {examples[0].reference, examples[1].reference}, &gold, "gold", 0.0, {},
+                                               reverse ? &*reverse : nullptr);
+    QCOMPARE(report->methods.size(), expected.methods.size());
+    QCOMPARE(report->best, expected.best);
+    panel.methods()->setReport(report, reverse_dir);
+    QTableWidget* table = panel.methods()->table();
+    QCOMPARE(table->rowCount(), int(expected.methods.size()));
+    const auto& best = expected.methods[size_t(expected.best)];
+    QCOMPARE(table->item(0, 1)->data(Qt::UserRole).toDouble(), best.counts.aer());  // sorted by AER
+    int marked = 0;
+    for (int r = 0; r < table->rowCount(); ++r)
+        if (table->item(r, 0)->text().endsWith("(best)")) {
+            ++marked;
+            QCOMPARE(table->item(r, 0)->data(Qt::UserRole).toString().toStdString(),
+                     attnlab::alignmentMethodName(best.method));
+        }
+    QCOMPARE(marked, 1);
+    QVERIFY(panel.methods()->statusText().contains("2 examples"));
+    int row = -1;
+    for (int r = 0; r < table->rowCount(); ++r)
+        if (table->item(r, 0)->data(Qt::UserRole).toString() == "layer:1") row = r;
+    QVERIFY(row >= 0);
+    Q_EMIT table->cellDoubleClicked(row, 0);
+    panel.setForced(translate("Ein Hund rennt ."));  // anything drawn: the chosen method's title
+    QVERIFY2(
+        panel.map()->title().startsWith(attnlab::ui::alignmentMethodLabel(attnlab::parseAlignmentMethod("layer:1"))),
+        qPrintable(panel.map()->title()));
 }
 
 void TestViews::pairViewComparesAStepsPair() {

@@ -1,5 +1,6 @@
 #include "alignment_panel.h"
 
+#include "alignment_methods_table.h"
 #include "attention_view.h"
 #include "numbering.h"
 
@@ -43,6 +44,15 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
                       "(largest weight per target word)"),
                    this);
     legend->setWordWrap(true);
+    m_methods = new AlignmentMethodsTable(this);
+    connect(m_methods, &AlignmentMethodsTable::methodChosen, this, [this](const QString& name) {
+        if (m_method->findData(name) >= 0)
+            setMethod(name);
+        else
+            m_summary->setText(tr("%1 is scored over the examples only: this page draws one model's maps, "
+                                  "not symmetrised links.")
+                                   .arg(name));
+    });
 
     connect(m_example, &QComboBox::activated, this, [this](int i) { chooseExample(i - 1); });
     connect(align, &QPushButton::clicked, this, &AlignmentPanel::requestAlign);
@@ -71,8 +81,9 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(form);
     layout->addLayout(row);
     layout->addWidget(m_summary);
-    layout->addWidget(m_map, 1);
+    layout->addWidget(m_map, 2);
     layout->addWidget(legend);
+    layout->addWidget(m_methods, 1);
 }
 
 void AlignmentPanel::setModelShape(int layers, int heads) {
@@ -93,6 +104,7 @@ void AlignmentPanel::setExamples(const std::vector<Example>& examples) {
             m_examples.push_back(e);
             m_example->addItem(QString::fromStdString(e.source));
         }
+    m_methods->setExampleCount(int(m_examples.size()));
 }
 
 void AlignmentPanel::chooseExample(int index) {

@@ -20,6 +20,7 @@ class QLineEdit;
 
 namespace attnlab::ui {
 
+class AlignmentMethodsTable;
 class AttentionView;
 
 class AlignmentPanel : public QWidget {
@@ -38,6 +39,9 @@ public:
     void requestAlign();  // emits alignRequested with the fields
 
     AttentionView* map() const { return m_map; }
+    // Every method scored on the examples with gold (the view asks the controller for the report).
+    AlignmentMethodsTable* methods() const { return m_methods; }
+    const std::vector<Example>& examplesWithGold() const { return m_examples; }
     QString summaryText() const;
     const WordAlignment& alignment() const { return m_alignment; }
     int overlayCount() const { return m_overlays; }  // gold frames and link marks drawn
@@ -60,6 +64,7 @@ private:
     QDoubleSpinBox* m_threshold;
     QLabel* m_summary;
     AttentionView* m_map;
+    AlignmentMethodsTable* m_methods;
 };
 
 }  // namespace attnlab::ui

@@ -1,6 +1,7 @@
 #include "head_lab_view.h"
 
 #include "ablation_panel.h"
+#include "alignment_methods_table.h"
 #include "alignment_panel.h"
 #include "head_stats_panel.h"
 
@@ -84,8 +85,14 @@ void HeadLabView::wireAlignment(ViewContext* c) {
     TranslationController* controller = c->controller();
     connect(m_alignment, &AlignmentPanel::alignRequested, controller, &TranslationController::alignPair);
     connect(controller, &TranslationController::pairAligned, m_alignment, &AlignmentPanel::setForced);
+    AlignmentMethodsTable* methods = m_alignment->methods();
+    connect(methods, &AlignmentMethodsTable::scoreRequested, this,
+            [this, controller] { controller->alignExamples(m_alignment->examplesWithGold()); });
+    connect(controller, &TranslationController::examplesAligned, methods, &AlignmentMethodsTable::setReport);
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
-        if (op == Operation::Align) m_alignment->showFailure(m);
+        if (op != Operation::Align) return;
+        m_alignment->showFailure(m);
+        m_alignment->methods()->showFailure(m);
     });
 }
 

@@ -1,6 +1,7 @@
 #include "head_stats_panel.h"
 
 #include "head_picker.h"
+#include "number_item.h"
 #include "numbering.h"
 #include "view_context.h"
 
@@ -27,22 +28,6 @@
 #include <QVBoxLayout>
 
 namespace attnlab::ui {
-
-namespace {
-
-// A table cell that sorts by its number, not its text.
-class NumberItem : public QTableWidgetItem {
-public:
-    explicit NumberItem(double v, int decimals = 3) : QTableWidgetItem(QString::number(v, 'f', decimals)) {
-        setData(Qt::UserRole, v);
-        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    }
-    bool operator<(const QTableWidgetItem& o) const override {
-        return data(Qt::UserRole).toDouble() < o.data(Qt::UserRole).toDouble();
-    }
-};
-
-}  // namespace
 
 HeadStatsPanel::HeadStatsPanel(QWidget* parent) : QWidget(parent) {
     buildControls();

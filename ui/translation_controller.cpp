@@ -24,6 +24,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<HistoryPtr>("attnlab::ui::HistoryPtr");
     qRegisterMetaType<ValueNormsPtr>("attnlab::ui::ValueNormsPtr");
     qRegisterMetaType<SaliencyPtr>("attnlab::ui::SaliencyPtr");
+    qRegisterMetaType<AlignmentReportPtr>("attnlab::ui::AlignmentReportPtr");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -228,6 +229,36 @@ void TranslationController::alignPair(const QString& source, const QString& targ
     postInspection(
         [this, s, g](const Translator& t) {
             Q_EMIT pairAligned(std::make_shared<const TranslationResult>(t.teacherForce({s}, {g}).front()));
+        },
+        Operation::Align);
+}
+
+void TranslationController::alignExamples(const std::vector<Example>& examples) {
+    postInspection(
+        [this, examples](const Translator& t) {
+            std::vector<std::string> sources, targets;
+            std::vector<GoldAlignment> gold;
+            for (size_t i = 0; i < examples.size(); ++i) {
+                sources.push_back(examples[i].source);
+                targets.push_back(examples[i].reference);
+                gold.push_back(parseGoldLine(examples[i].alignment, {}, "example " + std::to_string(i + 1)));
+            }
+            const std::string dir = reverseBundledModel(t.info().config);
+            if (dir.empty() || dir == t.info().package_dir) {
+                m_reverse.reset();
+            } else if (!m_reverse || m_reverse->info().package_dir != dir) {
+                TranslatorOptions o;
+                o.device = t.info().device;
+                try {
+                    m_reverse = std::make_shared<Translator>(dir, o);
+                } catch (const Error&) {  // a broken bundled package: the methods without symmetrisation
+                    m_reverse.reset();
+                }
+            }
+            const Translator* reverse = dir.empty() ? nullptr : m_reverse.get();
+            auto report = std::make_shared<const AlignmentReport>(
+                alignCorpus(t, sources, targets, &gold, "the examples' gold", 0.0, {}, reverse));
+            Q_EMIT examplesAligned(std::move(report), reverse ? QString::fromStdString(dir) : QString());
         },
         Operation::Align);
 }

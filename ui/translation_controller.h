@@ -37,6 +37,7 @@ using ImportancePtr = std::shared_ptr<const ImportanceReport>;  // null when not
 using HistoryPtr = std::shared_ptr<const AttentionHistory>;
 using ValueNormsPtr = std::shared_ptr<const ValueNorms>;
 using SaliencyPtr = std::shared_ptr<const Saliency>;
+using AlignmentReportPtr = std::shared_ptr<const AlignmentReport>;
 
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
@@ -80,6 +81,10 @@ public:
     // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
     // by pairAligned or failed(Align).
     void alignPair(const QString& source, const QString& target);
+    // Asynchronous: every alignment method scored on examples with gold (alignCorpus), symmetrised
+    // with the bundled model of the other direction when there is one; answered by examplesAligned
+    // (with that model's directory, empty without) or failed(Align).
+    void alignExamples(const std::vector<Example>& examples);
     // Asynchronous: every head's value norms for a result (Translator::valueNorms); answered by
     // valueNormsReady or failed(Measure).
     void computeValueNorms(ResultPtr result);
@@ -110,6 +115,7 @@ Q_SIGNALS:
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     void pairAligned(attnlab::ui::ResultPtr forced);
+    void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
     void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
@@ -126,6 +132,7 @@ private:
     QThread m_thread;
     QObject* m_worker = nullptr;               // lives in m_thread
     std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
+    std::shared_ptr<Translator> m_reverse;     // worker thread: the other direction's model, for symmetrising
     TranslationCache m_cache;                  // worker thread only; emptied when a model loads
     std::string m_cache_model;                 // the loaded model's key in it (package and device)
     ModelInfoPtr m_info;                       // written on the worker, read under m_info_mutex

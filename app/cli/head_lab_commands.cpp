@@ -317,10 +317,7 @@ namespace {
 // --no-reverse is not given; else none ("").
 std::string reverseModelDir(const AlignCommand& a, const attnlab::PackageConfig& forward) {
     if (!a.reverse_model.empty()) return resolveModel(a.reverse_model);
-    if (a.no_reverse || forward.source_lang.empty() || forward.target_lang.empty()) return "";
-    for (const auto& m : attnlab::bundledModels())
-        if (m.source_lang == forward.target_lang && m.target_lang == forward.source_lang) return m.dir;
-    return "";
+    return a.no_reverse ? "" : attnlab::reverseBundledModel(forward);
 }
 }  // namespace
 

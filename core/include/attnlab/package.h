@@ -54,6 +54,9 @@ struct BundledModel {
     std::string direction() const { return source_lang + "-" + target_lang; }
 };
 std::vector<BundledModel> bundledModels();
+// The bundled model of the other direction (its source the forward model's target and vice versa):
+// what symmetrised alignment uses by default. Empty when there is none or the languages are unknown.
+std::string reverseBundledModel(const PackageConfig& forward);
 
 // What a --model argument names: an existing directory as it is; else a bundled model by name
 // ("multi30k-de-en") or by direction ("en-de"). Throws InputError listing the bundled names.

@@ -270,6 +270,13 @@ std::vector<BundledModel> bundledModels() {
     return out;
 }
 
+std::string reverseBundledModel(const PackageConfig& forward) {
+    if (forward.source_lang.empty() || forward.target_lang.empty()) return "";
+    for (const auto& m : bundledModels())
+        if (m.source_lang == forward.target_lang && m.target_lang == forward.source_lang) return m.dir;
+    return "";
+}
+
 std::string resolveModelArgument(const std::string& name_or_dir) {
     std::error_code ec;
     if (fs::is_directory(name_or_dir, ec)) return name_or_dir;
