@@ -1,6 +1,7 @@
 #include "alignment_methods_table.h"
 
 #include "number_item.h"
+#include "numbering.h"
 
 #include <attnlab/alignment.h>
 #include <attnlab/head_lab.h>
@@ -26,6 +27,7 @@ AlignmentMethodsTable::AlignmentMethodsTable(QWidget* parent) : QWidget(parent) 
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->verticalHeader()->hide();
+    m_table->setMinimumHeight(fontMetrics().height() * 10);  // a header and about eight methods
     m_table->hide();
     connect(m_score, &QPushButton::clicked, this, [this] {
         m_score->setEnabled(false);
@@ -60,9 +62,11 @@ void AlignmentMethodsTable::setReport(AlignmentReportPtr report, const QString& 
     for (size_t i = 0; i < report->methods.size(); ++i) {
         const auto& m = report->methods[i];
         const QString name = QString::fromStdString(alignmentMethodName(m.method));
+        const QString label = alignmentMethodLabel(m.method);  // layers and heads counted from 1
         const bool best = int(i) == report->best;
-        auto* item = new QTableWidgetItem(best ? tr("%1 (best)").arg(name) : name);
+        auto* item = new QTableWidgetItem(best ? tr("%1 (best)").arg(label) : label);
         item->setData(Qt::UserRole, name);
+        item->setToolTip(tr("attnlab-cli align --method %1 (counted from 0)").arg(name));
         const int row = int(i);
         m_table->setItem(row, 0, item);
         m_table->setItem(row, 1, new NumberItem(m.counts.aer()));
@@ -85,7 +89,7 @@ void AlignmentMethodsTable::setReport(AlignmentReportPtr report, const QString& 
                                     : tr("; symmetrised with %1").arg(QFileInfo(reverse_model).fileName());
     if (report->best >= 0)
         text += tr("; best: %1, AER %2")
-                    .arg(QString::fromStdString(alignmentMethodName(report->methods[size_t(report->best)].method)))
+                    .arg(alignmentMethodLabel(report->methods[size_t(report->best)].method))
                     .arg(report->methods[size_t(report->best)].counts.aer(), 0, 'f', 3);
     m_status->setText(text + tr(". Double-click a method to draw it."));
 }

@@ -81,9 +81,9 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(form);
     layout->addLayout(row);
     layout->addWidget(m_summary);
-    layout->addWidget(m_map, 2);
+    layout->addWidget(m_map, 1);
     layout->addWidget(legend);
-    layout->addWidget(m_methods, 1);
+    layout->addWidget(m_methods);  // its table, once shown, takes the height it asks for
 }
 
 void AlignmentPanel::setModelShape(int layers, int heads) {

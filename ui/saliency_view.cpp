@@ -39,7 +39,7 @@ SaliencyView::SaliencyView(ViewContext* c, QWidget* parent) : View(c, parent) {
     row->addWidget(m_rollout, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_about);
-    layout->addLayout(row, 2);
+    layout->addLayout(row, 1);
     layout->addWidget(m_target, 1);
     showProblem(tr("Translate a sentence to see what moves each produced piece."));
 
