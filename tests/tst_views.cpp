@@ -133,6 +133,7 @@ private Q_SLOTS:
     void saliencyViewComputesWhenShown();
     void importanceShowsIntervalsAndGradients();
     void alignmentMethodsOverTheExamples();
+    void headStatisticsComparedWithAnotherModel();
     void pairViewComparesAStepsPair();
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
@@ -534,6 +535,49 @@ void TestViews::alignmentMethodsOverTheExamples() {
     QVERIFY2(
         panel.map()->title().startsWith(attnlab::ui::alignmentMethodLabel(attnlab::parseAlignmentMethod("layer:1"))),
         qPrintable(panel.map()->title()));
+}
+
+// Compare with another model: the run's second report is that model's statistics of the same pairs
+// (here the fixture reading the references as its sources: the other direction), and the heatmap's
+// Difference shows other minus this, head by head. The choices list the bundled models but the loaded one.
+void TestViews::headStatisticsComparedWithAnotherModel() {
+    const std::vector<std::string> src{"Ein Hund rennt.", "Zwei Kinder spielen im Park."};
+    const std::vector<std::string> ref{"A dog runs.", "Two children play in the park."};
+    HeadLabRequest r;
+    r.sources = src;
+    r.references = ref;
+    r.compare_model = m_package.toStdString();
+    r.compare_reversed = true;
+    QSignalSpy compared(m_controller.get(), &TranslationController::headsCompared);
+    QSignalSpy finished(m_controller.get(), &TranslationController::headLabFinished);
+    m_controller->runHeadLab(r);
+    QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 60000);
+    QCOMPARE(compared.count(), 1);
+    const auto other = compared.first().at(0).value<HeadStatsPtr>();
+    const auto stats = finished.first().at(0).value<HeadStatsPtr>();
+    QVERIFY(other && stats);
+    const auto expected = attnlab::corpusHeadStatistics(*m_core, ref, &src, {}, 8);
+    QCOMPARE(other->sentences, 2);
+    QVERIFY(std::abs(other->heads[5].value(attnlab::HeadStatistic::Entropy) -
+                     expected.heads[5].value(attnlab::HeadStatistic::Entropy)) < kSameKernelsMargin);
+    HeadStatsPanel panel;
+    panel.setCompareChoices(attnlab::bundledModels(), *m_controller->modelInfo());
+    QVERIFY(panel.compareChoice()->count() >= 1);
+    QCOMPARE(panel.compareChoice()->itemData(0).toString(), QString());  // "nothing" first
+    for (int i = 1; i < panel.compareChoice()->count(); ++i)
+        QVERIFY(panel.compareChoice()->itemData(i).toString() != m_package);
+    panel.setComparison(other, m_package, true);
+    panel.setReport(stats, nullptr, m_controller->modelInfo());
+    QVERIFY(panel.differenceChoice()->isEnabled());
+    panel.select(int(attnlab::HeadStatistic::Entropy), AttentionKind::EncoderSelf);
+    panel.differenceChoice()->setChecked(true);
+    const auto& h = stats->heads[5];  // encoder layer 1, head 1 of the 2 x 4 fixture
+    QVERIFY(h.head == (attnlab::HeadRef{AttentionKind::EncoderSelf, 1, 1}));
+    QVERIFY(std::abs(panel.heatmap()->map()[1][1] - (other->find(h.head)->value(attnlab::HeadStatistic::Entropy) -
+                                                     h.value(attnlab::HeadStatistic::Entropy))) < 1e-6);
+    QVERIFY2(panel.heatmap()->title().contains("minus this model"), qPrintable(panel.heatmap()->title()));
+    panel.setComparison(nullptr, QString(), false);
+    QVERIFY(!panel.differenceChoice()->isChecked() && !panel.differenceChoice()->isEnabled());
 }
 
 void TestViews::pairViewComparesAStepsPair() {

@@ -18,6 +18,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -91,6 +92,11 @@ void HeadStatsPanel::buildControls() {
     m_measure->setToolTip(
         tr("What the next run's statistics are taken of: the weights, each weight times its key's "
            "value norm (rows normalised), or the rollout (one map per layer)"));
+    m_compare = new QComboBox(this);
+    m_compare->setToolTip(tr("The next run also takes the statistics of this model on the same corpus"));
+    m_difference = new QCheckBox(tr("Difference"), this);
+    m_difference->setToolTip(tr("Show the compared model's statistic minus this model's"));
+    m_difference->setEnabled(false);
     m_kind = new QComboBox(this);
     for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k));  // index = AttentionKind
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
@@ -111,6 +117,7 @@ void HeadStatsPanel::buildControls() {
     });
     connect(m_statistic, &QComboBox::currentIndexChanged, this, [this] { refreshHeatmap(); });
     connect(m_kind, &QComboBox::currentIndexChanged, this, [this] { refreshHeatmap(); });
+    connect(m_difference, &QCheckBox::toggled, this, [this] { refreshHeatmap(); });
 
     auto* top = new QHBoxLayout;
     top->addWidget(files);
@@ -118,6 +125,8 @@ void HeadStatsPanel::buildControls() {
     top->addWidget(m_corpus, 1);
     top->addWidget(new QLabel(tr("Of:"), this));
     top->addWidget(m_measure);
+    top->addWidget(new QLabel(tr("Compare with:"), this));
+    top->addWidget(m_compare);
     top->addWidget(m_importance_box);
     top->addWidget(m_run);
     top->addWidget(m_cancel);
@@ -126,6 +135,7 @@ void HeadStatsPanel::buildControls() {
     view->addWidget(m_statistic);
     view->addWidget(new QLabel(tr("Kind:"), this));
     view->addWidget(m_kind);
+    view->addWidget(m_difference);
     view->addWidget(m_progress, 1);
     auto* save_json = new QPushButton(tr("Export JSON…"), this);
     auto* save_csv = new QPushButton(tr("Export CSV…"), this);
@@ -149,6 +159,29 @@ void HeadStatsPanel::buildControls() {
 }
 
 void HeadStatsPanel::setExamples(const std::vector<Example>& examples) { m_examples = examples; }
+
+void HeadStatsPanel::setCompareChoices(const std::vector<BundledModel>& models, const ModelInfo& current) {
+    m_compare->clear();
+    m_compare->addItem(tr("nothing"), QString());
+    const QString loaded = QFileInfo(QString::fromStdString(current.package_dir)).canonicalFilePath();
+    for (const auto& m : models) {
+        if (QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath() == loaded) continue;  // itself
+        const auto& c = current.config;
+        const bool reversed = m.source_lang == c.target_lang && m.target_lang == c.source_lang;
+        m_compare->addItem(reversed
+                               ? tr("%1 (the other direction of the same pairs)").arg(QString::fromStdString(m.name))
+                               : QString::fromStdString(m.name),
+                           QString::fromStdString(m.dir));
+        m_compare->setItemData(m_compare->count() - 1, reversed, Qt::UserRole + 1);
+    }
+}
+
+void HeadStatsPanel::setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed) {
+    m_other = std::move(other);
+    m_other_name = QFileInfo(model_dir).fileName() + (reversed ? tr(", the other direction") : QString());
+    m_difference->setEnabled(m_other != nullptr);
+    if (!m_other) m_difference->setChecked(false);
+}
 
 void HeadStatsPanel::chooseFiles() {
     const QString src = QFileDialog::getOpenFileName(this, tr("Source sentences"));
@@ -190,6 +223,9 @@ void HeadStatsPanel::startRun(bool importance) {
     m_importance_box->setChecked(r.importance);
     m_pending_sources = m_sources;
     r.measure = MapMeasure(m_measure->currentData().toInt());
+    r.compare_model = m_compare->currentData().toString().toStdString();
+    r.compare_reversed = m_compare->currentData(Qt::UserRole + 1).toBool();
+    if (r.compare_reversed && m_refs.empty()) r.compare_model.clear();  // the other direction reads the references
     r.decoding.beam_size = 1;  // greedy: the importance runs translate the corpus once per head
     r.decoding.max_batch_size = 128;
     m_run->setEnabled(false);
@@ -265,6 +301,10 @@ void HeadStatsPanel::select(int statistic, attnlab::AttentionKind kind) {
 void HeadStatsPanel::setColorMap(Palette palette) { m_heatmap->setColorMap(palette); }
 
 double HeadStatsPanel::valueOf(const HeadStats& h, int statistic) const {
+    if (statistic < kHeadStatisticCount && m_other && m_difference->isChecked()) {
+        const HeadStats* o = m_other->find(h.head);
+        return o ? o->values[size_t(statistic)] - h.values[size_t(statistic)] : 0.0;
+    }
     if (statistic < kHeadStatisticCount) return h.values[static_cast<size_t>(statistic)];
     if (statistic == kGradientColumn && m_importance && m_importance->gradient)
         if (const auto* g = m_importance->gradient->find(h.head)) return g->normalized;
@@ -290,7 +330,13 @@ void HeadStatsPanel::refreshHeatmap() {
     QStringList rows, cols;
     for (int l = 0; l < layers; ++l) rows << layerLabel(l);
     for (int h = 0; h < heads; ++h) cols << tr("h%1").arg(shownText(h));
-    m_heatmap->setMap(m, rows, cols, tr("%1 — %2").arg(m_statistic->currentText(), m_kind->currentText()));
+    const bool difference = m_other && m_difference->isChecked() && m_statistic->currentIndex() < kHeadStatisticCount;
+    m_heatmap->setDiverging(difference);
+    m_heatmap->setMap(
+        m, rows, cols,
+        difference
+            ? tr("%1 — %2: %3 minus this model").arg(m_statistic->currentText(), m_kind->currentText(), m_other_name)
+            : tr("%1 — %2").arg(m_statistic->currentText(), m_kind->currentText()));
 }
 
 void HeadStatsPanel::refreshTable() {

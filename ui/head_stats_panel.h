@@ -29,6 +29,14 @@ public:
     explicit HeadStatsPanel(QWidget* parent = nullptr);
 
     void setExamples(const std::vector<Example>& examples);  // "Use the model's examples"
+    // "Compare with": the bundled models other than `current` (one of the other direction reads the
+    // references as its sources).
+    void setCompareChoices(const std::vector<BundledModel>& models, const ModelInfo& current);
+    // The other model's statistics of the last run (null: none); with them the heatmap and a table
+    // column can show the difference, other minus this.
+    void setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed);
+    QComboBox* compareChoice() const { return m_compare; }
+    QCheckBox* differenceChoice() const { return m_difference; }
     // The corpus to run on (lines of text); references may be empty.
     void setCorpus(const std::vector<std::string>& sources, const std::vector<std::string>& references,
                    const QString& description);
@@ -81,6 +89,10 @@ private:
     ModelInfoPtr m_model;
     QLabel* m_corpus;
     QCheckBox* m_importance_box;
+    QComboBox* m_compare;     // data: the package directory ("" = none); UserRole + 1: reversed
+    QCheckBox* m_difference;  // the heatmap shows other minus this
+    HeadStatsPtr m_other;
+    QString m_other_name;
     QPushButton* m_run;
     QPushButton* m_cancel;
     QProgressBar* m_progress;

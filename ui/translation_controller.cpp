@@ -219,9 +219,31 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
                 importance = std::make_shared<const ImportanceReport>(
                     headImportance(t, request.sources, request.references, io, progress));
             }
+            HeadStatsPtr other;
+            if (!request.compare_model.empty()) {
+                const Translator& o = otherModel(request.compare_model, t);
+                const auto& other_src = request.compare_reversed ? request.references : request.sources;
+                const auto* other_refs = !refs ? nullptr : request.compare_reversed ? &request.sources : refs;
+                if (request.compare_reversed && !refs)
+                    throw InputError("comparing the other direction needs references");
+                other = std::make_shared<const HeadStatsReport>(
+                    corpusHeadStatistics(o, other_src, other_refs, request.decoding, 8, progress, request.measure));
+            }
+            Q_EMIT headsCompared(std::move(other), QString::fromStdString(request.compare_model),
+                                 request.compare_reversed);
             Q_EMIT headLabFinished(std::move(stats), std::move(importance));
         },
         Operation::HeadLab);
+}
+
+const Translator& TranslationController::otherModel(const std::string& dir, const Translator& loaded) {
+    if (!m_other || m_other->info().package_dir != dir) {
+        m_other.reset();
+        TranslatorOptions o;
+        o.device = loaded.info().device;
+        m_other = std::make_shared<Translator>(dir, o);
+    }
+    return *m_other;
 }
 
 void TranslationController::alignPair(const QString& source, const QString& target) {
@@ -243,19 +265,13 @@ void TranslationController::alignExamples(const std::vector<Example>& examples) 
                 targets.push_back(examples[i].reference);
                 gold.push_back(parseGoldLine(examples[i].alignment, {}, "example " + std::to_string(i + 1)));
             }
-            const std::string dir = reverseBundledModel(t.info().config);
-            if (dir.empty() || dir == t.info().package_dir) {
-                m_reverse.reset();
-            } else if (!m_reverse || m_reverse->info().package_dir != dir) {
-                TranslatorOptions o;
-                o.device = t.info().device;
-                try {
-                    m_reverse = std::make_shared<Translator>(dir, o);
-                } catch (const Error&) {  // a broken bundled package: the methods without symmetrisation
-                    m_reverse.reset();
-                }
+            std::string dir = reverseBundledModel(t.info().config);
+            const Translator* reverse = nullptr;
+            try {
+                if (!dir.empty() && dir != t.info().package_dir) reverse = &otherModel(dir, t);
+            } catch (const Error&) {  // a broken bundled package: the methods without symmetrisation
+                dir.clear();
             }
-            const Translator* reverse = dir.empty() ? nullptr : m_reverse.get();
             auto report = std::make_shared<const AlignmentReport>(
                 alignCorpus(t, sources, targets, &gold, "the examples' gold", 0.0, {}, reverse));
             Q_EMIT examplesAligned(std::move(report), reverse ? QString::fromStdString(dir) : QString());

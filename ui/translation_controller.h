@@ -46,6 +46,10 @@ struct HeadLabRequest {
     bool importance = false;                   // needs references
     DecodingOptions decoding;                  // the model's own translations and the importance runs
     MapMeasure measure = MapMeasure::Weights;  // what the statistics are taken of
+    // Another model's statistics on the same corpus (a package directory; empty = none); reversed: it
+    // reads the references as its sources and the sources as its references (the other direction).
+    std::string compare_model;
+    bool compare_reversed = false;
 };
 
 class TranslationController : public QObject {
@@ -114,6 +118,9 @@ Q_SIGNALS:
     void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
+    // Just before headLabFinished: the other model's statistics of HeadLabRequest::compare_model (null
+    // when the run compares with none).
+    void headsCompared(attnlab::ui::HeadStatsPtr other, const QString& model_dir, bool reversed);
     void pairAligned(attnlab::ui::ResultPtr forced);
     void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
@@ -132,10 +139,13 @@ private:
     QThread m_thread;
     QObject* m_worker = nullptr;               // lives in m_thread
     std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
-    std::shared_ptr<Translator> m_reverse;     // worker thread: the other direction's model, for symmetrising
-    TranslationCache m_cache;                  // worker thread only; emptied when a model loads
-    std::string m_cache_model;                 // the loaded model's key in it (package and device)
-    ModelInfoPtr m_info;                       // written on the worker, read under m_info_mutex
+    // Worker thread: a second model (the other direction's for symmetrising, one to compare with),
+    // kept for the next request that names the same directory.
+    std::shared_ptr<Translator> m_other;
+    const Translator& otherModel(const std::string& dir, const Translator& loaded);  // throws as Translator
+    TranslationCache m_cache;   // worker thread only; emptied when a model loads
+    std::string m_cache_model;  // the loaded model's key in it (package and device)
+    ModelInfoPtr m_info;        // written on the worker, read under m_info_mutex
     mutable std::mutex m_info_mutex;
     std::atomic<int> m_threads{0};
     std::atomic<int> m_generation{0};
