@@ -12,6 +12,7 @@
 #include "bar_plot.h"
 #include "decoding_view.h"
 #include "head_lab_view.h"
+#include "head_picker.h"
 #include "head_stats_panel.h"
 #include "inputs_view.h"
 #include "model_panel.h"
@@ -273,7 +274,10 @@ void TestViews::attentionViewShowsOtherMeasures() {
     QCOMPARE(view.grid()->maps().size(), rollout.size());
     QCOMPARE(view.grid()->maps()[0].size(), size_t(1));  // one map per layer, titled so, not "head 1"
     QCOMPARE(view.grid()->headerText(0), QString("rollout"));
-    QCOMPARE(ready.count(), 0);  // rollout needs no value norms
+    const auto spins = view.findChild<attnlab::ui::HeadPicker*>()->findChildren<QSpinBox*>();
+    QCOMPARE(spins.size(), 2);                                               // layer, head
+    QVERIFY(spins[0]->isVisibleTo(&view) && !spins[1]->isVisibleTo(&view));  // no head to choose in a rollout
+    QCOMPARE(ready.count(), 0);                                              // rollout needs no value norms
     AttentionExplorer second(m_context.get());
     m_context->setMeasure(attnlab::MapMeasure::ValueNorm);
     QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && !view.view()->map().empty(), 30000);
@@ -294,7 +298,8 @@ void TestViews::attentionViewShowsOtherMeasures() {
             !text.contains("\"rollout\""));
     m_context->setMeasure(attnlab::MapMeasure::Weights);
     QVERIFY(near(view.view()->map(), r->encoder_self[0][1]));
-    QVERIFY(view.grid()->headerText(0) != "rollout");       // heads again ("head 1" or "h1", as it fits)
+    QVERIFY(view.grid()->headerText(0) != "rollout");  // heads again ("head 1" or "h1", as it fits)
+    QVERIFY(spins[1]->isVisibleTo(&view));
     m_context->setMeasure(attnlab::MapMeasure::ValueNorm);  // the same translation: no second request
     m_controller->waitForIdle();
     QCOMPARE(ready.count(), 1);

@@ -198,7 +198,8 @@ void AttentionExplorer::refresh() {
         return;
     }
     const int layers = int(maps->size()), heads = int(maps->front().size());
-    m_picker->setShape(layers, heads);  // heads == the mean
+    m_picker->setShape(layers, heads);                                     // heads == the mean
+    m_picker->setHeadsShown(context()->measure() != MapMeasure::Rollout);  // a rollout has one map per layer
     const int l = m_picker->layer(), h = m_picker->head();
     if (context()->measure() != MapMeasure::Rollout) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];

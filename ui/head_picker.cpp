@@ -64,7 +64,8 @@ HeadPicker::HeadPicker(AttentionKind initial, bool with_mean, QWidget* parent)
     row->addWidget(m_kind);
     row->addWidget(new QLabel(tr("Layer"), this));
     row->addWidget(m_layer);
-    row->addWidget(new QLabel(tr("Head"), this));
+    m_head_label = new QLabel(tr("Head"), this);
+    row->addWidget(m_head_label);
     row->addWidget(m_head);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &HeadPicker::changed);
     connect(m_layer, &QSpinBox::valueChanged, this, &HeadPicker::changed);
@@ -82,6 +83,11 @@ void HeadPicker::setShape(int layers, int heads) {
     m_layer->setRange(0, std::max(0, layers - 1));
     m_head->setRange(0, std::max(0, m_with_mean ? heads : heads - 1));
     m_head->setMeanValue(m_with_mean && heads > 0 ? heads : -1);
+}
+
+void HeadPicker::setHeadsShown(bool shown) {
+    m_head_label->setVisible(shown);
+    m_head->setVisible(shown);
 }
 
 void HeadPicker::select(AttentionKind kind, int layer, int head) {

@@ -28,6 +28,8 @@ public:
     // The model's shape: layer 0..layers-1, head 0..heads-1 (and heads = the mean when offered).
     // The values are core's 0-based indices; the boxes show them as people count (numbering.h).
     void setShape(int layers, int heads);
+    // Off for maps with no heads to choose (a rollout: one map per layer): the head field is hidden.
+    void setHeadsShown(bool shown);
     // Without changed(): the owner redraws once, calling setShape for the kind's own shape first
     // (which clamps layer and head to it).
     void select(AttentionKind kind, int layer, int head);
@@ -40,6 +42,7 @@ Q_SIGNALS:
 
 private:
     bool m_with_mean;
+    QWidget* m_head_label = nullptr;
     int m_heads = 0;
     QComboBox* m_kind;
     ShownSpinBox* m_layer;
