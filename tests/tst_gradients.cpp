@@ -32,6 +32,7 @@ private Q_SLOTS:
     void gateGradientIsFiniteDifference();
     void gateGradientsArePerPair();
     void errorsAreNamed();
+    void modelIsLeftAsItWas();
 
 private:
     // log p of every target token (row t: token t of r.best) with the double model, teacher-forced.
@@ -226,6 +227,28 @@ void TestGradients::errorsAreNamed() {
     } catch (const attnlab::InputError& e) {
         QCOMPARE(QString(e.what()), QString("saliency: the translation is empty"));
     }
+}
+
+// Gates and embedding taps are off again after a call, and after one that failed: a translation
+// after them equals one before. Saliency follows the translation's ablated heads.
+void TestGradients::modelIsLeftAsItWas() {
+    attnlab::DecodingOptions o;
+    o.beam_size = 1;
+    const auto before = m_t->translate("Eine Katze schläft auf dem Sofa.", o);
+    m_t->headGateGradients({"Ein Hund."}, {"A dog."});
+    m_t->saliency(before);
+    try {
+        m_t->headGateGradients({"Ein Hund."}, {""});
+    } catch (const attnlab::InputError&) {
+    }
+    const auto after = m_t->translate("Eine Katze schläft auf dem Sofa.", o);
+    QCOMPARE(after.best.ids, before.best.ids);
+    QCOMPARE(after.cross, before.cross);
+    attnlab::DecodingOptions ablated = o;
+    ablated.ablate = {{AttentionKind::EncoderSelf, 0, 1}};
+    auto off = before;  // the same tokens, read by the model with one head off
+    off.ablated = ablated.ablate;
+    QVERIFY(m_t->saliency(off).source != m_t->saliency(before).source);
 }
 
 QTEST_GUILESS_MAIN(TestGradients)

@@ -95,6 +95,7 @@ void AlignmentMethodsTable::setReport(AlignmentReportPtr report, const QString& 
 }
 
 void AlignmentMethodsTable::showFailure(const QString& message) {
+    if (m_score->isEnabled()) return;  // not scoring: the failure is the single pair's, shown above
     m_score->setEnabled(true);
     m_status->setText(tr("Cannot score the methods: %1").arg(message));
 }

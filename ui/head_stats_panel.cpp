@@ -225,14 +225,15 @@ void HeadStatsPanel::startRun(bool importance) {
     r.measure = MapMeasure(m_measure->currentData().toInt());
     r.compare_model = m_compare->currentData().toString().toStdString();
     r.compare_reversed = m_compare->currentData(Qt::UserRole + 1).toBool();
-    if (r.compare_reversed && m_refs.empty()) r.compare_model.clear();  // the other direction reads the references
+    const bool dropped = r.compare_reversed && m_refs.empty();  // the other direction reads the references
+    if (dropped) r.compare_model.clear();
     r.decoding.beam_size = 1;  // greedy: the importance runs translate the corpus once per head
     r.decoding.max_batch_size = 128;
     m_run->setEnabled(false);
     m_cancel->setEnabled(true);
     m_progress->setRange(0, 0);
     m_progress->show();
-    m_status->setText(tr("Running…"));
+    m_status->setText(dropped ? tr("Running… (no comparison: the other direction needs references)") : tr("Running…"));
     Q_EMIT runRequested(r);
 }
 
@@ -381,8 +382,9 @@ void HeadStatsPanel::refreshCurve() {
     for (const auto& p : m_importance->curve) {
         x << p.heads_removed;
         y << p.bleu;
-        below << p.bleu - p.interval.low;  // zero-length bars without intervals
-        above << p.interval.high - p.bleu;
+        // A percentile interval need not hold the point itself: no bar below 0 (zero-length without intervals).
+        below << std::max(0.0, p.bleu - p.interval.low);
+        above << std::max(0.0, p.interval.high - p.bleu);
         if (p.significantLoss()) sx << p.heads_removed, sy << p.bleu;
     }
     auto* g = m_curve->addGraph();

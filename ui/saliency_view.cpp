@@ -44,6 +44,13 @@ SaliencyView::SaliencyView(ViewContext* c, QWidget* parent) : View(c, parent) {
     showProblem(tr("Translate a sentence to see what moves each produced piece."));
 
     connect(c, &ViewContext::resultChanged, this, &SaliencyView::setResult);
+    // A translation not yet explained belongs to the model before: its ids mean nothing to this one.
+    connect(c, &ViewContext::modelChanged, this, [this] {
+        if (!m_result || m_saliency) return;
+        m_stale = false;
+        m_result.reset();
+        showProblem(tr("The saliency needs a translation by the model now loaded: translate again."));
+    });
     connect(c, &ViewContext::paletteChanged, m_rollout, &AttentionView::setColorMap);
     m_rollout->setColorMap(c->palette());
     connect(c->controller(), &TranslationController::saliencyReady, this, &SaliencyView::showSaliency);

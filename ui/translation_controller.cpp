@@ -221,11 +221,11 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
             }
             HeadStatsPtr other;
             if (!request.compare_model.empty()) {
+                if (request.compare_reversed && !refs)
+                    throw InputError("comparing the other direction needs references");
                 const Translator& o = otherModel(request.compare_model, t);
                 const auto& other_src = request.compare_reversed ? request.references : request.sources;
                 const auto* other_refs = !refs ? nullptr : request.compare_reversed ? &request.sources : refs;
-                if (request.compare_reversed && !refs)
-                    throw InputError("comparing the other direction needs references");
                 other = std::make_shared<const HeadStatsReport>(
                     corpusHeadStatistics(o, other_src, other_refs, request.decoding, 8, progress, request.measure));
             }
@@ -237,7 +237,7 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
 }
 
 const Translator& TranslationController::otherModel(const std::string& dir, const Translator& loaded) {
-    if (!m_other || m_other->info().package_dir != dir) {
+    if (!m_other || m_other->info().package_dir != dir || m_other->info().device != loaded.info().device) {
         m_other.reset();
         TranslatorOptions o;
         o.device = loaded.info().device;

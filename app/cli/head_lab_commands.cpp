@@ -135,7 +135,7 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd
         ->add_option("--measure", h.measure,
                      "The statistics of the weights, of the value-norm maps (each weight times its key's value norm, "
-                     "rows normalised) or of the rollout (one map per layer, as head 1)")
+                     "rows normalised) or of the rollout (one map per layer, listed as its first head)")
         ->check(CLI::IsMember([] {
             std::vector<std::string> names;
             for (auto m : attnlab::kMapMeasures) names.push_back(attnlab::mapMeasureName(m));
@@ -258,7 +258,8 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     }
     std::optional<attnlab::GradientImportanceReport> gradient;
     if (h.gradient && !importance) {
-        gradient = attnlab::gradientImportance(translator, sources, refs, io.kinds, 32, progress.callback());
+        gradient = attnlab::gradientImportance(translator, sources, refs, io.kinds, io.gradient_batch_size,
+                                               progress.callback());
         progress.clear();
     }
     attnlab::HeadStatsOther compared;

@@ -117,8 +117,12 @@ struct ImportanceOptions {
     DecodingOptions decoding;        // the search every run uses (the CLI: greedy)
     int curve_step = 8;              // heads removed between two points of the pruning curve
     int bootstrap_resamples = 1000;  // paired bootstrap resamples per curve point (0: no intervals)
+    static constexpr int kMaxBootstrapResamples = 100000;  // the resamples are held at once (8 bytes a sentence)
     uint64_t bootstrap_seed = 1;
     bool gradient = true;  // also gradient importance and its rank correlation with ablation's order
+    // Pairs per backward pass of the gradient importance (smaller than decoding's batches: a backward
+    // pass holds every activation; 32 keeps the bundled model's run under 1 GB).
+    int gradient_batch_size = 32;
     // Heads of which kinds take part ("encoder", "decoder", "cross"); empty = all three.
     std::vector<AttentionKind> kinds;
     void validate() const;  // throws ConfigError

@@ -30,10 +30,11 @@ std::vector<std::vector<model::MultiHeadAttention>> attentionModules(model::Tran
 // off (back to every head kept) when destroyed.
 class HeadGates {
 public:
-    HeadGates(model::Transformer& m, int64_t batch) : m_modules(attentionModules(m)) {
+    HeadGates(model::Transformer& m, int64_t batch, torch::Device device) : m_modules(attentionModules(m)) {
         for (auto& kind : m_modules)
             for (auto& module : kind) {
-                auto gate = torch::ones({batch, module->n_head}, torch::TensorOptions().requires_grad(true));
+                auto gate =
+                    torch::ones({batch, module->n_head}, torch::TensorOptions().device(device).requires_grad(true));
                 module->head_keep = gate;
                 m_gates.push_back(gate);
             }
@@ -134,7 +135,7 @@ HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sour
             std::vector<const Source*> bs, bt;
             for (size_t i = begin; i < end; ++i) bs.push_back(&src[order[i]]), bt.push_back(&trg[order[i]]);
             auto [src_t, trg_in, gold] = forcedTensors(bs, bt);
-            HeadGates gates(model, static_cast<int64_t>(bs.size()));
+            HeadGates gates(model, static_cast<int64_t>(bs.size()), m_device);
             auto logp = torch::log_softmax(model->forwardFull(src_t, trg_in).to(torch::kFloat32), -1);
             auto nll = -logp.gather(2, gold.unsqueeze(2)).squeeze(2) * gold.ne(cfg.trg_pad_idx);
             auto loss = nll.sum(1);  // [b]: each pair's own loss, so d(sum)/d gate[i] is pair i's

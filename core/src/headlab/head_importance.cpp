@@ -26,9 +26,12 @@ void ImportanceOptions::validate() const {
     decoding.validate();
     if (curve_step < 1)
         throw ConfigError("importance options: curve_step " + std::to_string(curve_step) + " is below 1");
-    if (bootstrap_resamples < 0)
+    if (bootstrap_resamples < 0 || bootstrap_resamples > kMaxBootstrapResamples)
         throw ConfigError("importance options: bootstrap_resamples " + std::to_string(bootstrap_resamples) +
-                          " is below 0");
+                          " is out of range (0.." + std::to_string(kMaxBootstrapResamples) + ")");
+    if (gradient_batch_size < 1)
+        throw ConfigError("importance options: gradient_batch_size " + std::to_string(gradient_batch_size) +
+                          " is below 1");
 }
 
 namespace {
@@ -165,6 +168,11 @@ ImportanceReport headImportance(const std::vector<const Translator*>& translator
     checkSomethingLeft(sources.size(), skipped, "line could be read");
     if (usable.size() < sources.size()) {  // the readable lines alone
         auto rep = headImportance(translators, pick(sources, usable), pick(references, usable), options, progress);
+        if (rep.gradient) {  // its pairs counted among the readable lines: back to input lines, with those left out
+            for (auto& k : rep.gradient->skipped) k.pair = static_cast<int>(usable.at(size_t(k.pair - 1)) + 1);
+            rep.gradient->skipped.insert(rep.gradient->skipped.end(), skipped.begin(), skipped.end());
+            sortSkipped(rep.gradient->skipped);
+        }
         rep.skipped = std::move(skipped);
         return rep;
     }
@@ -204,7 +212,7 @@ ImportanceReport headImportance(const std::vector<const Translator*>& translator
     if (options.gradient) {
         const int total = runner.total();
         rep.gradient =
-            gradientImportance(first, sources, references, options.kinds, options.decoding.max_batch_size,
+            gradientImportance(first, sources, references, options.kinds, options.gradient_batch_size,
                                [&](const CorpusProgress& p) { return report(progress, p.stage, total - 1, total); });
         rep.rank_correlation = rankCorrelation(rep);
     }
