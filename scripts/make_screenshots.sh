@@ -43,6 +43,9 @@ lesson minimal-pairs 3 minimal-pairs.png
 "$app" "${model[@]}" --heads alignment --screenshot "$out/heads-alignment.png"
 "$app" "${model[@]}" --text "Zwei Hunde spielen im Schnee." --heads ablation \
   --ablate cross:2:0,cross:2:1,cross:2:2,cross:2:3,cross:2:4,cross:2:5,cross:2:6,cross:2:7 --screenshot "$out/heads-ablation.png"
+# Issue 27: what moves each produced piece, by gradient, beside the cross-attention rollout.
+"$app" "${model[@]}" --text "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine Brücke." --tab saliency \
+  --screenshot "$out/saliency.png"
 # Issue 28: a toy model trained here (about 80 s), its attention history in the Training tab.
 toy=$(mktemp -d)/toy-reverse
 build/bin/attnlab-cli toy --task reverse --output "$toy" >/dev/null
