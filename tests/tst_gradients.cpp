@@ -162,6 +162,7 @@ void TestGradients::gateGradientIsFiniteDifference() {
     QCOMPARE(g.per_pair[1].size(), heads);
     const auto forced = m_t->teacherForce(src, tgt);
     auto model = m_double->model();
+    // The module by hand, not through TransformerImpl::attention (what the engine's gates use).
     auto moduleOf = [&](const attnlab::HeadRef& h) -> attnlab::model::MultiHeadAttention {
         if (h.kind == AttentionKind::EncoderSelf)
             return model->encoder->layer_stack[h.layer]->as<attnlab::model::EncoderLayer>()->slf_attn;

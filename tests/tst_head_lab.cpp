@@ -97,6 +97,7 @@ private Q_SLOTS:
     void corpusAlignmentAgainstGold();
     void importanceAndPruningCurve();
     void gradientImportanceAndRankCorrelation();
+    void removableHeadsByHand();
     void statisticsOfOtherMeasures();
     void jsonAndCsv();
 
@@ -774,19 +775,38 @@ void TestHeadLab::importanceAndPruningCurve() {
     QCOMPARE(rep.curve[2].interval.difference_high, expected.difference_high);
     QCOMPARE(rep.curve[0].interval.difference_low, 0.0);
     QCOMPARE(rep.curve[0].interval.difference_high, 0.0);
-    int removable = rep.curve.back().heads_removed;
-    for (size_t i = 1; i < rep.curve.size(); ++i)
-        if (rep.curve[i].interval.difference_high < 0) {
-            removable = rep.curve[i - 1].heads_removed;
-            break;
-        }
-    QCOMPARE(rep.removable_heads, removable);
+    QCOMPARE(rep.removable_heads, attnlab::removableHeads(rep.curve));  // the rule: removableHeadsByHand
     io.bootstrap_resamples = 0;
     io.gradient = false;
     const auto plain = attnlab::headImportance(*m_t, m_src, m_ref, io);
     QCOMPARE(plain.removable_heads, -1);
     QCOMPARE(plain.curve[1].interval.resamples, 0);
     QVERIFY(!plain.gradient);
+}
+
+// removableHeads on curves made by hand: the first significant point in the middle, at the first
+// removal, at the end, nowhere, one not significant after a significant one, and no intervals.
+void TestHeadLab::removableHeadsByHand() {
+    auto curve = [](const std::vector<bool>& significant) {
+        std::vector<attnlab::PruningPoint> c;
+        for (size_t i = 0; i < significant.size(); ++i) {
+            attnlab::PruningPoint p;
+            p.heads_removed = int(i) * 4;
+            p.interval.resamples = 1000;
+            p.interval.difference_high = significant[i] ? -0.1 : 0.3;
+            c.push_back(p);
+        }
+        return c;
+    };
+    QCOMPARE(attnlab::removableHeads(curve({false, false, true, true})), 4);
+    QCOMPARE(attnlab::removableHeads(curve({false, true, true})), 0);
+    QCOMPARE(attnlab::removableHeads(curve({false, false, false, true})), 8);
+    QCOMPARE(attnlab::removableHeads(curve({false, false, false})), 8);
+    QCOMPARE(attnlab::removableHeads(curve({false, false, true, false, true})), 4);  // stops at the first
+    auto none = curve({false, true});
+    for (auto& p : none) p.interval.resamples = 0;
+    QCOMPARE(attnlab::removableHeads(none), -1);
+    QCOMPARE(attnlab::removableHeads({}), -1);
 }
 
 // Gradient importance: the mean over pairs of the head-gate gradients, divided by the L2 norm of

@@ -136,11 +136,7 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
         ->add_option("--measure", h.measure,
                      "The statistics of the weights, of the value-norm maps (each weight times its key's value norm, "
                      "rows normalised) or of the rollout (one map per layer, listed as its first head)")
-        ->check(CLI::IsMember([] {
-            std::vector<std::string> names;
-            for (auto m : attnlab::kMapMeasures) names.push_back(attnlab::mapMeasureName(m));
-            return names;
-        }()))
+        ->check(CLI::IsMember(attnlab::mapMeasureNames()))
         ->capture_default_str();
     h.cmd->add_flag("--importance", h.importance,
                     "Translate the corpus once per head with that head ablated, then with the least important "

@@ -305,8 +305,7 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
                      "previous target piece for each produced piece), comma-separated (docs/attention-json.md)")
         ->delimiter(',')
         ->check(CLI::IsMember([] {
-            std::vector<std::string> names;
-            for (auto m : attnlab::kMapMeasures) names.push_back(attnlab::mapMeasureName(m));
+            auto names = attnlab::mapMeasureNames();
             names.push_back(attnlab::kSaliencyName);
             return names;
         }()))

@@ -20,6 +20,7 @@ namespace attnlab {
 enum class MapMeasure { Weights, ValueNorm, Rollout };
 inline constexpr MapMeasure kMapMeasures[] = {MapMeasure::Weights, MapMeasure::ValueNorm, MapMeasure::Rollout};
 std::string mapMeasureName(MapMeasure measure);
+std::vector<std::string> mapMeasureNames();  // every measure's name, in kMapMeasures' order
 std::optional<MapMeasure> parseMapMeasure(const std::string& name);
 
 // ||f_h(x_j)|| for every key position j of every head: key j's value vector of head h sent through

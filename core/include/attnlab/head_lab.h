@@ -91,6 +91,10 @@ GradientImportanceReport gradientImportance(const Translator& translator, const 
                                             const std::vector<AttentionKind>& kinds = {}, int batch_size = 32,
                                             const CorpusCallback& progress = {});
 
+// The most heads removed before the first curve point whose loss is significant (every head of the
+// last point when none is); -1 when the curve has no intervals.
+int removableHeads(const std::vector<PruningPoint>& curve);
+
 // Spearman's rank correlation of two equally long lists (ties share their mean rank); NaN when either
 // list is constant or shorter than 2.
 double spearmanCorrelation(const std::vector<double>& a, const std::vector<double>& b);

@@ -428,11 +428,7 @@ std::shared_ptr<void> Engine::ablateHeads(const std::vector<HeadRef>& heads) con
             throw InputError("ablate " + headName(h) + ": head " + std::to_string(h.head) + " is out of range (0.." +
                              std::to_string(cfg.n_head - 1) + ")");
         model::Transformer m = m_model;
-        model::MultiHeadAttention module = h.kind == AttentionKind::EncoderSelf
-                                               ? m->encoder->layer_stack[h.layer]->as<model::EncoderLayer>()->slf_attn
-                                           : h.kind == AttentionKind::DecoderSelf
-                                               ? m->decoder->layer_stack[h.layer]->as<model::DecoderLayer>()->slf_attn
-                                               : m->decoder->layer_stack[h.layer]->as<model::DecoderLayer>()->enc_attn;
+        model::MultiHeadAttention module = m->attention(h.kind, h.layer);
         if (!module->head_keep.defined())
             module->head_keep = torch::ones({cfg.n_head}, torch::TensorOptions().device(m_device));
         module->head_keep[h.head] = 0.0;

@@ -136,21 +136,13 @@ const Engine::CaptureCache& Engine::captured(const TranslationResult& r) const {
         fresh->output_weight.emplace_back(layers[k]);
     }
     std::vector<std::unique_ptr<CaptureGuard>> guards;
-    for (int64_t l = 0; l < std::max(n_enc, n_dec); ++l) {
-        model::MultiHeadAttention modules[3] = {nullptr, nullptr, nullptr};
-        if (l < n_enc) modules[0] = model->encoder->layer_stack[l]->as<model::EncoderLayer>()->slf_attn;
-        if (l < n_dec) {
-            auto dec = model->decoder->layer_stack[l]->as<model::DecoderLayer>();
-            modules[1] = dec->slf_attn;
-            modules[2] = dec->enc_attn;
+    for (size_t k = 0; k < 3; ++k)
+        for (size_t l = 0; l < layers[k]; ++l) {
+            model::MultiHeadAttention module = model->attention(attentionKinds()[k], int64_t(l));
+            guards.push_back(std::make_unique<CaptureGuard>(module, fresh->captures[k][l]));
+            fresh->d_k[k][l] = module->d_k;
+            fresh->output_weight[k][l] = module->fc->weight;
         }
-        for (int k = 0; k < 3; ++k) {
-            if (!modules[k]) continue;
-            guards.push_back(std::make_unique<CaptureGuard>(modules[k], fresh->captures[k][l]));
-            fresh->d_k[k][l] = modules[k]->d_k;
-            fresh->output_weight[k][l] = modules[k]->fc->weight;
-        }
-    }
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
     std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
     auto src = torch::tensor(src_ids, i64).unsqueeze(0).to(m_device);

@@ -17,11 +17,10 @@ namespace attnlab::decoding {
 namespace {
 // Every attention module of the model, [kind][layer] in AttentionKind's order.
 std::vector<std::vector<model::MultiHeadAttention>> attentionModules(model::Transformer& m) {
-    std::vector<std::vector<model::MultiHeadAttention>> out(3);
-    for (const auto& layer : *m->encoder->layer_stack) out[0].push_back(layer->as<model::EncoderLayer>()->slf_attn);
-    for (const auto& layer : *m->decoder->layer_stack) {
-        out[1].push_back(layer->as<model::DecoderLayer>()->slf_attn);
-        out[2].push_back(layer->as<model::DecoderLayer>()->enc_attn);
+    std::vector<std::vector<model::MultiHeadAttention>> out;
+    for (AttentionKind kind : attentionKinds()) {
+        out.emplace_back();
+        for (int64_t l = 0; l < m->config().layers(kind); ++l) out.back().push_back(m->attention(kind, l));
     }
     return out;
 }

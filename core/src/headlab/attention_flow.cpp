@@ -6,6 +6,12 @@
 
 namespace attnlab {
 
+std::vector<std::string> mapMeasureNames() {
+    std::vector<std::string> names;
+    for (MapMeasure m : kMapMeasures) names.push_back(mapMeasureName(m));
+    return names;
+}
+
 std::string mapMeasureName(MapMeasure measure) {
     switch (measure) {
     case MapMeasure::Weights: break;

@@ -132,12 +132,9 @@ void addIntervals(ImportanceReport& rep, const std::vector<const RunScore*>& poi
     if (o.bootstrap_resamples == 0) return;
     const auto resamples =
         bootstrapResamples(points.front()->sentences.size(), o.bootstrap_resamples, o.bootstrap_seed);
-    rep.removable_heads = rep.curve.back().heads_removed;
-    for (size_t i = 0; i < rep.curve.size(); ++i) {
+    for (size_t i = 0; i < rep.curve.size(); ++i)
         rep.curve[i].interval = pairedBootstrap(points.front()->sentences, points[i]->sentences, resamples);
-        if (rep.curve[i].significantLoss() && rep.removable_heads == rep.curve.back().heads_removed)
-            rep.removable_heads = i > 0 ? rep.curve[i - 1].heads_removed : 0;
-    }
+    rep.removable_heads = removableHeads(rep.curve);
 }
 
 // Spearman's rho between the heads' BLEU drop when ablated and their normalised gradient importance.
@@ -261,6 +258,13 @@ double spearmanCorrelation(const std::vector<double>& a, const std::vector<doubl
         sbb += (rb[i] - mean) * (rb[i] - mean);
     }
     return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : nan;
+}
+
+int removableHeads(const std::vector<PruningPoint>& curve) {
+    if (curve.empty() || curve.front().interval.resamples == 0) return -1;
+    for (size_t i = 0; i < curve.size(); ++i)
+        if (curve[i].significantLoss()) return i > 0 ? curve[i - 1].heads_removed : 0;
+    return curve.back().heads_removed;
 }
 
 const GradientImportance* GradientImportanceReport::find(const HeadRef& h) const {

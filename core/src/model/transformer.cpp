@@ -155,6 +155,12 @@ const torch::Tensor& TransformerImpl::projectionWeight() const {
     return trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight;
 }
 
+MultiHeadAttention TransformerImpl::attention(AttentionKind kind, int64_t layer) {
+    if (kind == AttentionKind::EncoderSelf) return encoder->layer_stack[layer]->as<EncoderLayer>()->slf_attn;
+    auto dec = decoder->layer_stack[layer]->as<DecoderLayer>();
+    return kind == AttentionKind::DecoderSelf ? dec->slf_attn : dec->enc_attn;
+}
+
 void TransformerImpl::setPackedInference(bool on) {
     m_packed = on;
     if (!on) m_projection_pack->clear();

@@ -9,6 +9,7 @@
 #include "model/layers.h"
 #include "model/positional_encoding.h"
 
+#include <attnlab/attention_kind.h>
 #include <attnlab/config.h>
 
 #include <torch/nn/modules/container/modulelist.h>
@@ -102,6 +103,8 @@ public:
     const torch::Tensor& projectionWeight() const;
 
     const ModelConfig& config() const { return m_cfg; }
+    // The attention module of one kind and layer (0-based; the caller checks the range).
+    MultiHeadAttention attention(AttentionKind kind, int64_t layer);
 
     // Inference from weights packed once (model/packed_linear.h) in every linear layer and the output
     // projection: on for the decoding engine (TranslatorOptions::packed_weights), off for training.
