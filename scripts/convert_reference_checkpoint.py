@@ -20,7 +20,9 @@ def main():
     ap.add_argument("--no-source-bos", action="store_true", help="the source sentences had no <s> in training")
     a = ap.parse_args()
 
-    ck = torch.load(a.checkpoint, map_location="cpu"); o, sd = ck["settings"], ck["model"]
+    # The reference's checkpoints hold its argparse settings, which PyTorch 2.6+ refuses to unpickle
+    # by default (weights_only); the argument exists since 1.13, Debian's.
+    ck = torch.load(a.checkpoint, map_location="cpu", weights_only=False); o, sd = ck["settings"], ck["model"]
     tied = (["trg_word_prj.weight"] if o.proj_share_weight else []) + (["encoder.src_word_emb.weight"] if o.embs_share_weight else [])
     ts = {k: v.float().contiguous() for k, v in sd.items() if k not in tied}; hdr, off = {}, 0
     for k, v in ts.items(): hdr[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + 4 * v.numel()]}; off += 4 * v.numel()

@@ -4,6 +4,7 @@
 #include "fixtures.h"
 
 #include <attnlab/attention_flow.h>
+#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
@@ -93,24 +94,24 @@ void TestCli::helpForEverySubcommand() {
 
 void TestCli::translateText() {
     // The CLI's translation equals the library's for the same options.
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.beam_size = 2;
     o.max_length = 8;
     const std::string expected = t.translate("Der Hund läuft.", o).best.text;
     auto r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "2", "--max-len", "8",
-                  "--device", "cpu"});
+                  "--device", attnlab::testing::testDeviceArg()});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out, QString::fromStdString(expected) + "\n");
     // A repeated option keeps its last value (wrapper scripts append overrides).
     r = cli({"translate", "--model", m_pkg, "--text", "Der Hund läuft.", "--beam", "7", "--beam", "2", "--max-len", "3",
-             "--max-len", "8", "--device", "cpu"});
+             "--max-len", "8", "--device", attnlab::testing::testDeviceArg()});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out, QString::fromStdString(expected) + "\n");
 }
 
 void TestCli::translateStdinKeepsOrderAndReportsBadLines() {
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.beam_size = 1;
     o.max_length = 6;
@@ -132,7 +133,7 @@ void TestCli::attentionJsonBeyondWeights() {
                   "value-norm,rollout"});
     QCOMPARE(r.code, 0);
     const auto s = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()))["sentences"][0];
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.max_length = 6;
     const auto ref = t.translate("Ein Hund läuft.", o);
@@ -179,7 +180,7 @@ void TestCli::attentionJsonReadBack() {
     QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-attention"));
     QCOMPARE(j["version"].get<int>(), 1);
     QCOMPARE(j["sentences"].size(), size_t(2));
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.max_length = 5;
     for (int i = 0; i < 2; ++i) {
@@ -202,7 +203,7 @@ void TestCli::attentionJsonReadBack() {
 void TestCli::inspect() {
     auto r = cli({"inspect", "--model", m_pkg});
     QCOMPARE(r.code, 0);
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     const QRegularExpression total(QString("\\n  total\\s+%1\\n").arg(t.info().parameters.total));
     QVERIFY2(r.out.contains(total), qPrintable(r.out));
     QVERIFY(r.out.contains("vocabulary     400 pieces"));
@@ -210,7 +211,9 @@ void TestCli::inspect() {
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_layers +2 +encoder layers")), qPrintable(r.out));
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_head +4 +attention heads")), qPrintable(r.out));
     QVERIFY(r.out.contains(QRegularExpression("\\n  scale_emb_or_prj +emb ")));
-    QVERIFY(r.out.contains("device         cpu"));
+    // No --device: "auto", the GPU where LibTorch sees one (issue 29, scripts/gpu_check.sh), else the CPU.
+    const QString autoDevice = attnlab::cudaAvailable() ? "cuda:0" : "cpu";
+    QVERIFY2(r.out.contains("device         " + autoDevice + "\n"), qPrintable(r.out));
 }
 
 void TestCli::errors() {
@@ -336,6 +339,12 @@ void TestCli::trainAndEvalErrors() {
             tinyModelArgs());
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("no-such-corpus"), qPrintable(r.err));
+    // --device: a name the trainer does not take, before any data is read
+    r = cli(QStringList{"train", "--data", data, "--output", m_dir.path() + "/bad-run3", "--epochs", "1", "--device",
+                        "gpu"} +
+            tinyModelArgs());
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--device 'gpu' is not one of auto, cpu, cuda, cuda:N"), qPrintable(r.err));
     r = cli({"eval", "--model", m_pkg, "--src", data + "/val.de", "--ref", data + "/train.en"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("mismatched files") && r.err.contains("has 5 lines") && r.err.contains("has 29"),
@@ -364,7 +373,7 @@ void TestCli::bundledModelWithoutModelOption() {
         }
         QVERIFY2(src_lines.size() >= 8, m.name.c_str());
         const std::string src = src_lines.join('\n').toStdString() + "\n";
-        QStringList args{"translate", "--beam", "5", "--device", "cpu"};
+        QStringList args{"translate", "--beam", "5", "--device", attnlab::testing::testDeviceArg()};
         const bool is_default = QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath() ==
                                 QFileInfo(QString::fromStdString(dir)).canonicalFilePath();
         if (!is_default) args << "--model" << QString::fromStdString(m.name);  // the default needs no --model
@@ -374,7 +383,7 @@ void TestCli::bundledModelWithoutModelOption() {
         QCOMPARE(out.takeLast(), QString());
         QCOMPARE(out.size(), refs.size());
 
-        attnlab::Translator t(m.dir, {"cpu"});
+        attnlab::Translator t(m.dir, {attnlab::testing::testDevice()});
         QCOMPARE(t.info().config.source_lang, m.source_lang);
         QCOMPARE(t.info().config.target_lang, m.target_lang);
         attnlab::DecodingOptions o;
@@ -398,13 +407,13 @@ void TestCli::bundledModelWithoutModelOption() {
 void TestCli::scoresArePieceProbabilities() {
     // --scores: translation, mean probability per piece, then piece=probability for each piece,
     // against the library's numbers for the same options.
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.beam_size = 3;
     o.max_length = 8;
     const auto expected = t.translate("Die Katze schläft.", o);
     auto r = cli({"translate", "-m", m_pkg, "--text", "Die Katze schläft.", "--beam", "3", "--max-len", "8", "--device",
-                  "cpu", "--scores"});
+                  attnlab::testing::testDeviceArg(), "--scores"});
     QCOMPARE(r.code, 0);
     const QStringList cols = r.out.trimmed().split('\t');
     QCOMPARE(cols.size(), 3);
@@ -441,7 +450,7 @@ void TestCli::bundledModelFlagsOutOfDomain() {
                                "Der Compiler meldet einen Fehler in Zeile zwölf.",
                                "Installieren Sie das Paket mit dem Befehl apt."};
     qunsetenv("ATTNLAB_MODEL_DIR");
-    auto r = cli({"translate", "--device", "cpu"}, lines.join('\n').toUtf8() + "\n");
+    auto r = cli({"translate", "--device", attnlab::testing::testDeviceArg()}, lines.join('\n').toUtf8() + "\n");
     QCOMPARE(r.code, 0);  // a warning, not an error
     QCOMPARE(r.out.split('\n', Qt::SkipEmptyParts).size(), lines.size());
     for (int i = 0; i < lines.size(); ++i) {
@@ -462,10 +471,10 @@ void TestCli::calibrateWritesTheThreshold() {
     for (const auto& l : sentences) text += l + "\n";
     attnlab::testing::writeFile(m_dir.path().toStdString() + "/val.de", text);
     auto r = cli({"calibrate", "-m", pkg, "--src", m_dir.path() + "/val.de", "--percentile", "25", "--beam", "2",
-                  "--device", "cpu"});
+                  "--device", attnlab::testing::testDeviceArg()});
     QCOMPARE(r.code, 0);
     QVERIFY2(r.out.contains("the 25th percentile of 5 validation translations"), qPrintable(r.out));
-    attnlab::Translator t(pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.beam_size = 2;
     std::vector<double> means;
@@ -514,7 +523,8 @@ void TestCli::bundledModelsByName() {
     QCOMPARE(ex[0].reference, std::string("A dog."));
     QCOMPARE(ex[1].source, std::string("Zwei Katzen."));
     QCOMPARE(ex[1].reference, std::string());
-    QCOMPARE(attnlab::Translator(pkg.toStdString(), {"cpu"}).info().examples.size(), size_t(2));
+    QCOMPARE(attnlab::Translator(pkg.toStdString(), {attnlab::testing::testDevice()}).info().examples.size(),
+             size_t(2));
     attnlab::testing::writeFile(pkg.toStdString() + "/examples.tsv", "a\tb\n\ta\tb\tc\n");
     try {
         attnlab::readExamples(pkg.toStdString());
@@ -553,7 +563,7 @@ void TestCli::bundledModelsByName() {
 }
 
 void TestCli::forcePrefixTraceAndExplain() {
-    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.max_length = 8;
     o.force_prefix = "Hund Katze";
@@ -647,7 +657,7 @@ void TestCli::headsAndAlign() {
                   "--csv", d + "/heads.csv", "--radius", "3"});
     QCOMPARE(r.code, 0);
     QVERIFY2(r.out.contains("heads over 3 sentences (decoder teacher-forced"), qPrintable(r.out));
-    attnlab::Translator tr(m_pkg.toStdString(), {"cpu"});
+    attnlab::Translator tr(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     const auto lib = attnlab::corpusHeadStatistics(tr, src, &ref, {}, 3);
     const auto j = nlohmann::json::parse(attnlab::testing::readFile((d + "/heads.json").toStdString()));
     QCOMPARE(j["format"].get<std::string>(), std::string("attnlab-heads"));
@@ -727,7 +737,8 @@ void TestCli::headsAndAlign() {
              "--gold-one-indexed", "--method", "sym:grow-diag-final-and:layer:1", "--output", d + "/sym.txt", "--json",
              d + "/sym.json"});
     QCOMPARE(r.code, 0);
-    const attnlab::Translator en_de(attnlab::resolveModelArgument("en-de"), attnlab::TranslatorOptions{"cpu", 0});
+    const attnlab::Translator en_de(attnlab::resolveModelArgument("en-de"),
+                                    attnlab::TranslatorOptions{attnlab::testing::testDevice(), 0});
     const auto sym = attnlab::alignCorpus(tr, src, ref, &gold, "gold.txt", 0.0, {}, &en_de);
     QCOMPARE(attnlab::testing::readFile((d + "/sym.txt").toStdString()),
              attnlab::alignmentLinksText(sym, attnlab::parseAlignmentMethod("sym:grow-diag-final-and:layer:1")));

@@ -80,7 +80,8 @@ void TestExplain::initTestCase() {
     m_cfg = attnlab::testing::smallConfig(400);
     m_cfg.n_position = 40;
     attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, m_cfg);
-    m_t = std::make_unique<Translator>(m_dir.path().toStdString() + "/pkg", attnlab::TranslatorOptions{"cpu"});
+    m_t = std::make_unique<Translator>(m_dir.path().toStdString() + "/pkg",
+                                       attnlab::TranslatorOptions{attnlab::testing::testDevice()});
     m_engine = std::make_unique<attnlab::decoding::Engine>(m_dir.path().toStdString() + "/pkg",
                                                            attnlab::TranslatorOptions{"cpu"});
     QVERIFY(m_cfg.scaleEmb());

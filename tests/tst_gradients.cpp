@@ -55,7 +55,7 @@ void TestGradients::initTestCase() {
     // that token's input, which is what the finite differences need.
     m_cfg.trg_emb_prj_weight_sharing = m_cfg.emb_src_trg_weight_sharing = false;
     const std::string pkg = attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, m_cfg);
-    m_t = std::make_unique<Translator>(pkg, attnlab::TranslatorOptions{"cpu"});
+    m_t = std::make_unique<Translator>(pkg, attnlab::TranslatorOptions{attnlab::testing::testDevice()});
     m_double = std::make_unique<attnlab::decoding::Engine>(pkg, attnlab::TranslatorOptions{"cpu"});
     m_double->model()->setPackedInference(false);
     m_double->model()->to(torch::kFloat64);

@@ -113,7 +113,7 @@ void TestHeadLab::initTestCase() {
     cfg.n_position = 40;
     attnlab::testing::writeRandomPackage(m_dir.path().toStdString() + "/pkg", tok, cfg);
     m_t = std::make_unique<attnlab::Translator>(m_dir.path().toStdString() + "/pkg",
-                                                attnlab::TranslatorOptions{"cpu", 0});
+                                                attnlab::TranslatorOptions{attnlab::testing::testDevice(), 0});
     m_src = {"Ein Hund läuft im Park.", "Zwei Kinder spielen Fußball.", "Eine Frau liest ein Buch.",
              "Der Mann trinkt 20 Tassen Kaffee."};
     m_ref = {"A dog runs in the park.", "Two children play football.", "A woman reads a book.",
@@ -722,7 +722,8 @@ void TestHeadLab::importanceAndPruningCurve() {
     QCOMPARE(rep.curve[1].removed, (std::vector<HeadRef>{rep.heads[0].head, rep.heads[1].head, rep.heads[2].head}));
     QCOMPARE(rep.curve[2].bleu, bleuWith(rep.curve[2].removed));
     // Spread over two translators of the same package (two threads): the same report.
-    attnlab::Translator second(m_dir.path().toStdString() + "/pkg", attnlab::TranslatorOptions{"cpu", 1});
+    attnlab::Translator second(m_dir.path().toStdString() + "/pkg",
+                               attnlab::TranslatorOptions{attnlab::testing::testDevice(), 1});
     int parallel_calls = 0;
     const auto par =
         attnlab::headImportance({m_t.get(), &second}, m_src, m_ref, io, [&](const attnlab::CorpusProgress&) {

@@ -40,7 +40,8 @@ private:
     static attnlab::DecodingOptions greedy(const attnlab::Translator& t);
 
     QTemporaryDir m_dir;
-    QString m_python = "/usr/bin/python3";
+    // Debian's python3 with python3-torch; ATTNLAB_PYTHON names another (scripts/gpu_check.sh: pip's torch).
+    QString m_python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
     QString m_opus;
     const std::vector<std::string> m_sentences = {"Hello world.", "The cat sat on the mat.",
                                                   ">>fra<< A dog runs in the park.", "Ünïcödé ✓ 42 times"};
@@ -118,7 +119,7 @@ void TestMarian::matchesReference() {
     static int made = 0;
     const QString dir = make(QString("model-%1").arg(++made), options);
     const json ref = reference(dir, m_sentences);
-    attnlab::Translator t(dir.toStdString(), {"cpu"});
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
     QCOMPARE(t.info().config.tokenizer, std::string("marian"));
     auto o = greedy(t);
     const auto results = t.translateBatch(m_sentences, o);
@@ -181,7 +182,8 @@ void TestMarian::importedPackageGivesTheSameResults() {
     QCOMPARE(read_back.model.pos_encoding, std::string("half"));
     QCOMPARE(read_back.num_beams, 4);
 
-    attnlab::Translator a(dir.toStdString(), {"cpu"}), b(pkg, {"cpu"});
+    attnlab::Translator a(dir.toStdString(), {attnlab::testing::testDevice()}),
+        b(pkg, {attnlab::testing::testDevice()});
     auto o = greedy(a);
     o.beam_size = 4;  // the model's own default, through AttnLab's beam search
     const auto ra = a.translateBatch(m_sentences, o), rb = b.translateBatch(m_sentences, o);
@@ -239,7 +241,7 @@ void TestMarian::brokenDirectoriesAreNamed() {
     // shape check, not allocated (the model would be 1 GB).
     if (breakage == "huge-vocab") edit([](json& j) { j["vocab_size"] = 1 << 24; });
     try {
-        attnlab::Translator t(d, {"cpu"});
+        attnlab::Translator t(d, {attnlab::testing::testDevice()});
         QFAIL("loaded a broken directory");
     } catch (const attnlab::Error& e) {
         QVERIFY2(QString(e.what()).contains(message), e.what());
@@ -268,7 +270,7 @@ void TestMarian::importNeverReplacesTheSourceOrForeignFiles() {
 
 void TestMarian::languageCodes() {
     const QString dir = make("codes", {"--seed", "1"});
-    attnlab::Translator t(dir.toStdString(), {"cpu"});
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
     auto o = greedy(t);
     o.max_length = 3;
     const auto r = t.translate(">>fra<< Hello world.", o);

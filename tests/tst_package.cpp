@@ -81,7 +81,7 @@ std::string TestPackage::copyGood(const std::string& name) {
 }
 
 void TestPackage::saveLoadTranslatesIdentically() {
-    Translator a(m_good, {"cpu"});
+    Translator a(m_good, {attnlab::testing::testDevice()});
     // Parameters equal the saved random model bit for bit.
     auto original = attnlab::testing::randomModel(m_cfg, 7);
     attnlab::decoding::Engine ea(m_good, {"cpu"});
@@ -92,7 +92,7 @@ void TestPackage::saveLoadTranslatesIdentically() {
     // Save what was loaded, load it again: same translations and attention.
     const std::string again = m_dir.path().toStdString() + "/again";
     attnlab::package::savePackage(again, ea.config(), am, m_tok);
-    Translator b(again, {"cpu"});
+    Translator b(again, {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.beam_size = 3;
     o.max_length = 12;
@@ -111,7 +111,7 @@ void TestPackage::halfPrecisionUpcasts() {
     const std::string dir = m_dir.path().toStdString() + "/half";
     attnlab::testing::writeRandomPackage(dir, m_tok, m_cfg, 7, "F16");
     QVERIFY(fs::file_size(dir + "/model.safetensors") < fs::file_size(m_good + "/model.safetensors"));
-    Translator t(dir, {"cpu"});
+    Translator t(dir, {attnlab::testing::testDevice()});
     QCOMPARE(t.info().stored_dtype, std::string("F16+F32"));  // pos_table buffers stay F32
     auto original = attnlab::testing::randomModel(m_cfg, 7);
     auto loaded = attnlab::decoding::Engine(dir, {"cpu"}).model()->named_parameters();
@@ -268,7 +268,7 @@ void TestPackage::corrupt() {
     case 17: editConfig(dir, [](auto& j) { j["eos_idx"] = 5; }); break;
     }
     try {
-        Translator t(target, {"cpu"});
+        Translator t(target, {attnlab::testing::testDevice()});
         QFAIL("loaded a corrupt package");
     } catch (const PackageError& e) {
         QVERIFY2(QString(e.what()).contains(message), e.what());
@@ -286,7 +286,7 @@ void TestPackage::fuzzNeverCrashes() {
     int loaded = 0, rejected = 0;
     auto attempt = [&] {
         try {
-            Translator t(dir, {"cpu"});
+            Translator t(dir, {attnlab::testing::testDevice()});
             ++loaded;
         } catch (const PackageError&) {
             ++rejected;
@@ -336,7 +336,7 @@ void TestPackage::confidenceCalibrationRoundTrips() {
     using attnlab::ConfidenceCalibration;
     const std::string dir = copyGood("calibrated");
     QVERIFY(!attnlab::readConfidenceCalibration(dir));  // none yet: the package loads without one
-    QVERIFY(!Translator(dir, {"cpu"}).info().confidence);
+    QVERIFY(!Translator(dir, {attnlab::testing::testDevice()}).info().confidence);
     attnlab::testing::writeFile(dir + "/MODEL_CARD.md", "# Card\n\n## Data\n\nsome\n\n## Reproduce\n\nx\n");
     ConfidenceCalibration c;
     c.threshold = -1.25;
@@ -355,7 +355,7 @@ void TestPackage::confidenceCalibrationRoundTrips() {
     QCOMPARE(back->length_penalty, 0.6);
     QCOMPARE(back->data, std::string("`val.de`"));
     // The translator carries it and judges every translation against it.
-    Translator t(dir, {"cpu"});
+    Translator t(dir, {attnlab::testing::testDevice()});
     QVERIFY(t.info().confidence && t.info().confidence->threshold == -1.25);
     const auto r = t.translate("Ein Hund rennt.");
     QVERIFY(r.confidence.calibrated);
@@ -385,7 +385,7 @@ void TestPackage::confidenceCalibrationRoundTrips() {
         } catch (const attnlab::PackageError& e) {
             QVERIFY2(QString(e.what()).contains("confidence.json"), e.what());
         }
-        QVERIFY_THROWS_EXCEPTION(attnlab::PackageError, Translator(dir, {"cpu"}));
+        QVERIFY_THROWS_EXCEPTION(attnlab::PackageError, Translator(dir, {attnlab::testing::testDevice()}));
     }
     // Counts must be whole numbers that fit an int: 2.5 was cut to 2 and 2^32 + 1 to 1 without a
     // word, and 1e73 overflowed the conversion (undefined behaviour; found by fuzz_confidence_json).

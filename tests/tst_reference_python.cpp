@@ -24,7 +24,8 @@ private Q_SLOTS:
 private:
     QTemporaryDir m_dir;
     std::string m_tok;
-    QString m_python = "/usr/bin/python3";
+    // Debian's python3 with python3-torch; ATTNLAB_PYTHON names another (scripts/gpu_check.sh: pip's torch).
+    QString m_python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
 };
 
 void TestReferencePython::initTestCase() {
@@ -56,7 +57,7 @@ void TestReferencePython::matchesReference() {
     cfg.trg_emb_prj_weight_sharing = cfg.emb_src_trg_weight_sharing = shared;
     const std::string pkg = m_dir.path().toStdString() + "/pkg-" + scale.toStdString();
     attnlab::testing::writeRandomPackage(pkg, m_tok, cfg, 21);
-    attnlab::Translator t(pkg, {"cpu"});
+    attnlab::Translator t(pkg, {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.beam_size = 3;
     o.max_length = 8;
@@ -184,7 +185,8 @@ torch.save({"epoch": 3, "settings": o, "model": w}, "%3")
                        QString::fromStdString(m_tok), out, "--no-source-bos"});
     QVERIFY(p.waitForFinished(120000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-    attnlab::Translator a(pkg, {"cpu"}), b(out.toStdString(), {"cpu"});
+    attnlab::Translator a(pkg, {attnlab::testing::testDevice()}),
+        b(out.toStdString(), {attnlab::testing::testDevice()});
     attnlab::DecodingOptions o;
     o.max_length = 8;
     for (const char* s : {"Der Hund läuft.", "Eine Frau hält ihre Hände."}) {

@@ -8,6 +8,7 @@
 
 #include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
+#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/run_layout.h>
@@ -26,6 +27,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace fs = std::filesystem;
 using namespace attnlab;
@@ -48,6 +50,7 @@ private Q_SLOTS:
     void corpusErrors();
     void checkpointErrors();
     void optionErrors();
+    void trainsOnTheTestDevice();
     void historyHoldsTheCheckpointsMaps();
     void resumedHistoryEqualsAnUninterruptedOne();
     void initFromContinuesTheHistory();
@@ -415,6 +418,19 @@ std::vector<std::string> logRows(const std::string& run) {
     return rows;
 }
 
+// Adam keeps a parameter's state under its TensorImpl: printed as a string in LibTorch 1.x, the
+// pointer itself in 2.x (scripts/gpu_check.sh builds against 2.x).
+template <typename StateMap>
+torch::optim::OptimizerParamState& adamState(StateMap& state, const torch::Tensor& p) {
+    if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+        std::ostringstream key;
+        key << p.unsafeGetTensorImpl();
+        return *state.at(key.str());
+    } else {
+        return *state.at(p.unsafeGetTensorImpl());
+    }
+}
+
 void compareRuns(const std::string& a, const std::string& b) {
     decoding::Engine ta(a + "/checkpoints/latest", {"cpu"}), tb(b + "/checkpoints/latest", {"cpu"});
     auto pa = ta.model()->named_parameters(), pb = tb.model()->named_parameters();
@@ -425,8 +441,7 @@ void compareRuns(const std::string& a, const std::string& b) {
         torch::load(opt, dir + "/checkpoints/latest/optimizer.pt");
         std::vector<torch::Tensor> out;
         for (const auto& p : e.model()->parameters()) {
-            auto& st = static_cast<torch::optim::AdamParamState&>(
-                *opt.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+            auto& st = static_cast<torch::optim::AdamParamState&>(adamState(opt.state(), p));
             out.push_back(st.exp_avg());
             out.push_back(st.exp_avg_sq());
             out.push_back(torch::tensor(st.step()));
@@ -638,6 +653,53 @@ void TestTraining::checkpointErrors() {
     }
 }
 
+// --device: a name AttnLab does not take is refused up front; a CUDA device that LibTorch does not
+// see is refused by name; on the test device (ATTNLAB_TEST_DEVICE: the GPU under
+// scripts/gpu_check.sh, else the CPU again) the first four steps' losses are the CPU's. Dropout is
+// off so that both runs do the same arithmetic; the margin, 1e-3 of the loss, covers float32
+// kernels that sum in another order (cuBLAS against OpenBLAS: ~1e-6 relative per step here) and
+// steps.tsv's four decimals.
+void TestTraining::trainsOnTheTestDevice() {
+    auto o = smallRun(m_dir.path().toStdString() + "/device-bad");
+    o.max_steps = 2;
+    o.device = "gpu";
+    try {
+        o.validate();
+        QFAIL("no exception");
+    } catch (const ConfigError& e) {
+        QVERIFY2(QString(e.what()).contains("--device 'gpu' is not one of auto, cpu, cuda, cuda:N"), e.what());
+    }
+    if (!attnlab::cudaAvailable()) {
+        o.device = "cuda";
+        try {
+            train(o);
+            QFAIL("no exception");
+        } catch (const DeviceError& e) {
+            QVERIFY2(QString(e.what()).contains("LibTorch sees no CUDA device"), e.what());
+        }
+    }
+    auto losses = [&](const std::string& name, const std::string& device) {
+        auto r = smallRun(m_dir.path().toStdString() + "/" + name);
+        r.model.dropout = 0;
+        r.max_steps = 4;
+        r.log_every_steps = 1;
+        r.device = device;
+        train(r);
+        std::vector<double> out;
+        for (int step = 1; step <= 4; ++step)
+            out.push_back(std::stod(tsvField(r.output_dir + "/steps.tsv", std::to_string(step), 3)));
+        return out;
+    };
+    const auto cpu = losses("device-cpu", "cpu"), dev = losses("device-test", testing::testDevice());
+    for (size_t i = 0; i < cpu.size(); ++i)
+        QVERIFY2(std::abs(cpu[i] - dev[i]) <= 1e-3 * std::abs(cpu[i]),
+                 qPrintable(QString("step %1: %2 on the CPU, %3 on %4")
+                                .arg(i + 1)
+                                .arg(cpu[i])
+                                .arg(dev[i])
+                                .arg(QString::fromStdString(testing::testDevice()))));
+}
+
 void TestTraining::optionErrors() {
     TrainingOptions o;
     auto expect = [](const TrainingOptions& x, const QString& needle) {
@@ -708,7 +770,7 @@ void TestTraining::historyHoldsTheCheckpointsMaps() {
     QVERIFY(end1 && pointAtEpochEnd(h, 2));
     QVERIFY(end1->train_loss > 0 && end1->valid_loss > 0);
     const std::string ckpt = out + "/checkpoints/" + run_layout::epochCheckpointName(1);
-    Translator t(ckpt, {"cpu"});
+    Translator t(ckpt, {attnlab::testing::testDevice()});
     std::vector<std::string> sources, targets;
     for (const auto& p : h.probes) sources.push_back(p.source), targets.push_back(p.target);
     const auto forced = t.teacherForce(sources, targets);
@@ -868,7 +930,7 @@ void TestTraining::toyReverseIsLearnedWithinItsSteps() {
     const ToyResult r = trainToy(o);
     QCOMPARE(r.evaluated, 200);
     QVERIFY2(r.accuracy >= 0.9, qPrintable(QString("exact match %1").arg(r.accuracy)));
-    Translator t(o.package_dir, {"cpu"});
+    Translator t(o.package_dir, {attnlab::testing::testDevice()});
     DecodingOptions d;
     d.beam_size = 1;
     QCOMPARE(t.translate("3 1 4 1 5", d).best.text, std::string("5 1 4 1 3"));

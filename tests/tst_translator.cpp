@@ -52,7 +52,8 @@ void TestTranslator::initTestCase() {
     m_t = std::make_unique<Translator>(m_dir.path().toStdString() + "/pkg");
     m_engine = std::make_unique<attnlab::decoding::Engine>(m_dir.path().toStdString() + "/pkg",
                                                            attnlab::TranslatorOptions{"cpu"});
-    QCOMPARE(m_t->info().device, std::string("cpu"));
+    // The default device, "auto": the GPU where LibTorch sees one (scripts/gpu_check.sh), else the CPU.
+    QCOMPARE(m_t->info().device, std::string(attnlab::cudaAvailable() ? "cuda:0" : "cpu"));
     QVERIFY(m_t->info().load_seconds > 0);
 }
 
@@ -247,7 +248,7 @@ void TestTranslator::padAndBosAreNeverGenerated() {
     }
     const std::string pkg = dir + "/favours-pad";
     attnlab::package::savePackage(pkg, attnlab::testing::packageConfig(cfg), m, dir + "/spm.model");
-    Translator t(pkg, {"cpu"});
+    Translator t(pkg, {attnlab::testing::testDevice()});
     for (int beam : {1, 3}) {
         DecodingOptions o;
         o.beam_size = beam;
@@ -362,6 +363,24 @@ void TestTranslator::deviceAndOptions() {
         } catch (const attnlab::DeviceError& e) {
             QVERIFY2(QString(e.what()).contains("sees no CUDA device"), e.what());
         }
+    } else {
+        // On a GPU (scripts/gpu_check.sh): a device past the last one is refused by name, and the
+        // GPU's translation is the CPU's (a random model's candidates are far apart compared with
+        // the ~1e-6 that cuBLAS and the CPU's kernels differ by).
+        try {
+            Translator t(m_dir.path().toStdString() + "/pkg", {"cuda:99"});
+            QFAIL("no exception");
+        } catch (const attnlab::DeviceError& e) {
+            QVERIFY2(QString(e.what()).contains("device 'cuda:99' does not exist"), e.what());
+        }
+        Translator gpu(m_dir.path().toStdString() + "/pkg", {"cuda"}),
+            cpu(m_dir.path().toStdString() + "/pkg", {"cpu"});
+        QCOMPARE(gpu.info().device, std::string("cuda"));
+        DecodingOptions o;
+        o.beam_size = 3;
+        o.max_length = 12;
+        for (const char* s : {"Ein Hund läuft über die Wiese.", "Zwei Kinder spielen."})
+            QCOMPARE(gpu.translate(s, o).best.ids, cpu.translate(s, o).best.ids);
     }
     QVERIFY_THROWS_EXCEPTION(attnlab::ConfigError, Translator(m_dir.path().toStdString() + "/pkg", {"tpu"}));
     DecodingOptions bad;
@@ -424,7 +443,9 @@ void TestTranslator::forcingTheFreeOutputReproducesIt() {
     greedy.max_length = 12;
     auto model = m_engine->model();
     torch::NoGradGuard g;
-    const auto free = m_t->translate("Eine Frau hält ihre Hände vor dem Gebäude.", greedy);
+    // The engine's own translation (on the CPU), not m_t's, which may run on the GPU: the premise
+    // is the same computation.
+    const auto free = m_engine->translate({"Eine Frau hält ihre Hände vor dem Gebäude."}, greedy).at(0);
     const std::vector<int64_t> ids(free.best.ids.begin(), free.best.ids.end());
     for (size_t k : {size_t(1), size_t(3), ids.size() - 1}) {
         auto src = torch::tensor(std::vector<int64_t>(free.source_ids.begin(), free.source_ids.end())).unsqueeze(0);

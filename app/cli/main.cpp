@@ -374,6 +374,11 @@ void addTrain(CLI::App& app, TrainCommand& t) {
     train->add_option("--clip-norm", topt.clip_norm, "Gradient clipping norm (0 = off)")->capture_default_str();
     train->add_option("--seed", topt.seed, "Random seed")->capture_default_str();
     train->add_option("--threads", topt.threads, "LibTorch threads (0 = all cores)")->capture_default_str();
+    train
+        ->add_option("--device", topt.device,
+                     "Where the model trains: cpu | cuda | cuda:N | auto (a resumed run continues bit for bit "
+                     "only on the CPU)")
+        ->capture_default_str();
     train->add_option("--epochs", topt.epochs, "Stop after this many epochs")->capture_default_str();
     train->add_option("--max-steps", topt.max_steps, "Stop after this many steps")->capture_default_str();
     train

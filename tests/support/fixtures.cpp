@@ -6,12 +6,20 @@
 
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 namespace attnlab::testing {
+
+std::string testDevice() {
+    const char* env = std::getenv("ATTNLAB_TEST_DEVICE");
+    return env && *env ? env : "cpu";
+}
+
+QString testDeviceArg() { return QString::fromStdString(testDevice()); }
 
 std::vector<std::string> corpusLines(int count, unsigned seed) {
     static const std::vector<std::string> de = {

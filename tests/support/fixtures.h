@@ -7,6 +7,8 @@
 
 #include <attnlab/config.h>
 
+#include <QString>
+
 #include <string>
 #include <vector>
 
@@ -31,6 +33,12 @@ model::Transformer randomModel(const ModelConfig& config, uint64_t seed);
 // Writes a package with random weights to `dir`; returns dir.
 std::string writeRandomPackage(const std::string& dir, const std::string& tokenizer_model, const ModelConfig& config,
                                uint64_t seed = 7, const std::string& dtype = "F32");
+
+// The device the tests' translators and engines run on: $ATTNLAB_TEST_DEVICE ("cuda" on a GPU
+// machine, as scripts/gpu_check.sh runs the suite), "cpu" when unset. testDeviceArg() is the same
+// for an attnlab-cli --device argument.
+std::string testDevice();
+QString testDeviceArg();
 
 // Reads a whole file into a string / writes a string to a file.
 std::string readFile(const std::string& path);

@@ -17,6 +17,7 @@
 
 #include <attnlab/translation.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>

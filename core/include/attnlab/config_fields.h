@@ -5,6 +5,7 @@
 // (tst_package checks that it names every member of ModelConfig).
 #include <attnlab/config.h>
 
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>

@@ -8,6 +8,12 @@ namespace attnlab {
 // True when LibTorch sees a CUDA device (false on Debian's CPU-only LibTorch).
 bool cudaAvailable();
 
+// True for the device names AttnLab takes (translator, trainer, --device): "auto" (CUDA when
+// available, else the CPU), "cpu", "cuda", "cuda:N". Whether that device exists is checked when a
+// model is put on it.
+bool isDeviceName(const std::string& name);
+inline constexpr const char* kDeviceNames = "auto, cpu, cuda, cuda:N";
+
 // Sets LibTorch's intra-op thread count (0 = $OMP_NUM_THREADS when set, else every core);
 // returns the count set.
 int setComputeThreads(int threads);

@@ -5,6 +5,7 @@
 #include <attnlab/config.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ struct TrainingOptions {
     double clip_norm = 0.0;  // 0 = no gradient clipping
     uint64_t seed = 1;
     int threads = 0;  // 0 = all cores
+    // Where the model trains: "cpu" (the default: a resumed run continues bit for bit only there, as
+    // the dropout masks come from the CPU generator a checkpoint stores), "cuda", "cuda:N" or "auto".
+    // Not stored in a checkpoint: a run may resume on another device.
+    std::string device = "cpu";
 
     // ---- stopping (whichever comes first; 0 = unlimited, but one of them must be set)
     int epochs = 0;

@@ -10,10 +10,8 @@ namespace attnlab {
 void TranslatorOptions::validate() const {
     const char* o = "translator options";
     util::requireRange("num_threads", num_threads, 0, 4096, o);
-    const bool ok = device == "auto" || device == "cpu" || device == "cuda" ||
-                    (device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
-                     device.find_first_not_of("0123456789", 5) == std::string::npos);
-    if (!ok) throw ConfigError("translator options: device '" + device + "' is not one of auto, cpu, cuda, cuda:N");
+    if (!isDeviceName(device))
+        throw ConfigError("translator options: device '" + device + "' is not one of " + kDeviceNames);
 }
 
 // Every entry point translates LibTorch's c10::Error into InternalError: no c10::Error reaches a caller.

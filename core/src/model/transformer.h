@@ -103,6 +103,8 @@ public:
     const torch::Tensor& projectionWeight() const;
 
     const ModelConfig& config() const { return m_cfg; }
+    // Where the parameters are (the target embedding's device; Module::to moves them all).
+    torch::Device device() const { return decoder->trg_word_emb->weight.device(); }
     // The attention module of one kind and layer (0-based; the caller checks the range).
     MultiHeadAttention attention(AttentionKind kind, int64_t layer);
 

@@ -15,6 +15,11 @@ struct attnlab_spm {
     sentencepiece::SentencePieceProcessor processor;
 };
 
+namespace sentencepiece::logging {
+// Exported by libsentencepiece (0 INFO, 1 WARNING, 2 ERROR); its header, common.h, is not installed.
+void SetMinLogLevel(int v);
+}  // namespace sentencepiece::logging
+
 namespace {
 char* dupString(const std::string& s) {
     char* p = static_cast<char*>(std::malloc(s.size() + 1));
@@ -166,6 +171,12 @@ int attnlab_spm_piece_to_id(const attnlab_spm* sp, const char* piece) { return s
 
 int attnlab_spm_train(const char* args, char** error) {
     return guarded(error, 1, [&]() -> int {
+        // Errors only. SentencePiece writes its INFO and WARNING lines (dozens a run, beside
+        // AttnLab's own progress) straight to std::cerr, and in a process built by GCC 13 against
+        // pip's LibTorch (scripts/gpu_check.sh, docs/gpu.md) the std::cerr this module sees
+        // through RTLD_DEEPBIND was never constructed: its first line, "Running command", crashed
+        // every tokenizer training there. Failures still come back in the status.
+        sentencepiece::logging::SetMinLogLevel(2);
         const auto status = sentencepiece::SentencePieceTrainer::Train(args);
         if (!status.ok()) {
             setError(error, status.ToString());

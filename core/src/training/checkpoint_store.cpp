@@ -70,10 +70,10 @@ RunState CheckpointStore::readLatestState(TrainingOptions* options) const {
     return runStateFromJson(readWhole(state), state.string(), options);
 }
 
-void CheckpointStore::restoreLatest(torch::optim::Adam& optimizer) const {
+void CheckpointStore::restoreLatest(torch::optim::Adam& optimizer, torch::Device device) const {
     const fs::path dir = latestDir();
     try {
-        torch::load(optimizer, (dir / run_layout::kOptimizerState).string());
+        torch::load(optimizer, (dir / run_layout::kOptimizerState).string(), device);
         std::vector<torch::Tensor> rng;
         torch::load(rng, (dir / run_layout::kRngState).string());
         at::Generator gen = at::detail::getDefaultCPUGenerator();

@@ -27,7 +27,8 @@ public:
     // when there is nothing to resume, PackageError when it is corrupt.
     RunState readLatestState(TrainingOptions* options) const;
     // Loads the optimizer's and the CPU generator's state saved with `latest`.
-    void restoreLatest(torch::optim::Adam& optimizer) const;
+    // The optimizer's state is loaded onto `device` (the model's, which may differ from the run's before).
+    void restoreLatest(torch::optim::Adam& optimizer, torch::Device device) const;
 
     // What every checkpoint is made of.
     struct Contents {

@@ -53,7 +53,7 @@ CorpusFingerprint fingerprint(const Encoded& encoded) {
 }
 
 BatchTensors toTensors(const std::vector<data::Example>& ex, const data::Batch& b, int64_t pad, int64_t bos,
-                       int64_t eos) {
+                       int64_t eos, torch::Device device) {
     const int64_t n = static_cast<int64_t>(b.examples.size());
     BatchTensors t;
     t.src = torch::full({n, b.src_len}, pad, torch::kInt64);
@@ -72,6 +72,11 @@ BatchTensors toTensors(const std::vector<data::Example>& ex, const data::Batch& 
         }
         g[i][e.tgt.size()] = eos;
         t.target_tokens += static_cast<int64_t>(e.tgt.size()) + 1;
+    }
+    if (device != t.src.device()) {
+        t.src = t.src.to(device);
+        t.trg_in = t.trg_in.to(device);
+        t.gold = t.gold.to(device);
     }
     return t;
 }

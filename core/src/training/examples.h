@@ -36,7 +36,8 @@ struct BatchTensors {
     torch::Tensor src, trg_in, gold;  // [n, len]: source; <s> + target; target + </s>
     int64_t target_tokens = 0;
 };
+// The batch's tensors, filled on the CPU and then moved to `device` (the model's).
 BatchTensors toTensors(const std::vector<data::Example>& examples, const data::Batch& batch, int64_t pad, int64_t bos,
-                       int64_t eos);
+                       int64_t eos, torch::Device device);
 
 }  // namespace attnlab::training

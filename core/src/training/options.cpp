@@ -1,4 +1,5 @@
 // TrainingOptions: the bundled model's shape and the up-front checks.
+#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/trainer.h>
 
@@ -27,6 +28,7 @@ bool TrainingOptions::hasData() const {
 void TrainingOptions::validate() const {
     auto fail = [](const std::string& m) { throw ConfigError("training options: " + m); };
     if (output_dir.empty()) fail("--output is required");
+    if (!isDeviceName(device)) fail("--device '" + device + "' is not one of " + kDeviceNames);
     // On --resume the data may be left out: the run's own files are used.
     if (!resume && !hasData()) fail("give --data DIR, or all of --train-src, --train-tgt, --valid-src, --valid-tgt");
     if (epochs <= 0 && max_steps <= 0 && time_budget_minutes <= 0)

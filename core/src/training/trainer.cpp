@@ -23,6 +23,7 @@
 #include "training/run_state.h"
 #include "training/validation.h"
 #include "util/atomic_file.h"
+#include "util/device.h"
 #include "util/small_file.h"
 
 #include <torch/torch.h>
@@ -252,11 +253,16 @@ void Trainer::buildModel() {
         torch::manual_seed(m_o.seed);
         m_model = model::Transformer(m_pc.model);
     }
+    const torch::Device device = util::resolveDevice(m_o.device);
+    if (device != torch::kCPU) {
+        m_model->to(device);
+        say("training on " + device.str());
+    }
     m_model->train();
     m_optimizer = std::make_unique<torch::optim::Adam>(m_model->parameters(),
                                                        torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
     if (m_o.resume) {
-        m_store.restoreLatest(*m_optimizer);
+        m_store.restoreLatest(*m_optimizer, device);
         say("resumed at step " + std::to_string(m_st.step) + ", epoch " + std::to_string(m_st.epoch + 1) + ", batch " +
             std::to_string(m_st.batch_in_epoch) + " of " + std::to_string(m_batches.size()));
     }
@@ -343,7 +349,7 @@ void Trainer::recordHistory(int epochs, double train_loss, double valid_loss, do
 }
 
 LossResult Trainer::trainStep(const data::Batch& b) {
-    auto t = toTensors(m_train.examples, b, m_pc.model.trg_pad_idx, m_pc.bos_idx, m_pc.eos_idx);
+    auto t = toTensors(m_train.examples, b, m_pc.model.trg_pad_idx, m_pc.bos_idx, m_pc.eos_idx, m_model->device());
     ++m_st.step;
     m_lr = rateAt(m_st.step);
     for (auto& g : m_optimizer->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(m_lr);

@@ -19,7 +19,7 @@ void teacherForced(model::Transformer& model, const PackageConfig& pc, const Tok
     double loss = 0;
     int64_t tokens = 0, correct = 0;
     for (const auto& b : batches) {
-        auto t = toTensors(enc.examples, b, pc.model.trg_pad_idx, pc.bos_idx, pc.eos_idx);
+        auto t = toTensors(enc.examples, b, pc.model.trg_pad_idx, pc.bos_idx, pc.eos_idx, model->device());
         auto r = labelSmoothedLoss(model->forward(t.src, t.trg_in), t.gold.view(-1), 0.0, pc.model.trg_pad_idx);
         loss += r.loss_sum.item<double>();
         tokens += r.tokens;

@@ -17,6 +17,12 @@ namespace attnlab {
 
 bool cudaAvailable() { return torch::cuda::is_available(); }
 
+bool isDeviceName(const std::string& name) {
+    if (name == "auto" || name == "cpu" || name == "cuda") return true;
+    return name.rfind("cuda:", 0) == 0 && name.size() > 5 &&
+           name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
 namespace {
 int positiveEnv(const char* name) {
     const char* env = std::getenv(name);
