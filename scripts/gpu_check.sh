@@ -415,6 +415,14 @@ do_debug() {
   shift
   mkdir -p "$out"
   environment
+  {
+    echo "== the link command"
+    (cd "$build" && ninja -t commands "bin/$t" 2>/dev/null | tail -1) || true
+    echo "== libstdc++ objects the program defines itself (std::cerr seen there: docs/gpu.md)"
+    readelf -W --dyn-syms "$build/bin/$t" | awk '$7 != "UND" && $8 ~ /^_ZSt/' | head -20
+    echo "== copy relocations"
+    readelf -rW "$build/bin/$t" | grep -c R_X86_64_COPY || true
+  } 2>&1 | tee "$out/link-$t.log"
   dbg=$(command -v gdb || command -v cuda-gdb || true)
   [ -n "$dbg" ] || { log "neither gdb nor cuda-gdb is installed"; return 1; }
   ATTNLAB_TEST_DEVICE=$gpu ATTNLAB_PYTHON=$(command -v "$py") ATTNLAB_OPUS_MT_DIR=$gpu_dir/data/opus-mt-en-mg \
