@@ -128,10 +128,15 @@ void TestPackedLinear::trainingAndAutogradUseAtLinear() {
     QVERIFY(WeightPack::applies(x, layer->weight, torch::randn({64})));
     QVERIFY(!WeightPack::applies(x, layer->weight, torch::randn({63})));
     QVERIFY(!WeightPack::applies(x, layer->weight, torch::randn({64}, torch::kFloat64)));
-    // Tensors made under InferenceMode have no version to follow: at::linear.
+    // A weight made under InferenceMode has no version to follow: at::linear. An input made there
+    // (what the decoding engine hands over) is packed against an ordinary weight.
     c10::InferenceMode inference;
     const auto xi = torch::randn({5, 256}), wi = torch::randn({64, 256});
     QVERIFY(!WeightPack::applies(xi, wi));
+    QVERIFY(WeightPack::applies(xi, layer->weight, layer->bias));
+    const auto yi = layer(xi);
+    QVERIFY(layer->pack().holdsPack());
+    QVERIFY(relativeDifference(yi, torch::nn::functional::linear(xi, layer->weight, layer->bias)) < kTolerance);
 }
 
 void TestPackedLinear::largeWorkOnSeveralThreadsUsesAtLinear() {

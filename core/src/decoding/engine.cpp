@@ -375,6 +375,9 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
                 return on_step(p);
             };
         }
+        // Tensors of the search need neither autograd nor version counters: InferenceMode leaves both
+        // out of each of the search's ~3,000 small operations (the weights stay ordinary tensors).
+        c10::InferenceMode inference;
         auto src = sourceTensor(batch);
         model::Transformer model = m_model;
         auto stepper = makeStepper(kind, model, src, o.reference_beam);

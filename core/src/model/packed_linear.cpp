@@ -23,10 +23,11 @@ bool xnnAvailable() {
 #endif
 }
 
-bool floatOnCpu(const torch::Tensor& t) {
-    // Inference tensors (made under InferenceMode) have no version counter to follow.
-    return t.device().is_cpu() && t.scalar_type() == torch::kFloat && !t.is_inference();
-}
+bool floatOnCpu(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat; }
+
+// A weight or bias to pack: inference tensors (made under InferenceMode) have no version counter to
+// follow. The input may be one: it is read once.
+bool packableParameter(const torch::Tensor& t) { return floatOnCpu(t) && !t.is_inference(); }
 
 // What a packed copy was made from: the tensor's storage (held, so that its memory cannot be reused by
 // another tensor that would then look the same), where its data starts, and its version (bumped by
@@ -117,10 +118,10 @@ bool WeightPack::holdsPack() const {
 bool WeightPack::available() { return xnnAvailable(); }
 
 bool WeightPack::applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-    if (!floatOnCpu(x) || !floatOnCpu(weight) || weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
+    if (!floatOnCpu(x) || !packableParameter(weight) || weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
         torch::GradMode::is_enabled())
         return false;
-    if (bias.defined() && (!floatOnCpu(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0))) return false;
+    if (bias.defined() && (!packableParameter(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0))) return false;
     // XNNPACK runs on the calling thread here: work spread over several threads (large batches) keeps
     // at::linear, whose OpenBLAS uses them all.
     const int64_t rows = x.numel() / std::max<int64_t>(1, x.size(-1));
