@@ -27,7 +27,8 @@
 # build-gpu), GPU_DEVICE (default cuda: agree and bench with cpu against build/ try the script on a
 # machine without a GPU).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 root=$PWD
 step=${1:?usage: scripts/gpu_check.sh fetch|build|agree|test|bench|all|debug|report}
 shift
@@ -64,6 +65,7 @@ timed() {
   calc "$(now) - $t0"
 }
 # a number with N decimals; anything else (a failed measurement) as it is
+first() { awk 'NR == 1'; }  # the first line, reading all (no SIGPIPE under pipefail)
 fmt() {
   if [[ $1 =~ ^-?[0-9.]+(e[-+]?[0-9]+)?$ ]]; then printf "%.${2:-3}f" "$1"; else printf "%s" "$1"; fi
 }
@@ -85,6 +87,8 @@ fetch() {
 # points at the machine's library.
 unpack() {
   [ -f "$sysroot/.unpacked" ] && return
+  compgen -G "$gpu_dir/debs/*.deb" >/dev/null ||
+    { log "no .debs in $gpu_dir/debs: run scripts/gpu_check.sh fetch on a Debian 12 machine first"; return 1; }
   rm -rf "$sysroot"
   mkdir -p "$sysroot"
   for d in "$gpu_dir"/debs/*.deb; do
@@ -103,7 +107,7 @@ unpack() {
   for l in "$libdir"/lib*.so; do
     [ -e "$l" ] && continue
     soname=$(basename "$(readlink "$l")" | sed -E 's/(\.so\.[0-9]+).*/\1/')
-    target=$(ldconfig -p | awk -v s="$soname" '$1 == s { print $NF; exit }')
+    target=$(ldconfig -p | awk -v s="$soname" '$1 == s && !f++ { print $NF }')
     [ -n "$target" ] && ln -sf "$target" "$l"
   done
   sed -i "s|^prefix=/usr\$|prefix=$sysroot/usr|" "$libdir"/pkgconfig/*.pc "$sysroot"/usr/share/pkgconfig/*.pc
@@ -121,10 +125,10 @@ describe() {
   {
     echo "## The machine"
     echo
-    echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
-    echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+    echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | first || true)"
+    echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | first), $(nproc) cores"
     echo "- LibTorch: $($py -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -1)"
-    echo "- compiler: $(c++ --version | head -1); $(cmake --version | head -1); nvcc: $(nvcc --version 2>/dev/null | tail -2 | head -1 || echo none)"
+    echo "- compiler: $(c++ --version | first); $(cmake --version | first); nvcc: $(nvcc --version 2>/dev/null | tail -2 | first || echo none)"
     echo "- OS: $(. /etc/os-release && echo "$PRETTY_NAME")"
     echo
   } >"$out/env.md"
@@ -167,7 +171,7 @@ do_build() {
       echo "- **failed** (exit $rc) after $(fmt "$secs" 0) s; the first errors:"
       echo
       echo '```'
-      grep -E 'error|Error|FAILED' "$out/build.log" | head -40
+      grep -m40 -E 'error|Error|FAILED' "$out/build.log" || true
       echo '```'
     fi
     echo
@@ -186,15 +190,16 @@ do_agree() {
   gunzip -c "$gpu_dir/data/multi30k/test_2016_flickr.en.gz" >"$d/ref"
   local dev secs=()
   : >"$steplog"
+  rm -f "$d"/hyp.* "$d"/eval.*
   for dev in cpu "$gpu"; do
     local t0
     t0=$(now)
-    "$cli" eval --model "$model" --device "$dev" --src "$d/src" --ref "$d/ref" --beam 5 --batch-size 32 \
+    timeout "${STEP_BUDGET:-86400}" "$cli" eval --model "$model" --device "$dev" --src "$d/src" --ref "$d/ref" --beam 5 --batch-size 32 \
       --output "$d/hyp.$dev" >"$d/eval.$dev" 2>>"$steplog" || log "$dev: eval failed (build-gpu/logs/agree.log)"
     secs+=("$(calc "$(now) - $t0")")
     cat "$d/eval.$dev" >>"$steplog"
   done
-  touch "$d/hyp.cpu" "$d/hyp.$gpu"
+  touch "$d/hyp.cpu" "$d/hyp.$gpu" "$d/eval.cpu" "$d/eval.$gpu"
   local auto
   auto=$("$cli" inspect --model "$model" 2>>"$steplog" | awk '$1 == "device" { print $2 }' || true)
   local n differ bleu_cpu bleu_gpu chrf_cpu chrf_gpu verdict=passed rc=0
@@ -231,7 +236,7 @@ do_agree() {
       echo
       echo "The first differing ones (line: CPU / GPU):"
       echo
-      paste -d '\t' "$d/hyp.cpu" "$d/hyp.$gpu" | awk -F'\t' '$1 != $2 { printf "- %d: %s / %s\n", NR, $1, $2 }' | head -5
+      paste -d '\t' "$d/hyp.cpu" "$d/hyp.$gpu" | awk -F'\t' '$1 != $2 && n++ < 5 { printf "- %d: %s / %s\n", NR, $1, $2 }'
     fi
     if [ -z "$bleu_cpu" ] || [ -z "$bleu_gpu" ]; then
       echo
@@ -265,11 +270,11 @@ do_test() {
     if [ $rc = 124 ]; then
       echo "- **stopped at its time budget** (${STEP_BUDGET:-} s); the tests that finished by then are below"
     else
-      echo "- $(grep -E 'tests passed|tests failed' "$out/test.log" | tail -1)"
+      echo "- $(grep -E 'tests passed|tests failed' "$out/test.log" | tail -1 || true)"
     fi
     echo
     echo '```'
-    grep -E '^ *[0-9]+/[0-9]+ Test +#' "$out/test.log" | sed -E 's/^ *[0-9]+\/[0-9]+ //; s/ +/ /g'
+    grep -E '^ *[0-9]+/[0-9]+ Test +#' "$out/test.log" | sed -E 's/^ *[0-9]+\/[0-9]+ //; s/ +/ /g' || true
     echo '```'
     echo
   } >"$out/test.md"
@@ -322,8 +327,8 @@ bench_md() {
   get() { echo "${r[$1]:-not measured}"; }
   ratio() { [[ ${r[$1]:-} =~ ^[0-9.]+$ && ${r[$2]:-} =~ ^[0-9.]+$ ]] && fmt "$(calc "${r[$1]} / ${r[$2]}")" 1 || echo "-"; }
   local gpu_name cpu
-  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
-  cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | first || true)
+  cpu="$(lscpu | sed -n 's/^Model name: *//p' | first), $(nproc) cores"
   {
     echo "## Benchmarks: the GPU beside the CPU of the same machine"
     echo
@@ -361,6 +366,10 @@ bench_md() {
 measure() {
   local key=$1 v
   shift
+  if [ -n "${STEP_BUDGET:-}" ] && [ $SECONDS -ge "$STEP_BUDGET" ]; then
+    echo "$key not measured (time budget)" >>"$build/bench/figures"
+    return
+  fi
   log "$key"
   v=$("$@") || v=failed
   echo "$key $v" >>"$build/bench/figures"
@@ -381,17 +390,16 @@ do_bench() {
     cp "$gpu_dir/data/multi30k/train.$l.gz" "$b/data/"
     gunzip -c "$gpu_dir/data/multi30k/val.$l.gz" | sed -n 1,50p >"$b/data/val.$l"
   done
-  local cap=(--beam 4 --max-len-ratio 1 --max-len-offset 0) dev k
-  for dev in cpu "$gpu"; do
-    k=cpu
-    if [ "$dev" = "$gpu" ]; then k=gpu; fi
+  local cap=(--beam 4 --max-len-ratio 1 --max-len-offset 0)
+  local pair k dev
+  for pair in cpu:cpu "gpu:$gpu"; do
+    k=${pair%%:*} dev=${pair#*:}
     measure $k.lat latency "$model" "$dev" "$b/de12" --beam 5
     measure $k.tput throughput "$model" "$dev" "$b/de1000" 32 --beam 5
   done
   measure gpu.tput128 throughput "$model" "$gpu" "$b/de1000" 128 --beam 5
-  for dev in cpu "$gpu"; do
-    k=cpu
-    if [ "$dev" = "$gpu" ]; then k=gpu; fi
+  for pair in cpu:cpu "gpu:$gpu"; do
+    k=${pair%%:*} dev=${pair#*:}
     measure $k.train train_rate "$dev"
   done
   log "OPUS-MT base-size model (random weights)"
@@ -399,12 +407,12 @@ do_bench() {
   "$py" scripts/marian_reference.py make --from "$gpu_dir/data/opus-mt-en-mg" --out "$b/opus-base" --d-model 512 \
     --encoder-layers 6 --decoder-layers 6 --heads 8 --ffn 2048 --format safetensors --seed 3 --eos-bias 8 \
     --max-length 512 --tied-once >>"$steplog" 2>&1 || log "marian_reference.py make failed (build-gpu/logs/bench.log)"
-  for dev in "$gpu" cpu; do
-    k=cpu
-    if [ "$dev" = "$gpu" ]; then k=gpu; fi
+  for pair in "gpu:$gpu" cpu:cpu; do
+    k=${pair%%:*} dev=${pair#*:}
     measure $k.olat latency "$b/opus-base" "$dev" "$b/en12" "${cap[@]}"
     measure $k.otput throughput "$b/opus-base" "$dev" "$b/en200" 32 "${cap[@]}"
   done
+  bench_md
   cat "$out/bench.md" >&2
 }
 
@@ -419,7 +427,7 @@ do_debug() {
     echo "== the link command"
     (cd "$build" && ninja -t commands "bin/$t" 2>/dev/null | tail -1) || true
     echo "== libstdc++ objects the program defines itself (std::cerr seen there: docs/gpu.md)"
-    readelf -W --dyn-syms "$build/bin/$t" | awk '$7 != "UND" && $8 ~ /^_ZSt/' | head -20
+    readelf -W --dyn-syms "$build/bin/$t" | awk '$7 != "UND" && $8 ~ /^_ZSt/ && n++ < 20'
     echo "== copy relocations"
     readelf -rW "$build/bin/$t" | grep -c R_X86_64_COPY || true
   } 2>&1 | tee "$out/link-$t.log"
@@ -435,16 +443,22 @@ do_debug() {
 do_all() {
   local budget=${GPU_CHECK_BUDGET:-3600} start=$SECONDS rc=0
   left() { echo $((budget - (SECONDS - start))); }
-  STEP_BUDGET=$(left) "$0" build || rc=$?
+  STEP_BUDGET=$(left) "$self" build || rc=$?
   [ -x "$cli" ] || return $rc
-  [ "$(left)" -gt 60 ] && { STEP_BUDGET=$(left) "$0" agree || rc=$?; }
-  [ "$(left)" -gt 60 ] && { STEP_BUDGET=$(($(left) / 3)) "$0" test || rc=$?; }
-  [ "$(left)" -gt 30 ] && { STEP_BUDGET=$(left) "$0" bench || rc=$?; }
+  [ "$(left)" -gt 60 ] && { STEP_BUDGET=$(left) "$self" agree || rc=$?; }
+  [ "$(left)" -gt 60 ] && { STEP_BUDGET=$(($(left) / 3)) "$self" test || rc=$?; }
+  [ "$(left)" -gt 30 ] && { STEP_BUDGET=$(left) "$self" bench || rc=$?; }
   return $rc
 }
 
+# The line in docs/gpu.md below which the notes written by hand are kept by a new report.
+notes_marker='<!-- Notes below this line are written by hand; scripts/gpu_check.sh report keeps them. -->'
+
 do_report() {
-  local dir=${1:?usage: scripts/gpu_check.sh report DIR}
+  local dir=${1:?usage: scripts/gpu_check.sh report DIR} notes=""
+  if [ -f docs/gpu.md ] && grep -qxF "$notes_marker" docs/gpu.md; then
+    notes=$(sed -n "/^<!-- Notes below this line/,\$p" docs/gpu.md)
+  fi
   {
     echo "# AttnLab on a GPU"
     echo
@@ -456,9 +470,11 @@ do_report() {
     echo "and runs none of this."
     echo
     for part in env build agree test bench; do
-      [ -f "$dir/$part.md" ] && cat "$dir/$part.md"
+      if [ -f "$dir/$part.md" ]; then cat "$dir/$part.md"; fi
     done
-  } >docs/gpu.md
+    if [ -n "$notes" ]; then echo "$notes"; else echo "$notes_marker"; fi
+  } >docs/gpu.md.new
+  mv docs/gpu.md.new docs/gpu.md
   log "wrote docs/gpu.md"
 }
 

@@ -103,6 +103,7 @@ std::string modelCard(const ModelCardFacts& f) {
       << "- steps: " << f.state.step << ", epochs completed: " << f.state.epoch << "\n"
       << "- training wall time (all sessions, validation included): " << fixed(f.seconds / 3600.0, 2) << " h\n"
       << "- hardware: " << hardware() << "\n"
+      << "- trained on: " << f.options.device << " (`--device`)\n"
       << "- best validation BLEU (greedy, sacreBLEU default signature nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp): "
       << fixed(f.state.best_bleu, 2) << "\n"
       << "- per-epoch validation figures: `" << package_files::kTrainingLog << "` in this package\n\n"

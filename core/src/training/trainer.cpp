@@ -263,6 +263,10 @@ void Trainer::buildModel() {
                                                        torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
     if (m_o.resume) {
         m_store.restoreLatest(*m_optimizer, device);
+        // The checkpoint holds the CPU generator's state only: dropout on a GPU draws from CUDA's
+        // generator, which a resumed session seeds anew, differently at each step resumed from (a
+        // GPU run resumes statistically like, not bit for bit like, an uninterrupted one).
+        if (device.is_cuda()) torch::cuda::manual_seed_all(m_o.seed ^ uint64_t(m_st.step));
         say("resumed at step " + std::to_string(m_st.step) + ", epoch " + std::to_string(m_st.epoch + 1) + ", batch " +
             std::to_string(m_st.batch_in_epoch) + " of " + std::to_string(m_batches.size()));
     }
@@ -468,7 +472,7 @@ void Trainer::endEpoch() {
 std::optional<ConfidenceCalibration> Trainer::calibrate(const std::string& package_dir) const {
     say("calibrating confidence on " + std::to_string(m_valid_corpus.src.size()) + " validation sentences");
     TranslatorOptions to;
-    to.device = "cpu";
+    to.device = m_o.device;  // the run's: on a GPU run, the GPU
     to.num_threads = m_o.threads;
     try {
         const Translator translator(package_dir, to);
