@@ -118,8 +118,8 @@ bool WeightPack::holdsPack() const {
 bool WeightPack::available() { return xnnAvailable(); }
 
 bool WeightPack::applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-    if (!floatOnCpu(x) || !packableParameter(weight) || weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) ||
-        torch::GradMode::is_enabled())
+    if (!floatOnCpu(x) || !packableParameter(weight) || weight.dim() != 2 || x.dim() < 1 ||
+        x.size(-1) != weight.size(1) || torch::GradMode::is_enabled())
         return false;
     if (bias.defined() && (!packableParameter(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0))) return false;
     // XNNPACK runs on the calling thread here: work spread over several threads (large batches) keeps
