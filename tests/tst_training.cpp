@@ -51,6 +51,7 @@ private Q_SLOTS:
     void checkpointErrors();
     void optionErrors();
     void trainsOnTheTestDevice();
+    void resumesOnTheTestDevice();
     void historyHoldsTheCheckpointsMaps();
     void resumedHistoryEqualsAnUninterruptedOne();
     void initFromContinuesTheHistory();
@@ -698,6 +699,43 @@ void TestTraining::trainsOnTheTestDevice() {
                                 .arg(cpu[i])
                                 .arg(dev[i])
                                 .arg(QString::fromStdString(testing::testDevice()))));
+}
+
+// A run checkpointed on the CPU and resumed on the test device (the GPU under
+// scripts/gpu_check.sh) continues where it stopped: the optimizer's moments move with the model
+// (an Adam step with its state on another device than the parameters throws), and steps 4-6 lose
+// what an uninterrupted CPU run loses, within the margin of trainsOnTheTestDevice. The model card
+// names the device of the resumed session.
+void TestTraining::resumesOnTheTestDevice() {
+    auto run = [&](const std::string& name) {
+        auto r = smallRun(m_dir.path().toStdString() + "/" + name);
+        r.model.dropout = 0;
+        r.log_every_steps = 1;
+        return r;
+    };
+    auto straight = run("device-straight");
+    straight.max_steps = 6;
+    train(straight);
+    auto resumed = run("device-resumed");
+    resumed.max_steps = 3;
+    train(resumed);
+    resumed.max_steps = 6;
+    resumed.resume = true;
+    resumed.tokenizer.clear();
+    resumed.device = testing::testDevice();
+    QCOMPARE(train(resumed).steps, int64_t(6));
+    for (int step = 4; step <= 6; ++step) {
+        const double a = std::stod(tsvField(straight.output_dir + "/steps.tsv", std::to_string(step), 3));
+        const double b = std::stod(tsvField(resumed.output_dir + "/steps.tsv", std::to_string(step), 3));
+        QVERIFY2(std::abs(a - b) <= 1e-3 * std::abs(a),
+                 qPrintable(QString("step %1: %2 straight on the CPU, %3 resumed on %4")
+                                .arg(step)
+                                .arg(a)
+                                .arg(b)
+                                .arg(QString::fromStdString(testing::testDevice()))));
+    }
+    const std::string card = testing::readFile(resumed.output_dir + "/model/MODEL_CARD.md");
+    QVERIFY2(card.find("- trained on: " + testing::testDevice() + " (`--device`)") != std::string::npos, card.c_str());
 }
 
 void TestTraining::optionErrors() {
