@@ -17,6 +17,7 @@
 #                                       training tokens/s: the GPU beside the CPU
 #   scripts/gpu_check.sh all            build, agree, test, bench within GPU_CHECK_BUDGET seconds
 #   scripts/gpu_check.sh debug TEST [F] a test program (or one function) under gdb/cuda-gdb: the crash's backtrace
+#   scripts/gpu_check.sh train-bundled PAIR   a bundled model's recipe (de-en or en-de) trained on the GPU
 #   scripts/gpu_check.sh report DIR     here: docs/gpu.md from the parts the steps wrote into DIR
 #
 # Each GPU step writes its part of the report (STEP.md) and its log (STEP.log) into $GPU_CHECK_OUT
@@ -30,7 +31,7 @@ set -euo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$self")/.."
 root=$PWD
-step=${1:?usage: scripts/gpu_check.sh fetch|build|agree|test|bench|all|debug|report}
+step=${1:?usage: scripts/gpu_check.sh fetch|build|agree|test|bench|all|debug|train-bundled|report}
 shift
 
 debs=(
@@ -416,6 +417,27 @@ do_bench() {
   cat "$out/bench.md" >&2
 }
 
+# A bundled model's whole recipe (scripts/models/multi30k-PAIR.sh: base run, annealing, packaging,
+# the attention history recorded) trained on the GPU; the package comes back as a tar in 15 MiB
+# pieces (the device tool returns files of at most 16 MiB): here,
+#   cat DIR/multi30k-PAIR.tar.part-* | tar -x -C resources/models
+train_bundled() {
+  local pair=${1:?usage: scripts/gpu_check.sh train-bundled de-en|en-de} rc=0 t0
+  mkdir -p "$out" "$build/runs"
+  environment
+  t0=$(now)
+  ATTNLAB_TRAIN_DEVICE=$gpu ATTNLAB_CLI=$cli ATTNLAB_RUNS=$build/runs timeout "${STEP_BUDGET:-86400}" \
+    scripts/models/multi30k-"$pair".sh "$gpu_dir/data/multi30k" >"$out/train-$pair.log" 2>&1 || rc=$?
+  log "train-bundled $pair: exit $rc after $(fmt "$(calc "$(now) - $t0")" 0) s"
+  if [ $rc = 0 ]; then
+    tar -C resources/models -cf "$build/multi30k-$pair.tar" "multi30k-$pair"
+    split -b 15M -d "$build/multi30k-$pair.tar" "$out/multi30k-$pair.tar.part-"
+    ls -la "$out" >&2
+  fi
+  tail -5 "$out/train-$pair.log" >&2
+  return $rc
+}
+
 # A test program under gdb (or cuda-gdb, which the GPU image has instead) in batch mode: where a
 # crash happens, with its backtrace. debug TEST [TEST FUNCTION ...]
 do_debug() {
@@ -486,9 +508,10 @@ test) do_test ;;
 bench) do_bench ;;
 all) do_all ;;
 debug) do_debug "$@" ;;
+train-bundled) train_bundled "$@" ;;
 report) do_report "$@" ;;
 *)
-  echo "usage: scripts/gpu_check.sh fetch|build|agree|test|bench|all|debug|report" >&2
+  echo "usage: scripts/gpu_check.sh fetch|build|agree|test|bench|all|debug|train-bundled|report" >&2
   exit 2
   ;;
 esac

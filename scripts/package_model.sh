@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
-cli=build/bin/attnlab-cli
+cli=${ATTNLAB_CLI:-build/bin/attnlab-cli}
 find1() { for f in "$data/$1" "$data/$1.gz"; do [ -f "$f" ] && { echo "$f"; return; }; done; echo "missing $data/$1(.gz)" >&2; exit 1; }
 val_src=$(find1 "val.$src") val_ref=$(find1 "val.$tgt")
 test_src=$(find1 "test_2016_flickr.$src") test_ref=$(find1 "test_2016_flickr.$tgt")

@@ -19,6 +19,7 @@ base=$runs/multi30k-de-en run=$runs/multi30k-de-en-ft
 [ -f "$run/model/config.json" ] ||
   "$cli" train --data "$data" --src de --tgt en --output "$run" --init-from "$base/model" --dropout 0.1 \
     --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.054 --warmup 100 --max-steps 798 --decay-steps 798 \
-    --seed 3 --save-every-minutes 10 --log-every 50 --keep-epoch-checkpoints 6 --record-attention $(resume "$run")
+    --seed 3 --save-every-minutes 10 --log-every 50 --keep-epoch-checkpoints 6 --record-attention \
+    --device "${ATTNLAB_TRAIN_DEVICE:-cpu}" $(resume "$run")
 scripts/package_model.sh "$data" "$run" resources/models/multi30k-de-en de en --last 5 \
   --notes scripts/models/multi30k-de-en.notes.md --reproduce scripts/models/multi30k-de-en.reproduce.md

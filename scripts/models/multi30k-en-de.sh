@@ -19,6 +19,7 @@ base=$runs/multi30k-en-de run=$runs/multi30k-en-de-ft
 [ -f "$run/model/config.json" ] ||
   "$cli" train --data "$data" --src en --tgt de --output "$run" --init-from "$base/model" --dropout 0.1 \
     --batch-tokens 4096 --label-smoothing 0.1 --lr-mul 0.054 --warmup 100 --max-steps 798 --decay-steps 798 \
-    --seed 3 --save-every-minutes 10 --log-every 50 --keep-epoch-checkpoints 6 --record-attention $(resume "$run")
+    --seed 3 --save-every-minutes 10 --log-every 50 --keep-epoch-checkpoints 6 --record-attention \
+    --device "${ATTNLAB_TRAIN_DEVICE:-cpu}" $(resume "$run")
 scripts/package_model.sh "$data" "$run" resources/models/multi30k-en-de en de --last 5 \
   --notes scripts/models/multi30k-en-de.notes.md --reproduce scripts/models/multi30k-en-de.reproduce.md
