@@ -345,6 +345,13 @@ void TestCli::trainAndEvalErrors() {
             tinyModelArgs());
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("--device 'gpu' is not one of auto, cpu, cuda, cuda:N"), qPrintable(r.err));
+    if (!attnlab::cudaAvailable()) {  // a GPU that is not there: refused before the data is read
+        r = cli(QStringList{"train", "--data", data, "--output", m_dir.path() + "/bad-run4", "--epochs", "1",
+                            "--device", "cuda"} +
+                tinyModelArgs());
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("LibTorch sees no CUDA device") && !r.err.contains("reading"), qPrintable(r.err));
+    }
     r = cli({"eval", "--model", m_pkg, "--src", data + "/val.de", "--ref", data + "/train.en"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("mismatched files") && r.err.contains("has 5 lines") && r.err.contains("has 29"),

@@ -509,6 +509,7 @@ void Trainer::writeFinalPackage() {
 }
 
 TrainingSummary Trainer::run() {
+    util::resolveDevice(m_o.device);  // a device that is not there fails before the data is read
     setComputeThreads(m_o.threads);
     readResumeState();
     readData();
