@@ -124,6 +124,7 @@ private:
     Encoded m_train;
     std::vector<data::Batch> m_batches;
     PackageConfig m_pc;
+    torch::Device m_device{torch::kCPU};  // m_o.device, resolved once when the run starts
     model::Transformer m_model{nullptr};
     std::unique_ptr<torch::optim::Adam> m_optimizer;
     std::ofstream m_epoch_log, m_step_log;
@@ -253,20 +254,19 @@ void Trainer::buildModel() {
         torch::manual_seed(m_o.seed);
         m_model = model::Transformer(m_pc.model);
     }
-    const torch::Device device = util::resolveDevice(m_o.device);
-    if (device != torch::kCPU) {
-        m_model->to(device);
-        say("training on " + device.str());
+    if (m_device != torch::kCPU) {
+        m_model->to(m_device);
+        say("training on " + m_device.str());
     }
     m_model->train();
     m_optimizer = std::make_unique<torch::optim::Adam>(m_model->parameters(),
                                                        torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
     if (m_o.resume) {
-        m_store.restoreLatest(*m_optimizer, device);
+        m_store.restoreLatest(*m_optimizer, m_device);
         // The checkpoint holds the CPU generator's state only: dropout on a GPU draws from CUDA's
         // generator, which a resumed session seeds anew, differently at each step resumed from (a
         // GPU run resumes statistically like, not bit for bit like, an uninterrupted one).
-        if (device.is_cuda()) torch::cuda::manual_seed_all(m_o.seed ^ uint64_t(m_st.step));
+        if (m_device.is_cuda()) torch::cuda::manual_seed_all(m_o.seed ^ uint64_t(m_st.step));
         say("resumed at step " + std::to_string(m_st.step) + ", epoch " + std::to_string(m_st.epoch + 1) + ", batch " +
             std::to_string(m_st.batch_in_epoch) + " of " + std::to_string(m_batches.size()));
     }
@@ -509,7 +509,7 @@ void Trainer::writeFinalPackage() {
 }
 
 TrainingSummary Trainer::run() {
-    util::resolveDevice(m_o.device);  // a device that is not there fails before the data is read
+    m_device = util::resolveDevice(m_o.device);  // a device that is not there fails before the data is read
     setComputeThreads(m_o.threads);
     readResumeState();
     readData();
