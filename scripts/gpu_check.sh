@@ -452,6 +452,9 @@ do_debug() {
     readelf -W --dyn-syms "$build/bin/$t" | awk '$7 != "UND" && $8 ~ /^_ZSt/ && n++ < 20'
     echo "== copy relocations"
     readelf -rW "$build/bin/$t" | grep -c R_X86_64_COPY || true
+    echo "== std::filesystem functions LibTorch exports itself (pytorch/pytorch#133437; util::removeTree)"
+    nm -D --defined-only "$($py -c 'import os, torch; print(os.path.dirname(torch.__file__))')/lib/libtorch_cpu.so" |
+      grep -c 'filesystem.*recursive_directory_iterator' || true
   } 2>&1 | tee "$out/link-$t.log"
   dbg=$(command -v gdb || command -v cuda-gdb || true)
   [ -n "$dbg" ] || { log "neither gdb nor cuda-gdb is installed"; return 1; }

@@ -124,11 +124,22 @@ void TestPackage::halfPrecisionUpcasts() {
 
 void TestPackage::saveReplacesAtomically() {
     const std::string dir = copyGood("replace");
+    // The old package holds a folder of its own and a link to a folder outside it: the folder goes
+    // with the old package, the link is removed without following it (util::removeTree).
+    fs::create_directories(dir + "/notes/deeper");
+    attnlab::testing::writeFile(dir + "/notes/deeper/n.txt", "old");
+    const std::string outside = m_dir.path().toStdString() + "/kept-outside";
+    fs::create_directories(outside);
+    attnlab::testing::writeFile(outside + "/keep.txt", "mine");
+    fs::create_directory_symlink(outside, dir + "/link-out");
     auto cfg = m_cfg;
     auto m = attnlab::testing::randomModel(cfg, 99);
     attnlab::package::savePackage(dir, attnlab::testing::packageConfig(cfg), m, m_tok);
     attnlab::decoding::Engine t(dir, {"cpu"});
     QVERIFY(torch::equal(t.model()->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
+    QVERIFY(!fs::exists(dir + "/notes"));
+    QVERIFY(!fs::is_symlink(dir + "/link-out"));
+    QCOMPARE(attnlab::testing::readFile(outside + "/keep.txt"), std::string("mine"));
     // No temporary or backup directory is left behind.
     int siblings = 0;
     for (const auto& e : fs::directory_iterator(m_dir.path().toStdString()))

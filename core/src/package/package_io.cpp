@@ -165,7 +165,7 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
     fs::create_directories(target.parent_path(), ec);
     util::removeStaleStaging(target.string());
     const fs::path tmp = util::stagingPath(target.string());
-    fs::remove_all(tmp, ec);
+    util::removeTree(tmp.string());
     if (!fs::create_directory(tmp, ec)) throw PackageError(tmp.string() + ": cannot create: " + ec.message());
     try {
         writeText(tmp / package_files::kConfig, packageConfigToJson(config));
@@ -179,7 +179,7 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
         for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
         util::replaceDirectory(tmp.string(), target.string());
     } catch (...) {
-        fs::remove_all(tmp, ec);
+        util::removeTree(tmp.string());
         throw;
     }
 }

@@ -1,6 +1,7 @@
 #include "training/checkpoint_store.h"
 
 #include "package/package_io.h"
+#include "util/atomic_file.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -53,7 +54,8 @@ CheckpointStore::CheckpointStore(const std::string& run_dir)
     for (const auto& e : fs::directory_iterator(m_dir, ec)) {
         const std::string name = e.path().filename().string();
         const auto at = name.find(".tmp-");
-        if (at != std::string::npos && name.compare(at, std::string::npos, own) != 0) fs::remove_all(e.path(), ec);
+        if (at != std::string::npos && name.compare(at, std::string::npos, own) != 0)
+            util::removeTree(e.path().string());
     }
 }
 
@@ -102,8 +104,7 @@ void CheckpointStore::saveBest(const Contents& c, const RunState& state) const {
 void CheckpointStore::saveEpoch(const Contents& c, const RunState& state, int keep) const {
     const fs::path dir = fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch);
     package::savePackage(dir.string(), c.config, c.model, c.tokenizer_model, withState(state, c));
-    std::error_code ec;
-    fs::remove_all(fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch - keep), ec);
+    util::removeTree((fs::path(m_dir) / run_layout::epochCheckpointName(state.epoch - keep)).string());
 }
 
 }  // namespace attnlab::training

@@ -162,7 +162,7 @@ ToyResult trainToy(const ToyOptions& options, const TrainingCallback& progress, 
     const fs::path run(options.output_dir);
     fs::create_directories(run);
     if (!options.resume) {  // a new run: nothing of an earlier one in the folder may end up packaged
-        fs::remove_all(run / run_layout::kCheckpoints);
+        util::removeTree((run / run_layout::kCheckpoints).string());
         fs::remove(run / package_files::kAttentionHistory);
         writeData(options, run);
     }
@@ -220,7 +220,7 @@ ToyResult evaluate(const ToyOptions& options, ToyResult r) {
     to.num_threads = options.threads;
     if (!options.package_dir.empty()) {
         const std::string staged = util::stagingPath(options.package_dir);
-        fs::remove_all(staged);
+        util::removeTree(staged);
         fs::copy(r.training.package_dir, staged, fs::copy_options::recursive);
         util::replaceDirectory(staged, options.package_dir);
         r.training.package_dir = options.package_dir;

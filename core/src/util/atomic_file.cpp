@@ -3,6 +3,7 @@
 #include <attnlab/errors.h>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,7 +23,19 @@ void syncPath(const fs::path& p) {
         ::close(fd);
     }
 }
+
+// nftw's callback with FTW_DEPTH: a directory comes after its contents, so remove() (unlink for a
+// file or link, rmdir for a directory) finds it empty. Failures are skipped: the walk goes on.
+int removeEntry(const char* path, const struct stat*, int, struct FTW*) {
+    std::remove(path);
+    return 0;
+}
 }  // namespace
+
+void removeTree(const std::string& path) {
+    if (path.empty()) return;
+    ::nftw(path.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 void saveToFile(const std::string& path, const std::string& bytes) {
     const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
@@ -54,7 +67,7 @@ void removeStaleStaging(const std::string& target) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(t.parent_path(), ec)) {
         const std::string name = e.path().filename().string();
-        if (name.rfind(prefix, 0) == 0 && e.path() != fs::path(stagingPath(target))) fs::remove_all(e.path(), ec);
+        if (name.rfind(prefix, 0) == 0 && e.path() != fs::path(stagingPath(target))) removeTree(e.path().string());
     }
 }
 
@@ -64,7 +77,7 @@ void replaceDirectory(const std::string& staged, const std::string& target) {
     if (fs::exists(target)) {
         if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0)
             throw PackageError(target + ": cannot be replaced: " + std::strerror(errno));
-        fs::remove_all(staged, ec);  // now the old directory
+        removeTree(staged);  // now the old directory
     } else {
         fs::rename(staged, target, ec);
         if (ec) throw PackageError(target + ": cannot move the new package into place: " + ec.message());

@@ -19,4 +19,12 @@ void replaceDirectory(const std::string& staged, const std::string& target);
 std::string stagingPath(const std::string& target);
 void removeStaleStaging(const std::string& target);
 
+// Removes `path` and, for a directory, everything in it; symbolic links are removed, never
+// followed. Nothing happens when `path` does not exist; what cannot be removed stays. The one way
+// core removes a tree: std::filesystem::remove_all walks with recursive_directory_iterator, and
+// pip's LibTorch 2.5 and later exports a statically linked copy of that class's functions
+// (pytorch/pytorch#133437), so a program linked against it can mix two libstdc++ versions'
+// implementations in one walk (suspected of the crash in docs/gpu.md). This uses POSIX nftw().
+void removeTree(const std::string& path);
+
 }  // namespace attnlab::util
