@@ -79,11 +79,15 @@ int checkpointStep(const QString& run) {
 }
 
 int stagingLeftovers(const QString& run) {
+    // QDirIterator, not std::filesystem::recursive_directory_iterator, which pip's LibTorch exports
+    // a copy of (util::removeTree's comment). A folder not made yet (killed before) yields nothing.
     int n = 0;
-    const std::string dir = (run + "/checkpoints").toStdString();
-    if (!fs::exists(dir)) return 0;  // killed before it was made
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-        n += e.path().filename().string().find(".tmp-") != std::string::npos;
+    QDirIterator it(run + "/checkpoints", QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden,
+                    QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        it.next();
+        n += it.fileName().contains(".tmp-");
+    }
     return n;
 }
 }  // namespace
