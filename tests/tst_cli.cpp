@@ -356,6 +356,14 @@ void TestCli::trainAndEvalErrors() {
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("mismatched files") && r.err.contains("has 5 lines") && r.err.contains("has 29"),
              qPrintable(r.err));
+    // toy --output naming a folder of the user's own files: refused before training, folder kept.
+    QVERIFY(QDir().mkpath(m_dir.path() + "/papers"));
+    attnlab::testing::writeFile((m_dir.path() + "/papers/thesis.txt").toStdString(), "mine");
+    r = cli({"toy", "--task", "copy", "--steps", "5", "--output", m_dir.path() + "/papers"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("papers: is a folder of other files, not a model package") && !r.err.contains("step"),
+             qPrintable(r.err));
+    QCOMPARE(attnlab::testing::readFile((m_dir.path() + "/papers/thesis.txt").toStdString()), std::string("mine"));
 }
 
 // The committed model: found without --model (nor ATTNLAB_MODEL_DIR), the CLI's output equals the

@@ -52,6 +52,7 @@ private Q_SLOTS:
     void saveLoadTranslatesIdentically();
     void halfPrecisionUpcasts();
     void saveReplacesAtomically();
+    void refusesToReplaceAFolderOfOtherFiles();
     void corrupt_data();
     void corrupt();
     void fuzzNeverCrashes();
@@ -154,6 +155,52 @@ void TestPackage::saveReplacesAtomically() {
     }
     attnlab::decoding::Engine again(dir, {"cpu"});
     QVERIFY(torch::equal(again.model()->decoder->trg_word_emb->weight, m->decoder->trg_word_emb->weight));
+}
+
+void TestPackage::refusesToReplaceAFolderOfOtherFiles() {
+    // A folder of the user's own files given as the output: refused before anything is written,
+    // by savePackage and copyPackage alike, and left as it was.
+    const std::string mine = m_dir.path().toStdString() + "/papers";
+    fs::create_directories(mine);
+    attnlab::testing::writeFile(mine + "/thesis.txt", "mine");
+    auto m = attnlab::testing::randomModel(m_cfg, 5);
+    for (int writer = 0; writer < 2; ++writer) {
+        try {
+            if (writer == 0)
+                attnlab::package::savePackage(mine, attnlab::testing::packageConfig(m_cfg), m, m_tok);
+            else
+                attnlab::copyPackage(m_good, mine);
+            QFAIL("no exception");
+        } catch (const PackageError& e) {
+            QVERIFY2(QString(e.what()).contains("papers: is a folder of other files, not a model package"), e.what());
+        }
+        QCOMPARE(attnlab::testing::readFile(mine + "/thesis.txt"), std::string("mine"));
+        QVERIFY(!fs::exists(mine + "/config.json"));
+    }
+    // A file, likewise.
+    try {
+        attnlab::copyPackage(m_good, mine + "/thesis.txt");
+        QFAIL("no exception");
+    } catch (const PackageError& e) {
+        QVERIFY2(QString(e.what()).contains("thesis.txt: exists and is not a folder"), e.what());
+    }
+    // A copy into a new folder, then over itself as a package, equals the original; an empty folder
+    // is taken; a source that is not a package is named.
+    const std::string copy = m_dir.path().toStdString() + "/copied";
+    attnlab::copyPackage(m_good, copy);
+    attnlab::copyPackage(m_good, copy);
+    QCOMPARE(attnlab::testing::readFile(copy + "/model.safetensors"),
+             attnlab::testing::readFile(m_good + "/model.safetensors"));
+    fs::create_directories(m_dir.path().toStdString() + "/empty");
+    attnlab::copyPackage(m_good, m_dir.path().toStdString() + "/empty");
+    QVERIFY(fs::exists(m_dir.path().toStdString() + "/empty/config.json"));
+    try {
+        attnlab::copyPackage(mine, m_dir.path().toStdString() + "/never");
+        QFAIL("no exception");
+    } catch (const PackageError& e) {
+        QVERIFY2(QString(e.what()).contains("config.json"), e.what());
+    }
+    QVERIFY(!fs::exists(m_dir.path().toStdString() + "/never"));
 }
 
 namespace {

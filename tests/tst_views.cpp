@@ -970,6 +970,21 @@ void TestViews::toyTrainerPausesContinuesAndFinishes() {
     std::vector<int64_t> steps;
     for (const auto& p : h.points) steps.push_back(p.step);
     QCOMPARE(steps, (std::vector<int64_t>{0, 25, 50, 100, 150}));
+    // Saved as a package of its own, which opens like any other; a folder of other files is refused
+    // and left as it was.
+    const QString saved = m_dir.filePath("my-toy");
+    QVERIFY2(dialog.saveModelTo(saved), qPrintable(dialog.statusText()));
+    QVERIFY2(dialog.statusText().startsWith("Saved: " + saved), qPrintable(dialog.statusText()));
+    QCOMPARE(attnlab::Translator(saved.toStdString(), {"cpu"}).translate("3 1 4").best.text,
+             attnlab::Translator(dialog.packageDir().toStdString(), {"cpu"}).translate("3 1 4").best.text);
+    QVERIFY(QDir().mkpath(m_dir.filePath("papers")));
+    QFile mine(m_dir.filePath("papers/thesis.txt"));
+    QVERIFY(mine.open(QIODevice::WriteOnly) && mine.write("mine") == 4);
+    mine.close();
+    QVERIFY(!dialog.saveModelTo(m_dir.filePath("papers")));
+    QVERIFY2(dialog.statusText().contains("is a folder of other files, not a model package"),
+             qPrintable(dialog.statusText()));
+    QVERIFY(QFileInfo::exists(m_dir.filePath("papers/thesis.txt")));
 }
 
 void TestViews::failuresTravelOneSignal() {

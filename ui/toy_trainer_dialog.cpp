@@ -10,6 +10,7 @@
 
 #include <QComboBox>
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -34,6 +35,8 @@ ToyTrainerDialog::ToyTrainerDialog(ViewContext* context, const QString& work_dir
     m_start = new QPushButton(tr("Start"), this);
     m_open = new QPushButton(tr("Open the model"), this);
     m_open->setEnabled(false);
+    m_save = new QPushButton(tr("Save the model as…"), this);
+    m_save->setEnabled(false);
     m_status = new QLabel(tr("Sequences of 3 to 10 tokens 0-9; reverse: 3 1 4 -> 4 1 3. About 80 s for 1,500 steps on "
                              "two cores."),
                           this);
@@ -53,6 +56,7 @@ ToyTrainerDialog::ToyTrainerDialog(ViewContext* context, const QString& work_dir
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_start);
     buttons->addWidget(m_open);
+    buttons->addWidget(m_save);
     buttons->addStretch();
     auto* plots = new QHBoxLayout;
     plots->addWidget(m_curve, 1);
@@ -68,6 +72,12 @@ ToyTrainerDialog::ToyTrainerDialog(ViewContext* context, const QString& work_dir
     connect(m_open, &QPushButton::clicked, this, [this] {
         m_context->loadModel(m_package);
         m_context->showView("training");
+    });
+    connect(m_save, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getSaveFileName(this, tr("Save the model as (a new folder)"),
+                                                         QDir::home().filePath("toy-" + m_task->currentText()),
+                                                         QString(), nullptr, QFileDialog::ShowDirsOnly);
+        if (!dir.isEmpty()) saveModelTo(dir);
     });
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
@@ -87,6 +97,18 @@ void ToyTrainerDialog::setSteps(int steps) { m_steps->setValue(steps); }
 QString ToyTrainerDialog::packageDir() const { return m_package; }
 QString ToyTrainerDialog::statusText() const { return m_status->text(); }
 
+bool ToyTrainerDialog::saveModelTo(const QString& dir) {
+    if (m_package.isEmpty()) return false;
+    try {
+        copyPackage(m_package.toStdString(), dir.toStdString());
+    } catch (const std::exception& e) {
+        m_status->setText(tr("Not saved: %1").arg(QString::fromStdString(e.what())));
+        return false;
+    }
+    m_status->setText(tr("Saved: %1 opens like any model (File › Open model…).").arg(dir));
+    return true;
+}
+
 void ToyTrainerDialog::start() {
     if (m_running) return;
     ToyOptions o;
@@ -102,6 +124,7 @@ void ToyTrainerDialog::start() {
     m_task->setEnabled(false);
     m_steps->setEnabled(false);
     m_open->setEnabled(false);
+    m_save->setEnabled(false);
     m_start->setText(tr("Pause"));
     m_status->setText(tr("Training…"));
     QMetaObject::invokeMethod(m_worker, [this, o] {
@@ -195,6 +218,7 @@ void ToyTrainerDialog::showDone(const QString& package_dir, double accuracy, boo
     m_package = package_dir;
     m_accuracy = accuracy;
     m_open->setEnabled(true);
+    m_save->setEnabled(true);
     m_status->setText(tr("Done: %1 % of 200 fresh sequences exactly right. The model is in %2.")
                           .arg(100 * accuracy, 0, 'f', 1)
                           .arg(package_dir));

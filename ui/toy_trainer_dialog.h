@@ -2,8 +2,9 @@
 // ToyTrainerDialog (File > Train a small model…, issue 28): trains a small Transformer on a toy task
 // (attnlab/toy.h) on a thread of its own while the window stays usable: the loss curve and the
 // newest recorded cross-attention of a probe input update as it learns; Pause stops it at a
-// checkpoint and Continue resumes it exactly; when it is done its accuracy is shown and Open
-// loads the model (the Training tab then replays how its attention formed).
+// checkpoint and Continue resumes it exactly; when it is done its accuracy is shown, Open loads the
+// model (the Training tab then replays how its attention formed) and Save keeps a copy of the
+// package where the user says (the next run of the same task replaces the working one).
 
 #include "view_context.h"
 
@@ -38,6 +39,9 @@ public:
     void pause();
     bool running() const { return m_running; }
     QString packageDir() const;  // the finished model's; empty before
+    // Copies the finished model's package to `dir` (attnlab::copyPackage: a new or empty folder, or
+    // a package replaced whole); the status line says where, or why not. False when it failed.
+    bool saveModelTo(const QString& dir);
     double accuracy() const { return m_accuracy; }
 
     QCustomPlot* curve() const { return m_curve; }
@@ -65,6 +69,7 @@ private:
     QSpinBox* m_steps;
     QPushButton* m_start;
     QPushButton* m_open;
+    QPushButton* m_save;
     QLabel* m_status;
     QCustomPlot* m_curve;
     AttentionView* m_map;

@@ -35,6 +35,17 @@ std::string packageConfigToJson(const PackageConfig& config);
 // Replaces `package_dir` atomically. Throws PackageError naming the file and the problem.
 PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir);
 
+// Why `dir` may not be replaced by a package, as a sentence naming it; empty when it may: it does
+// not exist, is an empty folder, or is a package already (its config.json is there). Every writer
+// that replaces a package directory whole asks this first, so that a mistyped --output never
+// removes a folder of other files.
+std::string whyNotReplaceable(const std::string& dir);
+
+// Copies the package `from` (its config.json must read) to `to`, replacing `to` whole and
+// atomically. Throws PackageError naming the problem: `from` not a package, `to` not replaceable
+// (whyNotReplaceable), a copy that fails (nothing is left behind then).
+void copyPackage(const std::string& from, const std::string& to);
+
 // A package's example sentences (examples.tsv: one per line, the source sentence, then optionally
 // a tab and a reference translation). Empty when the file is absent; InputError naming the file
 // and line for a line with more than two fields.

@@ -6,6 +6,7 @@
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 
+#include "util/atomic_file.h"
 #include "util/checks.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
@@ -287,6 +288,34 @@ std::string resolveModelArgument(const std::string& name_or_dir) {
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name + " (" + m.direction() + ")";
     throw InputError("--model " + name_or_dir + ": not a directory, and no bundled model has that name (bundled: " +
                      (names.empty() ? std::string("none found") : names) + ")");
+}
+
+std::string whyNotReplaceable(const std::string& dir) {
+    std::error_code ec;
+    const fs::path p(dir);
+    if (!fs::exists(fs::symlink_status(p, ec))) return "";
+    if (!fs::is_directory(p, ec)) return dir + ": exists and is not a folder";
+    if (fs::is_empty(p, ec) || fs::is_regular_file(p / package_files::kConfig, ec)) return "";
+    return dir + ": is a folder of other files, not a model package (it has no " + package_files::kConfig +
+           "); choose a new or empty folder";
+}
+
+void copyPackage(const std::string& from, const std::string& to) {
+    readPackageConfig(from);
+    if (const std::string why = whyNotReplaceable(to); !why.empty()) throw PackageError(why);
+    std::error_code ec;
+    const fs::path target = fs::absolute(to);
+    if (fs::equivalent(from, target, ec)) return;  // already there
+    fs::create_directories(target.parent_path(), ec);
+    util::removeStaleStaging(target.string());
+    const std::string staged = util::stagingPath(target.string());
+    util::removeTree(staged);
+    fs::copy(from, staged, fs::copy_options::recursive, ec);
+    if (ec) {
+        util::removeTree(staged);
+        throw PackageError(to + ": cannot copy " + from + " there: " + ec.message());
+    }
+    util::replaceDirectory(staged, target.string());
 }
 
 std::string defaultModelDir() {

@@ -160,6 +160,7 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
     config.validate();
     if (options.dtype != "F32" && options.dtype != "F16")
         throw ConfigError("package save: dtype '" + options.dtype + "' is not F32 or F16");
+    if (const std::string why = whyNotReplaceable(dir); !why.empty()) throw PackageError(why);
     const fs::path target = fs::absolute(dir);
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);

@@ -33,8 +33,8 @@ struct SaveOptions {
 
 // Writes config.json, model.safetensors and a copy of tokenizer_model (unless empty: the "marian"
 // layout copies its files through options.copied_files) into `dir`, replacing it
-// when it exists. The package is assembled in a sibling temporary directory and renamed into
-// place, so a crash never leaves a half-written package under `dir`.
+// when it exists and may be replaced (whyNotReplaceable; PackageError otherwise). The package is assembled in a sibling
+// temporary directory and renamed into place, so a crash never leaves a half-written package under `dir`.
 void savePackage(const std::string& dir, const PackageConfig& config, model::Transformer& model,
                  const std::string& tokenizer_model, const SaveOptions& options = {});
 

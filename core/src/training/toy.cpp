@@ -111,6 +111,8 @@ void ToyOptions::validate() const {
     if (output_dir.empty()) throw ConfigError("toy: --output is required");
     if (steps < 1 || steps > 1000000) throw ConfigError("toy: --steps must be from 1 to 1000000");
     if (train_examples < 100) throw ConfigError("toy: at least 100 training examples");
+    if (const std::string why = whyNotReplaceable(package_dir); !package_dir.empty() && !why.empty())
+        throw ConfigError("toy: --output " + why);
 }
 
 TrainingOptions ToyOptions::trainingOptions() const {
@@ -219,10 +221,7 @@ ToyResult evaluate(const ToyOptions& options, ToyResult r) {
     to.device = "cpu";
     to.num_threads = options.threads;
     if (!options.package_dir.empty()) {
-        const std::string staged = util::stagingPath(options.package_dir);
-        util::removeTree(staged);
-        fs::copy(r.training.package_dir, staged, fs::copy_options::recursive);
-        util::replaceDirectory(staged, options.package_dir);
+        copyPackage(r.training.package_dir, options.package_dir);
         r.training.package_dir = options.package_dir;
     }
     const Translator translator(r.training.package_dir, to);
