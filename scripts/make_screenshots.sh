@@ -37,6 +37,7 @@ lesson transformer-tour 4 inputs.png
 lesson transformer-tour 8 masks.png
 lesson transformer-tour 14 what-if.png
 lesson minimal-pairs 3 minimal-pairs.png
+lesson attention-learned 2 lesson-attention-learned.png
 # Head lab (issue 12): statistics over the examples, the first example's alignment with its gold,
 # and the last layer's cross-attention heads switched off.
 "$app" "${model[@]}" --heads statistics --screenshot "$out/heads-statistics.png"
