@@ -182,6 +182,8 @@ void TrainingView::refreshHeadCurve() {
                                   .arg(m_history->points[size_t(most)].step)
                                   .arg(most)
                                   .arg(most + 1));
+    } else {
+        m_change->setText(tr("The mean over heads has no statistic of its own: choose a head for its curve."));
     }
     m_head_curve->rescaleAxes();
     m_head_curve->replot();
