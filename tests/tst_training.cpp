@@ -657,9 +657,14 @@ void TestTraining::checkpointErrors() {
 // --device: a name AttnLab does not take is refused up front; a CUDA device that LibTorch does not
 // see is refused by name; on the test device (ATTNLAB_TEST_DEVICE: the GPU under
 // scripts/gpu_check.sh, else the CPU again) the first four steps' losses are the CPU's. Dropout is
-// off so that both runs do the same arithmetic; the margin, 1e-3 of the loss, covers float32
-// kernels that sum in another order (cuBLAS against OpenBLAS: ~1e-6 relative per step here) and
-// steps.tsv's four decimals.
+// off so that both runs do the same arithmetic. Step 1's loss is the same weights' forward pass:
+// its margin, 1e-3 of the loss, covers float32 kernels that sum in another order (cuBLAS against
+// OpenBLAS: ~1e-6 relative here) and steps.tsv's four decimals. Steps 2-4 get 3 %: Adam's first
+// update is lr * g / (|g| + eps), a full step of lr (0.02 here, warmup 4) in the direction of the
+// gradient's sign for every element, so elements whose gradient is rounding noise (zero but for
+// the order of summation) move by +-lr on one device and -+lr on the other. On an H100 that made
+// step 2 differ by 0.4 % (5.827 against 5.849, docs/gpu.md); from step 2 on Adam's second moment
+// damps it, as resumesOnTheTestDevice shows at 1e-3.
 void TestTraining::trainsOnTheTestDevice() {
     auto o = smallRun(m_dir.path().toStdString() + "/device-bad");
     o.max_steps = 2;
@@ -693,7 +698,9 @@ void TestTraining::trainsOnTheTestDevice() {
     };
     const auto cpu = losses("device-cpu", "cpu"), dev = losses("device-test", testing::testDevice());
     for (size_t i = 0; i < cpu.size(); ++i)
-        QVERIFY2(std::abs(cpu[i] - dev[i]) <= 1e-3 * std::abs(cpu[i]),
+        qInfo("step %zu: %.4f on the CPU, %.4f on %s", i + 1, cpu[i], dev[i], testing::testDevice().c_str());
+    for (size_t i = 0; i < cpu.size(); ++i)
+        QVERIFY2(std::abs(cpu[i] - dev[i]) <= (i == 0 ? 1e-3 : 3e-2) * std::abs(cpu[i]),
                  qPrintable(QString("step %1: %2 on the CPU, %3 on %4")
                                 .arg(i + 1)
                                 .arg(cpu[i])
