@@ -11,6 +11,8 @@
 
 #include <QtTest/QtTest>
 
+#include <fstream>
+
 using attnlab::Tokenizer;
 
 class TestTokenizer : public QObject {
@@ -27,6 +29,7 @@ private Q_SLOTS:
     void missingAndCorruptModel();
     void normalizationTableCheck();
     void trainingErrors();
+    void trainedModelNamesNoPath();
 
 private:
     QTemporaryDir m_dir;
@@ -208,7 +211,7 @@ void TestTokenizer::normalizationTableCheck() {
 void TestTokenizer::trainingErrors() {
     attnlab::TokenizerTrainingOptions o;
     o.input_files = {m_dir.path().toStdString() + "/missing.txt"};
-    o.model_prefix = m_dir.path().toStdString() + "/x";
+    o.model_path = m_dir.path().toStdString() + "/x.model";
     try {
         Tokenizer::train(o);
         QFAIL("no exception");
@@ -223,6 +226,38 @@ void TestTokenizer::trainingErrors() {
     } catch (const attnlab::ConfigError& e) {
         QVERIFY2(QString(e.what()).contains("vocab_size"), e.what());
     }
+}
+
+// A trained model records no path: SentencePiece keeps its --input and --model_prefix flags in the
+// model's trainer spec, and a package made on one machine named that machine's folders (found in
+// a retrained bundled tokenizer, 2026-11-26). The module reads the input itself, so the file holds
+// neither the folders (here with spaces, which the flag string could not carry) nor the files'
+// names, and no .vocab file is written beside it. Two input files are read one after the other:
+// the pieces and scores are those of the same lines trained from one file (initTestCase's).
+void TestTokenizer::trainedModelNamesNoPath() {
+    const std::string in = m_dir.path().toStdString() + "/input folder", out = m_dir.path().toStdString() + "/out put";
+    QVERIFY(QDir().mkpath(QString::fromStdString(in)) && QDir().mkpath(QString::fromStdString(out)));
+    const auto lines = attnlab::testing::corpusLines(3000);
+    for (int part = 0; part < 2; ++part) {
+        std::ofstream f(in + "/half-" + std::to_string(part) + ".txt");
+        for (size_t i = part ? 1500 : 0; i < (part ? lines.size() : 1500); ++i) f << lines[i] << "\n";
+    }
+    attnlab::TokenizerTrainingOptions o;
+    o.input_files = {in + "/half-0.txt", in + "/half-1.txt"};
+    o.model_path = out + "/m.model";
+    o.vocab_size = 400;
+    o.num_threads = 1;
+    Tokenizer::train(o);
+    QCOMPARE(QDir(QString::fromStdString(out)).entryList(QDir::Files), QStringList{"m.model"});
+    const QByteArray bytes = QByteArray::fromStdString(attnlab::testing::readFile(o.model_path));
+    for (const char* name : {"input folder", "out put", "half-0", "m.model", "corpus.txt"})
+        QVERIFY2(!bytes.contains(name), name);
+    QVERIFY(!bytes.contains(QByteArray::fromStdString(m_dir.path().toStdString())));
+    const Tokenizer t(o.model_path);
+    QCOMPARE(t.vocabSize(), m_tok->vocabSize());
+    for (int id = 0; id < t.vocabSize(); ++id) QCOMPARE(t.idToPiece(id), m_tok->idToPiece(id));
+    const std::string s = "Ein Mädchen läuft über die Wiese.";
+    QCOMPARE(t.encode(s).ids, m_tok->encode(s).ids);
 }
 
 QTEST_APPLESS_MAIN(TestTokenizer)

@@ -61,7 +61,7 @@ std::string trainTokenizer(const std::string& dir, int vocab_size, bool byte_fal
     out.close();
     TokenizerTrainingOptions o;
     o.input_files = {corpus};
-    o.model_prefix = dir + "/spm";
+    o.model_path = dir + "/spm.model";
     o.vocab_size = vocab_size;
     o.byte_fallback = byte_fallback;
     o.num_threads = 1;

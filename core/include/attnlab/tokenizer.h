@@ -17,7 +17,7 @@ namespace attnlab {
 
 struct TokenizerTrainingOptions {
     std::vector<std::string> input_files;  // plain text, one sentence per line
-    std::string model_prefix;              // writes <prefix>.model and <prefix>.vocab
+    std::string model_path;                // the model file written (atomically); it names no path
     int vocab_size = 8000;
     std::string model_type = "unigram";  // unigram | bpe | char | word
     double character_coverage = 1.0;
@@ -67,8 +67,9 @@ public:
     std::vector<std::string> unknownCharacters(const Encoding& encoding) const;
     bool hasByteFallback() const;  // unknown characters become <0xNN> pieces instead of <unk>
 
-    // Trains a SentencePiece model (writes options.model_prefix + ".model"); throws
-    // TokenizerError with SentencePiece's message.
+    // Trains a SentencePiece model and writes it to options.model_path (no .vocab file); the
+    // model records no path, neither its input's nor its own. Throws TokenizerError with
+    // SentencePiece's message, or InputError when the file cannot be written.
     static void train(const TokenizerTrainingOptions& options);
 
     // Where the module was found (for diagnostics); throws TokenizerError when it cannot be.

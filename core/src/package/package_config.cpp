@@ -306,16 +306,10 @@ void copyPackage(const std::string& from, const std::string& to) {
     std::error_code ec;
     const fs::path target = fs::absolute(to);
     if (fs::equivalent(from, target, ec)) return;  // already there
-    fs::create_directories(target.parent_path(), ec);
-    util::removeStaleStaging(target.string());
-    const std::string staged = util::stagingPath(target.string());
-    util::removeTree(staged);
-    fs::copy(from, staged, fs::copy_options::recursive, ec);
-    if (ec) {
-        util::removeTree(staged);
-        throw PackageError(to + ": cannot copy " + from + " there: " + ec.message());
-    }
-    util::replaceDirectory(staged, target.string());
+    util::writeDirectory(target.string(), [&](const std::string& staged) {
+        fs::copy(from, staged, fs::copy_options::recursive, ec);
+        if (ec) throw PackageError(to + ": cannot copy " + from + " there: " + ec.message());
+    });
 }
 
 std::string defaultModelDir() {

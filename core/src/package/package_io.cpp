@@ -161,14 +161,9 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
     if (options.dtype != "F32" && options.dtype != "F16")
         throw ConfigError("package save: dtype '" + options.dtype + "' is not F32 or F16");
     if (const std::string why = whyNotReplaceable(dir); !why.empty()) throw PackageError(why);
-    const fs::path target = fs::absolute(dir);
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-    util::removeStaleStaging(target.string());
-    const fs::path tmp = util::stagingPath(target.string());
-    util::removeTree(tmp.string());
-    if (!fs::create_directory(tmp, ec)) throw PackageError(tmp.string() + ": cannot create: " + ec.message());
-    try {
+    util::writeDirectory(dir, [&](const std::string& staged) {
+        const fs::path tmp(staged);
+        std::error_code ec;
         writeText(tmp / package_files::kConfig, packageConfigToJson(config));
         writeWeights(tmp / package_files::kWeights, model, options.dtype);
         auto copy = [&](const std::string& from, const fs::path& to) {
@@ -178,11 +173,7 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
         if (!tokenizer_model.empty()) copy(tokenizer_model, tmp / package_files::kTokenizer);
         for (const auto& f : options.copied_files) copy(f, tmp / fs::path(f).filename());
         for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
-        util::replaceDirectory(tmp.string(), target.string());
-    } catch (...) {
-        util::removeTree(tmp.string());
-        throw;
-    }
+    });
 }
 
 }  // namespace attnlab::package

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define ATTNLAB_SPM_ABI_VERSION 2
+#define ATTNLAB_SPM_ABI_VERSION 3
 /* The module is built with hidden visibility; only these functions are exported. */
 #pragma GCC visibility push(default)
 
@@ -37,8 +37,13 @@ int attnlab_spm_is_byte(const attnlab_spm* sp, int id);
 int attnlab_spm_is_unknown(const attnlab_spm* sp, int id);
 char* attnlab_spm_id_to_piece(const attnlab_spm* sp, int id);
 int attnlab_spm_piece_to_id(const attnlab_spm* sp, const char* piece);
-/* args: SentencePieceTrainer's flag string ("--input=a.txt --model_prefix=m ..."). */
-int attnlab_spm_train(const char* args, char** error);
+/* Trains a model on the lines of the files inputs[0..n_inputs), one sentence a line, with
+ * SentencePieceTrainer's flags in args ("--vocab_size=8000 ...": no --input, no --model_prefix),
+ * and returns the model file's bytes in *model (*model_len bytes); nothing is written. The module
+ * reads the files itself (a SentenceIterator), so the model names no path: its trainer_spec's
+ * input and model_prefix stay empty. (ABI 3) */
+int attnlab_spm_train(const char* args, const char* const* inputs, size_t n_inputs, char** model, size_t* model_len,
+                      char** error);
 
 #pragma GCC visibility pop
 

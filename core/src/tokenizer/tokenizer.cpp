@@ -4,6 +4,7 @@
 
 #include "tokenizer/normalizer_check.h"
 #include "tokenizer/spm_loader.h"
+#include "util/atomic_file.h"
 #include "util/checks.h"
 #include "util/small_file.h"
 #include "util/text.h"
@@ -31,7 +32,7 @@ namespace fs = std::filesystem;
 void TokenizerTrainingOptions::validate() const {
     const char* o = "tokenizer training";
     if (input_files.empty()) throw ConfigError("tokenizer training: no input files");
-    if (model_prefix.empty()) throw ConfigError("tokenizer training: empty model prefix");
+    if (model_path.empty()) throw ConfigError("tokenizer training: no model path");
     util::requireRange("vocab_size", vocab_size, 8, 1 << 20, o);
     util::requireRange("character_coverage", character_coverage, 0.5, 1.0, o);
     if (model_type != "unigram" && model_type != "bpe" && model_type != "char" && model_type != "word")
@@ -49,13 +50,6 @@ std::vector<std::string> unpack(const char* p, size_t len) {
         out.push_back(std::move(s));
     }
     return out;
-}
-
-std::string quoteArg(const std::string& s) {
-    // SentencePiece's flag parser splits on spaces; paths with spaces are rejected up front.
-    if (s.find_first_of(" \t\n") != std::string::npos)
-        throw ConfigError("tokenizer training: paths must not contain spaces: '" + s + "'");
-    return s;
 }
 
 // SentencePiece trusts the normalization table stored in a model file: a corrupt one makes it read
@@ -245,16 +239,15 @@ std::vector<std::string> Tokenizer::unknownCharacters(const Encoding& e) const {
 
 void Tokenizer::train(const TokenizerTrainingOptions& o) {
     o.validate();
-    std::ostringstream args;
-    args << "--input=";
-    for (size_t i = 0; i < o.input_files.size(); ++i) {
+    std::vector<const char*> inputs;
+    for (const auto& f : o.input_files) {
         std::error_code ec;
-        if (!fs::is_regular_file(o.input_files[i], ec))
-            throw TokenizerError("tokenizer training: input file " + o.input_files[i] + " is missing");
-        args << (i ? "," : "") << quoteArg(o.input_files[i]);
+        if (!fs::is_regular_file(f, ec)) throw TokenizerError("tokenizer training: input file " + f + " is missing");
+        inputs.push_back(f.c_str());
     }
-    args << " --model_prefix=" << quoteArg(o.model_prefix) << " --vocab_size=" << o.vocab_size
-         << " --model_type=" << o.model_type << " --character_coverage=" << o.character_coverage
+    std::ostringstream args;
+    args << "--vocab_size=" << o.vocab_size << " --model_type=" << o.model_type
+         << " --character_coverage=" << o.character_coverage
          << " --byte_fallback=" << (o.byte_fallback ? "true" : "false") << " --num_threads=" << o.num_threads
          << " --pad_id=" << o.pad_id << " --unk_id=" << o.unk_id << " --bos_id=" << o.bos_id << " --eos_id=" << o.eos_id
          << " --minloglevel=2 --hard_vocab_limit=false";
@@ -262,8 +255,13 @@ void Tokenizer::train(const TokenizerTrainingOptions& o) {
         args << " --input_sentence_size=" << o.input_sentence_size << " --shuffle_input_sentence=true";
     const spm::Module& a = spm::module();
     char* err = nullptr;
-    if (a.train(args.str().c_str(), &err) != 0)
+    char* model = nullptr;
+    size_t model_len = 0;
+    if (a.train(args.str().c_str(), inputs.data(), inputs.size(), &model, &model_len, &err) != 0)
         throw TokenizerError("tokenizer training failed: " + spm::takeError(a, err, "unknown error"));
+    const std::string bytes(model, model_len);
+    a.free(model);
+    util::saveToFile(o.model_path, bytes);
 }
 
 std::string Tokenizer::modulePath() { return spm::module().path; }

@@ -195,7 +195,7 @@ void writeData(const ToyOptions& options, const fs::path& run) {
         writeLines(run / "toy.txt", digits);
         TokenizerTrainingOptions to;
         to.input_files = {(run / "toy.txt").string()};
-        to.model_prefix = (run / "toy").string();
+        to.model_path = (run / "toy.model").string();
         to.vocab_size = 14;
         to.model_type = "word";
         to.byte_fallback = false;

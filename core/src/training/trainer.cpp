@@ -232,12 +232,12 @@ std::string Trainer::prepareTokenizer() {
     say("training a joint SentencePiece model of " + std::to_string(m_o.vocab_size) + " pieces");
     TokenizerTrainingOptions to;
     to.input_files = {text.string()};
-    to.model_prefix = (m_out / "spm").string();
+    to.model_path = (m_out / "spm.model").string();
     to.vocab_size = m_o.vocab_size;
     to.num_threads = std::max(1, setComputeThreads(m_o.threads));
     Tokenizer::train(to);
     fs::remove(text);
-    return to.model_prefix + ".model";
+    return to.model_path;
 }
 
 void Trainer::buildModel() {

@@ -71,6 +71,23 @@ void removeStaleStaging(const std::string& target) {
     }
 }
 
+void writeDirectory(const std::string& target, const std::function<void(const std::string& staged)>& fill) {
+    const fs::path t = fs::absolute(target);
+    std::error_code ec;
+    fs::create_directories(t.parent_path(), ec);
+    removeStaleStaging(t.string());
+    const std::string staged = stagingPath(t.string());
+    removeTree(staged);
+    if (!fs::create_directory(staged, ec)) throw PackageError(staged + ": cannot create: " + ec.message());
+    try {
+        fill(staged);
+        replaceDirectory(staged, t.string());
+    } catch (...) {
+        removeTree(staged);
+        throw;
+    }
+}
+
 void replaceDirectory(const std::string& staged, const std::string& target) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(staged, ec)) syncPath(e.path());
