@@ -233,7 +233,8 @@ void TestTokenizer::trainingErrors() {
 // a retrained bundled tokenizer, 2026-11-26). The module reads the input itself, so the file holds
 // neither the folders (here with spaces, which the flag string could not carry) nor the files'
 // names, and no .vocab file is written beside it. Two input files are read one after the other:
-// the pieces and scores are those of the same lines trained from one file (initTestCase's).
+// the pieces and the encoding are those of the same lines trained from one file (initTestCase's).
+// A missing model folder is refused before training.
 void TestTokenizer::trainedModelNamesNoPath() {
     const std::string in = m_dir.path().toStdString() + "/input folder", out = m_dir.path().toStdString() + "/out put";
     QVERIFY(QDir().mkpath(QString::fromStdString(in)) && QDir().mkpath(QString::fromStdString(out)));
@@ -258,6 +259,13 @@ void TestTokenizer::trainedModelNamesNoPath() {
     for (int id = 0; id < t.vocabSize(); ++id) QCOMPARE(t.idToPiece(id), m_tok->idToPiece(id));
     const std::string s = "Ein Mädchen läuft über die Wiese.";
     QCOMPARE(t.encode(s).ids, m_tok->encode(s).ids);
+    o.model_path = out + "/no such folder/m.model";
+    try {
+        Tokenizer::train(o);
+        QFAIL("no exception");
+    } catch (const attnlab::TokenizerError& e) {
+        QVERIFY2(QString(e.what()).contains("no such folder does not exist"), e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestTokenizer)

@@ -664,7 +664,7 @@ void TestTraining::checkpointErrors() {
 // gradient's sign for every element, so elements whose gradient is rounding noise (zero but for
 // the order of summation) move by +-lr on one device and -+lr on the other. On an H100 that made
 // step 2 differ by 0.4 % (5.827 against 5.849, docs/gpu.md); from step 2 on Adam's second moment
-// damps it, as resumesOnTheTestDevice shows at 1e-3.
+// damps it, as resumesOnTheTestDevice shows at 1e-3 (passed so on an H100).
 void TestTraining::trainsOnTheTestDevice() {
     auto o = smallRun(m_dir.path().toStdString() + "/device-bad");
     o.max_steps = 2;
@@ -711,8 +711,8 @@ void TestTraining::trainsOnTheTestDevice() {
 // A run checkpointed on the CPU and resumed on the test device (the GPU under
 // scripts/gpu_check.sh) continues where it stopped: the optimizer's moments move with the model
 // (an Adam step with its state on another device than the parameters throws), and steps 4-6 lose
-// what an uninterrupted CPU run loses, within the margin of trainsOnTheTestDevice. The model card
-// names the device of the resumed session.
+// what an uninterrupted CPU run loses, within 1e-3 (trainsOnTheTestDevice's margin for step 1).
+// The model card names the device of the resumed session.
 void TestTraining::resumesOnTheTestDevice() {
     auto run = [&](const std::string& name) {
         auto r = smallRun(m_dir.path().toStdString() + "/" + name);

@@ -17,7 +17,7 @@ namespace attnlab {
 
 struct TokenizerTrainingOptions {
     std::vector<std::string> input_files;  // plain text, one sentence per line
-    std::string model_path;                // the model file written (atomically); it names no path
+    std::string model_path;                // the model file written (atomically); the model records no paths
     int vocab_size = 8000;
     std::string model_type = "unigram";  // unigram | bpe | char | word
     double character_coverage = 1.0;

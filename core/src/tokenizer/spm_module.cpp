@@ -4,6 +4,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -59,8 +60,10 @@ int decodeInto(const attnlab_spm* sp, const Items& items, char** text, size_t* t
 }
 
 // The lines of files, one after another, as SentencePiece's trainer reads them (std::getline, as
-// its own file reader; measured: the same pieces and scores as --input). A file that cannot be
-// opened or read ends the iteration with a status naming it.
+// its own file reader does; a "\r" stays, as there). Checked once with Debian's
+// python3-sentencepiece 0.1.97, the same library: 4,000 Multi30k lines, 1,500 pieces, sampling on,
+// gave the same pieces and scores from an iterator as from --input. A file that cannot be opened
+// or read ends the iteration with a status naming it and the system's reason.
 class FileLines : public sentencepiece::SentenceIterator {
 public:
     explicit FileLines(std::vector<std::string> paths) : m_paths(std::move(paths)) { advance(); }
@@ -73,7 +76,9 @@ private:
     void advance() {
         while (!m_done) {
             if (m_in.is_open() && std::getline(m_in, m_line)) return;
-            if (m_in.is_open() && m_in.bad()) return fail(m_paths[m_next - 1] + ": read error");
+            if (m_in.is_open() && m_in.bad())
+                return fail(sentencepiece::util::StatusCode::kInternal,
+                            m_paths[m_next - 1] + ": cannot be read: " + std::strerror(errno));
             m_in.close();
             m_in.clear();
             if (m_next == m_paths.size()) {
@@ -81,11 +86,13 @@ private:
                 return;
             }
             m_in.open(m_paths[m_next++], std::ios::binary);
-            if (!m_in) return fail(m_paths[m_next - 1] + ": cannot be opened");
+            if (!m_in)
+                return fail(sentencepiece::util::StatusCode::kPermissionDenied,
+                            m_paths[m_next - 1] + ": cannot be opened: " + std::strerror(errno));
         }
     }
-    void fail(const std::string& message) {
-        m_status = sentencepiece::util::Status(sentencepiece::util::StatusCode::kNotFound, message);
+    void fail(sentencepiece::util::StatusCode code, const std::string& message) {
+        m_status = sentencepiece::util::Status(code, message);
         m_done = true;
     }
     std::vector<std::string> m_paths;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -245,6 +246,11 @@ void Tokenizer::train(const TokenizerTrainingOptions& o) {
         if (!fs::is_regular_file(f, ec)) throw TokenizerError("tokenizer training: input file " + f + " is missing");
         inputs.push_back(f.c_str());
     }
+    // Checked before the minutes of training, not after: the model's folder must exist.
+    const fs::path folder = fs::absolute(o.model_path).parent_path();
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec))
+        throw TokenizerError("tokenizer training: the model's folder " + folder.string() + " does not exist");
     std::ostringstream args;
     args << "--vocab_size=" << o.vocab_size << " --model_type=" << o.model_type
          << " --character_coverage=" << o.character_coverage
@@ -259,9 +265,8 @@ void Tokenizer::train(const TokenizerTrainingOptions& o) {
     size_t model_len = 0;
     if (a.train(args.str().c_str(), inputs.data(), inputs.size(), &model, &model_len, &err) != 0)
         throw TokenizerError("tokenizer training failed: " + spm::takeError(a, err, "unknown error"));
-    const std::string bytes(model, model_len);
-    a.free(model);
-    util::saveToFile(o.model_path, bytes);
+    const std::unique_ptr<char, decltype(a.free)> owned(model, a.free);
+    util::saveToFile(o.model_path, std::string(owned.get(), model_len));
 }
 
 std::string Tokenizer::modulePath() { return spm::module().path; }
