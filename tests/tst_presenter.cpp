@@ -3,7 +3,7 @@
 // (QT_QPA_PLATFORM=offscreen:configfile=…); the window's minimum size must fit the screen and the
 // caption pane must lie inside the window, and the part of the view that the step names (its
 // focus; without one, the view's first part) must be in sight, none of it scrolled away or cut
-// off. The ordinary window's minimum fits 1366 x 768.
+// off, and be the widest pane of every side-by-side splitter it sits in. The ordinary window's minimum fits 1366 x 768.
 #include "lesson_controller.h"
 #include "lesson_pane.h"
 #include "main_window.h"
@@ -16,6 +16,7 @@
 #include <QElapsedTimer>
 #include <QScreen>
 #include <QScrollArea>
+#include <QSplitter>
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -36,6 +37,28 @@ QString widest(const QWidget* top) {
                    .arg(all[i]->minimumSizeHint().width())
                    .arg(all[i]->minimumSizeHint().height());
     return out.join("; ");
+}
+
+// Where a side-by-side splitter around `part` gives the pane that holds it less width than another
+// pane (the focus squeezed to a corner); empty when it is the widest in every one it sits in.
+QString squeezed(const QWidget* part) {
+    for (const QWidget* pane = part; pane; pane = pane->parentWidget()) {
+        const auto* splitter = qobject_cast<const QSplitter*>(pane->parentWidget());
+        if (!splitter || splitter->orientation() != Qt::Horizontal) continue;
+        const QList<int> sizes = splitter->sizes();
+        const int at = splitter->indexOf(const_cast<QWidget*>(pane));
+        if (at >= 0 && *std::max_element(sizes.begin(), sizes.end()) > sizes[at])
+            return QStringLiteral("pane %1 of a splitter of sizes %2").arg(at).arg([&] {
+                QStringList s;
+                for (int i = 0; i < sizes.size(); ++i)
+                    s << QStringLiteral("%1 (%2 at least)")
+                             .arg(sizes[i])
+                             .arg(std::max(splitter->widget(i)->minimumSizeHint().width(),
+                                           splitter->widget(i)->minimumWidth()));
+                return s.join(", ");
+            }());
+    }
+    return {};
 }
 
 bool fits(QSize size, QSize room) { return size.width() <= room.width() && size.height() <= room.height(); }
@@ -136,6 +159,13 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
                                            .arg(lesson)
                                            .arg(step + 1)
                                            .arg(QString::fromStdString(name), view->objectName(), cut)));
+    // ... and not squeezed beside the view's other parts (the Training tab's map, a quarter of its
+    // row on a 1280 x 720 projector, showed a title of eight lines above a heatmap one pixel high).
+    const QString small = squeezed(part);
+    QVERIFY2(small.isEmpty(), qPrintable(QStringLiteral("%1 step %2: %3 of %4 is squeezed: %5")
+                                             .arg(lesson)
+                                             .arg(step + 1)
+                                             .arg(QString::fromStdString(name), view->objectName(), small)));
 }
 
 void TestPresenter::everyStepFitsTheScreen() {

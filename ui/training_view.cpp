@@ -42,6 +42,7 @@ TrainingView::TrainingView(ViewContext* context, QWidget* parent) : View(context
     m_timer = new QTimer(this);
     m_timer->setInterval(kPlayIntervalMs);
     m_point_text = new QLabel(this);
+    m_point_text->setWordWrap(true);  // one line of 980 px at the presenter's text size, else
     m_probe = new QComboBox(this);
     m_probe->setToolTip(tr("The probe sentence, teacher-forced through its reference at every point"));
     m_picker = new HeadPicker(AttentionKind::Cross, /*with_mean=*/true, this);
@@ -62,24 +63,30 @@ TrainingView::TrainingView(ViewContext* context, QWidget* parent) : View(context
     auto* row = new QHBoxLayout;
     row->addWidget(m_play);
     row->addWidget(m_slider, 1);
-    row->addWidget(m_point_text);
+    row->addWidget(m_point_text, 1);
     auto* choose = new QHBoxLayout;
     choose->addWidget(m_probe, 1);
     choose->addWidget(m_picker);
     choose->addWidget(m_statistic);
-    auto* maps = new QSplitter(Qt::Horizontal, this);
+    // The maps above the curves, two to a row: three side by side left the map a quarter of a
+    // 1280 x 720 projector's row (a lesson step's focus widens its pane: ViewTabs::bringIntoView).
+    auto* maps = new QSplitter(Qt::Horizontal);
     maps->addWidget(m_map);
     maps->addWidget(m_grid);
-    auto* right = new QSplitter(Qt::Vertical, this);
-    right->addWidget(m_curves);
-    right->addWidget(m_head_curve);
-    maps->addWidget(right);
-    maps->setSizes({1000, 800, 900});
+    maps->setSizes({1000, 800});
+    auto* curves = new QSplitter(Qt::Horizontal);
+    curves->addWidget(m_curves);
+    curves->addWidget(m_head_curve);
+    curves->setSizes({1000, 800});
+    auto* panes = new QSplitter(Qt::Vertical, this);
+    panes->addWidget(maps);
+    panes->addWidget(curves);
+    panes->setSizes({1000, 700});
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_message);
     layout->addLayout(row);
     layout->addLayout(choose);
-    layout->addWidget(maps, 1);
+    layout->addWidget(panes, 1);
     layout->addWidget(m_change);
 
     connect(m_slider, &QSlider::valueChanged, this, [this] { refresh(); });
@@ -141,6 +148,10 @@ void TrainingView::buildCurves() {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     }
     showLegendBelow(m_curves);
+    // Two entries a row: three made the pane 650 px wide at least at the presenter's text size,
+    // which left the map a quarter of a 1280 x 720 projector's row.
+    m_curves->legend->setWrap(2);
+    m_curves->legend->setFillOrder(QCPLegend::foColumnsFirst, /*rearrange=*/true);
     m_cursor = new QCPItemStraightLine(m_curves);
     m_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
     m_cursor->setVisible(false);  // until there is a point to mark

@@ -16,7 +16,10 @@
 #include <QAction>
 #include <QApplication>
 #include <QScrollArea>
+#include <QSplitter>
 #include <QTimer>
+
+#include <algorithm>
 
 namespace attnlab::ui {
 
@@ -151,7 +154,32 @@ QWidget* ViewTabs::part(const std::string& view_name, const std::string& name) c
     return nullptr;
 }
 
+namespace {
+// Every side-by-side splitter `part` sits in gives the pane that holds it the largest share: 60 %
+// of its width, the other panes keeping their proportions in the rest (QSplitter keeps each pane
+// at least its minimum). On a 1280 x 720 projector the Training tab's map had been a quarter of
+// its row, its title wrapped over eight lines above a heatmap one pixel high. Only widths: a pane
+// made taller could grow past the scroll area that must show all of it.
+void widenPanesAround(QWidget* part) {
+    for (QWidget* pane = part; pane; pane = pane->parentWidget()) {
+        auto* splitter = qobject_cast<QSplitter*>(pane->parentWidget());
+        if (!splitter || splitter->orientation() != Qt::Horizontal) continue;
+        QList<int> sizes = splitter->sizes();
+        const int at = splitter->indexOf(pane);
+        if (at < 0 || sizes.size() < 2) continue;
+        int total = 0;
+        for (int s : sizes) total += s;
+        const int want = std::max(sizes[at], total * 6 / 10), others = total - sizes[at];
+        for (int i = 0; i < sizes.size(); ++i)
+            if (i != at) sizes[i] = others > 0 ? int(qint64(sizes[i]) * (total - want) / others) : 0;
+        sizes[at] = want;
+        splitter->setSizes(sizes);
+    }
+}
+}  // namespace
+
 void ViewTabs::bringIntoView(QWidget* part) {
+    widenPanesAround(part);
     QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
     // Innermost first: a view with a scroll area of its own sits in the tab's.
     for (QWidget* w = part->parentWidget(); w; w = w->parentWidget())

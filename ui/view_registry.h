@@ -55,7 +55,8 @@ public:
     std::map<std::string, std::vector<std::string>> partNames() const;
     // A view's part by name; null for an unknown view or part.
     QWidget* part(const std::string& view, const std::string& name) const;
-    // Scrolls every scroll area around the part so that it is in sight (all of it, where it fits).
+    // Gives the part the largest width in every side-by-side splitter it sits in, then scrolls every scroll
+    // area around it so that it is in sight (all of it, where it fits).
     static void bringIntoView(QWidget* part);
     // Every view's own actions, then the keys that show views.
     QList<QAction*> menuActions() const;
