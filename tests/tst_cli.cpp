@@ -211,6 +211,8 @@ void TestCli::inspect() {
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_layers +2 +encoder layers")), qPrintable(r.out));
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_head +4 +attention heads")), qPrintable(r.out));
     QVERIFY(r.out.contains(QRegularExpression("\\n  scale_emb_or_prj +emb ")));
+    // a value wider than its column still stands apart from its meaning ("interleavedsinusoid")
+    QVERIFY2(r.out.contains(QRegularExpression("\\n  pos_encoding +interleaved +sinusoid layout")), qPrintable(r.out));
     // No --device: "auto", the GPU where LibTorch sees one (issue 29, scripts/gpu_check.sh), else the CPU.
     const QString autoDevice = attnlab::cudaAvailable() ? "cuda:0" : "cpu";
     QVERIFY2(r.out.contains("device         " + autoDevice + "\n"), qPrintable(r.out));
@@ -520,6 +522,11 @@ void TestCli::bundledModelsByName() {
         QCOMPARE(attnlab::resolveModelArgument(m.direction()), m.dir);
         auto r = cli({"inspect", "--model", QString::fromStdString(m.direction())});
         QVERIFY2(r.code == 0 && r.out.contains(QString::fromStdString(m.source_lang + " -> " + m.target_lang)),
+                 qPrintable(r.out + r.err));
+        // history too (it once took only a folder or a file: "en-de: missing"); both bundled
+        // models carry one, whose path the first line names
+        r = cli({"history", "--model", QString::fromStdString(m.direction())});
+        QVERIFY2(r.code == 0 && r.out.contains(QString::fromStdString(m.dir + "/attention_history.bin")),
                  qPrintable(r.out + r.err));
     }
     QCOMPARE(attnlab::resolveModelArgument(m_pkg.toStdString()), m_pkg.toStdString());

@@ -419,6 +419,13 @@ void TestTranslator::forcedPrefixBeginsTheOutput() {
             QVERIFY(std::abs(std::exp(r.best.token_log_probs[i]) - r.steps[i].chosen_probability) < 1e-4);
         QVERIFY(int(r.best.ids.size()) > r.forced_tokens);  // the model continues
         QCOMPARE(r.forced_text, std::string("Hund Katze"));
+        // The confidence is the model's own choices': the forced pieces are not counted.
+        double sum = 0;
+        for (size_t i = size_t(r.forced_tokens); i < r.best.token_log_probs.size(); ++i)
+            sum += r.best.token_log_probs[i];
+        const double free_mean = sum / double(r.best.token_log_probs.size() - size_t(r.forced_tokens));
+        QVERIFY2(std::abs(r.confidence.mean_log_prob - free_mean) < 1e-12,
+                 qPrintable(QString("%1 against %2").arg(r.confidence.mean_log_prob).arg(free_mean)));
     }
     // A prefix longer than the length cap still fits: the cap grows to it.
     DecodingOptions tight;

@@ -17,12 +17,15 @@ void addHistory(CLI::App& app, HistoryCommand& h) {
     h.cmd = app.add_subcommand(
         "history", "Show a model's attention history (recorded with train --record-attention), or export it");
     h.cmd->add_option("-m,--model", h.model,
-                      "Package, training run directory or attention_history.bin; default: the bundled model");
+                      "Package, training run directory, bundled model (name or direction, e.g. en-de) or "
+                      "attention_history.bin; default: the bundled model");
     h.cmd->add_option("--json", h.json_path, "Write every point with its figures and maps as JSON");
 }
 
 int runHistory(const HistoryCommand& h) {
-    std::string path = h.model.empty() || fs::is_directory(h.model) ? resolveModel(h.model) : h.model;
+    // A file is the history itself; anything else is what --model takes elsewhere: a folder, a
+    // bundled model's name or its direction ("en-de").
+    std::string path = fs::is_regular_file(h.model) ? h.model : resolveModel(h.model);
     if (fs::is_directory(path)) path = (fs::path(path) / attnlab::package_files::kAttentionHistory).string();
     if (!fs::exists(path))
         throw attnlab::InputError(path +

@@ -254,8 +254,9 @@ int runInspect(const CommonOptions& common) {
               << "load time      " << std::fixed << std::setprecision(3) << i.load_seconds << " s\n\n"
               << "configuration\n";
     for (const auto& f : attnlab::modelConfigFields())
-        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(10) << f.valueText(m) << f.meaning
-                  << "\n";
+        // a space after the value always: "interleaved" and "sqrt_d_model" are wider than the column
+        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(13) << (f.valueText(m) + " ")
+                  << f.meaning << "\n";
     std::cout << "  " << std::left << std::setw(28) << "bos_idx / eos_idx / unk_idx" << i.config.bos_idx << " / "
               << i.config.eos_idx << " / " << i.config.unk_idx << "\n";
     std::cout << "  " << std::setw(28) << "tokenizer" << i.config.tokenizer << "\n"

@@ -47,8 +47,12 @@ ConfidenceCalibration calibrateConfidence(const Translator& translator, const st
                                           const DecodingOptions& options, double percentile, const std::string& data,
                                           const StepCallback& on_step = {});
 
-// The sentence-level figure of a hypothesis, judged against a calibration when there is one.
-Confidence judgeConfidence(const Hypothesis& hypothesis, const std::optional<ConfidenceCalibration>& calibration);
+// The sentence-level figure of a hypothesis, judged against a calibration when there is one. Its
+// first `forced_tokens` (DecodingOptions::force_prefix) are not counted: the model did not choose
+// them, and an unlikely forced word would otherwise make an ordinary sentence look unlike the
+// training data ("What if?" with "Some" forced: 0.17, the sentence blamed).
+Confidence judgeConfidence(const Hypothesis& hypothesis, const std::optional<ConfidenceCalibration>& calibration,
+                           int forced_tokens = 0);
 
 // The "## Confidence" section of a model card: what the figure is, the threshold and how to read
 // the warning. The one text the trainer's card and `attnlab-cli calibrate` write.

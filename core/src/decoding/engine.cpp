@@ -392,6 +392,7 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
             auto& r = results[order[begin + i]];
             fillResult(r, *batch[i], hyps[i], o);
             r.forced_tokens = static_cast<int>(so.forced.size());
+            r.confidence = judgeConfidence(r.best, m_info.confidence, r.forced_tokens);
             r.ablated = o.ablate;
             r.forced_text = m_tokenizer->decode(std::vector<int>(so.forced.begin(), so.forced.end()));
             if (o.record_trace) r.trace = toTrace(traces.at(i));

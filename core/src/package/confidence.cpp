@@ -131,11 +131,17 @@ ConfidenceCalibration calibrateConfidence(const Translator& translator, const st
     return c;
 }
 
-Confidence judgeConfidence(const Hypothesis& h, const std::optional<ConfidenceCalibration>& calibration) {
+Confidence judgeConfidence(const Hypothesis& h, const std::optional<ConfidenceCalibration>& calibration,
+                           int forced_tokens) {
     Confidence c;
+    // The model's own choices: after the forced prefix (all pieces when it left none, which the
+    // search does not: </s> at least is chosen).
+    const size_t skip = size_t(std::clamp(forced_tokens, 0, int(h.token_log_probs.size())));
+    const size_t from = skip < h.token_log_probs.size() ? skip : 0;
     double sum = 0;
-    for (double v : h.token_log_probs) sum += v;
-    c.mean_log_prob = h.token_log_probs.empty() ? 0.0 : sum / double(h.token_log_probs.size());
+    for (size_t i = from; i < h.token_log_probs.size(); ++i) sum += h.token_log_probs[i];
+    const size_t n = h.token_log_probs.size() - from;
+    c.mean_log_prob = n == 0 ? 0.0 : sum / double(n);
     c.probability = std::exp(c.mean_log_prob);
     if (calibration) {
         c.calibrated = true;
