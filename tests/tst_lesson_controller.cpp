@@ -1,6 +1,7 @@
 // The lesson controller alone: a bare QMainWindow as its host, the registered views and a context
 // on the fixture package (n_layers 2, n_head 4); no MainWindow, no menus of the app.
 #include "attention_explorer.h"
+#include "decoding_view.h"
 #include "head_picker.h"
 #include "lesson_controller.h"
 #include "lesson_pane.h"
@@ -32,6 +33,7 @@ private Q_SLOTS:
     void stepsApplyTheirViewsInOrder();
     void sessionRoundTrip();
     void steppingBackTranslatesNothing();
+    void aForcedStepShowsTheFreeTranslationBesideIt();
     void aStepsFailureNamesTheFileAndStep();
     void theCacheKeepsTheLastTranslations();
     void presenterModeAndBack();
@@ -201,6 +203,22 @@ void TestLessonController::steppingBackTranslatesNothing() {
     settle();
     QCOMPARE(m_context->result()->forced_text, std::string("A"));
     QCOMPARE(started.count(), 0);
+}
+
+// A step that forces a beginning onto a sentence not shown before (a lesson opened at its
+// "What if?" step) translates the sentence freely first: the Decoding tab sets both side by side,
+// as its caption asks ("compare the forced and the free score"), with the forced one shown.
+void TestLessonController::aForcedStepShowsTheFreeTranslationBesideIt() {
+    const QString path = write("what-if.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
+        {"view": {"tab": "decoding", "sentence": "Zwei Katzen schlafen im Gras.", "force_prefix": "Hund"}}]})");
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QCOMPARE(m_context->result()->forced_text, std::string("Hund"));
+    const QString text = m_tabs->find<DecodingView>()->comparisonText();
+    QVERIFY2(text.contains("Free:") && text.contains("Forced"), qPrintable(text));
+    // the free line is the model's own beginning, not the forced one
+    const QString free = text.section("<b>Free:</b> ", 1).section(" <i>", 0, 0);
+    QVERIFY2(!free.isEmpty() && !free.startsWith("Hund"), qPrintable(text));
 }
 
 // A cell beyond the sentence is only found when the step's translation has arrived: the failure of

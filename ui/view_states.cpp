@@ -8,6 +8,12 @@ ViewStates::ViewStates(ViewContext* context, ViewTabs* tabs, QObject* parent)
     : QObject(parent), m_context(context), m_tabs(tabs) {
     connect(context, &ViewContext::resultChanged, this, [this](ResultPtr r) {
         if (!m_pending) return;
+        if (m_then && r) {  // the free translation is in: now the forced one
+            const auto [sentence, options] = *m_then;
+            m_then.reset();
+            return m_context->translate(sentence, options);
+        }
+        m_then.reset();
         const ViewState v = *m_pending;
         m_pending.reset();
         if (r) m_tabs->applyState(v);  // a failed translation: the failure is reported, the step stops
@@ -41,11 +47,19 @@ void ViewStates::apply(const ViewState& v) {
     o.force_prefix = forced;
     const std::string sentence = v.sentence ? *v.sentence : r ? r->source_text : std::string();
     const DecodingOptions shown = m_context->resultOptions();
-    const bool same = r && r->source_text == sentence && r->forced_text == forced && shown.beam_size == o.beam_size &&
-                      shown.length_penalty == o.length_penalty && shown.max_length == o.max_length;
+    const bool shown_here = r && r->source_text == sentence && shown.beam_size == o.beam_size &&
+                            shown.length_penalty == o.length_penalty && shown.max_length == o.max_length;
+    const bool same = shown_here && r->forced_text == forced;
     if (v.sentence) m_context->showSentence(QString::fromStdString(*v.sentence));
     if (same || sentence.empty()) return m_tabs->applyState(v);
     m_pending = v;
+    if (!forced.empty() && !(shown_here && r->forced_tokens == 0)) {
+        DecodingOptions free = o;
+        free.force_prefix.clear();
+        m_then = {QString::fromStdString(sentence), o};
+        return m_context->translate(QString::fromStdString(sentence), free);
+    }
+    m_then.reset();
     m_context->translate(QString::fromStdString(sentence), o);
 }
 
