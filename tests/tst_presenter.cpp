@@ -3,7 +3,8 @@
 // (QT_QPA_PLATFORM=offscreen:configfile=…); the window's minimum size must fit the screen and the
 // caption pane must lie inside the window, and the part of the view that the step names (its
 // focus; without one, the view's first part) must be in sight, none of it scrolled away or cut
-// off, and be the widest pane of every side-by-side splitter it sits in. The ordinary window's minimum fits 1366 x 768.
+// off, and be the widest pane of every side-by-side splitter it sits in. The ordinary window's
+// minimum fits 1366 x 768.
 #include "lesson_controller.h"
 #include "lesson_pane.h"
 #include "main_window.h"

@@ -390,9 +390,8 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
             hyps = beamSearch(*stepper, src.size(0), so);
         for (size_t i = 0; i < batch.size(); ++i) {
             auto& r = results[order[begin + i]];
+            r.forced_tokens = static_cast<int>(so.forced.size());  // before fillResult: the confidence skips them
             fillResult(r, *batch[i], hyps[i], o);
-            r.forced_tokens = static_cast<int>(so.forced.size());
-            r.confidence = judgeConfidence(r.best, m_info.confidence, r.forced_tokens);
             r.ablated = o.ablate;
             r.forced_text = m_tokenizer->decode(std::vector<int>(so.forced.begin(), so.forced.end()));
             if (o.record_trace) r.trace = toTrace(traces.at(i));
@@ -495,7 +494,7 @@ void Engine::fillResult(TranslationResult& r, const Source& src, const std::vect
     if (hyps.empty()) throw InternalError("search returned no hypothesis for: " + src.text);
     for (const auto& h : hyps) r.nbest.push_back(toHypothesis(h));
     r.best = r.nbest.front();
-    r.confidence = judgeConfidence(r.best, m_info.confidence);
+    r.confidence = judgeConfidence(r.best, m_info.confidence, r.forced_tokens);
     r.words = wordsOf(r.best);
     r.decoder_input_pieces.push_back(m_tokenizer->idToPiece(static_cast<int>(m_config.bos_idx)));
     for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) r.decoder_input_pieces.push_back(r.best.pieces[i]);

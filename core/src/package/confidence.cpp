@@ -134,14 +134,13 @@ ConfidenceCalibration calibrateConfidence(const Translator& translator, const st
 Confidence judgeConfidence(const Hypothesis& h, const std::optional<ConfidenceCalibration>& calibration,
                            int forced_tokens) {
     Confidence c;
-    // The model's own choices: after the forced prefix (all pieces when it left none, which the
-    // search does not: </s> at least is chosen).
-    const size_t skip = size_t(std::clamp(forced_tokens, 0, int(h.token_log_probs.size())));
-    const size_t from = skip < h.token_log_probs.size() ? skip : 0;
+    // The model's own choices, after the forced prefix; every piece if the prefix left none (the
+    // search does not: it chooses </s> at least).
+    const auto& lp = h.token_log_probs;
+    const size_t from = forced_tokens > 0 && size_t(forced_tokens) < lp.size() ? size_t(forced_tokens) : 0;
     double sum = 0;
-    for (size_t i = from; i < h.token_log_probs.size(); ++i) sum += h.token_log_probs[i];
-    const size_t n = h.token_log_probs.size() - from;
-    c.mean_log_prob = n == 0 ? 0.0 : sum / double(n);
+    for (size_t i = from; i < lp.size(); ++i) sum += lp[i];
+    c.mean_log_prob = lp.empty() ? 0.0 : sum / double(lp.size() - from);
     c.probability = std::exp(c.mean_log_prob);
     if (calibration) {
         c.calibrated = true;
