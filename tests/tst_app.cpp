@@ -160,7 +160,13 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
     }
     auto r = app({"--text", kSentence, "--export", m_dir.filePath("no/such/dir/x.png")});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("cannot write"), qPrintable(r.err));
+    QVERIFY2(r.err.contains(m_dir.filePath("no/such/dir/x.png") + ": cannot be written: the folder " +
+                            m_dir.filePath("no/such/dir") + " does not exist"),
+             qPrintable(r.err));
+    // A screenshot onto a device that refuses it is an error, not success.
+    r = app({"--text", kSentence, "--screenshot", "/dev/full"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("/dev/full: write failed: No space left on device"), qPrintable(r.err));
     // An animation needs a view that has one, and a model with a history for the Training tab.
     const QString gif = m_dir.filePath("never.gif");
     r = app({"--text", kSentence, "--export-animation", gif}, /*display=*/false);

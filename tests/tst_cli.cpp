@@ -18,6 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -51,6 +55,7 @@ private Q_SLOTS:
     void translateText();
     void translateStdinKeepsOrderAndReportsBadLines();
     void attentionJsonReadBack();
+    void outputsToLinksAndDevices();
     void inspect();
     void errors();
     void corruptTokenizerIsAnError();
@@ -198,6 +203,30 @@ void TestCli::attentionJsonReadBack() {
                 1e-6);
         QCOMPARE(s["steps"].size(), ref.best.ids.size());
     }
+}
+
+// The files a user names are theirs: a link is written through, a device stays a device, and a
+// device that refuses the write is an error, never "exit 0".
+void TestCli::outputsToLinksAndDevices() {
+    const QString d = m_dir.path() + "/special-outputs";
+    QVERIFY(QDir().mkpath(d + "/real"));
+    QVERIFY(QFile::link(d + "/real/att.json", d + "/link.json"));
+    auto r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--max-len", "4", "--attention", d + "/link.json"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QFileInfo(d + "/link.json").isSymLink());
+    QVERIFY(
+        nlohmann::json::parse(attnlab::testing::readFile((d + "/real/att.json").toStdString())).contains("sentences"));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--max-len", "4", "--trace", "/dev/full"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: /dev/full: write failed: No space left on device (the disk is full)\n"));
+    if (::geteuid() != 0) QSKIP("a device node of its own (mknod) needs root; the link and /dev/full cases ran");
+    const QByteArray null = QFile::encodeName(d + "/null");
+    QCOMPARE(::mknod(null.constData(), S_IFCHR | 0666, makedev(1, 3)), 0);
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--max-len", "4", "--attention", d + "/null"});
+    QCOMPARE(r.code, 0);
+    struct stat st {};
+    QCOMPARE(::lstat(null.constData(), &st), 0);
+    QVERIFY(S_ISCHR(st.st_mode));
 }
 
 void TestCli::inspect() {

@@ -264,8 +264,27 @@ void TestMarian::importNeverReplacesTheSourceOrForeignFiles() {
     const std::string foreign = m_dir.path().toStdString() + "/somebodys-files";
     fs::create_directories(foreign);
     attnlab::testing::writeFile(foreign + "/notes.txt", "keep me");
-    refused(d, foreign, "is not an AttnLab package");
+    refused(d, foreign, "somebodys-files: is a folder of other files, not a model package AttnLab wrote");
     QVERIFY(fs::exists(d + "/pytorch_model.bin") && fs::exists(foreign + "/notes.txt"));
+    // A config.json does not make a folder a package (an editor's settings beside notes and
+    // photos): the adversarial trial's import deleted all three.
+    const std::string editor = m_dir.path().toStdString() + "/with-config";
+    fs::create_directories(editor + "/photos");
+    attnlab::testing::writeFile(editor + "/config.json", "{\"tabSize\": 4}");
+    attnlab::testing::writeFile(editor + "/notes.txt", "keep me");
+    attnlab::testing::writeFile(editor + "/photos/a.jpg", "jpeg");
+    refused(d, editor, "with-config: is a folder of other files, not a model package AttnLab wrote");
+    QCOMPARE(attnlab::testing::readFile(editor + "/notes.txt"), std::string("keep me"));
+    QCOMPARE(attnlab::testing::readFile(editor + "/photos/a.jpg"), std::string("jpeg"));
+    // A sibling whose name the old writer took for its own staging (<out>.tmp-*) is left alone,
+    // and an import over a package import wrote replaces it.
+    const std::string out = m_dir.path().toStdString() + "/pkg4";
+    fs::create_directories(out + ".tmp-backup");
+    attnlab::testing::writeFile(out + ".tmp-backup/thesis.tex", "thesis");
+    attnlab::importMarianModel(d, out);
+    attnlab::importMarianModel(d, out);
+    QCOMPARE(attnlab::testing::readFile(out + ".tmp-backup/thesis.tex"), std::string("thesis"));
+    QVERIFY(fs::is_regular_file(out + "/" + attnlab::package_files::kWrittenByAttnlab));
 }
 
 void TestMarian::languageCodes() {

@@ -18,6 +18,8 @@
 
 #include <QtTest/QtTest>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -984,19 +986,29 @@ void TestTraining::toyReverseIsLearnedWithinItsSteps() {
     QVERIFY(h.points.size() >= 20);
 }
 
-// A checkpoint a killed run was writing (NAME.tmp-PID of another process) is removed when a run
-// starts, whatever its name; the run's own checkpoints stay.
+// A checkpoint a killed run was writing (the staging folder of a process that no longer runs,
+// carrying AttnLab's marker) is removed when a run starts, whatever its name; the run's own
+// checkpoints and a folder without the marker stay.
 void TestTraining::staleStagingIsRemoved() {
     const std::string out = m_dir.path().toStdString() + "/stale-staging";
-    const std::string stale = out + "/checkpoints/epoch-077.tmp-99999999", kept = out + "/checkpoints/notes.txt";
+    const pid_t dead = ::fork();
+    if (dead == 0) ::_exit(0);
+    ::waitpid(dead, nullptr, 0);
+    const std::string stale = out + "/checkpoints/.epoch-077.attnlab-staging-" + std::to_string(dead),
+                      kept = out + "/checkpoints/notes.txt",
+                      unmarked = out + "/checkpoints/.best.attnlab-staging-" + std::to_string(dead);
     std::filesystem::create_directories(stale);
+    std::filesystem::create_directories(unmarked);
     attnlab::testing::writeFile(stale + "/model.safetensors", "half written");
+    attnlab::testing::writeFile(stale + "/" + attnlab::package_files::kWrittenByAttnlab, "");
+    attnlab::testing::writeFile(unmarked + "/mine.txt", "a folder AttnLab did not make");
     attnlab::testing::writeFile(kept, "not staging");
     auto o = smallRun(out);
     o.max_steps = 1;
     train(o);
     QVERIFY(!std::filesystem::exists(stale));
     QVERIFY(std::filesystem::exists(kept));
+    QVERIFY(std::filesystem::exists(unmarked + "/mine.txt"));
     QVERIFY(std::filesystem::exists(out + "/checkpoints/latest"));
 }
 

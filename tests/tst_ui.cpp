@@ -846,7 +846,7 @@ void TestUi::headStatisticsRunShowsAndExports() {
     QCOMPARE(int(m_window->views()->find<AttentionExplorer>()->kind()), int(head.head.kind));
     m_window->views()->showView("heads");
     QCOMPARE(p->exportCsv("/nonexistent/dir/x.csv").value_or(""),
-             QString("/nonexistent/dir/x.csv: cannot be written (does its directory exist?)"));
+             QString("/nonexistent/dir/x.csv: cannot be written: the folder /nonexistent/dir does not exist"));
     // Cancel: the run stops with "cancelled", the previous results stay.
     QSignalSpy failed(m_window->context(), &ViewContext::failed);
     r.importance = true;

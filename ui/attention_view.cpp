@@ -229,7 +229,4 @@ bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
     return QWidget::eventFilter(watched, event);
 }
 
-bool AttentionView::savePng(const QString& path, int scale) { return m_plot->savePng(path, 0, 0, scale); }
-bool AttentionView::savePdf(const QString& path) { return m_plot->savePdf(path); }
-
 }  // namespace attnlab::ui

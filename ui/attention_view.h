@@ -51,9 +51,6 @@ public:
     QStringList shownKeyLabels() const;
     QCustomPlot* plot() const { return m_plot; }
 
-    bool savePng(const QString& path, int scale = 2);
-    bool savePdf(const QString& path);
-
 Q_SIGNALS:
     // A click on a cell of the map: row = query, column = key.
     void cellClicked(int row, int column);

@@ -2,12 +2,11 @@
 
 #include <gif_lib.h>
 
-#include <QFile>
+#include "file_save.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <QByteArray>
+#include <QObject>
 
-#include <cstdio>
 #include <vector>
 
 namespace attnlab::ui {
@@ -47,22 +46,22 @@ bool putFrame(GifFileType* gif, const QImage& rgb, int delay_cs) {
     GifFreeMapObject(map);
     return ok;
 }
+
+// giflib's output function: appends to the QByteArray behind the file's UserData.
+int appendBytes(GifFileType* gif, const GifByteType* data, int length) {
+    static_cast<QByteArray*>(gif->UserData)->append(reinterpret_cast<const char*>(data), length);
+    return length;
+}
 }  // namespace
 
 std::optional<QString> writeAnimatedGif(const QString& path, const QList<QImage>& frames, int delay_ms) {
     if (frames.isEmpty()) return QObject::tr("no frames to write");
     const QSize size = frames.first().size();
-    const QString staged = path + ".tmp";
+    // Encoded in memory, then written the one way a user's file is written (saveBytes).
+    QByteArray bytes;
     int error = 0;
-    // Opened here, not by giflib (which creates files readable by their owner alone): 0666 less the umask.
-    const int fd = ::open(QFile::encodeName(staged).constData(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) return QObject::tr("cannot write %1").arg(path);
-    GifFileType* gif = EGifOpenFileHandle(fd, &error);  // closes fd with the file
-    if (!gif) {
-        ::close(fd);
-        QFile::remove(staged);
-        return QObject::tr("cannot write %1: %2").arg(path, gifError(error));
-    }
+    GifFileType* gif = EGifOpen(&bytes, appendBytes, &error);
+    if (!gif) return QObject::tr("cannot write %1: %2").arg(path, gifError(error));
     EGifSetGifVersion(gif, true);
     bool ok = EGifPutScreenDesc(gif, size.width(), size.height(), 8, 0, nullptr) == GIF_OK;
     // Loop for ever (the NETSCAPE2.0 application extension).
@@ -78,15 +77,8 @@ std::optional<QString> writeAnimatedGif(const QString& path, const QList<QImage>
     }
     const int last_error = gif->Error;
     if (EGifCloseFile(gif, &error) != GIF_OK) ok = false;
-    if (!ok) {
-        QFile::remove(staged);
-        return QObject::tr("cannot write %1: %2").arg(path, gifError(last_error ? last_error : error));
-    }
-    if (std::rename(QFile::encodeName(staged).constData(), QFile::encodeName(path).constData()) != 0) {
-        QFile::remove(staged);
-        return QObject::tr("cannot write %1").arg(path);
-    }
-    return std::nullopt;
+    if (!ok) return QObject::tr("cannot write %1: %2").arg(path, gifError(last_error ? last_error : error));
+    return saveBytes(path, bytes);
 }
 
 }  // namespace attnlab::ui

@@ -2,6 +2,7 @@
 
 #include "attention_grid.h"
 #include "attention_view.h"
+#include "file_save.h"
 #include "gif_writer.h"
 #include "head_picker.h"
 #include "numbering.h"
@@ -278,8 +279,8 @@ std::optional<QString> TrainingView::exportAnimation(const QString& path) {
     if (gif) return writeAnimatedGif(path, frames, kPlayIntervalMs);
     const QString stem = path.chopped(4);
     for (int i = 0; i < frames.size(); ++i)
-        if (!frames[i].save(QStringLiteral("%1-%2.png").arg(stem).arg(i + 1, 3, 10, QChar('0'))))
-            return tr("cannot write %1-%2.png").arg(stem).arg(i + 1, 3, 10, QChar('0'));
+        if (auto problem = saveImage(QStringLiteral("%1-%2.png").arg(stem).arg(i + 1, 3, 10, QChar('0')), frames[i]))
+            return problem;
     return std::nullopt;
 }
 

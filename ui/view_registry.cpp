@@ -2,6 +2,7 @@
 
 #include "attention_explorer.h"
 #include "decoding_view.h"
+#include "file_save.h"
 #include "head_lab_view.h"
 #include "inputs_view.h"
 #include "model_panel.h"
@@ -111,10 +112,7 @@ std::optional<QString> ViewTabs::exportCurrent(const QString& path) const {
     const View* v = currentView();
     QCustomPlot* plot = v ? v->figure() : nullptr;
     if (!plot) return v ? v->noFigureReason() : tr("no view is shown");
-    const bool pdf = path.endsWith(".pdf", Qt::CaseInsensitive);
-    const bool ok = pdf ? plot->savePdf(path, 1200, 900) : plot->savePng(path, 1200, 900, 2.0);
-    if (!ok) return tr("cannot write %1").arg(path);
-    return std::nullopt;
+    return savePlot(plot, path, 1200, 900, 2.0);
 }
 
 std::optional<QString> ViewTabs::exportCurrentAnimation(const QString& path) {

@@ -3,6 +3,7 @@
 #include <attnlab/confidence.h>
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
+#include <attnlab/file_write.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
 #include <attnlab/result_json.h>
@@ -224,9 +225,9 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     if (tty) std::cerr << "\r\033[K";
     for (size_t i = 0; i < results.size(); ++i) hyps[where[i]] = results[i].best.text;
     if (!hyp_out.empty()) {
-        std::ofstream out(hyp_out);
-        for (const auto& h : hyps) out << h << "\n";
-        if (!out.flush()) throw attnlab::InputError("cannot write " + hyp_out);
+        std::string text;
+        for (const auto& h : hyps) text += h + "\n";
+        attnlab::saveToFile(hyp_out, text);
     }
     const auto bleu = attnlab::corpusBleu(hyps, refs);
     std::cout << "BLEU = " << std::fixed << std::setprecision(2) << bleu.score << " " << bleu.precisions[0] << "/"

@@ -6,6 +6,7 @@
 #include <attnlab/package.h>
 #include <attnlab/version.h>
 
+#include "file_save.h"
 #include "lesson_controller.h"
 #include "main_window.h"
 #include "translation_controller.h"
@@ -270,7 +271,8 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
         if (const auto error = window.exportCurrentView(o.export_to)) return fail(*error);
     if (!o.animation.isEmpty())
         if (const auto error = window.exportCurrentAnimation(o.animation)) return fail(*error);
-    if (!o.screenshot.isEmpty() && !window.grab().save(o.screenshot)) return fail("cannot write " + o.screenshot);
+    if (!o.screenshot.isEmpty())
+        if (const auto error = attnlab::ui::saveImage(o.screenshot, window.grab().toImage())) return fail(*error);
     return 0;
 }
 }  // namespace

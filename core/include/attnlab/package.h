@@ -22,6 +22,9 @@ inline constexpr const char* kExamples = "examples.tsv";          // example sen
 inline constexpr const char* kAlignments = "alignments.txt";      // gold alignments of the examples (optional)
 // Attention maps of probe sentences across training (optional; attnlab/attention_history.h).
 inline constexpr const char* kAttentionHistory = "attention_history.bin";
+// The marker of a folder AttnLab wrote (util::writeDirectory puts it in every package and
+// checkpoint): only a folder that carries it, or an empty one, is ever replaced by a new package.
+inline constexpr const char* kWrittenByAttnlab = ".attnlab-package";
 }  // namespace package_files
 
 // Reads and validates <dir>/config.json; throws PackageError naming the file and the problem.
@@ -36,9 +39,10 @@ std::string packageConfigToJson(const PackageConfig& config);
 PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir);
 
 // Why `dir` may not be replaced by a package, as a sentence naming it; empty when it may: it does
-// not exist, is an empty folder, or is a package already (its config.json is there). Every writer
-// that replaces a package directory whole asks this first, so that a mistyped --output never
-// removes a folder of other files.
+// not exist, is an empty folder, or is a folder AttnLab wrote (it carries
+// package_files::kWrittenByAttnlab; a config.json alone is not enough). Every writer that replaces
+// a package directory whole asks this (util::writeDirectory asks it again under its lock), so
+// that a mistyped --output never removes a folder of other files.
 std::string whyNotReplaceable(const std::string& dir);
 
 // Copies the package `from` (its config.json must read) to `to`, replacing `to` whole and

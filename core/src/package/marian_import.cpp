@@ -472,7 +472,7 @@ PackageConfig importChecked(const std::string& from_dir, const std::string& pack
 }
 
 // `import` replaces its output directory: never the source itself, a directory around or inside
-// it, or a directory that is not an AttnLab package (somebody's files).
+// it, or a folder AttnLab did not write (somebody's files).
 void checkImportTarget(const std::string& from_dir, const std::string& package_dir) {
     std::error_code ec;
     const fs::path from = fs::weakly_canonical(from_dir, ec), to = fs::weakly_canonical(package_dir, ec);
@@ -483,11 +483,9 @@ void checkImportTarget(const std::string& from_dir, const std::string& package_d
     if (inside(from, to) || inside(to, from))
         throw PackageError("--output " + package_dir + ": is the source directory " + from_dir +
                            " or lies around or inside it; write the package somewhere else");
-    if (fs::exists(to, ec) && !fs::is_empty(to, ec) && !fs::is_regular_file(to / package_files::kConfig, ec))
-        throw PackageError("--output " + package_dir +
-                           ": exists and is not an AttnLab package (no config.json); it is left alone");
-    if (fs::is_regular_file(to / package_files::kConfig, ec) && package::isHuggingFaceDirectory(to.string()))
-        throw PackageError("--output " + package_dir + ": holds a Hugging Face model, not an AttnLab package");
+    // Only a folder AttnLab wrote is replaced (its marker, not any config.json: an editor's
+    // settings or a Hugging Face model are somebody's files).
+    if (const std::string why = whyNotReplaceable(package_dir); !why.empty()) throw PackageError("--output " + why);
 }
 }  // namespace
 

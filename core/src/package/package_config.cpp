@@ -290,15 +290,7 @@ std::string resolveModelArgument(const std::string& name_or_dir) {
                      (names.empty() ? std::string("none found") : names) + ")");
 }
 
-std::string whyNotReplaceable(const std::string& dir) {
-    std::error_code ec;
-    const fs::path p(dir);
-    if (!fs::exists(fs::symlink_status(p, ec))) return "";
-    if (!fs::is_directory(p, ec)) return dir + ": exists and is not a folder";
-    if (fs::is_empty(p, ec) || fs::is_regular_file(p / package_files::kConfig, ec)) return "";
-    return dir + ": is a folder of other files, not a model package (it has no " + package_files::kConfig +
-           "); choose a new or empty folder";
-}
+std::string whyNotReplaceable(const std::string& dir) { return util::whyNotReplaceable(dir); }
 
 void copyPackage(const std::string& from, const std::string& to) {
     readPackageConfig(from);
@@ -306,10 +298,7 @@ void copyPackage(const std::string& from, const std::string& to) {
     std::error_code ec;
     const fs::path target = fs::absolute(to);
     if (fs::equivalent(from, target, ec)) return;  // already there
-    util::writeDirectory(target.string(), [&](const std::string& staged) {
-        fs::copy(from, staged, fs::copy_options::recursive, ec);
-        if (ec) throw PackageError(to + ": cannot copy " + from + " there: " + ec.message());
-    });
+    util::writeDirectory(target.string(), [&](const std::string& staged) { util::copyFolderContents(from, staged); });
 }
 
 std::string defaultModelDir() {

@@ -129,10 +129,9 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
 
 namespace {
 void writeText(const fs::path& p, const std::string& text) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw PackageError(p.string() + ": write failed (disk full?)");
+    util::NewFileWriter out(p.string());
+    out.write(text.data(), text.size());
+    out.finish();
 }
 }  // namespace
 
@@ -163,15 +162,10 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
     if (const std::string why = whyNotReplaceable(dir); !why.empty()) throw PackageError(why);
     util::writeDirectory(dir, [&](const std::string& staged) {
         const fs::path tmp(staged);
-        std::error_code ec;
         writeText(tmp / package_files::kConfig, packageConfigToJson(config));
         writeWeights(tmp / package_files::kWeights, model, options.dtype);
-        auto copy = [&](const std::string& from, const fs::path& to) {
-            fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-            if (ec) throw PackageError(from + ": cannot copy into the package: " + ec.message());
-        };
-        if (!tokenizer_model.empty()) copy(tokenizer_model, tmp / package_files::kTokenizer);
-        for (const auto& f : options.copied_files) copy(f, tmp / fs::path(f).filename());
+        if (!tokenizer_model.empty()) util::copyFile(tokenizer_model, (tmp / package_files::kTokenizer).string());
+        for (const auto& f : options.copied_files) util::copyFile(f, (tmp / fs::path(f).filename()).string());
         for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
     });
 }

@@ -1,5 +1,6 @@
 #include "package/safetensors.h"
 
+#include "util/atomic_file.h"
 #include "util/small_file.h"
 
 #include <attnlab/errors.h>
@@ -174,18 +175,16 @@ void write(const std::string& path, const std::vector<TensorView>& tensors,
     }
     std::string header = j.dump();
     header.append((8 - header.size() % 8) % 8, ' ');  // align the data section to 8 bytes
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw PackageError(path + ": cannot be created");
+    util::NewFileWriter out(path);
     unsigned char len[8];
     uint64_t n = header.size();
     for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(len, 8);
+    out.write(header.data(), header.size());
     // Tensors are written in the order given; JSON object keys are sorted by nlohmann, which is
     // fine: offsets, not key order, place the data.
-    for (const auto& t : tensors) out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(t.nbytes));
-    out.flush();
-    if (!out) throw PackageError(path + ": write failed (disk full?)");
+    for (const auto& t : tensors) out.write(t.data, t.nbytes);
+    out.finish();
 }
 
 }  // namespace attnlab::safetensors

@@ -46,17 +46,10 @@ package::SaveOptions withState(const RunState& state, const CheckpointStore::Con
 CheckpointStore::CheckpointStore(const std::string& run_dir)
     : m_run_dir(run_dir), m_dir((fs::path(run_dir) / run_layout::kCheckpoints).string()) {
     fs::create_directories(m_dir);
-    // A run killed while it wrote a checkpoint leaves NAME.tmp-PID (util::stagingPath). A save
-    // removes its own name's leftovers, but a name the resumed run never writes again (best, an
-    // epoch) would keep one for good (tst_kill saw it): every other process's staging goes now.
-    const std::string own = ".tmp-" + std::to_string(::getpid());
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(m_dir, ec)) {
-        const std::string name = e.path().filename().string();
-        const auto at = name.find(".tmp-");
-        if (at != std::string::npos && name.compare(at, std::string::npos, own) != 0)
-            util::removeTree(e.path().string());
-    }
+    // A run killed while it wrote a checkpoint leaves a staging folder (util::writeDirectory). A
+    // save removes the leftovers beside it, but a name the resumed run never writes again (best,
+    // an epoch) would keep one for good (tst_kill saw it): every dead writer's staging goes now.
+    util::removeStaleStagingIn(m_dir);
 }
 
 std::string CheckpointStore::latestDir() const { return (fs::path(m_dir) / run_layout::kLatest).string(); }

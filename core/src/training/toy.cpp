@@ -60,9 +60,9 @@ std::vector<int> apply(ToyTask task, std::vector<int> t) {
 }
 
 void writeLines(const fs::path& path, const std::vector<std::string>& lines) {
-    std::ofstream f(path);
-    for (const auto& l : lines) f << l << "\n";
-    if (!f) throw InputError(path.string() + ": cannot be written");
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    saveToFile(path.string(), text);
 }
 }  // namespace
 

@@ -1,30 +1,68 @@
 #pragma once
-// Atomic writes: the one place files and directories are replaced, so that a crash or a kill at
-// any moment leaves either the old or the new content, never a mixture.
+// Writing files and folders: the one place files and directories are written for a user and
+// replaced, so that a crash or a kill at any moment leaves either the old or the new content,
+// never a mixture, and nothing AttnLab did not create is ever deleted or replaced.
+#include <attnlab/file_write.h>
+
 #include <functional>
 #include <string>
 
 namespace attnlab::util {
 
-// Writes `bytes` to `path`: a sibling temporary file, flushed and synced, renamed over `path`.
-// Throws InputError naming the path (missing directory, disk full).
-void saveToFile(const std::string& path, const std::string& bytes);
+// attnlab::saveToFile (attnlab/file_write.h): a regular file or new path replaced atomically, a
+// link written through, a device or FIFO written directly.
+using attnlab::saveToFile;
 
-// Puts the complete directory `staged` in place of `target`. When `target` exists the two are
-// exchanged in one step (renameat2 RENAME_EXCHANGE), so `target` is always a whole directory, old
-// or new; the old one is then removed. Throws PackageError.
-void replaceDirectory(const std::string& staged, const std::string& target);
+// Why the folder `target` may not be replaced by one AttnLab writes, as a sentence naming it;
+// empty when it may: it does not exist, is an empty folder, or carries AttnLab's marker
+// (package_files::kWrittenByAttnlab), which every folder writeDirectory makes has. Any other
+// folder, a package copied by hand or a folder of a user's files that happens to hold a
+// config.json, is never replaced.
+std::string whyNotReplaceable(const std::string& target);
 
-// Writes the directory `target` whole: creates its parent, an empty staging directory beside it
-// (stagingPath, after removing stale ones), lets `fill` write into that, then puts it in place of
-// `target` (replaceDirectory). When `fill` or the replacement throws, the staging directory is
-// removed, `target` is as it was, and the exception goes on. The one way core writes a package.
+// Writes the folder `target` whole, the one way core writes a package:
+// 1. `target` is resolved through symbolic links; its parent is created;
+// 2. a lock file beside it (.NAME.attnlab-lock, flock) serialises writers of one target across
+//    processes: the loser gets PackageError "another AttnLab process is writing …";
+// 3. `target` must be replaceable (whyNotReplaceable), else PackageError;
+// 4. staging folders of dead writers of this target (.NAME.attnlab-staging-PID, carrying the
+//    marker) are removed; a sibling without the marker is never touched;
+// 5. a staging folder is made, the marker written in it, `fill` writes the rest, and it is
+//    exchanged with `target` in one step (renameat2 RENAME_EXCHANGE), the old folder removed.
+// When `fill` or the replacement throws, the staging folder is removed, `target` is as it was,
+// and the exception goes on. The lock file is removed when done.
 void writeDirectory(const std::string& target, const std::function<void(const std::string& staged)>& fill);
 
-// The staging name for `target` of this process, and removal of the ones that writers killed
-// mid-write left behind (`<target>.tmp-<pid>`).
-std::string stagingPath(const std::string& target);
-void removeStaleStaging(const std::string& target);
+// Removes, in `folder`, the staging folders writeDirectory left when its process was killed
+// (carrying the marker, named for a process that no longer runs). The checkpoint store calls it
+// for names a resumed run never writes again.
+void removeStaleStagingIn(const std::string& folder);
+
+// A new file (inside a staging folder: a package's weights, its JSON) written piece by piece, so
+// that every failure names the file and the system's reason ("No space left on device (the disk is
+// full)"), never the source or a guess. Throws PackageError. finish() syncs and closes; a writer
+// destroyed unfinished leaves its file for the staging folder's removal.
+class NewFileWriter {
+public:
+    explicit NewFileWriter(const std::string& path);
+    NewFileWriter(const NewFileWriter&) = delete;
+    NewFileWriter& operator=(const NewFileWriter&) = delete;
+    ~NewFileWriter();
+    void write(const void* data, size_t bytes);
+    void finish();
+
+private:
+    std::string m_path;
+    int m_fd = -1;
+};
+
+// Copies the regular file `from` to the new path `to` (NewFileWriter): a read error names `from`,
+// a write error (a full disk) names `to`. Throws PackageError.
+void copyFile(const std::string& from, const std::string& to);
+
+// Copies the folder `from` into the existing folder `to`, recursively (copyFile for each file;
+// symbolic links are copied as what they point to). Throws PackageError naming the file.
+void copyFolderContents(const std::string& from, const std::string& to);
 
 // Removes `path` and, for a directory, everything in it; symbolic links are removed, never
 // followed. Nothing happens when `path` does not exist; what cannot be removed stays. The one way
