@@ -10,6 +10,7 @@
 #include "data/corpus.h"
 #include "package/marian_import.h"
 #include "package/safetensors.h"
+#include "package/torch_bin.h"
 #include "package/torch_pickle.h"
 #include "tokenizer/normalizer_check.h"
 #include "tokenizer/spm_loader.h"
@@ -122,6 +123,20 @@ void torchPickle(const uint8_t* data, size_t size) {
                 __builtin_trap();
             if (attnlab::package::storageBytesNeeded(t) > (uint64_t(1) << 62)) __builtin_trap();
         }
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// A whole pytorch_model.bin: the zip container as LibTorch's reader (miniz) takes it, with the
+// checks before it (the end records, every record's declared size), then data.pkl and the
+// storages. What it accepts takes at most 8 times the file's size in tensors.
+void torchBin(const uint8_t* data, size_t size) {
+    static const std::string path = attnlab::fuzz::scratch("pytorch_model.bin");
+    attnlab::fuzz::writeBytes(path, data, size);
+    try {
+        uint64_t bytes = 0;
+        for (const auto& [name, t] : attnlab::package::readTorchBin(path)) bytes += uint64_t(t.nbytes());
+        if (bytes > 8 * uint64_t(size)) __builtin_trap();
     } catch (const attnlab::Error&) {
     }
 }

@@ -19,6 +19,7 @@ void examplesAndGold(const uint8_t* data, size_t size);   // examples.tsv + alig
 void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
 void attentionHistory(const uint8_t* data, size_t size);  // attention_history.bin
 void torchPickle(const uint8_t* data, size_t size);
+void torchBin(const uint8_t* data, size_t size);      // a whole pytorch_model.bin: the zip container, then data.pkl
 void marianConfig(const uint8_t* data, size_t size);  // a Hugging Face MarianMT config.json       // data.pkl of a
                                                       // pytorch_model.bin (the restricted unpickler)
 

@@ -165,7 +165,8 @@ for name, changes in (("tiny", {}), ("unshared", {"emb_src_trg_weight_sharing": 
                                                   "scale_emb_or_prj": "prj"})):
     cfg, w = tiny_package(vocab, **changes)
     put("fuzz_package", name + ".bin", cfg + SEPARATOR + tok + SEPARATOR + w)
-# data.pkl of a pytorch_model.bin (fuzz_torch_pickle): what torch.save writes for state dicts
+# data.pkl of a pytorch_model.bin (fuzz_torch_pickle) and the whole file (fuzz_torch_bin): what
+# torch.save writes for state dicts
 TORCH_SEEDS = r"""
 import collections, os, sys, zipfile, torch
 out = sys.argv[1]
@@ -186,7 +187,6 @@ for name, obj, protocol in (("state-dict", sd, 2), ("protocol4", sd, 4), ("plain
     torch.save(obj, path, pickle_protocol=protocol)
     with zipfile.ZipFile(path) as z:
         data = z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0])
-    os.remove(path)
     open(os.path.join(out, name + ".pkl"), "wb").write(data)
 """
 
@@ -208,7 +208,7 @@ with tempfile.TemporaryDirectory() as tmp:
             break
     for name in sorted(os.listdir(tmp)):
         with open(os.path.join(tmp, name), "rb") as f:
-            put("fuzz_torch_pickle", name, f.read())
+            put("fuzz_torch_bin" if name.endswith(".bin") else "fuzz_torch_pickle", name, f.read())
 put("fuzz_torch_pickle", "hand-made.pkl", hand_made_state_dict())
 
 # A MarianMT config.json (fuzz_marian_config): OPUS-MT's keys and values, and variants.

@@ -3,6 +3,8 @@
 #include <attnlab/attention_history.h>
 #include <attnlab/errors.h>
 
+#include "memory_limit.h"
+
 #include <nlohmann/json.hpp>
 
 #include <QtTest/QtTest>
@@ -23,6 +25,7 @@ private Q_SLOTS:
     void malformedFilesAreNamed_data();
     void malformedFilesAreNamed();
     void headStatisticsAndLargestChange();
+    void manySmallMapsAreRefusedUnderAMemoryLimit();
 };
 
 namespace {
@@ -265,6 +268,35 @@ void TestAttentionHistory::headStatisticsAndLargestChange() {
     QCOMPARE(historyLargestChange(h, moved), 1);
     h.points.resize(1);
     QCOMPARE(historyLargestChange(h, moved), -1);
+}
+
+// The amplified file: one point, 1,024 probes of one piece each, 64 layers x 256 heads:
+// 50 M maps of one byte each, 50 MB of maps in a file of some 50 KB (compressed) or 50 MB (raw).
+// Read as vectors of vectors they took 4.5 GB; the reader now counts what they would take and
+// refuses the header before allocating a map. Run with 1 GiB of address space to spare: far more
+// than the refusal needs, far less than the 4.5 GB the old reader took (it failed with bad_alloc).
+void TestAttentionHistory::manySmallMapsAreRefusedUnderAMemoryLimit() {
+    nlohmann::json h = header(1);
+    h["n_layers"] = 64;
+    h["n_head"] = 256;
+    const nlohmann::json probe = {{"source", "a"},
+                                  {"target", "b"},
+                                  {"source_pieces", {"_a"}},
+                                  {"target_pieces", {"_b"}},
+                                  {"decoder_input_pieces", {"<s>"}}};
+    h["probes"] = nlohmann::json(std::vector<nlohmann::json>(1024, probe));
+    const std::string maps(size_t(1024) * 64 * 256 * 3, '\x80');
+    const std::string compressed = compressedFile(h, {maps});
+    QVERIFY2(compressed.size() < 400'000, qPrintable(QString::number(compressed.size())));
+    const std::string raw = file(h, maps);
+    const std::string expected = "h.bin: 1 point(s) of 1024 probes x 64 layers x 256 heads would take ";
+    const AddressSpaceLimit limit(uint64_t(1) << 30);
+    QVERIFY(limit.active());
+    for (const std::string* bytes : {&compressed, &raw}) {
+        const std::string e = errorOf(*bytes);
+        QVERIFY2(e.rfind(expected, 0) == 0 && e.find("over the 2 GiB limit for a history's maps") != std::string::npos,
+                 e.c_str());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestAttentionHistory)

@@ -29,6 +29,7 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_package", attnlab::fuzz::packageDirectory},
         {"fuzz_attention_history", attnlab::fuzz::attentionHistory},
         {"fuzz_torch_pickle", attnlab::fuzz::torchPickle},
+        {"fuzz_torch_bin", attnlab::fuzz::torchBin},
         {"fuzz_marian_config", attnlab::fuzz::marianConfig}};
     return t;
 }

@@ -2,6 +2,7 @@
 // back, each malformed case answered with a message naming the file, the step and the field, and
 // the bundled lessons valid for the bundled model.
 #include "fixtures.h"
+#include "memory_limit.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
@@ -39,6 +40,7 @@ private Q_SLOTS:
     void sessionRoundTrip();
     void jumpingToAStepKeepsItsContext();
     void bundledLessonsAreValid();
+    void lessonsAreBounded();
 };
 
 void TestLesson::everyFieldIsRead() {
@@ -300,6 +302,40 @@ void TestLesson::bundledLessonsAreValid() {
     QCOMPARE(int(attnlab::bundledLessons().size()), files);  // found from the executable, as the app does
     const auto tour = attnlab::readLesson((dir / "transformer-tour.json").string());
     QVERIFY(tour.steps.size() >= 12);
+}
+
+// The issue's amplified lessons: 300,000 empty steps (3.6 MB, under the 4 MB file limit) took more
+// than a minute to check against a model, every step looking back at all before it; a 30 KB
+// caption took a minute to show. Steps, captions and titles now have limits, each error naming the
+// file, the step and the limit; read with 512 MiB of address space to spare (the 300,000 steps
+// parse in less; the point is that nothing here needs more).
+void TestLesson::lessonsAreBounded() {
+    const AddressSpaceLimit limit(uint64_t(512) << 20);
+    QVERIFY(limit.active());
+    std::string steps = R"({"view": {}})";
+    for (int i = 1; i < 300'000; ++i) steps += R"(,{"view": {}})";
+    QCOMPARE(errorOf(lesson(steps)), std::string("l.json: steps: 300000 steps, over the limit of 1000"));
+    const std::string caption(30'000, 'x');
+    QCOMPARE(errorOf(lesson(R"({"view": {}}, {"caption": ")" + caption + R"(", "view": {}})")),
+             std::string("l.json: step 2: caption: 30000 bytes, over the limit of 16384 (split it over steps)"));
+    const std::string title(2'000, 't');
+    QCOMPARE(errorOf(lesson(R"({"title": ")" + title + R"(", "view": {}})")),
+             std::string("l.json: step 1: title: 2000 bytes, over the limit of 1024"));
+    // At the limit: 1,000 steps read, and checked against a model in one pass (the kind set by the
+    // first step still decides the last step's stack).
+    std::string many = R"({"caption": ")" + std::string(16 << 10, 'c') + R"(", "view": {"kind": "cross"}})";
+    for (int i = 1; i < 999; ++i) many += R"(,{"view": {"layer": 1}})";
+    many += R"(,{"view": {"layer": 4}})";
+    const auto l = attnlab::parseLesson(lesson(many), "l.json");
+    QCOMPARE(l.steps.size(), size_t(1000));
+    try {
+        attnlab::checkLessonFitsModel(l, 6, 8, "l.json", 2);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(
+            std::string(e.what()),
+            std::string("l.json: step 1000: layer: 4 is out of range: the model has 2 layers in its decoder (0..1)"));
+    }
 }
 
 QTEST_APPLESS_MAIN(TestLesson)

@@ -8,9 +8,13 @@
 
 #include <attnlab/errors.h>
 
+#include "memory_limit.h"
+
 #include <QtTest/QtTest>
 
 #include <nlohmann/json.hpp>
+
+#include <zlib.h>
 
 #include <fstream>
 
@@ -92,6 +96,127 @@ QString pickleError(const std::string& bytes) {
         return QString::fromStdString(e.what());
     }
     return {};
+}
+
+// A zip archive laid out as torch.save lays one out, built here byte by byte so that its end can
+// be forged (APPNOTE.TXT 4.3: local headers and data, the central directory, the end records).
+void put(std::string& b, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) b += char((v >> (8 * i)) & 0xff);
+}
+
+struct ZipRecord {
+    std::string name;  // under "archive/"
+    std::string data;  // as stored: the deflated stream where `method` is 8
+    uint16_t method = 0;
+    uint64_t size = 0;  // declared uncompressed size
+    uint32_t crc = 0;
+    uint64_t offset = 0;  // of its local header, set by ForgedZip::add
+    bool zip64 = false;   // sizes in a zip64 extra field, all ones in the 32-bit fields
+};
+
+ZipRecord stored(const std::string& name, const std::string& data) {
+    return {name, data, 0, data.size(),
+            uint32_t(crc32(0, reinterpret_cast<const Bytef*>(data.data()), uInt(data.size())))};
+}
+
+struct ForgedZip {
+    std::string bytes;
+    void add(ZipRecord& r) {
+        r.offset = bytes.size();
+        const std::string name = "archive/" + r.name;
+        put(bytes, 0x04034b50, 4), put(bytes, 20, 2), put(bytes, 0, 2), put(bytes, r.method, 2), put(bytes, 0, 4);
+        put(bytes, r.crc, 4), put(bytes, r.data.size(), 4), put(bytes, r.size, 4), put(bytes, name.size(), 2);
+        put(bytes, 0, 2);
+        bytes += name + r.data;
+    }
+    // The central directory's entry for `r`.
+    static std::string entry(const ZipRecord& r) {
+        const std::string name = "archive/" + r.name;
+        std::string e, extra;
+        if (r.zip64) put(extra, 1, 2), put(extra, 16, 2), put(extra, r.size, 8), put(extra, r.data.size(), 8);
+        put(e, 0x02014b50, 4), put(e, 45, 2), put(e, 45, 2), put(e, 0, 2), put(e, r.method, 2), put(e, 0, 4);
+        put(e, r.crc, 4), put(e, r.zip64 ? 0xFFFFFFFFu : r.data.size(), 4), put(e, r.zip64 ? 0xFFFFFFFFu : r.size, 4);
+        put(e, name.size(), 2), put(e, extra.size(), 2), put(e, 0, 2), put(e, 0, 2), put(e, 0, 2), put(e, 0, 4);
+        put(e, r.offset, 4);
+        return e + name + extra;
+    }
+    // Appends a central directory of `records` and returns its offset.
+    uint64_t directory(const std::vector<ZipRecord>& records) {
+        const uint64_t at = bytes.size();
+        for (const auto& r : records) bytes += entry(r);
+        return at;
+    }
+    void end(uint64_t entries, uint64_t cd_at, uint64_t cd_size) {
+        put(bytes, 0x06054b50, 4), put(bytes, 0, 4), put(bytes, entries, 2), put(bytes, entries, 2);
+        put(bytes, cd_size, 4), put(bytes, cd_at, 4), put(bytes, 0, 2);
+    }
+    void zip64End(uint64_t entries, uint64_t cd_at, uint64_t cd_size) {
+        const uint64_t at = bytes.size();
+        put(bytes, 0x06064b50, 4), put(bytes, 44, 8), put(bytes, 45, 2), put(bytes, 45, 2), put(bytes, 0, 8);
+        put(bytes, entries, 8), put(bytes, entries, 8), put(bytes, cd_size, 8), put(bytes, cd_at, 8);
+        put(bytes, 0x07064b50, 4), put(bytes, 0, 4), put(bytes, at, 8), put(bytes, 1, 4);  // the locator
+    }
+};
+
+// 63 x 64 MiB of zeros (3.9 GB, under 4 GiB so that the 32-bit sizes hold it) as one raw deflate
+// stream of some 4 MB: 64 MiB deflated once and ended by a full flush, so that each copy stands
+// alone, repeated, then an empty final block. What the old reader inflated whole.
+ZipRecord bombRecord(const std::string& name) {
+    const std::string zeros(size_t(64) << 20, '\0');
+    z_stream z{};
+    deflateInit2(&z, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
+    std::string chunk(deflateBound(&z, uLong(zeros.size())) + 64, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+    z.avail_in = uInt(zeros.size());
+    z.next_out = reinterpret_cast<Bytef*>(chunk.data());
+    z.avail_out = uInt(chunk.size());
+    deflate(&z, Z_FULL_FLUSH);
+    chunk.resize(chunk.size() - z.avail_out);
+    deflateEnd(&z);
+    constexpr int kCopies = 63;
+    ZipRecord r{name, "", 8, uint64_t(kCopies) * zeros.size(), 0};
+    const uLong piece = crc32(0, reinterpret_cast<const Bytef*>(zeros.data()), uInt(zeros.size()));
+    for (int i = 0; i < kCopies; ++i) {
+        r.data += chunk;
+        r.crc = uint32_t(i == 0 ? piece : crc32_combine(r.crc, piece, z_off_t(zeros.size())));
+    }
+    r.data += std::string("\x03\x00", 2);  // a final fixed-Huffman block holding only its end
+    return r;
+}
+
+// How a forged file ends.
+enum class ForgedEnd { Plain, TrailingSignature, Zip64, Zip64WithDecoy };
+
+// A state dict of one tensor on storage "1", the 3.9 GB deflated record: the central directory
+// the reader reads lists it; a decoy one (Zip64WithDecoy) lists only the harmless records.
+std::string disguisedBomb(ForgedEnd how, const ZipRecord& bomb) {
+    std::vector<ZipRecord> records = {stored("version", "3\n"),
+                                      stored("data.pkl", oneTensor("w", 0, {4, 4}, {4, 1}, "FloatStorage", "1")), bomb};
+    ForgedZip z;
+    for (auto& r : records) z.add(r);
+    if (how == ForgedEnd::Zip64WithDecoy) {
+        const std::vector<ZipRecord> harmless(records.begin(), records.begin() + 2);
+        const uint64_t decoy_at = z.directory(harmless);
+        const uint64_t decoy_size = z.bytes.size() - decoy_at;
+        const uint64_t cd_at = z.directory(records);
+        z.zip64End(records.size(), cd_at, z.bytes.size() - cd_at);
+        z.end(harmless.size(), decoy_at, decoy_size);
+        return z.bytes;
+    }
+    const uint64_t cd_at = z.directory(records), cd_size = z.bytes.size() - cd_at;
+    if (how == ForgedEnd::Zip64) {
+        z.zip64End(records.size(), cd_at, cd_size);
+        z.end(0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF);
+        return z.bytes;
+    }
+    z.end(records.size(), cd_at, cd_size);
+    if (how == ForgedEnd::TrailingSignature) z.bytes += std::string("PK\x05\x06\0\0\0\0\0\0", 10);
+    return z.bytes;
+}
+
+void writeFile(const QString& path, const std::string& bytes) {
+    std::ofstream out(path.toStdString(), std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
 }
 
 // Writes every fixture into argv[1]: what torch.save wrote, and expect.json with each tensor's
@@ -183,6 +308,10 @@ private Q_SLOTS:
     void refusesShortStorage();
     void checksByteOrder();
     void refusesOtherFiles();
+    // files forged here, read under a memory limit
+    void refusesDisguisedZipBombs();
+    void refusesSizesBeyondTheFile();
+    void refusesAmplifyingPickle();
 
 private:
     bool havePython();
@@ -494,6 +623,101 @@ void TestTorchBin::refusesOtherFiles() {
         f.write("\x80\x02}q\x00.");
     }
     QVERIFY2(readError(pickle).startsWith(pickle + ": is a bare pickle"), qPrintable(readError(pickle)));
+}
+
+// The disguised zip bombs: a 4 MB file whose one deflated record declares 3.9 GB, its
+// central directory found past a trailing end signature with fewer than 22 bytes after it, or
+// through a zip64 end record (with and without a decoy classic one). Each is refused before
+// anything inflates; read with 1 GiB of address space to spare, where the old reader, which
+// allocated the 3.9 GB and inflated them, failed for memory (or, without the limit, read it).
+void TestTorchBin::refusesDisguisedZipBombs() {
+    const ZipRecord bomb = bombRecord("data/1");
+    QVERIFY2(bomb.data.size() < (size_t(6) << 20), qPrintable(QString::number(bomb.data.size())));
+    const std::pair<ForgedEnd, const char*> ends[] = {{ForgedEnd::Plain, "plain.bin"},
+                                                      {ForgedEnd::TrailingSignature, "trailing.bin"},
+                                                      {ForgedEnd::Zip64, "zip64.bin"},
+                                                      {ForgedEnd::Zip64WithDecoy, "decoy.bin"}};
+    for (const auto& [how, name] : ends) {
+        const QString path = m_dir.filePath(name);
+        writeFile(path, disguisedBomb(how, bomb));
+        const AddressSpaceLimit limit(uint64_t(1) << 30);
+        QVERIFY(limit.active());
+        const QString e = readError(path);
+        QVERIFY2(e.startsWith(path + ": record 'archive/data/1' is compressed; torch.save stores records uncompressed"),
+                 qPrintable(e));
+    }
+}
+
+// Stored records that claim more than the file holds: a zip64 size of 3.9 GB on a 64-byte record
+// (LibTorch allocated the declared size before reading), records that overlap (40 central
+// directory entries on one record's bytes), and one storage named by 40 tensors, each copied.
+void TestTorchBin::refusesSizesBeyondTheFile() {
+    const AddressSpaceLimit limit(uint64_t(1) << 30);
+    QVERIFY(limit.active());
+    ZipRecord claim = stored("data/1", std::string(64, '\0'));
+    claim.size = uint64_t(63) << 26;
+    claim.zip64 = true;
+    {
+        std::vector<ZipRecord> records = {stored("version", "3\n"),
+                                          stored("data.pkl", oneTensor("w", 0, {4, 4}, {4, 1}, "FloatStorage", "1")),
+                                          claim};
+        ForgedZip z;
+        for (auto& r : records) z.add(r);
+        const uint64_t at = z.directory(records);
+        z.end(records.size(), at, z.bytes.size() - at);
+        const QString path = m_dir.filePath("claims.bin");
+        writeFile(path, z.bytes);
+        const QString e = readError(path);
+        QVERIFY2(e.startsWith(path + ": record 'archive/data/1' claims 4227858432 bytes, more than the file's "),
+                 qPrintable(e));
+    }
+    constexpr int kTensors = 40;
+    constexpr int64_t kFloats = 1 << 16;  // 256 KiB a storage
+    auto forged = [&](bool overlap) {
+        Pickle p;
+        p.orderedDict().op('(');
+        for (int i = 0; i < kTensors; ++i)
+            p.str("w" + std::to_string(i))
+                .tensor("FloatStorage", overlap ? std::to_string(i) : "0", kFloats, 0, {kFloats}, {1});
+        std::vector<ZipRecord> records = {stored("version", "3\n"), stored("data.pkl", p.op('u').stop()),
+                                          stored("data/0", std::string(size_t(kFloats) * 4, '\0'))};
+        ForgedZip z;
+        for (auto& r : records) z.add(r);
+        for (int i = 1; overlap && i < kTensors; ++i) {  // more entries on data/0's bytes
+            records.push_back(records[2]);
+            records.back().name = "data/" + std::to_string(i);
+        }
+        const uint64_t at = z.directory(records);
+        z.end(records.size(), at, z.bytes.size() - at);
+        return z.bytes;
+    };
+    const QString overlapping = m_dir.filePath("overlap.bin");
+    writeFile(overlapping, forged(true));
+    QString e = readError(overlapping);
+    QVERIFY2(e.startsWith(overlapping + ": its records claim ") && e.contains("records overlap"), qPrintable(e));
+    const QString shared = m_dir.filePath("shared.bin");
+    writeFile(shared, forged(false));
+    e = readError(shared);
+    QVERIFY2(e.startsWith(shared + ": its tensors up to tensor 'w") &&
+                 e.contains("more than 8 times the file's size (one storage shared by too many tensors)"),
+             qPrintable(e));
+}
+
+// The 64 MB pickle of NONEs appended to a list 1,000 at a time: 2.6 GB before the old
+// unpickler refused it. Now the values held in containers are counted and refused past 4 M, some
+// 4 MB into the pickle; read with 1 GiB of address space to spare.
+void TestTorchBin::refusesAmplifyingPickle() {
+    std::string b = std::string("\x80\x02]", 3);
+    const std::string batch = "(" + std::string(1000, 'N') + "e";
+    b.reserve(size_t(64) << 20);
+    while (b.size() < (size_t(64) << 20)) b += batch;
+    b += '.';
+    const AddressSpaceLimit limit(uint64_t(1) << 30);
+    QVERIFY(limit.active());
+    const QString e = pickleError(b);
+    QVERIFY2(e.startsWith("t.pkl: APPENDS at byte ") &&
+                 e.endsWith(": the lists, tuples, dicts and memo grow past 4194304 values"),
+             qPrintable(e));
 }
 
 QTEST_GUILESS_MAIN(TestTorchBin)

@@ -10,6 +10,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -29,6 +30,27 @@ constexpr const char* kCompression = "zlib, one stream per point";
 // deflate never shrinks data more than about 1032:1 (zlib's technical details): a header that
 // claims more raw maps than that is refused before anything is allocated for them.
 constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// What the maps take in memory (docs/reliability.md, "Bounds on what readers allocate"): a map is
+// a vector of rows and each row a vector of floats, allocations of their own (at least 32 bytes,
+// 16 of them malloc's), so a header of many small maps costs far more than their bytes: 50 M
+// one-piece maps held in a 165 KB file took 4.5 GB. The whole history's maps are held at once.
+constexpr uint64_t kMaxMapMemory = uint64_t(2) << 30;
+// The JSON header is read into a document of its own, several times its size; the bundled
+// models' headers take 12 KB.
+constexpr uint64_t kMaxHeaderBytes = uint64_t(16) << 20;
+
+uint64_t mapMemory(uint64_t rows, uint64_t cols) {
+    const uint64_t row = std::max<uint64_t>(32, cols * sizeof(float) + 16);
+    return sizeof(Matrix) + 16 + rows * (sizeof(std::vector<float>) + row);
+}
+
+// Memory one probe's maps take at one point, as mapMemory counts it.
+uint64_t probeMemory(const HistoryProbe& p, int layers, int heads) {
+    const uint64_t s = p.source_pieces.size(), t = p.target_pieces.size();
+    const uint64_t lists = 3 * (sizeof(LayerHeadMaps) + uint64_t(layers) * (sizeof(std::vector<Matrix>) + 16));
+    return lists + uint64_t(layers) * uint64_t(heads) * (mapMemory(s, s) + mapMemory(t, t) + mapMemory(t, s));
+}
 
 // Bytes one probe takes at one point: every head's three maps.
 uint64_t probeBytes(const HistoryProbe& p, int layers, int heads) {
@@ -272,6 +294,9 @@ AttentionHistory parseAttentionHistory(const std::string& bytes, const std::stri
     uint64_t n = 0;
     for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     if (n > bytes.size() - 16) r.fail("truncated: the header says " + std::to_string(n) + " bytes of JSON");
+    if (n > kMaxHeaderBytes)
+        r.fail("its header of " + std::to_string(n) + " bytes is over the " + std::to_string(kMaxHeaderBytes >> 20) +
+               " MiB limit");
     json j;
     try {
         j = json::parse(bytes.substr(16, n));
@@ -280,8 +305,16 @@ AttentionHistory parseAttentionHistory(const std::string& bytes, const std::stri
     }
     std::vector<uint64_t> map_bytes;
     AttentionHistory h = readHeader(j, r, map_bytes);
-    uint64_t per_point = 0;
-    for (const auto& p : h.probes) per_point += probeBytes(p, h.n_layers, h.n_head);
+    uint64_t per_point = 0, memory = 0;  // at most 1,024 probes of 4,096 pieces and 64 x 256 heads: no wrap
+    for (const auto& p : h.probes) {
+        per_point += probeBytes(p, h.n_layers, h.n_head);
+        memory += probeMemory(p, h.n_layers, h.n_head);
+    }
+    if (!h.points.empty() && memory > kMaxMapMemory / h.points.size())
+        r.fail(std::to_string(h.points.size()) + " point(s) of " + std::to_string(h.probes.size()) + " probes x " +
+               std::to_string(h.n_layers) + " layers x " + std::to_string(h.n_head) + " heads would take " +
+               std::to_string(memory / (1 << 20)) + " MiB of memory each as maps, over the " +
+               std::to_string(kMaxMapMemory >> 30) + " GiB limit for a history's maps");
     const uint64_t maps = bytes.size() - 16 - n;
     size_t at = 16 + n;
     if (map_bytes.size() != h.points.size()) {  // version 1: the maps as they are

@@ -20,6 +20,12 @@ namespace {
 constexpr const char* kLessonFormat = "attnlab-lesson";
 constexpr const char* kSessionFormat = "attnlab-session";
 constexpr size_t kMaxLessonBytes = 4 << 20;
+// Bounds on what a lesson holds (docs/reliability.md, "Bounds on what readers allocate"): the
+// bundled lessons have at most 15 steps and captions of at most 455 bytes; the app lays a caption
+// out as Markdown and lists every step's title.
+constexpr size_t kMaxLessonSteps = 1000;
+constexpr size_t kMaxCaptionBytes = 16 << 10;
+constexpr size_t kMaxTitleBytes = 1 << 10;
 
 // Where an error is: "lesson.json: step 3: layer" ("…: selections.pairs.layer" inside an object).
 struct Where {
@@ -162,6 +168,11 @@ LessonStep parseStep(const json& j, const Where& w) {
     LessonStep s;
     if (j.contains("title")) s.title = getString(j, "title", w);
     if (j.contains("caption")) s.caption = getString(j, "caption", w);
+    if (s.title.size() > kMaxTitleBytes)
+        w.fail("title", std::to_string(s.title.size()) + " bytes, over the limit of " + std::to_string(kMaxTitleBytes));
+    if (s.caption.size() > kMaxCaptionBytes)
+        w.fail("caption", std::to_string(s.caption.size()) + " bytes, over the limit of " +
+                              std::to_string(kMaxCaptionBytes) + " (split it over steps)");
     if (!j.contains("view")) w.fail("view", "missing");
     s.view = parseView(j.at("view"), w);
     return s;
@@ -226,6 +237,9 @@ Lesson parseLesson(const std::string& text, const std::string& origin) {
     if (j.contains("model")) lesson.model = getString(j, "model", w);
     if (!j.contains("steps") || !j.at("steps").is_array() || j.at("steps").empty())
         w.fail("steps", "expected a list of at least one step");
+    if (j.at("steps").size() > kMaxLessonSteps)
+        w.fail("steps",
+               std::to_string(j.at("steps").size()) + " steps, over the limit of " + std::to_string(kMaxLessonSteps));
     for (const auto& s : j.at("steps")) {
         w.step = static_cast<int>(lesson.steps.size()) + 1;
         lesson.steps.push_back(parseStep(s, w));
@@ -253,12 +267,13 @@ void checkSelection(const std::string& name, const HeadSelection& s, int n_layer
 
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin, int n_dec_layers) {
     if (n_dec_layers <= 0) n_dec_layers = n_layers;
+    std::optional<AttentionKind> kind;  // as lessonViewAt(lesson, i) has it, carried step by step
     for (size_t i = 0; i < lesson.steps.size(); ++i) {
         const Where w{origin, static_cast<int>(i) + 1};
         const auto& v = lesson.steps[i].view;
         // The layer belongs to the stack of the step's kind (as inherited from earlier steps);
         // without one, to the deeper stack.
-        const auto kind = lessonViewAt(lesson, static_cast<int>(i)).kind;
+        if (v.kind) kind = v.kind;
         const int layers_here = !kind                                 ? std::max(n_layers, n_dec_layers)
                                 : *kind == AttentionKind::EncoderSelf ? n_layers
                                                                       : n_dec_layers;

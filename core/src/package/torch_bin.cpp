@@ -27,15 +27,23 @@ const char* kConvertHint =
     "convert it once, in the model's directory, with: python3 -c \"import torch; "
     "torch.save(torch.load('pytorch_model.bin', weights_only=True), 'pytorch_model.bin')\"";
 
+// The tensors read may share storages (tied weights: Marian's embeddings are one storage under up
+// to four names), and each is copied into memory of its own: together they may take at most this
+// many times the file's size, so that a pickle naming one storage a million times is refused.
+constexpr uint64_t kMaxTensorBytesPerFileByte = 8;
+
 void checkStoredEntries(const std::string& path, uint64_t file_size);
 
-// What the first bytes say the file is, before LibTorch's zip reader sees it.
-void checkKind(const std::string& path) {
+// What the first bytes say the file is, before LibTorch's zip reader sees it; returns its size.
+uint64_t checkKind(const std::string& path) {
     auto [in, size] = util::openRegularFile(path);
     std::string head(16, '\0');
     in.read(head.data(), std::streamsize(head.size()));
     head.resize(size_t(in.gcount()));
-    if (head.compare(0, 4, "PK\x03\x04", 4) == 0) return checkStoredEntries(path, size);
+    if (head.compare(0, 4, "PK\x03\x04", 4) == 0) {
+        checkStoredEntries(path, size);
+        return size;
+    }
     // torch.save(..., _use_new_zipfile_serialization=False): a pickle of the magic number
     // 0x1950a86a20f9469cfc6c (PROTO n, LONG1 10 bytes) followed by more pickles and raw storages.
     static const char magic[] = "\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
@@ -48,40 +56,135 @@ void checkKind(const std::string& path) {
 }
 
 // torch.save stores every record uncompressed. A compressed record would be inflated whole by
-// LibTorch's reader before anything could check its size (a 1 MB file can claim gigabytes), so the
-// zip's central directory is read first: every entry must be stored, and no larger than the file.
-uint32_t le32(const std::string& b, size_t at) {
-    return uint32_t(uint8_t(b[at])) | uint32_t(uint8_t(b[at + 1])) << 8 | uint32_t(uint8_t(b[at + 2])) << 16 |
-           uint32_t(uint8_t(b[at + 3])) << 24;
+// LibTorch's zip reader (miniz) before anything could check its size (a 1 MB file can claim
+// gigabytes), and LibTorch allocates a record's declared size before it reads it. So the zip's
+// central directory is read first, the one miniz reads and any other the file's end points to:
+// every entry must be stored, and the sizes it declares (its zip64 ones included) must fit in the
+// file, alone and all together (docs/reliability.md, "Bounds on what readers allocate").
+uint64_t le(const std::string& b, size_t at, size_t n) {
+    uint64_t v = 0;
+    for (size_t k = n; k-- > 0;) v = (v << 8) | uint8_t(b[at + k]);
+    return v;
 }
-uint16_t le16(const std::string& b, size_t at) { return uint16_t(uint8_t(b[at]) | uint8_t(b[at + 1]) << 8); }
+uint32_t le32(const std::string& b, size_t at) { return uint32_t(le(b, at, 4)); }
+uint16_t le16(const std::string& b, size_t at) { return uint16_t(le(b, at, 2)); }
 
-void checkStoredEntries(const std::string& path, uint64_t file_size) {
-    std::ifstream in(path, std::ios::binary);
-    const uint64_t tail_size = std::min<uint64_t>(file_size, 22 + 65535);  // the end record and its comment
-    std::string tail(size_t(tail_size), '\0');
-    in.seekg(std::streamoff(file_size - tail_size));
-    in.read(tail.data(), std::streamsize(tail.size()));
-    const size_t eocd = tail.rfind(std::string("PK\x05\x06", 4));
-    if (!in || eocd == std::string::npos || eocd + 22 > tail.size()) return;  // the zip reader reports it
-    const uint32_t cd_size = le32(tail, eocd + 12), cd_offset = le32(tail, eocd + 16);
-    if (cd_offset == 0xFFFFFFFFu || uint64_t(cd_offset) + cd_size > file_size) return;  // zip64: checked by size below
-    std::string cd(cd_size, '\0');
-    in.seekg(std::streamoff(cd_offset));
-    in.read(cd.data(), std::streamsize(cd.size()));
-    for (size_t at = 0; in && at + 46 <= cd.size() && le32(cd, at) == 0x02014b50u;) {
-        const uint16_t method = le16(cd, at + 10);
-        const uint32_t unpacked = le32(cd, at + 24);
-        const size_t name_len = le16(cd, at + 28), skip = 46 + name_len + le16(cd, at + 30) + le16(cd, at + 32);
-        const std::string name = cd.substr(at + 46, std::min(name_len, cd.size() - at - 46));
-        if (method != 0)
+constexpr uint32_t kEndSig = 0x06054b50, kZip64EndSig = 0x06064b50, kZip64LocatorSig = 0x07064b50,
+                   kEntrySig = 0x02014b50;
+constexpr size_t kEndSize = 22, kZip64EndSize = 56, kZip64LocatorSize = 20, kEntrySize = 46;
+// How far from its end miniz looks for the end record (its 64 KB comment and one 4 KB read).
+constexpr uint64_t kEndSearch = kEndSize + 0xFFFF + 4096;
+// A central directory entry takes about 100 bytes: 64 MiB is some 500,000 records (a state dict of
+// 100,000 tensors has fewer than 100,000 storages).
+constexpr uint64_t kMaxCentralDirectory = uint64_t(64) << 20;
+
+std::string readAt(std::ifstream& in, uint64_t at, uint64_t n) {
+    std::string b(size_t(n), '\0');
+    in.clear();
+    in.seekg(std::streamoff(at));
+    in.read(b.data(), std::streamsize(n));
+    b.resize(size_t(in.gcount()));
+    return b;
+}
+
+struct Span {
+    uint64_t offset = 0, size = 0;
+    const char* what = "";
+};
+
+// The central directories the file's end points to: the classic end record's, found as miniz
+// finds it (the last signature with a whole record after it), and the zip64 record's that a
+// locator right before it names, which miniz reads instead. Both are checked: a decoy in either
+// is refused.
+std::vector<Span> centralDirectories(const std::string& path, std::ifstream& in, uint64_t file_size) {
+    const uint64_t tail_at = file_size - std::min(file_size, kEndSearch);
+    const std::string tail = readAt(in, tail_at, file_size - tail_at);
+    size_t end = std::string::npos;
+    for (size_t i = tail.size() >= kEndSize ? tail.size() - kEndSize + 1 : 0; i-- > 0;)
+        if (le32(tail, i) == kEndSig) {
+            end = i;
+            break;
+        }
+    if (end == std::string::npos)
+        fail(path,
+             "is truncated or damaged: its zip archive has no central directory (no end record; the end of the "
+             "file is missing?)");
+    std::vector<Span> dirs;
+    const uint64_t cd_size = le32(tail, end + 12), cd_offset = le32(tail, end + 16);
+    if (cd_size != 0xFFFFFFFFu && cd_offset != 0xFFFFFFFFu) dirs.push_back({cd_offset, cd_size, "end record"});
+    const uint64_t end_at = tail_at + end;
+    if (end_at >= kZip64LocatorSize + kZip64EndSize) {
+        const std::string locator = readAt(in, end_at - kZip64LocatorSize, kZip64LocatorSize);
+        const bool found = locator.size() == kZip64LocatorSize && le32(locator, 0) == kZip64LocatorSig;
+        const uint64_t record_at = found ? le(locator, 8, 8) : file_size;
+        if (found && record_at <= file_size - kZip64EndSize) {
+            const std::string record = readAt(in, record_at, kZip64EndSize);
+            if (record.size() == kZip64EndSize && le32(record, 0) == kZip64EndSig)
+                dirs.push_back({le(record, 48, 8), le(record, 40, 8), "zip64 end record"});
+        }
+    }
+    for (const Span& d : dirs) {
+        if (d.size > kMaxCentralDirectory)
+            fail(path, "its " + std::string(d.what) + " declares a central directory of " + std::to_string(d.size) +
+                           " bytes, over the " + std::to_string(kMaxCentralDirectory >> 20) +
+                           " MiB limit (about 500,000 records)");
+        if (d.offset > file_size || d.size > file_size - d.offset)
+            fail(path, "is truncated or damaged: its " + std::string(d.what) + " places the central directory at " +
+                           std::to_string(d.offset) + " (" + std::to_string(d.size) + " bytes), beyond its " +
+                           std::to_string(file_size) + " bytes");
+    }
+    return dirs;
+}
+
+// An entry's sizes as miniz takes them: a field of all ones is read from the entry's zip64 extra
+// field, in the order uncompressed size, compressed size, local header offset.
+struct EntrySizes {
+    uint64_t unpacked = 0, packed = 0;
+};
+EntrySizes entrySizes(const std::string& cd, size_t at, size_t extra_at, size_t extra_len) {
+    EntrySizes s{le32(cd, at + 24), le32(cd, at + 20)};
+    for (size_t p = extra_at; p + 4 <= extra_at + extra_len;) {
+        const size_t id = le16(cd, p), len = le16(cd, p + 2);
+        if (p + 4 + len > extra_at + extra_len) break;
+        if (id == 0x0001) {
+            size_t w = p + 4;
+            for (uint64_t* field : {&s.unpacked, &s.packed})
+                if (*field == 0xFFFFFFFFu && w + 8 <= p + 4 + len) *field = le(cd, w, 8), w += 8;
+            break;
+        }
+        p += 4 + len;
+    }
+    return s;
+}
+
+void checkEntries(const std::string& path, const std::string& cd, uint64_t file_size) {
+    uint64_t total = 0;
+    for (size_t at = 0; at + kEntrySize <= cd.size() && le32(cd, at) == kEntrySig;) {
+        const size_t name_len = le16(cd, at + 28), extra_len = le16(cd, at + 30);
+        const size_t skip = kEntrySize + name_len + extra_len + le16(cd, at + 32);
+        const std::string name = cd.substr(at + kEntrySize, std::min(name_len, cd.size() - at - kEntrySize));
+        if (le16(cd, at + 10) != 0)
             fail(path, "record '" + name +
                            "' is compressed; torch.save stores records uncompressed, and a "
                            "compressed one is not read");
-        if (unpacked != 0xFFFFFFFFu && unpacked > file_size)
-            fail(path, "record '" + name + "' claims " + std::to_string(unpacked) + " bytes, more than the file");
+        const size_t extra_at = std::min(cd.size(), at + kEntrySize + name_len);
+        const EntrySizes s = entrySizes(cd, at, extra_at, std::min(extra_len, cd.size() - extra_at));
+        const uint64_t claimed = std::max(s.unpacked, s.packed);
+        if (claimed > file_size)
+            fail(path, "record '" + name + "' claims " + std::to_string(claimed) + " bytes, more than the file's " +
+                           std::to_string(file_size));
+        total += claimed;  // each at most the file's size, and fewer entries than bytes: no wrap
+        if (total > file_size)
+            fail(path, "its records claim " + std::to_string(total) + " bytes together (up to '" + name +
+                           "'), more than the file's " + std::to_string(file_size) + ": records overlap");
         at += skip;
     }
+}
+
+void checkStoredEntries(const std::string& path, uint64_t file_size) {
+    std::ifstream in(path, std::ios::binary);
+    for (const Span& d : centralDirectories(path, in, file_size))
+        checkEntries(path, readAt(in, d.offset, d.size), file_size);
 }
 
 at::ScalarType scalarType(const std::string& dtype) {
@@ -104,7 +207,7 @@ struct Record {
 };
 
 std::vector<std::pair<std::string, torch::Tensor>> read(const std::string& path) {
-    checkKind(path);
+    const uint64_t file_size = checkKind(path);
     std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
     try {
         reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
@@ -136,6 +239,7 @@ std::vector<std::pair<std::string, torch::Tensor>> read(const std::string& path)
     std::map<std::string, Record> records;
     std::vector<std::pair<std::string, torch::Tensor>> out;
     out.reserve(tensors.size());
+    uint64_t tensor_bytes = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const PickledTensor& t = tensors[i];
         const std::string what = "tensor '" + t.name + "'";
@@ -158,6 +262,11 @@ std::vector<std::pair<std::string, torch::Tensor>> read(const std::string& path)
                            util::shapeString(t.stride) + ", offset " + std::to_string(t.storage_offset) + ") needs " +
                            std::to_string(needed) + " bytes of storage " + name + ", which holds " +
                            std::to_string(r.size) + " (truncated or damaged file?)");
+        tensor_bytes += needed;  // each at most its record, itself at most the file: no wrap
+        if (tensor_bytes > kMaxTensorBytesPerFileByte * file_size)
+            fail(path, "its tensors up to " + what + " take " + std::to_string(tensor_bytes) + " bytes, more than " +
+                           std::to_string(kMaxTensorBytesPerFileByte) +
+                           " times the file's size (one storage shared by too many tensors)");
         const auto options = torch::TensorOptions().dtype(scalarType(t.dtype)).device(torch::kCPU);
         torch::Tensor tensor;
         if (needed == 0) {

@@ -16,12 +16,18 @@ namespace attnlab::package {
 
 namespace {
 
-// Bounds. A state dict of 100,000 tensors pickles to about 20 MB and builds about 1.5 M objects.
+// Bounds (docs/reliability.md, "Bounds on what readers allocate"). A state dict of 100,000 tensors
+// pickles to about 20 MB and builds about 1.5 M objects holding some 2 M values. Every value held
+// costs at least one byte of pickle, so what the unpickler holds grows with its input; the caps
+// keep it under about 1 GB whatever the input (a value is 32 bytes, a memo entry about 80):
+// the stack (transient: torch.save's pickler pushes 1,000 items between a MARK and its
+// APPENDS/SETITEMS, LibTorch's own a whole dict's), the values held in lists, tuples and dicts
+// and in the memo together, and the objects (strings, containers, storages, tensors).
 constexpr size_t kMaxPickle = size_t(256) << 20;
-constexpr size_t kMaxStack = size_t(1) << 22;
+constexpr size_t kMaxStack = size_t(1) << 20;
 constexpr size_t kMaxMarks = 256;
-constexpr size_t kMaxMemo = size_t(1) << 23;
-constexpr size_t kMaxObjects = size_t(1) << 23;
+constexpr size_t kMaxHeld = size_t(1) << 22;
+constexpr size_t kMaxObjects = size_t(1) << 22;
 constexpr size_t kMaxDims = 32;
 constexpr size_t kMaxGlobalPart = 256;
 constexpr size_t kMaxKey = 64;
@@ -254,6 +260,7 @@ private:
     std::vector<Storage> m_storages;
     std::vector<PickledTensor> m_tensors;
     std::map<std::string, const char*> m_storage_dtypes;  // key -> dtype, one per storage
+    size_t m_held = 0;                                    // values in containers and memo entries, together (kMaxHeld)
 
     [[noreturn]] void fail(const std::string& m) const { throw PackageError(m_origin + ": " + m); }
     // A problem with the current opcode: names it and where it is.
@@ -311,8 +318,15 @@ private:
         m_strings.emplace_back(s);
         return {Kind::Str, 0, 0, uint32_t(m_strings.size() - 1)};
     }
+    // Counts `n` more values held in containers or the memo, before they are stored.
+    void hold(size_t n) {
+        if (n > kMaxHeld - m_held)
+            failOp("the lists, tuples, dicts and memo grow past " + std::to_string(kMaxHeld) + " values");
+        m_held += n;
+    }
     Value seq(Kind kind, std::vector<Value> items = {}) {
         checkObjects();
+        hold(items.size());
         m_seqs.push_back(std::move(items));
         return {kind, 0, 0, uint32_t(m_seqs.size() - 1)};
     }
@@ -321,8 +335,7 @@ private:
     void memoPut(uint64_t index) {
         const Value v = top();
         if (index > UINT32_MAX) failOp("memo index out of range");
-        if (m_memo.size() >= kMaxMemo && !m_memo.count(uint32_t(index)))
-            failOp("the memo grows past " + std::to_string(kMaxMemo) + " entries");
+        if (!m_memo.count(uint32_t(index))) hold(1);
         m_memo[uint32_t(index)] = v;
     }
     void memoGet(uint64_t index) {
@@ -512,6 +525,7 @@ private:
         if (items.size() % 2) failOp("odd number of keys and values");
         for (size_t k = 0; k < items.size(); k += 2)
             if (items[k].kind != Kind::Str) failOp("a dict key is " + described(items[k].kind) + ", not a str");
+        hold(items.size());
         auto& target = m_seqs[d.ref];
         target.insert(target.end(), items.begin(), items.end());
     }
@@ -519,6 +533,7 @@ private:
     void appendItems(const std::vector<Value>& items) {
         Value& l = top();
         if (l.kind != Kind::List) failOp("appends to " + described(l.kind) + ", not a list");
+        hold(items.size());
         auto& target = m_seqs[l.ref];
         target.insert(target.end(), items.begin(), items.end());
     }
