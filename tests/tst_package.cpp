@@ -2,8 +2,10 @@
 // flipping and truncating bytes at many offsets never crashes the loader.
 #include "decoding/engine.h"
 #include "fixtures.h"
+#include "package/marian_import.h"
 #include "package/package_io.h"
 #include "package/safetensors.h"
+#include "tokenizer/text_codec.h"
 
 #include <attnlab/confidence.h>
 #include <attnlab/config_fields.h>
@@ -12,6 +14,8 @@
 #include <attnlab/translator.h>
 
 #include <QtTest/QtTest>
+
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -60,6 +64,9 @@ private Q_SLOTS:
     void formatOneLoadsWithDefaults();
     void confidenceCalibrationRoundTrips();
     void percentileIsNearestRank();
+    void specialFilesAreNamed_data();
+    void specialFilesAreNamed();
+    void marianDirectoryFilesAreNamed();
 
 private:
     std::string copyGood(const std::string& name);
@@ -539,6 +546,127 @@ void TestPackage::formatOneLoadsWithDefaults() {
     } catch (const attnlab::PackageError& e) {
         QVERIFY2(QString(e.what()).contains("'ffn_activation' needs format_version 2"), e.what());
     }
+}
+
+namespace {
+// What a test puts where a package file should be: a FIFO, a folder, a link to a character
+// device (/dev/null: no mknod needed), a dangling link.
+void replaceWith(const std::string& path, const std::string& what) {
+    fs::remove_all(path);
+    if (what == "fifo") QVERIFY(::mkfifo(path.c_str(), 0600) == 0);
+    if (what == "folder") fs::create_directory(path);
+    if (what == "device") fs::create_symlink("/dev/null", path);
+    if (what == "dangling") fs::create_symlink(path + ".gone", path);
+}
+
+template <typename F>
+QString messageOf(F&& f) {
+    try {
+        f();
+    } catch (const attnlab::Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return "(no error)";
+}
+}  // namespace
+
+// Issue 39, item 8: a FIFO, a folder or a device where a package file should be is named as what
+// it is (it said "missing file"); optional files (confidence.json, examples.tsv) that are there
+// but are not regular files are errors, not ignored.
+void TestPackage::specialFilesAreNamed_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("what");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("weights a FIFO") << "model.safetensors"
+                                    << "fifo"
+                                    << "model.safetensors: is a FIFO (named pipe), not a regular file";
+    QTest::newRow("weights a folder") << "model.safetensors"
+                                      << "folder"
+                                      << "model.safetensors: is a folder, not a file";
+    QTest::newRow("config a FIFO") << "config.json"
+                                   << "fifo"
+                                   << "config.json: is a FIFO (named pipe), not a regular file";
+    QTest::newRow("tokenizer a device") << "tokenizer.model"
+                                        << "device"
+                                        << "tokenizer.model: is a character device, not a regular file";
+    QTest::newRow("tokenizer a dangling link") << "tokenizer.model"
+                                               << "dangling"
+                                               << "tokenizer.model.gone, which does not exist";
+    QTest::newRow("confidence.json a FIFO") << "confidence.json"
+                                            << "fifo"
+                                            << "confidence.json: is a FIFO (named pipe), not a regular file";
+    QTest::newRow("examples.tsv a folder") << "examples.tsv"
+                                           << "folder"
+                                           << "examples.tsv: is a folder, not a file";
+}
+
+void TestPackage::specialFilesAreNamed() {
+    QFETCH(QString, file);
+    QFETCH(QString, what);
+    QFETCH(QString, message);
+    const std::string dir = copyGood("special-" + what.toStdString() + "-" + file.toStdString());
+    replaceWith(dir + "/" + file.toStdString(), what.toStdString());
+    const QString m = messageOf([&] { Translator t(dir, {attnlab::testing::testDevice()}); });
+    QVERIFY2(m.contains(QString::fromStdString(dir) + "/" + message), qPrintable(m));
+}
+
+// The same for a Hugging Face MarianMT directory (a copy of a real OPUS-MT one, without its
+// weights: what is read before them), and two silent readings of its config.json: 0 decoder
+// layers or a 0-wide decoder feed-forward meant "as the encoder"; a vocabulary id vocab.json
+// lacks showed as "<unused N>" in translations.
+void TestPackage::marianDirectoryFilesAreNamed() {
+    const QString opus =
+        qEnvironmentVariable("ATTNLAB_OPUS_MT_DIR", QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/opus-mt-en-mg");
+    if (!QFileInfo(opus + "/vocab.json").exists())
+        QSKIP(qPrintable("no OPUS-MT tokenizer files at " + opus + " (set ATTNLAB_OPUS_MT_DIR): skipped"));
+    int made = 0;
+    auto copy = [&] {
+        const std::string d = m_dir.path().toStdString() + "/marian-" + std::to_string(++made);
+        fs::create_directories(d);
+        for (const char* f : {"config.json", "vocab.json", "source.spm", "target.spm"}) {
+            fs::copy_file(opus.toStdString() + "/" + f, d + "/" + f);
+            fs::permissions(d + "/" + f, fs::perms::owner_write, fs::perm_options::add);
+        }
+        return d;
+    };
+    namespace pkg = attnlab::package;
+    const std::string real = copy();
+    QCOMPARE(pkg::readMarianConfig(real).model.n_trg_vocab, int64_t(54688));  // every id has its piece
+    QVERIFY(messageOf([&] { pkg::marianWeightsPath(real); }).contains("has neither model.safetensors nor"));
+
+    auto expect = [&](const std::string& file, const std::string& what, const QString& message, auto&& load) {
+        const std::string d = copy();
+        replaceWith(d + "/" + file, what);
+        const QString m = messageOf([&] { load(d); });
+        QVERIFY2(m.startsWith(QString::fromStdString(d + "/" + file) + ": " + message), qPrintable(m));
+    };
+    auto config = [](const std::string& d) { pkg::readMarianConfig(d); };
+    auto weights = [](const std::string& d) { pkg::marianWeightsPath(d); };
+    auto codec = [](const std::string& d) { attnlab::marianCodec(d, 54688); };
+    expect("model.safetensors", "fifo", "is a FIFO (named pipe), not a regular file", weights);
+    expect("pytorch_model.bin", "folder", "is a folder, not a file", weights);
+    expect("config.json", "device", "is a character device, not a regular file", config);
+    expect("vocab.json", "fifo", "is a FIFO (named pipe), not a regular file", config);
+    expect("target.spm", "folder", "is a folder, not a file", codec);
+    expect("generation_config.json", "fifo", "is a FIFO (named pipe), not a regular file", config);
+    expect("tokenizer_config.json", "folder", "is a folder, not a file", config);
+
+    for (const char* field : {"decoder_layers", "decoder_ffn_dim"}) {
+        const std::string d = copy();
+        editConfig(d, [&](auto& j) { j[field] = 0; });
+        const QString m = messageOf([&] { pkg::readMarianConfig(d); });
+        QVERIFY2(m == QString::fromStdString(d + "/config.json: '" + field + "' is 0; it must be at least 1"),
+                 qPrintable(m));
+    }
+    const std::string holes = copy();
+    auto vocab = nlohmann::json::parse(attnlab::testing::readFile(holes + "/vocab.json"));
+    for (auto it = vocab.begin(); it != vocab.end();)
+        it = it.value() == 4646 || it.value() == 9000 ? vocab.erase(it) : std::next(it);
+    attnlab::testing::writeFile(holes + "/vocab.json", vocab.dump());
+    const QString m = messageOf([&] { pkg::readMarianConfig(holes); });
+    QVERIFY2(m == QString::fromStdString(holes + "/vocab.json: has no piece for 2 of the model's 54688 ids "
+                                                 "(config.json's vocab_size); the first: 4646, 9000"),
+             qPrintable(m));
 }
 
 QTEST_APPLESS_MAIN(TestPackage)

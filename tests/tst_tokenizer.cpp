@@ -6,10 +6,14 @@
 #include <attnlab/tokenizer.h>
 
 #include "tokenizer/normalizer_check.h"
+#include "tokenizer/text_codec.h"
+#include "util/text.h"
 
 #include <torch/torch.h>
 
 #include <QtTest/QtTest>
+
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -30,6 +34,9 @@ private Q_SLOTS:
     void normalizationTableCheck();
     void trainingErrors();
     void trainedModelNamesNoPath();
+    void specialFilesAreNamed();
+    void messagesEscapeControlCharacters();
+    void vocabularyCoversEveryId();
 
 private:
     QTemporaryDir m_dir;
@@ -216,7 +223,7 @@ void TestTokenizer::trainingErrors() {
         Tokenizer::train(o);
         QFAIL("no exception");
     } catch (const attnlab::TokenizerError& e) {
-        QVERIFY2(QString(e.what()).contains("missing.txt is missing"), e.what());
+        QVERIFY2(QString(e.what()).contains("missing.txt: missing file"), e.what());
     }
     o.input_files = {m_dir.path().toStdString() + "/fb/corpus.txt"};
     o.vocab_size = 2;
@@ -266,6 +273,71 @@ void TestTokenizer::trainedModelNamesNoPath() {
     } catch (const attnlab::TokenizerError& e) {
         QVERIFY2(QString(e.what()).contains("no such folder does not exist"), e.what());
     }
+}
+
+namespace {
+template <typename F>
+QString messageOf(F&& f) {
+    try {
+        f();
+    } catch (const attnlab::Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return "(no error)";
+}
+}  // namespace
+
+// Issue 39, item 8: a tokenizer model that is a folder, a FIFO or a device is named as what it is
+// (it was "missing file").
+void TestTokenizer::specialFilesAreNamed() {
+    const std::string folder = m_dir.path().toStdString() + "/a-folder.model";
+    const std::string fifo = m_dir.path().toStdString() + "/a-fifo.model";
+    QDir().mkpath(QString::fromStdString(folder));
+    QVERIFY(::mkfifo(fifo.c_str(), 0600) == 0);
+    QCOMPARE(messageOf([&] { Tokenizer t(folder); }), QString::fromStdString(folder + ": is a folder, not a file"));
+    QCOMPARE(messageOf([&] { Tokenizer t(fifo); }),
+             QString::fromStdString(fifo + ": is a FIFO (named pipe), not a regular file"));
+    QCOMPARE(messageOf([] { Tokenizer t("/dev/null"); }),
+             QString("/dev/null: is a character device, not a regular file"));
+}
+
+// Pieces and text from files reach messages escaped: nothing in them acts on a terminal.
+void TestTokenizer::messagesEscapeControlCharacters() {
+    using attnlab::util::forMessage;
+    QCOMPARE(forMessage("▁Hunde"), std::string("▁Hunde"));  // printable UTF-8 as it is
+    QCOMPARE(forMessage("a\nb\tc\rd"), std::string("a\\nb\\tc\\rd"));
+    QCOMPARE(forMessage("\x1b[2J\x07\x7f"), std::string("\\x1B[2J\\x07\\x7F"));
+    QCOMPARE(forMessage(std::string("a\0b", 3)), std::string("a\\x00b"));
+    QCOMPARE(forMessage("back\\slash"), std::string("back\\\\slash"));
+    QCOMPARE(forMessage("\xC2\x85|\xC2\x9B"), std::string("\\u{0085}|\\u{009B}"));  // C1: NEL, CSI
+    QCOMPARE(forMessage("abc\xE2\x80\xAE"
+                        "cba"),
+             std::string("abc\\u{202E}cba"));                                         // right-to-left override
+    QCOMPARE(forMessage("\xFF\xC3(\xE2\x82"), std::string("\\xFF\\xC3(\\xE2\\x82"));  // not UTF-8
+    QCOMPARE(forMessage(std::string(300, 'x')), std::string(200, 'x') + "...");
+
+    // In a message: vocab.json's piece, an id outside the model's vocabulary.
+    const std::string path = m_dir.path().toStdString() + "/escape-vocab.json";
+    attnlab::testing::writeFile(path, R"({"</s>": 0, "<unk>": 1, "<pad>": 2, "\u001b[2J\n": 9})");
+    QCOMPARE(
+        messageOf([&] { attnlab::readMarianVocab(path, 3); }),
+        QString::fromStdString(path + ": '\\x1B[2J\\n' has id 9, outside the model's vocabulary of 3 (config.json)"));
+}
+
+// vocab.json must give every id of the model its piece (a missing one showed as "<unused N>" in a
+// translation); the real OPUS-MT vocabulary does (Hugging Face's conversion refuses one whose
+// size is not the model's).
+void TestTokenizer::vocabularyCoversEveryId() {
+    const std::string path = m_dir.path().toStdString() + "/holes-vocab.json";
+    attnlab::testing::writeFile(path, R"({"</s>": 0, "<unk>": 1, "<pad>": 9, "a": 3})");
+    QCOMPARE(messageOf([&] { attnlab::readMarianVocab(path, 10); }),
+             QString::fromStdString(path + ": has no piece for 6 of the model's 10 ids (config.json's vocab_size); the "
+                                           "first: 2, 4, 5, 6, 7, ..."));
+    const QString opus =
+        qEnvironmentVariable("ATTNLAB_OPUS_MT_DIR", QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/opus-mt-en-mg");
+    if (!QFileInfo(opus + "/vocab.json").exists())
+        QSKIP(qPrintable("no OPUS-MT vocab.json at " + opus + " (set ATTNLAB_OPUS_MT_DIR): the real one not read"));
+    QCOMPARE(attnlab::readMarianVocab((opus + "/vocab.json").toStdString(), 54688).size(), size_t(54688));
 }
 
 QTEST_APPLESS_MAIN(TestTokenizer)

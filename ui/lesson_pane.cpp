@@ -17,6 +17,7 @@ LessonPane::LessonPane(QWidget* parent) : QWidget(parent) {
     m_position = new QLabel(this);
     m_caption = new QTextBrowser(this);
     m_caption->setOpenExternalLinks(false);
+    m_caption->setUndoRedoEnabled(false);
     // Short labels keep the pane narrow at the presenter text size; the keys are in the tooltips.
     m_prev = new QPushButton(tr("◀ Previous"), this);
     m_prev->setToolTip(tr("Previous step (PageUp)"));
@@ -51,8 +52,7 @@ bool LessonPane::show(int i) {
     const auto& step = m_lesson.steps[i];
     QString md;
     if (!step.title.empty()) md = QStringLiteral("## %1\n\n").arg(QString::fromStdString(step.title));
-    m_caption->setMarkdown(md + QString::fromStdString(step.caption));
-    fitCodeSize();
+    setCaption(md + QString::fromStdString(step.caption));
     m_position->setText(tr("step %1 of %2").arg(i + 1).arg(count()));
     m_prev->setEnabled(i > 0);
     m_next->setEnabled(i + 1 < count());
@@ -60,13 +60,28 @@ bool LessonPane::show(int i) {
     return true;
 }
 
+// The caption in one edit of the shown document, laid out once at its end. Qt 6.4's Markdown
+// reader inserts span by span, and outside an edit block the document was laid out again after
+// each insertion (and after each code span's resize): quadratic, a 30 KB caption took 57 s.
+void LessonPane::setCaption(const QString& markdown) {
+    QTextDocument* doc = m_caption->document();
+    QTextCursor edit(doc);
+    edit.beginEditBlock();
+    doc->setMarkdown(markdown);
+    fitCodeSize();
+    edit.endEditBlock();
+    m_caption->moveCursor(QTextCursor::Start);  // a new step is read from its top
+}
+
 // Qt's Markdown reader gives `code` the system's fixed font at that font's own size, which stayed
-// at 9 pt beside an 18 pt caption: code takes the caption's size.
+// at 9 pt beside an 18 pt caption: code takes the caption's size. One edit block for all spans,
+// so that a change of the text size lays the caption out once, not once per span.
 void LessonPane::fitCodeSize() {
     QTextDocument* doc = m_caption->document();
     QTextCursor cursor(doc);
     QTextCharFormat size;
     size.setFontPointSize(m_caption->font().pointSizeF());
+    cursor.beginEditBlock();
     for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
         for (auto it = b.begin(); !it.atEnd(); ++it) {
             const QTextFragment f = it.fragment();
@@ -75,6 +90,7 @@ void LessonPane::fitCodeSize() {
             cursor.setPosition(f.position() + f.length(), QTextCursor::KeepAnchor);
             cursor.mergeCharFormat(size);
         }
+    cursor.endEditBlock();
 }
 
 void LessonPane::changeEvent(QEvent* event) {

@@ -35,6 +35,7 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    void setCaption(const QString& markdown);
     void fitCodeSize();  // code spans at the caption's text size
     Lesson m_lesson;
     QString m_origin;

@@ -2,6 +2,8 @@
 
 #include <attnlab/errors.h>
 
+#include "util/small_file.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -13,8 +15,8 @@ namespace attnlab::data {
 namespace fs = std::filesystem;
 
 std::vector<std::string> readLines(const std::string& path) {
+    if (auto problem = util::fileProblem(path)) throw InputError(*problem);
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) throw InputError(path + ": missing file");
     // gzopen reads plain files transparently too.
     gzFile f = gzopen(path.c_str(), "rb");
     if (!f) throw InputError(path + ": cannot be opened");

@@ -3,7 +3,9 @@
 #include "package/marian_import.h"
 #include "package/package_io.h"
 #include "util/device.h"
+#include "util/small_file.h"
 #include "util/tensor_convert.h"
+#include "util/text.h"
 #include "util/torch_errors.h"
 
 #include <attnlab/device.h>
@@ -80,8 +82,7 @@ std::unique_ptr<TextCodec> Engine::loadCodec(const std::string& dir) const {
         return marianCodec(dir, m_config.model.n_trg_vocab);
     }
     const std::string tok_path = (fs::path(dir) / package_files::kTokenizer).string();
-    std::error_code ec;
-    if (!fs::is_regular_file(tok_path, ec)) throw PackageError(tok_path + ": missing file");
+    util::requireFile(tok_path);
     std::unique_ptr<Tokenizer> tok;
     try {
         tok = std::make_unique<Tokenizer>(tok_path);
@@ -209,7 +210,7 @@ std::vector<int> wordsOfPieces(const std::string& sentence, const std::string& t
 
 std::string joined(const std::vector<std::string>& items) {
     std::string list;
-    for (const auto& x : items) list += (list.empty() ? "" : " ") + x;
+    for (const auto& x : items) list += (list.empty() ? "" : " ") + util::forMessage(x);
     return list;
 }
 }  // namespace

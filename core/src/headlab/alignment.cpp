@@ -3,6 +3,8 @@
 #include <attnlab/errors.h>
 #include <attnlab/text_io.h>
 
+#include "util/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <iterator>
@@ -43,9 +45,12 @@ GoldAlignment parseGoldLine(const std::string& line, const GoldFormat& format, c
         const size_t sep = link.find_first_of("-p?");
         const auto a = sep == std::string::npos ? std::nullopt : parseIndex(link.substr(0, sep));
         const auto b = sep == std::string::npos ? std::nullopt : parseIndex(link.substr(sep + 1));
-        if (!a || !b) throw InputError(where + ": link '" + link + "' is not i-j (sure) or ipj / i?j (possible)");
+        if (!a || !b)
+            throw InputError(where + ": link '" + util::forMessage(link) +
+                             "' is not i-j (sure) or ipj / i?j (possible)");
         if (*a < first || *b < first)
-            throw InputError(where + ": link '" + link + "' has index 0, but the file is read as 1-indexed " +
+            throw InputError(where + ": link '" + util::forMessage(link) +
+                             "' has index 0, but the file is read as 1-indexed " +
                              "(--gold-one-indexed); drop that option for 0-indexed files");
         AlignmentLink l =
             format.reversed ? AlignmentLink{*b - first, *a - first} : AlignmentLink{*a - first, *b - first};

@@ -1,6 +1,8 @@
 #include <attnlab/errors.h>
 #include <attnlab/training_log.h>
 
+#include "util/text.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -63,8 +65,8 @@ TrainingLog readTrainingLog(const std::string& path) {
             char* end = nullptr;
             const double v = f.empty() ? 0.0 : std::strtod(f.c_str(), &end);
             if (f.empty() || end != f.c_str() + f.size())
-                throw InputError(path + ": line " + std::to_string(number) + ", column '" + log.columns[j] + "': '" +
-                                 f + "' is not a number");
+                throw InputError(path + ": line " + std::to_string(number) + ", column '" +
+                                 util::forMessage(log.columns[j]) + "': '" + util::forMessage(f) + "' is not a number");
             row.push_back(v);
         }
         log.rows.push_back(std::move(row));

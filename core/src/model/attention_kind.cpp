@@ -1,6 +1,8 @@
 #include <attnlab/attention_kind.h>
 #include <attnlab/errors.h>
 
+#include "util/text.h"
+
 #include <sstream>
 
 namespace attnlab {
@@ -34,7 +36,7 @@ std::optional<AttentionKind> attentionKindFromName(const std::string& name) {
 
 AttentionKind parseAttentionKind(const std::string& name, const std::string& where) {
     if (const auto k = attentionKindFromName(name)) return *k;
-    throw InputError(where + ": '" + name + "' is not one of " + attentionKindNames());
+    throw InputError(where + ": '" + util::forMessage(name) + "' is not one of " + attentionKindNames());
 }
 
 std::string headName(const HeadRef& h) {
@@ -62,8 +64,8 @@ std::vector<HeadRef> parseHeadList(const std::string& text) {
         const auto kind = a == std::string::npos ? std::nullopt : attentionKindFromName(entry.substr(0, a));
         if (!kind || b == std::string::npos || !wholeNumber(entry.substr(a + 1, b - a - 1), h.layer) ||
             !wholeNumber(entry.substr(b + 1), h.head))
-            throw ConfigError("'" + entry + "' is not kind:layer:head (kind one of " + attentionKindNames() +
-                              "; layer and head 0-based numbers), e.g. cross:2:5");
+            throw ConfigError("'" + util::forMessage(entry) + "' is not kind:layer:head (kind one of " +
+                              attentionKindNames() + "; layer and head 0-based numbers), e.g. cross:2:5");
         h.kind = *kind;
         heads.push_back(h);
     }

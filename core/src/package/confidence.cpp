@@ -77,8 +77,7 @@ std::string confidenceCalibrationToJson(const ConfidenceCalibration& c) {
 
 std::optional<ConfidenceCalibration> readConfidenceCalibration(const std::string& package_dir) {
     const std::string path = (fs::path(package_dir) / package_files::kConfidence).string();
-    std::error_code ec;
-    if (!fs::exists(path, ec)) return std::nullopt;
+    if (!util::optionalFilePresent(path)) return std::nullopt;
     return confidenceCalibrationFromJson(util::readSmallFile(path, 64 * 1024), path);
 }
 

@@ -46,6 +46,13 @@ struct HfConfig {
         return v.get<int64_t>();
     }
     int64_t integer(const char* key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
+    // A count or width that must be there and at least 1 (AttnLab's own config reads 0 in
+    // n_dec_layers / d_dec_inner as "as the encoder"; in Hugging Face's there is no such 0).
+    int64_t positive(const char* key) const {
+        const int64_t v = integer(key);
+        if (v < 1) fail(std::string("'") + key + "' is " + std::to_string(v) + "; it must be at least 1");
+        return v;
+    }
     bool boolean(const char* key, bool fallback) const {
         if (!has(key)) return fallback;
         const json& v = j.at(key);
@@ -64,15 +71,14 @@ std::string activationOf(const HfConfig& c) {
     const std::string a = c.string("activation_function", "gelu");
     if (a == "swish" || a == "silu") return "swish";
     if (a == "relu" || a == "gelu") return a;
-    c.fail("activation_function '" + a + "' is not supported (relu, swish/silu and gelu are)");
+    c.fail("activation_function '" + util::forMessage(a) + "' is not supported (relu, swish/silu and gelu are)");
 }
 
 // The languages: tokenizer_config.json's source_lang/target_lang, else the directory's name
 // (opus-mt-en-de -> en, de), else "src"/"tgt".
 std::pair<std::string, std::string> languagesOf(const std::string& dir) {
     const fs::path tc = fs::path(dir) / kTokenizerConfig;
-    std::error_code ec;
-    if (fs::is_regular_file(tc, ec)) {
+    if (util::optionalFilePresent(tc.string())) {
         const json j = readJson(tc.string());
         if (j.is_object() && j.value("source_lang", json()).is_string() && j.value("target_lang", json()).is_string())
             return {j["source_lang"].get<std::string>(), j["target_lang"].get<std::string>()};
@@ -89,8 +95,7 @@ std::pair<std::string, std::string> languagesOf(const std::string& dir) {
 // num_beams and max_length: generation_config.json when present, else config.json.
 void decodingDefaults(const std::string& dir, const HfConfig& c, PackageConfig& pc) {
     const fs::path gc = fs::path(dir) / kGenerationConfig;
-    std::error_code ec;
-    const HfConfig from = fs::is_regular_file(gc, ec) ? HfConfig{readJson(gc.string()), gc.string()} : c;
+    const HfConfig from = util::optionalFilePresent(gc.string()) ? HfConfig{readJson(gc.string()), gc.string()} : c;
     if (!from.j.is_object()) from.fail("expected a JSON object");
     pc.num_beams = static_cast<int>(std::clamp<int64_t>(from.integer("num_beams", c.integer("num_beams", 0)), 0, 64));
     pc.max_length =
@@ -116,7 +121,7 @@ void refuseSeparateVocabularies(const std::string& dir) {
     if (fs::exists(fs::path(dir) / "target_vocab.json", ec))
         throw PackageError(dir + ": has target_vocab.json: separate target vocabularies are not supported yet");
     const fs::path tc = fs::path(dir) / kTokenizerConfig;
-    if (!fs::is_regular_file(tc, ec)) return;
+    if (!util::optionalFilePresent(tc.string())) return;
     const json j = readJson(tc.string());
     if (j.is_object() && j.value("separate_vocabs", json(false)) == json(true))
         throw PackageError(tc.string() +
@@ -144,7 +149,7 @@ PackageConfig mapMarianConfig(const HfConfig& c) {
     if (!c.j.is_object()) c.fail("expected a JSON object");
     const std::string type = c.string("model_type", "");
     if (type != "marian")
-        c.fail("model_type '" + type +
+        c.fail("model_type '" + util::forMessage(type) +
                "' is not supported: AttnLab opens MarianMT models (model_type \"marian\", as OPUS-MT's)");
     if (c.boolean("normalize_before", false))
         c.fail(
@@ -172,10 +177,10 @@ PackageConfig mapMarianConfig(const HfConfig& c) {
     m.d_word_vec = m.d_model = d_model;
     m.n_head = heads;
     m.d_k = m.d_v = d_model / heads;
-    m.n_layers = c.integer("encoder_layers");
-    m.n_dec_layers = c.integer("decoder_layers");
-    m.d_inner = c.integer("encoder_ffn_dim");
-    m.d_dec_inner = c.integer("decoder_ffn_dim");
+    m.n_layers = c.positive("encoder_layers");
+    m.n_dec_layers = c.positive("decoder_layers");
+    m.d_inner = c.positive("encoder_ffn_dim");
+    m.d_dec_inner = c.positive("decoder_ffn_dim");
     m.dropout = 0.1;
     m.n_position = c.integer("max_position_embeddings", 512);
     m.emb_src_trg_weight_sharing = c.boolean("share_encoder_decoder_embeddings", true);
@@ -237,10 +242,9 @@ PackageConfig readMarianConfig(const std::string& dir) {
 }
 
 std::string marianWeightsPath(const std::string& dir) {
-    std::error_code ec;
     for (const char* name : {kSafetensors, kTorchBin}) {
         const fs::path p = fs::path(dir) / name;
-        if (fs::is_regular_file(p, ec)) return p.string();
+        if (util::optionalFilePresent(p.string())) return p.string();  // names a folder or FIFO there
     }
     throw PackageError(dir +
                        ": has neither model.safetensors nor pytorch_model.bin (the weights; with git, "
@@ -269,7 +273,8 @@ Named readAll(const std::string& path) {
     auto put = [&](const std::string& stored, torch::Tensor t) {
         const std::string name = stored.rfind("model.", 0) == 0 ? stored.substr(6) : stored;
         if (!out.emplace(name, std::move(t)).second)
-            throw PackageError(path + ": holds '" + name + "' twice (with and without the 'model.' prefix)");
+            throw PackageError(path + ": holds '" + util::forMessage(name) +
+                               "' twice (with and without the 'model.' prefix)");
     };
     if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0) {
         for (auto& [name, t] : readTorchBin(path)) put(name, t);
@@ -278,7 +283,8 @@ Named readAll(const std::string& path) {
     const safetensors::Header header = safetensors::readHeader(path);
     for (const auto& t : header.tensors) {
         if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
-            throw PackageError(path + ": tensor '" + t.name + "' has dtype " + t.dtype + "; expected F32, F16 or BF16");
+            throw PackageError(path + ": tensor '" + util::forMessage(t.name) + "' has dtype " + t.dtype +
+                               "; expected F32, F16 or BF16");
         std::vector<char> bytes = safetensors::readTensorBytes(header, t);
         const auto dtype = t.dtype == "F32" ? torch::kFloat32 : t.dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
         put(t.name, torch::from_blob(bytes.data(), t.shape, torch::TensorOptions().dtype(dtype)).clone());
@@ -357,7 +363,8 @@ model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig
     for (const auto& [name, t] : file) {
         const auto type = t.scalar_type();
         if (type != torch::kFloat32 && type != torch::kFloat16 && type != torch::kBFloat16)
-            fail("tensor '" + name + "' is " + std::string(c10::toString(type)) + ", not F32, F16 or BF16");
+            fail("tensor '" + util::forMessage(name) + "' is " + std::string(c10::toString(type)) +
+                 ", not F32, F16 or BF16");
         dtypes.insert(type == torch::kFloat32 ? "F32" : type == torch::kFloat16 ? "F16" : "BF16");
     }
 
@@ -387,7 +394,7 @@ model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig
     for (const auto& [name, t] : file) {
         if (used.count(name)) continue;
         const std::string mine = renameLayerTensor(name, true);
-        if (mine.empty()) fail("unexpected tensor '" + name + "': not part of a MarianMTModel");
+        if (mine.empty()) fail("unexpected tensor '" + util::forMessage(name) + "': not part of a MarianMTModel");
         ours[mine] = t;
     }
     file.clear();  // each tensor now lives once, in `ours`, until it is copied into the model

@@ -10,6 +10,7 @@
 #include "util/checks.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
+#include "util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,8 +36,8 @@ void ModelConfig::validate() const {
         else if (auto t = std::get_if<std::string ModelConfig::*>(&f.member)) {
             const std::string choices = std::string("|") + f.choices + "|";
             if (choices.find("|" + this->**t + "|") == std::string::npos)
-                throw ConfigError(std::string(o) + ": " + f.name + " is '" + this->**t + "'; expected " +
-                                  f.rangeText());
+                throw ConfigError(std::string(o) + ": " + f.name + " is '" + util::forMessage(this->**t) +
+                                  "'; expected " + f.rangeText());
         }
     }
     // What no single field's range says.
@@ -66,7 +67,8 @@ void PackageConfig::validate() const {
     requireRange<int64_t>("eos_idx", eos_idx, 0, model.n_trg_vocab - 1, o);
     requireRange<int64_t>("unk_idx", unk_idx, 0, model.n_trg_vocab - 1, o);
     if (tokenizer != "sentencepiece" && tokenizer != "marian")
-        throw ConfigError("package config: tokenizer is '" + tokenizer + "'; expected sentencepiece | marian");
+        throw ConfigError("package config: tokenizer is '" + util::forMessage(tokenizer) +
+                          "'; expected sentencepiece | marian");
     requireRange<int>("num_beams", num_beams, 0, 64, o);
     requireRange<int>("max_length", max_length, 0, 4096, o);
 }
@@ -223,8 +225,7 @@ std::string bundledLessonsDir() {
 
 std::vector<Example> readExamples(const std::string& package_dir) {
     const std::string path = (fs::path(package_dir) / package_files::kExamples).string();
-    std::error_code ec;
-    if (!fs::exists(path, ec)) return {};
+    if (!util::optionalFilePresent(path)) return {};
     std::vector<Example> out;
     size_t line_no = 0;
     for (const std::string& line : readTextLines(path)) {
@@ -237,7 +238,7 @@ std::vector<Example> readExamples(const std::string& package_dir) {
         out.push_back({line.substr(0, tab), tab == std::string::npos ? std::string() : line.substr(tab + 1), {}});
     }
     const std::string gold_path = (fs::path(package_dir) / package_files::kAlignments).string();
-    if (!fs::exists(gold_path, ec)) return out;
+    if (!util::optionalFilePresent(gold_path)) return out;
     const auto gold = readTextLines(gold_path);
     if (gold.size() != out.size())
         throw InputError(gold_path + " has " + std::to_string(gold.size()) + " lines but " + path + " has " +

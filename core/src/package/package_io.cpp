@@ -99,7 +99,8 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
             fail("tensor '" + name + "' has dtype " + t->dtype + "; expected F32, F16 or BF16");
     }
     for (const auto& t : header.tensors)
-        if (!expected_names.count(t.name)) fail("unexpected tensor '" + t.name + "'" + tiedNote(t.name, config.model));
+        if (!expected_names.count(t.name))
+            fail("unexpected tensor '" + util::forMessage(t.name) + "'" + tiedNote(t.name, config.model));
 
     model::Transformer model(config.model);
     model->eval();

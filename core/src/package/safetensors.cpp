@@ -75,12 +75,13 @@ Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t
         if (key == "__metadata__") {
             if (!v.is_object()) fail(origin, "__metadata__ is not an object");
             for (auto m = v.begin(); m != v.end(); ++m) {
-                if (!m.value().is_string()) fail(origin, "__metadata__ value '" + m.key() + "' is not a string");
+                if (!m.value().is_string())
+                    fail(origin, "__metadata__ value '" + util::forMessage(m.key()) + "' is not a string");
                 h.metadata[m.key()] = m.value().get<std::string>();
             }
             continue;
         }
-        const std::string what = "tensor '" + key + "'";
+        const std::string what = "tensor '" + util::forMessage(key) + "'";
         if (!v.is_object()) fail(origin, what + ": entry is not an object");
         if (!v.contains("dtype") || !v["dtype"].is_string()) fail(origin, what + ": missing or non-string dtype");
         if (!v.contains("shape") || !v["shape"].is_array()) fail(origin, what + ": missing or non-array shape");
@@ -90,7 +91,7 @@ Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t
         t.name = key;
         t.dtype = v["dtype"].get<std::string>();
         const size_t item = dtypeSize(t.dtype);
-        if (item == 0) fail(origin, what + ": unknown dtype '" + t.dtype + "'");
+        if (item == 0) fail(origin, what + ": unknown dtype '" + util::forMessage(t.dtype) + "'");
         if (v["shape"].size() > 8) fail(origin, what + ": more than 8 dimensions");
         uint64_t numel = 1;
         for (const auto& d : v["shape"]) {
@@ -121,9 +122,10 @@ Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t
     });
     uint64_t cursor = 0;
     for (const auto& t : h.tensors) {
-        if (t.begin < cursor) fail(origin, "tensor '" + t.name + "' overlaps the tensor before it");
+        if (t.begin < cursor) fail(origin, "tensor '" + util::forMessage(t.name) + "' overlaps the tensor before it");
         if (t.begin > cursor)
-            fail(origin, "hole of " + std::to_string(t.begin - cursor) + " bytes before tensor '" + t.name + "'");
+            fail(origin, "hole of " + std::to_string(t.begin - cursor) + " bytes before tensor '" +
+                             util::forMessage(t.name) + "'");
         cursor = t.end;
     }
     if (cursor != h.data_size)
@@ -155,7 +157,8 @@ std::vector<char> readTensorBytes(const Header& h, const TensorInfo& t) {
     std::vector<char> out(t.end - t.begin);
     in.seekg(static_cast<std::streamoff>(h.data_offset + t.begin));
     in.read(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!in || static_cast<size_t>(in.gcount()) != out.size()) fail(h.path, "tensor '" + t.name + "' is truncated");
+    if (!in || static_cast<size_t>(in.gcount()) != out.size())
+        fail(h.path, "tensor '" + util::forMessage(t.name) + "' is truncated");
     return out;
 }
 

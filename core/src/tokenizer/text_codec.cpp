@@ -2,6 +2,7 @@
 
 #include "util/json_parse.h"
 #include "util/small_file.h"
+#include "util/text.h"
 
 #include <attnlab/errors.h>
 
@@ -50,8 +51,8 @@ public:
           m_target(load((fs::path(dir) / marian_files::kTargetSpm).string())),
           m_vocab(readMarianVocab((fs::path(dir) / marian_files::kVocab).string(), vocab_size)),
           m_vocab_size(static_cast<int>(vocab_size)) {
-        m_pieces.reserve(m_vocab.size());
-        for (const auto& [piece, id] : m_vocab) m_pieces.emplace(id, piece);
+        m_pieces.resize(m_vocab.size());  // readMarianVocab: every id 0..vocab_size-1 once
+        for (const auto& [piece, id] : m_vocab) m_pieces[id] = piece;
         m_unk = m_vocab.at("<unk>");
         m_special = {m_vocab.at("</s>"), m_vocab.at("<pad>"), m_unk};
     }
@@ -96,15 +97,13 @@ public:
 
     std::string idToPiece(int id) const override {
         if (id < 0 || id >= m_vocab_size) return "<id " + std::to_string(id) + ">";
-        const auto it = m_pieces.find(id);
-        return it == m_pieces.end() ? "<unused " + std::to_string(id) + ">" : it->second;
+        return m_pieces[static_cast<size_t>(id)];
     }
     int vocabSize() const override { return m_vocab_size; }
 
 private:
     static std::unique_ptr<Tokenizer> load(const std::string& path) {
-        std::error_code ec;
-        if (!fs::is_regular_file(path, ec)) throw PackageError(path + ": missing file");
+        util::requireFile(path);
         try {
             return std::make_unique<Tokenizer>(path);
         } catch (const TokenizerError& e) {
@@ -123,7 +122,7 @@ private:
     std::unique_ptr<Tokenizer> m_source, m_target;
     std::unordered_map<std::string, int> m_vocab;
     int m_vocab_size = 0;
-    std::unordered_map<int, std::string> m_pieces;  // id -> piece (vocab.json's entries only)
+    std::vector<std::string> m_pieces;  // id -> piece
     int m_unk = 0;
     std::vector<int> m_special;
 };
@@ -138,23 +137,41 @@ std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_siz
     return std::make_unique<MarianCodec>(dir, vocab_size);
 }
 
+namespace {
+// Every id the model has must have its piece: a translation would otherwise show an id that no
+// text stands for. (Hugging Face's conversion refuses a vocabulary whose size is not the
+// model's, and ids are unique, so every OPUS-MT vocab.json covers 0..vocab_size-1.)
+void refuseMissingIds(const std::string& path, const std::unordered_map<int64_t, char>& seen, int64_t vocab_size) {
+    if (static_cast<int64_t>(seen.size()) == vocab_size) return;
+    constexpr int kNamed = 5;
+    std::string first;
+    int named = 0;
+    for (int64_t id = 0; id < vocab_size && named < kNamed; ++id)
+        if (!seen.count(id)) first += (named++ ? ", " : "") + std::to_string(id);
+    const int64_t missing = vocab_size - static_cast<int64_t>(seen.size());
+    throw PackageError(path + ": has no piece for " + std::to_string(missing) + " of the model's " +
+                       std::to_string(vocab_size) + " ids (config.json's vocab_size); the first: " + first +
+                       (missing > kNamed ? ", ..." : ""));
+}
+}  // namespace
+
 std::unordered_map<std::string, int> readMarianVocab(const std::string& path, int64_t vocab_size) {
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) throw PackageError(path + ": missing file");
     const nlohmann::json j = util::parseJson(util::readSmallFile(path, 64u << 20), path);
     if (!j.is_object()) throw PackageError(path + ": expected an object mapping pieces to ids");
     std::unordered_map<std::string, int> vocab;
     std::unordered_map<int64_t, char> seen;
     for (const auto& [piece, value] : j.items()) {
         if (!value.is_number_integer())
-            throw PackageError(path + ": the id of '" + piece + "' is " + value.dump() + ", not an integer");
+            throw PackageError(path + ": the id of '" + util::forMessage(piece) + "' is " + value.dump() +
+                               ", not an integer");
         const int64_t id = value.get<int64_t>();
         if (id < 0 || id >= vocab_size)
-            throw PackageError(path + ": '" + piece + "' has id " + std::to_string(id) +
+            throw PackageError(path + ": '" + util::forMessage(piece) + "' has id " + std::to_string(id) +
                                ", outside the model's vocabulary of " + std::to_string(vocab_size) + " (config.json)");
         if (seen[id]++) throw PackageError(path + ": id " + std::to_string(id) + " is given to more than one piece");
         vocab.emplace(piece, static_cast<int>(id));
     }
+    refuseMissingIds(path, seen, vocab_size);
     for (const char* needed : {"</s>", "<unk>", "<pad>"})
         if (!vocab.count(needed)) throw PackageError(path + ": has no '" + needed + "' piece");
     return vocab;

@@ -45,8 +45,10 @@ inline constexpr const char* kTargetSpm = "target.spm";
 inline constexpr const char* kVocab = "vocab.json";
 }  // namespace marian_files
 
-// Reads vocab.json (piece -> id); throws PackageError naming the file for malformed JSON, an id
-// outside [0, vocab_size), an id given twice, or a missing "</s>", "<unk>" or "<pad>".
+// Reads vocab.json (piece -> id); throws PackageError naming the file for what stands there
+// instead of a file, malformed JSON, an id outside [0, vocab_size), an id given twice, an id of
+// 0..vocab_size-1 with no piece (the first few named, and the count), or a missing "</s>",
+// "<unk>" or "<pad>". Pieces are quoted escaped (util::forMessage).
 std::unordered_map<std::string, int> readMarianVocab(const std::string& path, int64_t vocab_size);
 
 // MarianTokenizer as Hugging Face documents it: a leading ">>xx<<" language code is kept as one

@@ -139,8 +139,7 @@ struct Tokenizer::Impl {
 };
 
 Tokenizer::Tokenizer(const std::string& model_path) : m_impl(std::make_unique<Impl>()) {
-    std::error_code ec;
-    if (!fs::is_regular_file(model_path, ec)) throw TokenizerError(model_path + ": missing file");
+    if (auto problem = util::fileProblem(model_path)) throw TokenizerError(*problem);
     m_impl->a = &spm::module();
     m_impl->path = model_path;
     probeOnce(*m_impl->a, model_path, readCheckedModel(model_path));
@@ -242,8 +241,7 @@ void Tokenizer::train(const TokenizerTrainingOptions& o) {
     o.validate();
     std::vector<const char*> inputs;
     for (const auto& f : o.input_files) {
-        std::error_code ec;
-        if (!fs::is_regular_file(f, ec)) throw TokenizerError("tokenizer training: input file " + f + " is missing");
+        if (auto problem = util::fileProblem(f)) throw TokenizerError("tokenizer training: input file " + *problem);
         inputs.push_back(f.c_str());
     }
     // Checked before the minutes of training, not after: the model's folder must exist.

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attnlab::util {
@@ -26,6 +27,14 @@ inline void appendUtf8(std::string& out, char32_t c) {
                 char(0x80 | (c & 0x3F))};
     }
 }
+
+// `s` (a piece, a name or text read from a file, user text) as a message may quote it, so that
+// nothing in it acts on a terminal or hides what it is: printable text stays as it is; a
+// backslash is doubled; newline, carriage return and tab become \n \r \t; other C0 controls,
+// DEL and bytes that are not well-formed UTF-8 become \xNN; C1 controls, the line and paragraph
+// separators and the bidirectional controls become \u{NNNN}. Cut with "..." once the result
+// reaches max_bytes.
+std::string forMessage(std::string_view s, size_t max_bytes = 200);
 
 // "[2, 3]" for a tensor shape, in error messages.
 inline std::string shapeString(const std::vector<int64_t>& s) {

@@ -1,0 +1,75 @@
+#include "util/text.h"
+
+#include <cstdio>
+
+namespace attnlab::util {
+
+namespace {
+// The code point of the well-formed UTF-8 sequence of length n at s[i], or -1.
+long decodeUtf8(std::string_view s, size_t i, size_t n) {
+    if (n < 2 || i + n > s.size()) return -1;
+    long cp = static_cast<unsigned char>(s[i]) & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        if ((c & 0xC0) != 0x80) return -1;
+        cp = (cp << 6) | (c & 0x3F);
+    }
+    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+    return cp;
+}
+
+// C1 controls, U+2028/U+2029, and the bidirectional marks, embeddings, overrides and isolates.
+bool invisibleControl(long cp) {
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string byteEscape(unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02X", unsigned(c));
+    return buf;
+}
+
+// An ASCII character as a message shows it.
+std::string asciiShown(unsigned char c) {
+    switch (c) {
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return c < 0x20 || c == 0x7F ? byteEscape(c) : std::string(1, char(c));
+    }
+}
+
+std::string codePointEscape(long cp) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "\\u{%04lX}", static_cast<unsigned long>(cp));
+    return buf;
+}
+}  // namespace
+
+std::string forMessage(std::string_view s, size_t max_bytes) {
+    std::string out;
+    for (size_t i = 0; i < s.size();) {
+        if (out.size() >= max_bytes) return out + "...";
+        const auto c = static_cast<unsigned char>(s[i]);
+        const size_t n = utf8SequenceLength(c);
+        const long cp = c < 0x80 ? long(c) : decodeUtf8(s, i, n);
+        if (c < 0x80) {
+            out += asciiShown(c);
+        } else if (cp < 0) {
+            out += byteEscape(c);  // one byte of text that is not UTF-8
+            ++i;
+            continue;
+        } else if (invisibleControl(cp)) {
+            out += codePointEscape(cp);
+        } else {
+            out += s.substr(i, n);
+        }
+        i += n;
+    }
+    return out;
+}
+
+}  // namespace attnlab::util
