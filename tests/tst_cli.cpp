@@ -45,6 +45,21 @@ Run cli(const QStringList& args, const QByteArray& input = {}) {
     r.err = QString::fromUtf8(p.readAllStandardError());
     return r;
 }
+
+// attnlab-cli with its stdin as a shell redirection makes it (`0<&-` closes it, `< DIR` opens a
+// directory: QProcess can do neither).
+Run cliWithStdin(const QString& redirection, const QStringList& args) {
+    QProcess p;
+    p.start("/bin/sh", QStringList{"-c", "exec \"$0\" \"$@\" " + redirection, ATTNLAB_CLI_PATH} + args);
+    p.waitForStarted();
+    p.closeWriteChannel();
+    p.waitForFinished(120000);
+    Run r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
 }  // namespace
 
 class TestCli : public QObject {
@@ -54,6 +69,9 @@ private Q_SLOTS:
     void helpForEverySubcommand();
     void translateText();
     void translateStdinKeepsOrderAndReportsBadLines();
+    void translateStdinAsLinesArrive();
+    void stdinReadErrorsAreErrors();
+    void nonFiniteNumbersAreErrors();
     void attentionJsonReadBack();
     void outputsToLinksAndDevices();
     void inspect();
@@ -128,6 +146,114 @@ void TestCli::translateStdinKeepsOrderAndReportsBadLines() {
     QCOMPARE(out.size(), 5);  // 4 lines + trailing empty
     for (int i : {0, 1, 3}) QCOMPARE(out[i], QString::fromStdString(t.translate(lines[i].toStdString(), o).best.text));
     QCOMPARE(out[2], QString());
+}
+
+void TestCli::translateStdinAsLinesArrive() {
+    // A slow writer: each line's translation comes out before the next line is written. stdin used
+    // to be read to its end first, so nothing came out until the writer closed it.
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.beam_size = 1;
+    o.max_length = 6;
+    const QStringList lines = {"Ein Mann.", "Die katze schläft.", "Zwei Hunde spielen."};
+    QProcess p;
+    p.start(ATTNLAB_CLI_PATH,
+            {"translate", "-m", m_pkg, "--beam", "1", "--max-len", "6", "--device", attnlab::testing::testDeviceArg()});
+    QVERIFY(p.waitForStarted());
+    QByteArray out;
+    for (int i = 0; i < lines.size(); ++i) {
+        p.write(lines[i].toUtf8() + "\n");
+        QVERIFY(p.waitForBytesWritten(10000));
+        QElapsedTimer waited;  // the model loads during the first wait
+        waited.start();
+        while (out.count('\n') <= i && waited.elapsed() < 60000 && p.state() == QProcess::Running) {
+            p.waitForReadyRead(500);
+            out += p.readAllStandardOutput();
+        }
+        QVERIFY2(out.count('\n') == i + 1,
+                 qPrintable(QString("no translation of line %1 before line %2 was written: '%3'")
+                                .arg(i + 1)
+                                .arg(i + 2)
+                                .arg(QString::fromUtf8(out))));
+    }
+    p.closeWriteChannel();
+    QVERIFY(p.waitForFinished(60000));
+    out += p.readAllStandardOutput();
+    QCOMPARE(p.exitCode(), 0);
+    const QStringList got = QString::fromUtf8(out).split('\n');
+    QCOMPARE(got.size(), lines.size() + 1);
+    for (int i = 0; i < lines.size(); ++i)
+        QCOMPARE(got[i], QString::fromStdString(t.translate(lines[i].toStdString(), o).best.text));
+}
+
+void TestCli::stdinReadErrorsAreErrors() {
+    // A read error used to count as the end of stdin: exit 0, no output, no message.
+    const QStringList args{"translate", "-m", m_pkg, "--beam", "1", "--max-len", "6"};
+    auto r = cliWithStdin("< '" + m_dir.path() + "'", args);
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: stdin: cannot read: Is a directory\n"));
+    r = cliWithStdin("0<&-", args);
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: stdin: cannot read: Bad file descriptor\n"));
+    // An endless line (/dev/zero: 2.1 GB read in 31 s, then nothing; `yes` ended in bad_alloc) is
+    // refused at the line cap, after the lines before it were translated and printed.
+    attnlab::Translator t(m_pkg.toStdString(), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.beam_size = 1;
+    o.max_length = 6;
+    QElapsedTimer timer;
+    timer.start();
+    r = cliWithStdin("< /dev/zero", args);
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: stdin line 1: longer than 1048576 bytes without a line break; at most "
+                            "1048576 are read as one line\n"));
+    QVERIFY(r.out.isEmpty());
+    QProcess shell;
+    shell.start(
+        "/bin/sh",
+        QStringList{"-c", "{ printf 'Ein Mann.\\n'; cat /dev/zero; } | \"$0\" \"$@\"", ATTNLAB_CLI_PATH} + args);
+    QVERIFY(shell.waitForFinished(120000));
+    QCOMPARE(shell.exitCode(), 2);
+    QCOMPARE(QString::fromUtf8(shell.readAllStandardOutput()),
+             QString::fromStdString(t.translate("Ein Mann.", o).best.text) + "\n");
+    QVERIFY2(QString::fromUtf8(shell.readAllStandardError()).contains("attnlab-cli: stdin line 2: longer than"),
+             "the endless second line");
+    // Seconds, not the half minute /dev/zero took to fill memory: a margin any machine clears.
+    QVERIFY2(timer.elapsed() < 60000, qPrintable(QString::number(timer.elapsed())));
+}
+
+void TestCli::nonFiniteNumbersAreErrors() {
+    // Finite but huge weights (3e38) pass the load-time check; greedy printed an empty line with
+    // exit 0 (--scores: -nan), beam 4 said "search returned no hypothesis".
+    const std::string pkg = attnlab::testing::writeHugeWeightPackage(
+        m_dir.path().toStdString() + "/huge", m_dir.path().toStdString() + "/spm.model",
+        attnlab::testing::smallConfig(400), "encoder.layer_stack.1.slf_attn.w_vs.weight");
+    for (const char* beam : {"1", "4"}) {
+        auto r = cli({"translate", "-m", QString::fromStdString(pkg), "-t", "Ein Hund.", "--beam", beam, "--scores"});
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, QString("attnlab-cli: decoding step 1: the encoder's layer 2 self-attention produced "
+                                "non-finite values (weights too large?)\n"));
+        QVERIFY(r.out.isEmpty());
+    }
+    // Floating-point options: NaN and infinity refused by name.
+    const std::vector<std::pair<QStringList, QString>> refused = {
+        {{"--alpha", "nan"}, "length_penalty (alpha) = nan is not a number; expected one in [0, 10]"},
+        {{"--alpha", "inf"}, "length_penalty (alpha) = inf is out of range [0, 10]"},
+        {{"--max-len-ratio", "nan"}, "max_length_ratio = nan is not a number; expected one in [0, 1000]"},
+        {{"--max-len-ratio", "inf"}, "max_length_ratio = inf is out of range [0, 1000]"}};
+    for (const auto& [option, message] : refused) {
+        auto r = cli(QStringList{"translate", "-m", m_pkg, "-t", "Ein Hund."} + option);
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, "attnlab-cli: decoding options: " + message + "\n");
+    }
+    const QStringList train{"train",    "--data", m_dir.path() + "/none", "--output", m_dir.path() + "/none-out",
+                            "--epochs", "1"};
+    auto r = cli(train + QStringList{"--lr-mul", "nan"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: training options: --lr-mul must be a positive number\n"));
+    r = cli(train + QStringList{"--dropout", "nan"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("dropout = nan is not a number"), qPrintable(r.err));
 }
 
 // --maps value-norm,rollout: the value norms are the library's, each weighted map is the weights

@@ -37,6 +37,7 @@ private Q_SLOTS:
     void ablatingNoHeadIsThePlainTranslation();
     void ablatingAHeadRemovesItsContribution();
     void libtorchErrorsNeverReachTheCaller();
+    void hugeFiniteWeightsAreANumericError();
 
 private:
     QTemporaryDir m_dir;
@@ -621,6 +622,34 @@ void TestTranslator::libtorchErrorsNeverReachTheCaller() {
             QVERIFY2(std::string(e.what()).find(": LibTorch failed: ") != std::string::npos, e.what());
         } catch (const std::exception& e) {
             QFAIL(qPrintable(QString("call %1 let a non-attnlab exception through: %2").arg(i).arg(e.what())));
+        }
+    }
+}
+
+void TestTranslator::hugeFiniteWeightsAreANumericError() {
+    // 3e38 is finite in float32, so the package loads; the values it multiplies overflow. Greedy
+    // search printed an empty translation and beam search said "no hypothesis": both now name the
+    // step and the first sub-layer whose output is not finite.
+    auto cfg = attnlab::testing::smallConfig(400);
+    cfg.n_position = 40;
+    const std::string tok = m_dir.path().toStdString() + "/spm.model";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"encoder.layer_stack.1.slf_attn.w_vs.weight", "the encoder's layer 2 self-attention"},
+        {"decoder.layer_stack.0.pos_ffn.w_1.weight", "the decoder's layer 1 feed-forward"}};
+    for (size_t c = 0; c < cases.size(); ++c) {
+        const auto pkg = attnlab::testing::writeHugeWeightPackage(
+            m_dir.path().toStdString() + "/huge" + std::to_string(c), tok, cfg, cases[c].first);
+        Translator t(pkg, {attnlab::testing::testDevice()});
+        for (int beam : {1, 4}) {
+            DecodingOptions o;
+            o.beam_size = beam;
+            try {
+                const auto r = t.translate("Ein Hund läuft über die Straße.", o);
+                QFAIL(qPrintable(QString("beam %1: translated to '%2'").arg(beam).arg(r.best.text.c_str())));
+            } catch (const attnlab::NumericError& e) {
+                QCOMPARE(std::string(e.what()),
+                         "decoding step 1: " + cases[c].second + " produced non-finite values (weights too large?)");
+            }
         }
     }
 }

@@ -357,7 +357,7 @@ void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMe
 
 int runAlign(const CommonOptions& common, const AlignCommand& a) {
     auto method = attnlab::parseAlignmentMethod(a.method);
-    if (a.threshold < 0 || a.threshold > 1)
+    if (!(a.threshold >= 0 && a.threshold <= 1))
         throw attnlab::ConfigError("--threshold " + std::to_string(a.threshold) + " is out of range (0..1)");
     const Pairs test = readPairs(a.src, a.tgt, a.gold, a);
     const std::optional<Pairs> dev =

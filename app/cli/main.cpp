@@ -18,6 +18,7 @@
 #include "head_lab_commands.h"
 #include "history_command.h"
 #include "toy_command.h"
+#include "translate_command.h"
 
 #include <CLI/CLI.hpp>
 
@@ -42,108 +43,9 @@ namespace {
 using attnlab_cli::addCommon;
 using attnlab_cli::CommonOptions;
 using attnlab_cli::load;
+using attnlab_cli::TranslateCommand;
 
 // Every subcommand's options, in one struct each, registered by one function each.
-struct TranslateCommand {
-    CLI::App* cmd = nullptr;
-    attnlab::DecodingOptions decoding;
-    std::vector<std::string> texts;
-    std::string attention_path;
-    std::vector<std::string> maps;  // --maps: which maps the attention JSON holds besides the weights
-    std::string trace_path;
-    std::string ablate;
-    bool scores = false;
-};
-
-// --scores: the sentence's mean probability per piece, then each piece with its probability.
-std::string scoreColumns(const attnlab::TranslationResult& r) {
-    auto number = [](double v) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.4f", v);
-        return std::string(buf);
-    };
-    std::string out = "\t" + number(r.confidence.probability) + "\t";
-    for (size_t i = 0; i < r.best.pieces.size(); ++i)
-        out += (i ? " " : "") + r.best.pieces[i] + "=" + number(std::exp(r.best.token_log_probs.at(i)));
-    return out;
-}
-
-int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
-    attnlab::DecodingOptions d = t.decoding;
-    d.validate();
-    if (t.scores && d.nbest > 1)
-        throw attnlab::ConfigError("--scores describes the best translation: leave out --nbest");
-    std::vector<std::string> lines = t.texts;
-    if (lines.empty()) {
-        std::string line;
-        while (std::getline(std::cin, line)) {
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            lines.push_back(line);
-        }
-    }
-    auto translator = load(common);
-    attnlab_cli::useModelDefaults(d, translator, t.cmd);
-    // Invalid lines are reported and left empty, so the output stays aligned with the input.
-    std::vector<std::string> valid;
-    std::vector<size_t> where;
-    int status = 0;
-    for (size_t i = 0; i < lines.size(); ++i) {
-        if (auto why = translator.inputProblem(lines[i])) {
-            std::cerr << "attnlab-cli: line " << i + 1 << ": " << *why << "\n";
-            status = 1;
-        } else {
-            valid.push_back(lines[i]);
-            where.push_back(i);
-        }
-    }
-    const bool show_progress = isatty(STDERR_FILENO) && valid.size() > 1;
-    attnlab::StepCallback progress;
-    if (show_progress)
-        progress = [&](const attnlab::StepProgress& p) {
-            std::cerr << "\rtranslating sentences " << p.sentence_begin + 1 << "-" << p.sentence_end << " of "
-                      << p.sentences_total << "   " << std::flush;
-            return true;
-        };
-    auto results = translator.translateBatch(valid, d, progress);
-    if (show_progress) std::cerr << "\r" << std::string(60, ' ') << "\r";
-    std::vector<int> slot(lines.size(), -1);  // line -> result
-    for (size_t i = 0; i < results.size(); ++i) {
-        slot[where[i]] = static_cast<int>(i);
-        for (const auto& w : results[i].warnings)
-            std::cerr << "attnlab-cli: line " << where[i] + 1 << ": " << w << "\n";
-        if (results[i].confidence.low)
-            std::cerr << "attnlab-cli: line " << where[i] + 1 << ": "
-                      << attnlab::lowConfidenceMessage(results[i].confidence) << "\n";
-    }
-    for (size_t i = 0; i < lines.size(); ++i) {
-        if (slot[i] >= 0) {
-            const auto& r = results[slot[i]];
-            std::cout << r.best.text;
-            for (size_t k = 1; k < r.nbest.size(); ++k) std::cout << "\t" << r.nbest[k].text;
-            if (t.scores) std::cout << scoreColumns(r);
-        }
-        std::cout << "\n";
-    }
-    std::cout.flush();
-    if (!t.attention_path.empty()) {
-        attnlab::AttentionJsonExtras extras;
-        bool norms = false;
-        bool saliency = false;
-        for (const auto& name : t.maps) {  // each name at most once in effect, however often given
-            saliency |= name == attnlab::kSaliencyName;
-            const auto m = attnlab::parseMapMeasure(name);  // checked by --maps' validator
-            norms |= m == attnlab::MapMeasure::ValueNorm;
-            extras.rollout |= m == attnlab::MapMeasure::Rollout;
-        }
-        if (norms)
-            for (const auto& r : results) extras.value_norms.push_back(translator.valueNorms(r));
-        if (saliency)
-            for (const auto& r : results) extras.saliency.push_back(translator.saliency(r));
-        attnlab::writeAttentionJson(t.attention_path, results, translator.info(), d, extras);
-    }
-    if (!t.trace_path.empty()) attnlab::writeTraceJson(t.trace_path, results, translator.info(), d);
-    return status;
-}
 
 // Set by SIGINT/SIGTERM; the trainer polls it after every step, saves and returns. A signal
 // handler can only reach a static.
@@ -277,55 +179,6 @@ int runInspect(const CommonOptions& common) {
     if (m.emb_src_trg_weight_sharing || m.trg_emb_prj_weight_sharing)
         std::cout << "  (tied embeddings are counted once, under decoder embedding)\n";
     return 0;
-}
-
-void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
-    auto& decoding = t.decoding;
-    auto& texts = t.texts;
-    auto& attention_path = t.attention_path;
-    auto* translate = t.cmd = app.add_subcommand("translate", "Translate sentences (--text or one per line on stdin)");
-    addCommon(translate, common);
-    translate->add_option("--text,-t", texts, "Sentence to translate (repeatable); stdin when absent");
-    translate->add_option("--beam", decoding.beam_size, "Beam size (1 = greedy)")->capture_default_str();
-    translate->add_option("--alpha", decoding.length_penalty, "Length penalty: score / length^alpha")
-        ->capture_default_str();
-    translate->add_option("--max-len", decoding.max_length, "Longest output in tokens")->capture_default_str();
-    translate
-        ->add_option("--max-len-ratio", decoding.max_length_ratio,
-                     "Relative cap: ratio * source length + offset (0 = off)")
-        ->capture_default_str();
-    translate->add_option("--max-len-offset", decoding.max_length_offset, "Offset of the relative cap")
-        ->capture_default_str();
-    translate->add_option("--nbest", decoding.nbest, "Hypotheses per sentence (extra ones tab-separated)")
-        ->capture_default_str();
-    translate->add_option("--batch-size", decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
-    translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
-    translate
-        ->add_option("--maps", t.maps,
-                     "With --attention, also: value-norm (each weight times its key's value norm, Kobayashi et al.), "
-                     "rollout (attention rollout, Abnar & Zuidema), saliency (gradient x input of every source and "
-                     "previous target piece for each produced piece), comma-separated (docs/attention-json.md)")
-        ->delimiter(',')
-        ->check(CLI::IsMember([] {
-            auto names = attnlab::mapMeasureNames();
-            names.push_back(attnlab::kSaliencyName);
-            return names;
-        }()))
-        ->needs(translate->get_option("--attention"));
-    translate->add_flag("--scores", t.scores,
-                        "After each translation: a tab, its mean probability per piece, a tab, and every piece as "
-                        "piece=probability (space-separated)");
-    translate->add_option("--force-prefix", decoding.force_prefix,
-                          "Make every translation begin with this target text, then let the model continue");
-    translate->add_option("--ablate", t.ablate,
-                          "Switch heads off: kind:layer:head, comma-separated (e.g. cross:2:5,encoder:0:3; "
-                          "0-based); each one's output becomes zeros before the output projection");
-    translate->add_option("--trace", t.trace_path,
-                          "Write every hypothesis the search scored, step by step, to this JSON file "
-                          "(docs/trace-json.md)");
-    translate->add_flag(
-        "--reference-beam", decoding.reference_beam,
-        "Search as the reference implementation's Translator does (for converted reference checkpoints)");
 }
 
 struct TrainCommand {
@@ -551,7 +404,7 @@ int main(int argc, char** argv) {
     attnlab_cli::AlignCommand align;
     attnlab_cli::HistoryCommand history;
     attnlab_cli::ToyCommand toy;
-    addTranslate(app, common, translate);
+    attnlab_cli::addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
     std::string import_from, import_to;
@@ -586,7 +439,7 @@ int main(int argc, char** argv) {
             } catch (const attnlab::ConfigError& e) {
                 throw attnlab::ConfigError(std::string("--ablate: ") + e.what());
             }
-            return runTranslate(common, translate);
+            return attnlab_cli::runTranslate(common, translate);
         }
         if (inspect->parsed()) return runInspect(common);
         if (import_cmd->parsed()) {

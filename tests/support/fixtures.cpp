@@ -111,6 +111,17 @@ std::string writeRandomPackage(const std::string& dir, const std::string& tokeni
     return dir;
 }
 
+std::string writeHugeWeightPackage(const std::string& dir, const std::string& tokenizer_model,
+                                   const ModelConfig& config, const std::string& parameter) {
+    auto m = randomModel(config, 7);
+    {
+        torch::NoGradGuard no_grad;
+        m->named_parameters()[parameter].fill_(3e38);
+    }
+    package::savePackage(dir, packageConfig(config), m, tokenizer_model, package::SaveOptions{});
+    return dir;
+}
+
 std::string readFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream s;

@@ -34,6 +34,12 @@ model::Transformer randomModel(const ModelConfig& config, uint64_t seed);
 std::string writeRandomPackage(const std::string& dir, const std::string& tokenizer_model, const ModelConfig& config,
                                uint64_t seed = 7, const std::string& dtype = "F32");
 
+// A package like writeRandomPackage's whose parameter `parameter` (a state-dict name, e.g.
+// "encoder.layer_stack.1.slf_attn.w_vs.weight") is filled with 3e38: finite in float32, so every
+// load-time check passes it, but what it multiplies overflows in a forward pass. Returns dir.
+std::string writeHugeWeightPackage(const std::string& dir, const std::string& tokenizer_model,
+                                   const ModelConfig& config, const std::string& parameter);
+
 // The device the tests' translators and engines run on: $ATTNLAB_TEST_DEVICE ("cuda" on a GPU
 // machine, as scripts/gpu_check.sh runs the suite), "cpu" when unset. testDeviceArg() is the same
 // for an attnlab-cli --device argument.

@@ -17,7 +17,7 @@ namespace {
 class CachedStepper final : public Stepper {
 public:
     CachedStepper(model::Transformer& m, const torch::Tensor& src, bool reference_projection)
-        : m_model(m), m_as_trained(!reference_projection) {
+        : m_model(m), m_as_trained(!reference_projection), m_src(src) {
         auto src_mask = model::padMask(src, m->config().src_pad_idx);
         auto enc = m->encoder(src, src_mask);
         m_state = m->decoder->initState(enc, src_mask);
@@ -27,19 +27,26 @@ public:
         auto out = m_model->decoder->step(prefix.select(1, prefix.size(1) - 1), m_state);
         return torch::log_softmax(m_model->project(out.squeeze(1), m_as_trained), -1);
     }
-    void select(const torch::Tensor& index) override { m_state.select(index); }
+    void select(const torch::Tensor& index) override {
+        m_state.select(index);
+        m_src = m_src.index_select(0, index);
+    }
     torch::Device device() const override { return m_state.src_mask.device(); }
+    std::string whereNonFinite(const torch::Tensor& prefix) override {
+        return m_model->firstNonFiniteStage(m_src, prefix, m_as_trained);
+    }
 
 private:
     model::Transformer& m_model;
     bool m_as_trained;
+    torch::Tensor m_src;  // the rows' sources, for whereNonFinite
     model::DecoderState m_state;
 };
 
 class FullStepper final : public Stepper {
 public:
     FullStepper(model::Transformer& m, const torch::Tensor& src, bool reference_projection)
-        : m_model(m), m_as_trained(!reference_projection) {
+        : m_model(m), m_as_trained(!reference_projection), m_src(src) {
         m_src_mask = model::padMask(src, m->config().src_pad_idx);
         m_enc = m->encoder(src, m_src_mask);
     }
@@ -54,13 +61,17 @@ public:
     void select(const torch::Tensor& index) override {
         m_enc = m_enc.index_select(0, index);
         m_src_mask = m_src_mask.index_select(0, index);
+        m_src = m_src.index_select(0, index);
     }
     torch::Device device() const override { return m_enc.device(); }
+    std::string whereNonFinite(const torch::Tensor& prefix) override {
+        return m_model->firstNonFiniteStage(m_src, prefix, m_as_trained);
+    }
 
 private:
     model::Transformer& m_model;
     bool m_as_trained;
-    torch::Tensor m_enc, m_src_mask;
+    torch::Tensor m_src, m_enc, m_src_mask;
 };
 
 void checkOptions(const SearchOptions& o, int64_t n) {
@@ -75,6 +86,19 @@ void report(const SearchOptions& o, int step, int max_steps) {
     if (o.on_step && !o.on_step(step, max_steps)) throw CancelledError();
 }
 
+// The stepper's log-probabilities for `prefix` at `step` (0-based), checked: one sum and one host
+// sync per step (log-probabilities are at most 0 and a normal model's far above -1e30, so only a
+// non-finite element makes the sum non-finite); the slow search for the stage to blame only when the check fails.
+torch::Tensor checkedLogProbs(Stepper& stepper, const torch::Tensor& prefix, int step) {
+    auto logp = stepper.logProbs(prefix);
+    // The sum is NaN or infinite when any element is; unlike isfinite() it allocates no [rows, vocab] mask.
+    if (std::isfinite(logp.sum().item<double>())) return logp;
+    const std::string where = stepper.whereNonFinite(prefix);
+    throw NumericError("decoding step " + std::to_string(step + 1) + ": " +
+                       (where.empty() ? std::string("the log-probabilities") : where) +
+                       " produced non-finite values (weights too large?)");
+}
+
 // The stepper's log-probabilities with the blocked tokens at -inf and, during a forced prefix,
 // every token but the forced one at -inf. The index of the blocked tokens is built once per
 // search, on the stepper's device, not at every step.
@@ -85,7 +109,7 @@ public:
             m_blocked = torch::tensor(o.blocked, torch::TensorOptions().dtype(torch::kInt64)).to(stepper.device());
     }
     torch::Tensor operator()(const torch::Tensor& prefix, int step) {
-        auto logp = m_stepper.logProbs(prefix);
+        auto logp = checkedLogProbs(m_stepper, prefix, step);
         if (step < static_cast<int>(m_forced.size())) {
             auto index =
                 torch::full({1}, m_forced[step], torch::TensorOptions().dtype(torch::kInt64).device(logp.device()));
@@ -356,7 +380,7 @@ Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
     const int max_seq_len = o.max_lengths[0] + 1;  // the reference's positions, <s> included
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(stepper.device());
     // _get_init_state: the first step's top K start the K rows.
-    auto [v0, t0] = stepper.logProbs(torch::full({1, 1}, o.bos, i64)).topk(K, -1);
+    auto [v0, t0] = checkedLogProbs(stepper, torch::full({1, 1}, o.bos, i64), 0).topk(K, -1);
     stepper.select(torch::zeros({K}, i64));
     std::vector<Prefix> rows(K);
     std::vector<double> scores(K);
@@ -375,7 +399,7 @@ Hyp referenceBeamSearch(Stepper& stepper, const SearchOptions& o) {
     int64_t answer = 0;
     for (int step = 2; step < max_seq_len; ++step) {
         // _get_the_best_score_and_idx: top K per row, then the top K of the K x K sums.
-        auto [v2, t2] = stepper.logProbs(prefix).topk(K, -1);
+        auto [v2, t2] = checkedLogProbs(stepper, prefix, step - 1).topk(K, -1);
         auto score_t = torch::tensor(scores, torch::TensorOptions().dtype(torch::kFloat64)).to(v2.device());
         auto [vals, pos] = (v2.to(torch::kFloat64) + score_t.unsqueeze(1)).view(-1).topk(K);
         auto r = pos.div(K, "floor"), c = pos.remainder(K);

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace attnlab::decoding {
@@ -20,6 +21,9 @@ public:
     // Keep rows `index` (int64, on the model's device), in that order.
     virtual void select(const torch::Tensor& index) = 0;
     virtual torch::Device device() const = 0;
+    // Where the forward pass behind logProbs(prefix) first becomes non-finite, in words ("" when
+    // nowhere): the model's firstNonFiniteStage over the rows the stepper holds now.
+    virtual std::string whereNonFinite(const torch::Tensor& prefix) = 0;
 };
 
 enum class StepperKind { Cached, Full };
@@ -68,6 +72,10 @@ struct Hyp {
     bool finished = false;
 };
 
+// Every search checks each step's log-probabilities once (one reduction, one host sync): a
+// non-finite value throws NumericError naming the step (1-based) and the stage where it first
+// appeared (Stepper::whereNonFinite). A model with finite weights gives finite log-probabilities
+// unless its numbers overflow, so this costs nothing else.
 // One list per sentence, sorted best first, at most nbest long.
 std::vector<std::vector<Hyp>> greedySearch(Stepper& stepper, int64_t n_sentences, const SearchOptions& options);
 std::vector<std::vector<Hyp>> beamSearch(Stepper& stepper, int64_t n_sentences, const SearchOptions& options);

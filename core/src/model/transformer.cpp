@@ -53,12 +53,16 @@ const torch::Tensor& EncoderImpl::embeddingWeight() const {
     return src_word_emb ? src_word_emb->weight : m_shared_embedding;
 }
 
-torch::Tensor EncoderImpl::forward(const torch::Tensor& src_seq, const torch::Tensor& src_mask,
-                                   std::vector<torch::Tensor>* attns) {
+torch::Tensor EncoderImpl::embed(const torch::Tensor& src_seq) {
     auto x = torch::embedding(embeddingWeight(), src_seq, m_pad_idx);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
     if (embedded) *embedded = x = x.detach().requires_grad_(true);
-    x = normalized(layer_norm, dropout(position_enc(x)));
+    return normalized(layer_norm, dropout(position_enc(x)));
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& src_seq, const torch::Tensor& src_mask,
+                                   std::vector<torch::Tensor>* attns) {
+    auto x = embed(src_seq);
     for (const auto& layer : *layer_stack) {
         auto [out, attn] = layer->as<EncoderLayer>()->forward(x, src_mask);
         x = out;
@@ -173,6 +177,43 @@ torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_
     if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
     if (final_logits_bias.defined()) logits = logits + final_logits_bias;
     return logits;
+}
+
+std::string TransformerImpl::firstNonFiniteStage(const torch::Tensor& src_seq, const torch::Tensor& trg_seq,
+                                                 bool as_trained) {
+    auto bad = [](const torch::Tensor& t) { return !torch::isfinite(t).all().item<bool>(); };
+    auto layer = [](const char* stack, size_t i, const char* part) {
+        return std::string("the ") + stack + "'s layer " + std::to_string(i + 1) + " " + part;
+    };
+    // The sub-layers in the order EncoderLayerImpl::forward and DecoderLayerImpl::forward run them.
+    auto src_mask = padMask(src_seq, m_cfg.src_pad_idx);
+    auto x = encoder->embed(src_seq);
+    if (bad(x)) return "the encoder's embedding";
+    for (size_t i = 0; i < encoder->layer_stack->size(); ++i) {
+        auto* l = encoder->layer_stack[i]->as<EncoderLayer>();
+        x = l->slf_attn(x, x, x, src_mask).first;
+        if (bad(x)) return layer("encoder", i, "self-attention");
+        x = l->pos_ffn(x);
+        if (bad(x)) return layer("encoder", i, "feed-forward");
+    }
+    const auto enc = x;
+    auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
+    x = decoder->embed(trg_seq, 0);
+    if (bad(x)) return "the decoder's embedding";
+    for (size_t i = 0; i < decoder->layer_stack->size(); ++i) {
+        auto* l = decoder->layer_stack[i]->as<DecoderLayer>();
+        x = l->slf_attn(x, x, x, trg_mask).first;
+        if (bad(x)) return layer("decoder", i, "self-attention");
+        x = l->enc_attn(x, enc, enc, src_mask).first;
+        if (bad(x)) return layer("decoder", i, "cross-attention");
+        x = l->pos_ffn(x);
+        if (bad(x)) return layer("decoder", i, "feed-forward");
+    }
+    auto logits = project(x, as_trained);
+    if (bad(logits)) return "the output projection";
+    // Finite logits further apart than a float can hold.
+    if (bad(torch::log_softmax(logits, -1))) return "the softmax over the vocabulary";
+    return {};
 }
 
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src_seq, std::vector<torch::Tensor>* attns) {

@@ -15,6 +15,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 
+#include <string>
 #include <vector>
 
 namespace attnlab::model {
@@ -33,6 +34,8 @@ public:
     torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& src_mask,
                           std::vector<torch::Tensor>* attns = nullptr);
     const torch::Tensor& embeddingWeight() const;
+    // The first stage of forward(): scaled word embeddings, positions, the embedding's layer norm.
+    torch::Tensor embed(const torch::Tensor& src_seq);
 
     torch::nn::Embedding src_word_emb{nullptr};  // null when tied
     PositionalEncoding position_enc{nullptr};
@@ -77,9 +80,10 @@ public:
     torch::nn::LayerNorm layer_norm{nullptr};
     // As EncoderImpl::embedded, for the target's scaled word embeddings.
     torch::Tensor* embedded = nullptr;
+    // The first stage of forward() and step(): tokens at positions offset, offset + 1, ...
+    torch::Tensor embed(const torch::Tensor& seq, int64_t offset);
 
 private:
-    torch::Tensor embed(const torch::Tensor& seq, int64_t offset);
     double m_emb_scale;
 };
 TORCH_MODULE(Decoder);
@@ -101,6 +105,11 @@ public:
     // as_trained = false leaves that factor out, as the reference's Translator does.
     torch::Tensor project(const torch::Tensor& dec_output, bool as_trained = true);
     const torch::Tensor& projectionWeight() const;
+    // Where a forward pass over src [n, s] and prefix [n, t] first produces a non-finite value, in
+    // words ("the encoder's layer 2 self-attention", "the output projection", "the softmax over the
+    // vocabulary"), or "" when none does. Slow (a host sync per sub-layer): only for the message of
+    // a search whose once-per-step check failed (decoding/search.cpp).
+    std::string firstNonFiniteStage(const torch::Tensor& src_seq, const torch::Tensor& trg_seq, bool as_trained);
 
     const ModelConfig& config() const { return m_cfg; }
     // Where the parameters are (the target embedding's device; Module::to moves them all).

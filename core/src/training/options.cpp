@@ -4,6 +4,7 @@
 #include <attnlab/trainer.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attnlab {
 
@@ -33,10 +34,13 @@ void TrainingOptions::validate() const {
     if (!resume && !hasData()) fail("give --data DIR, or all of --train-src, --train-tgt, --valid-src, --valid-tgt");
     if (epochs <= 0 && max_steps <= 0 && time_budget_minutes <= 0)
         fail("no stopping criterion: set --epochs, --max-steps or --time-budget");
-    if (epochs < 0 || max_steps < 0 || time_budget_minutes < 0) fail("stopping criteria must not be negative");
+    if (epochs < 0 || max_steps < 0 || !(time_budget_minutes >= 0)) fail("stopping criteria must not be negative");
+    if (!std::isfinite(time_budget_minutes)) fail("--time-budget must be a finite number of minutes");
+    if (!(save_every_minutes >= 0) || !std::isfinite(save_every_minutes))
+        fail("--save-every-minutes must be a number of minutes, not negative (0 = off)");
     if (batch_tokens < 16) fail("--batch-tokens " + std::to_string(batch_tokens) + " is below 16");
-    if (label_smoothing < 0 || label_smoothing >= 1) fail("--label-smoothing must be in [0, 1)");
-    if (lr_mul <= 0) fail("--lr-mul must be positive");
+    if (!(label_smoothing >= 0 && label_smoothing < 1)) fail("--label-smoothing must be in [0, 1)");
+    if (!(lr_mul > 0) || !std::isfinite(lr_mul)) fail("--lr-mul must be a positive number");
     if (warmup_steps < 1) fail("--warmup must be at least 1");
     if (decay_steps < 0) fail("--decay-steps must not be negative");
     if (decay_steps > 0 && max_steps <= 0) fail("--decay-steps needs --max-steps (the step the decay reaches 0)");
@@ -45,7 +49,7 @@ void TrainingOptions::validate() const {
              std::to_string(max_steps));
     if (!init_from.empty() && !tokenizer.empty())
         fail("--init-from uses the package's own tokenizer: leave out --tokenizer");
-    if (clip_norm < 0) fail("--clip-norm must not be negative");
+    if (!(clip_norm >= 0) || !std::isfinite(clip_norm)) fail("--clip-norm must be a number, not negative");
     if (vocab_size < 300 && tokenizer.empty()) fail("--vocab-size " + std::to_string(vocab_size) + " is below 300");
     if (max_tokens_per_sentence < 2) fail("--max-len must be at least 2");
     if (max_tokens_per_sentence + 2 > model.n_position)

@@ -1,0 +1,29 @@
+#pragma once
+// attnlab-cli translate: sentences from --text, or from stdin as they arrive (docs/reliability.md,
+// "stdin streams").
+#include "cli_common.h"
+
+#include <attnlab/decoding_options.h>
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attnlab_cli {
+
+struct TranslateCommand {
+    CLI::App* cmd = nullptr;
+    attnlab::DecodingOptions decoding;
+    std::vector<std::string> texts;
+    std::string attention_path;
+    std::vector<std::string> maps;  // --maps: which maps the attention JSON holds besides the weights
+    std::string trace_path;
+    std::string ablate;
+    bool scores = false;
+};
+
+void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t);
+int runTranslate(const CommonOptions& common, const TranslateCommand& t);
+
+}  // namespace attnlab_cli
