@@ -205,7 +205,8 @@ void TestMarian::brokenDirectoriesAreNamed_data() {
     QTest::newRow("no target.spm") << "no-target-spm"
                                    << "target.spm: missing file";
     QTest::newRow("vocabulary size") << "vocab-size"
-                                     << "has shape [54688, 16] but config.json needs [60000, 16]";
+                                     << "vocab.json: has no piece for 5312 of the model's 60000 ids (config.json's "
+                                        "vocab_size)";
     QTest::newRow("truncated weights") << "truncated"
                                        << "pytorch_model.bin";
     QTest::newRow("no weights") << "no-weights"

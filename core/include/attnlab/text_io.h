@@ -32,7 +32,7 @@ public:
 private:
     [[noreturn]] void fail(int error) const;
     bool takeLine(std::string& line);
-    bool wait(std::chrono::steady_clock::time_point deadline, bool forever);
+    bool wait(std::chrono::steady_clock::time_point deadline, bool without_limit);
     void readMore();
 
     int m_fd;

@@ -46,12 +46,12 @@ bool LineStream::takeLine(std::string& line) {
     return true;
 }
 
-bool LineStream::wait(std::chrono::steady_clock::time_point deadline, bool forever) {
+bool LineStream::wait(std::chrono::steady_clock::time_point deadline, bool without_limit) {
     for (;;) {
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         pollfd p{m_fd, POLLIN, 0};
-        const int ready = poll(&p, 1, forever ? -1 : int(std::max<int64_t>(left.count(), 0)));
+        const int ready = poll(&p, 1, without_limit ? -1 : int(std::max<int64_t>(left.count(), 0)));
         if (ready > 0) return true;  // readable, at its end, or in error: read() says which
         if (ready == 0) return false;
         if (errno != EINTR) fail(errno);
@@ -81,12 +81,12 @@ void LineStream::readMore() {
 }
 
 LineStream::Status LineStream::next(std::string& line, std::chrono::milliseconds timeout) {
-    const bool forever = timeout.count() < 0;
-    const auto deadline = std::chrono::steady_clock::now() + (forever ? std::chrono::milliseconds(0) : timeout);
+    const bool without_limit = timeout.count() < 0;
+    const auto deadline = std::chrono::steady_clock::now() + (without_limit ? std::chrono::milliseconds(0) : timeout);
     for (;;) {
         if (takeLine(line)) return Status::Line;
         if (m_end) return Status::End;
-        if (!wait(deadline, forever)) return Status::Timeout;
+        if (!wait(deadline, without_limit)) return Status::Timeout;
         readMore();
     }
 }
