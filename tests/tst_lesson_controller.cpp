@@ -1,15 +1,15 @@
 // The lesson controller alone: a bare QMainWindow as its host, the registered views and a context
 // on the fixture package (n_layers 2, n_head 4); no MainWindow, no menus of the app.
-#include "attention_explorer.h"
-#include "decoding_view.h"
-#include "head_picker.h"
-#include "lesson_controller.h"
-#include "lesson_pane.h"
-#include "pair_view.h"
-#include "translation_cache.h"
-#include "view_context.h"
-#include "view_registry.h"
-#include "weight_view.h"
+#include "document/translation_cache.h"
+#include "document/view_context.h"
+#include "lessons/lesson_controller.h"
+#include "lessons/lesson_pane.h"
+#include "shell/view_registry.h"
+#include "views/attention_explorer.h"
+#include "views/decoding_view.h"
+#include "views/pair_view.h"
+#include "views/weight_view.h"
+#include "widgets/head_picker.h"
 
 #include <attnlab/lesson.h>
 

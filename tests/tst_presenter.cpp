@@ -5,11 +5,11 @@
 // focus; without one, the view's first part) must be in sight, none of it scrolled away or cut
 // off, and be the widest pane of every side-by-side splitter it sits in. The ordinary window's
 // minimum fits 1366 x 768.
-#include "lesson_controller.h"
-#include "lesson_pane.h"
-#include "main_window.h"
-#include "view.h"
-#include "view_registry.h"
+#include "document/view.h"
+#include "lessons/lesson_controller.h"
+#include "lessons/lesson_pane.h"
+#include "shell/main_window.h"
+#include "shell/view_registry.h"
 
 #include <attnlab/lesson.h>
 

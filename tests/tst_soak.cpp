@@ -7,13 +7,13 @@
 // sentence translated; an error is shown where one happened). At the end resident memory has not
 // grown by more than 10 % since warm-up.
 //   ATTNLAB_SOAK_ACTIONS (default 100, as CI runs it), ATTNLAB_SOAK_SEED (default 1)
-#include "attention_explorer.h"
-#include "attention_grid.h"
-#include "attention_view.h"
-#include "main_window.h"
-#include "translate_panel.h"
-#include "translation_controller.h"
-#include "view_registry.h"
+#include "document/translation_controller.h"
+#include "plots/attention_grid.h"
+#include "plots/attention_view.h"
+#include "shell/main_window.h"
+#include "shell/translate_panel.h"
+#include "shell/view_registry.h"
+#include "views/attention_explorer.h"
 
 #include <QtTest/QtTest>
 

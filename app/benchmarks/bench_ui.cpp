@@ -6,19 +6,19 @@
 // Prints one line per measurement: medians over seven captions for the translation lines, over
 // --repeat rounds for the others. Offscreen rendering goes through
 // the same QCustomPlot and QPainter code as on screen.
-#include "ablation_panel.h"
-#include "attention_explorer.h"
-#include "attention_grid.h"
-#include "attention_view.h"
 #include "busy_load.h"
-#include "decoding_view.h"
-#include "head_lab_view.h"
-#include "main_window.h"
-#include "training_view.h"
-#include "translate_panel.h"
-#include "translation_controller.h"
-#include "view_registry.h"
-#include "weight_view.h"
+#include "document/translation_controller.h"
+#include "headlab/ablation_panel.h"
+#include "headlab/head_lab_view.h"
+#include "plots/attention_grid.h"
+#include "plots/attention_view.h"
+#include "shell/main_window.h"
+#include "shell/translate_panel.h"
+#include "shell/view_registry.h"
+#include "views/attention_explorer.h"
+#include "views/decoding_view.h"
+#include "views/training_view.h"
+#include "views/weight_view.h"
 
 #include <attnlab/package.h>
 

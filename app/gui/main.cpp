@@ -6,11 +6,11 @@
 #include <attnlab/package.h>
 #include <attnlab/version.h>
 
-#include "file_save.h"
-#include "lesson_controller.h"
-#include "main_window.h"
-#include "translation_controller.h"
-#include "view_registry.h"
+#include "document/file_save.h"
+#include "document/translation_controller.h"
+#include "lessons/lesson_controller.h"
+#include "shell/main_window.h"
+#include "shell/view_registry.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

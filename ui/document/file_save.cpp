@@ -1,0 +1,48 @@
+#include "document/file_save.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/file_write.h>
+
+#include <qcustomplot.h>
+#include <QBuffer>
+#include <QFile>
+#include <QFileInfo>
+#include <QImageWriter>
+#include <QTemporaryDir>
+
+namespace attnlab::ui {
+
+std::optional<QString> saveBytes(const QString& path, const QByteArray& bytes) {
+    try {
+        attnlab::saveToFile(QFile::encodeName(path).toStdString(), bytes.toStdString());
+        return std::nullopt;
+    } catch (const attnlab::Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> saveImage(const QString& path, const QImage& image) {
+    QByteArray format = QFileInfo(path).suffix().toLower().toLatin1();
+    if (!QImageWriter::supportedImageFormats().contains(format)) format = "png";
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    if (!image.save(&buffer, format.constData()))
+        return QObject::tr("%1: the image could not be encoded as %2").arg(path, QString::fromLatin1(format));
+    return saveBytes(path, bytes);
+}
+
+std::optional<QString> savePlot(QCustomPlot* plot, const QString& path, int width, int height, double scale) {
+    if (!path.endsWith(".pdf", Qt::CaseInsensitive))
+        return saveImage(path, plot->toPixmap(width, height, scale).toImage());
+    // QCustomPlot writes a PDF only to a file name: it goes to a private folder first, then its
+    // bytes to the user's path.
+    QTemporaryDir dir;
+    const QString staged = dir.filePath("figure.pdf");
+    QFile file(staged);
+    if (!dir.isValid() || !plot->savePdf(staged, width, height) || !file.open(QIODevice::ReadOnly))
+        return QObject::tr("%1: the PDF could not be made (no writable temporary folder?)").arg(path);
+    return saveBytes(path, file.readAll());
+}
+
+}  // namespace attnlab::ui

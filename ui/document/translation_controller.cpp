@@ -1,0 +1,309 @@
+#include "document/translation_controller.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <filesystem>
+
+#include <QCoreApplication>
+#include <QMetaObject>
+
+#include <mutex>
+
+namespace attnlab::ui {
+
+TranslationController::TranslationController(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<ResultPtr>("attnlab::ui::ResultPtr");
+    qRegisterMetaType<ModelInfoPtr>("attnlab::ui::ModelInfoPtr");
+    qRegisterMetaType<ExplanationPtr>("attnlab::ui::ExplanationPtr");
+    qRegisterMetaType<TokenInsidePtr>("attnlab::ui::TokenInsidePtr");
+    qRegisterMetaType<MasksPtr>("attnlab::ui::MasksPtr");
+    qRegisterMetaType<HeadStatsPtr>("attnlab::ui::HeadStatsPtr");
+    qRegisterMetaType<ImportancePtr>("attnlab::ui::ImportancePtr");
+    qRegisterMetaType<Operation>("attnlab::ui::Operation");
+    qRegisterMetaType<HistoryPtr>("attnlab::ui::HistoryPtr");
+    qRegisterMetaType<ValueNormsPtr>("attnlab::ui::ValueNormsPtr");
+    qRegisterMetaType<SaliencyPtr>("attnlab::ui::SaliencyPtr");
+    qRegisterMetaType<AlignmentReportPtr>("attnlab::ui::AlignmentReportPtr");
+    m_worker = new QObject;
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    m_thread.setObjectName("attnlab-translation");
+    m_thread.start();
+}
+
+TranslationController::~TranslationController() {
+    ++m_generation;  // cancels a running translation at its next step
+    m_thread.quit();
+    m_thread.wait();
+}
+
+// busyChanged(false) comes once the GUI thread has received every job's answers: each job's end is
+// posted after the signals it emitted.
+void TranslationController::post(std::function<void()> job) {
+    if (m_unanswered++ == 0) Q_EMIT busyChanged(true);
+    m_pending.fetch_add(1);
+    QMetaObject::invokeMethod(
+        m_worker,
+        [this, job = std::move(job)] {
+            job();
+            m_pending.fetch_sub(1);
+            QMetaObject::invokeMethod(
+                this,
+                [this] {
+                    if (--m_unanswered == 0) Q_EMIT busyChanged(false);
+                },
+                Qt::QueuedConnection);
+        },
+        Qt::QueuedConnection);
+}
+
+void TranslationController::waitForIdle() {
+    while (m_pending.load() > 0) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+        QThread::msleep(5);
+    }
+    QCoreApplication::processEvents();
+}
+
+ModelInfoPtr TranslationController::modelInfo() const {
+    std::lock_guard<std::mutex> lock(m_info_mutex);
+    return m_info;
+}
+
+void TranslationController::loadModel(const QString& package_dir, const QString& device) {
+    const std::string dir = package_dir.toStdString(), dev = device.toStdString();
+    post([this, dir, dev] {
+        try {
+            TranslatorOptions o;
+            o.device = dev;
+            o.num_threads = m_threads;
+            auto t = std::make_shared<Translator>(dir, o);
+            auto info = std::make_shared<const ModelInfo>(t->info());
+            m_translator = std::move(t);
+            m_cache.clear();
+            m_cache_model = dir + "@" + dev;
+            {
+                std::lock_guard<std::mutex> lock(m_info_mutex);
+                m_info = info;
+            }
+            Q_EMIT modelLoaded(info);
+        } catch (const std::exception& e) {
+            Q_EMIT failed(Operation::LoadModel, QString::fromStdString(e.what()));
+        } catch (...) {
+            Q_EMIT failed(Operation::LoadModel, tr("unknown error while loading %1").arg(QString::fromStdString(dir)));
+        }
+    });
+}
+
+void TranslationController::translate(const QString& sentence, const DecodingOptions& options) {
+    const int generation = ++m_generation;
+    const std::string text = sentence.toStdString();
+    post([this, text, options, generation] {
+        if (generation != m_generation.load()) return;  // superseded while queued
+        if (!m_translator) {
+            Q_EMIT failed(Operation::Translate, tr("no model is loaded (File > Open model…)"));
+            return;
+        }
+        if (auto cached = m_cache.find(m_cache_model, text, options)) {
+            Q_EMIT translationFinished(std::move(cached));
+            return;
+        }
+        Q_EMIT translationStarted();
+        try {
+            ResultPtr result = std::make_shared<TranslationResult>(
+                m_translator->translate(text, options, [this, generation](const StepProgress& p) {
+                    if (generation != m_generation.load()) return false;
+                    Q_EMIT translationProgress(p.step + 1, p.max_steps);
+                    return true;
+                }));
+            m_cache.insert(m_cache_model, text, options, result);
+            if (generation == m_generation.load()) Q_EMIT translationFinished(std::move(result));
+        } catch (const CancelledError&) {
+            // a newer request took over; it reports for itself
+        } catch (const std::exception& e) {
+            Q_EMIT failed(Operation::Translate, QString::fromStdString(e.what()));
+        } catch (...) {
+            Q_EMIT failed(Operation::Translate, tr("unknown error during translation"));
+        }
+    });
+}
+
+void TranslationController::postInspection(std::function<void(const Translator&)> work, Operation op) {
+    post([this, work = std::move(work), op] {
+        if (!m_translator) {
+            Q_EMIT failed(op, tr("no model is loaded (File > Open model…)"));
+            return;
+        }
+        try {
+            work(*m_translator);
+        } catch (const std::exception& e) {
+            Q_EMIT failed(op, QString::fromStdString(e.what()));
+        } catch (...) {
+            Q_EMIT failed(op, tr("unknown error"));
+        }
+    });
+}
+
+void TranslationController::explain(ResultPtr result, const CellRef& cell) {
+    if (!result) return;
+    postInspection(
+        [this, result, cell](const Translator& t) {
+            Q_EMIT explained(std::make_shared<const AttentionExplanation>(t.explain(*result, cell)));
+        },
+        Operation::Explain);
+}
+
+void TranslationController::computeValueNorms(ResultPtr result) {
+    if (!result) return;
+    postInspection(
+        [this, result](const Translator& t) {
+            Q_EMIT valueNormsReady(result, std::make_shared<const ValueNorms>(t.valueNorms(*result)));
+        },
+        Operation::Measure);
+}
+
+void TranslationController::computeSaliency(ResultPtr result) {
+    if (!result) return;
+    postInspection(
+        [this, result](const Translator& t) {
+            Q_EMIT saliencyReady(result, std::make_shared<const Saliency>(t.saliency(*result)));
+        },
+        Operation::Saliency);
+}
+
+void TranslationController::inspectToken(ResultPtr result, bool target, int position) {
+    if (!result) return;
+    postInspection(
+        [this, result, target, position](const Translator& t) {
+            Q_EMIT tokenInspected(std::make_shared<const TokenInside>(t.tokenInside(*result, target, position)));
+        },
+        Operation::Inspect);
+}
+
+void TranslationController::translatePair(const QString& a, const QString& b, const DecodingOptions& options) {
+    const std::string sa = a.toStdString(), sb = b.toStdString();
+    postInspection(
+        [this, sa, sb, options](const Translator& t) {
+            auto ra = translateCached(t, sa, options);
+            auto rb = translateCached(t, sb, options);
+            Q_EMIT pairTranslated(std::move(ra), std::move(rb));
+        },
+        Operation::TranslatePair);
+}
+
+ResultPtr TranslationController::translateCached(const Translator& t, const std::string& text,
+                                                 const DecodingOptions& options) {
+    if (auto cached = m_cache.find(m_cache_model, text, options)) return cached;
+    ResultPtr result = std::make_shared<const TranslationResult>(t.translate(text, options));
+    m_cache.insert(m_cache_model, text, options, result);
+    return result;
+}
+
+void TranslationController::runHeadLab(const HeadLabRequest& request) {
+    m_cancel_head_lab.store(false);
+    postInspection(
+        [this, request](const Translator& t) {
+            const auto progress = [this](const CorpusProgress& p) {
+                Q_EMIT headLabProgress(QString::fromStdString(p.stage), p.done, p.total);
+                return !m_cancel_head_lab.load();
+            };
+            const auto* refs = request.references.empty() ? nullptr : &request.references;
+            auto stats = std::make_shared<const HeadStatsReport>(
+                corpusHeadStatistics(t, request.sources, refs, request.decoding, 8, progress, request.measure));
+            ImportancePtr importance;
+            if (request.importance) {
+                if (!refs) throw InputError("importance needs reference translations");
+                ImportanceOptions io;
+                io.decoding = request.decoding;
+                importance = std::make_shared<const ImportanceReport>(
+                    headImportance(t, request.sources, request.references, io, progress));
+            }
+            HeadStatsPtr other;
+            if (!request.compare_model.empty()) {
+                if (request.compare_reversed && !refs)
+                    throw InputError("comparing the other direction needs references");
+                const Translator& o = otherModel(request.compare_model, t);
+                const auto& other_src = request.compare_reversed ? request.references : request.sources;
+                const auto* other_refs = !refs ? nullptr : request.compare_reversed ? &request.sources : refs;
+                other = std::make_shared<const HeadStatsReport>(
+                    corpusHeadStatistics(o, other_src, other_refs, request.decoding, 8, progress, request.measure));
+            }
+            Q_EMIT headsCompared(std::move(other), QString::fromStdString(request.compare_model),
+                                 request.compare_reversed);
+            Q_EMIT headLabFinished(std::move(stats), std::move(importance));
+        },
+        Operation::HeadLab);
+}
+
+const Translator& TranslationController::otherModel(const std::string& dir, const Translator& loaded) {
+    if (!m_other || m_other->info().package_dir != dir || m_other->info().device != loaded.info().device) {
+        m_other.reset();
+        TranslatorOptions o;
+        o.device = loaded.info().device;
+        m_other = std::make_shared<Translator>(dir, o);
+    }
+    return *m_other;
+}
+
+void TranslationController::alignPair(const QString& source, const QString& target) {
+    const std::string s = source.toStdString(), g = target.toStdString();
+    postInspection(
+        [this, s, g](const Translator& t) {
+            Q_EMIT pairAligned(std::make_shared<const TranslationResult>(t.teacherForce({s}, {g}).front()));
+        },
+        Operation::Align);
+}
+
+void TranslationController::alignExamples(const std::vector<Example>& examples) {
+    postInspection(
+        [this, examples](const Translator& t) {
+            std::vector<std::string> sources, targets;
+            std::vector<GoldAlignment> gold;
+            for (size_t i = 0; i < examples.size(); ++i) {
+                sources.push_back(examples[i].source);
+                targets.push_back(examples[i].reference);
+                gold.push_back(parseGoldLine(examples[i].alignment, {}, "example " + std::to_string(i + 1)));
+            }
+            std::string dir = reverseBundledModel(t.info().config);
+            const Translator* reverse = nullptr;
+            try {
+                if (!dir.empty() && dir != t.info().package_dir) reverse = &otherModel(dir, t);
+            } catch (const Error&) {  // a broken bundled package: the methods without symmetrisation
+                dir.clear();
+            }
+            auto report = std::make_shared<const AlignmentReport>(
+                alignCorpus(t, sources, targets, &gold, "the examples' gold", 0.0, {}, reverse));
+            Q_EMIT examplesAligned(std::move(report), reverse ? QString::fromStdString(dir) : QString());
+        },
+        Operation::Align);
+}
+
+void TranslationController::inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options) {
+    if (!result) return;
+    const std::string text = second.trimmed().toStdString();
+    postInspection(
+        [this, result, text, options](const Translator& t) {
+            std::vector<TranslationResult> batch{*result};
+            if (!text.empty()) batch.push_back(t.translate(text, options));
+            Q_EMIT masksReady(std::make_shared<const BatchMasks>(t.masks(batch)));
+        },
+        Operation::Inspect);
+}
+
+void TranslationController::loadHistory(const QString& package_dir) {
+    const std::string dir = package_dir.toStdString();
+    post([this, package_dir, dir] {
+        try {
+            const auto file = std::filesystem::path(dir) / package_files::kAttentionHistory;
+            HistoryPtr history;
+            if (std::filesystem::exists(file))
+                history = std::make_shared<const AttentionHistory>(readAttentionHistory(file.string()));
+            Q_EMIT historyLoaded(package_dir, std::move(history));
+        } catch (const std::exception& e) {
+            Q_EMIT failed(Operation::History, QString::fromStdString(e.what()));
+        }
+    });
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,167 @@
+#pragma once
+// TranslationController: runs the core's Translator off the GUI thread. Requests are executed one
+// at a time on a worker thread; a new translation cancels the one in progress (its step callback
+// sees a newer request and stops). Every exception is caught here and reported by one signal,
+// failed(operation, message), so no exception ever reaches a Qt slot. A model that fails to load
+// leaves the previous one in place. Translations already made with the same model, sentence and
+// options come from a small cache (TranslationCache) without translationStarted.
+
+#include <attnlab/attention_history.h>
+#include <attnlab/decoding_options.h>
+#include <attnlab/explain.h>
+#include <attnlab/head_lab.h>
+#include <attnlab/translation.h>
+#include <attnlab/translator.h>
+
+#include "document/operation.h"
+#include "document/translation_cache.h"
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+namespace attnlab::ui {
+
+using ResultPtr = std::shared_ptr<const TranslationResult>;
+using ModelInfoPtr = std::shared_ptr<const ModelInfo>;
+using ExplanationPtr = std::shared_ptr<const AttentionExplanation>;
+using TokenInsidePtr = std::shared_ptr<const TokenInside>;
+using MasksPtr = std::shared_ptr<const BatchMasks>;
+using HeadStatsPtr = std::shared_ptr<const HeadStatsReport>;
+using ImportancePtr = std::shared_ptr<const ImportanceReport>;  // null when not asked for
+using HistoryPtr = std::shared_ptr<const AttentionHistory>;
+using ValueNormsPtr = std::shared_ptr<const ValueNorms>;
+using SaliencyPtr = std::shared_ptr<const Saliency>;
+using AlignmentReportPtr = std::shared_ptr<const AlignmentReport>;
+
+// A head-lab run over a corpus (the Heads tab).
+struct HeadLabRequest {
+    std::vector<std::string> sources;
+    std::vector<std::string> references;       // empty: the model's own translations
+    bool importance = false;                   // needs references
+    DecodingOptions decoding;                  // the model's own translations and the importance runs
+    MapMeasure measure = MapMeasure::Weights;  // what the statistics are taken of
+    // Another model's statistics on the same corpus (a package directory; empty = none); reversed: it
+    // reads the references as its sources and the sources as its references (the other direction).
+    std::string compare_model;
+    bool compare_reversed = false;
+};
+
+class TranslationController : public QObject {
+    Q_OBJECT
+public:
+    explicit TranslationController(QObject* parent = nullptr);
+    ~TranslationController() override;
+
+    // Asynchronous; answered by modelLoaded or failed(LoadModel).
+    void loadModel(const QString& package_dir, const QString& device);
+    // LibTorch threads of the next model loaded (TranslatorOptions::num_threads; 0 = the policy).
+    void setThreads(int threads) { m_threads = threads; }
+    // Asynchronous; answered by translationFinished or failed(Translate) (or nothing, when a newer
+    // request superseded it). A translation in the cache is answered without translationStarted.
+    void translate(const QString& sentence, const DecodingOptions& options);
+    // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
+    // by explained or failed(Explain). Queued behind translations, never cancelling them.
+    void explain(ResultPtr result, const CellRef& cell);
+    // Asynchronous: one piece of `result` before the first layer (Translator::tokenInside);
+    // answered by tokenInspected or failed(Inspect).
+    void inspectToken(ResultPtr result, bool target, int position);
+    // Asynchronous: the masks of `result` decoded in one batch with `second` (translated first
+    // with `options`; empty = alone); answered by masksReady or failed(Inspect).
+    void inspectMasks(ResultPtr result, const QString& second, const DecodingOptions& options);
+    // Asynchronous: two sentences (a minimal pair) translated with the same options; answered by
+    // pairTranslated or failed(TranslatePair). Does not cancel, and is not cancelled by, translate().
+    void translatePair(const QString& a, const QString& b, const DecodingOptions& options);
+    // Asynchronous: statistics (and importance) over a corpus; reports headLabProgress, answered
+    // by headLabFinished or failed(HeadLab) ("cancelled" after cancelHeadLab()). Translations
+    // requested meanwhile wait for it.
+    void runHeadLab(const HeadLabRequest& request);
+    void cancelHeadLab() { m_cancel_head_lab.store(true); }
+    // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
+    // by pairAligned or failed(Align).
+    void alignPair(const QString& source, const QString& target);
+    // Asynchronous: every alignment method scored on examples with gold (alignCorpus), symmetrised
+    // with the bundled model of the other direction when there is one; answered by examplesAligned
+    // (with that model's directory, empty without) or failed(Align).
+    void alignExamples(const std::vector<Example>& examples);
+    // Asynchronous: every head's value norms for a result (Translator::valueNorms); answered by
+    // valueNormsReady or failed(Measure).
+    void computeValueNorms(ResultPtr result);
+    // Asynchronous: gradient x input for a result (Translator::saliency); answered by saliencyReady
+    // or failed(Saliency).
+    void computeSaliency(ResultPtr result);
+    // Asynchronous: a package's attention history (package_files::kAttentionHistory); answered by
+    // historyLoaded (null when the package has none) or failed(History).
+    void loadHistory(const QString& package_dir);
+    // Blocks until queued work is done (tests, headless export).
+    void waitForIdle();
+
+    ModelInfoPtr modelInfo() const;  // null before the first successful load
+    bool busy() const { return m_pending.load() > 0; }
+    // GUI thread: work asked for whose answers (results, failures) have not all arrived here yet.
+    bool unanswered() const { return m_unanswered > 0; }
+
+Q_SIGNALS:
+    void modelLoaded(attnlab::ui::ModelInfoPtr info);
+    void translationStarted();
+    void translationProgress(int step, int max_steps);
+    void translationFinished(attnlab::ui::ResultPtr result);
+    void busyChanged(bool busy);
+    void explained(attnlab::ui::ExplanationPtr explanation);
+    void tokenInspected(attnlab::ui::TokenInsidePtr token);
+    void masksReady(attnlab::ui::MasksPtr masks);
+    void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
+    void headLabProgress(const QString& stage, int done, int total);
+    void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
+    // Just before headLabFinished: the other model's statistics of HeadLabRequest::compare_model (null
+    // when the run compares with none).
+    void headsCompared(attnlab::ui::HeadStatsPtr other, const QString& model_dir, bool reversed);
+    void pairAligned(attnlab::ui::ResultPtr forced);
+    void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
+    void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
+    void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
+    void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
+    // The one failure signal: what was being done, and why it failed.
+    void failed(attnlab::ui::Operation op, const QString& message);
+
+private:
+    void post(std::function<void()> job);
+    // Runs `work` on the worker with the loaded translator; any exception becomes failed(op, …).
+    void postInspection(std::function<void(const Translator&)> work, Operation op);
+    // On the worker: the cached translation of `text`, or a new one (then cached).
+    ResultPtr translateCached(const Translator& t, const std::string& text, const DecodingOptions& options);
+
+    QThread m_thread;
+    QObject* m_worker = nullptr;               // lives in m_thread
+    std::shared_ptr<Translator> m_translator;  // touched only on the worker thread
+    // Worker thread: a second model (the other direction's for symmetrising, one to compare with),
+    // kept for the next request that names the same directory.
+    std::shared_ptr<Translator> m_other;
+    const Translator& otherModel(const std::string& dir, const Translator& loaded);  // throws as Translator
+    TranslationCache m_cache;   // worker thread only; emptied when a model loads
+    std::string m_cache_model;  // the loaded model's key in it (package and device)
+    ModelInfoPtr m_info;        // written on the worker, read under m_info_mutex
+    mutable std::mutex m_info_mutex;
+    std::atomic<int> m_threads{0};
+    std::atomic<int> m_generation{0};
+    std::atomic<int> m_pending{0};
+    int m_unanswered = 0;  // GUI thread only
+    std::atomic<bool> m_cancel_head_lab{false};
+};
+
+}  // namespace attnlab::ui
+
+Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
+Q_DECLARE_METATYPE(attnlab::ui::SaliencyPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)
+Q_DECLARE_METATYPE(attnlab::ui::TokenInsidePtr)
+Q_DECLARE_METATYPE(attnlab::ui::MasksPtr)
+Q_DECLARE_METATYPE(attnlab::ui::HeadStatsPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ImportancePtr)
+Q_DECLARE_METATYPE(attnlab::ui::HistoryPtr)

@@ -1,0 +1,222 @@
+#include "document/view_context.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/result_json.h>
+
+#include <QApplication>
+#include <QFont>
+#include <QSettings>
+
+#include <algorithm>
+
+namespace attnlab::ui {
+
+namespace {
+bool sameOptions(const DecodingOptions& a, const DecodingOptions& b) {
+    return a.beam_size == b.beam_size && a.length_penalty == b.length_penalty && a.max_length == b.max_length;
+}
+}  // namespace
+
+QString operationTitle(Operation op) {
+    switch (op) {
+    case Operation::LoadModel: return QObject::tr("Cannot open the model");
+    case Operation::Translate: return QObject::tr("Translation failed");
+    case Operation::Explain: return QObject::tr("Cannot explain this weight");
+    case Operation::Inspect: return QObject::tr("Inputs");
+    case Operation::TranslatePair: return QObject::tr("Minimal pairs");
+    case Operation::HeadLab: return QObject::tr("Head statistics failed");
+    case Operation::Align: return QObject::tr("Alignment failed");
+    case Operation::Lesson: return QObject::tr("Cannot show the lesson");
+    case Operation::SaveSession: return QObject::tr("Cannot save the session");
+    case Operation::Export: return QObject::tr("Export failed");
+    case Operation::History: return QObject::tr("Cannot read the attention history");
+    case Operation::TrainToy: return QObject::tr("Training the small model failed");
+    case Operation::Measure: return QObject::tr("Cannot compute the value norms");
+    case Operation::Saliency: return QObject::tr("Cannot compute the saliency");
+    }
+    return {};
+}
+
+QString mapMeasureTitle(MapMeasure measure) {
+    switch (measure) {
+    case MapMeasure::Weights: return QObject::tr("Weights");
+    case MapMeasure::ValueNorm: return QObject::tr("Weight × value norm");
+    case MapMeasure::Rollout: return QObject::tr("Rollout (per layer)");
+    }
+    return {};
+}
+
+bool operationNeedsDialog(Operation op) {
+    return op == Operation::LoadModel || op == Operation::Lesson || op == Operation::SaveSession ||
+           op == Operation::Export;
+}
+
+ViewContext::ViewContext(TranslationController* controller, QObject* parent)
+    : QObject(parent), m_controller(controller) {
+    qRegisterMetaType<Operation>("attnlab::ui::Operation");
+    m_live = QSettings().value("liveTranslation", true).toBool();
+    connect(controller, &TranslationController::modelLoaded, this, &ViewContext::setModel);
+    connect(controller, &TranslationController::translationFinished, this,
+            [this](ResultPtr r) { setResult(std::move(r), m_result_options); });
+    connect(controller, &TranslationController::failed, this, &ViewContext::reportFailure);
+    connect(controller, &TranslationController::valueNormsReady, this, [this](ResultPtr r, ValueNormsPtr norms) {
+        if (r != m_result) return;  // a later translation took its place
+        m_norms = std::move(norms);
+        m_measured = {};
+        Q_EMIT measuredMapsChanged();
+    });
+}
+
+void ViewContext::setMeasure(MapMeasure measure) {
+    if (measure == m_measure) return;
+    m_measure = measure;
+    m_measured = {};
+    if (measure == MapMeasure::ValueNorm) askForNorms();
+    Q_EMIT measureChanged(measure);
+    Q_EMIT measuredMapsChanged();
+}
+
+void ViewContext::askForNorms() {
+    if (!m_result || m_norms || m_norms_asked) return;
+    if (m_result->cross.empty()) {
+        m_measure_problem = tr("This translation has no attention maps to weigh.");
+        return;
+    }
+    m_norms_asked = true;
+    m_controller->computeValueNorms(m_result);
+}
+
+std::shared_ptr<const LayerHeadMaps> ViewContext::measuredMaps(AttentionKind kind) const {
+    if (!m_result) return nullptr;
+    const LayerHeadMaps& weights = kind == AttentionKind::EncoderSelf   ? m_result->encoder_self
+                                   : kind == AttentionKind::DecoderSelf ? m_result->decoder_self
+                                                                        : m_result->cross;
+    if (m_measure == MapMeasure::Weights) return {m_result, &weights};  // the result's own, not a copy
+    if (m_measure == MapMeasure::ValueNorm && !m_norms) return nullptr;
+    auto& cached = m_measured[size_t(kind)];
+    if (!cached)
+        cached =
+            std::make_shared<const LayerHeadMaps>(attnlab::measuredMaps(*m_result, kind, m_measure, m_norms.get()));
+    return cached;
+}
+
+void ViewContext::setDecodingOptions(const DecodingOptions& options) {
+    if (sameOptions(options, m_options)) return;
+    m_options = options;
+    Q_EMIT decodingOptionsChanged(m_options);
+}
+
+void ViewContext::setDevice(const QString& device) {
+    if (device == m_device) return;
+    m_device = device;
+    Q_EMIT deviceChanged(device);
+    if (const auto info = model()) loadModel(QString::fromStdString(info->package_dir));
+}
+
+void ViewContext::setPalette(Palette palette, bool remember) {
+    m_palette = palette;
+    if (remember) QSettings().setValue("colorMap", paletteKey(palette));
+    Q_EMIT paletteChanged(palette);
+}
+
+void ViewContext::setLiveTranslation(bool on, bool remember) {
+    m_live = on;
+    if (remember) QSettings().setValue("liveTranslation", on);
+    Q_EMIT liveTranslationChanged(on);
+}
+
+double ViewContext::textSize() const { return QApplication::font().pointSizeF(); }
+
+void ViewContext::setTextSize(double points, bool remember) {
+    points = std::clamp(points, kMinTextSize, kMaxTextSize);
+    QFont f = QApplication::font();
+    f.setPointSizeF(points);
+    QApplication::setFont(f);
+    if (remember) QSettings().setValue("textSize", points);
+    Q_EMIT textSizeChanged(points);
+}
+
+void ViewContext::setPresenting(bool on) {
+    if (on == m_presenting) return;
+    m_presenting = on;
+    Q_EMIT presentingChanged(on);
+}
+
+void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
+    m_ablated = heads;
+    if (m_result) translate(QString::fromStdString(m_result->source_text), m_result_options);
+}
+
+void ViewContext::loadModel(const QString& package_dir) {
+    Q_EMIT modelLoading(package_dir);
+    m_controller->loadModel(package_dir, m_device);
+}
+
+void ViewContext::translateSentence(const QString& sentence) {
+    showSentence(sentence);
+    translate(sentence, m_options);
+}
+
+void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
+    m_result_options = options;
+    m_result_options.record_trace = true;  // the Decoding tab shows the search
+    m_result_options.ablate = m_ablated;
+    Q_EMIT translationRequested(sentence, !options.force_prefix.empty() || !options.force_prefix_ids.empty());
+    m_controller->translate(sentence, m_result_options);
+}
+
+void ViewContext::reportFailure(Operation op, const QString& message) {
+    m_last_error = message;
+    if (op == Operation::Translate) {
+        m_result.reset();
+        Q_EMIT resultChanged(nullptr);
+    }
+    if (op == Operation::Measure) {
+        m_measure_problem = message;
+        Q_EMIT measuredMapsChanged();
+    }
+    Q_EMIT failed(op, message);
+}
+
+void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
+    m_result = std::move(result);
+    m_result_options = options;
+    m_last_error.clear();
+    m_norms.reset();
+    m_norms_asked = false;
+    m_measure_problem.clear();
+    m_measured = {};
+    if (m_measure == MapMeasure::ValueNorm) askForNorms();
+    Q_EMIT resultChanged(m_result);
+}
+
+// A new model (or the same on another device): its heads start switched on, as the Heads tab shows.
+void ViewContext::setModel(ModelInfoPtr info) {
+    m_last_error.clear();
+    m_ablated.clear();
+    // The shown translation was made by the model before: its value norms cannot be asked of this one.
+    if (m_result && !m_norms) {
+        m_norms_asked = true;
+        m_measure_problem = tr("The value norms need a translation by the model now loaded: translate again.");
+        m_measured = {};
+    }
+    Q_EMIT modelChanged(std::move(info));
+}
+
+std::optional<QString> ViewContext::exportAttentionJson(const QString& path) const {
+    const auto info = model();
+    if (!m_result || !info) return tr("translate a sentence first");
+    try {
+        // The maps beyond the weights that the Show choice has made: the value norms once computed,
+        // the rollout when it is shown.
+        AttentionJsonExtras extras;
+        if (m_norms) extras.value_norms.push_back(*m_norms);
+        extras.rollout = m_measure == MapMeasure::Rollout;
+        writeAttentionJson(path.toStdString(), {*m_result}, *info, m_result_options, extras);
+        return std::nullopt;
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+}  // namespace attnlab::ui

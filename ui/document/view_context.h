@@ -1,0 +1,146 @@
+#pragma once
+// ViewContext: the document every view observes (Okular's observer pattern). It holds what the
+// views follow — the model, the current translation and the options it was made with, the user's
+// decoding options, the colour map, the text size, the switched-off heads — and says when each
+// changes; views connect to its signals themselves, once, in their constructors. Requests that
+// several views make (translate, explain a weight, show a view, select a head) go through it, and
+// so does every failure: one signal, `failed(operation, message)`, handled by the window.
+
+#include "document/operation.h"
+#include "document/translation_controller.h"
+#include "plots/plot_style.h"
+
+#include <attnlab/attention_flow.h>
+#include <attnlab/attention_kind.h>
+
+#include <QObject>
+
+#include <array>
+#include <memory>
+#include <optional>
+
+#include <string>
+#include <vector>
+
+namespace attnlab::ui {
+
+// What the views call a measure: "Weights", "Weight × value norm", "Rollout (per layer)".
+QString mapMeasureTitle(MapMeasure measure);
+
+class ViewContext : public QObject {
+    Q_OBJECT
+public:
+    explicit ViewContext(TranslationController* controller, QObject* parent = nullptr);
+
+    // The worker that runs core; views ask it for their own numbers (explanations, statistics).
+    TranslationController* controller() const { return m_controller; }
+
+    ModelInfoPtr model() const { return m_controller->modelInfo(); }
+    ResultPtr result() const { return m_result; }
+    DecodingOptions resultOptions() const { return m_result_options; }  // of the shown translation
+    // The user's decoding options (beam, alpha, maximum length), as the sentence row shows them.
+    DecodingOptions decodingOptions() const { return m_options; }
+    void setDecodingOptions(const DecodingOptions& options);
+    QString device() const { return m_device; }
+    void setDevice(const QString& device);  // reloads the loaded model on it
+    Palette palette() const { return m_palette; }
+    void setPalette(Palette palette, bool remember = true);
+    // Translate as you type (on by default; remembered in the settings unless remember = false, as
+    // for the app's --no-live).
+    bool liveTranslation() const { return m_live; }
+    void setLiveTranslation(bool on, bool remember = true);
+    // The app's text size in points (8-28): every widget and plot follows the application font.
+    static constexpr double kMinTextSize = 8, kMaxTextSize = 28;
+    double textSize() const;
+    void setTextSize(double points, bool remember = true);
+    // Presenter mode (the lesson controller decides it): views give the maps the room, e.g. the
+    // translation's detail lines fold away.
+    bool presenting() const { return m_presenting; }
+    void setPresenting(bool on);
+    const std::vector<HeadRef>& ablated() const { return m_ablated; }
+    // Switches heads off for every later translation and translates the shown sentence again; a new
+    // model switches every head on again.
+    void setAblated(const std::vector<HeadRef>& heads);
+    // The head the attention view shows: what another view uses when a lesson names none.
+    HeadRef focusedHead() const { return m_focus; }
+    // What the attention maps show (attnlab/attention_flow.h): the weights, each weight times its
+    // key's value norm (rows normalised), or the rollout (one map per layer). The value norms are
+    // asked of the controller once per translation, when this measure first needs them.
+    MapMeasure measure() const { return m_measure; }
+    void setMeasure(MapMeasure measure);
+    // The shown translation's maps of one kind under the measure ([layer][head]; a rollout has one
+    // map per layer); null without a translation, or while its value norms are being computed.
+    std::shared_ptr<const LayerHeadMaps> measuredMaps(AttentionKind kind) const;
+    // Why measuredMaps() is null for a shown translation (the value norms failed or cannot be asked
+    // for); empty while they are still being computed.
+    QString measureProblem() const { return m_measure_problem; }
+    void setFocusedHead(const HeadRef& head) { m_focus = head; }
+    QString lastError() const { return m_last_error; }  // the last failure, until a success
+    // The shown translation's attention as JSON (docs/attention-json.md), with the value norms when
+    // they have been computed and the rollout when it is shown; the problem, or nothing.
+    [[nodiscard]] std::optional<QString> exportAttentionJson(const QString& path) const;
+
+    // Requests.
+    void loadModel(const QString& package_dir);
+    void showSentence(const QString& sentence) { Q_EMIT sentenceShown(sentence); }  // in the sentence row
+    // The sentence row shows `sentence` and it is translated with the user's options.
+    void translateSentence(const QString& sentence);
+    // Translate with these options; the trace is always recorded and the ablated heads apply.
+    void translate(const QString& sentence, const DecodingOptions& options);
+    void explainCell(const CellRef& cell) { Q_EMIT explainRequested(cell); }
+    void showView(const std::string& name) { Q_EMIT viewRequested(name); }
+    void showHead(const HeadRef& head, bool mean = false) { Q_EMIT headRequested(head, mean); }
+    // The Heads tab on one page (--heads): "statistics", "ablation" with `ablate` off, "alignment";
+    // a problem is reported as failed(HeadLab, …).
+    void showHeadLab(const QString& page, const std::vector<HeadRef>& ablate = {}) {
+        Q_EMIT headLabRequested(page, ablate);
+    }
+    void showStatus(const QString& message, int ms = 5000) { Q_EMIT status(message, ms); }
+    void reportFailure(Operation op, const QString& message);
+    // A translation result made elsewhere (the controller's, or a test's): every view follows.
+    void setResult(ResultPtr result, const DecodingOptions& options);
+    void setModel(ModelInfoPtr info);
+
+Q_SIGNALS:
+    void modelLoading(const QString& package_dir);
+    void modelChanged(attnlab::ui::ModelInfoPtr info);
+    // A new translation; null when the last one failed (the maps shown would no longer belong to the
+    // sentence).
+    void resultChanged(attnlab::ui::ResultPtr result);
+    void decodingOptionsChanged(const attnlab::DecodingOptions& options);
+    void deviceChanged(const QString& device);
+    void paletteChanged(attnlab::ui::Palette palette);
+    void textSizeChanged(double points);
+    void presentingChanged(bool on);
+    void liveTranslationChanged(bool on);
+    void measureChanged(attnlab::MapMeasure measure);
+    void measuredMapsChanged();  // the measure, or the value norms it waited for
+    void sentenceShown(const QString& sentence);
+    void translationRequested(const QString& sentence, bool forced);
+    void explainRequested(const attnlab::CellRef& cell);
+    void viewRequested(const std::string& name);
+    void headRequested(const attnlab::HeadRef& head, bool mean);
+    void headLabRequested(const QString& page, const std::vector<attnlab::HeadRef>& ablate);
+    void status(const QString& message, int ms);
+    void failed(attnlab::ui::Operation op, const QString& message);
+
+private:
+    TranslationController* m_controller;
+    ResultPtr m_result;
+    DecodingOptions m_result_options, m_options;
+    QString m_device = QStringLiteral("auto");
+    Palette m_palette = Palette::Blues;
+    bool m_live = true;
+    bool m_presenting = false;
+    std::vector<HeadRef> m_ablated;
+    HeadRef m_focus;
+    QString m_last_error;
+    MapMeasure m_measure = MapMeasure::Weights;
+    ValueNormsPtr m_norms;  // of m_result
+    bool m_norms_asked = false;
+    mutable QString m_measure_problem;
+    mutable std::array<std::shared_ptr<const LayerHeadMaps>, 3> m_measured;  // by AttentionKind
+    void askForNorms();
+};
+
+}  // namespace attnlab::ui

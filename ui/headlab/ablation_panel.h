@@ -1,0 +1,70 @@
+#pragma once
+// AblationPanel (Heads tab, "Ablation"): switch heads off in a layer x head grid of toggles, one
+// grid per kind; every change asks for the sentence again with those heads ablated, and the
+// translation and score before (no head off) and after are shown side by side, the words of
+// "after" that are not in "before" marked. The three grids stand side by side where the width
+// allows and wrap below one another where it does not (6 layers x 16 heads: two, then one), in a
+// scroll area, so that no model's shape widens the window.
+
+#include "document/translation_controller.h"
+
+#include <attnlab/attention_kind.h>
+
+#include <QWidget>
+
+#include <vector>
+
+class QGridLayout;
+class QLabel;
+class QScrollArea;
+class QToolButton;
+class QVBoxLayout;
+
+namespace attnlab::ui {
+
+class AblationPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit AblationPanel(QWidget* parent = nullptr);
+
+    void setShape(int enc_layers, int dec_layers, int heads);  // rebuilds the grids, every head on
+    // Every translation result: one with no head ablated becomes "before", one with heads
+    // ablated "after" (when it is the same sentence).
+    void setResult(ResultPtr result);
+    void setAblated(const std::vector<HeadRef>& heads);  // toggles the buttons; emits ablationChanged
+    std::vector<HeadRef> ablated() const;
+    QToolButton* toggle(const HeadRef& head) const;  // nullptr when out of range
+    // The grids of the three kinds as laid out (tests read where they are).
+    const std::vector<QWidget*>& kindGrids() const { return m_blocks; }
+    int gridsPerRow() const { return m_per_row; }
+
+    QString beforeText() const;
+    QString afterText() const;  // rich text: changed words in <b>
+    // The words of `after` that are not in the longest common subsequence with `before`.
+    static std::vector<bool> changedWords(const QStringList& before, const QStringList& after);
+
+Q_SIGNALS:
+    void ablationChanged(const std::vector<attnlab::HeadRef>& heads);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;  // the scroll area's width: arrange
+
+private:
+    void arrangeGrids();  // as many kinds side by side as the scroll area's width holds
+    void emitChange();
+    void showComparison();
+    std::vector<std::vector<std::vector<QToolButton*>>> m_toggles;  // [kind][layer][head]
+    QScrollArea* m_scroll;
+    QWidget* m_grid_host = nullptr;  // the scroll area's widget, recreated by setShape
+    QGridLayout* m_grids = nullptr;  // m_grid_host's layout: the kinds' grids
+    std::vector<QWidget*> m_blocks;  // one grid per kind
+    int m_per_row = 0;
+    QVBoxLayout* m_layout;
+    QLabel* m_summary;
+    QLabel* m_before;
+    QLabel* m_after;
+    ResultPtr m_r_before, m_r_after;
+    bool m_quiet = false;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,245 @@
+#include "lessons/lesson_controller.h"
+
+#include "lessons/lesson_pane.h"
+#include "lessons/view_states.h"
+#include "shell/view_registry.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include <QAction>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMainWindow>
+#include <QMenu>
+#include <QScreen>
+#include <QTimer>
+
+#include <utility>
+
+namespace attnlab::ui {
+
+namespace {
+QString canonical(const std::string& dir) { return QFileInfo(QString::fromStdString(dir)).canonicalFilePath(); }
+
+QString beyondTheEnd(const QString& origin, int index, int count) {
+    return LessonController::tr("%1: step %2 is beyond the end (the lesson has %3 steps)")
+        .arg(origin)
+        .arg(index + 1)
+        .arg(count);
+}
+}  // namespace
+
+LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWindow* window)
+    : QObject(window), m_context(context), m_window(window), m_tabs(tabs) {
+    m_pane = new LessonPane(window);
+    m_dock = new QDockWidget(tr("Lesson"), window);
+    m_dock->setObjectName("lesson");
+    m_dock->setWidget(m_pane);
+    window->addDockWidget(Qt::RightDockWidgetArea, m_dock);
+    m_dock->hide();
+    m_views = new ViewStates(context, tabs, this);
+    connect(m_pane, &LessonPane::stepShown, this, &LessonController::showStep);
+    connect(context, &ViewContext::failed, this, &LessonController::nameTheStep);
+    connect(context->controller(), &TranslationController::busyChanged, this, [this](bool busy) {
+        if (!busy) stepSettled();
+    });
+    connect(context, &ViewContext::modelChanged, this, &LessonController::showPendingStep);
+    connect(context, &ViewContext::failed, this, [this](Operation op) {
+        if (op == Operation::LoadModel) m_pending_step = -1;  // the lesson's model did not load: no step waits
+    });
+}
+
+void LessonController::fillMenu(QMenu* menu) {
+    menu->addAction(tr("&Open lesson…"), QKeySequence(tr("Ctrl+L")), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            m_window, tr("Open a lesson"), QString::fromStdString(bundledLessonsDir()), tr("Lessons (*.json)"));
+        if (!path.isEmpty()) report(Operation::Lesson, openLesson(path));
+    });
+    QMenu* bundled = menu->addMenu(tr("&Bundled lessons"));
+    for (const auto& l : bundledLessons()) {
+        const QString path = QString::fromStdString(l.path);
+        bundled->addAction(QString::fromStdString(l.title), this,
+                           [this, path] { report(Operation::Lesson, openLesson(path)); });
+    }
+    bundled->setEnabled(!bundled->isEmpty());
+    menu->addSeparator();
+    // Past either end the keys only say so in the status bar (no box in front of a class).
+    auto step = [this](int delta) {
+        if (!m_pane->hasLesson()) return;
+        if (const auto problem = goToStep(m_pane->current() + delta)) m_context->showStatus(*problem);
+    };
+    menu->addAction(tr("&Next step"), QKeySequence(Qt::Key_PageDown), this, [step] { step(1); });
+    menu->addAction(tr("&Previous step"), QKeySequence(Qt::Key_PageUp), this, [step] { step(-1); });
+    m_presenter_action = menu->addAction(tr("P&resenter mode"), this, [this](bool on) { setPresenterMode(on); });
+    m_presenter_action->setCheckable(true);
+    m_presenter_action->setShortcuts({QKeySequence(Qt::Key_F5)});
+    auto* leave = new QAction(tr("Leave presenter mode"), m_window);
+    leave->setShortcut(QKeySequence(Qt::Key_Escape));
+    connect(leave, &QAction::triggered, this, [this] {
+        if (m_presenter) setPresenterMode(false);
+    });
+    m_window->addAction(leave);
+    menu->addSeparator();
+    menu->addAction(tr("&Save session…"), QKeySequence::Save, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(m_window, tr("Save the view as a session"), "session.json",
+                                                          tr("Sessions (*.json)"));
+        if (!path.isEmpty()) report(Operation::SaveSession, saveSession(path));
+    });
+    menu->addAction(tr("Open s&ession…"), QKeySequence(tr("Ctrl+Shift+L")), this, [this] {
+        const QString path =
+            QFileDialog::getOpenFileName(m_window, tr("Open a session"), QString(), tr("Sessions (*.json)"));
+        if (!path.isEmpty()) report(Operation::Lesson, openSession(path));
+    });
+}
+
+void LessonController::report(Operation op, const std::optional<QString>& problem) {
+    if (problem) m_context->reportFailure(op, *problem);
+}
+
+std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson, const QString& origin,
+                                                           bool with_model) const {
+    try {
+        checkLessonViews(lesson, viewNames(), origin.toStdString(), m_tabs->partNames());
+        const auto info = m_context->model();
+        if (with_model && info)
+            checkLessonFitsModel(lesson, int(info->config.model.encoderLayers()), int(info->config.model.n_head),
+                                 origin.toStdString(), int(info->config.model.decoderLayers()));
+        return std::nullopt;
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> LessonController::start(const Lesson& lesson, const QString& origin, int first) {
+    if (first < 0 || first >= int(lesson.steps.size())) return beyondTheEnd(origin, first, int(lesson.steps.size()));
+    QString model_dir;
+    try {
+        if (!lesson.model.empty()) model_dir = QString::fromStdString(resolveModelArgument(lesson.model));
+    } catch (const Error& e) {
+        return tr("%1: model: %2").arg(origin, QString::fromStdString(e.what()));
+    }
+    const auto info = m_context->model();
+    const bool other_model =
+        !model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString()));
+    // The views always; the model now when it is the lesson's, else once the lesson's has loaded.
+    if (auto problem = problemWithLesson(lesson, origin, !other_model)) return problem;
+    m_pane->setLesson(lesson, origin);
+    m_dock->show();
+    m_dock->raise();
+    if (other_model || !info) {
+        m_pending_step = first;  // shown once the model has loaded (showPendingStep)
+        if (other_model) m_context->loadModel(model_dir);
+        return std::nullopt;
+    }
+    m_pane->show(first);
+    return std::nullopt;
+}
+
+void LessonController::showPendingStep() {
+    if (m_pending_step < 0) return;
+    const int step = std::exchange(m_pending_step, -1);
+    if (const auto problem = problemWithLesson(m_pane->lesson(), m_pane->origin(), true))
+        return m_context->reportFailure(Operation::Lesson, *problem);
+    m_pane->show(step);
+}
+
+std::optional<QString> LessonController::openLesson(const QString& path, int first) {
+    try {
+        return start(readLesson(path.toStdString()), path, first);
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> LessonController::openSession(const QString& path) {
+    try {
+        return start(readSession(path.toStdString()), path, 0);
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+std::optional<QString> LessonController::goToStep(int index) {
+    if (!m_pane->hasLesson()) return tr("no lesson is open (Lesson > Open lesson…)");
+    if (!m_pane->show(index)) return beyondTheEnd(m_pane->origin(), index, m_pane->count());
+    m_context->showStatus(tr("Lesson step %1 of %2").arg(index + 1).arg(m_pane->count()), 3000);
+    return std::nullopt;
+}
+
+std::optional<QString> LessonController::saveSession(const QString& path) {
+    LessonStep step;
+    step.title = QFileInfo(path).completeBaseName().toStdString();
+    step.view = m_views->current();
+    std::string model;
+    if (const auto info = m_context->model()) {
+        const QString dir = canonical(info->package_dir);
+        model = dir.toStdString();
+        for (const auto& b : bundledModels())
+            if (canonical(b.dir) == dir) model = b.name;
+    }
+    try {
+        writeSession(path.toStdString(), step, model);
+        m_context->showStatus(tr("Session saved to %1").arg(path));
+        return std::nullopt;
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+void LessonController::applyView(const ViewState& view) { m_views->apply(view); }
+
+void LessonController::showStep(int index, const ViewState& view) {
+    m_showing_step = index;
+    m_showing_focus.reset();
+    if (view.tab && view.focus) m_showing_focus = std::make_pair(*view.tab, *view.focus);
+    m_views->apply(view);
+    stepSettled();
+}
+
+void LessonController::stepSettled() {
+    if (m_showing_step < 0 || m_context->controller()->unanswered() || m_views->pending()) return;
+    m_showing_step = -1;
+    // What the step's work drew (a translation, a weight opened up) is laid out once the events
+    // now queued have run: then its focus is brought into view once more.
+    if (const auto focus = std::exchange(m_showing_focus, std::nullopt))
+        QTimer::singleShot(0, this, [this, focus] {
+            if (QWidget* part = m_tabs->part(focus->first, focus->second)) ViewTabs::bringIntoView(part);
+        });
+}
+
+void LessonController::nameTheStep(Operation op, const QString& message) {
+    if (m_showing_step < 0 || op == Operation::Lesson || op == Operation::LoadModel) return;
+    const int step = std::exchange(m_showing_step, -1);
+    m_context->reportFailure(Operation::Lesson, tr("%1: step %2: %3").arg(m_pane->origin()).arg(step + 1).arg(message));
+}
+
+bool LessonController::pending() const { return m_views->pending() || m_pending_step >= 0; }
+
+void LessonController::setPresenterMode(bool on) {
+    if (on == m_presenter) return;
+    m_presenter = on;
+    if (m_presenter_action) m_presenter_action->setChecked(on);
+    if (on) {
+        m_saved_text_size = m_context->textSize();
+        m_saved_palette = m_context->palette();
+        m_context->setTextSize(std::max(18.0, m_saved_text_size), /*remember=*/false);
+        m_context->setPalette(Palette::HighContrast, /*remember=*/false);
+        m_dock->show();
+        m_context->setPresenting(true);
+        m_saved_geometry = m_window->geometry();
+        // The whole screen even where no window manager grants the full-screen state (a bare X
+        // server, a projector's kiosk session): the state is asked for, and the size set too.
+        if (const QScreen* screen = m_window->screen()) m_window->setGeometry(screen->geometry());
+        m_window->showFullScreen();
+    } else {
+        m_context->setTextSize(m_saved_text_size, false);
+        m_context->setPalette(m_saved_palette, false);
+        m_context->setPresenting(false);
+        m_window->showNormal();
+        if (m_saved_geometry.isValid()) m_window->setGeometry(m_saved_geometry);
+    }
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,87 @@
+#pragma once
+// LessonController: lessons, sessions and presenter mode (attnlab/lesson.h reads and checks the
+// files). It owns the lesson pane and its dock, the Lesson menu, the view states and the step
+// waiting for its model; a lesson is checked against the app's views and the model in one place
+// (problemWithLesson). Failures are returned to the caller, which reports them.
+
+#include "document/view_context.h"
+
+#include <attnlab/lesson.h>
+
+#include <QObject>
+#include <QRect>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+class QAction;
+class QDockWidget;
+class QMainWindow;
+class QMenu;
+
+namespace attnlab::ui {
+
+class LessonPane;
+class ViewStates;
+class ViewTabs;
+
+class LessonController : public QObject {
+    Q_OBJECT
+public:
+    // Adds the caption pane as a dock of `window` (hidden until a lesson opens).
+    LessonController(ViewContext* context, ViewTabs* tabs, QMainWindow* window);
+
+    // The Lesson menu: open, bundled lessons, next/previous step, presenter mode, sessions.
+    void fillMenu(QMenu* menu);
+
+    // Open a lesson and show its step `first` (0-based); a lesson naming another bundled model loads
+    // it first. Errors name the file, the step and the field; the window keeps what it had.
+    [[nodiscard]] std::optional<QString> openLesson(const QString& path, int first = 0);
+    [[nodiscard]] std::optional<QString> goToStep(int index);
+    // File > Save session / Open session: the current view as one lesson step.
+    [[nodiscard]] std::optional<QString> saveSession(const QString& path);
+    [[nodiscard]] std::optional<QString> openSession(const QString& path);
+    // Full screen, text at least 18 pt, the high-contrast colour map, the caption pane shown;
+    // off restores what was there.
+    void setPresenterMode(bool on);
+    bool presenterMode() const { return m_presenter; }
+
+    LessonPane* pane() const { return m_pane; }
+    ViewStates* viewStates() const { return m_views; }
+    bool pending() const;  // a step waits for its translation
+    // Applies a view state outside any lesson (the app's command line).
+    void applyView(const ViewState& view);
+
+private:
+    [[nodiscard]] std::optional<QString> start(const Lesson& lesson, const QString& origin, int first);
+    // Why `lesson` cannot be shown with the loaded model and this app's views, or nothing.
+    // with_model: also against the loaded model's shape.
+    [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin,
+                                                           bool with_model) const;
+    void showPendingStep();  // once the lesson's model has loaded
+    void showStep(int index, const ViewState& view);
+    // A failure of the work a step started (its translation, the weight it opens up, its pair)
+    // names the lesson's file and the step, as the lesson's own errors do.
+    void nameTheStep(Operation op, const QString& message);
+    void stepSettled();  // the work the step started is done
+    // Runs a menu's request and reports its problem.
+    void report(Operation op, const std::optional<QString>& problem);
+
+    ViewContext* m_context;
+    QMainWindow* m_window;
+    LessonPane* m_pane;
+    QDockWidget* m_dock;
+    ViewTabs* m_tabs;  // the views: their names and parts, for checking a lesson
+    ViewStates* m_views;
+    int m_pending_step = -1;
+    int m_showing_step = -1;  // the step whose work is under way, for nameTheStep
+    std::optional<std::pair<std::string, std::string>> m_showing_focus;  // its tab and focus
+    bool m_presenter = false;
+    double m_saved_text_size = 0;
+    Palette m_saved_palette = Palette::Blues;
+    QRect m_saved_geometry;  // the window before presenter mode
+    QAction* m_presenter_action = nullptr;
+};
+
+}  // namespace attnlab::ui

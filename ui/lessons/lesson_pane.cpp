@@ -1,0 +1,107 @@
+#include "lessons/lesson_pane.h"
+
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QTextCursor>
+#include <QVBoxLayout>
+
+namespace attnlab::ui {
+
+LessonPane::LessonPane(QWidget* parent) : QWidget(parent) {
+    m_title = new QLabel(this);
+    m_title->setWordWrap(true);
+    m_position = new QLabel(this);
+    m_caption = new QTextBrowser(this);
+    m_caption->setOpenExternalLinks(false);
+    m_caption->setUndoRedoEnabled(false);
+    // Short labels keep the pane narrow at the presenter text size; the keys are in the tooltips.
+    m_prev = new QPushButton(tr("◀ Previous"), this);
+    m_prev->setToolTip(tr("Previous step (PageUp)"));
+    m_next = new QPushButton(tr("Next ▶"), this);
+    m_next->setToolTip(tr("Next step (PageDown)"));
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_prev);
+    buttons->addWidget(m_next);
+    // "step 3 of 15" on a row of its own, for the same reason.
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_title);
+    layout->addWidget(m_caption, 1);
+    layout->addWidget(m_position, 0, Qt::AlignCenter);
+    layout->addLayout(buttons);
+    // Buttons only: the keys are the window's (PageUp / PageDown work from anywhere).
+    for (auto* b : {m_prev, m_next}) b->setFocusPolicy(Qt::NoFocus);
+    connect(m_prev, &QPushButton::clicked, this, [this] { show(m_current - 1); });
+    connect(m_next, &QPushButton::clicked, this, [this] { show(m_current + 1); });
+}
+
+void LessonPane::setLesson(const Lesson& lesson, const QString& origin) {
+    m_lesson = lesson;
+    m_origin = origin;
+    m_current = -1;
+    m_title->setText(QStringLiteral("<b>%1</b>").arg(QString::fromStdString(lesson.title).toHtmlEscaped()));
+    m_caption->clear();
+}
+
+bool LessonPane::show(int i) {
+    if (i < 0 || i >= count()) return false;
+    m_current = i;
+    const auto& step = m_lesson.steps[i];
+    QString md;
+    if (!step.title.empty()) md = QStringLiteral("## %1\n\n").arg(QString::fromStdString(step.title));
+    setCaption(md + QString::fromStdString(step.caption));
+    m_position->setText(tr("step %1 of %2").arg(i + 1).arg(count()));
+    m_prev->setEnabled(i > 0);
+    m_next->setEnabled(i + 1 < count());
+    Q_EMIT stepShown(i, lessonViewAt(m_lesson, i));
+    return true;
+}
+
+// The caption in one edit of the shown document, laid out once at its end. Qt 6.4's Markdown
+// reader inserts span by span, and outside an edit block the document was laid out again after
+// each insertion (and after each code span's resize): quadratic, a 30 KB caption took 57 s.
+void LessonPane::setCaption(const QString& markdown) {
+    QTextDocument* doc = m_caption->document();
+    QTextCursor edit(doc);
+    edit.beginEditBlock();
+    doc->setMarkdown(markdown);
+    fitCodeSize();
+    edit.endEditBlock();
+    m_caption->moveCursor(QTextCursor::Start);  // a new step is read from its top
+}
+
+// Qt's Markdown reader gives `code` the system's fixed font at that font's own size, which stayed
+// at 9 pt beside an 18 pt caption: code takes the caption's size. One edit block for all spans,
+// so that a change of the text size lays the caption out once, not once per span.
+void LessonPane::fitCodeSize() {
+    QTextDocument* doc = m_caption->document();
+    QTextCursor cursor(doc);
+    QTextCharFormat size;
+    size.setFontPointSize(m_caption->font().pointSizeF());
+    cursor.beginEditBlock();
+    for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
+        for (auto it = b.begin(); !it.atEnd(); ++it) {
+            const QTextFragment f = it.fragment();
+            if (!f.charFormat().fontFixedPitch() && !f.charFormat().font().fixedPitch()) continue;
+            cursor.setPosition(f.position());
+            cursor.setPosition(f.position() + f.length(), QTextCursor::KeepAnchor);
+            cursor.mergeCharFormat(size);
+        }
+    cursor.endEditBlock();
+}
+
+void LessonPane::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange && m_current >= 0) {
+        QWidget::changeEvent(event);
+        fitCodeSize();
+        return;
+    }
+    QWidget::changeEvent(event);
+}
+
+QString LessonPane::captionText() const { return m_caption->toPlainText(); }
+
+}  // namespace attnlab::ui

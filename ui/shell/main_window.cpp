@@ -1,0 +1,237 @@
+#include "shell/main_window.h"
+
+#include "dialogs/toy_trainer_dialog.h"
+#include "lessons/lesson_controller.h"
+#include "shell/translate_panel.h"
+#include "shell/view_registry.h"
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QVBoxLayout>
+
+#include <functional>
+
+namespace attnlab::ui {
+
+MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QWidget* parent)
+    : QMainWindow(parent), m_context(new ViewContext(controller, this)), m_error_dialogs(error_dialogs) {
+    setWindowTitle(tr("AttnLab"));
+    setAcceptDrops(true);
+    m_translate = new TranslatePanel(m_context, this);
+    m_views = new ViewTabs(m_context, this);
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->addWidget(m_translate);
+    layout->addWidget(m_views, 1);
+    setCentralWidget(central);
+    m_status_model = new QLabel(tr("no model"), this);
+    statusBar()->addPermanentWidget(m_status_model);
+    follow();  // first: the status bar and title update before what a loaded model sets off
+    m_lessons = new LessonController(m_context, m_views, this);
+    buildFileMenu();
+    buildViewMenu();
+    m_lessons->fillMenu(menuBar()->addMenu(tr("&Lesson")));
+    buildHelpMenu();
+    restoreAppearance();
+}
+
+void MainWindow::follow() {
+    connect(m_context, &ViewContext::failed, this, &MainWindow::report);
+    connect(m_context, &ViewContext::status, statusBar(), &QStatusBar::showMessage);
+    connect(m_context, &ViewContext::translationRequested, this, [this](const QString&, bool forced) {
+        statusBar()->showMessage(forced ? tr("Translating with a forced beginning…") : tr("Translating…"));
+    });
+    connect(m_context, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        if (r) statusBar()->showMessage(tr("Translated in %1 ms").arg(r->seconds * 1000, 0, 'f', 0), 5000);
+    });
+    connect(m_context, &ViewContext::modelLoading, this,
+            [this](const QString& dir) { statusBar()->showMessage(tr("Loading %1…").arg(dir)); });
+    connect(m_context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+        const QString dir = QString::fromStdString(info->package_dir);
+        m_status_model->setText(tr("%1 · %2 · loaded in %3 s")
+                                    .arg(QFileInfo(dir).fileName(), QString::fromStdString(info->device))
+                                    .arg(info->load_seconds, 0, 'f', 2));
+        setWindowTitle(tr("AttnLab — %1").arg(QFileInfo(dir).fileName()));
+        rememberRecent(dir);
+        for (QAction* a : m_models_menu->actions())
+            a->setChecked(a->data().toString() == QFileInfo(dir).canonicalFilePath());
+        statusBar()->showMessage(tr("Model loaded"), 5000);
+    });
+    connect(m_context, &ViewContext::paletteChanged, this,
+            [this](Palette p) { m_palette_actions.value(int(p))->setChecked(true); });
+    connect(m_context, &ViewContext::textSizeChanged, this,
+            [this](double pt) { statusBar()->showMessage(tr("Text size %1 pt").arg(pt), 3000); });
+}
+
+// The one place failures are reported: the status bar always (views show their own where the user
+// asked), a message box for what was asked in a menu or a dialog.
+void MainWindow::report(Operation op, const QString& message) {
+    statusBar()->showMessage(tr("%1: %2").arg(operationTitle(op), message), 8000);
+    if (!m_error_dialogs || !operationNeedsDialog(op)) return;
+    const bool kept = op == Operation::LoadModel && m_context->model();
+    QMessageBox::warning(this, operationTitle(op),
+                         message + (kept ? tr("\n\nThe previous model stays loaded.") : QString()));
+}
+
+void MainWindow::buildFileMenu() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open model…"), QKeySequence::Open, this, [this] {
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Open a model package or a MarianMT (OPUS-MT) folder"));
+        if (!dir.isEmpty()) m_context->loadModel(dir);
+    });
+    m_models_menu = file->addMenu(tr("&Models"));
+    for (const auto& [label, dir] : bundledModelChoices()) {
+        QAction* a = m_models_menu->addAction(label, this, [this, dir = dir] { m_context->loadModel(dir); });
+        a->setData(dir);
+        a->setCheckable(true);
+    }
+    m_models_menu->setEnabled(!m_models_menu->isEmpty());
+    file->addAction(tr("&Train a small model…"), this, [this] {
+        if (!m_toy) {
+            const QString work = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/toy";
+            m_toy = new ToyTrainerDialog(m_context, work, this);
+        }
+        m_toy->show();
+        m_toy->raise();
+    });
+    m_recent = file->addMenu(tr("Open &recent"));
+    rebuildRecentMenu();
+    file->addSeparator();
+    file->addAction(tr("Export view as &PNG…"), QKeySequence(tr("Ctrl+E")), this, [this] {
+        exportTo(tr("Export PNG"), "attention.png", tr("PNG images (*.png)"), &MainWindow::exportCurrentView);
+    });
+    file->addAction(tr("Export view as P&DF…"), QKeySequence(tr("Ctrl+Shift+E")), this, [this] {
+        exportTo(tr("Export PDF"), "attention.pdf", tr("PDF documents (*.pdf)"), &MainWindow::exportCurrentView);
+    });
+    file->addAction(tr("Export attention as &JSON…"), QKeySequence(tr("Ctrl+J")), this, [this] {
+        exportTo(tr("Export attention"), "attention.json", tr("JSON (*.json)"), &MainWindow::exportAttentionJson);
+    });
+    file->addAction(tr("Export &animation (GIF)…"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export animation"), "training.gif",
+                                                          tr("Animated GIF (*.gif);;PNG series (*.png)"));
+        if (path.isEmpty()) return;
+        if (const auto problem = exportCurrentAnimation(path)) m_context->reportFailure(Operation::Export, *problem);
+    });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
+}
+
+void MainWindow::exportTo(const QString& title, const QString& name, const QString& filter,
+                          std::optional<QString> (MainWindow::*write)(const QString&) const) {
+    const QString path = QFileDialog::getSaveFileName(this, title, name, filter);
+    if (path.isEmpty()) return;
+    if (const auto problem = (this->*write)(path)) m_context->reportFailure(Operation::Export, *problem);
+}
+
+void MainWindow::buildViewMenu() {
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addActions(m_views->menuActions());
+    view->addSeparator();
+    // Bigger type for projectors: one size for the widgets and every plot (they follow the font).
+    view->addAction(tr("Larger text"), QKeySequence::ZoomIn, this,
+                    [this] { m_context->setTextSize(m_context->textSize() + 2); });
+    view->addAction(tr("Smaller text"), QKeySequence::ZoomOut, this,
+                    [this] { m_context->setTextSize(m_context->textSize() - 2); });
+    view->addAction(tr("Default text size"), QKeySequence(tr("Ctrl+0")), this,
+                    [this] { m_context->setTextSize(m_default_text_size); });
+    QMenu* colours = view->addMenu(tr("Colour map"));
+    auto* group = new QActionGroup(this);
+    for (int i = 0; i < kPaletteCount; ++i) {
+        QAction* a =
+            colours->addAction(paletteName(Palette(i)), this, [this, i] { m_context->setPalette(Palette(i)); });
+        a->setCheckable(true);
+        group->addAction(a);
+        m_palette_actions << a;
+    }
+}
+
+void MainWindow::buildHelpMenu() {
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,
+                    [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsHtml()); });
+    help->addAction(tr("&About AttnLab"), this, [this] {
+        QMessageBox::about(this, tr("About AttnLab"),
+                           tr("<h3>AttnLab</h3><p>Translate with a Transformer and see every head's attention "
+                              "and the positional encoding.</p>"));
+    });
+}
+
+void MainWindow::restoreAppearance() {
+    m_default_text_size = m_context->textSize();
+    QSettings s;
+    if (s.contains("textSize")) m_context->setTextSize(s.value("textSize").toDouble(), false);
+    m_context->setPalette(paletteFromKey(s.value("colorMap").toString()), false);
+}
+
+QString MainWindow::shortcutsHtml() const {
+    QString rows;
+    auto row = [&](const QString& keys, const QString& what) {
+        rows +=
+            QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+    };
+    std::function<void(const QList<QAction*>&)> walk = [&](const QList<QAction*>& actions) {
+        for (QAction* a : actions) {
+            if (a->menu()) walk(a->menu()->actions());
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
+            if (!keys.isEmpty()) row(keys.join(tr(" or ")), a->text().remove('&'));
+        }
+    };
+    walk(menuBar()->actions());
+    row(tr("Up / Down"), tr("Previous / next layer (focus in the attention view)"));
+    row(tr("Left / Right"), tr("Previous / next head (focus in the attention view)"));
+    row(tr("1 / 2 / 3"), tr("Encoder / decoder / cross-attention (focus in the attention view)"));
+    row(tr("Enter"), tr("Translate the sentence (focus in the sentence field)"));
+    return QStringLiteral("<table cellspacing='6'>%1</table>").arg(rows);
+}
+
+void MainWindow::rememberRecent(const QString& dir) {
+    QSettings s;
+    QStringList recent = s.value("recentModels").toStringList();
+    recent.removeAll(dir);
+    recent.prepend(dir);
+    while (recent.size() > 8) recent.removeLast();
+    s.setValue("recentModels", recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    m_recent->clear();
+    const QStringList recent = QSettings().value("recentModels").toStringList();
+    for (const QString& dir : recent) m_recent->addAction(dir, this, [this, dir] { m_context->loadModel(dir); });
+    m_recent->setEnabled(!recent.isEmpty());
+}
+
+std::optional<QString> MainWindow::exportCurrentView(const QString& path) const { return m_views->exportCurrent(path); }
+
+std::optional<QString> MainWindow::exportCurrentAnimation(const QString& path) {
+    return m_views->exportCurrentAnimation(path);
+}
+
+std::optional<QString> MainWindow::exportAttentionJson(const QString& path) const {
+    return m_context->exportAttentionJson(path);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+    if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+    const auto urls = e->mimeData()->urls();
+    if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+    const QString p = urls.first().toLocalFile();
+    m_context->loadModel(QFileInfo(p).isDir() ? p : QFileInfo(p).absolutePath());
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,357 @@
+#include "shell/translate_panel.h"
+
+#include <algorithm>
+
+#include "widgets/confidence_text.h"
+
+#include <attnlab/confidence.h>
+#include <attnlab/translator.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QEvent>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QTimer>
+#include <QToolButton>
+
+#include <QFileInfo>
+
+#include <attnlab/package.h>
+
+#include <cmath>
+
+namespace attnlab::ui {
+
+QList<QPair<QString, QString>> bundledModelChoices() {
+    QList<QPair<QString, QString>> out;
+    for (const auto& m : bundledModels())
+        out.append({QStringLiteral("%1 → %2  (%3)")
+                        .arg(QString::fromStdString(m.source_lang), QString::fromStdString(m.target_lang),
+                             QString::fromStdString(m.name)),
+                    QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
+    return out;
+}
+
+TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(parent) {
+    m_sentence = new QLineEdit(this);
+    m_sentence->setPlaceholderText(tr("Type a sentence and press Enter"));
+    m_sentence->setClearButtonEnabled(true);
+    m_examples = new QPushButton(tr("Examples"), this);
+    m_direction = new QComboBox(this);
+    m_direction->setToolTip(tr("Translation direction: the bundled models (File > Models)"));
+    m_direction->setVisible(false);
+    m_go = new QPushButton(tr("Translate"), this);
+    m_live = new QCheckBox(tr("Live"), this);
+    m_live->setToolTip(
+        tr("Translate as you type (after a pause of %1 ms); Enter always translates at once").arg(kLiveDelayMs));
+    m_live_timer = new QTimer(this);
+    m_live_timer->setSingleShot(true);
+    m_live_timer->setInterval(kLiveDelayMs);
+    m_beam = new QSpinBox(this);
+    m_beam->setRange(1, 32);
+    const DecodingOptions defaults;  // the library's defaults, not typed again
+    m_beam->setValue(defaults.beam_size);
+    m_beam->setToolTip(tr("Beam size (1 = greedy)"));
+    m_alpha = new QDoubleSpinBox(this);
+    m_alpha->setRange(0.0, 3.0);
+    m_alpha->setSingleStep(0.1);
+    m_alpha->setValue(defaults.length_penalty);
+    m_alpha->setToolTip(tr("Length penalty: hypotheses are ranked by score / length^alpha"));
+    m_max_len = new QSpinBox(this);
+    m_max_len->setRange(1, 1000);
+    m_max_len->setValue(defaults.max_length);
+    m_max_len->setToolTip(tr("Longest translation in pieces"));
+    m_device = new QComboBox(this);
+    m_device->addItem(tr("auto"), "auto");
+    m_device->addItem(tr("CPU"), "cpu");
+    if (attnlab::cudaAvailable()) m_device->addItem(tr("CUDA"), "cuda");
+    m_device->setToolTip(tr("Where the model runs; changing it reloads the model"));
+    m_translation = new ConfidenceText(this);  // draws at 1.4 x the app's text size, whatever it is
+    m_legend = new QLabel(ConfidenceText::legendHtml(), this);
+    m_legend->setVisible(false);
+    m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // cut, as m_details, on a narrow screen
+    m_warning = new QLabel(this);
+    m_warning->setWordWrap(true);
+    m_warning->setStyleSheet(
+        QStringLiteral("QLabel { background:#fff3cd; color:#664d03; border:1px solid #e0b000;"
+                       " padding:4px; }"));
+    m_warning->setVisible(false);
+    m_warning->setFont(font());
+    m_details = new QLabel(this);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Four fixed lines, not wrapped: a wrapped label's height-for-width is not honoured by the
+    // window's layout and its last line was cut off. A long piece list is cut at the right edge
+    // instead and shown whole in the tooltip.
+    m_details->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_progress = new QProgressBar(this);
+    m_progress->setMaximumHeight(6);
+    m_progress->setTextVisible(false);
+    m_progress->setVisible(false);
+
+    auto* row = new QHBoxLayout;
+    row->addWidget(m_direction);
+    row->addWidget(m_sentence, 1);
+    row->addWidget(m_examples);
+    row->addWidget(m_live);
+    row->addWidget(m_go);
+    m_options_row = new QWidget(this);
+    auto* opts = new QHBoxLayout(m_options_row);
+    opts->setContentsMargins(0, 0, 0, 0);
+    opts->addWidget(new QLabel(tr("Beam"), this));
+    opts->addWidget(m_beam);
+    opts->addWidget(new QLabel(tr("α"), this));
+    opts->addWidget(m_alpha);
+    opts->addWidget(new QLabel(tr("Max length"), this));
+    opts->addWidget(m_max_len);
+    opts->addWidget(new QLabel(tr("Device"), this));
+    opts->addWidget(m_device);
+    opts->addStretch();
+    // The piece lines, score and timing: room for the maps when the text is large.
+    m_show_details = new QToolButton(this);
+    m_show_details->setText(tr("Details"));
+    m_show_details->setCheckable(true);
+    m_show_details->setChecked(true);
+    m_show_details->setToolTip(tr("Show the pieces, the score, the time and the confidence figures"));
+    connect(m_show_details, &QToolButton::toggled, m_details, &QWidget::setVisible);
+    opts->addWidget(m_show_details);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(row);
+    layout->addWidget(m_options_row);
+    layout->addWidget(m_progress);
+    layout->addWidget(m_translation);
+    layout->addWidget(m_legend);
+    layout->addWidget(m_warning);
+    layout->addWidget(m_details);
+
+    connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
+    connect(m_sentence, &QLineEdit::textEdited, this, &TranslatePanel::typed);
+    connect(m_live_timer, &QTimer::timeout, this, &TranslatePanel::liveDue);
+    connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
+    connect(m_direction, &QComboBox::activated, this,
+            [this] { Q_EMIT modelChosen(m_direction->currentData().toString()); });
+    connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
+    follow(context);
+}
+
+// In presenter mode one line (a projector's room goes to the maps), the whole message on hover.
+void TranslatePanel::showWarning() {
+    const QString full = QStringLiteral("⚠ ") + QString::fromStdString(lowConfidenceMessage(m_confidence));
+    const bool brief = m_context && m_context->presenting();
+    m_warning->setText(!brief ? full
+                              : tr("⚠ low confidence (%1 per piece, below %2): do not trust this translation")
+                                    .arg(m_confidence.probability, 0, 'f', 2)
+                                    .arg(std::exp(m_confidence.threshold), 0, 'f', 2));
+    m_warning->setToolTip(full);
+    m_warning->setVisible(m_confidence.low);
+}
+
+void TranslatePanel::present(bool on) {
+    if (on) m_details_before_presenting = m_show_details->isChecked();
+    m_show_details->setChecked(on ? false : m_details_before_presenting);
+    m_options_row->setVisible(!on);  // a lesson's steps set beam, alpha and length; Esc brings it back
+    if (m_warning->isVisible()) showWarning();
+}
+
+void TranslatePanel::changeEvent(QEvent* event) {
+    // A style sheet cuts the warning off the application font: it follows the text size by hand.
+    if (event->type() == QEvent::FontChange) m_warning->setFont(font());
+    QWidget::changeEvent(event);
+}
+
+void TranslatePanel::follow(ViewContext* c) {
+    m_context = c;
+    c->setDecodingOptions(options());
+    const auto push = [this, c] { c->setDecodingOptions(options()); };
+    connect(m_beam, &QSpinBox::valueChanged, this, push);
+    connect(m_alpha, &QDoubleSpinBox::valueChanged, this, push);
+    connect(m_max_len, &QSpinBox::valueChanged, this, push);
+    connect(c, &ViewContext::decodingOptionsChanged, this, &TranslatePanel::setOptions);
+    connect(this, &TranslatePanel::translateRequested, c,
+            [c](const QString& s, const DecodingOptions& o) { c->translate(s, o); });
+    connect(this, &TranslatePanel::modelChosen, c, &ViewContext::loadModel);
+    m_live->setChecked(c->liveTranslation());
+    connect(m_live, &QCheckBox::toggled, c, [c](bool on) { c->setLiveTranslation(on); });
+    connect(c, &ViewContext::liveTranslationChanged, this, [this](bool on) {
+        const QSignalBlocker b(m_live);
+        m_live->setChecked(on);
+        if (!on) m_live_timer->stop();
+    });
+    connect(c, &ViewContext::presentingChanged, this, &TranslatePanel::present);
+    connect(this, &TranslatePanel::deviceChanged, c, &ViewContext::setDevice);
+    connect(c, &ViewContext::deviceChanged, this, &TranslatePanel::setDevice);
+    connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
+    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        if (r) showResult(std::move(r));
+    });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::Translate) showError(m);
+    });
+    connect(c->controller(), &TranslationController::translationProgress, this, &TranslatePanel::showProgress);
+    connect(c->controller(), &TranslationController::busyChanged, this, &TranslatePanel::setBusy);
+    connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+        QStringList examples;
+        for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
+        setExamples(examples);
+        setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
+        // An imported model's own decoding defaults (num_beams; max_length counts the start token);
+        // a model without them gets AttnLab's back, so the last model's beam does not linger.
+        const bool own = info->config.num_beams > 0 || info->config.max_length > 1;
+        if (own || m_model_defaults) {
+            const DecodingOptions defaults;
+            DecodingOptions o = options();
+            o.beam_size =
+                info->config.num_beams > 0 ? std::min(info->config.num_beams, m_beam->maximum()) : defaults.beam_size;
+            o.max_length = info->config.max_length > 1 ? std::min(defaults.max_length, info->config.max_length - 1)
+                                                       : defaults.max_length;
+            setOptions(o);
+        }
+        m_model_defaults = own;
+    });
+}
+
+QString TranslatePanel::device() const { return m_device->currentData().toString(); }
+
+void TranslatePanel::setDevice(const QString& device) {
+    const int i = m_device->findData(device.startsWith("cuda") ? "cuda" : device);
+    if (i >= 0) m_device->setCurrentIndex(i);
+}
+
+QString TranslatePanel::sentence() const { return m_sentence->text(); }
+void TranslatePanel::setSentence(const QString& s) { m_sentence->setText(s); }
+
+DecodingOptions TranslatePanel::options() const {
+    DecodingOptions o;
+    o.beam_size = m_beam->value();
+    o.length_penalty = m_alpha->value();
+    o.max_length = m_max_len->value();
+    o.nbest = 1;
+    o.return_attention = true;
+    o.top_k_candidates = 5;
+    return o;
+}
+
+void TranslatePanel::setOptions(const DecodingOptions& o) {
+    const DecodingOptions shown = options();
+    if (shown.beam_size == o.beam_size && shown.length_penalty == o.length_penalty && shown.max_length == o.max_length)
+        return;  // its own change coming back: the boxes keep what is being typed
+    {
+        const QSignalBlocker a(m_beam), b(m_alpha), c(m_max_len);  // one change, not three
+        m_beam->setValue(o.beam_size);
+        m_alpha->setValue(o.length_penalty);
+        m_max_len->setValue(o.max_length);
+    }
+    m_context->setDecodingOptions(options());
+}
+
+void TranslatePanel::setExamples(const QStringList& examples) {
+    auto* menu = new QMenu(this);
+    for (const QString& e : examples)
+        menu->addAction(e, this, [this, e] {
+            m_sentence->setText(e);
+            request();
+        });
+    m_examples->setMenu(menu);
+    m_examples->setEnabled(!examples.isEmpty());
+}
+
+void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, const QString& current) {
+    const QSignalBlocker block(m_direction);
+    m_direction->clear();
+    for (const auto& [label, dir] : models) m_direction->addItem(label, dir);
+    const int i = m_direction->findData(current);
+    if (i < 0 && !current.isEmpty()) m_direction->addItem(tr("other model"), current);
+    m_direction->setCurrentIndex(i >= 0 ? i : m_direction->count() - 1);
+    m_direction->setVisible(!models.isEmpty());
+}
+
+QStringList TranslatePanel::directions() const {
+    QStringList out;
+    for (int i = 0; i < m_direction->count(); ++i) out << m_direction->itemText(i);
+    return out;
+}
+
+QString TranslatePanel::currentDirection() const { return m_direction->currentText(); }
+
+void TranslatePanel::request() {
+    m_live_timer->stop();
+    m_last_requested = m_sentence->text();
+    Q_EMIT translateRequested(m_sentence->text(), options());
+}
+
+void TranslatePanel::typed() {
+    if (m_live->isChecked()) m_live_timer->start();
+}
+
+void TranslatePanel::liveDue() {
+    const QString text = m_sentence->text();
+    // Nothing to translate yet, or already sent: a newer request supersedes an older one in the
+    // controller (TranslationController::translate), so stale results never replace newer ones.
+    if (text.trimmed().isEmpty() || text == m_last_requested) return;
+    request();
+}
+
+QString TranslatePanel::confidenceWarning() const { return m_warning->isHidden() ? QString() : m_warning->text(); }
+
+namespace {
+QString confidenceLine(const Confidence& c) {
+    if (!c.calibrated)
+        return QObject::tr("confidence: mean probability per piece %1 (this model has no threshold: see the Model tab)")
+            .arg(c.probability, 0, 'f', 2);
+    return QObject::tr(
+               "confidence: mean probability per piece %1 (flagged below %2, which %3 % of its validation "
+               "translations reach)")
+        .arg(c.probability, 0, 'f', 2)
+        .arg(std::exp(c.threshold), 0, 'f', 2)
+        .arg(100.0 - c.percentile, 0, 'f', 0);
+}
+}  // namespace
+
+void TranslatePanel::showResult(ResultPtr r) {
+    m_translation->setResult(*r);
+    m_legend->setVisible(true);
+    m_confidence = r->confidence;
+    showWarning();
+    QStringList src, tgt;
+    for (const auto& p : r->source_pieces) src << QString::fromStdString(p);
+    for (const auto& p : r->best.pieces) tgt << QString::fromStdString(p);
+    QString details = tr("source pieces: %1\ntarget pieces: %2\nscore %3 (normalised %4)  ·  %5 ms\n%6")
+                          .arg(src.join(' '), tgt.join(' '))
+                          .arg(r->best.score, 0, 'f', 3)
+                          .arg(r->best.normalized_score, 0, 'f', 3)
+                          .arg(r->seconds * 1000.0, 0, 'f', 0)
+                          .arg(confidenceLine(r->confidence));
+    for (const auto& w : r->warnings) details += "\n⚠ " + QString::fromStdString(w);
+    m_details->setText(details);
+    m_details->setToolTip(details);
+    m_progress->setVisible(false);
+}
+
+void TranslatePanel::showError(const QString& message) {
+    m_translation->clear();
+    m_legend->setVisible(false);
+    m_warning->setVisible(false);
+    m_details->setText(QStringLiteral("<span style='color:#b2182b'>%1</span>").arg(message.toHtmlEscaped()));
+    m_details->setToolTip(message);
+    m_progress->setVisible(false);
+}
+
+void TranslatePanel::showProgress(int step, int max_steps) {
+    m_progress->setVisible(true);
+    m_progress->setRange(0, max_steps);
+    m_progress->setValue(step);
+}
+
+void TranslatePanel::setBusy(bool busy) {
+    if (!busy) m_progress->setVisible(false);
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,103 @@
+#pragma once
+// TranslatePanel: the sentence field (Enter translates), example sentences, beam, alpha and
+// maximum length; shows the translation with each word shaded by its probability (and a legend),
+// a warning in words when the model's confidence is below its calibrated threshold, the pieces,
+// the score and the time taken.
+
+#include "document/view_context.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QTimer;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QToolButton;
+
+namespace attnlab::ui {
+
+class ConfidenceText;
+
+// The bundled models as (label, canonical directory): "de → en  (multi30k-de-en)".
+QList<QPair<QString, QString>> bundledModelChoices();
+
+class TranslatePanel : public QWidget {
+    Q_OBJECT
+public:
+    // Follows the context (the model's examples and direction, every result and failure, the
+    // decoding options) and hands it what is typed and chosen here.
+    TranslatePanel(ViewContext* context, QWidget* parent = nullptr);
+
+    // Translate as you type: this long after the last keystroke (ViewContext::liveTranslation).
+    static constexpr int kLiveDelayMs = 250;
+
+    QString sentence() const;
+    void setSentence(const QString& s);
+    DecodingOptions options() const;
+    void setOptions(const DecodingOptions& options);  // beam, alpha and maximum length
+    void setExamples(const QStringList& examples);
+    // The direction switch beside the sentence: one entry per bundled model ("de → en"), the one
+    // at `current` (a package directory) selected; hidden when there are none.
+    void setModels(const QList<QPair<QString, QString>>& label_and_dir, const QString& current);
+    QStringList directions() const;  // the switch's entries, as shown
+    QString currentDirection() const;
+    QLineEdit* sentenceEdit() const { return m_sentence; }
+    const ConfidenceText* translationView() const { return m_translation; }
+    // The low-confidence warning in words; empty when the last translation was not flagged.
+    QString confidenceWarning() const;
+    QString device() const;                 // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
+    void setDevice(const QString& device);  // shown only: the context holds the device (ViewContext::setDevice)
+
+public Q_SLOTS:
+    void showResult(attnlab::ui::ResultPtr result);
+    void showError(const QString& message);
+    void showProgress(int step, int max_steps);
+    void setBusy(bool busy);
+
+Q_SIGNALS:
+    void translateRequested(const QString& sentence, const attnlab::DecodingOptions& options);
+    void deviceChanged(const QString& device);
+    void modelChosen(const QString& package_dir);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void request();
+    void typed();    // a keystroke: (re)starts the live timer
+    void liveDue();  // the pause after typing: translate what is there, once
+    void follow(ViewContext* context);
+    void present(bool on);
+    void showWarning();  // the shown translation's low-confidence warning, if any  // presenter mode: the detail lines
+                         // fold away, and come back after
+    ViewContext* m_context = nullptr;
+    bool m_details_before_presenting = true;
+    QWidget* m_options_row;   // beam, alpha, max length, device, Details
+    Confidence m_confidence;  // the shown translation's
+    QLineEdit* m_sentence;
+    QPushButton* m_examples;
+    QComboBox* m_direction;
+    QPushButton* m_go;
+    QCheckBox* m_live;
+    QTimer* m_live_timer;
+    QString m_last_requested;
+    bool m_model_defaults = false;  // the loaded model set the beam / max length (num_beams)  // what was last sent, so
+                                    // a pause does not translate it again
+    QSpinBox* m_beam;
+    QDoubleSpinBox* m_alpha;
+    QSpinBox* m_max_len;
+    QComboBox* m_device;
+    ConfidenceText* m_translation;
+    QLabel* m_legend;
+    QLabel* m_warning;
+    QLabel* m_details;
+    QToolButton* m_show_details;
+    QProgressBar* m_progress;
+};
+
+}  // namespace attnlab::ui

@@ -1,0 +1,193 @@
+#include "shell/view_registry.h"
+
+#include "document/file_save.h"
+#include "headlab/head_lab_view.h"
+#include "views/attention_explorer.h"
+#include "views/decoding_view.h"
+#include "views/inputs_view.h"
+#include "views/model_panel.h"
+#include "views/pair_view.h"
+#include "views/positional_view.h"
+#include "views/saliency_view.h"
+#include "views/training_view.h"
+#include "views/weight_view.h"
+
+#include <qcustomplot.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTimer>
+
+#include <algorithm>
+
+namespace attnlab::ui {
+
+namespace {
+template <typename T>
+std::function<View*(ViewContext*, QWidget*)> factory() {
+    return [](ViewContext* c, QWidget* parent) -> View* { return new T(c, parent); };
+}
+
+// A view in a scroll area: a view wider or taller than the room it has (a large text size on a
+// small screen) scrolls instead of widening the window past its screen.
+QWidget* scrolling(View* v) {
+    auto* area = new QScrollArea;
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setWidget(v);
+    return area;
+}
+}  // namespace
+
+// The one table of views. Order: the tabs' order, and the order in which a step's parts apply
+// (the attention view first: it sets the head other views fall back on).
+const std::vector<ViewEntry>& viewEntries() {
+    static const std::vector<ViewEntry> entries{
+        {"attention", QObject::tr("&Attention"), {}, factory<AttentionExplorer>()},
+        {"saliency", QObject::tr("&Saliency"), {}, factory<SaliencyView>()},
+        {"decoding", QObject::tr("&Decoding"), {}, factory<DecodingView>()},
+        {"weight", QObject::tr("&Weight"), {}, factory<WeightView>()},
+        {"inputs", QObject::tr("&Inputs"), {}, factory<InputsView>()},
+        {"pairs", QObject::tr("Minimal pai&rs"), {}, factory<PairView>()},
+        {"heads", QObject::tr("&Heads"), {}, factory<HeadLabView>()},
+        {"training", QObject::tr("&Training"), {}, factory<TrainingView>()},
+        {"positional", QObject::tr("&Positional encoding"), QKeySequence(QObject::tr("Ctrl+4")),
+         factory<PositionalEncodingView>()},
+        {"model", QObject::tr("&Model"), QKeySequence(QObject::tr("Ctrl+5")), factory<ModelPanel>()},
+    };
+    return entries;
+}
+
+std::vector<std::string> viewNames() {
+    std::vector<std::string> names;
+    for (const auto& e : viewEntries()) names.push_back(e.name);
+    return names;
+}
+
+ViewTabs::ViewTabs(ViewContext* context, QWidget* parent) : QTabWidget(parent) {
+    for (const auto& e : viewEntries()) {
+        View* v = e.make(context, this);
+        v->setObjectName(QString::fromStdString(e.name));
+        m_views.push_back(v);
+        addTab(scrolling(v), e.title);
+        if (e.key.isEmpty()) continue;
+        auto* show = new QAction(QString(e.title).remove('&'), this);
+        show->setShortcut(e.key);
+        connect(show, &QAction::triggered, this, [this, i = count() - 1] { setCurrentIndex(i); });
+        m_show_actions << show;
+    }
+    connect(context, &ViewContext::viewRequested, this, [this](const std::string& name) { showView(name); });
+}
+
+View* ViewTabs::currentView() const {
+    const int i = currentIndex();
+    return i >= 0 && i < int(m_views.size()) ? m_views[i] : nullptr;
+}
+
+View* ViewTabs::view(const std::string& name) const {
+    const auto& entries = viewEntries();
+    for (size_t i = 0; i < entries.size(); ++i)
+        if (entries[i].name == name) return m_views[i];
+    return nullptr;
+}
+
+std::string ViewTabs::currentName() const {
+    const int i = currentIndex();
+    return i >= 0 && i < int(m_views.size()) ? viewEntries()[i].name : std::string();
+}
+
+bool ViewTabs::showView(const std::string& name) {
+    const auto& entries = viewEntries();
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].name != name) continue;
+        setCurrentIndex(int(i));  // tab i holds m_views[i]
+        return true;
+    }
+    return false;
+}
+
+std::optional<QString> ViewTabs::exportCurrent(const QString& path) const {
+    const View* v = currentView();
+    QCustomPlot* plot = v ? v->figure() : nullptr;
+    if (!plot) return v ? v->noFigureReason() : tr("no view is shown");
+    return savePlot(plot, path, 1200, 900, 2.0);
+}
+
+std::optional<QString> ViewTabs::exportCurrentAnimation(const QString& path) {
+    View* v = currentView();
+    return v ? v->exportAnimation(path) : tr("no view is shown");
+}
+
+void ViewTabs::saveState(ViewState& state) const {
+    if (const auto name = currentName(); !name.empty()) state.tab = name;
+    for (const View* v : m_views) v->saveState(state);
+}
+
+void ViewTabs::applyState(const ViewState& state) {
+    for (View* v : m_views) v->applyState(state);
+    if (state.tab) showView(*state.tab);
+    if (!state.tab || !state.focus) return;
+    if (QWidget* p = part(*state.tab, *state.focus)) {
+        bringIntoView(p);
+        // Again once what the step changed is laid out (a new translation's plots resize).
+        QTimer::singleShot(0, p, [p] { bringIntoView(p); });
+    }
+}
+
+std::map<std::string, std::vector<std::string>> ViewTabs::partNames() const {
+    std::map<std::string, std::vector<std::string>> out;
+    const auto& entries = viewEntries();
+    for (size_t i = 0; i < entries.size(); ++i)
+        for (const auto& [name, widget] : m_views[i]->parts()) out[entries[i].name].push_back(name);
+    return out;
+}
+
+QWidget* ViewTabs::part(const std::string& view_name, const std::string& name) const {
+    const View* v = view(view_name);
+    if (!v) return nullptr;
+    for (const auto& [n, widget] : v->parts())
+        if (n == name) return widget;
+    return nullptr;
+}
+
+namespace {
+// Every side-by-side splitter `part` sits in gives the pane that holds it the largest share: 60 %
+// of its width, the other panes keeping their proportions in the rest (QSplitter keeps each pane
+// at least its minimum). On a 1280 x 720 projector the Training tab's map had been a quarter of
+// its row, its title wrapped over eight lines above a heatmap one pixel high. Only widths: a pane
+// made taller could grow past the scroll area that must show all of it.
+void widenPanesAround(QWidget* part) {
+    for (QWidget* pane = part; pane; pane = pane->parentWidget()) {
+        auto* splitter = qobject_cast<QSplitter*>(pane->parentWidget());
+        if (!splitter || splitter->orientation() != Qt::Horizontal) continue;
+        QList<int> sizes = splitter->sizes();
+        const int at = splitter->indexOf(pane);
+        if (at < 0 || sizes.size() < 2) continue;
+        int total = 0;
+        for (int s : sizes) total += s;
+        const int want = std::max(sizes[at], total * 6 / 10), others = total - sizes[at];
+        for (int i = 0; i < sizes.size(); ++i)
+            if (i != at) sizes[i] = others > 0 ? int(qint64(sizes[i]) * (total - want) / others) : 0;
+        sizes[at] = want;
+        splitter->setSizes(sizes);
+    }
+}
+}  // namespace
+
+void ViewTabs::bringIntoView(QWidget* part) {
+    widenPanesAround(part);
+    QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    // Innermost first: a view with a scroll area of its own sits in the tab's.
+    for (QWidget* w = part->parentWidget(); w; w = w->parentWidget())
+        if (auto* area = qobject_cast<QScrollArea*>(w)) area->ensureWidgetVisible(part, 0, 0);
+}
+
+QList<QAction*> ViewTabs::menuActions() const {
+    QList<QAction*> out;
+    for (const View* v : m_views) out << v->menuActions();
+    return out << m_show_actions;
+}
+
+}  // namespace attnlab::ui

@@ -1,0 +1,357 @@
+#include "views/decoding_view.h"
+
+#include "document/numbering.h"
+#include "plots/attention_view.h"
+#include "plots/bar_plot.h"
+
+#include <QComboBox>
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnlab::ui {
+
+namespace {
+const QColor kBar(49, 130, 189);
+
+QString pieceHtml(const std::string& p) { return QString::fromStdString(p).toHtmlEscaped(); }
+
+QString scoreLine(const Hypothesis& h) {
+    return QObject::tr("score %1, per token %2")
+        .arg(h.score, 0, 'f', 3)
+        .arg(h.ids.empty() ? 0.0 : h.score / double(h.ids.size()), 0, 'f', 3);
+}
+}  // namespace
+
+DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context, parent) {
+    m_slider = new QSlider(Qt::Horizontal, this);
+    m_slider->setPageStep(1);
+    m_step_label = new QLabel(this);
+    m_prefix = new QLabel(this);
+    m_prefix->setWordWrap(true);
+    m_prefix->setTextFormat(Qt::RichText);
+    m_comparison = new QLabel(this);
+    m_comparison->setWordWrap(true);
+    m_comparison->setTextFormat(Qt::RichText);
+    m_force = new QLineEdit(this);
+    m_force->setPlaceholderText(tr("What if the translation began with… (type, then Enter)"));
+    auto* force = new QPushButton(tr("Decode from this prefix"), this);
+    auto* free = new QPushButton(tr("Free decoding"), this);
+    m_candidates = new BarPlot(this);
+    m_candidates->setValueAxisTitle(tr("probability"));
+    m_tree = new QTreeWidget(this);
+    m_tree->setColumnCount(5);
+    m_tree->setHeaderLabels({tr("token"), tr("log P"), tr("score"), tr("normalised"), tr("state")});
+    m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_cross = new AttentionView(this);
+    m_cross->setAxisTitles(tr("layer, head"), tr("source piece"));
+    m_strip_layer = new QComboBox(this);
+    m_strip_layer->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_strip_layer->setToolTip(tr("The cross-attention strip's rows: every layer's heads, or one layer's"));
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Step"), this));
+    top->addWidget(m_slider, 1);
+    top->addWidget(m_step_label);
+    top->addSpacing(12);
+    top->addWidget(new QLabel(tr("Cross-attention of"), this));
+    top->addWidget(m_strip_layer);
+    auto* what_if = new QHBoxLayout;
+    what_if->addWidget(m_force, 1);
+    what_if->addWidget(force);
+    what_if->addWidget(free);
+    auto* upper = new QSplitter(Qt::Horizontal, this);
+    upper->addWidget(m_candidates);
+    upper->addWidget(m_tree);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(upper);
+    split->addWidget(m_cross);
+    upper->setSizes({1000, 1000});
+    // Bars and beams need no more than this; the strip takes the rest, and the pair stays in sight
+    // on a projector's 1280 x 720 at 18 pt.
+    m_upper = upper;
+    fitUpperHeight();
+    split->setSizes({1000, 1200});  // the strip: a line of text per row where it can
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(m_prefix);
+    layout->addLayout(what_if);
+    layout->addWidget(m_comparison);
+    layout->addWidget(split, 1);
+
+    connect(m_slider, &QSlider::valueChanged, this, [this] { showStep(); });
+    connect(m_strip_layer, &QComboBox::currentIndexChanged, this, [this] { showStep(); });
+    connect(m_candidates, &BarPlot::barClicked, this, [this](int i) {
+        if (!m_result) return;
+        const int t = step();
+        const auto& cands = m_result->steps.at(t).candidates;
+        if (i >= int(cands.size())) return;
+        std::vector<int> ids(m_result->best.ids.begin(), m_result->best.ids.begin() + t);
+        ids.push_back(cands[i].id);
+        Q_EMIT forceRequested(ids, QString());
+    });
+    auto typed = [this] { Q_EMIT forceRequested({}, m_force->text().trimmed()); };
+    connect(m_force, &QLineEdit::returnPressed, this, typed);
+    connect(force, &QPushButton::clicked, this, typed);
+    connect(free, &QPushButton::clicked, this, [this] {
+        m_force->clear();
+        Q_EMIT forceRequested({}, QString());
+    });
+    clear(tr("Translate a sentence to step through its decoding."));
+    follow(context);
+}
+
+void DecodingView::clear(const QString& message) {
+    m_result.reset();
+    m_free.reset();
+    m_slider->setRange(0, 0);
+    m_slider->setEnabled(false);
+    m_step_label->clear();
+    m_prefix->setText(message.toHtmlEscaped());
+    m_comparison->clear();
+    m_candidates->clear();
+    m_tree->clear();
+    m_cross->clear(message);
+}
+
+void DecodingView::setColorMap(Palette palette) { m_cross->setColorMap(palette); }
+
+void DecodingView::setResult(ResultPtr r) {
+    if (!r) return clear(tr("Translate a sentence to step through its decoding."));
+    const bool same_source = m_free && m_free->source_text == r->source_text;
+    if (r->forced_tokens == 0 || !same_source) m_free = r->forced_tokens == 0 ? r : nullptr;
+    m_result = r;
+    const int steps = int(r->best.ids.size());
+    const int keep = std::min(step(), steps - 1);
+    m_slider->blockSignals(true);
+    m_slider->setRange(0, std::max(0, steps - 1));
+    m_slider->setValue(r->forced_tokens > 0 ? std::min(r->forced_tokens, steps - 1) : std::max(0, keep));
+    m_slider->blockSignals(false);
+    m_slider->setEnabled(steps > 1);
+    updateComparison();
+    showStep();
+}
+
+void DecodingView::fitUpperHeight() { m_upper->setMaximumHeight(std::max(200, 11 * fontMetrics().height())); }
+
+void DecodingView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange) fitUpperHeight();
+    View::changeEvent(event);
+}
+
+int DecodingView::step() const { return m_slider->value(); }
+int DecodingView::stepCount() const { return m_result ? int(m_result->best.ids.size()) : 0; }
+void DecodingView::setStep(int s) { m_slider->setValue(s); }
+QString DecodingView::prefixText() const { return m_prefix->text(); }
+QString DecodingView::comparisonText() const { return m_comparison->text(); }
+int DecodingView::stripLayer() const { return m_strip_layer->count() > 0 ? m_strip_layer->currentData().toInt() : -1; }
+
+void DecodingView::setStripLayer(int layer) {
+    const int i = m_strip_layer->findData(layer);
+    if (i >= 0) m_strip_layer->setCurrentIndex(i);
+}
+
+void DecodingView::updateStripPages(int layers, int heads) {
+    if (layers == m_strip_layers && heads == m_strip_heads) return;  // the page chosen stays
+    m_strip_layers = layers;
+    m_strip_heads = heads;
+    const QSignalBlocker block(m_strip_layer);
+    m_strip_layer->clear();
+    m_strip_layer->addItem(tr("every layer (%1 rows)").arg(layers * heads), -1);
+    for (int l = 0; l < layers; ++l) m_strip_layer->addItem(tr("%1 (%2 heads)").arg(layerLabel(l)).arg(heads), l);
+    // Every layer while each row has room for its label; a larger model one layer at a time.
+    m_strip_layer->setCurrentIndex(m_strip_layer->findData(layers * heads <= kStripRows ? -1 : 0));
+}
+
+void DecodingView::updateComparison() {
+    const auto& r = *m_result;
+    QString text;
+    if (m_free)
+        text += tr("<b>Free:</b> %1 <i>(%2)</i>")
+                    .arg(QString::fromStdString(m_free->best.text).toHtmlEscaped(), scoreLine(m_free->best));
+    if (r.forced_tokens > 0)
+        text += tr("%1<b>Forced</b> (first %2 pieces): %3 <i>(%4)</i>")
+                    .arg(text.isEmpty() ? QString() : QStringLiteral("<br>"))
+                    .arg(r.forced_tokens)
+                    .arg(QString::fromStdString(r.best.text).toHtmlEscaped(), scoreLine(r.best));
+    m_comparison->setText(text);
+}
+
+void DecodingView::showStep() {
+    if (!m_result) return;
+    const auto& r = *m_result;
+    const int t = step();
+    m_step_label->setText(tr("%1 of %2").arg(t + 1).arg(stepCount()));
+    // The prefix the decoder has at this step, then the piece it produced (forced ones in italics).
+    // The decoder's start token as the model has it (<s>; Marian: <pad>).
+    QString prefix =
+        r.decoder_input_pieces.empty() ? QStringLiteral("&lt;s&gt;") : pieceHtml(r.decoder_input_pieces[0]);
+    for (int i = 0; i < t; ++i) {
+        const QString p = pieceHtml(r.best.pieces[i]);
+        prefix += QStringLiteral(" ") + (i < r.forced_tokens ? QStringLiteral("<i>%1</i>").arg(p) : p);
+    }
+    const auto& st = r.steps.at(t);
+    m_prefix->setText(tr("Prefix: %1 &nbsp;→&nbsp; next: <b>%2</b> (p = %3)%4")
+                          .arg(prefix, pieceHtml(st.chosen_piece))
+                          .arg(st.chosen_probability, 0, 'f', 3)
+                          .arg(t < r.forced_tokens ? tr(", forced") : QString()));
+    // The top-k next tokens given this prefix; the chosen one highlighted. Click one to force it.
+    QStringList labels;
+    std::vector<double> probs;
+    int chosen = -1;
+    for (size_t i = 0; i < st.candidates.size(); ++i) {
+        labels << QString::fromStdString(st.candidates[i].piece);
+        probs.push_back(st.candidates[i].probability);
+        if (st.candidates[i].id == st.chosen_id) chosen = int(i);
+    }
+    m_candidates->setTitle(tr("Next token at step %1 (click one: what if?)").arg(t + 1));
+    m_candidates->setBars({{tr("probability"), probs, kBar}}, labels, chosen);
+    buildTree(t);
+    showStrip(t);
+}
+
+// This step's cross-attention row of every head, of every layer or of the layer chosen, under the
+// context's measure (the Attention tab's Show choice) when it is the context's translation.
+void DecodingView::showStrip(int t) {
+    const TranslationResult& r = *m_result;
+    const MapMeasure measure = m_result == context()->result() ? context()->measure() : MapMeasure::Weights;
+    auto maps = measure == MapMeasure::Weights ? std::shared_ptr<const LayerHeadMaps>(m_result, &r.cross)
+                                               : context()->measuredMaps(AttentionKind::Cross);
+    if (!maps) {
+        const QString problem = context()->measureProblem();
+        m_cross->clear(problem.isEmpty() ? tr("Computing the value norms…") : problem);
+        return;
+    }
+    const int layers = int(maps->size());
+    updateStripPages(layers, layers > 0 ? int((*maps)[0].size()) : 0);
+    const int page = stripLayer();
+    Matrix rows;
+    QStringList row_labels, keys;
+    const int first = page < 0 ? 0 : page, last = page < 0 ? layers : std::min(page + 1, layers);
+    for (int l = first; l < last; ++l)
+        for (size_t h = 0; h < (*maps)[size_t(l)].size(); ++h) {
+            rows.push_back((*maps)[size_t(l)][h].at(t));
+            row_labels << (measure == MapMeasure::Rollout ? layerLabel(l) : shortLayerHeadLabel(l, int(h)));
+        }
+    for (const auto& p : r.source_pieces) keys << QString::fromStdString(p);
+    const QString produced = QString::fromStdString(r.steps.at(t).chosen_piece);
+    const QString what = measure == MapMeasure::Weights ? tr("Cross-attention")
+                                                        : tr("Cross-attention (%1)").arg(mapMeasureTitle(measure));
+    const QString rows_are = measure == MapMeasure::Rollout ? tr("every layer") : tr("every layer and head");
+    if (rows.empty())
+        m_cross->clear(tr("No attention maps for this translation."));
+    else
+        m_cross->setMap(rows, row_labels, keys,
+                        page < 0 ? tr("%1 while producing “%2”: %3").arg(what, produced, rows_are)
+                                 : tr("%1 while producing “%2”: %3").arg(what, produced, layerLabel(page)));
+}
+
+namespace {
+// The nodes of the best hypothesis's path through the trace, per step (-1 past its end).
+std::vector<int> bestPath(const TranslationResult& r) {
+    std::vector<int> path(r.trace.size(), -1);
+    const int end = int(r.best.ids.size()) - 1;
+    if (end < 0 || end >= int(r.trace.size())) return path;
+    int node = -1;
+    const auto& last = r.trace[end].hypotheses;
+    for (size_t k = 0; k < last.size() && node < 0; ++k)
+        if (last[k].token_id == r.best.ids.back() && last[k].score == r.best.score && !last[k].pruned) node = int(k);
+    for (int t = end; t >= 0 && node >= 0; --t) {
+        path[t] = node;
+        node = r.trace[t].hypotheses[node].parent;
+    }
+    return path;
+}
+}  // namespace
+
+void DecodingView::buildTree(int up_to) {
+    m_tree->clear();
+    const auto& trace = m_result->trace;
+    const auto path = bestPath(*m_result);
+    if (trace.empty()) {
+        m_tree->addTopLevelItem(new QTreeWidgetItem({tr("(no trace recorded)")}));
+        return;
+    }
+    std::vector<QTreeWidgetItem*> previous;
+    for (int t = 0; t <= up_to && t < int(trace.size()); ++t) {
+        std::vector<QTreeWidgetItem*> current;
+        for (int k = 0; k < int(trace[t].hypotheses.size()); ++k) {
+            const auto& h = trace[t].hypotheses[k];
+            QString state = h.finished ? tr("finished") : h.pruned ? tr("pruned") : tr("kept");
+            if (path[t] == k) state += tr(" · best path");
+            auto* item = new QTreeWidgetItem({QString::fromStdString(h.piece), QString::number(h.log_prob, 'f', 3),
+                                              QString::number(h.score, 'f', 3),
+                                              QString::number(h.normalized_score, 'f', 3), state});
+            if (h.pruned)
+                for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(150, 150, 150));
+            if (path[t] == k)
+                for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(8, 81, 156));
+            if (t == up_to) {
+                QFont f = item->font(0);
+                f.setBold(true);
+                for (int c = 0; c < 5; ++c) item->setFont(c, f);
+            }
+            if (h.parent >= 0 && h.parent < int(previous.size()) && previous[h.parent])
+                previous[h.parent]->addChild(item);
+            else
+                m_tree->addTopLevelItem(item);
+            current.push_back(item);
+        }
+        previous = std::move(current);
+    }
+    m_tree->expandAll();
+    if (!previous.empty()) m_tree->scrollToItem(previous.front());
+}
+
+void DecodingView::follow(ViewContext* c) {
+    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
+        if (r) setResult(std::move(r));
+    });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op == Operation::Translate) clear(m);
+    });
+    connect(c, &ViewContext::paletteChanged, this, &DecodingView::setColorMap);
+    setColorMap(c->palette());
+    // The strip follows the Attention tab's Show choice (and the value norms it waits for).
+    connect(c, &ViewContext::measuredMapsChanged, this, [this] {
+        if (m_result && stepCount() > 0) showStrip(step());
+    });
+    // What-if: the sentence the steps belong to, even when the field has been edited since.
+    connect(this, &DecodingView::forceRequested, this, [this, c](const std::vector<int>& ids, const QString& text) {
+        DecodingOptions o = c->decodingOptions();
+        o.force_prefix = text.toStdString();
+        o.force_prefix_ids = ids;
+        const auto shown = m_free ? m_free : c->result();
+        if (!shown) return clear(tr("Translate a sentence first: the beginning is forced onto its translation."));
+        c->translate(QString::fromStdString(shown->source_text), o);
+    });
+}
+
+QCustomPlot* DecodingView::figure() const { return stepCount() > 0 ? m_candidates->plot() : nullptr; }
+
+QString DecodingView::noFigureReason() const { return tr("translate a sentence first: there are no steps to export"); }
+
+void DecodingView::saveState(ViewState& state) const {
+    if (context()->result()) state.step = step();
+}
+
+void DecodingView::applyState(const ViewState& state) {
+    if (state.step) setStep(*state.step);
+}
+
+View::Parts DecodingView::parts() const {
+    return {{"candidates", m_candidates}, {"beams", m_tree}, {"strip", m_cross}};
+}
+
+}  // namespace attnlab::ui

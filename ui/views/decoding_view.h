@@ -1,0 +1,88 @@
+#pragma once
+// DecodingView: the decoding of the current sentence, step by step. A step slider (arrow keys,
+// Home/End when it has the focus); at each step the prefix so far, the top-k next tokens with
+// their probabilities, the search as a tree (every hypothesis with its token, log-probability,
+// cumulative and length-normalised score; pruned and finished ones marked) and that step's
+// cross-attention row for every layer and head. What-if: clicking a candidate, or typing a
+// prefix, asks for a translation forced to begin that way; the free and the forced translation
+// stand side by side with their scores. Shows TranslationResult's numbers only. The every-head
+// strip shows every layer at once while that is at most kStripRows rows (a line of text each has
+// room); a larger model's (6 layers x 16 heads) pages by layer, chosen in the step row.
+
+#include "document/view.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QSlider;
+class QTreeWidget;
+
+namespace attnlab::ui {
+
+class AttentionView;
+class BarPlot;
+
+class DecodingView : public View {
+    Q_OBJECT
+public:
+    DecodingView(ViewContext* context, QWidget* parent = nullptr);
+
+    // A translation with no forced prefix becomes the free one; a forced one is shown beside it.
+    void setResult(ResultPtr result);
+    void clear(const QString& message);
+    void setStep(int step);
+    int step() const;
+    int stepCount() const;
+    void setColorMap(Palette palette);
+    QCustomPlot* figure() const override;  // the candidates of the step shown
+    QString noFigureReason() const override;
+    void saveState(ViewState& state) const override;
+    void applyState(const ViewState& state) override;
+    Parts parts() const override;
+
+    // What is shown (tests read it).
+    QString prefixText() const;
+    QString comparisonText() const;
+    BarPlot* candidates() const { return m_candidates; }
+    QTreeWidget* tree() const { return m_tree; }
+    AttentionView* crossRows() const { return m_cross; }
+    // The strip's page: the layer shown, or -1 for every layer; setStripLayer(-1) shows them all.
+    static constexpr int kStripRows = 32;
+    int stripLayer() const;
+    void setStripLayer(int layer);
+    QComboBox* stripPages() const { return m_strip_layer; }
+    QSlider* slider() const { return m_slider; }
+    ResultPtr freeResult() const { return m_free; }
+
+Q_SIGNALS:
+    // Translate the current sentence again, forced to begin with these target ids / this text;
+    // both empty = freely.
+    void forceRequested(const std::vector<int>& ids, const QString& text);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void fitUpperHeight();  // the bars and the beams: 11 lines of text at most
+    QWidget* m_upper = nullptr;
+    void follow(ViewContext* context);
+    void showStep();
+    void showStrip(int step);
+    void buildTree(int up_to_step);
+    void updateComparison();
+    void updateStripPages(int layers, int heads);  // the page list for this shape; the page kept when it fits
+
+    ResultPtr m_result, m_free;
+    QSlider* m_slider;
+    QLabel* m_step_label;
+    QLabel* m_prefix;
+    QLabel* m_comparison;
+    QLineEdit* m_force;
+    BarPlot* m_candidates;
+    QTreeWidget* m_tree;
+    AttentionView* m_cross;
+    QComboBox* m_strip_layer;
+    int m_strip_layers = -1, m_strip_heads = -1;  // the shape the page list was made for
+};
+
+}  // namespace attnlab::ui

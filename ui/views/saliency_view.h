@@ -1,0 +1,46 @@
+#pragma once
+// SaliencyView: what moves each produced piece, by gradient rather than attention (issue 27,
+// docs/head-lab.md "Saliency"): gradient x input of every source piece and of every previous target
+// piece for each produced piece, one map for the whole model (Translator::saliency), beside the
+// cross-attention rollout through the last layer, the attention's own answer to the same question.
+// Computed on the worker when the view is shown (at once when it is).
+
+#include "document/view.h"
+
+class QLabel;
+
+namespace attnlab::ui {
+
+class AttentionView;
+
+class SaliencyView : public View {
+    Q_OBJECT
+public:
+    SaliencyView(ViewContext* context, QWidget* parent = nullptr);
+
+    AttentionView* sourceMap() const { return m_source; }  // [produced piece][source piece]
+    AttentionView* targetMap() const { return m_target; }  // [produced piece][decoder input piece]
+    AttentionView* rolloutMap() const { return m_rollout; }
+    SaliencyPtr saliency() const { return m_saliency; }
+    QCustomPlot* figure() const override;
+    QString noFigureReason() const override;
+    Parts parts() const override;
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void setResult(ResultPtr result);
+    void refresh();  // asks for the shown translation's saliency
+    void showSaliency(ResultPtr result, SaliencyPtr saliency);
+    void showProblem(const QString& message);
+    ResultPtr m_result;
+    SaliencyPtr m_saliency;
+    bool m_stale = false;
+    QLabel* m_about;
+    AttentionView* m_source;
+    AttentionView* m_target;
+    AttentionView* m_rollout;
+};
+
+}  // namespace attnlab::ui
