@@ -8,16 +8,21 @@
 #include "document/view.h"
 #include "lessons/lesson_controller.h"
 #include "lessons/lesson_pane.h"
+#include "plots/attention_view.h"
 #include "shell/main_window.h"
 #include "shell/view_registry.h"
 
 #include <attnlab/lesson.h>
 
+#include <qcustomplot.h>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QMenuBar>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QStatusBar>
+#include <QTabBar>
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -146,6 +151,16 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
     QVERIFY(dock->isVisible());
     const QRect pane(dock->mapTo(m_window.get(), QPoint(0, 0)), dock->size());
     QVERIFY2(m_window->rect().contains(pane), qPrintable(lesson));
+    // The room goes to the view and the caption: the menu, status and tab bars are folded away,
+    // and the caption is read without scrolling, at 12 pt or more.
+    QVERIFY(!m_window->menuBar()->isVisible() && !m_window->statusBar()->isVisible());
+    QVERIFY(!m_window->views()->tabBar()->isVisible());
+    const LessonPane* caption = m_window->lessons()->pane();
+    QVERIFY2(caption->captionFits(), qPrintable(QStringLiteral("%1 step %2: the caption scrolls at %3 pt")
+                                                    .arg(lesson)
+                                                    .arg(step + 1)
+                                                    .arg(caption->captionPointSize())));
+    QVERIFY(caption->captionPointSize() >= LessonPane::kMinCaptionPointSize);
     // What the step's caption is about, all of it in sight without scrolling: its focus, or the
     // view's first part.
     const ViewTabs* tabs = m_window->views();
@@ -162,6 +177,20 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
                                            .arg(QString::fromStdString(name), view->objectName(), cut)));
     // ... and not squeezed beside the view's other parts (the Training tab's map, a quarter of its
     // row on a 1280 x 720 projector, showed a title of eight lines above a heatmap one pixel high).
+    // Every map in it readable: each row at least 14 px tall and every piece labelled (up to 24).
+    for (const AttentionView* map : part->findChildren<AttentionView*>()) {
+        const int rows = int(map->map().size());
+        if (!map->isVisible() || rows == 0 || rows > 24) continue;
+        const double row_px = map->plot()->axisRect()->height() / double(rows);
+        QVERIFY2(row_px >= 14 && map->shownQueryLabels().size() == rows,
+                 qPrintable(QStringLiteral("%1 step %2: a map of %3 rows: %4 px a row, %5 labelled (%6)")
+                                .arg(lesson)
+                                .arg(step + 1)
+                                .arg(rows)
+                                .arg(row_px, 0, 'f', 1)
+                                .arg(map->shownQueryLabels().size())
+                                .arg(map->title())));
+    }
     const QString small = squeezed(part);
     QVERIFY2(small.isEmpty(), qPrintable(QStringLiteral("%1 step %2: %3 of %4 is squeezed: %5")
                                              .arg(lesson)

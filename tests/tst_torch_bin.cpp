@@ -701,6 +701,21 @@ void TestTorchBin::refusesSizesBeyondTheFile() {
     QVERIFY2(e.startsWith(shared + ": its tensors up to tensor 'w") &&
                  e.contains("more than 8 times the file's size (one storage shared by too many tensors)"),
              qPrintable(e));
+    // A stride of 0 repeats one stored float a billion times: 4 bytes of storage, 4 GB copied.
+    Pickle p;
+    p.orderedDict().op('(');
+    p.str("w").tensor("FloatStorage", "0", 1, 0, {int64_t(1) << 30}, {0});
+    std::vector<ZipRecord> records = {stored("version", "3\n"), stored("data.pkl", p.op('u').stop()),
+                                      stored("data/0", std::string(4, '\0'))};
+    ForgedZip z;
+    for (auto& r : records) z.add(r);
+    const uint64_t at = z.directory(records);
+    z.end(records.size(), at, z.bytes.size() - at);
+    const QString repeated = m_dir.filePath("stride0.bin");
+    writeFile(repeated, z.bytes);
+    e = readError(repeated);
+    QVERIFY2(e.startsWith(repeated + ": its tensors up to tensor 'w") && e.contains("more than 8 times"),
+             qPrintable(e));
 }
 
 // The 64 MB pickle of NONEs appended to a list 1,000 at a time: 2.6 GB before the old

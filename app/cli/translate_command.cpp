@@ -9,9 +9,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -58,16 +61,24 @@ public:
             m_batch.push_back({number, {}, false});
         } else {
             m_batch.push_back({number, std::move(line), true});
-            ++m_valid;
         }
     }
-    size_t validPending() const { return m_valid; }
+    size_t pendingLines() const { return m_batch.size(); }  // invalid ones too: memory is bounded by all
     bool pending() const { return !m_batch.empty(); }
+    // Results kept for a JSON file are capped (kMaxKeptResults) where the input has no end of its
+    // own (stdin); --text sentences are as many as the command line holds.
+    void capKeptResults() { m_cap_kept = true; }
 
     void translatePending() {
         std::vector<std::string> valid;
         for (auto& l : m_batch)
             if (l.valid) valid.push_back(std::move(l.text));
+        if (m_keep && m_cap_kept && m_kept.size() + valid.size() > kMaxKeptResults)  // before the work
+            throw attnlab::InputError(std::string(m_t.attention_path.empty() ? "--trace" : "--attention") +
+                                      " keeps every translation for one JSON file: at most " +
+                                      std::to_string(kMaxKeptResults) +
+                                      " sentences from stdin (split the input; the translations printed so far "
+                                      "are complete)");
         auto results = m_translator.translateBatch(valid, m_d);
         clearProgress();
         size_t next = 0;
@@ -80,10 +91,13 @@ public:
             }
             out += "\n";
         }
+        errno = 0;
         std::cout << out << std::flush;
+        if (!std::cout)
+            throw attnlab::InputError(std::string("stdout: write failed") +
+                                      (errno ? ": " + std::string(std::strerror(errno)) : std::string()));
         m_done += m_batch.size();
         m_batch.clear();
-        m_valid = 0;
         if (m_progress) std::cerr << "\rtranslated " << m_done << " lines" << std::flush;
         if (m_keep) keep(std::move(results));
     }
@@ -130,11 +144,6 @@ private:
             std::cerr << "attnlab-cli: line " << number << ": " << attnlab::lowConfidenceMessage(r.confidence) << "\n";
     }
     void keep(std::vector<attnlab::TranslationResult> results) {
-        if (m_kept.size() + results.size() > kMaxKeptResults)
-            throw attnlab::InputError(std::string(m_t.attention_path.empty() ? "--trace" : "--attention") +
-                                      " keeps every translation for one JSON file: at most " +
-                                      std::to_string(kMaxKeptResults) +
-                                      " sentences (split the input; the translations printed so far are complete)");
         for (auto& r : results) m_kept.push_back(std::move(r));
     }
     void clearProgress() const {
@@ -145,18 +154,25 @@ private:
     const attnlab::DecodingOptions& m_d;
     const TranslateCommand& m_t;
     const bool m_keep, m_progress;
+    bool m_cap_kept = false;
     std::vector<Line> m_batch;
-    size_t m_valid = 0, m_done = 0;
+    size_t m_done = 0;
     std::vector<attnlab::TranslationResult> m_kept;
     int m_status = 0;
 };
 
-// stdin, line by line: a batch is translated when it holds --batch-size valid lines, when no new
-// line came for kBatchWait, or at the end (of the input, or before a read error is reported).
+// stdin, line by line: a batch is translated when it holds --batch-size lines, kBatchWait after its
+// first line came (a steady trickle of lines does not hold it back), or at the end (of the input,
+// or before a read error is reported).
 void translateStream(attnlab::LineStream& in, Translation& translation, size_t batch_size) {
+    translation.capKeptResults();
+    std::chrono::steady_clock::time_point first;  // when the pending batch's first line came
     for (;;) {
         std::string line;
-        const auto wait = translation.pending() ? kBatchWait : std::chrono::milliseconds(-1);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(first + kBatchWait -
+                                                                                std::chrono::steady_clock::now());
+        const auto wait =
+            translation.pending() ? std::max(left, std::chrono::milliseconds(0)) : std::chrono::milliseconds(-1);
         attnlab::LineStream::Status got;
         try {
             got = in.next(line, wait);
@@ -165,8 +181,9 @@ void translateStream(attnlab::LineStream& in, Translation& translation, size_t b
             throw;
         }
         if (got == attnlab::LineStream::Status::Line) {
+            if (!translation.pending()) first = std::chrono::steady_clock::now();
             translation.add(std::move(line), in.lineNumber());
-            if (translation.validPending() < batch_size) continue;
+            if (translation.pendingLines() < batch_size) continue;
         }
         if (translation.pending()) translation.translatePending();
         if (got == attnlab::LineStream::Status::End) return;
@@ -218,7 +235,7 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->capture_default_str();
     translate
         ->add_option("--batch-size", decoding.max_batch_size,
-                     "Sentences decoded together (stdin: a batch also ends after 100 ms without a new line)")
+                     "Sentences decoded together (stdin: a batch also ends 100 ms after its first line)")
         ->capture_default_str();
     translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
     translate

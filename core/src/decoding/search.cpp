@@ -92,7 +92,7 @@ void report(const SearchOptions& o, int step, int max_steps) {
 torch::Tensor checkedLogProbs(Stepper& stepper, const torch::Tensor& prefix, int step) {
     auto logp = stepper.logProbs(prefix);
     // The sum is NaN or infinite when any element is; unlike isfinite() it allocates no [rows, vocab] mask.
-    if (std::isfinite(logp.sum().item<double>())) return logp;
+    if (std::isfinite(logp.sum(torch::kDouble).item<double>())) return logp;
     const std::string where = stepper.whereNonFinite(prefix);
     throw NumericError("decoding step " + std::to_string(step + 1) + ": " +
                        (where.empty() ? std::string("the log-probabilities") : where) +

@@ -11,6 +11,7 @@
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -262,7 +263,15 @@ std::vector<std::pair<std::string, torch::Tensor>> read(const std::string& path)
                            util::shapeString(t.stride) + ", offset " + std::to_string(t.storage_offset) + ") needs " +
                            std::to_string(needed) + " bytes of storage " + name + ", which holds " +
                            std::to_string(r.size) + " (truncated or damaged file?)");
-        tensor_bytes += needed;  // each at most its record, itself at most the file: no wrap
+        // What the copy below allocates: every element, however few bytes of storage the strides
+        // reach (a stride of 0 repeats one element as often as the shape says). Saturating.
+        uint64_t allocated = safetensors::dtypeSize(t.dtype);
+        for (const int64_t d : t.shape) {
+            const uint64_t n = uint64_t(std::max<int64_t>(d, 0));
+            allocated = n != 0 && allocated > UINT64_MAX / n ? UINT64_MAX : allocated * n;
+        }
+        allocated = std::max(allocated, needed);
+        tensor_bytes = allocated > UINT64_MAX - tensor_bytes ? UINT64_MAX : tensor_bytes + allocated;
         if (tensor_bytes > kMaxTensorBytesPerFileByte * file_size)
             fail(path, "its tensors up to " + what + " take " + std::to_string(tensor_bytes) + " bytes, more than " +
                            std::to_string(kMaxTensorBytesPerFileByte) +

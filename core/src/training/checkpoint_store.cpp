@@ -50,6 +50,12 @@ CheckpointStore::CheckpointStore(const std::string& run_dir)
     // save removes the leftovers beside it, but a name the resumed run never writes again (best,
     // an epoch) would keep one for good (tst_kill saw it): every dead writer's staging goes now.
     util::removeStaleStagingIn(m_dir);
+    // Checkpoints written before AttnLab marked its folders (.attnlab-package) are adopted: the
+    // run's checkpoints/ is AttnLab's own layout, and a resumed run replaces them.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(m_dir, ec))
+        if (e.is_directory(ec) && !e.is_symlink(ec) && fs::is_regular_file(e.path() / package_files::kConfig, ec))
+            util::markWrittenByAttnlab(e.path().string());
 }
 
 std::string CheckpointStore::latestDir() const { return (fs::path(m_dir) / run_layout::kLatest).string(); }

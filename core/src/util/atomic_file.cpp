@@ -43,13 +43,21 @@ struct Fd {
 
 fs::path parentOf(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
 
+// Whether `p` lies in /proc (or /dev/fd), whose links (/dev/stdout, /proc/self/fd/1) are no paths
+// but a process's open files: "pipe:[123]" as text. Such a file is opened where it is named.
+bool isProcessFile(const fs::path& p) {
+    const std::string s = p.lexically_normal().string();
+    return s.rfind("/proc/", 0) == 0 || s.rfind("/dev/fd/", 0) == 0;
+}
+
 // The path a write to `path` lands on: symbolic links followed one by one (a relative target from
-// the link's folder), so that the link itself stays. A dangling link gives its target's path.
+// the link's folder), so that the link itself stays. A dangling link gives its target's path. A
+// link into /proc stops the walk (isProcessFile): the path is then its last link.
 fs::path followLinks(const std::string& path) {
     fs::path p(path);
     for (int hops = 0; hops < 40; ++hops) {
         struct stat st {};
-        if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+        if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode) || isProcessFile(p)) return p;
         std::error_code ec;
         const fs::path to = fs::read_symlink(p, ec);
         if (ec) throw InputError(path + ": cannot read the link " + p.string() + ": " + ec.message());
@@ -97,6 +105,34 @@ void writeDirectly(const std::string& name, const fs::path& target, bool fifo, c
     if (fd.release() != 0) throw InputError(writeFailure(name, errno));
 }
 
+// This process's descriptor N where `p` is /proc/self/fd/N or /dev/fd/N, else -1.
+int ownDescriptor(const fs::path& p) {
+    const std::string s = p.lexically_normal().string();
+    const std::string prefixes[] = {"/proc/self/fd/", "/dev/fd/", "/proc/" + std::to_string(::getpid()) + "/fd/"};
+    for (const std::string& prefix : prefixes) {
+        if (s.rfind(prefix, 0) != 0) continue;
+        const std::string digits = s.substr(prefix.size());
+        if (!digits.empty() && digits.size() < 9 && digits.find_first_not_of("0123456789") == std::string::npos)
+            return std::stoi(digits);
+    }
+    return -1;
+}
+
+// A file a process has open (/dev/stdout, /proc/self/fd/N: a terminal, a pipe, or a file the shell
+// redirected to): written where it is, never replaced. This process's own descriptor is written
+// through itself, so that the output lands where the process's other writes go; another
+// process's open file is appended to.
+void writeToOpenFile(const std::string& name, const fs::path& target, const std::string& bytes) {
+    if (const int own = ownDescriptor(target); own >= 0) {
+        if (const int err = writeAll(own, bytes)) throw InputError(writeFailure(name, err));
+        return;
+    }
+    Fd fd(::open(target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY));
+    if (fd.fd < 0) throw InputError(name + ": cannot be opened for writing: " + why(errno));
+    if (const int err = writeAll(fd.fd, bytes)) throw InputError(writeFailure(name, err));
+    if (fd.release() != 0) throw InputError(writeFailure(name, errno));
+}
+
 // A new file beside `target`, created exclusively under a hidden name of AttnLab's own, so that
 // it can never be a user's file. Throws naming the folder's real problem.
 std::pair<int, fs::path> createSibling(const std::string& name, const fs::path& target, mode_t mode) {
@@ -111,7 +147,9 @@ std::pair<int, fs::path> createSibling(const std::string& name, const fs::path& 
         const int err = errno;
         struct stat st {};
         if (::stat(dir.c_str(), &st) != 0)
-            throw InputError(name + ": cannot be written: the folder " + dir.string() + " does not exist");
+            throw InputError(
+                name + ": cannot be written: the folder " + dir.string() +
+                (errno == ENOENT || errno == ENOTDIR ? std::string(" does not exist") : ": " + why(errno)));
         if (!S_ISDIR(st.st_mode)) throw InputError(name + ": cannot be written: " + dir.string() + " is not a folder");
         if (err == EACCES || err == EROFS || err == EPERM) {
             const bool file_writable = ::access(target.c_str(), W_OK) == 0;
@@ -130,8 +168,10 @@ void replaceAtomically(const std::string& name, const fs::path& target, const st
                        const std::string& bytes) {
     // A new file gets 0666 less the umask, as any program's; an existing one keeps its mode.
     const mode_t mode = existing ? (existing->st_mode & 07777) : 0666;
-    auto [raw, tmp] = createSibling(name, target, mode);
-    Fd fd(raw);
+    // Not a structured binding: C++17 lambdas cannot capture one (clang refuses, gcc allows it).
+    const std::pair<int, fs::path> created = createSibling(name, target, mode);
+    const fs::path& tmp = created.second;
+    Fd fd(created.first);
     auto fail = [&](const std::string& message) {
         ::unlink(tmp.c_str());
         throw InputError(message);
@@ -150,6 +190,7 @@ void saveToFile(const std::string& path, const std::string& bytes) {
     if (path.empty()) throw InputError("an empty file name cannot be written");
     const fs::path target = followLinks(path);
     const std::string name = named(path, target);
+    if (isProcessFile(target)) return writeToOpenFile(name, target, bytes);
     struct stat st {};
     if (::stat(target.c_str(), &st) != 0) {
         if (errno != ENOENT && errno != ENOTDIR) throw InputError(name + ": cannot be examined: " + why(errno));
@@ -238,7 +279,7 @@ class TargetLock {
 public:
     explicit TargetLock(const fs::path& target) : m_path(lockPath(target)) {
         for (int attempt = 0; attempt < 10; ++attempt) {
-            m_fd = ::open(m_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            m_fd = ::open(m_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
             if (m_fd < 0)
                 throw PackageError(target.string() + ": cannot create its lock file " + m_path.string() + ": " +
                                    why(errno));
@@ -291,7 +332,15 @@ void replaceDirectory(const fs::path& staged, const fs::path& target) {
     if (::lstat(target.c_str(), &st) == 0) {
         if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0)
             throw PackageError(target.string() + ": cannot be replaced: " + why(errno));
-        removeStaging(staged);  // now the old folder, which carried the marker or was empty
+        // `staged` is now the old folder. It carried the marker or was empty when the lock was
+        // taken; a file put into the empty folder meanwhile is somebody's: the exchange is undone.
+        std::error_code empty_ec;
+        if (!carriesMarker(staged) && !fs::is_empty(staged, empty_ec)) {
+            ::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE);
+            throw PackageError(target.string() +
+                               ": files were put into it while the package was written; it was left as it is");
+        }
+        removeStaging(staged);
     } else if (::rename(staged.c_str(), target.c_str()) != 0) {
         throw PackageError(target.string() + ": cannot move the new package into place: " + why(errno));
     }
@@ -315,9 +364,10 @@ void removeTree(const std::string& path) {
     ::nftw(path.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-std::string whyNotReplaceable(const std::string& target) {
+namespace {
+// whyNotReplaceable for the folder at `p`, called `target` in the message.
+std::string problemReplacing(const fs::path& p, const std::string& target) {
     struct stat st {};
-    const fs::path p = followLinks(target);
     if (::stat(p.c_str(), &st) != 0)
         return errno == ENOENT || errno == ENOTDIR ? "" : target + ": cannot be examined: " + why(errno);
     if (!S_ISDIR(st.st_mode)) return target + ": exists and is not a folder";
@@ -325,6 +375,13 @@ std::string whyNotReplaceable(const std::string& target) {
     if (fs::is_empty(p, ec) || carriesMarker(p)) return "";
     return target + ": is a folder of other files, not a model package AttnLab wrote (it has no " +
            package_files::kWrittenByAttnlab + " file), so AttnLab will not replace it; choose a new or empty folder";
+}
+}  // namespace
+
+std::string whyNotReplaceable(const std::string& target) { return problemReplacing(followLinks(target), target); }
+
+void markWrittenByAttnlab(const std::string& folder) {
+    if (!carriesMarker(folder)) writeMarker(folder);
 }
 
 void removeStaleStagingIn(const std::string& folder) {
@@ -343,20 +400,37 @@ void removeStaleStagingIn(const std::string& folder) {
     }
 }
 
-void writeDirectory(const std::string& target_arg, const std::function<void(const std::string& staged)>& fill) {
-    const fs::path target = fs::absolute(followLinks(target_arg)).lexically_normal();
+namespace {
+// The folder writeDirectory writes: `arg` without trailing separators, through its links, in its
+// parent's real path (no "..", no linked parent left for the kernel to read otherwise than the
+// check did). The parent is created.
+fs::path resolveTarget(const std::string& arg) {
+    std::string trimmed = arg;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    const fs::path p = followLinks(trimmed);
+    const std::string name = p.filename().string();
+    if (name.empty() || name == "." || name == ".." || name == "/")
+        throw PackageError(arg + ": name the folder to write by its own name, not '.', '..' or '/'");
+    const fs::path parent = parentOf(p);
     std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-    if (ec)
-        throw PackageError(target_arg + ": cannot create its folder " + target.parent_path().string() + ": " +
-                           ec.message());
+    fs::create_directories(parent, ec);
+    const fs::path real = ec ? fs::path() : fs::canonical(parent, ec);
+    if (ec) throw PackageError(arg + ": cannot create its folder " + parent.string() + ": " + ec.message());
+    return real / name;
+}
+}  // namespace
+
+void writeDirectory(const std::string& target_arg, const std::function<void(const std::string& staged)>& fill) {
+    const fs::path target = resolveTarget(target_arg);
     const TargetLock lock(target);
-    if (const std::string problem = whyNotReplaceable(target_arg); !problem.empty()) throw PackageError(problem);
+    if (const std::string problem = problemReplacing(target, target_arg); !problem.empty()) throw PackageError(problem);
     removeStaleStagingIn(target.parent_path().string());
     const fs::path staged = stagingFolder(target, ::getpid());
     if (::mkdir(staged.c_str(), 0755) != 0) {
-        if (errno != EEXIST || !carriesMarker(staged))
-            throw PackageError(staged.string() + ": cannot create the staging folder: " + why(errno));
+        const int err = errno;
+        struct stat st {};
+        if (err != EEXIST || ::lstat(staged.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || !carriesMarker(staged))
+            throw PackageError(staged.string() + ": cannot create the staging folder: " + why(err));
         removeStaging(staged);  // this process's own, left by a write that failed to clean up
         if (::mkdir(staged.c_str(), 0755) != 0)
             throw PackageError(staged.string() + ": cannot create the staging folder: " + why(errno));

@@ -33,6 +33,10 @@ std::string whyNotReplaceable(const std::string& target);
 // and the exception goes on. The lock file is removed when done.
 void writeDirectory(const std::string& target, const std::function<void(const std::string& staged)>& fill);
 
+// Puts the marker into `folder`: for folders AttnLab made before the marker existed (a run's
+// checkpoints, which the checkpoint store adopts when it opens a run), never for a user's folder.
+void markWrittenByAttnlab(const std::string& folder);
+
 // Removes, in `folder`, the staging folders writeDirectory left when its process was killed
 // (carrying the marker, named for a process that no longer runs). The checkpoint store calls it
 // for names a resumed run never writes again.
