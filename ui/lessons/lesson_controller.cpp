@@ -13,7 +13,10 @@
 #include <QFileInfo>
 #include <QMainWindow>
 #include <QMenu>
+#include <QMenuBar>
 #include <QScreen>
+#include <QStatusBar>
+#include <QTabBar>
 #include <QTimer>
 
 #include <utility>
@@ -217,6 +220,27 @@ void LessonController::nameTheStep(Operation op, const QString& message) {
 
 bool LessonController::pending() const { return m_views->pending() || m_pending_step >= 0; }
 
+// Presenter mode gives the room to the view and the caption: the menu bar, the status bar and the
+// tab bar fold away (the lesson chooses the tab; PageUp / PageDown, F5 and Escape still work: the
+// menus' actions are the window's while their bar is hidden, as a hidden menu bar's shortcuts are
+// not).
+void LessonController::foldChrome(bool fold) {
+    QMenuBar* bar = m_window->menuBar();
+    if (fold) {
+        for (QAction* menu : bar->actions())
+            if (const QMenu* m = menu->menu())
+                for (QAction* a : m->actions())
+                    if (!a->shortcut().isEmpty() && !m_window->actions().contains(a)) m_lent_actions << a;
+        m_window->addActions(m_lent_actions);
+    } else {
+        for (QAction* a : std::as_const(m_lent_actions)) m_window->removeAction(a);
+        m_lent_actions.clear();
+    }
+    bar->setVisible(!fold);
+    m_window->statusBar()->setVisible(!fold);
+    m_tabs->tabBar()->setVisible(!fold);
+}
+
 void LessonController::setPresenterMode(bool on) {
     if (on == m_presenter) return;
     m_presenter = on;
@@ -228,6 +252,7 @@ void LessonController::setPresenterMode(bool on) {
         m_context->setPalette(Palette::HighContrast, /*remember=*/false);
         m_dock->show();
         m_context->setPresenting(true);
+        foldChrome(true);
         m_saved_geometry = m_window->geometry();
         // The whole screen even where no window manager grants the full-screen state (a bare X
         // server, a projector's kiosk session): the state is asked for, and the size set too.
@@ -237,6 +262,7 @@ void LessonController::setPresenterMode(bool on) {
         m_context->setTextSize(m_saved_text_size, false);
         m_context->setPalette(m_saved_palette, false);
         m_context->setPresenting(false);
+        foldChrome(false);
         m_window->showNormal();
         if (m_saved_geometry.isValid()) m_window->setGeometry(m_saved_geometry);
     }

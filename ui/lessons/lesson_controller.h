@@ -8,6 +8,7 @@
 
 #include <attnlab/lesson.h>
 
+#include <QList>
 #include <QObject>
 #include <QRect>
 
@@ -59,7 +60,8 @@ private:
     // with_model: also against the loaded model's shape.
     [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin,
                                                            bool with_model) const;
-    void showPendingStep();  // once the lesson's model has loaded
+    void showPendingStep();      // once the lesson's model has loaded
+    void foldChrome(bool fold);  // presenter mode: the menu, status and tab bars away
     void showStep(int index, const ViewState& view);
     // A failure of the work a step started (its translation, the weight it opens up, its pair)
     // names the lesson's file and the step, as the lesson's own errors do.
@@ -80,7 +82,8 @@ private:
     bool m_presenter = false;
     double m_saved_text_size = 0;
     Palette m_saved_palette = Palette::Blues;
-    QRect m_saved_geometry;  // the window before presenter mode
+    QRect m_saved_geometry;          // the window before presenter mode
+    QList<QAction*> m_lent_actions;  // the hidden menus' keys, the window's while presenting
     QAction* m_presenter_action = nullptr;
 };
 

@@ -78,10 +78,34 @@ void AttentionView::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);
 }
 
+// The tick labels' font: the plot's own where one label fits each row and column, else smaller,
+// down to kMinTickPointSize, so that every piece keeps its label (a projector's 18 pt put only
+// every other query's label beside a map of 8 rows); below that, labels are thinned. A font grows
+// back only with room to spare, so that the margins it changes cannot make it flip back and forth.
+QFont AttentionView::tickFont(const QRect& r) const {
+    const double full = m_plot->font().pointSizeF(), now = m_plot->xAxis->tickLabelFont().pointSizeF();
+    const double row = r.height() / double(std::max<qsizetype>(m_queries.size(), 1));
+    const double col = r.width() / double(std::max<qsizetype>(m_keys.size(), 1)) * std::sin(M_PI / 3);
+    QFont f = m_plot->font();
+    for (double points = full; points > kMinTickPointSize; points -= 0.5) {
+        f.setPointSizeF(points);
+        const double need = QFontMetrics(f).height() * (points > now ? 1.2 : 1.0);
+        if (need <= std::min(row, col)) return f;
+    }
+    f.setPointSizeF(std::min(full, kMinTickPointSize));
+    return f;
+}
+
 void AttentionView::updateTicks() {
     if (m_map.empty()) return;
-    const QFontMetrics fm(m_plot->xAxis->tickLabelFont());
     const QRect r = m_plot->axisRect()->rect();
+    const QFont font = tickFont(r);
+    const bool refont = font.pointSizeF() != m_plot->xAxis->tickLabelFont().pointSizeF();
+    if (refont) {
+        m_plot->xAxis->setTickLabelFont(font);
+        m_plot->yAxis->setTickLabelFont(font);
+    }
+    const QFontMetrics fm(font);
     // Key labels are rotated by 60 degrees: neighbours need about height / sin(60) apart.
     const int rows = labelStep(m_queries.size(), r.height(), fm.height());
     const int cols = labelStep(m_keys.size(), r.width(), fm.height() / std::sin(M_PI / 3));
@@ -89,7 +113,7 @@ void AttentionView::updateTicks() {
     const QString title = QFontMetrics(m_plot->yAxis->labelFont()).horizontalAdvance(m_query_title) <= r.height()
                               ? m_query_title
                               : m_query_title.section(' ', 0, 0);
-    if (rows == m_row_step && cols == m_col_step && title == m_plot->yAxis->label()) return;
+    if (!refont && rows == m_row_step && cols == m_col_step && title == m_plot->yAxis->label()) return;
     m_plot->yAxis->setLabel(title);
     m_row_step = rows;
     m_col_step = cols;

@@ -6,6 +6,8 @@
 
 #include <attnlab/translation.h>
 
+#include <QFont>
+#include <QRect>
 #include <QStringList>
 #include <QWidget>
 
@@ -76,6 +78,8 @@ private:
     QString m_query_title = QStringLiteral("query");
     int m_min_lines = 8;
     int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)
+    QFont tickFont(const QRect& axis_rect) const;
+    static constexpr double kMinTickPointSize = 9.0;
 };
 
 }  // namespace attnlab::ui
