@@ -280,7 +280,14 @@ void TestUi::textSizeReachesEveryPlot() {
         QApplication::processEvents();
         const QString at = QString("at %1 pt").arg(pt);
         for (QCustomPlot* p : plots) {
-            QCOMPARE(p->xAxis->tickLabelFont().pointSizeF(), pt);
+            // An attention map's piece labels shrink (down to 9 pt) where its rows are too short
+            // for one at the text size, so that every piece keeps its label; the rest follow it.
+            if (p == plots.front())
+                QVERIFY2(p->xAxis->tickLabelFont().pointSizeF() <= pt &&
+                             p->xAxis->tickLabelFont().pointSizeF() >= std::min(pt, 9.0),
+                         qPrintable(at));
+            else
+                QCOMPARE(p->xAxis->tickLabelFont().pointSizeF(), pt);
             QCOMPARE(p->yAxis->labelFont().pointSizeF(), pt);
             for (int i = 0; i < p->plotLayout()->elementCount(); ++i) {
                 if (auto* t = qobject_cast<QCPTextElement*>(p->plotLayout()->elementAt(i)))

@@ -7,10 +7,7 @@
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextCursor>
-#include <QTimer>
 #include <QVBoxLayout>
-
-#include <algorithm>
 
 namespace attnlab::ui {
 
@@ -37,8 +34,6 @@ LessonPane::LessonPane(QWidget* parent) : QWidget(parent) {
     layout->addLayout(buttons);
     // Buttons only: the keys are the window's (PageUp / PageDown work from anywhere).
     for (auto* b : {m_prev, m_next}) b->setFocusPolicy(Qt::NoFocus);
-    m_caption->installEventFilter(this);
-    m_caption->viewport()->installEventFilter(this);
     connect(m_prev, &QPushButton::clicked, this, [this] { show(m_current - 1); });
     connect(m_next, &QPushButton::clicked, this, [this] { show(m_current + 1); });
 }
@@ -73,59 +68,19 @@ void LessonPane::setCaption(const QString& markdown) {
     QTextCursor edit(doc);
     edit.beginEditBlock();
     doc->setMarkdown(markdown);
-    setCaptionSize(font().pointSizeF());
+    fitCodeSize();
     edit.endEditBlock();
-    fitCaption();
     m_caption->moveCursor(QTextCursor::Start);  // a new step is read from its top
 }
 
-// A caption is read without scrolling (a class cannot scroll): where it does not fit at the pane's
-// text size, its text shrinks a point at a time down to kMinCaptionPointSize, the point where
-// scrolling is the lesser evil. A caption is at most 16 KiB (core's lesson reader), so the few
-// layouts this takes are cheap.
-void LessonPane::fitCaption() {
-    const double full = font().pointSizeF();
-    const QSize room = m_caption->viewport()->size();
-    if (full <= 0 || room.isEmpty()) return;
+// Qt's Markdown reader gives `code` the system's fixed font at that font's own size, which stayed
+// at 9 pt beside an 18 pt caption: code takes the caption's size. One edit block for all spans,
+// so that a change of the text size lays the caption out once, not once per span.
+void LessonPane::fitCodeSize() {
     QTextDocument* doc = m_caption->document();
-    for (double points = full;; points = std::max(kMinCaptionPointSize, points - 1)) {
-        setCaptionSize(points);
-        doc->setTextWidth(room.width());
-        if (doc->size().height() <= room.height() || points <= kMinCaptionPointSize) return;
-    }
-}
-
-double LessonPane::captionPointSize() const { return m_caption->document()->defaultFont().pointSizeF(); }
-
-bool LessonPane::captionFits() const {
-    return m_caption->document()->size().height() <= m_caption->viewport()->height();
-}
-
-bool LessonPane::eventFilter(QObject* watched, QEvent* event) {
-    const bool font = watched == m_caption && event->type() == QEvent::FontChange;
-    const bool size = watched == m_caption->viewport() && event->type() == QEvent::Resize;
-    if ((font || size) && !m_fit_pending) {
-        m_fit_pending = true;  // after the browser has taken its new font or size
-        QTimer::singleShot(0, this, [this] {
-            m_fit_pending = false;
-            fitCaption();
-        });
-    }
-    return QWidget::eventFilter(watched, event);
-}
-
-// The caption's text at `points`. Qt's Markdown reader gives `code` the system's fixed font at that
-// font's own size, which stayed at 9 pt beside an 18 pt caption: code takes the caption's size. One
-// edit block for all spans, so that a change of the text size lays the caption out once, not once
-// per span.
-void LessonPane::setCaptionSize(double points) {
-    QTextDocument* doc = m_caption->document();
-    QFont base = m_caption->font();
-    base.setPointSizeF(points);
-    doc->setDefaultFont(base);
     QTextCursor cursor(doc);
     QTextCharFormat size;
-    size.setFontPointSize(points);
+    size.setFontPointSize(m_caption->font().pointSizeF());
     cursor.beginEditBlock();
     for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
         for (auto it = b.begin(); !it.atEnd(); ++it) {
@@ -136,6 +91,15 @@ void LessonPane::setCaptionSize(double points) {
             cursor.mergeCharFormat(size);
         }
     cursor.endEditBlock();
+}
+
+void LessonPane::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange && m_current >= 0) {
+        QWidget::changeEvent(event);
+        fitCodeSize();
+        return;
+    }
+    QWidget::changeEvent(event);
 }
 
 QString LessonPane::captionText() const { return m_caption->toPlainText(); }

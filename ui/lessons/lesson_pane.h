@@ -27,26 +27,16 @@ public:
     // Shows step i's caption and emits stepShown; false when i is outside the lesson.
     bool show(int i);
     QString captionText() const;  // as rendered (plain text; tests read it)
-    // The caption's text size now: the pane's own, or less, down to kMinCaptionPointSize, where the
-    // caption would not fit without scrolling at the pane's size (fitCaption).
-    double captionPointSize() const;
-    // Whether the whole caption is in sight, no scrolling needed (tst_presenter).
-    bool captionFits() const;
-    // The smallest text a caption shrinks to (a projector's back row still reads 12 pt).
-    static constexpr double kMinCaptionPointSize = 12.0;
 
 Q_SIGNALS:
     void stepShown(int index, const attnlab::ViewState& view);
 
 protected:
-    // The caption's font and its viewport's size: the caption is fitted again (once, afterwards).
-    bool eventFilter(QObject* watched, QEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void setCaption(const QString& markdown);
-    void fitCaption();  // the largest size, up to the pane's, at which it fits
-    bool m_fit_pending = false;
-    void setCaptionSize(double points);  // the caption and its code spans at `points`
+    void fitCodeSize();  // code spans at the caption's text size
     Lesson m_lesson;
     QString m_origin;
     int m_current = -1;
