@@ -43,8 +43,8 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
             [this, context](const QString& page, const std::vector<HeadRef>& ablate) {
                 if (const auto problem = showPage(page, ablate)) context->reportFailure(Operation::HeadLab, *problem);
             });
-    // Each page's least size counts only while it is shown: the tab widget otherwise takes the
-    // largest of the three, and at 1280 x 720 the Statistics page scrolled for the Alignment page's.
+    // Each page's least size counts only while it is shown: the tab widget's least size is otherwise
+    // the largest of the three (the Alignment page's, 371 px tall against the Statistics page's 266).
     auto fitPages = [this] {
         for (int i = 0; i < m_pages->count(); ++i) {
             const auto policy = i == m_pages->currentIndex() ? QSizePolicy::Preferred : QSizePolicy::Ignored;
