@@ -137,7 +137,7 @@ void TestHeadLab::statisticsOfHandBuiltMaps() {
             eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::MeanOffset) - (0 - 0.5 + 0.75 - 1.5) / 7) < eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::MeanAbsOffset) - (0 + 0.5 + 0.75 + 1.5) / 7) < eps);
-    QVERIFY(std::abs(enc->value(HeadStatistic::EosShare) - (0.75 + 0.25 + 1.0) / 7) < eps);
+    QVERIFY(std::abs(enc->value(HeadStatistic::BoundaryShare) - (0.75 + 0.25 + 1.0) / 7) < eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::PunctuationShare) - (0.25 + 0.25 + 1.0) / 7) < eps);  // "." and "!"
     QVERIFY(std::abs(enc->value(HeadStatistic::PreviousShare) - (0.5 + 0.25) / 7) < eps);
     QVERIFY(std::abs(enc->value(HeadStatistic::SameShare) - (1 + 0.5 + 0.25 + 0.25 + 3) / 7) < eps);
@@ -156,11 +156,22 @@ void TestHeadLab::statisticsOfHandBuiltMaps() {
     const auto* dec = rep.find({AttentionKind::DecoderSelf, 0, 0});
     QVERIFY(dec);
     QCOMPARE(dec->rows, int64_t(4));
-    QVERIFY(std::abs(dec->value(HeadStatistic::EosShare) - (1 + 0.5 + 0.2 + 1) / 4) < eps);  // on <s>
+    QVERIFY(std::abs(dec->value(HeadStatistic::BoundaryShare) - (1 + 0.5 + 0.2 + 1) / 4) < eps);  // on <s>
     QVERIFY(std::abs(dec->value(HeadStatistic::PreviousShare) - (0.5 + 0.3) / 4) < eps);
     QVERIFY(std::abs(dec->value(HeadStatistic::MeanOffset) - (0 - 0.5 - (0.2 * 2 + 0.3)) / 4) < eps);
     // the sentence-2 decoder has 1 row, fewer than 3: sentence 1 (3 rows) is the only candidate
     QCOMPARE(dec->typical_sentence[0], 0);
+
+    // A Marian decoder starts with <pad>: its boundary share is the weight on that start token too
+    // (it was 0 for every such head while the statistic looked for "<s>" by name).
+    attnlab::HeadStatsAccumulator marian(2);
+    auto first = firstSentence();
+    first.decoder_input_pieces[0] = "<pad>";
+    marian.add(first);
+    const auto padded = marian.report();
+    const auto* start = padded.find({AttentionKind::DecoderSelf, 0, 0});
+    QVERIFY(start);
+    QVERIFY(std::abs(start->value(HeadStatistic::BoundaryShare) - (1 + 0.5 + 0.2) / 3) < eps);
 }
 
 void TestHeadLab::statisticNamesAndPunctuation() {
@@ -894,7 +905,7 @@ void TestHeadLab::statisticsOfOtherMeasures() {
         for (size_t k = 0; k < rep.heads[i].values.size(); ++k)  // same kernels, same process: 1e-9
             QVERIFY(std::abs(rep.heads[i].values[k] - expected.heads[i].values[k]) < 1e-9);
     const auto weights = attnlab::corpusHeadStatistics(*m_t, src, &ref, {}, 4);
-    QVERIFY(weights.heads[0].value(HeadStatistic::EosShare) != rep.heads[0].value(HeadStatistic::EosShare));
+    QVERIFY(weights.heads[0].value(HeadStatistic::BoundaryShare) != rep.heads[0].value(HeadStatistic::BoundaryShare));
     const auto rollout = attnlab::corpusHeadStatistics(*m_t, src, &ref, {}, 4, {}, attnlab::MapMeasure::Rollout);
     QCOMPARE(rollout.heads.size(), size_t(2 + 2 + 2));  // one map per layer of each kind
     QVERIFY(rollout.heads[1].head == (HeadRef{AttentionKind::EncoderSelf, 1, 0}));
@@ -915,8 +926,9 @@ void TestHeadLab::jsonAndCsv() {
     QVERIFY(!j.contains("importance"));
     const auto csv = QString::fromStdString(attnlab::headStatsCsv(rep)).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(csv.size(), 3);
-    QCOMPARE(csv[0], QString("kind,layer,head,rows,entropy,mean_offset,mean_abs_offset,eos_share,punctuation_share,"
-                             "previous_share,same_share,diagonal_max"));
+    QCOMPARE(csv[0],
+             QString("kind,layer,head,rows,entropy,mean_offset,mean_abs_offset,boundary_share,punctuation_share,"
+                     "previous_share,same_share,diagonal_max"));
     QVERIFY(csv[1].startsWith("encoder,0,0,4,"));
     QCOMPARE(csv[1].split(',')[10].toDouble(), rep.heads[0].value(HeadStatistic::SameShare));
     const auto path = m_dir.filePath("heads.csv").toStdString();

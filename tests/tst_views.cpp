@@ -4,6 +4,7 @@
 #include "headlab/ablation_panel.h"
 #include "headlab/alignment_methods_table.h"
 #include "headlab/alignment_panel.h"
+#include "headlab/head_heatmaps.h"
 #include "views/attention_explorer.h"
 
 #include <attnlab/attention_flow.h>
@@ -135,6 +136,8 @@ private Q_SLOTS:
     void importanceShowsIntervalsAndGradients();
     void alignmentMethodsOverTheExamples();
     void headStatisticsComparedWithAnotherModel();
+    void headStatisticsHeatmapTakesTheRoom();
+    void importanceOverFewSentencesSaysSo();
     void pairViewComparesAStepsPair();
     void positionalAndModelViewsFollowTheModel();
     void headsViewOpensOnItsExamplesComputed();
@@ -494,6 +497,105 @@ void TestViews::importanceShowsIntervalsAndGradients() {
     QCOMPARE(panel.curve()->graph(1)->data()->at(0)->key, 4.0);
 }
 
+// Importance over the model's 8 examples: the intervals are wide, and the panel says so beside the
+// curve, with the sentences counted, the intervals' mean half-width and how to narrow them (a
+// corpus file); over HeadStatsPanel::kFewSentences sentences it says nothing.
+void TestViews::importanceOverFewSentencesSaysSo() {
+    HeadStatsPanel panel;
+    auto stats = std::make_shared<attnlab::HeadStatsReport>();
+    auto imp = std::make_shared<attnlab::ImportanceReport>();
+    imp->sentences = 8;
+    imp->bootstrap_resamples = 1000;
+    imp->removable_heads = 40;
+    for (int k = 0; k <= 16; k += 8) {
+        attnlab::PruningPoint p;
+        p.heads_removed = k;
+        p.bleu = 30 - k;
+        p.interval.resamples = 1000;
+        p.interval.low = p.bleu - 9, p.interval.high = p.bleu + 11;  // ±10 BLEU, as 8 sentences give
+        imp->curve.push_back(p);
+    }
+    panel.setReport(stats, imp, m_controller->modelInfo());
+    const QString note = panel.importanceNote();
+    QVERIFY2(note.contains("Only 8 sentences") && note.contains("intervals are wide") &&
+                 note.contains("±10.0 BLEU on average") && note.contains("corpus file") && note.contains("Corpus…") &&
+                 note.contains(QString::number(HeadStatsPanel::kFewSentences)),
+             qPrintable(note));
+    imp->sentences = HeadStatsPanel::kFewSentences;
+    panel.setReport(stats, imp, m_controller->modelInfo());
+    QCOMPARE(panel.importanceNote(), QString());
+    panel.setReport(stats, nullptr, m_controller->modelInfo());  // statistics alone: no intervals to warn of
+    QCOMPARE(panel.importanceNote(), QString());
+}
+
+namespace {
+// A run's statistics of OPUS-MT's shape (6 layers x 16 heads a kind), each value naming its head.
+HeadStatsPtr statisticsOfShape(int layers, int heads) {
+    auto stats = std::make_shared<attnlab::HeadStatsReport>();
+    stats->sentences = 3;
+    for (const auto kind : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross})
+        for (int l = 0; l < layers; ++l)
+            for (int h = 0; h < heads; ++h) {
+                attnlab::HeadStats hs;
+                hs.head = {kind, l, h};
+                hs.values.fill(l + 0.01 * h);
+                stats->heads.push_back(hs);
+            }
+    return stats;
+}
+
+QCPColorScale* colorScaleOf(QCustomPlot* plot) {
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+        if (auto* scale = qobject_cast<QCPColorScale*>(e)) return scale;
+    return nullptr;
+}
+}  // namespace
+
+// The statistics heatmap takes the room the panel has (it was ~50 px wide at any size, 24 heads
+// squeezed in): at the room a 1280 x 720 window leaves the Statistics page, every cell of 6 x 16 is at
+// least a line of text on each side and every layer and head is labelled, 1-based, with the colour
+// scale beside the map; at 1920 x 1080's room the map grows both ways.
+void TestViews::headStatisticsHeatmapTakesTheRoom() {
+    HeadStatsPanel panel;
+    panel.resize(1240, 430);  // the Statistics page's room in a 1280 x 720 window
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.setReport(statisticsOfShape(6, 16), nullptr, m_controller->modelInfo());
+    panel.select(int(attnlab::HeadStatistic::Entropy), AttentionKind::Cross);
+    QCustomPlot* plot = panel.heatmap()->plot();
+    auto measured = [&] {
+        QApplication::processEvents();
+        plot->replot(QCustomPlot::rpImmediateRefresh);
+        QApplication::processEvents();
+        return plot->axisRect()->rect();
+    };
+    const QRect small = measured();
+    const int least = panel.heatmaps()->minimumCell();
+    QVERIFY(least >= HeadHeatmaps::kMinimumCell && least >= panel.fontMetrics().height());
+    QVERIFY2(small.width() / 16 >= least && small.height() / 6 >= least,
+             qPrintable(QString("map %1 x %2 for 16 x 6 cells, each at least %3 px")
+                            .arg(small.width())
+                            .arg(small.height())
+                            .arg(least)));
+    QStringList layers, heads;
+    for (int l = 1; l <= 6; ++l) layers << QString::number(l);
+    for (int h = 1; h <= 16; ++h) heads << QString::number(h);
+    QTRY_COMPARE(panel.heatmap()->shownQueryLabels(), layers);
+    QTRY_COMPARE(panel.heatmap()->shownKeyLabels(), heads);
+    QCPColorScale* scale = colorScaleOf(plot);
+    QVERIFY(scale && scale->visible());
+    QVERIFY(scale->outerRect().left() >= small.right());  // beside the map, not under it
+    panel.resize(1860, 830);
+    const QRect large = measured();
+    QVERIFY2(large.width() > small.width() * 3 / 2 && large.height() > small.height() * 3 / 2,
+             qPrintable(QString("%1 x %2 -> %3 x %4")
+                            .arg(small.width())
+                            .arg(small.height())
+                            .arg(large.width())
+                            .arg(large.height())));
+    QVERIFY(panel.heatmaps()->width() >= panel.width() * 2 / 5);  // the room beside the table, not a sliver
+}
+
 // Every method over the examples with gold: the worker's report is alignCorpus's (symmetrised with
 // the bundled model of the other direction when there is one), the table lists every method with its
 // AER, the best first and marked, and a double-click on a method the page draws chooses it there.
@@ -571,18 +673,40 @@ void TestViews::headStatisticsComparedWithAnotherModel() {
     QCOMPARE(panel.compareChoice()->itemData(0).toString(), QString());  // "nothing" first
     for (int i = 1; i < panel.compareChoice()->count(); ++i)
         QVERIFY(panel.compareChoice()->itemData(i).toString() != m_package);
+    panel.setReport(stats, nullptr, m_controller->modelInfo());
+    const int columns = panel.table()->columnCount();
+    QVERIFY(panel.differenceMap()->isHidden());
+    // With the comparison: a "Δ" column per statistic (other minus this, as the CLI's "comparison"),
+    // and a map of its own beside this model's, diverging around 0.
     panel.setComparison(other, m_package, true);
     panel.setReport(stats, nullptr, m_controller->modelInfo());
-    QVERIFY(panel.differenceChoice()->isEnabled());
-    panel.select(int(attnlab::HeadStatistic::Entropy), AttentionKind::EncoderSelf);
-    panel.differenceChoice()->setChecked(true);
+    QTableWidget* table = panel.table();
+    QCOMPARE(table->columnCount(), columns + attnlab::kHeadStatisticCount);
+    for (const auto& info : attnlab::headStatisticInfos())
+        QCOMPARE(table->horizontalHeaderItem(columns + int(info.id))->text(), QString("Δ ") + info.label);
     const auto& h = stats->heads[5];  // encoder layer 1, head 1 of the 2 x 4 fixture
     QVERIFY(h.head == (attnlab::HeadRef{AttentionKind::EncoderSelf, 1, 1}));
-    QVERIFY(std::abs(panel.heatmap()->map()[1][1] - (other->find(h.head)->value(attnlab::HeadStatistic::Entropy) -
-                                                     h.value(attnlab::HeadStatistic::Entropy))) < 1e-6);
-    QVERIFY2(panel.heatmap()->title().contains("minus this model"), qPrintable(panel.heatmap()->title()));
+    const double entropy_difference =
+        other->find(h.head)->value(attnlab::HeadStatistic::Entropy) - h.value(attnlab::HeadStatistic::Entropy);
+    int row = -1;
+    for (int at = 0; at < table->rowCount(); ++at)
+        if (table->item(at, 0)->data(Qt::UserRole).toInt() == 5) row = at;
+    QVERIFY(row >= 0);
+    QVERIFY(std::abs(table->item(row, columns + int(attnlab::HeadStatistic::Entropy))->data(Qt::UserRole).toDouble() -
+                     entropy_difference) < 1e-12);
+    panel.select(int(attnlab::HeadStatistic::Entropy), AttentionKind::EncoderSelf);
+    QVERIFY(!panel.differenceMap()->isHidden());
+    QVERIFY(std::abs(panel.differenceMap()->map()[1][1] - entropy_difference) < 1e-6);
+    QVERIFY(std::abs(panel.heatmap()->map()[1][1] - h.value(attnlab::HeadStatistic::Entropy)) < 1e-6);  // its own
+    QVERIFY2(panel.differenceMap()->title().contains("minus this model"), qPrintable(panel.differenceMap()->title()));
+    const auto* colors = qobject_cast<QCPColorMap*>(panel.differenceMap()->plot()->plottable(0));
+    QVERIFY(colors);
+    QCOMPARE(colors->dataRange().lower, -colors->dataRange().upper);  // centred on 0
+    // A run without a comparison: the columns and the map go.
     panel.setComparison(nullptr, QString(), false);
-    QVERIFY(!panel.differenceChoice()->isChecked() && !panel.differenceChoice()->isEnabled());
+    panel.setReport(stats, nullptr, m_controller->modelInfo());
+    QCOMPARE(table->columnCount(), columns);
+    QVERIFY(panel.differenceMap()->isHidden());
 }
 
 void TestViews::pairViewComparesAStepsPair() {

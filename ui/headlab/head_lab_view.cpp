@@ -43,7 +43,17 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
             [this, context](const QString& page, const std::vector<HeadRef>& ablate) {
                 if (const auto problem = showPage(page, ablate)) context->reportFailure(Operation::HeadLab, *problem);
             });
-    connect(m_pages, &QTabWidget::currentChanged, this, [this] {
+    // Each page's least size counts only while it is shown: the tab widget's least size is otherwise
+    // the largest of the three (the Alignment page's, 371 px tall against the Statistics page's 266).
+    auto fitPages = [this] {
+        for (int i = 0; i < m_pages->count(); ++i) {
+            const auto policy = i == m_pages->currentIndex() ? QSizePolicy::Preferred : QSizePolicy::Ignored;
+            m_pages->widget(i)->setSizePolicy(policy, policy);
+        }
+    };
+    fitPages();
+    connect(m_pages, &QTabWidget::currentChanged, this, [this, fitPages] {
+        fitPages();
         if (m_examples_due && m_pages->currentWidget() == m_stats) showExamples();
     });
     m_stats->setColorMap(context->palette());

@@ -2,10 +2,10 @@
 
 #include "document/numbering.h"
 #include "document/view_context.h"
+#include "headlab/head_heatmaps.h"
+#include "plots/attention_view.h"
 #include "plots/number_item.h"
 #include "widgets/head_picker.h"
-
-#include "plots/attention_view.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/head_lab_json.h>
@@ -32,10 +32,8 @@ namespace attnlab::ui {
 
 HeadStatsPanel::HeadStatsPanel(QWidget* parent) : QWidget(parent) {
     buildControls();
-    m_heatmap = new AttentionView(this);
-    m_heatmap->setFixedRange(false);
-    m_heatmap->setAxisTitles(tr("layer"), tr("head"));
-    m_heatmap->clear(tr("Choose a corpus (or the model's examples) and press Run"));
+    m_maps = new HeadHeatmaps(this);
+    m_maps->clear(tr("Choose a corpus (or the model's examples) and press Run"));
     m_table = new QTableWidget(this);
     m_table->setSortingEnabled(true);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -45,7 +43,9 @@ HeadStatsPanel::HeadStatsPanel(QWidget* parent) : QWidget(parent) {
     m_curve->xAxis->setLabel(tr("heads removed (least important first)"));
     m_curve->yAxis->setLabel(tr("BLEU"));
     m_curve->setMinimumHeight(120);
-    m_curve->hide();
+    m_importance_note = new QLabel(this);
+    m_importance_note->setWordWrap(true);
+    m_importance_note->hide();
     followTextSize(m_curve);
     connect(m_table, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
         if (!m_stats) return;
@@ -57,14 +57,32 @@ HeadStatsPanel::HeadStatsPanel(QWidget* parent) : QWidget(parent) {
             Q_EMIT sentenceRequested(QString::fromStdString(m_run_sources[size_t(sentence)]), h.head);
     });
 
-    auto* split = new QSplitter(Qt::Horizontal, this);
-    split->addWidget(m_heatmap);
-    auto* right = new QSplitter(Qt::Vertical, split);
+    // The maps and the table share the width (resizeEvent), and so grow with the window
+    // (QCustomPlot's size hint is its least size: by hints alone the maps got ~50 px).
+    m_split = new QSplitter(Qt::Horizontal, this);
+    m_split->addWidget(m_maps);
+    auto* right = new QSplitter(Qt::Vertical, m_split);
     right->addWidget(m_table);
-    right->addWidget(m_curve);
-    split->addWidget(right);
-    split->setStretchFactor(1, 2);
-    static_cast<QVBoxLayout*>(layout())->addWidget(split, 1);
+    m_curve_pane = new QWidget(right);  // shown with an importance run
+    auto* column = new QVBoxLayout(m_curve_pane);
+    column->setContentsMargins(0, 0, 0, 0);
+    column->addWidget(m_importance_note);
+    column->addWidget(m_curve, 1);
+    m_curve_pane->hide();
+    right->addWidget(m_curve_pane);
+    m_split->addWidget(right);
+    m_split->setChildrenCollapsible(false);
+    connect(m_split, &QSplitter::splitterMoved, this, [this] { m_split_moved = true; });
+    static_cast<QVBoxLayout*>(layout())->addWidget(m_split, 1);
+}
+
+// Until the splitter is dragged, the maps get kMapsShare of the width (each map's least size, a
+// line of text a cell, still holds) and the table the rest.
+void HeadStatsPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    if (m_split_moved) return;
+    const int width = m_split->width(), maps = width * kMapsPercent / 100;
+    m_split->setSizes({maps, width - maps});
 }
 
 void HeadStatsPanel::buildControls() {
@@ -93,10 +111,9 @@ void HeadStatsPanel::buildControls() {
         tr("What the next run's statistics are taken of: the weights, each weight times its key's "
            "value norm (rows normalised), or the rollout (one map per layer)"));
     m_compare = new QComboBox(this);
-    m_compare->setToolTip(tr("The next run also takes the statistics of this model on the same corpus"));
-    m_difference = new QCheckBox(tr("Difference"), this);
-    m_difference->setToolTip(tr("Show the compared model's statistic minus this model's"));
-    m_difference->setEnabled(false);
+    m_compare->setToolTip(
+        tr("The next run also takes the statistics of this model on the same corpus: its "
+           "difference, other minus this, gets a column per statistic and a map of its own"));
     m_kind = new QComboBox(this);
     for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k));  // index = AttentionKind
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
@@ -117,26 +134,29 @@ void HeadStatsPanel::buildControls() {
     });
     connect(m_statistic, &QComboBox::currentIndexChanged, this, [this] { refreshHeatmap(); });
     connect(m_kind, &QComboBox::currentIndexChanged, this, [this] { refreshHeatmap(); });
-    connect(m_difference, &QCheckBox::toggled, this, [this] { refreshHeatmap(); });
 
+    // Three rows, so that they fit a 1280 px wide window: the corpus and the run, what the run
+    // takes, what is shown.
     auto* top = new QHBoxLayout;
     top->addWidget(files);
     top->addWidget(examples);
     top->addWidget(m_corpus, 1);
-    top->addWidget(new QLabel(tr("Of:"), this));
-    top->addWidget(m_measure);
-    top->addWidget(new QLabel(tr("Compare with:"), this));
-    top->addWidget(m_compare);
-    top->addWidget(m_importance_box);
     top->addWidget(m_run);
     top->addWidget(m_cancel);
+    auto* run = new QHBoxLayout;
+    run->addWidget(new QLabel(tr("Of:"), this));
+    run->addWidget(m_measure);
+    run->addWidget(new QLabel(tr("Compare with:"), this));
+    run->addWidget(m_compare);
+    run->addWidget(m_importance_box);
+    run->addStretch(1);
     auto* view = new QHBoxLayout;
     view->addWidget(new QLabel(tr("Statistic:"), this));
     view->addWidget(m_statistic);
     view->addWidget(new QLabel(tr("Kind:"), this));
     view->addWidget(m_kind);
-    view->addWidget(m_difference);
     view->addWidget(m_progress, 1);
+    view->addStretch();  // the combo boxes keep their size while the progress bar is hidden
     auto* save_json = new QPushButton(tr("Export JSON…"), this);
     auto* save_csv = new QPushButton(tr("Export CSV…"), this);
     view->addWidget(save_json);
@@ -154,6 +174,7 @@ void HeadStatsPanel::buildControls() {
     connect(save_csv, &QPushButton::clicked, this, [=] { exporter(tr("CSV (*.csv)"), &HeadStatsPanel::exportCsv); });
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
+    layout->addLayout(run);
     layout->addLayout(view);
     layout->addWidget(m_status);
 }
@@ -179,8 +200,6 @@ void HeadStatsPanel::setCompareChoices(const std::vector<BundledModel>& models, 
 void HeadStatsPanel::setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed) {
     m_other = std::move(other);
     m_other_name = QFileInfo(model_dir).fileName() + (reversed ? tr(", the other direction") : QString());
-    m_difference->setEnabled(m_other != nullptr);
-    if (!m_other) m_difference->setChecked(false);
 }
 
 void HeadStatsPanel::chooseFiles() {
@@ -243,10 +262,12 @@ void HeadStatsPanel::showProgress(const QString& stage, int done, int total) {
     m_progress->setFormat(tr("%1: %2 / %3").arg(stage).arg(done).arg(total));
 }
 
-QCustomPlot* HeadStatsPanel::figure() const { return m_stats ? m_heatmap->plot() : nullptr; }
+QCustomPlot* HeadStatsPanel::figure() const { return m_stats ? heatmap()->plot() : nullptr; }
+AttentionView* HeadStatsPanel::heatmap() const { return m_maps->statistic(); }
+AttentionView* HeadStatsPanel::differenceMap() const { return m_maps->difference(); }
 
 void HeadStatsPanel::setEmptyMessage(const QString& message) {
-    if (!m_stats) m_heatmap->clear(message);
+    if (!m_stats) m_maps->clear(message);
 }
 
 void HeadStatsPanel::showFailure(const QString& message) {
@@ -262,6 +283,7 @@ void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, Mod
     m_importance = std::move(importance);
     m_run_sources = std::move(m_pending_sources);
     m_model = std::move(model);
+    m_differences = m_stats && m_other ? compareHeadStatistics(*m_stats, *m_other) : std::vector<HeadStatsDifference>{};
     m_progress->hide();
     m_run->setEnabled(!m_sources.empty());
     m_cancel->setEnabled(false);
@@ -287,9 +309,42 @@ void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, Mod
     if (m_importance && m_importance->gradient && std::isfinite(m_importance->rank_correlation))
         m_status->setText(m_status->text() + tr("; ablation and gradient orders agree with Spearman's ρ = %1")
                                                  .arg(m_importance->rank_correlation, 0, 'f', 2));
+    if (!m_differences.empty())
+        m_status->setText(m_status->text() + tr("; compared with %1: the Δ columns and the lower map are %1 minus "
+                                                "this model")
+                                                 .arg(m_other_name));
     refreshHeatmap();
     refreshTable();
     refreshCurve();
+    refreshImportanceNote();
+}
+
+// Few sentences, wide intervals: the paired bootstrap resamples the corpus's sentences, so with 8 of
+// them a curve point's interval spans several BLEU and hardly any loss is "significant".
+void HeadStatsPanel::refreshImportanceNote() {
+    const bool few = m_importance && m_importance->sentences < kFewSentences;
+    m_importance_note->setVisible(few);
+    if (!few) {
+        m_importance_note->clear();
+        return;
+    }
+    double half = 0;
+    int points = 0;
+    for (const auto& p : m_importance->curve)
+        if (p.interval.resamples > 0) half += (p.interval.high - p.interval.low) / 2, ++points;
+    const QString width = points > 0 ? tr(" (±%1 BLEU on average)").arg(half / points, 0, 'f', 1) : QString();
+    m_importance_note->setText(
+        tr("<b>Only %1 sentences:</b> the intervals are wide%2, so \"no significant loss\" and the heads "
+           "counted removable say little — a few sentences cannot tell a small loss from chance. More "
+           "sentences narrow the intervals (about as 1/√n): choose a corpus file with its references "
+           "(Corpus…), %3 sentences or more.")
+            .arg(m_importance->sentences)
+            .arg(width)
+            .arg(kFewSentences));
+}
+
+QString HeadStatsPanel::importanceNote() const {
+    return m_importance_note->isHidden() ? QString() : m_importance_note->text();
 }
 
 QString HeadStatsPanel::statusText() const { return m_status->text(); }
@@ -299,13 +354,9 @@ void HeadStatsPanel::select(int statistic, attnlab::AttentionKind kind) {
     m_statistic->setCurrentIndex(statistic);
 }
 
-void HeadStatsPanel::setColorMap(Palette palette) { m_heatmap->setColorMap(palette); }
+void HeadStatsPanel::setColorMap(Palette palette) { m_maps->setColorMap(palette); }
 
 double HeadStatsPanel::valueOf(const HeadStats& h, int statistic) const {
-    if (statistic < kHeadStatisticCount && m_other && m_difference->isChecked()) {
-        const HeadStats* o = m_other->find(h.head);
-        return o ? o->values[size_t(statistic)] - h.values[size_t(statistic)] : 0.0;
-    }
     if (statistic < kHeadStatisticCount) return h.values[static_cast<size_t>(statistic)];
     if (statistic == kGradientColumn && m_importance && m_importance->gradient)
         if (const auto* g = m_importance->gradient->find(h.head)) return g->normalized;
@@ -318,6 +369,8 @@ double HeadStatsPanel::valueOf(const HeadStats& h, int statistic) const {
 void HeadStatsPanel::refreshHeatmap() {
     if (!m_stats || m_stats->heads.empty()) return;
     const auto kind = static_cast<attnlab::AttentionKind>(m_kind->currentIndex());
+    const int statistic = m_statistic->currentIndex();
+    if (statistic < 0) return;
     int layers = 0, heads = 0;
     for (const auto& h : m_stats->heads)
         if (h.head.kind == kind) {
@@ -325,19 +378,17 @@ void HeadStatsPanel::refreshHeatmap() {
             heads = std::max(heads, h.head.head + 1);
         }
     Matrix m(static_cast<size_t>(layers), std::vector<float>(static_cast<size_t>(heads), 0.f));
+    Matrix difference = m;  // other minus this; 0 where the other model lacks the head
     for (const auto& h : m_stats->heads)
-        if (h.head.kind == kind)
-            m[size_t(h.head.layer)][size_t(h.head.head)] = float(valueOf(h, m_statistic->currentIndex()));
-    QStringList rows, cols;
-    for (int l = 0; l < layers; ++l) rows << layerLabel(l);
-    for (int h = 0; h < heads; ++h) cols << tr("h%1").arg(shownText(h));
-    const bool difference = m_other && m_difference->isChecked() && m_statistic->currentIndex() < kHeadStatisticCount;
-    m_heatmap->setDiverging(difference);
-    m_heatmap->setMap(
-        m, rows, cols,
-        difference
-            ? tr("%1 — %2: %3 minus this model").arg(m_statistic->currentText(), m_kind->currentText(), m_other_name)
-            : tr("%1 — %2").arg(m_statistic->currentText(), m_kind->currentText()));
+        if (h.head.kind == kind) m[size_t(h.head.layer)][size_t(h.head.head)] = float(valueOf(h, statistic));
+    const bool compared = !m_differences.empty() && statistic < kHeadStatisticCount;
+    for (const auto& d : m_differences)
+        if (compared && d.head.kind == kind)
+            difference[size_t(d.head.layer)][size_t(d.head.head)] = float(d.difference(HeadStatistic(statistic)));
+    const QString title = tr("%1 — %2").arg(m_statistic->currentText(), m_kind->currentText());
+    m_maps->setMaps(
+        m, title, compared ? &difference : nullptr,
+        tr("%1 — %2: %3 minus this model").arg(m_statistic->currentText(), m_kind->currentText(), m_other_name));
 }
 
 void HeadStatsPanel::refreshTable() {
@@ -349,8 +400,13 @@ void HeadStatsPanel::refreshTable() {
     if (m_importance) header << tr("BLEU without") << tr("BLEU drop");
     const bool gradient = m_importance && m_importance->gradient;
     if (gradient) header << tr("gradient importance");
+    const int first_difference = static_cast<int>(header.size());
+    if (!m_differences.empty())
+        for (const auto& info : headStatisticInfos()) header << tr("Δ %1").arg(tr(info.label));
     m_table->setColumnCount(header.size());
     m_table->setHorizontalHeaderLabels(header);
+    for (int c = first_difference; c < header.size(); ++c)
+        m_table->horizontalHeaderItem(c)->setToolTip(tr("%1 minus this model").arg(m_other_name));
     m_table->setRowCount(static_cast<int>(m_stats->heads.size()));
     for (size_t i = 0; i < m_stats->heads.size(); ++i) {
         const auto& h = m_stats->heads[i];
@@ -360,6 +416,7 @@ void HeadStatsPanel::refreshTable() {
         m_table->setItem(row, 0, name);
         m_table->setItem(row, 1, new NumberItem(double(h.rows), 0));
         for (int s = 0; s < kHeadStatisticCount; ++s) m_table->setItem(row, 2 + s, new NumberItem(h.values[size_t(s)]));
+        fillDifferenceColumns(row, h.head, first_difference);
         if (!m_importance) continue;
         for (const auto& imp : m_importance->heads)
             if (imp.head == h.head) {
@@ -374,9 +431,18 @@ void HeadStatsPanel::refreshTable() {
     m_table->resizeColumnsToContents();
 }
 
+// The compared model's statistics minus this model's, as the CLI's "comparison" (empty where the
+// other model has no such head).
+void HeadStatsPanel::fillDifferenceColumns(int row, const HeadRef& head, int first_column) {
+    for (const auto& d : m_differences)
+        if (d.head == head)
+            for (const auto& info : headStatisticInfos())
+                m_table->setItem(row, first_column + int(info.id), new NumberItem(d.difference(info.id)));
+}
+
 void HeadStatsPanel::refreshCurve() {
     m_curve->clearPlottables();  // graphs and error bars
-    m_curve->setVisible(m_importance != nullptr);
+    m_curve_pane->setVisible(m_importance != nullptr);
     if (!m_importance) return;
     QVector<double> x, y, below, above, sx, sy;
     for (const auto& p : m_importance->curve) {

@@ -1,12 +1,15 @@
 #pragma once
 // HeadStatsPanel (Heads tab, "Statistics"): what every head does over a corpus — a layer x head
-// heatmap of the chosen statistic for one kind, a sortable table of every head, and with
-// references the importance of each head (BLEU with it ablated) and the pruning curve. Files are
-// chosen here; the run itself happens in TranslationController (progress bar, Cancel).
+// heatmap of the chosen statistic for one kind (HeadHeatmaps: the room beside the table), a sortable
+// table of every head, and with references the importance of each head (BLEU with it ablated) and
+// the pruning curve, with a note when the corpus is too small for its intervals to be narrow. With
+// another model compared, its difference (other minus this) gets a column per statistic and a map of
+// its own. Files are chosen here; the run itself happens in TranslationController (progress bar, Cancel).
 
 #include "document/translation_controller.h"
 #include "plots/plot_style.h"
 
+#include <attnlab/head_lab.h>
 #include <attnlab/package.h>
 
 #include <QWidget>
@@ -17,11 +20,13 @@ class QCustomPlot;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QSplitter;
 class QTableWidget;
 
 namespace attnlab::ui {
 
 class AttentionView;
+class HeadHeatmaps;
 
 class HeadStatsPanel : public QWidget {
     Q_OBJECT
@@ -32,11 +37,11 @@ public:
     // "Compare with": the bundled models other than `current` (one of the other direction reads the
     // references as its sources).
     void setCompareChoices(const std::vector<BundledModel>& models, const ModelInfo& current);
-    // The other model's statistics of the last run (null: none); with them the heatmap and a table
-    // column can show the difference, other minus this.
+    // The other model's statistics of the run about to be reported (null: none; TranslationController
+    // sends them just before the run's own): with them setReport adds a "Δ" column per statistic and
+    // the difference map, other minus this.
     void setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed);
     QComboBox* compareChoice() const { return m_compare; }
-    QCheckBox* differenceChoice() const { return m_difference; }
     // The corpus to run on (lines of text); references may be empty.
     void setCorpus(const std::vector<std::string>& sources, const std::vector<std::string>& references,
                    const QString& description);
@@ -49,6 +54,9 @@ public:
     void select(int statistic, attnlab::AttentionKind kind);
     static constexpr int kImportanceColumn = kHeadStatisticCount;
     static constexpr int kGradientColumn = kHeadStatisticCount + 1;  // with the importance's gradient
+    // Importance over fewer sentences than this says, beside its curve, that its intervals are wide
+    // and how to narrow them (docs/reliability.md).
+    static constexpr int kFewSentences = 100;
 
     // Runs on the corpus set (the Run button); importance when `importance` and references exist.
     void startRun(bool importance);
@@ -57,8 +65,11 @@ public:
     [[nodiscard]] std::optional<QString> exportCsv(const QString& path) const;
 
     // What is shown (tests read it back).
-    AttentionView* heatmap() const { return m_heatmap; }
-    QCustomPlot* figure() const;  // the heatmap, once a run has finished
+    AttentionView* heatmap() const;        // the statistic of this model
+    AttentionView* differenceMap() const;  // other minus this, shown while a comparison is
+    HeadHeatmaps* heatmaps() const { return m_maps; }
+    QString importanceNote() const;  // the small-corpus note ("" when not shown)
+    QCustomPlot* figure() const;     // the heatmap, once a run has finished
     QTableWidget* table() const { return m_table; }
     QComboBox* measureChoice() const { return m_measure; }  // "Of:" the next run
     QCustomPlot* curve() const { return m_curve; }
@@ -72,12 +83,18 @@ Q_SIGNALS:
     // statistic) with the head selected.
     void sentenceRequested(const QString& sentence, const attnlab::HeadRef& head);
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
+    static constexpr int kMapsPercent = 45;  // of the width, beside the table
     void buildControls();
     void chooseFiles();
     void refreshHeatmap();
     void refreshTable();
     void refreshCurve();
+    void refreshImportanceNote();
+    void fillDifferenceColumns(int row, const HeadRef& head, int first_column);
     double valueOf(const HeadStats& h, int statistic) const;
 
     std::vector<std::string> m_sources, m_refs;
@@ -89,9 +106,9 @@ private:
     ModelInfoPtr m_model;
     QLabel* m_corpus;
     QCheckBox* m_importance_box;
-    QComboBox* m_compare;     // data: the package directory ("" = none); UserRole + 1: reversed
-    QCheckBox* m_difference;  // the heatmap shows other minus this
+    QComboBox* m_compare;  // data: the package directory ("" = none); UserRole + 1: reversed
     HeadStatsPtr m_other;
+    std::vector<HeadStatsDifference> m_differences;  // of m_stats and m_other (compareHeadStatistics)
     QString m_other_name;
     QPushButton* m_run;
     QPushButton* m_cancel;
@@ -100,9 +117,13 @@ private:
     QComboBox* m_statistic;
     QComboBox* m_measure;  // what the next run takes its statistics of
     QComboBox* m_kind;
-    AttentionView* m_heatmap;
+    HeadHeatmaps* m_maps;
     QTableWidget* m_table;
+    QLabel* m_importance_note;
     QCustomPlot* m_curve;
+    QWidget* m_curve_pane;  // the note on few sentences and the curve
+    QSplitter* m_split;     // the maps | the table and the curve
+    bool m_split_moved = false;
 };
 
 }  // namespace attnlab::ui

@@ -41,7 +41,7 @@ AttentionView::AttentionView(QWidget* parent) : QWidget(parent), m_plot(new QCus
     m_colormap->setGradient(paletteGradient(m_palette));
     m_colormap->setInterpolate(false);
     m_plot->yAxis->setRangeReversed(true);  // first query on top, as in a matrix
-    m_plot->xAxis->setTickLabelRotation(60);
+    m_plot->xAxis->setTickLabelRotation(m_key_rotation);
     m_plot->xAxis->setSubTicks(false);
     m_plot->yAxis->setSubTicks(false);
     m_plot->xAxis->grid()->setVisible(false);
@@ -73,6 +73,12 @@ void AttentionView::setMinimumLines(int lines) {
     fitMinimumHeight();
 }
 
+void AttentionView::setKeyLabelRotation(double degrees) {
+    m_key_rotation = degrees;
+    m_plot->xAxis->setTickLabelRotation(degrees);
+    m_col_step = 0;  // the labels' room is checked again with the ticks
+}
+
 void AttentionView::changeEvent(QEvent* event) {
     if (event->type() == QEvent::FontChange) fitMinimumHeight();
     QWidget::changeEvent(event);
@@ -85,7 +91,11 @@ void AttentionView::changeEvent(QEvent* event) {
 QFont AttentionView::tickFont(const QRect& r) const {
     const double full = m_plot->font().pointSizeF(), now = m_plot->xAxis->tickLabelFont().pointSizeF();
     const double row = r.height() / double(std::max<qsizetype>(m_queries.size(), 1));
-    const double col = r.width() / double(std::max<qsizetype>(m_keys.size(), 1)) * std::sin(M_PI / 3);
+    // Rotated key labels need about height / sin(angle) apart; upright ones are as wide as they are
+    // long, which a smaller font barely helps: only the rows decide then.
+    const double col = m_key_rotation > 1 ? r.width() / double(std::max<qsizetype>(m_keys.size(), 1)) *
+                                                std::sin(m_key_rotation * M_PI / 180)
+                                          : row;
     QFont f = m_plot->font();
     for (double points = full; points > kMinTickPointSize; points -= 0.5) {
         f.setPointSizeF(points);
@@ -106,9 +116,13 @@ void AttentionView::updateTicks() {
         m_plot->yAxis->setTickLabelFont(font);
     }
     const QFontMetrics fm(font);
-    // Key labels are rotated by 60 degrees: neighbours need about height / sin(60) apart.
+    // Rotated key labels need about height / sin(angle) apart; upright ones their width and a gap.
+    int widest = 0;
+    for (const QString& k : m_keys) widest = std::max(widest, fm.horizontalAdvance(k));
+    const double key_room =
+        m_key_rotation > 1 ? fm.height() / std::sin(m_key_rotation * M_PI / 180) : widest + fm.height() / 2.0;
     const int rows = labelStep(m_queries.size(), r.height(), fm.height());
-    const int cols = labelStep(m_keys.size(), r.width(), fm.height() / std::sin(M_PI / 3));
+    const int cols = labelStep(m_keys.size(), r.width(), key_room);
     // The query title runs along the y axis: where the axis is shorter, only its first word.
     const QString title = QFontMetrics(m_plot->yAxis->labelFont()).horizontalAdvance(m_query_title) <= r.height()
                               ? m_query_title

@@ -43,6 +43,8 @@ public:
     void removeColorScale();
     // Its least height in lines of text (default 8: a title, a few rows, the rotated key labels).
     void setMinimumLines(int lines);
+    // The key labels' rotation in degrees (default 60, for pieces; 0 for short labels such as numbers).
+    void setKeyLabelRotation(double degrees);
 
     // What is shown (tests read it back).
     const Matrix& map() const { return m_map; }
@@ -77,6 +79,7 @@ private:
     Palette m_palette = Palette::Blues;
     QString m_query_title = QStringLiteral("query");
     int m_min_lines = 8;
+    double m_key_rotation = 60;
     int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)
     QFont tickFont(const QRect& axis_rect) const;
     static constexpr double kMinTickPointSize = 9.0;

@@ -10,7 +10,9 @@
 //   entropy            -sum_j w_ij ln w_ij (nats)
 //   mean_offset        sum_j w_ij (j - i)            (cross: source position minus target position)
 //   mean_abs_offset    sum_j w_ij |j - i|
-//   eos_share          weight on </s> (decoder self-attention, whose keys hold no </s>: on <s>)
+//   boundary_share     weight on the boundary token: </s> (encoder self-, cross-attention), the
+//                      decoder's start token (decoder self-attention, whose keys hold no </s>:
+//                      its first key, <s> or Marian's <pad>)
 //   punctuation_share  weight on pieces made of punctuation only (with or without "▁")
 //   previous_share     weight on j = i - 1
 //   same_share         weight on j = i
@@ -33,7 +35,7 @@ enum class HeadStatistic {
     Entropy,
     MeanOffset,
     MeanAbsOffset,
-    EosShare,
+    BoundaryShare,
     PunctuationShare,
     PreviousShare,
     SameShare,

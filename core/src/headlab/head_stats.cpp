@@ -30,8 +30,9 @@ const std::array<HeadStatisticInfo, kHeadStatisticCount>& headStatisticInfos() {
         {HeadStatistic::MeanOffset, "mean_offset", "Mean offset",
          "Mean signed distance key - query (negative: looks back; cross: source minus target position)"},
         {HeadStatistic::MeanAbsOffset, "mean_abs_offset", "Mean |offset|", "Mean distance |key - query|"},
-        {HeadStatistic::EosShare, "eos_share", "Share on </s>",
-         "Weight on </s> (decoder self-attention: on <s>, its only boundary key)"},
+        {HeadStatistic::BoundaryShare, "boundary_share", "Share on boundary",
+         "Weight on the boundary token: </s> (encoder self-, cross-attention); decoder self-attention, whose "
+         "keys hold no </s>: its start token (<s>, Marian's <pad>)"},
         {HeadStatistic::PunctuationShare, "punctuation_share", "Share on punctuation",
          "Weight on pieces made of punctuation only"},
         {HeadStatistic::PreviousShare, "previous_share", "Share on previous",
@@ -86,7 +87,9 @@ HeadStatsAccumulator::HeadStatsAccumulator(int histogram_radius) : m_radius(hist
 
 void HeadStatsAccumulator::add(const TranslationResult& r) {
     addMaps(AttentionKind::EncoderSelf, r.encoder_self, r.source_pieces, "</s>");
-    addMaps(AttentionKind::DecoderSelf, r.decoder_self, r.decoder_input_pieces, "<s>");
+    // The decoder's keys begin with its start token: <s> (this project's models) or <pad> (Marian's).
+    addMaps(AttentionKind::DecoderSelf, r.decoder_self, r.decoder_input_pieces,
+            r.decoder_input_pieces.empty() ? std::string("<s>") : r.decoder_input_pieces.front());
     addMaps(AttentionKind::Cross, r.cross, r.source_pieces, "</s>");
     ++m_sentences;
 }
@@ -130,7 +133,7 @@ void HeadStatsAccumulator::addMaps(AttentionKind kind, const LayerHeadMaps& maps
                     if (w > 0) row[idx(HeadStatistic::Entropy)] -= w * std::log(w);
                     row[idx(HeadStatistic::MeanOffset)] += w * double(off);
                     row[idx(HeadStatistic::MeanAbsOffset)] += w * double(std::labs(off));
-                    if (is_boundary[j]) row[idx(HeadStatistic::EosShare)] += w;
+                    if (is_boundary[j]) row[idx(HeadStatistic::BoundaryShare)] += w;
                     if (punct[j]) row[idx(HeadStatistic::PunctuationShare)] += w;
                     if (off == -1) row[idx(HeadStatistic::PreviousShare)] += w;
                     if (off == 0) row[idx(HeadStatistic::SameShare)] += w;
