@@ -622,6 +622,15 @@ void TestViews::positionalAndModelViewsFollowTheModel() {
     m_context->setModel(info);
     QCOMPARE(positional.length(), int(info->config.model.n_position));
     QCOMPARE(positional.dModel(), int(info->config.model.d_model));
+    // Without confidence.json: an imported (Marian) model has simply not been calibrated yet, an
+    // AttnLab package was made before calibration; both say how to add it.
+    const QString imported = ModelPanel::confidenceText(std::nullopt, /*imported=*/true);
+    QVERIFY2(imported.contains("an imported model has no calibration yet (no confidence.json in its folder)") &&
+                 !imported.contains("made before") && imported.contains("attnlab-cli calibrate --model DIR"),
+             qPrintable(imported));
+    const QString old = ModelPanel::confidenceText(std::nullopt, /*imported=*/false);
+    QVERIFY2(old.contains("it was made before confidence calibration") && old.contains("attnlab-cli calibrate"),
+             qPrintable(old));
     QVERIFY(positional.figure());
     QVERIFY(model.details()->toPlainText().contains(QFileInfo(m_package).fileName()));
     QVERIFY(!model.figure());  // the fixture has no training log: the reason is given
