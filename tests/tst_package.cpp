@@ -632,6 +632,14 @@ void TestPackage::marianDirectoryFilesAreNamed() {
     namespace pkg = attnlab::package;
     const std::string real = copy();
     QCOMPARE(pkg::readMarianConfig(real).model.n_trg_vocab, int64_t(54688));  // every id has its piece
+    // Its languages: nothing here names them ("marian-1" is no opus-mt-xx-yy), so "src" / "tgt"; with
+    // the card beside it, the card's "* source languages: en" / "* target languages: mg".
+    QCOMPARE(pkg::readMarianConfig(real).source_lang, std::string("src"));
+    const std::string carded = copy();
+    fs::copy_file(opus.toStdString() + "/MODEL_CARD.md", carded + "/MODEL_CARD.md");
+    const auto languages = pkg::readMarianConfig(carded);
+    QCOMPARE(languages.source_lang, std::string("en"));
+    QCOMPARE(languages.target_lang, std::string("mg"));
     QVERIFY(messageOf([&] { pkg::marianWeightsPath(real); }).contains("has neither model.safetensors nor"));
 
     auto expect = [&](const std::string& file, const std::string& what, const QString& message, auto&& load) {

@@ -1,6 +1,7 @@
 // The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
 // the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
 // model; the positional heatmap equals the formula; a dropped package opens and is remembered.
+#include "document/file_save.h"
 #include "document/translation_controller.h"
 #include "headlab/ablation_panel.h"
 #include "headlab/alignment_panel.h"
@@ -32,6 +33,7 @@
 
 #include <qcustomplot.h>
 
+#include <QFileDialog>
 #include <QTreeWidget>
 #include <QtTest/QtTest>
 
@@ -69,9 +71,16 @@ private Q_SLOTS:
     void togglingAHeadRetranslates();
     void alignmentDrawsGoldAndLinks();
     void liveTypingFollowsTheSentence();
+    void modelSwitchTranslatesAgain();
+    void emptySentenceClearsTheViews();
+    void headTogglesRecomputeTheSentenceAsked();
+    void warningKeepsTheTabsInPlace();
+    void longOutputWrapsAnywhere();
+    void exportDialogsOpenInTheLastFolder();
 
 private:
     void typeAndWait(const QString& sentence);
+    void loadAndWait(const QString& dir);
     std::unique_ptr<TranslationController> m_controller;
     std::unique_ptr<MainWindow> m_window;
     std::unique_ptr<attnlab::Translator> m_core;  // the same package, in-process, for expected values
@@ -96,14 +105,22 @@ void TestUi::initTestCase() {
     QVERIFY(m_controller->modelInfo());
 }
 
+// Until the context shows the sentence's translation (emptying the field first drops the one shown,
+// and a translation of the sentence before, e.g. by a model just loaded, is not taken for it).
 void TestUi::typeAndWait(const QString& sentence) {
-    QSignalSpy done(m_controller.get(), &TranslationController::translationFinished);
     QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
     edit->clear();
     QTest::keyClicks(edit, sentence);
     QTest::keyClick(edit, Qt::Key_Return);
-    QTRY_VERIFY_WITH_TIMEOUT(done.count() > 0, 30000);  // the signal may come before wait() starts
+    ViewContext* c = m_window->context();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() && c->result()->source_text == sentence.toStdString(), 30000);
     QApplication::processEvents();
+}
+
+void TestUi::loadAndWait(const QString& dir) {
+    QSignalSpy changed(m_window->context(), &ViewContext::modelChanged);
+    m_window->context()->loadModel(dir);
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
 }
 
 void TestUi::typingTranslatesAndShowsEveryKind() {
@@ -401,7 +418,8 @@ void TestUi::emptyWindowSaysWhatToDo() {
     const QStringList dirs = window.translatePanel()->directions();
     QCOMPARE(dirs.size(), int(attnlab::bundledModels().size()) + 1);
     QVERIFY2(dirs.first().startsWith("de → en  (multi30k-de-en)"), qPrintable(dirs.join(", ")));
-    QCOMPARE(window.translatePanel()->currentDirection(), QString("other model"));
+    // It is named by its languages and folder, not "other model".
+    QCOMPARE(window.translatePanel()->currentDirection(), QString("de → en  (ui-package)"));
 }
 
 void TestUi::positionalHeatmapEqualsFormula() {
@@ -973,6 +991,172 @@ void TestUi::liveTypingFollowsTheSentence() {
     QTest::keyClick(edit, Qt::Key_Return);
     QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Ein Hund rennt schnell. Ja"), 20000);
     c->setLiveTranslation(true, /*remember=*/false);
+}
+
+// A new model never shows what the last one computed: the result is dropped when it loads, the
+// sentence is translated again by it (live), the maps have its layers; without live translation the
+// sentence row says to translate, and Enter does.
+void TestUi::modelSwitchTranslatesAgain() {
+    ViewContext* c = m_window->context();
+    c->setLiveTranslation(true, /*remember=*/false);
+    const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"), deep = pkg + "-deep";
+    typeAndWait("Ein Hund rennt.");
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
+    ex->select(AttentionKind::Cross, 0, 0);
+    QCOMPARE(ex->grid()->layers(), 2);
+    bool stale_at_switch = true;
+    auto conn = connect(c, &ViewContext::modelChanged, this, [&] { stale_at_switch = bool(c->result()); });
+    QSignalSpy results(c, &ViewContext::resultChanged);
+    loadAndWait(deep);
+    disconnect(conn);
+    QVERIFY(!stale_at_switch);  // the old maps were gone before anything showed the new model
+    QTRY_VERIFY_WITH_TIMEOUT(c->result(), 30000);
+    const auto r = c->result();
+    QCOMPARE(QString::fromStdString(r->source_text), QString("Ein Hund rennt."));
+    QCOMPARE(int(r->encoder_self.size()), 3);
+    attnlab::Translator deep_core(deep.toStdString(), attnlab::TranslatorOptions{"cpu"});
+    QCOMPARE(r->best.ids, deep_core.translate("Ein Hund rennt.", m_window->translatePanel()->options()).best.ids);
+    QCOMPARE(ex->grid()->layers(), 3);  // the grid shows the new model's layers
+    QCOMPARE(m_window->translatePanel()->currentDirection(), QString("en → de  (ui-package-deep)"));
+    QCOMPARE(m_window->translatePanel()->translationView()->text(), QString::fromStdString(r->best.text));
+
+    // Not live: the old translation goes, nothing is translated until asked.
+    c->setLiveTranslation(false, /*remember=*/false);
+    QSignalSpy started(m_controller.get(), &TranslationController::translationStarted);
+    loadAndWait(pkg);
+    m_controller->waitForIdle();
+    QCOMPARE(started.count(), 0);
+    QVERIFY(!c->result());
+    QCOMPARE(ex->grid()->layers(), 0);
+    QVERIFY(ex->view()->map().empty());
+    QCOMPARE(m_window->translatePanel()->translationView()->wordCount(), 0);
+    QCOMPARE(m_window->translatePanel()->sentence(), QString("Ein Hund rennt."));
+    QTest::keyClick(m_window->translatePanel()->sentenceEdit(), Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(c->result(), 30000);
+    QCOMPARE(c->result()->best.ids,
+             m_core->translate("Ein Hund rennt.", m_window->translatePanel()->options()).best.ids);
+    QCOMPARE(ex->grid()->layers(), 2);
+    c->setLiveTranslation(true, /*remember=*/false);
+}
+
+// An emptied sentence has no translation: every view clears itself, and one still on its way is not
+// shown when it comes.
+void TestUi::emptySentenceClearsTheViews() {
+    ViewContext* c = m_window->context();
+    typeAndWait("Ein Kind spielt.");
+    QVERIFY(c->result());
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    edit->selectAll();
+    QTest::keyClick(edit, Qt::Key_Delete);
+    QVERIFY(!c->result());
+    QCOMPARE(m_window->translatePanel()->translationView()->wordCount(), 0);
+    QVERIFY(m_window->translatePanel()->confidenceWarning().isEmpty());
+    AttentionExplorer* ex = m_window->views()->find<AttentionExplorer>();
+    QVERIFY(ex->view()->map().empty());
+    QCOMPARE(ex->grid()->layers(), 0);
+    // Asked for, then emptied before it came.
+    QTest::keyClicks(edit, "Ein Mann liest.");
+    QTest::keyClick(edit, Qt::Key_Return);
+    edit->clear();
+    m_controller->waitForIdle();
+    QTest::qWait(50);
+    QVERIFY(!c->result());
+    QCOMPARE(m_window->translatePanel()->translationView()->wordCount(), 0);
+}
+
+// A head switched off while a new sentence is still being translated switches it off in that
+// sentence, not in the one shown before; "All heads on" brings back its plain translation.
+void TestUi::headTogglesRecomputeTheSentenceAsked() {
+    ViewContext* c = m_window->context();
+    c->setLiveTranslation(false, /*remember=*/false);
+    typeAndWait("Ein Kind springt.");
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    edit->clear();
+    QTest::keyClicks(edit, "Eine Frau singt.");
+    QTest::keyClick(edit, Qt::Key_Return);  // its result has not come in: no event has been handled
+    AblationPanel* a = m_window->views()->find<HeadLabView>()->ablation();
+    a->toggle({AttentionKind::Cross, 1, 2})->click();
+    m_controller->waitForIdle();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() && !c->result()->ablated.empty(), 30000);
+    QCOMPARE(QString::fromStdString(c->result()->source_text), QString("Eine Frau singt."));
+    a->setAblated({});
+    m_controller->waitForIdle();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result()->ablated.empty(), 30000);
+    QCOMPARE(QString::fromStdString(c->result()->source_text), QString("Eine Frau singt."));
+    QCOMPARE(c->result()->best.ids,
+             m_core->translate("Eine Frau singt.", m_window->translatePanel()->options()).best.ids);
+    c->setLiveTranslation(true, /*remember=*/false);
+}
+
+// The low-confidence warning has its room while a translation is shown: the tabs stay where they
+// are when it comes and goes.
+void TestUi::warningKeepsTheTabsInPlace() {
+    const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QString strict = m_dir.filePath("strict-banner");
+    std::filesystem::copy(pkg.toStdString(), strict.toStdString(), std::filesystem::copy_options::recursive);
+    attnlab::ConfidenceCalibration cal;
+    cal.threshold = 0.0;  // no translation reaches probability 1: every one is flagged
+    cal.sentences = 1;
+    attnlab::writeConfidenceCalibration(strict.toStdString(), cal);
+    ViewContext* c = m_window->context();
+    c->setLiveTranslation(true, /*remember=*/false);
+    typeAndWait("Ein Kind spielt im Garten.");
+    QVERIFY(m_window->translatePanel()->confidenceWarning().isEmpty());
+    const QRect tabs = m_window->views()->geometry();
+    loadAndWait(strict);  // translated again by it (live): flagged
+    QTRY_VERIFY_WITH_TIMEOUT(!m_window->translatePanel()->confidenceWarning().isEmpty(), 30000);
+    QApplication::processEvents();
+    QCOMPARE(m_window->views()->geometry(), tabs);
+    loadAndWait(pkg);
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() && m_window->translatePanel()->confidenceWarning().isEmpty(), 30000);
+    QApplication::processEvents();
+    QCOMPARE(m_window->views()->geometry(), tabs);
+}
+
+// A long output without spaces is broken anywhere: nothing is drawn beyond the widget's width.
+void TestUi::longOutputWrapsAnywhere() {
+    attnlab::TranslationResult r;
+    r.best.text = std::string(300, 'x');
+    r.best.pieces = {r.best.text};
+    r.best.token_log_probs = {-0.1f};
+    r.words = {{r.best.text, 0, 1, 0.9}};
+    ConfidenceText text;
+    text.resize(400, 100);
+    text.setResult(r);
+    QVERIFY2(text.boxCount() > 1, "the word is broken over lines");
+    QVERIFY2(text.textRight() <= text.width(), qPrintable(QString::number(text.textRight())));
+    QVERIFY(text.heightForWidth(400) > text.heightForWidth(4000));
+}
+
+// Export dialogs open in the folder of the last export (this run and, through QSettings, the next),
+// not in the working directory.
+void TestUi::exportDialogsOpenInTheLastFolder() {
+    typeAndWait("Ein Hund rennt.");
+    m_window->views()->showView("attention");
+    const QString folder = m_dir.filePath("exports");
+    QVERIFY(QDir().mkpath(folder));
+    QAction* png = nullptr;
+    for (QAction* a : m_window->findChildren<QAction*>())
+        if (a->text() == "Export view as &PNG…") png = a;
+    QVERIFY(png);
+    QStringList opened;  // the folder each dialog opened in
+    auto answer = [&](const QString& file) {
+        QTimer::singleShot(0, this, [&, file] {
+            QTRY_VERIFY(qobject_cast<QFileDialog*>(QApplication::activeModalWidget()));
+            auto* d = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            opened << QDir(d->directory()).absolutePath();
+            d->selectFile(file);
+            static_cast<QDialog*>(d)->accept();  // QFileDialog::accept, public in QDialog
+        });
+    };
+    answer(QDir(folder).filePath("first.png"));
+    png->trigger();
+    QVERIFY(QFileInfo::exists(QDir(folder).filePath("first.png")));
+    answer(QDir(folder).filePath("second.png"));
+    png->trigger();
+    QCOMPARE(opened.size(), 2);
+    QCOMPARE(opened[1], QDir(folder).absolutePath());
+    QCOMPARE(QSettings().value(kExportFolderKey).toString(), QDir(folder).absolutePath());
 }
 
 QTEST_MAIN(TestUi)

@@ -281,6 +281,13 @@ void TestViews::attentionViewShowsOtherMeasures() {
     QCOMPARE(spins.size(), 2);                                               // layer, head
     QVERIFY(spins[0]->isVisibleTo(&view) && !spins[1]->isVisibleTo(&view));  // no head to choose in a rollout
     QCOMPARE(ready.count(), 0);                                              // rollout needs no value norms
+    // The head kept from the weights (3 of 4) and Alt+Right (the next head) leave the rollout's one map
+    // per layer: the grid marks it, not the mean column, and the title says rollout.
+    QCOMPARE(view.grid()->selected(), std::make_pair(1, 0));
+    view.stepHead(1);
+    QCOMPARE(view.grid()->selected(), std::make_pair(1, 0));
+    QVERIFY2(view.view()->title().contains("rollout"), qPrintable(view.view()->title()));
+    QVERIFY(near(view.view()->map(), rollout[1][0]));
     AttentionExplorer second(m_context.get());
     m_context->setMeasure(attnlab::MapMeasure::ValueNorm);
     QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && !view.view()->map().empty(), 30000);
@@ -391,6 +398,9 @@ void TestViews::weightViewExplainsTheCellAskedFor() {
     QVERIFY(std::abs(view.explanation()->weight - r->cross[1][2][0][1]) < kSameKernelsMargin);
     // Layers and heads as people count them (numbering.h): cross 1, 2 is the second layer's third head.
     QVERIFY2(view.headingText().contains("layer 2, head 3"), qPrintable(view.headingText()));
+    // Rows and columns too: the cell (query 0, key 1) is row 1, column 2.
+    QVERIFY2(view.headingText().contains("(row 1)") && view.headingText().contains("(column 2)"),
+             qPrintable(view.headingText()));
     attnlab::ViewState saved;
     view.saveState(saved);
     QCOMPARE(*saved.cell_query, 0);
@@ -736,6 +746,15 @@ void TestViews::positionalAndModelViewsFollowTheModel() {
     m_context->setModel(info);
     QCOMPARE(positional.length(), int(info->config.model.n_position));
     QCOMPARE(positional.dModel(), int(info->config.model.d_model));
+    // Without confidence.json: an imported (Marian) model has simply not been calibrated yet, an
+    // AttnLab package was made before calibration; both say how to add it.
+    const QString imported = ModelPanel::confidenceText(std::nullopt, /*imported=*/true);
+    QVERIFY2(imported.contains("an imported model has no calibration yet (no confidence.json in its folder)") &&
+                 !imported.contains("made before") && imported.contains("attnlab-cli calibrate --model DIR"),
+             qPrintable(imported));
+    const QString old = ModelPanel::confidenceText(std::nullopt, /*imported=*/false);
+    QVERIFY2(old.contains("it was made before confidence calibration") && old.contains("attnlab-cli calibrate"),
+             qPrintable(old));
     QVERIFY(positional.figure());
     QVERIFY(model.details()->toPlainText().contains(QFileInfo(m_package).fileName()));
     QVERIFY(!model.figure());  // the fixture has no training log: the reason is given
@@ -813,6 +832,9 @@ void TestViews::largeModelFitsTheDefaultWindow() {
     AttentionExplorer attention(m_context.get());
     DecodingView decoding(m_context.get());
     HeadLabView heads(m_context.get());
+    // No sentence asked for: a model loaded translates it again (ViewContext::setModel), and this
+    // reshaped model is the fixture's underneath.
+    m_context->clearResult();
     m_context->setModel(reshaped(m_controller->modelInfo(), 6, 6, 16));
     const auto r = std::make_shared<const attnlab::TranslationResult>(shapedResult(6, 6, 16, 8, 26));
     m_context->setResult(r, {});

@@ -1,6 +1,9 @@
 // Writes a small random-weight model package (and its SentencePiece model) for tests that must
-// not include torch headers (the ui tests): make_test_package OUT_DIR
+// not include torch headers (the ui tests): make_test_package OUT_DIR. Beside it, OUT_DIR-deep: the
+// other direction (en -> de) with 3 encoder and 3 decoder layers, a model to switch to.
 #include "fixtures.h"
+
+#include "package/package_io.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +18,12 @@ int main(int argc, char** argv) {
         std::filesystem::create_directories(out + "-work");
         const std::string tok = attnlab::testing::trainTokenizer(out + "-work", 400);
         attnlab::testing::writeRandomPackage(out, tok, attnlab::testing::smallConfig(400), 7);
+        attnlab::ModelConfig deep = attnlab::testing::smallConfig(400);
+        deep.n_layers = 3;
+        attnlab::PackageConfig reverse = attnlab::testing::packageConfig(deep);
+        std::swap(reverse.source_lang, reverse.target_lang);
+        auto model = attnlab::testing::randomModel(deep, 11);
+        attnlab::package::savePackage(out + "-deep", reverse, model, tok, {});
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_test_package: %s\n", e.what());

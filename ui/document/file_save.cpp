@@ -5,9 +5,12 @@
 
 #include <qcustomplot.h>
 #include <QBuffer>
+#include <QDir>
 #include <QFile>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QImageWriter>
+#include <QSettings>
 #include <QTemporaryDir>
 
 namespace attnlab::ui {
@@ -43,6 +46,22 @@ std::optional<QString> savePlot(QCustomPlot* plot, const QString& path, int widt
     if (!dir.isValid() || !plot->savePdf(staged, width, height) || !file.open(QIODevice::ReadOnly))
         return QObject::tr("%1: the PDF could not be made (no writable temporary folder?)").arg(path);
     return saveBytes(path, file.readAll());
+}
+
+QString exportStartPath(const QString& file_name) {
+    const QString folder = QSettings().value(kExportFolderKey).toString();
+    if (folder.isEmpty() || !QFileInfo(folder).isDir()) return file_name;  // the working directory
+    return QDir(folder).filePath(file_name);
+}
+
+void rememberExportFolder(const QString& chosen_path) {
+    QSettings().setValue(kExportFolderKey, QFileInfo(chosen_path).absolutePath());
+}
+
+QString askExportPath(QWidget* parent, const QString& title, const QString& file_name, const QString& filter) {
+    const QString path = QFileDialog::getSaveFileName(parent, title, exportStartPath(file_name), filter);
+    if (!path.isEmpty()) rememberExportFolder(path);
+    return path;
 }
 
 }  // namespace attnlab::ui

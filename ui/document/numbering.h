@@ -1,5 +1,6 @@
 #pragma once
-// One numbering for people: layers and heads are shown 1-based in every text a person reads
+// One numbering for people: layers, heads, and a map's rows and columns are shown 1-based in every
+// text a person reads
 // (spin boxes, plot titles, grid headers, strips, tooltips, exported figures), while everything a
 // program reads or writes keeps core's 0-based index (JSON, `kind:layer:head` arguments, lesson and
 // session files, --layer/--head). Every such text goes through these functions, the one place
@@ -12,7 +13,7 @@
 
 namespace attnlab::ui {
 
-int shownNumber(int index);     // a layer's or head's index as people count it: index + 1
+int shownNumber(int index);     // a layer's, head's, row's or column's index as people count it: index + 1
 int indexOfShown(int number);   // back: number - 1
 QString shownText(int index);   // "3" for index 2
 QString layerLabel(int layer);  // "layer 3"

@@ -56,8 +56,9 @@ ViewContext::ViewContext(TranslationController* controller, QObject* parent)
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
     m_live = QSettings().value("liveTranslation", true).toBool();
     connect(controller, &TranslationController::modelLoaded, this, &ViewContext::setModel);
-    connect(controller, &TranslationController::translationFinished, this,
-            [this](ResultPtr r) { setResult(std::move(r), m_result_options); });
+    connect(controller, &TranslationController::translationFinished, this, [this](ResultPtr r) {
+        if (m_awaiting) setResult(std::move(r), m_result_options);  // not one cleared since
+    });
     connect(controller, &TranslationController::failed, this, &ViewContext::reportFailure);
     connect(controller, &TranslationController::valueNormsReady, this, [this](ResultPtr r, ValueNormsPtr norms) {
         if (r != m_result) return;  // a later translation took its place
@@ -144,7 +145,9 @@ void ViewContext::setPresenting(bool on) {
 
 void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
     m_ablated = heads;
-    if (m_result) translate(QString::fromStdString(m_result->source_text), m_result_options);
+    // The sentence last asked for, with the options it was asked with: not the one shown when a newer
+    // one is still being translated, and a failed one is tried again.
+    if (!m_sentence.isEmpty()) translate(m_sentence, m_result_options);
 }
 
 void ViewContext::loadModel(const QString& package_dir) {
@@ -158,6 +161,9 @@ void ViewContext::translateSentence(const QString& sentence) {
 }
 
 void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
+    m_sentence = sentence;
+    m_awaiting = true;
+    ++m_requests;
     m_result_options = options;
     m_result_options.record_trace = true;  // the Decoding tab shows the search
     m_result_options.ablate = m_ablated;
@@ -178,6 +184,22 @@ void ViewContext::reportFailure(Operation op, const QString& message) {
     Q_EMIT failed(op, message);
 }
 
+void ViewContext::clearResult() {
+    m_sentence.clear();
+    m_awaiting = false;
+    m_last_error.clear();
+    dropResult();
+}
+
+void ViewContext::dropResult() {
+    m_result.reset();
+    m_norms.reset();
+    m_norms_asked = false;
+    m_measure_problem.clear();
+    m_measured = {};
+    Q_EMIT resultChanged(nullptr);
+}
+
 void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
     m_result = std::move(result);
     m_result_options = options;
@@ -190,17 +212,18 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
     Q_EMIT resultChanged(m_result);
 }
 
-// A new model (or the same on another device): its heads start switched on, as the Heads tab shows.
+// A new model (or the same on another device): its heads start switched on, as the Heads tab shows,
+// and what the model before computed is dropped, never shown under the new model's name.
 void ViewContext::setModel(ModelInfoPtr info) {
     m_last_error.clear();
     m_ablated.clear();
-    // The shown translation was made by the model before: its value norms cannot be asked of this one.
-    if (m_result && !m_norms) {
-        m_norms_asked = true;
-        m_measure_problem = tr("The value norms need a translation by the model now loaded: translate again.");
-        m_measured = {};
-    }
+    // A translation by the model before arrives before its successor loads (the worker runs one job
+    // at a time, and its signals come in order): dropped here. One asked for since comes after.
+    if (m_result) dropResult();
+    const unsigned requests = m_requests;
     Q_EMIT modelChanged(std::move(info));
+    // The handlers translated nothing of their own (a lesson's step does): the current sentence again.
+    if (m_live && requests == m_requests && !m_sentence.isEmpty()) translate(m_sentence, m_options);
 }
 
 std::optional<QString> ViewContext::exportAttentionJson(const QString& path) const {

@@ -58,9 +58,12 @@ public:
     bool presenting() const { return m_presenting; }
     void setPresenting(bool on);
     const std::vector<HeadRef>& ablated() const { return m_ablated; }
-    // Switches heads off for every later translation and translates the shown sentence again; a new
-    // model switches every head on again.
+    // Switches heads off for every later translation and translates the current sentence again; a
+    // new model switches every head on again.
     void setAblated(const std::vector<HeadRef>& heads);
+    // The sentence last sent to be translated (empty after clearResult): what a new model or another
+    // set of heads translates again.
+    QString sentence() const { return m_sentence; }
     // The head the attention view shows: what another view uses when a lesson names none.
     HeadRef focusedHead() const { return m_focus; }
     // What the attention maps show (attnlab/attention_flow.h): the weights, each weight times its
@@ -99,6 +102,13 @@ public:
     void reportFailure(Operation op, const QString& message);
     // A translation result made elsewhere (the controller's, or a test's): every view follows.
     void setResult(ResultPtr result, const DecodingOptions& options);
+    // No sentence: the shown translation is dropped (resultChanged(nullptr): every view clears
+    // itself) and a translation still on its way is not shown when it comes.
+    void clearResult();
+    // A model loaded (or the same one on another device). Nothing the last model computed stays
+    // shown: the result is cleared, then, with live translation on, the current sentence is
+    // translated by the new model (unless something asked for a translation while modelChanged was
+    // handled, e.g. a lesson's step); with it off, the sentence row says to translate again.
     void setModel(ModelInfoPtr info);
 
 Q_SIGNALS:
@@ -127,6 +137,9 @@ Q_SIGNALS:
 private:
     TranslationController* m_controller;
     ResultPtr m_result;
+    QString m_sentence;       // the sentence last sent to be translated
+    bool m_awaiting = false;  // a translation was asked for and not cleared since
+    unsigned m_requests = 0;  // translations asked for: did a modelChanged handler translate?
     DecodingOptions m_result_options, m_options;
     QString m_device = QStringLiteral("auto");
     Palette m_palette = Palette::Blues;
@@ -141,6 +154,7 @@ private:
     mutable QString m_measure_problem;
     mutable std::array<std::shared_ptr<const LayerHeadMaps>, 3> m_measured;  // by AttentionKind
     void askForNorms();
+    void dropResult();  // the result and what was computed of it, with resultChanged(nullptr)
 };
 
 }  // namespace attnlab::ui

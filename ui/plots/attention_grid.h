@@ -27,6 +27,7 @@ public:
     void setColumnTitle(const QString& title);
     const LayerHeadMaps& maps() const { return m_maps; }
     void setSelected(int layer, int head);  // head == heads() means the mean column
+    std::pair<int, int> selected() const { return {m_sel_layer, m_sel_head}; }
     // Heads switched off in the translation shown ({layer, head}): crossed out, named in the tooltip.
     void setAblated(const std::vector<std::pair<int, int>>& heads);
     bool isAblated(int layer, int head) const;

@@ -1,5 +1,7 @@
 #include "shell/main_window.h"
 
+#include "document/file_save.h"
+
 #include "dialogs/toy_trainer_dialog.h"
 #include "lessons/lesson_controller.h"
 #include "shell/translate_panel.h"
@@ -118,8 +120,8 @@ void MainWindow::buildFileMenu() {
         exportTo(tr("Export attention"), "attention.json", tr("JSON (*.json)"), &MainWindow::exportAttentionJson);
     });
     file->addAction(tr("Export &animation (GIF)…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export animation"), "training.gif",
-                                                          tr("Animated GIF (*.gif);;PNG series (*.png)"));
+        const QString path =
+            askExportPath(this, tr("Export animation"), "training.gif", tr("Animated GIF (*.gif);;PNG series (*.png)"));
         if (path.isEmpty()) return;
         if (const auto problem = exportCurrentAnimation(path)) m_context->reportFailure(Operation::Export, *problem);
     });
@@ -129,7 +131,7 @@ void MainWindow::buildFileMenu() {
 
 void MainWindow::exportTo(const QString& title, const QString& name, const QString& filter,
                           std::optional<QString> (MainWindow::*write)(const QString&) const) {
-    const QString path = QFileDialog::getSaveFileName(this, title, name, filter);
+    const QString path = askExportPath(this, title, name, filter);
     if (path.isEmpty()) return;
     if (const auto problem = (this->*write)(path)) m_context->reportFailure(Operation::Export, *problem);
 }

@@ -23,6 +23,7 @@
 #include <QTimer>
 #include <QToolButton>
 
+#include <QDir>
 #include <QFileInfo>
 
 #include <attnlab/package.h>
@@ -31,14 +32,23 @@
 
 namespace attnlab::ui {
 
+namespace {
+QString directionLabel(const std::string& source, const std::string& target, const QString& name) {
+    return QStringLiteral("%1 → %2  (%3)").arg(QString::fromStdString(source), QString::fromStdString(target), name);
+}
+}  // namespace
+
 QList<QPair<QString, QString>> bundledModelChoices() {
     QList<QPair<QString, QString>> out;
     for (const auto& m : bundledModels())
-        out.append({QStringLiteral("%1 → %2  (%3)")
-                        .arg(QString::fromStdString(m.source_lang), QString::fromStdString(m.target_lang),
-                             QString::fromStdString(m.name)),
+        out.append({directionLabel(m.source_lang, m.target_lang, QString::fromStdString(m.name)),
                     QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
     return out;
+}
+
+QString modelLabel(const ModelInfo& info) {
+    const QString dir = QString::fromStdString(info.package_dir);
+    return directionLabel(info.config.source_lang, info.config.target_lang, QFileInfo(QDir::cleanPath(dir)).fileName());
 }
 
 TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(parent) {
@@ -79,13 +89,22 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_legend = new QLabel(ConfidenceText::legendHtml(), this);
     m_legend->setVisible(false);
     m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // cut, as m_details, on a narrow screen
-    m_warning = new QLabel(this);
-    m_warning->setWordWrap(true);
-    m_warning->setStyleSheet(
-        QStringLiteral("QLabel { background:#fff3cd; color:#664d03; border:1px solid #e0b000;"
-                       " padding:4px; }"));
+    // The warning's room is kept while a translation is shown, flagged or not, so nothing below it
+    // moves when it comes or goes: one line (cut to the width with "…", the whole text on hover).
+    m_warning_slot = new QWidget(this);
+    m_warning_slot->setVisible(false);
+    m_warning = new QLabel(m_warning_slot);
+    m_warning->setStyleSheet(QStringLiteral("QLabel { background:#fff3cd; color:#664d03; border:1px solid #e0b000;"
+                                            " padding:%1px; }")
+                                 .arg(kWarningPadding));
+    m_warning->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
     m_warning->setVisible(false);
     m_warning->setFont(font());
+    m_warning->installEventFilter(this);  // its width decides where the text is cut
+    auto* slot = new QVBoxLayout(m_warning_slot);
+    slot->setContentsMargins(0, 0, 0, 0);
+    slot->addWidget(m_warning);
+    fitWarningSlot();
     m_details = new QLabel(this);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
     // Four fixed lines, not wrapped: a wrapped label's height-for-width is not honoured by the
@@ -129,7 +148,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     layout->addWidget(m_progress);
     layout->addWidget(m_translation);
     layout->addWidget(m_legend);
-    layout->addWidget(m_warning);
+    layout->addWidget(m_warning_slot);
     layout->addWidget(m_details);
 
     connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
@@ -142,28 +161,52 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     follow(context);
 }
 
-// In presenter mode one line (a projector's room goes to the maps), the whole message on hover.
+// In presenter mode the short form (a projector's room goes to the maps); the whole message on hover.
 void TranslatePanel::showWarning() {
     const QString full = QStringLiteral("⚠ ") + QString::fromStdString(lowConfidenceMessage(m_confidence));
     const bool brief = m_context && m_context->presenting();
-    m_warning->setText(!brief ? full
-                              : tr("⚠ low confidence (%1 per piece, below %2): do not trust this translation")
-                                    .arg(m_confidence.probability, 0, 'f', 2)
-                                    .arg(std::exp(m_confidence.threshold), 0, 'f', 2));
+    m_warning_text = !brief ? full
+                            : tr("⚠ low confidence (%1 per piece, below %2): do not trust this translation")
+                                  .arg(m_confidence.probability, 0, 'f', 2)
+                                  .arg(std::exp(m_confidence.threshold), 0, 'f', 2);
     m_warning->setToolTip(full);
     m_warning->setVisible(m_confidence.low);
+    cutWarning();
+}
+
+void TranslatePanel::cutWarning() {
+    const int room = m_warning->contentsRect().width() - 2 * kWarningPadding;
+    m_warning->setText(m_warning->fontMetrics().elidedText(m_warning_text, Qt::ElideRight, std::max(room, 0)));
+}
+
+// One line of the warning's font, its padding and border: the same height whether it shows or not.
+void TranslatePanel::fitWarningSlot() {
+    const int h = m_warning->fontMetrics().height() + 2 * kWarningPadding + 2;
+    m_warning->setFixedHeight(h);
+    m_warning_slot->setFixedHeight(h);
+}
+
+bool TranslatePanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_warning && event->type() == QEvent::Resize) cutWarning();
+    return QWidget::eventFilter(watched, event);
 }
 
 void TranslatePanel::present(bool on) {
     if (on) m_details_before_presenting = m_show_details->isChecked();
     m_show_details->setChecked(on ? false : m_details_before_presenting);
     m_options_row->setVisible(!on);  // a lesson's steps set beam, alpha and length; Esc brings it back
-    if (m_warning->isVisible()) showWarning();
+    // The legend folds away too: the warning's room takes its line, so presenting costs no line more.
+    m_legend->setVisible(!on && !m_warning_slot->isHidden());
+    if (!m_warning->isHidden()) showWarning();
 }
 
 void TranslatePanel::changeEvent(QEvent* event) {
     // A style sheet cuts the warning off the application font: it follows the text size by hand.
-    if (event->type() == QEvent::FontChange) m_warning->setFont(font());
+    if (event->type() == QEvent::FontChange) {
+        m_warning->setFont(font());
+        fitWarningSlot();
+        cutWarning();
+    }
     QWidget::changeEvent(event);
 }
 
@@ -190,7 +233,14 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(c, &ViewContext::deviceChanged, this, &TranslatePanel::setDevice);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
     connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
-        if (r) showResult(std::move(r));
+        if (r)
+            showResult(std::move(r));
+        else
+            showNote({});  // a failure says why next (failed)
+    });
+    // An emptied sentence has no translation: the context drops it and every view clears itself.
+    connect(m_sentence, &QLineEdit::textChanged, this, [this, c](const QString& text) {
+        if (text.trimmed().isEmpty() && (c->result() || !c->sentence().isEmpty())) c->clearResult();
     });
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::Translate) showError(m);
@@ -201,7 +251,8 @@ void TranslatePanel::follow(ViewContext* c) {
         QStringList examples;
         for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
         setExamples(examples);
-        setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
+        setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath(),
+                  modelLabel(*info));
         // An imported model's own decoding defaults (num_beams; max_length counts the start token);
         // a model without them gets AttnLab's back, so the last model's beam does not linger.
         const bool own = info->config.num_beams > 0 || info->config.max_length > 1;
@@ -215,6 +266,10 @@ void TranslatePanel::follow(ViewContext* c) {
             setOptions(o);
         }
         m_model_defaults = own;
+        // Without live translation the new model waits to be asked (ViewContext::setModel).
+        if (!m_context->liveTranslation() && !m_context->sentence().isEmpty())
+            showNote(tr("<i>%1 is loaded: press Enter or Translate to translate the sentence with it.</i>")
+                         .arg(modelLabel(*info).toHtmlEscaped()));
     });
 }
 
@@ -263,12 +318,13 @@ void TranslatePanel::setExamples(const QStringList& examples) {
     m_examples->setEnabled(!examples.isEmpty());
 }
 
-void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, const QString& current) {
+void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, const QString& current,
+                               const QString& current_label) {
     const QSignalBlocker block(m_direction);
     m_direction->clear();
     for (const auto& [label, dir] : models) m_direction->addItem(label, dir);
     const int i = m_direction->findData(current);
-    if (i < 0 && !current.isEmpty()) m_direction->addItem(tr("other model"), current);
+    if (i < 0 && !current.isEmpty()) m_direction->addItem(current_label, current);
     m_direction->setCurrentIndex(i >= 0 ? i : m_direction->count() - 1);
     m_direction->setVisible(!models.isEmpty());
 }
@@ -299,7 +355,7 @@ void TranslatePanel::liveDue() {
     request();
 }
 
-QString TranslatePanel::confidenceWarning() const { return m_warning->isHidden() ? QString() : m_warning->text(); }
+QString TranslatePanel::confidenceWarning() const { return m_warning->isHidden() ? QString() : m_warning_text; }
 
 namespace {
 QString confidenceLine(const Confidence& c) {
@@ -317,7 +373,8 @@ QString confidenceLine(const Confidence& c) {
 
 void TranslatePanel::showResult(ResultPtr r) {
     m_translation->setResult(*r);
-    m_legend->setVisible(true);
+    m_legend->setVisible(!m_context || !m_context->presenting());
+    m_warning_slot->setVisible(true);
     m_confidence = r->confidence;
     showWarning();
     QStringList src, tgt;
@@ -336,11 +393,18 @@ void TranslatePanel::showResult(ResultPtr r) {
 }
 
 void TranslatePanel::showError(const QString& message) {
+    showNote(QStringLiteral("<span style='color:#b2182b'>%1</span>").arg(message.toHtmlEscaped()), message);
+}
+
+// No translation shown: the sentence row says why (a failure, a model waiting to be used) or nothing.
+void TranslatePanel::showNote(const QString& html, const QString& tooltip) {
     m_translation->clear();
     m_legend->setVisible(false);
+    m_confidence = {};
     m_warning->setVisible(false);
-    m_details->setText(QStringLiteral("<span style='color:#b2182b'>%1</span>").arg(message.toHtmlEscaped()));
-    m_details->setToolTip(message);
+    m_warning_slot->setVisible(false);
+    m_details->setText(html);
+    m_details->setToolTip(tooltip);
     m_progress->setVisible(false);
 }
 

@@ -25,6 +25,8 @@ class ConfidenceText;
 
 // The bundled models as (label, canonical directory): "de → en  (multi30k-de-en)".
 QList<QPair<QString, QString>> bundledModelChoices();
+// Any model as the direction switch names it: its languages (config.json) and its folder's name.
+QString modelLabel(const ModelInfo& info);
 
 class TranslatePanel : public QWidget {
     Q_OBJECT
@@ -42,8 +44,10 @@ public:
     void setOptions(const DecodingOptions& options);  // beam, alpha and maximum length
     void setExamples(const QStringList& examples);
     // The direction switch beside the sentence: one entry per bundled model ("de → en"), the one
-    // at `current` (a package directory) selected; hidden when there are none.
-    void setModels(const QList<QPair<QString, QString>>& label_and_dir, const QString& current);
+    // at `current` (a package directory) selected, added as `current_label` when it is none of
+    // them (modelLabel); hidden when there are no bundled models.
+    void setModels(const QList<QPair<QString, QString>>& label_and_dir, const QString& current,
+                   const QString& current_label);
     QStringList directions() const;  // the switch's entries, as shown
     QString currentDirection() const;
     QLineEdit* sentenceEdit() const { return m_sentence; }
@@ -66,6 +70,7 @@ Q_SIGNALS:
 
 protected:
     void changeEvent(QEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void request();
@@ -73,12 +78,17 @@ private:
     void liveDue();  // the pause after typing: translate what is there, once
     void follow(ViewContext* context);
     void present(bool on);
-    void showWarning();  // the shown translation's low-confidence warning, if any  // presenter mode: the detail lines
-                         // fold away, and come back after
+    void showWarning();     // the shown translation's low-confidence warning, if any
+    void cutWarning();      // its text cut to the label's width
+    void fitWarningSlot();  // its room: one line of the current font
+    void showNote(const QString& html, const QString& tooltip = {});
+    static constexpr int kWarningPadding = 4;
+    QString m_warning_text;   // the warning in full (the label shows it cut to its width)
+    QWidget* m_warning_slot;  // the warning's room, kept while a translation is shown
     ViewContext* m_context = nullptr;
-    bool m_details_before_presenting = true;
-    QWidget* m_options_row;   // beam, alpha, max length, device, Details
-    Confidence m_confidence;  // the shown translation's
+    bool m_details_before_presenting = true;  // presenter mode: the detail lines fold away, and come back after
+    QWidget* m_options_row;                   // beam, alpha, max length, device, Details
+    Confidence m_confidence;                  // the shown translation's
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;

@@ -154,7 +154,10 @@ void AttentionExplorer::applyState(const ViewState& v) {
 QCustomPlot* AttentionExplorer::figure() const { return m_view->map().empty() ? nullptr : m_view->plot(); }
 
 void AttentionExplorer::stepLayer(int delta) { m_picker->stepLayer(delta); }
-void AttentionExplorer::stepHead(int delta) { m_picker->stepHead(delta); }
+// A rollout has one map per layer: no head to step to (its grid's mean column is the same map).
+void AttentionExplorer::stepHead(int delta) {
+    if (context()->measure() != MapMeasure::Rollout) m_picker->stepHead(delta);
+}
 void AttentionExplorer::setKind(AttentionKind k) { m_picker->setKind(k); }
 
 void AttentionExplorer::setColorMap(Palette palette) {
@@ -200,8 +203,10 @@ void AttentionExplorer::refresh() {
     const int layers = int(maps->size()), heads = int(maps->front().size());
     m_picker->setShape(layers, heads);                                     // heads == the mean
     m_picker->setHeadsShown(context()->measure() != MapMeasure::Rollout);  // a rollout has one map per layer
-    const int l = m_picker->layer(), h = m_picker->head();
-    if (context()->measure() != MapMeasure::Rollout) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
+    // Under a rollout the one map of the layer, whatever head the picker kept for the weights.
+    const bool rollout = context()->measure() == MapMeasure::Rollout;
+    const int l = m_picker->layer(), h = rollout ? 0 : m_picker->head();
+    if (!rollout) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
     QStringList rows, cols;
     switch (kind()) {

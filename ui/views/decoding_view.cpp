@@ -315,9 +315,8 @@ void DecodingView::buildTree(int up_to) {
 }
 
 void DecodingView::follow(ViewContext* c) {
-    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
-        if (r) setResult(std::move(r));
-    });
+    // Null (no sentence, a new model, a failure, which says why next): cleared.
+    connect(c, &ViewContext::resultChanged, this, &DecodingView::setResult);
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::Translate) clear(m);
     });

@@ -71,12 +71,17 @@ QString ModelPanel::noFigureReason() const {
 
 QString ModelPanel::trainingMessage() const { return m_plot_message->isHidden() ? QString() : m_plot_message->text(); }
 
-QString ModelPanel::confidenceText(const std::optional<ConfidenceCalibration>& c) {
-    if (!c)
-        return tr("No low-confidence warning: this package has no %1 (it was made before confidence calibration). "
-                  "Translations still show each word's probability. To add the threshold: "
+QString ModelPanel::confidenceText(const std::optional<ConfidenceCalibration>& c, bool imported) {
+    // An imported MarianMT folder was never calibrated by AttnLab; a package without the file was
+    // made before calibration existed.
+    if (!c) {
+        const QString why = imported ? tr("an imported model has no calibration yet (no %1 in its folder)")
+                                     : tr("this package has no %1 (it was made before confidence calibration)");
+        return tr("No low-confidence warning: %1. Translations still show each word's probability. To add the "
+                  "threshold (written to %2 in the model's folder): "
                   "<code>attnlab-cli calibrate --model DIR --src val.SRC</code>.")
-            .arg(package_files::kConfidence);
+            .arg(why.arg(package_files::kConfidence), package_files::kConfidence);
+    }
     return tr("A translation is flagged when its mean probability per piece is below <b>%1</b> (mean "
               "log-probability %2): %3 % of this model's translations of %4 validation sentences (%5, beam %6) "
               "reach it.")
@@ -104,7 +109,8 @@ void ModelPanel::showModel(const ModelInfo& i) {
     html += row(tr("load time"), tr("%1 s").arg(i.load_seconds, 0, 'f', 2));
     html += row(tr("stored as"), QString::fromStdString(i.stored_dtype));
     html += row(tr("vocabulary"), tr("%1 pieces (shared)").arg(i.vocab_size));
-    html += "</table><h4>" + tr("Confidence") + "</h4><p>" + confidenceText(i.confidence) + "</p>";
+    html += "</table><h4>" + tr("Confidence") + "</h4><p>" +
+            confidenceText(i.confidence, i.config.tokenizer == "marian") + "</p>";
     html += "<h4>" + tr("Configuration") + "</h4><table cellspacing='4'>";
     // Every field of the reference constructor, from the one field table; the meaning on hover.
     for (const auto& f : modelConfigFields())

@@ -28,7 +28,7 @@ public:
     QString trainingMessage() const;  // why there is no plot, or empty
 
     // The Confidence paragraph: the package's threshold, or why there is none.
-    static QString confidenceText(const std::optional<ConfidenceCalibration>& calibration);
+    static QString confidenceText(const std::optional<ConfidenceCalibration>& calibration, bool imported);
 
 private:
     void showTrainingLog(const QString& package_dir);

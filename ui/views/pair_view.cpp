@@ -87,6 +87,10 @@ void PairView::follow(ViewContext* c) {
     connect(this, &PairView::compareRequested, this,
             [c](const QString& a, const QString& b) { c->controller()->translatePair(a, b, c->decodingOptions()); });
     connect(c->controller(), &TranslationController::pairTranslated, this, &PairView::setPair);
+    // A pair shown was the last model's: compared again by the new one, never left under its name.
+    connect(c, &ViewContext::modelChanged, this, [this] {
+        if (m_ra && m_rb) requestCompare();
+    });
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::TranslatePair) m_summary->setText(m);
     });

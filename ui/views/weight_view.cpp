@@ -83,9 +83,9 @@ void WeightView::setExplanation(ExplanationPtr e) {
                           "<b>%5</b> (column %6)")
                            .arg(kindTitle(c.kind), layerHeadLabel(c.layer, c.head))
                            .arg(piece(e->query_piece))
-                           .arg(c.query)
+                           .arg(shownText(c.query))  // rows and columns count from 1, as people read them
                            .arg(piece(e->key_piece))
-                           .arg(c.key));
+                           .arg(shownText(c.key)));
     for (auto* p : {m_vectors, m_products, m_scores, m_weights, m_output}) p->setVisible(true);
     m_vectors->setTitle(tr("1. q (query row) and k (key row) of this head: %1 values each").arg(dk));
     m_vectors->setBars({{tr("q"), toDoubles(e->query_vector), kQuery}, {tr("k"), toDoubles(e->key_vector), kKey}}, {});

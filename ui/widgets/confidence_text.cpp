@@ -82,19 +82,40 @@ QString ConfidenceText::toolTipOfWord(int i) const {
 }
 int ConfidenceText::bandOfWord(int i) const { return i >= 0 && i < m_words.size() ? band(m_words[i].probability) : -1; }
 
-QVector<QRect> ConfidenceText::layoutWords(int width, int* height) const {
+// Words wrap like text; a word wider than the whole width (a long output with no spaces) is broken
+// anywhere, into as many boxes as lines it needs, so nothing runs off the widget.
+QVector<ConfidenceText::Box> ConfidenceText::layoutWords(int width, int* height) const {
     const QFontMetrics fm(displayFont());
     const int pad = fm.height() / 6, space = fm.horizontalAdvance(' '), line = fm.height() + 2 * pad + pad;
-    QVector<QRect> rects;
+    const int room = std::max(width - 2 * pad, fm.horizontalAdvance(QStringLiteral("W")));  // text per line
+    QVector<Box> boxes;
     int x = 0, y = 0;
-    for (const Word& w : m_words) {
-        const int ww = fm.horizontalAdvance(w.text) + 2 * pad;
-        if (x > 0 && x + ww > width) x = 0, y += line;
-        rects.push_back(QRect(x, y, ww, fm.height() + 2 * pad));
-        x += ww + space;
+    for (int i = 0; i < m_words.size(); ++i) {
+        QString rest = m_words[i].text;
+        while (!rest.isEmpty()) {
+            int n = int(rest.size());
+            if (fm.horizontalAdvance(rest) > room) {  // the longest beginning that fits a line
+                n = 1;
+                while (n < rest.size() && fm.horizontalAdvance(rest.left(n + 1)) <= room) ++n;
+            }
+            const QString part = rest.left(n);
+            const int ww = fm.horizontalAdvance(part) + 2 * pad;
+            if (x > 0 && x + ww > width) x = 0, y += line;
+            boxes.push_back({QRect(x, y, ww, fm.height() + 2 * pad), part, i});
+            x += ww + space;
+            rest = rest.mid(n);
+        }
     }
     if (height) *height = m_words.isEmpty() ? fm.height() + 2 * pad : y + fm.height() + 2 * pad;
-    return rects;
+    return boxes;
+}
+
+int ConfidenceText::boxCount() const { return int(layoutWords(width()).size()); }
+
+int ConfidenceText::textRight() const {
+    int right = 0;
+    for (const Box& b : layoutWords(width())) right = std::max(right, b.rect.right() + 1);
+    return right;
 }
 
 int ConfidenceText::heightForWidth(int width) const {
@@ -121,17 +142,16 @@ void ConfidenceText::paintEvent(QPaintEvent*) {
     p.setFont(displayFont());
     p.setRenderHint(QPainter::Antialiasing);
     const QFontMetrics fm(displayFont());
-    const auto rects = layoutWords(width());
     const int pad = fm.height() / 6;
-    for (int i = 0; i < m_words.size(); ++i) {
-        const QColor bg = bandColor(band(m_words[i].probability));
+    for (const Box& b : layoutWords(width())) {
+        const QColor bg = bandColor(band(m_words[b.word].probability));
         if (bg.alpha() > 0) {
             p.setPen(Qt::NoPen);
             p.setBrush(bg);
-            p.drawRoundedRect(rects[i], pad, pad);
+            p.drawRoundedRect(b.rect, pad, pad);
         }
         p.setPen(palette().color(QPalette::WindowText));
-        p.drawText(rects[i].adjusted(pad, pad, -pad, -pad), Qt::AlignLeft | Qt::AlignVCenter, m_words[i].text);
+        p.drawText(b.rect.adjusted(pad, pad, -pad, -pad), Qt::AlignLeft | Qt::AlignVCenter, b.text);
     }
     if (m_words.isEmpty() && !m_text.isEmpty()) p.drawText(rect(), Qt::AlignLeft | Qt::AlignTop, m_text);
 }
@@ -139,10 +159,9 @@ void ConfidenceText::paintEvent(QPaintEvent*) {
 bool ConfidenceText::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(e);
-        const auto rects = layoutWords(width());
-        for (int i = 0; i < rects.size(); ++i)
-            if (rects[i].contains(help->pos())) {
-                QToolTip::showText(help->globalPos(), m_words[i].tooltip, this, rects[i]);
+        for (const Box& b : layoutWords(width()))
+            if (b.rect.contains(help->pos())) {
+                QToolTip::showText(help->globalPos(), m_words[b.word].tooltip, this, b.rect);
                 return true;
             }
         QToolTip::hideText();

@@ -22,6 +22,10 @@ public:
     int wordCount() const { return static_cast<int>(m_words.size()); }
     QString toolTipOfWord(int index) const;
     int bandOfWord(int index) const;
+    // As laid out at the current width: the boxes drawn (a word broken over lines has several) and
+    // the right edge of the rightmost.
+    int boxCount() const;
+    int textRight() const;
 
     // The legend's bands, most probable first: a word falls in the first whose lower bound it reaches.
     static constexpr double kBandLower[] = {0.8, 0.5, 0.2, 0.0};
@@ -51,8 +55,14 @@ private:
         QString text, tooltip;
         double probability = 1.0;
     };
-    // Each word's box at this width (wrapping like text), and the height they need.
-    QVector<QRect> layoutWords(int width, int* height = nullptr) const;
+    struct Box {
+        QRect rect;
+        QString text;  // the word, or the part of it on this line
+        int word = 0;
+    };
+    // The words' boxes at this width (wrapping like text, a word too long for a line broken
+    // anywhere), and the height they need.
+    QVector<Box> layoutWords(int width, int* height = nullptr) const;
     void copy() const;
 
     QVector<Word> m_words;

@@ -14,10 +14,14 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 
 namespace attnlab::package {
 namespace fs = std::filesystem;
@@ -29,6 +33,14 @@ constexpr const char* kSafetensors = "model.safetensors";
 constexpr const char* kTorchBin = "pytorch_model.bin";
 constexpr const char* kGenerationConfig = "generation_config.json";
 constexpr const char* kTokenizerConfig = "tokenizer_config.json";
+// The card read for the languages: OPUS-MT's are a few kB (docs/reliability.md).
+constexpr size_t kMaxCardBytes = 1u << 20;
+constexpr size_t kMaxCardLanguage = 40;  // "de+en+fr…": a longer value is not taken for codes
+
+std::string trimmed(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
 
 json readJson(const std::string& path) { return util::parseJson(util::readSmallFile(path, 4u << 20), path); }
 
@@ -74,8 +86,42 @@ std::string activationOf(const HfConfig& c) {
     c.fail("activation_function '" + util::forMessage(a) + "' is not supported (relu, swish/silu and gelu are)");
 }
 
-// The languages: tokenizer_config.json's source_lang/target_lang, else the directory's name
-// (opus-mt-en-de -> en, de), else "src"/"tgt".
+// A language code as a card writes it ("en", "de+en", "zh_Hant"): short, letters, digits, _ + , -.
+bool languageCode(const std::string& s) {
+    return !s.empty() && s.size() <= kMaxCardLanguage && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '+' || c == ',' || c == '-';
+    });
+}
+
+// OPUS-MT's cards (README.md, or MODEL_CARD.md beside it) say "* source languages: en" and
+// "* target languages: mg"; nothing when a card is absent, too large or says neither.
+std::optional<std::pair<std::string, std::string>> cardLanguages(const std::string& dir) {
+    for (const char* name : {package_files::kModelCard, "README.md"}) {
+        const fs::path p = fs::path(dir) / name;
+        std::string text;
+        try {
+            if (!util::optionalFilePresent(p.string())) continue;
+            text = util::readSmallFile(p.string(), kMaxCardBytes);
+        } catch (const Error&) {
+            continue;  // the card is optional: the languages come from elsewhere
+        }
+        std::string source, target;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            const size_t colon = line.find(':');
+            if (colon == std::string::npos) continue;
+            std::string key = line.substr(0, colon), value = trimmed(line.substr(colon + 1));
+            key.erase(0, key.find_first_not_of("*- \t"));
+            if (key == "source languages" || key == "source language") source = value;
+            if (key == "target languages" || key == "target language") target = value;
+        }
+        if (languageCode(source) && languageCode(target)) return std::make_pair(source, target);
+    }
+    return std::nullopt;
+}
+
+// The languages: tokenizer_config.json's source_lang/target_lang, else the model card's, else the
+// directory's name (opus-mt-en-de -> en, de), else "src"/"tgt".
 std::pair<std::string, std::string> languagesOf(const std::string& dir) {
     const fs::path tc = fs::path(dir) / kTokenizerConfig;
     if (util::optionalFilePresent(tc.string())) {
@@ -83,6 +129,7 @@ std::pair<std::string, std::string> languagesOf(const std::string& dir) {
         if (j.is_object() && j.value("source_lang", json()).is_string() && j.value("target_lang", json()).is_string())
             return {j["source_lang"].get<std::string>(), j["target_lang"].get<std::string>()};
     }
+    if (const auto card = cardLanguages(dir)) return *card;
     std::string name = fs::path(dir).lexically_normal().filename().string();
     if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
     const size_t dash2 = name.rfind('-');
