@@ -1079,9 +1079,13 @@ void TestUi::headTogglesRecomputeTheSentenceAsked() {
     m_controller->waitForIdle();
     QTRY_VERIFY_WITH_TIMEOUT(c->result() && !c->result()->ablated.empty(), 30000);
     QCOMPARE(QString::fromStdString(c->result()->source_text), QString("Eine Frau singt."));
+    QVERIFY(!a->afterText().isEmpty());
     a->setAblated({});
     m_controller->waitForIdle();
     QTRY_VERIFY_WITH_TIMEOUT(c->result()->ablated.empty(), 30000);
+    QApplication::processEvents();
+    // The Heads page no longer shows the ablated translation beside "every head is on".
+    QCOMPARE(a->afterText(), QString("(no head switched off yet)"));
     QCOMPARE(QString::fromStdString(c->result()->source_text), QString("Eine Frau singt."));
     QCOMPARE(c->result()->best.ids,
              m_core->translate("Eine Frau singt.", m_window->translatePanel()->options()).best.ids);

@@ -152,7 +152,8 @@ void AblationPanel::setResult(ResultPtr r) {
     if (!r) return;
     if (r->ablated.empty()) {
         m_r_before = r;
-        if (m_r_after && m_r_after->source_text != r->source_text) m_r_after.reset();
+        // Another sentence, or every head on again ("All heads on"): no ablated translation to show.
+        if (m_r_after && (m_r_after->source_text != r->source_text || ablated().empty())) m_r_after.reset();
     } else {
         m_r_after = r;
     }
