@@ -60,6 +60,7 @@ private Q_SLOTS:
     void staleStagingIsRemoved();
     void toyGeneratorFollowsEachTasksRule();
     void toyReverseIsLearnedWithinItsSteps();
+    void toyHistoryEndsAtItsLastStep();
 
 private:
     TrainingOptions smallRun(const std::string& out) const;
@@ -984,6 +985,25 @@ void TestTraining::toyReverseIsLearnedWithinItsSteps() {
     // It recorded how its attention was learned.
     const auto h = readAttentionHistory(o.package_dir + "/" + package_files::kAttentionHistory);
     QVERIFY(h.points.size() >= 20);
+}
+
+// The package's attention history runs to the run's last step: 37 steps (no multiple of the
+// 50-step recording interval) over 2,000 examples (about 21 batches an epoch, so the best
+// checkpoint is an epoch's end before the last step). It ended at the best checkpoint's step, and
+// off the interval at the last multiple of 50: a toy of 1,500 steps showed its history to 1,386.
+void TestTraining::toyHistoryEndsAtItsLastStep() {
+    ToyOptions o;
+    o.task = ToyTask::Copy;
+    o.output_dir = m_dir.path().toStdString() + "/toy-last";
+    o.steps = 37;
+    o.train_examples = 2000;
+    const ToyResult r = trainToy(o);
+    QCOMPARE(r.training.steps, int64_t(37));
+    QVERIFY2(r.training.epochs_completed >= 1, "the run should pass an epoch's end before its last step");
+    const auto h = readAttentionHistory(r.training.package_dir + "/" + package_files::kAttentionHistory);
+    QVERIFY(h.points.size() >= 3);
+    QCOMPARE(h.points.back().step, r.training.steps);
+    QCOMPARE(h.points.front().step, int64_t(0));
 }
 
 // A checkpoint a killed run was writing (the staging folder of a process that no longer runs,
