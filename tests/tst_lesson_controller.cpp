@@ -3,6 +3,7 @@
 #include "document/translation_cache.h"
 #include "document/view_context.h"
 #include "lessons/lesson_controller.h"
+#include "lessons/lesson_editor.h"
 #include "lessons/lesson_pane.h"
 #include "shell/view_registry.h"
 #include "views/attention_explorer.h"
@@ -39,6 +40,7 @@ private Q_SLOTS:
     void presenterModeAndBack();
     void captionCodeFollowsTheTextSize();
     void aLongCaptionIsLaidOutOnce();
+    void aLessonIsWrittenInTheApp();
 
 private:
     QString write(const QString& name, const QByteArray& json);
@@ -341,6 +343,72 @@ void TestLessonController::aLongCaptionIsLaidOutOnce() {
     QCOMPARE(many.first, few.first);
     QCOMPARE(many.second, few.second);
     QVERIFY2(many.first <= 2, qPrintable(QString::number(many.first)));  // emptied, then filled at once
+}
+
+// Lesson > Add this view as a step, three times; a caption edited in place (its Markdown
+// rendered beside it), a step moved up twice and one deleted; saved, read back with core's reader,
+// opened and presented: each step shows its view.
+void TestLessonController::aLessonIsWrittenInTheApp() {
+    LessonEditor* editor = m_lessons->editor();
+    QVERIFY(editor->lesson().steps.empty());
+    const auto add = [this](const char* tab, const char* sentence) {
+        attnlab::ViewState v;
+        v.tab = tab;
+        v.sentence = sentence;
+        m_lessons->applyView(v);
+        settle();
+        return m_lessons->addViewAsStep();
+    };
+    QVERIFY(!add("attention", "Ein Hund rennt."));
+    QVERIFY(!add("decoding", "Zwei Hunde spielen."));
+    QVERIFY(!add("inputs", "Eine Katze schläft."));
+    QCOMPARE(editor->lesson().steps.size(), size_t(3));
+    QCOMPARE(editor->selected(), 2);  // the step just added
+    QVERIFY2(editor->stepText(1).contains("decoding") && editor->stepText(1).contains("Zwei Hunde spielen."),
+             qPrintable(editor->stepText(1)));
+    editor->select(1);
+    editor->setStepTitle("Beams");
+    editor->setCaption("The **beam** keeps `5` hypotheses.");
+    QCOMPARE(editor->lesson().steps[1].caption, std::string("The **beam** keeps `5` hypotheses."));
+    QVERIFY2(editor->previewText().contains("The beam keeps 5 hypotheses."), qPrintable(editor->previewText()));
+    QVERIFY(editor->previewText().startsWith("Beams"));  // the title as the pane shows it
+    editor->select(2);
+    editor->moveSelected(-1);
+    editor->moveSelected(-1);  // inputs, attention, decoding
+    QCOMPARE(editor->selected(), 0);
+    editor->moveSelected(-1);  // already first: nothing moves
+    editor->select(1);
+    editor->deleteSelected();  // inputs, decoding
+    QCOMPARE(editor->lesson().steps.size(), size_t(2));
+    editor->setLessonTitle("Written here");
+
+    const QString path = m_dir.filePath("written.json");
+    QVERIFY(!m_lessons->saveLesson(path));
+    const attnlab::Lesson back = attnlab::readLesson(path.toStdString());
+    QCOMPARE(back.title, std::string("Written here"));
+    QVERIFY(!back.model.empty());  // the fixture's folder: the model the views were taken from
+    QCOMPARE(back.steps.size(), size_t(2));
+    QCOMPARE(*back.steps[0].view.tab, std::string("inputs"));
+    QCOMPARE(*back.steps[0].view.sentence, std::string("Eine Katze schläft."));
+    QCOMPARE(*back.steps[1].view.tab, std::string("decoding"));
+    QCOMPARE(*back.steps[1].view.sentence, std::string("Zwei Hunde spielen."));
+    QCOMPARE(back.steps[1].title, std::string("Beams"));
+    QCOMPARE(back.steps[1].caption, std::string("The **beam** keeps `5` hypotheses."));
+    const auto problem = m_lessons->saveLesson(m_dir.filePath("no/such/dir/l.json"));
+    QVERIFY2(problem && problem->contains("no/such/dir/l.json"), qPrintable(problem.value_or("")));
+
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QCOMPARE(m_tabs->currentName(), std::string("inputs"));
+    QCOMPARE(m_context->result()->source_text, std::string("Eine Katze schläft."));
+    QVERIFY(!m_lessons->presentWritten(1));  // Present, from the selected step
+    settle();
+    QVERIFY(m_lessons->presenterMode());
+    QCOMPARE(m_lessons->pane()->current(), 1);
+    QCOMPARE(m_tabs->currentName(), std::string("decoding"));
+    QCOMPARE(m_context->result()->source_text, std::string("Zwei Hunde spielen."));
+    QVERIFY(m_lessons->pane()->captionText().contains("The beam keeps 5 hypotheses."));
+    m_lessons->setPresenterMode(false);
 }
 
 QTEST_MAIN(TestLessonController)
