@@ -4,6 +4,7 @@
 #include "fixtures.h"
 #include "memory_limit.h"
 
+#include <attnlab/attention_history.h>
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
@@ -376,6 +377,11 @@ void TestLesson::aStepNamesATrainingPoint() {
     // The bundled lesson on how attention is learned opens its first step at the first point.
     const auto learned = attnlab::readLesson(ATTNLAB_SOURCE_DIR "/resources/lessons/attention-learned.json");
     QCOMPARE(learned.steps[0].view.point.value_or(-1), 1);
+    // ... and its points are points of the bundled model's history (step 4: the finished model).
+    const auto history = attnlab::readAttentionHistory(ATTNLAB_SOURCE_DIR "/resources/models/multi30k-de-en/" +
+                                                       std::string(attnlab::package_files::kAttentionHistory));
+    QCOMPARE(learned.steps[3].view.point.value_or(-1), int(history.points.size()));
+    attnlab::checkLessonFitsModel(learned, 3, 8, "attention-learned.json", 3, int(history.points.size()));
 }
 
 // A lesson written (the app's lesson editor saves through writeLesson) reads back as it was; what the
