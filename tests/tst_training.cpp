@@ -60,7 +60,7 @@ private Q_SLOTS:
     void staleStagingIsRemoved();
     void toyGeneratorFollowsEachTasksRule();
     void toyReverseIsLearnedWithinItsSteps();
-    void toyHistoryEndsAtItsLastStep();
+    void historyEndsAtTheRunsLastStep();
 
 private:
     TrainingOptions smallRun(const std::string& out) const;
@@ -987,23 +987,24 @@ void TestTraining::toyReverseIsLearnedWithinItsSteps() {
     QVERIFY(h.points.size() >= 20);
 }
 
-// The package's attention history runs to the run's last step: 37 steps (no multiple of the
-// 50-step recording interval) over 2,000 examples (about 21 batches an epoch, so the best
-// checkpoint is an epoch's end before the last step). It ended at the best checkpoint's step, and
-// off the interval at the last multiple of 50: a toy of 1,500 steps showed its history to 1,386.
-void TestTraining::toyHistoryEndsAtItsLastStep() {
-    ToyOptions o;
-    o.task = ToyTask::Copy;
-    o.output_dir = m_dir.path().toStdString() + "/toy-last";
-    o.steps = 37;
-    o.train_examples = 2000;
-    const ToyResult r = trainToy(o);
-    QCOMPARE(r.training.steps, int64_t(37));
-    QVERIFY2(r.training.epochs_completed >= 1, "the run should pass an epoch's end before its last step");
-    const auto h = readAttentionHistory(r.training.package_dir + "/" + package_files::kAttentionHistory);
-    QVERIFY(h.points.size() >= 3);
-    QCOMPARE(h.points.back().step, r.training.steps);
+// The package's attention history runs to the run's last step: 73 steps (off the recording
+// interval of 10) over more than one epoch, so that the packaged checkpoint (the best by validation
+// BLEU) is an epoch's end before the last step. It ended at that checkpoint's step, and off the
+// interval at the last multiple: a toy of 1,500 steps (every 50) showed its history to 1,386.
+void TestTraining::historyEndsAtTheRunsLastStep() {
+    const std::string out = m_dir.path().toStdString() + "/history-last";
+    auto o = smallRun(out);
+    o.max_steps = 73;
+    o.record_attention = true;
+    o.record_every = 10;
+    o.probe_count = 1;
+    o.keep_epoch_checkpoints = 0;
+    const auto r = train(o);
+    QCOMPARE(r.steps, int64_t(73));
+    QVERIFY2(r.epochs_completed >= 1, "the run should pass an epoch's end before its last step");
+    const auto h = readAttentionHistory(r.package_dir + "/" + package_files::kAttentionHistory);
     QCOMPARE(h.points.front().step, int64_t(0));
+    QCOMPARE(h.points.back().step, r.steps);
 }
 
 // A checkpoint a killed run was writing (the staging folder of a process that no longer runs,

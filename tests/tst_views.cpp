@@ -945,7 +945,8 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     // A lesson step's point (1-based) and the mean, asked for before the history is read (as a
     // lesson's step is applied while its model's history is still read on the worker): the tab
     // opens at that point, and the Head box says "mean" (it said "5", the mean's index shown 1-based).
-    ViewContext later(&controller);
+    TranslationController other;  // a controller of its own: the context above would read the history again
+    ViewContext later(&other);
     TrainingView step(&later);
     step.setObjectName("training");
     attnlab::ViewState v;
@@ -954,9 +955,9 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     v.layer = 1;
     v.head = h.n_head;
     step.applyState(v);
-    QSignalSpy read(&controller, &TranslationController::historyLoaded);
+    QSignalSpy arrived(&other, &TranslationController::historyLoaded);
     later.loadModel(dir);
-    QTRY_VERIFY_WITH_TIMEOUT(read.count() > 0 && step.history(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(arrived.count() > 0 && step.history(), 30000);
     QCOMPARE(step.point(), 0);
     QVERIFY(step.pointText().contains("point 1 of 3"));
     const auto boxes = step.findChild<HeadPicker*>()->findChildren<QSpinBox*>();
@@ -971,6 +972,7 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     v.point = 9;
     step.applyState(v);
     QCOMPARE(step.point(), 2);
+    other.waitForIdle();
     controller.waitForIdle();
 }
 

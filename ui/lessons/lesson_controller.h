@@ -9,14 +9,15 @@
 
 #include <attnlab/lesson.h>
 
+#include <QAction>
 #include <QObject>
+#include <QPointer>
 #include <QRect>
 
 #include <optional>
 #include <string>
 #include <utility>
 
-class QAction;
 class QDockWidget;
 class QMainWindow;
 class QMenu;
@@ -99,8 +100,8 @@ private:
     bool m_presenter = false;
     double m_saved_text_size = 0;
     Palette m_saved_palette = Palette::Blues;
-    QRect m_saved_geometry;  // the window before presenter mode
-    QAction* m_presenter_action = nullptr;
+    QRect m_saved_geometry;                // the window before presenter mode
+    QPointer<QAction> m_presenter_action;  // the menu's (a menu may go before the controller)
     LessonEditor* m_editor;
     QDockWidget* m_editor_dock;
     bool m_editor_before_presenting = false;           // the editor's dock was shown: shown again after

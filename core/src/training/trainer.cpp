@@ -421,9 +421,10 @@ bool Trainer::trainEpoch() {
         const bool out_of_steps = m_o.max_steps > 0 && m_st.step >= m_o.max_steps;
         const bool out_of_time = budget_s > 0 && elapsed() >= budget_s;
         const bool interrupted = m_stop && m_stop->load();
-        // The history's last point is the run's last step, wherever it stops (1,500 steps of a toy
-        // ended at 1,386 before: every 50 steps and each epoch's end only).
-        const bool last = out_of_steps || out_of_time || interrupted;
+        // The history's last point is the run's last step, where it ends by its steps or its time
+        // (1,500 steps of a toy ended at 1,386 before: every 50 steps and each epoch's end only).
+        // A pause is no end: the resumed run records as an uninterrupted one would.
+        const bool last = out_of_steps || out_of_time;
         if (m_history && (last || m_history->due(m_st.step))) recordHistory(m_st.epoch, epochLoss());
         if (m_window.steps >= m_o.log_every_steps || out_of_steps || out_of_time || interrupted) reportWindow();
         if (out_of_steps || out_of_time || interrupted) {
