@@ -4,6 +4,7 @@
 
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPlainTextEdit>
@@ -25,6 +26,16 @@ QString viewSummary(const ViewState& v) {
     if (v.sentence) parts << QStringLiteral("“%1”").arg(QString::fromStdString(*v.sentence));
     if (v.point) parts << LessonEditor::tr("point %1").arg(*v.point);
     return parts.join(QStringLiteral(" · "));
+}
+
+// `widget` under its label, for a splitter's pane.
+QWidget* labelled(const QString& label, QWidget* widget) {
+    auto* pane = new QWidget;
+    auto* layout = new QVBoxLayout(pane);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(new QLabel(label, pane));
+    layout->addWidget(widget, 1);
+    return pane;
 }
 }  // namespace
 
@@ -52,13 +63,13 @@ LessonEditor::LessonEditor(QWidget* parent) : QWidget(parent) {
     files->addWidget(m_save);
     files->addWidget(m_present);
     auto* step = new QWidget(this);
-    auto* step_layout = new QVBoxLayout(step);
+    auto* step_layout = new QFormLayout(step);
     step_layout->setContentsMargins(0, 0, 0, 0);
-    step_layout->addWidget(m_step_title);
+    step_layout->addRow(tr("Step"), m_step_title);
     auto* text = new QSplitter(Qt::Vertical, step);
-    text->addWidget(m_caption);
-    text->addWidget(m_preview);
-    step_layout->addWidget(text, 1);
+    text->addWidget(labelled(tr("Caption (Markdown)"), m_caption));
+    text->addWidget(labelled(tr("As the lesson pane shows it"), m_preview));
+    step_layout->addRow(text);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_steps);
     split->addWidget(step);
