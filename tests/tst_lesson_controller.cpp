@@ -12,7 +12,9 @@
 #include "views/weight_view.h"
 #include "widgets/head_picker.h"
 
+#include <attnlab/attention_history.h>
 #include <attnlab/lesson.h>
+#include <attnlab/package.h>
 
 #include <QElapsedTimer>
 #include <QMainWindow>
@@ -41,6 +43,7 @@ private Q_SLOTS:
     void captionCodeFollowsTheTextSize();
     void aLongCaptionIsLaidOutOnce();
     void aLessonIsWrittenInTheApp();
+    void aStepsPointIsCheckedAgainstTheHistory();
 
 private:
     QString write(const QString& name, const QByteArray& json);
@@ -409,6 +412,44 @@ void TestLessonController::aLessonIsWrittenInTheApp() {
     QCOMPARE(m_context->result()->source_text, std::string("Zwei Hunde spielen."));
     QVERIFY(m_lessons->pane()->captionText().contains("The beam keeps 5 hypotheses."));
     m_lessons->setPresenterMode(false);
+}
+
+// A step's point is checked against the model's attention history once the history has been read
+// (after the model: the lesson was shown by then), and when the lesson is opened once it is known.
+void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QString dir = m_dir.filePath("with-history");
+    QVERIFY(QDir().mkpath(dir));
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
+        QVERIFY(QFile::copy(package + "/" + f, dir + "/" + f));
+    attnlab::AttentionHistory h;  // two points of one-piece maps: what matters here is their number
+    h.n_layers = 2;
+    h.n_head = 4;
+    h.probes.push_back({"a", "b", {"</s>"}, {"</s>"}, {"<s>"}});
+    const attnlab::LayerHeadMaps one(2, std::vector<attnlab::Matrix>(4, attnlab::Matrix{{1.0f}}));
+    for (int i = 0; i < 2; ++i) {
+        attnlab::HistoryPoint p;
+        p.step = 10 * i;
+        p.maps.push_back({one, one, one});
+        h.points.push_back(p);
+    }
+    attnlab::writeAttentionHistory((dir + "/").toStdString() + attnlab::package_files::kAttentionHistory, h);
+    const QString path = write("far.json", QStringLiteral(R"({"format": "attnlab-lesson", "version": 1,
+        "model": "%1", "steps": [{"view": {"tab": "training", "point": 5}}]})")
+                                               .arg(dir)
+                                               .toUtf8());
+    QSignalSpy failed(m_context, &ViewContext::failed);
+    QVERIFY(!m_lessons->openLesson(path));  // the model is loaded first
+    const QString why = path + ": step 1: point: 5 is out of range: the model's attention history has 2 points (1..2)";
+    QTRY_VERIFY_WITH_TIMEOUT(
+        std::any_of(failed.begin(), failed.end(), [&](const QList<QVariant>& f) { return f.at(1).toString() == why; }),
+        30000);
+    settle();
+    QCOMPARE(m_lessons->openLesson(path).value_or(""), why);  // the history known: refused at once
+    QSignalSpy loaded(m_context, &ViewContext::modelChanged);
+    m_context->loadModel(package);  // the fixture again, for what follows
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    settle();
 }
 
 QTEST_MAIN(TestLessonController)
