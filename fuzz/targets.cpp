@@ -79,13 +79,15 @@ void confidenceJson(const uint8_t* data, size_t size) {
     }
 }
 
-// Lesson and session files: parsing, the model-shape check; an accepted session writes back and
-// reads again to the same file.
+// Lesson and session files: parsing, the model-shape check (and a history's points); an accepted
+// lesson or session writes back and reads again to the same file.
 void lessonFile(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     try {
         const auto lesson = attnlab::parseLesson(text, "lesson.json");
-        attnlab::checkLessonFitsModel(lesson, 3, 8, "lesson.json");
+        const std::string again = attnlab::lessonJson(lesson);
+        if (attnlab::lessonJson(attnlab::parseLesson(again, "again")) != again) __builtin_trap();
+        attnlab::checkLessonFitsModel(lesson, 3, 8, "lesson.json", 3, 44);
         attnlab::checkLessonViews(lesson, {"attention", "weight"}, "lesson.json");
     } catch (const attnlab::Error&) {
     }

@@ -4,6 +4,7 @@
 #include "fixtures.h"
 #include "memory_limit.h"
 
+#include <attnlab/attention_history.h>
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
@@ -41,6 +42,8 @@ private Q_SLOTS:
     void jumpingToAStepKeepsItsContext();
     void bundledLessonsAreValid();
     void lessonsAreBounded();
+    void aStepNamesATrainingPoint();
+    void lessonRoundTrip();
 };
 
 void TestLesson::everyFieldIsRead() {
@@ -336,6 +339,93 @@ void TestLesson::lessonsAreBounded() {
             std::string(e.what()),
             std::string("l.json: step 1000: layer: 4 is out of range: the model has 2 layers in its decoder (0..1)"));
     }
+}
+
+namespace {
+std::string fitError(const attnlab::Lesson& l, std::optional<int> points) {
+    try {
+        attnlab::checkLessonFitsModel(l, 3, 8, "l.json", 3, points);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+// "point": the Training tab's recorded point, 1-based as the tab counts it; read, written, its own
+// step's alone, and checked against the model's history where that is known.
+void TestLesson::aStepNamesATrainingPoint() {
+    const auto l = attnlab::parseLesson(lesson(R"({"view": {"tab": "training", "point": 1}}, {"view": {}})"), "l.json");
+    QCOMPARE(*l.steps[0].view.point, 1);
+    QVERIFY(!attnlab::lessonViewAt(l, 1).point);  // a jump does not inherit it
+    QCOMPARE(errorOf(lesson(R"({"view": {"point": 0}})")),
+             std::string("l.json: step 1: point: 0 is out of range (1..65536)"));
+    QCOMPARE(errorOf(lesson(R"({"view": {"point": "first"}})")),
+             std::string("l.json: step 1: point: expected a whole number, found string"));
+    QCOMPARE(fitError(l, std::nullopt), std::string("no error"));  // the history not read yet
+    QCOMPARE(fitError(l, 44), std::string("no error"));
+    const auto far = attnlab::parseLesson(lesson(R"({"view": {}}, {"view": {"point": 45}})"), "l.json");
+    QCOMPARE(
+        fitError(far, 44),
+        std::string("l.json: step 2: point: 45 is out of range: the model's attention history has 44 points (1..44)"));
+    QCOMPARE(fitError(far, 0), std::string("l.json: step 2: point: the model carries no attention history (it was not "
+                                           "trained with --record-attention)"));
+    attnlab::LessonStep step;
+    step.view.point = 7;
+    QVERIFY(attnlab::sessionJson(step, "").find("\"point\": 7") != std::string::npos);
+    QCOMPARE(*attnlab::parseSession(attnlab::sessionJson(step, ""), "s.json").steps[0].view.point, 7);
+    // The bundled lesson on how attention is learned opens its first step at the first point.
+    const auto learned = attnlab::readLesson(ATTNLAB_SOURCE_DIR "/resources/lessons/attention-learned.json");
+    QCOMPARE(learned.steps[0].view.point.value_or(-1), 1);
+    // ... and its points are points of the bundled model's history (step 4: the finished model).
+    const auto history = attnlab::readAttentionHistory(ATTNLAB_SOURCE_DIR "/resources/models/multi30k-de-en/" +
+                                                       std::string(attnlab::package_files::kAttentionHistory));
+    QCOMPARE(learned.steps[3].view.point.value_or(-1), int(history.points.size()));
+    attnlab::checkLessonFitsModel(learned, 3, 8, "attention-learned.json", 3, int(history.points.size()));
+}
+
+// A lesson written (the app's lesson editor saves through writeLesson) reads back as it was; what the
+// reader would refuse is refused before anything is written, naming the file, the step and the field.
+void TestLesson::lessonRoundTrip() {
+    QTemporaryDir dir;
+    attnlab::Lesson l;
+    l.title = "Written in the app";
+    l.model = "de-en";
+    for (int i = 0; i < 3; ++i) {
+        attnlab::LessonStep s;
+        s.title = "step " + std::to_string(i + 1);
+        s.caption = "**caption** " + std::to_string(i + 1);
+        s.view.tab = i == 2 ? "training" : "attention";
+        s.view.sentence = "Ein Hund rennt.";
+        s.view.layer = i;
+        if (i == 2) s.view.point = 3;
+        l.steps.push_back(s);
+    }
+    const std::string path = dir.filePath("l.json").toStdString();
+    attnlab::writeLesson(path, l);
+    const auto back = attnlab::readLesson(path);
+    QCOMPARE(back.title, l.title);
+    QCOMPARE(back.model, l.model);
+    QCOMPARE(back.steps.size(), size_t(3));
+    for (size_t i = 0; i < 3; ++i) {
+        QCOMPARE(back.steps[i].title, l.steps[i].title);
+        QCOMPARE(back.steps[i].caption, l.steps[i].caption);
+        QCOMPARE(*back.steps[i].view.layer, int(i));
+    }
+    QCOMPARE(*back.steps[2].view.point, 3);
+    QCOMPARE(attnlab::lessonJson(back), attnlab::testing::readFile(path));
+    // The caps hold for what is written too: the file is left as it was.
+    l.steps[1].caption = std::string(attnlab::kMaxCaptionBytes + 1, 'c');
+    try {
+        attnlab::writeLesson(path, l);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()),
+                 path + ": step 2: caption: 16385 bytes, over the limit of 16384 (split it over steps)");
+    }
+    QCOMPARE(attnlab::readLesson(path).steps[1].caption, std::string("**caption** 2"));
+    l.steps.clear();
+    QVERIFY_THROWS_EXCEPTION(InputError, attnlab::lessonJson(l));
 }
 
 QTEST_APPLESS_MAIN(TestLesson)

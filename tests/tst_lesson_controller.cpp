@@ -3,6 +3,7 @@
 #include "document/translation_cache.h"
 #include "document/view_context.h"
 #include "lessons/lesson_controller.h"
+#include "lessons/lesson_editor.h"
 #include "lessons/lesson_pane.h"
 #include "shell/view_registry.h"
 #include "views/attention_explorer.h"
@@ -11,7 +12,9 @@
 #include "views/weight_view.h"
 #include "widgets/head_picker.h"
 
+#include <attnlab/attention_history.h>
 #include <attnlab/lesson.h>
+#include <attnlab/package.h>
 
 #include <QElapsedTimer>
 #include <QMainWindow>
@@ -39,6 +42,8 @@ private Q_SLOTS:
     void presenterModeAndBack();
     void captionCodeFollowsTheTextSize();
     void aLongCaptionIsLaidOutOnce();
+    void aLessonIsWrittenInTheApp();
+    void aStepsPointIsCheckedAgainstTheHistory();
 
 private:
     QString write(const QString& name, const QByteArray& json);
@@ -341,6 +346,110 @@ void TestLessonController::aLongCaptionIsLaidOutOnce() {
     QCOMPARE(many.first, few.first);
     QCOMPARE(many.second, few.second);
     QVERIFY2(many.first <= 2, qPrintable(QString::number(many.first)));  // emptied, then filled at once
+}
+
+// Lesson > Add this view as a step, three times; a caption edited in place (its Markdown
+// rendered beside it), a step moved up twice and one deleted; saved, read back with core's reader,
+// opened and presented: each step shows its view.
+void TestLessonController::aLessonIsWrittenInTheApp() {
+    LessonEditor* editor = m_lessons->editor();
+    QVERIFY(editor->lesson().steps.empty());
+    const auto add = [this](const char* tab, const char* sentence) {
+        attnlab::ViewState v;
+        v.tab = tab;
+        v.sentence = sentence;
+        m_lessons->applyView(v);
+        settle();
+        return m_lessons->addViewAsStep();
+    };
+    QVERIFY(!add("attention", "Ein Hund rennt."));
+    QVERIFY(!add("decoding", "Zwei Hunde spielen."));
+    QVERIFY(!add("inputs", "Eine Katze schläft."));
+    QCOMPARE(editor->lesson().steps.size(), size_t(3));
+    QCOMPARE(editor->selected(), 2);  // the step just added
+    QVERIFY2(editor->stepText(1).contains("decoding") && editor->stepText(1).contains("Zwei Hunde spielen."),
+             qPrintable(editor->stepText(1)));
+    editor->select(1);
+    editor->setStepTitle("Beams");
+    editor->setCaption("The **beam** keeps `5` hypotheses.");
+    QCOMPARE(editor->lesson().steps[1].caption, std::string("The **beam** keeps `5` hypotheses."));
+    QVERIFY2(editor->previewText().contains("The beam keeps 5 hypotheses."), qPrintable(editor->previewText()));
+    QVERIFY(editor->previewText().startsWith("Beams"));  // the title as the pane shows it
+    editor->select(2);
+    editor->moveSelected(-1);
+    editor->moveSelected(-1);  // inputs, attention, decoding
+    QCOMPARE(editor->selected(), 0);
+    editor->moveSelected(-1);  // already first: nothing moves
+    editor->select(1);
+    editor->deleteSelected();  // inputs, decoding
+    QCOMPARE(editor->lesson().steps.size(), size_t(2));
+    editor->setLessonTitle("Written here");
+
+    const QString path = m_dir.filePath("written.json");
+    QVERIFY(!m_lessons->saveLesson(path));
+    const attnlab::Lesson back = attnlab::readLesson(path.toStdString());
+    QCOMPARE(back.title, std::string("Written here"));
+    QVERIFY(!back.model.empty());  // the fixture's folder: the model the views were taken from
+    QCOMPARE(back.steps.size(), size_t(2));
+    QCOMPARE(*back.steps[0].view.tab, std::string("inputs"));
+    QCOMPARE(*back.steps[0].view.sentence, std::string("Eine Katze schläft."));
+    QCOMPARE(*back.steps[1].view.tab, std::string("decoding"));
+    QCOMPARE(*back.steps[1].view.sentence, std::string("Zwei Hunde spielen."));
+    QCOMPARE(back.steps[1].title, std::string("Beams"));
+    QCOMPARE(back.steps[1].caption, std::string("The **beam** keeps `5` hypotheses."));
+    const auto problem = m_lessons->saveLesson(m_dir.filePath("no/such/dir/l.json"));
+    QVERIFY2(problem && problem->contains("no/such/dir/l.json"), qPrintable(problem.value_or("")));
+
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QCOMPARE(m_tabs->currentName(), std::string("inputs"));
+    QCOMPARE(m_context->result()->source_text, std::string("Eine Katze schläft."));
+    QVERIFY(!m_lessons->presentWritten(1));  // Present, from the selected step
+    settle();
+    QVERIFY(m_lessons->presenterMode());
+    QCOMPARE(m_lessons->pane()->current(), 1);
+    QCOMPARE(m_tabs->currentName(), std::string("decoding"));
+    QCOMPARE(m_context->result()->source_text, std::string("Zwei Hunde spielen."));
+    QVERIFY(m_lessons->pane()->captionText().contains("The beam keeps 5 hypotheses."));
+    m_lessons->setPresenterMode(false);
+}
+
+// A step's point is checked against the model's attention history once the history has been read
+// (after the model: the lesson was shown by then), and when the lesson is opened once it is known.
+void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QString dir = m_dir.filePath("with-history");
+    QVERIFY(QDir().mkpath(dir));
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
+        QVERIFY(QFile::copy(package + "/" + f, dir + "/" + f));
+    attnlab::AttentionHistory h;  // two points of one-piece maps: what matters here is their number
+    h.n_layers = 2;
+    h.n_head = 4;
+    h.probes.push_back({"a", "b", {"</s>"}, {"</s>"}, {"<s>"}});
+    const attnlab::LayerHeadMaps one(2, std::vector<attnlab::Matrix>(4, attnlab::Matrix{{1.0f}}));
+    for (int i = 0; i < 2; ++i) {
+        attnlab::HistoryPoint p;
+        p.step = 10 * i;
+        p.maps.push_back({one, one, one});
+        h.points.push_back(p);
+    }
+    attnlab::writeAttentionHistory((dir + "/").toStdString() + attnlab::package_files::kAttentionHistory, h);
+    const QString path = write("far.json", QStringLiteral(R"({"format": "attnlab-lesson", "version": 1,
+        "model": "%1", "steps": [{"view": {"tab": "training", "point": 5}}]})")
+                                               .arg(dir)
+                                               .toUtf8());
+    QSignalSpy failed(m_context, &ViewContext::failed);
+    QVERIFY(!m_lessons->openLesson(path));  // the model is loaded first
+    const QString why = path + ": step 1: point: 5 is out of range: the model's attention history has 2 points (1..2)";
+    QTRY_VERIFY_WITH_TIMEOUT(
+        std::any_of(failed.begin(), failed.end(), [&](const QList<QVariant>& f) { return f.at(1).toString() == why; }),
+        30000);
+    settle();
+    QCOMPARE(m_lessons->openLesson(path).value_or(""), why);  // the history known: refused at once
+    QSignalSpy loaded(m_context, &ViewContext::modelChanged);
+    m_context->loadModel(package);  // the fixture again, for what follows
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    settle();
 }
 
 QTEST_MAIN(TestLessonController)

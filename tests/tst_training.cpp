@@ -60,6 +60,7 @@ private Q_SLOTS:
     void staleStagingIsRemoved();
     void toyGeneratorFollowsEachTasksRule();
     void toyReverseIsLearnedWithinItsSteps();
+    void historyEndsAtTheRunsLastStep();
 
 private:
     TrainingOptions smallRun(const std::string& out) const;
@@ -874,7 +875,7 @@ void TestTraining::resumedHistoryEqualsAnUninterruptedOne() {
     for (const auto& p : ha.points) sa.push_back(p.step);
     for (const auto& p : hb.points) sb.push_back(p.step);
     QCOMPARE(sb, sa);
-    QCOMPARE(sa, (std::vector<int64_t>{0, 3, 6, 9}));
+    QCOMPARE(sa, (std::vector<int64_t>{0, 3, 6, 9, 10}));  // the run's last step too
     QVERIFY(attentionHistoryBytes(ha) == attentionHistoryBytes(hb));
 }
 
@@ -984,6 +985,33 @@ void TestTraining::toyReverseIsLearnedWithinItsSteps() {
     // It recorded how its attention was learned.
     const auto h = readAttentionHistory(o.package_dir + "/" + package_files::kAttentionHistory);
     QVERIFY(h.points.size() >= 20);
+}
+
+// The run's last step is a point of its history, and a package made from that step (the toy's:
+// package_last_step) carries it: 73 steps, off the recording interval of 10, over more than one
+// epoch (the best checkpoint, an epoch's end, is an earlier step). A toy of 1,500 steps (every
+// 50) showed its history to step 1,386, its best checkpoint's, and packaged those weights.
+void TestTraining::historyEndsAtTheRunsLastStep() {
+    QVERIFY(ToyOptions{}.trainingOptions().package_last_step);
+    const std::string out = m_dir.path().toStdString() + "/history-last";
+    auto o = smallRun(out);
+    o.max_steps = 73;
+    o.record_attention = true;
+    o.record_every = 10;
+    o.probe_count = 1;
+    o.keep_epoch_checkpoints = 0;
+    o.package_last_step = true;
+    const auto r = train(o);
+    QCOMPARE(r.steps, int64_t(73));
+    QVERIFY2(r.epochs_completed >= 1, "the run should pass an epoch's end before its last step");
+    const auto run = readAttentionHistory(out + "/" + package_files::kAttentionHistory);
+    QCOMPARE(run.points.back().step, r.steps);
+    const auto h = readAttentionHistory(r.package_dir + "/" + package_files::kAttentionHistory);
+    QCOMPARE(h.points.front().step, int64_t(0));
+    QCOMPARE(h.points.back().step, r.steps);
+    // ... and the package's weights are that step's: the latest checkpoint's.
+    const std::string card = attnlab::testing::readFile(r.package_dir + "/" + package_files::kModelCard);
+    QVERIFY2(card.find("This package is the latest checkpoint.") != std::string::npos, card.c_str());
 }
 
 // A checkpoint a killed run was writing (the staging folder of a process that no longer runs,

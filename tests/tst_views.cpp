@@ -1087,6 +1087,39 @@ void TestViews::trainingViewStepsThroughTheHistory() {
     QVERIFY(view.exportAnimation(m_dir.filePath("x.mp4"))->contains(".gif"));
     QCOMPARE(view.point(), 2);  // the point shown is kept
     controller.waitForIdle();
+
+    // A lesson step's point (1-based) and the mean, asked for before the history is read (as a
+    // lesson's step is applied while its model's history is still read on the worker): the tab
+    // opens at that point, and the Head box says "mean" (it said "5", the mean's index shown 1-based).
+    TranslationController other;  // a controller of its own: the context above would read the history again
+    ViewContext later(&other);
+    TrainingView step(&later);
+    step.setObjectName("training");
+    attnlab::ViewState v;
+    v.point = 1;
+    v.kind = AttentionKind::Cross;
+    v.layer = 1;
+    v.head = h.n_head;
+    step.applyState(v);
+    QSignalSpy arrived(&other, &TranslationController::historyLoaded);
+    later.loadModel(dir);
+    QTRY_VERIFY_WITH_TIMEOUT(arrived.count() > 0 && step.history(), 30000);
+    QCOMPARE(step.point(), 0);
+    QVERIFY(step.pointText().contains("point 1 of 3"));
+    const auto boxes = step.findChild<HeadPicker*>()->findChildren<QSpinBox*>();
+    QCOMPARE(boxes.size(), 2);
+    QCOMPARE(boxes[1]->text(), QString("mean"));
+    QCOMPARE(step.map()->map(), AttentionGrid::meanOverHeads(stored.points[0].maps[0].cross[1]));
+    // Shown, it is saved with the point; a point beyond the history shows the last one.
+    attnlab::ViewState saved;
+    saved.tab = "training";
+    step.saveState(saved);
+    QCOMPARE(saved.point.value_or(-1), 1);
+    v.point = 9;
+    step.applyState(v);
+    QCOMPARE(step.point(), 2);
+    other.waitForIdle();
+    controller.waitForIdle();
 }
 
 // File > Train a small model…: a short copy run, paused at its first progress and continued, ends

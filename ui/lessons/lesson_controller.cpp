@@ -1,5 +1,6 @@
 #include "lessons/lesson_controller.h"
 
+#include "lessons/lesson_editor.h"
 #include "lessons/lesson_pane.h"
 #include "lessons/view_states.h"
 #include "shell/view_registry.h"
@@ -52,6 +53,22 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
     connect(context, &ViewContext::failed, this, [this](Operation op) {
         if (op == Operation::LoadModel) m_pending_step = -1;  // the lesson's model did not load: no step waits
     });
+    connect(context->controller(), &TranslationController::historyLoaded, this,
+            [this](const QString& dir, HistoryPtr h) { historyRead(dir, h ? int(h->points.size()) : 0); });
+    m_editor = new LessonEditor(window);
+    m_editor_dock = new QDockWidget(tr("Lesson editor"), window);
+    m_editor_dock->setObjectName("lesson-editor");
+    m_editor_dock->setWidget(m_editor);
+    window->addDockWidget(Qt::RightDockWidgetArea, m_editor_dock);
+    m_editor_dock->hide();
+    connect(m_editor, &LessonEditor::saveRequested, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(m_window, tr("Save the lesson"),
+                                                          m_editor->path().isEmpty() ? "lesson.json" : m_editor->path(),
+                                                          tr("Lessons (*.json)"));
+        if (!path.isEmpty()) report(Operation::SaveSession, saveLesson(path));
+    });
+    connect(m_editor, &LessonEditor::presentRequested, this,
+            [this](int first) { report(Operation::Lesson, presentWritten(first)); });
 }
 
 void LessonController::fillMenu(QMenu* menu) {
@@ -85,6 +102,11 @@ void LessonController::fillMenu(QMenu* menu) {
     });
     m_window->addAction(leave);
     menu->addSeparator();
+    menu->addAction(tr("&Add this view as a step"), QKeySequence(tr("Ctrl+Shift+A")), this,
+                    [this] { report(Operation::Lesson, addViewAsStep()); });
+    menu->addAction(tr("&Write this lesson"), this, [this] { report(Operation::Lesson, editOpenLesson()); });
+    menu->addAction(tr("Lesson &editor"), this, &LessonController::showEditor);
+    menu->addSeparator();
     menu->addAction(tr("&Save session…"), QKeySequence::Save, this, [this] {
         const QString path = QFileDialog::getSaveFileName(m_window, tr("Save the view as a session"), "session.json",
                                                           tr("Sessions (*.json)"));
@@ -108,7 +130,7 @@ std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson,
         const auto info = m_context->model();
         if (with_model && info)
             checkLessonFitsModel(lesson, int(info->config.model.encoderLayers()), int(info->config.model.n_head),
-                                 origin.toStdString(), int(info->config.model.decoderLayers()));
+                                 origin.toStdString(), int(info->config.model.decoderLayers()), historyPoints());
         return std::nullopt;
     } catch (const Error& e) {
         return QString::fromStdString(e.what());
@@ -171,17 +193,20 @@ std::optional<QString> LessonController::goToStep(int index) {
     return std::nullopt;
 }
 
+std::string LessonController::modelName() const {
+    const auto info = m_context->model();
+    if (!info) return {};
+    const QString dir = canonical(info->package_dir);
+    for (const auto& b : bundledModels())
+        if (canonical(b.dir) == dir) return b.name;
+    return dir.toStdString();
+}
+
 std::optional<QString> LessonController::saveSession(const QString& path) {
     LessonStep step;
     step.title = QFileInfo(path).completeBaseName().toStdString();
     step.view = m_views->current();
-    std::string model;
-    if (const auto info = m_context->model()) {
-        const QString dir = canonical(info->package_dir);
-        model = dir.toStdString();
-        for (const auto& b : bundledModels())
-            if (canonical(b.dir) == dir) model = b.name;
-    }
+    const std::string model = modelName();
     try {
         writeSession(path.toStdString(), step, model);
         m_context->showStatus(tr("Session saved to %1").arg(path));
@@ -192,6 +217,72 @@ std::optional<QString> LessonController::saveSession(const QString& path) {
 }
 
 void LessonController::applyView(const ViewState& view) { m_views->apply(view); }
+
+std::optional<int> LessonController::historyPoints() const {
+    const auto info = m_context->model();
+    if (!info || !m_history || m_history->first != canonical(info->package_dir)) return std::nullopt;
+    return m_history->second;
+}
+
+// The history arrives after the model (read on the worker): an open lesson's points are checked
+// against it then.
+void LessonController::historyRead(const QString& package_dir, int points) {
+    m_history = std::make_pair(QFileInfo(package_dir).canonicalFilePath(), points);
+    if (!m_pane->hasLesson() || !historyPoints()) return;
+    if (const auto problem = problemWithLesson(m_pane->lesson(), m_pane->origin(), true))
+        m_context->reportFailure(Operation::Lesson, *problem);
+}
+
+void LessonController::showEditor() {
+    m_editor_dock->show();
+    m_editor_dock->raise();
+}
+
+std::optional<QString> LessonController::addViewAsStep() {
+    if (!m_context->model()) return tr("no model is loaded: a step shows a model's view (File > Open model…)");
+    if (m_editor->lesson().steps.size() >= kMaxLessonSteps)
+        return tr("the lesson has %1 steps, the most a lesson may have").arg(kMaxLessonSteps);
+    if (m_editor->lesson().steps.empty()) {
+        Lesson fresh;
+        fresh.title = m_editor->lesson().title;
+        fresh.model = modelName();
+        m_editor->setLesson(fresh, m_editor->path());
+    }
+    LessonStep step;
+    step.view = m_views->current();
+    for (const auto& e : viewEntries())
+        if (step.view.tab && e.name == *step.view.tab) step.title = QString(e.title).remove('&').toStdString();
+    m_editor->addStep(step);
+    showEditor();
+    m_context->showStatus(tr("Step %1 added to the lesson").arg(m_editor->lesson().steps.size()), 3000);
+    return std::nullopt;
+}
+
+std::optional<QString> LessonController::editOpenLesson() {
+    if (!m_pane->hasLesson()) return tr("no lesson is open (Lesson > Open lesson…)");
+    m_editor->setLesson(m_pane->lesson(), m_pane->origin());
+    showEditor();
+    return std::nullopt;
+}
+
+std::optional<QString> LessonController::saveLesson(const QString& path) {
+    try {
+        writeLesson(path.toStdString(), m_editor->lesson());
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    m_editor->setPath(path);
+    m_context->showStatus(tr("Lesson saved to %1").arg(path));
+    return std::nullopt;
+}
+
+std::optional<QString> LessonController::presentWritten(int first) {
+    if (m_editor->lesson().steps.empty()) return tr("the lesson has no steps yet (Lesson > Add this view as a step)");
+    const QString origin = m_editor->path().isEmpty() ? tr("the lesson being written") : m_editor->path();
+    if (auto problem = start(m_editor->lesson(), origin, first)) return problem;
+    setPresenterMode(true);
+    return std::nullopt;
+}
 
 void LessonController::showStep(int index, const ViewState& view) {
     m_showing_step = index;
@@ -251,6 +342,8 @@ void LessonController::setPresenterMode(bool on) {
         m_context->setTextSize(std::max(18.0, m_saved_text_size), /*remember=*/false);
         m_context->setPalette(Palette::HighContrast, /*remember=*/false);
         m_dock->show();
+        m_editor_before_presenting = m_editor_dock->isVisible();  // the class sees the lesson, not its making
+        m_editor_dock->hide();
         m_context->setPresenting(true);
         foldChrome(true);
         m_saved_geometry = m_window->geometry();
@@ -263,6 +356,7 @@ void LessonController::setPresenterMode(bool on) {
         m_context->setPalette(m_saved_palette, false);
         m_context->setPresenting(false);
         foldChrome(false);
+        if (std::exchange(m_editor_before_presenting, false)) m_editor_dock->show();
         m_window->showNormal();
         if (m_saved_geometry.isValid()) m_window->setGeometry(m_saved_geometry);
     }

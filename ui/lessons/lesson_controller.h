@@ -1,28 +1,31 @@
 #pragma once
 // LessonController: lessons, sessions and presenter mode (attnlab/lesson.h reads and checks the
-// files). It owns the lesson pane and its dock, the Lesson menu, the view states and the step
-// waiting for its model; a lesson is checked against the app's views and the model in one place
-// (problemWithLesson). Failures are returned to the caller, which reports them.
+// files). It owns the lesson pane and its dock, the lesson editor and its dock, the Lesson menu,
+// the view states and the step waiting for its model; a lesson is checked against the app's views,
+// the model and its attention history in one place (problemWithLesson). Failures are returned to
+// the caller, which reports them.
 
 #include "document/view_context.h"
 
 #include <attnlab/lesson.h>
 
+#include <QAction>
 #include <QList>
 #include <QObject>
+#include <QPointer>
 #include <QRect>
 
 #include <optional>
 #include <string>
 #include <utility>
 
-class QAction;
 class QDockWidget;
 class QMainWindow;
 class QMenu;
 
 namespace attnlab::ui {
 
+class LessonEditor;
 class LessonPane;
 class ViewStates;
 class ViewTabs;
@@ -54,6 +57,17 @@ public:
     // Applies a view state outside any lesson (the app's command line).
     void applyView(const ViewState& view);
 
+    // Lesson writing (LessonEditor): the current view, as a session would save it, appended as a
+    // step of the lesson being written (a new lesson of the loaded model when there is none).
+    [[nodiscard]] std::optional<QString> addViewAsStep();
+    // The open lesson to go on writing in the editor.
+    [[nodiscard]] std::optional<QString> editOpenLesson();
+    // The lesson being written, saved through core's writeLesson (atomic; errors name the file).
+    [[nodiscard]] std::optional<QString> saveLesson(const QString& path);
+    // The lesson being written, opened from step `first` in presenter mode.
+    [[nodiscard]] std::optional<QString> presentWritten(int first);
+    LessonEditor* editor() const { return m_editor; }
+
 private:
     [[nodiscard]] std::optional<QString> start(const Lesson& lesson, const QString& origin, int first);
     // Why `lesson` cannot be shown with the loaded model and this app's views, or nothing.
@@ -69,6 +83,12 @@ private:
     void stepSettled();  // the work the step started is done
     // Runs a menu's request and reports its problem.
     void report(Operation op, const std::optional<QString>& problem);
+    // The loaded model as a lesson names it: a bundled model's name, else its folder.
+    std::string modelName() const;
+    // The points of the loaded model's attention history, once read (0: it has none).
+    std::optional<int> historyPoints() const;
+    void historyRead(const QString& package_dir, int points);
+    void showEditor();
 
     ViewContext* m_context;
     QMainWindow* m_window;
@@ -82,9 +102,13 @@ private:
     bool m_presenter = false;
     double m_saved_text_size = 0;
     Palette m_saved_palette = Palette::Blues;
-    QRect m_saved_geometry;          // the window before presenter mode
-    QList<QAction*> m_lent_actions;  // the hidden menus' keys, the window's while presenting
-    QAction* m_presenter_action = nullptr;
+    QRect m_saved_geometry;                // the window before presenter mode
+    QList<QAction*> m_lent_actions;        // the hidden menus' keys, the window's while presenting
+    QPointer<QAction> m_presenter_action;  // the menu's (a menu may go before the controller)
+    LessonEditor* m_editor;
+    QDockWidget* m_editor_dock;
+    bool m_editor_before_presenting = false;           // the editor's dock was shown: shown again after
+    std::optional<std::pair<QString, int>> m_history;  // a package's folder and its history's points
 };
 
 }  // namespace attnlab::ui

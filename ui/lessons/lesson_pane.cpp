@@ -49,10 +49,7 @@ void LessonPane::setLesson(const Lesson& lesson, const QString& origin) {
 bool LessonPane::show(int i) {
     if (i < 0 || i >= count()) return false;
     m_current = i;
-    const auto& step = m_lesson.steps[i];
-    QString md;
-    if (!step.title.empty()) md = QStringLiteral("## %1\n\n").arg(QString::fromStdString(step.title));
-    setCaption(md + QString::fromStdString(step.caption));
+    showCaption(m_caption, stepMarkdown(m_lesson.steps[size_t(i)]));
     m_position->setText(tr("step %1 of %2").arg(i + 1).arg(count()));
     m_prev->setEnabled(i > 0);
     m_next->setEnabled(i + 1 < count());
@@ -60,27 +57,33 @@ bool LessonPane::show(int i) {
     return true;
 }
 
+QString stepMarkdown(const LessonStep& step) {
+    QString md;
+    if (!step.title.empty()) md = QStringLiteral("## %1\n\n").arg(QString::fromStdString(step.title));
+    return md + QString::fromStdString(step.caption);
+}
+
 // The caption in one edit of the shown document, laid out once at its end. Qt 6.4's Markdown
 // reader inserts span by span, and outside an edit block the document was laid out again after
 // each insertion (and after each code span's resize): quadratic, a 30 KB caption took 57 s.
-void LessonPane::setCaption(const QString& markdown) {
-    QTextDocument* doc = m_caption->document();
+void showCaption(QTextBrowser* browser, const QString& markdown) {
+    QTextDocument* doc = browser->document();
     QTextCursor edit(doc);
     edit.beginEditBlock();
     doc->setMarkdown(markdown);
-    fitCodeSize();
+    fitCodeSize(browser);
     edit.endEditBlock();
-    m_caption->moveCursor(QTextCursor::Start);  // a new step is read from its top
+    browser->moveCursor(QTextCursor::Start);  // a new step is read from its top
 }
 
 // Qt's Markdown reader gives `code` the system's fixed font at that font's own size, which stayed
 // at 9 pt beside an 18 pt caption: code takes the caption's size. One edit block for all spans,
 // so that a change of the text size lays the caption out once, not once per span.
-void LessonPane::fitCodeSize() {
-    QTextDocument* doc = m_caption->document();
+void fitCodeSize(QTextBrowser* browser) {
+    QTextDocument* doc = browser->document();
     QTextCursor cursor(doc);
     QTextCharFormat size;
-    size.setFontPointSize(m_caption->font().pointSizeF());
+    size.setFontPointSize(browser->font().pointSizeF());
     cursor.beginEditBlock();
     for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
         for (auto it = b.begin(); !it.atEnd(); ++it) {
@@ -96,7 +99,7 @@ void LessonPane::fitCodeSize() {
 void LessonPane::changeEvent(QEvent* event) {
     if (event->type() == QEvent::FontChange && m_current >= 0) {
         QWidget::changeEvent(event);
-        fitCodeSize();
+        fitCodeSize(m_caption);
         return;
     }
     QWidget::changeEvent(event);

@@ -13,6 +13,14 @@ class QTextBrowser;
 
 namespace attnlab::ui {
 
+// A caption's Markdown in `browser`, as the lesson pane shows it (its code at the caption's text
+// size), laid out once, read from its top: the pane and the lesson editor's preview.
+void showCaption(QTextBrowser* browser, const QString& markdown);
+// What the pane shows of a step: its title as a heading, then its caption.
+QString stepMarkdown(const LessonStep& step);
+// Code spans at the browser's text size (again after a change of the text size).
+void fitCodeSize(QTextBrowser* browser);
+
 class LessonPane : public QWidget {
     Q_OBJECT
 public:
@@ -35,8 +43,6 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
-    void setCaption(const QString& markdown);
-    void fitCodeSize();  // code spans at the caption's text size
     Lesson m_lesson;
     QString m_origin;
     int m_current = -1;

@@ -20,6 +20,9 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <utility>
+
 namespace attnlab::ui {
 
 namespace {
@@ -214,7 +217,9 @@ void TrainingView::setHistory(HistoryPtr history) {
         const QSignalBlocker a(m_slider), b(m_probe);
         m_probe->clear();
         m_slider->setRange(0, has ? int(m_history->points.size()) - 1 : 0);
-        m_slider->setValue(has ? m_slider->maximum() : 0);  // the finished model first
+        // A step's point, else the finished model first.
+        const auto wanted = m_history ? std::exchange(m_wanted_point, std::nullopt) : std::nullopt;
+        m_slider->setValue(has ? std::min(wanted.value_or(m_slider->maximum()), m_slider->maximum()) : 0);
         if (has)
             for (const auto& p : m_history->probes) m_probe->addItem(QString::fromStdString(p.source));
     }
@@ -286,9 +291,16 @@ std::optional<QString> TrainingView::exportAnimation(const QString& path) {
 
 void TrainingView::saveState(ViewState& state) const {
     saveSelection(state, {m_picker->kind(), m_picker->layer(), m_picker->head()});
+    if (state.tab == objectName().toStdString() && m_history && !m_history->points.empty()) state.point = point() + 1;
 }
 
 void TrainingView::applyState(const ViewState& v) {
+    if (v.point) {
+        if (m_history && !m_history->points.empty())
+            showPoint(std::min(*v.point - 1, m_slider->maximum()));
+        else
+            m_wanted_point = *v.point - 1;  // shown once the history is read (setHistory)
+    }
     if (const auto own = ownSelection(v)) return select(own->kind, own->layer, own->head);
     if (v.kind || v.layer || v.head)
         select(v.kind.value_or(m_picker->kind()), v.layer.value_or(m_picker->layer()),

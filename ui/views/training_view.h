@@ -51,7 +51,9 @@ public:
     QString noFigureReason() const override;
     // One frame per recorded point: the large map as shown (probe, kind, layer, head).
     [[nodiscard]] std::optional<QString> exportAnimation(const QString& path) override;
-    // The kind, layer and head shown (a lesson's); the point is the slider's.
+    // The kind, layer and head shown (a lesson's), and the point (1-based, ViewState::point) when
+    // this tab is the one shown. A point asked for before the history is read is shown once it is
+    // (clamped to the history's points: the lesson controller reports a point beyond them).
     void saveState(ViewState& state) const override;
     void applyState(const ViewState& state) override;
     // map (the chosen head at the point), grid (every layer x head), curves (loss and BLEU over the
@@ -84,6 +86,7 @@ private:
     QCPItemStraightLine* m_head_cursor = nullptr;
     QLabel* m_change;
     std::vector<HeadStatsReport> m_stats;  // one per point
+    std::optional<int> m_wanted_point;     // 0-based: a step's point, until the history is read
 };
 
 }  // namespace attnlab::ui

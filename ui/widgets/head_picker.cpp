@@ -26,7 +26,14 @@ QString kindTitle(AttentionKind kind) {
 class ShownSpinBox : public QSpinBox {
 public:
     using QSpinBox::QSpinBox;
-    void setMeanValue(int value) { m_mean = value; }  // -1: no mean
+    // -1: no mean. QSpinBox writes its text only when its value changes: the value shown may be
+    // the mean's before the shape is known (a lesson's head 8 of 8 heads, set while the model's
+    // history was still being read), so the text is written again here ("mean", not "9").
+    void setMeanValue(int value) {
+        if (value == m_mean) return;
+        m_mean = value;
+        setPrefix(prefix());  // rewrites the text and the size hint from textFromValue
+    }
 
 protected:
     QString textFromValue(int value) const override { return value == m_mean ? meanText() : shownText(value); }

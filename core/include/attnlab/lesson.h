@@ -8,6 +8,7 @@
 #include <attnlab/attention_flow.h>
 #include <attnlab/attention_kind.h>
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,11 @@
 namespace attnlab {
 
 inline constexpr int kLessonVersion = 1;
+// Bounds on what a lesson holds (docs/reliability.md, "Bounds on what readers allocate"): the
+// bundled lessons have at most 15 steps and captions of at most 455 bytes; the app lays a caption
+// out as Markdown and lists every step's title. The reader and the writer keep them.
+inline constexpr size_t kMaxLessonSteps = 1000;
+inline constexpr size_t kMaxCaptionBytes = 16 << 10;
 
 // One tab's own choice of map (its head picker): kind, layer and head, 0-based (head == n_head: the
 // mean, where the tab offers it).
@@ -48,6 +54,10 @@ struct ViewState {
     // A part of the step's tab (a plot or panel by name) scrolled into view; needs `tab` in the same
     // step and belongs to it alone. The names are the app's (checkLessonViews).
     std::optional<std::string> focus;
+    // The Training tab's recorded point, 1-based as the tab counts it ("point 1 of 44"): the slider
+    // opens there. Belongs to its own step (a jump does not inherit it); checked against the
+    // model's attention history by checkLessonFitsModel where the history is known.
+    std::optional<int> point;
     // Each tab's own selection by view name ("attention", "pairs", "training"): written by a session
     // so that every tab comes back as it was; where a tab has one, it wins over kind/layer/head.
     // It belongs to its own step (a jump does not inherit it).
@@ -73,8 +83,10 @@ Lesson readLesson(const std::string& path);  // at most 4 MB
 // Check every step's layer, head and kind against a model's shape (head == n_head is the mean);
 // throws InputError naming the file, the step and the field.
 // n_layers: the encoder's; n_dec_layers: the decoder's (0 = as many as the encoder's).
+// history_points: the points of the model's attention history (0 = it has none), where known: a
+// step's point is checked against it ("lesson.json: step 1: point: 45 is out of range: ...").
 void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin,
-                          int n_dec_layers = 0);
+                          int n_dec_layers = 0, std::optional<int> history_points = std::nullopt);
 // Check every step's tab (and the views its selections name) against the views an app offers (the
 // app's view registry owns the names), and its focus against the parts of its tab (`parts`, by view
 // name); throws InputError "lesson.json: step 2: tab: 'maps' is not one of attention, ..." or
@@ -100,5 +112,11 @@ void writeSession(const std::string& path, const LessonStep& step, const std::st
 // Reads a session file as a lesson of one step.
 Lesson readSession(const std::string& path);
 Lesson parseSession(const std::string& text, const std::string& origin);
+
+// A lesson file ("format": "attnlab-lesson"), as parseLesson reads it back: what the app's lesson
+// editor saves. Throws InputError for what parseLesson would refuse (no steps, more than 1,000, a
+// caption or title over its cap), naming the step and the field.
+std::string lessonJson(const Lesson& lesson);
+void writeLesson(const std::string& path, const Lesson& lesson);  // through saveToFile: atomic
 
 }  // namespace attnlab

@@ -45,7 +45,7 @@ struct ToyOptions {
     uint64_t seed = 1;
     int train_examples = 20000;
     int threads = 0;
-    bool record_attention = true;  // the history of the first validation pairs, every 50 steps
+    bool record_attention = true;  // the history of the first validation pairs, every 50 steps and the last
     bool resume = false;           // continue a run stopped in output_dir (its data and tokenizer kept)
     void validate() const;         // throws ConfigError
     // The trainer's options for this run: 2+2 layers, d_model 64, 4 heads, no dropout.

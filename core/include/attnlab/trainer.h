@@ -63,12 +63,17 @@ struct TrainingOptions {
     int valid_bleu_sentences = 0;    // 0 = the whole validation set
     int valid_beam = 1;              // beam for the validation BLEU (1 = greedy)
     int keep_epoch_checkpoints = 5;  // model-only packages checkpoints/epoch-NNN kept for averaging
-    std::string command_line;        // recorded in MODEL_CARD.md (informational)
+    // The final package is the model at the run's last step, not the best checkpoint by validation
+    // BLEU: the toy's, whose rate anneals to 0 over its last half (its last step is its settled
+    // model; the best checkpoint was an epoch's end before it). Not stored in a checkpoint.
+    bool package_last_step = false;
+    std::string command_line;  // recorded in MODEL_CARD.md (informational)
 
     // ---- attention history (attnlab/attention_history.h): the maps of probe sentences recorded
     //      at the start, steps 25, 50, 100, ... doubling below record_every, every record_every
-    //      steps and every epoch's end; into <run>/attention_history.bin, each checkpoint and the
-    //      package. A resumed run continues its history; a run from a package that carries one
+    //      steps, every epoch's end and the run's last step; into <run>/attention_history.bin,
+    //      each checkpoint (up to its step) and the package (up to the step of its weights). A resumed run continues
+    //      its history; a run from a package that carries one
     //      (--init-from) continues that as its next stage. Probes: probe_file, else the first
     //      probe_count validation pairs.
     bool record_attention = false;
@@ -101,7 +106,7 @@ struct TrainingSummary {
     int epochs_completed = 0;
     double seconds = 0.0;
     double best_valid_bleu = 0.0;
-    std::string package_dir;     // output_dir/model (the best checkpoint by validation BLEU)
+    std::string package_dir;     // output_dir/model (the best checkpoint by validation BLEU, or package_last_step)
     bool stopped_early = false;  // stop flag (Ctrl-C, SIGTERM) or time budget
 };
 

@@ -20,12 +20,7 @@ namespace {
 constexpr const char* kLessonFormat = "attnlab-lesson";
 constexpr const char* kSessionFormat = "attnlab-session";
 constexpr size_t kMaxLessonBytes = 4 << 20;
-// Bounds on what a lesson holds (docs/reliability.md, "Bounds on what readers allocate"): the
-// bundled lessons have at most 15 steps and captions of at most 455 bytes; the app lays a caption
-// out as Markdown and lists every step's title.
-constexpr size_t kMaxLessonSteps = 1000;
-constexpr size_t kMaxCaptionBytes = 16 << 10;
-constexpr size_t kMaxTitleBytes = 1 << 10;
+constexpr size_t kMaxTitleBytes = 1 << 10;  // with kMaxLessonSteps and kMaxCaptionBytes (lesson.h)
 
 // Where an error is: "lesson.json: step 3: layer" ("…: selections.pairs.layer" inside an object).
 struct Where {
@@ -99,7 +94,7 @@ ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
     onlyKnownKeys(v,
                   {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                   "step", "token", "pair", "selections", "focus", "measure"},
+                   "step", "token", "pair", "selections", "focus", "measure", "point"},
                   "view", w);
     ViewState s;
     if (v.contains("tab")) {
@@ -129,6 +124,7 @@ ViewState parseView(const json& v, const Where& w) {
         s.cell_key = c[1].get<int>();
     }
     if (v.contains("step")) s.step = getInt(v, "step", 0, 1 << 16, w);
+    if (v.contains("point")) s.point = getInt(v, "point", 1, 1 << 16, w);
     if (v.contains("measure")) {
         const std::string name = getString(v, "measure", w);
         s.measure = parseMapMeasure(name);
@@ -162,17 +158,28 @@ ViewState parseView(const json& v, const Where& w) {
     return s;
 }
 
+// The caps of one step's text, for the reader and the writer alike.
+void checkStepCaps(const LessonStep& s, const Where& w) {
+    if (s.title.size() > kMaxTitleBytes)
+        w.fail("title", std::to_string(s.title.size()) + " bytes, over the limit of " + std::to_string(kMaxTitleBytes));
+    if (s.caption.size() > kMaxCaptionBytes)
+        w.fail("caption", std::to_string(s.caption.size()) + " bytes, over the limit of " +
+                              std::to_string(kMaxCaptionBytes) + " (split it over steps)");
+}
+
+void checkStepCount(size_t steps, const Where& w) {
+    if (steps == 0) w.fail("steps", "expected a list of at least one step");
+    if (steps > kMaxLessonSteps)
+        w.fail("steps", std::to_string(steps) + " steps, over the limit of " + std::to_string(kMaxLessonSteps));
+}
+
 LessonStep parseStep(const json& j, const Where& w) {
     requireObject(j, "step", w);
     onlyKnownKeys(j, {"title", "caption", "view", "format", "version", "model"}, "", w);
     LessonStep s;
     if (j.contains("title")) s.title = getString(j, "title", w);
     if (j.contains("caption")) s.caption = getString(j, "caption", w);
-    if (s.title.size() > kMaxTitleBytes)
-        w.fail("title", std::to_string(s.title.size()) + " bytes, over the limit of " + std::to_string(kMaxTitleBytes));
-    if (s.caption.size() > kMaxCaptionBytes)
-        w.fail("caption", std::to_string(s.caption.size()) + " bytes, over the limit of " +
-                              std::to_string(kMaxCaptionBytes) + " (split it over steps)");
+    checkStepCaps(s, w);
     if (!j.contains("view")) w.fail("view", "missing");
     s.view = parseView(j.at("view"), w);
     return s;
@@ -216,6 +223,7 @@ json viewJson(const ViewState& s) {
     if (s.head) v["head"] = *s.head;
     if (s.cell_query && s.cell_key) v["cell"] = {*s.cell_query, *s.cell_key};
     if (s.step) v["step"] = *s.step;
+    if (s.point) v["point"] = *s.point;
     if (s.token_target && s.token_position)
         v["token"] = {{"side", *s.token_target ? "target" : "source"}, {"position", *s.token_position}};
     if (s.pair_a && s.pair_b) v["pair"] = {*s.pair_a, *s.pair_b};
@@ -235,11 +243,8 @@ Lesson parseLesson(const std::string& text, const std::string& origin) {
     Lesson lesson;
     if (j.contains("title")) lesson.title = getString(j, "title", w);
     if (j.contains("model")) lesson.model = getString(j, "model", w);
-    if (!j.contains("steps") || !j.at("steps").is_array() || j.at("steps").empty())
-        w.fail("steps", "expected a list of at least one step");
-    if (j.at("steps").size() > kMaxLessonSteps)
-        w.fail("steps",
-               std::to_string(j.at("steps").size()) + " steps, over the limit of " + std::to_string(kMaxLessonSteps));
+    if (!j.contains("steps") || !j.at("steps").is_array()) w.fail("steps", "expected a list of at least one step");
+    checkStepCount(j.at("steps").size(), w);
     for (const auto& s : j.at("steps")) {
         w.step = static_cast<int>(lesson.steps.size()) + 1;
         lesson.steps.push_back(parseStep(s, w));
@@ -263,9 +268,19 @@ void checkSelection(const std::string& name, const HeadSelection& s, int n_layer
                                  " heads (0.." + std::to_string(n_head - 1) + ", " + std::to_string(n_head) +
                                  " = the mean)");
 }
+
+// A step's point (1-based) against the points of the model's attention history.
+void checkPoint(int point, int points, const Where& w) {
+    if (points <= 0)
+        w.fail("point", "the model carries no attention history (it was not trained with --record-attention)");
+    if (point > points)
+        w.fail("point", std::to_string(point) + " is out of range: the model's attention history has " +
+                            std::to_string(points) + " points (1.." + std::to_string(points) + ")");
+}
 }  // namespace
 
-void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin, int n_dec_layers) {
+void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const std::string& origin, int n_dec_layers,
+                          std::optional<int> history_points) {
     if (n_dec_layers <= 0) n_dec_layers = n_layers;
     std::optional<AttentionKind> kind;  // as lessonViewAt(lesson, i) has it, carried step by step
     for (size_t i = 0; i < lesson.steps.size(); ++i) {
@@ -291,6 +306,7 @@ void checkLessonFitsModel(const Lesson& lesson, int n_layers, int n_head, const 
         if (v.cell_query && v.head && *v.head == n_head)
             w.fail("cell", "a cell belongs to one head, not to the mean over heads");
         for (const auto& [name, s] : v.selections) checkSelection(name, s, n_layers, n_dec_layers, n_head, w);
+        if (v.point && history_points) checkPoint(*v.point, *history_points, w);
     }
 }
 
@@ -394,5 +410,29 @@ Lesson parseSession(const std::string& text, const std::string& origin) {
 }
 
 Lesson readSession(const std::string& path) { return parseSession(readFileAsInput(path), path); }
+
+namespace {
+// `origin` names the lesson in errors: the file it goes to.
+std::string lessonJsonFor(const Lesson& lesson, const std::string& origin) {
+    Where w{origin};
+    checkStepCount(lesson.steps.size(), w);
+    json j;
+    j["format"] = kLessonFormat;
+    j["version"] = kLessonVersion;
+    j["title"] = lesson.title;
+    if (!lesson.model.empty()) j["model"] = lesson.model;
+    j["steps"] = json::array();
+    for (const LessonStep& step : lesson.steps) {
+        w.step = static_cast<int>(j["steps"].size()) + 1;
+        checkStepCaps(step, w);
+        j["steps"].push_back({{"title", step.title}, {"caption", step.caption}, {"view", viewJson(step.view)}});
+    }
+    return j.dump(2) + "\n";
+}
+}  // namespace
+
+std::string lessonJson(const Lesson& lesson) { return lessonJsonFor(lesson, "the lesson"); }
+
+void writeLesson(const std::string& path, const Lesson& lesson) { util::saveToFile(path, lessonJsonFor(lesson, path)); }
 
 }  // namespace attnlab

@@ -142,7 +142,8 @@ TrainingOptions ToyOptions::trainingOptions() const {
     o.seed = seed;
     o.threads = threads;
     o.max_steps = steps;
-    o.decay_steps = steps / 2;  // the last half anneals to 0: exact sequences need a settled model
+    o.decay_steps = steps / 2;   // the last half anneals to 0: exact sequences need a settled model
+    o.package_last_step = true;  // ... which is the last step's (its history ends there too)
     o.save_every_minutes = 0;
     o.log_every_steps = 50;
     o.valid_bleu_sentences = 50;

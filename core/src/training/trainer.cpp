@@ -130,6 +130,7 @@ private:
     std::ofstream m_epoch_log, m_step_log;
     std::unique_ptr<HistoryRecorder> m_history;  // --record-attention
     std::string m_history_bytes;                 // what the checkpoints carry
+    int64_t m_last_point_step = -1;              // this session's last recorded point
 
     struct Window {
         double loss = 0;
@@ -347,6 +348,7 @@ void Trainer::startHistory() {
 }
 
 void Trainer::recordHistory(int epochs, double train_loss, double valid_loss, double valid_bleu) {
+    m_last_point_step = m_st.step;
     m_history->record(m_st.step, epochs, train_loss, valid_loss, valid_bleu);
     m_history_bytes = m_history->bytes();
     util::saveToFile((m_out / package_files::kAttentionHistory).string(), m_history_bytes);
@@ -486,7 +488,7 @@ std::optional<ConfidenceCalibration> Trainer::calibrate(const std::string& packa
 }
 
 void Trainer::writeFinalPackage() {
-    const bool best = m_store.hasBest();
+    const bool best = m_store.hasBest() && !m_o.package_last_step;
     const fs::path src = best ? m_store.bestDir() : m_store.latestDir();
     const fs::path pkg = m_out / run_layout::kFinalPackage;
     PackageConfig cfg = readPackageConfig(src.string());
@@ -498,7 +500,11 @@ void Trainer::writeFinalPackage() {
     std::stringstream ls;
     ls << log.rdbuf();
     so.extra_files[package_files::kTrainingLog] = ls.str();
-    if (fs::exists(src / package_files::kAttentionHistory))
+    // The history up to the package's weights: the best checkpoint's copy, or the whole run's to
+    // its last step (the latest checkpoint's copy lacks the last step's point).
+    if (!best && m_history)
+        so.extra_files[package_files::kAttentionHistory] = m_history_bytes;
+    else if (fs::exists(src / package_files::kAttentionHistory))
         so.extra_files[package_files::kAttentionHistory] =
             util::readSmallFile((src / package_files::kAttentionHistory).string(), size_t(1) << 30);
     so.extra_files[package_files::kModelCard] =
@@ -522,6 +528,10 @@ TrainingSummary Trainer::run() {
         m_store.saveLatest(contents(), snapshot(false), *m_optimizer);
         m_last_save = Clock::now();
     }
+    // The run's last step is a point of its history (a toy of 1,500 steps, every 50, ended at
+    // 1,386). After the last checkpoint, which does not carry it: a resumed run continues from the
+    // checkpoint and records as an uninterrupted run would.
+    if (m_history && m_last_point_step != m_st.step) recordHistory(m_st.epoch, epochLoss());
     m_summary.steps = m_st.step;
     m_summary.seconds = elapsed();
     m_summary.best_valid_bleu = m_st.best_bleu;
