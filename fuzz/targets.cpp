@@ -342,7 +342,7 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> tinyMarianTensors() {
     return t;
 }
 
-// The directory, made once per process: source.spm and target.spm (one 24-piece SentencePiece
+// The directory, made once per process: source.spm and target.spm (one 40-piece SentencePiece
 // model trained here, so that the tokenizer's probe process runs once) and model.safetensors.
 const std::string& marianFixture() {
     static const std::string dir = [] {
@@ -356,7 +356,8 @@ const std::string& marianFixture() {
         attnlab::TokenizerTrainingOptions o;
         o.input_files = {corpus};
         o.model_path = d + "/" + attnlab::marian_files::kSourceSpm;
-        o.vocab_size = 24;
+        o.vocab_size = 40;
+        o.byte_fallback = false;
         o.num_threads = 1;
         attnlab::Tokenizer::train(o);
         fs::copy_file(o.model_path, d + "/" + attnlab::marian_files::kTargetSpm, fs::copy_options::overwrite_existing);
@@ -504,7 +505,7 @@ void lessonAtSize(const uint8_t* data, size_t size) {
     const std::string unit = parts.size() > 1 && !parts[1].empty() ? parts[1] : std::string("*a* ");
     std::string text = R"({"format": "attnlab-lesson", "version": 1, "title": "at size", "steps": [)";
     for (size_t i = 0; i + 1 < steps && text.size() < kMaxBytes; ++i) (text += step) += ",";
-    text += R"({"title": "last", "caption": ")";
+    text += R"({"title": "last", "view": {}, "caption": ")";
     for (size_t i = 0; i < caption_bytes; ++i) appendJsonEscaped(text, unit[i % unit.size()]);
     text += R"("}]})";
     try {

@@ -130,8 +130,10 @@ void replaceAtomically(const std::string& name, const fs::path& target, const st
                        const std::string& bytes) {
     // A new file gets 0666 less the umask, as any program's; an existing one keeps its mode.
     const mode_t mode = existing ? (existing->st_mode & 07777) : 0666;
-    auto [raw, tmp] = createSibling(name, target, mode);
-    Fd fd(raw);
+    // Not a structured binding: C++17 lambdas cannot capture one (clang refuses, gcc allows it).
+    const std::pair<int, fs::path> created = createSibling(name, target, mode);
+    const fs::path& tmp = created.second;
+    Fd fd(created.first);
     auto fail = [&](const std::string& message) {
         ::unlink(tmp.c_str());
         throw InputError(message);
