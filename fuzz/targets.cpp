@@ -490,18 +490,19 @@ size_t nearCap(uint8_t b, size_t cap, size_t small) { return b >= 250 ? cap - 4 
 }  // namespace
 
 // Lessons at size: the input is [steps byte][caption byte] STEP [separator CAPTION]. The lesson
-// has 1..16 steps or 996..1001 (around the reader's cap of 1,000): STEP (one step's JSON, as it
-// stands) for the first 16 at most, a step that changes nothing ({"view": {}}) for the others,
-// then one step whose caption is CAPTION repeated to 1..3,985 bytes or 16,380..16,385 (around the
-// 16 KiB cap). (Repeating STEP a thousand times held the harness to 131 executions a second.)
+// has 1..8 steps or 996..1001 (around the reader's cap of 1,000): STEP (one step's JSON, as it
+// stands) for the first 8 at most, a step that changes nothing ({"view": {}}) for the others,
+// then one step whose caption is CAPTION repeated to 1..997 bytes or 16,380..16,385 (around the
+// 16 KiB cap). (Repeating STEP a thousand times held the harness to 131 executions a second, 16 times and
+// captions up to 4 KB to 392.)
 // What parses must hold to the caps; the model-shape check (linear in the steps) and the view of
 // the last step (lessonViewAt, what a jump to it shows, walking back over every step) run on it.
 void lessonAtSize(const uint8_t* data, size_t size) {
     constexpr size_t kMaxSteps = 1000, kMaxCaption = 16 << 10, kMaxBytes = 4 << 20;
     if (size < 2) return;
-    constexpr size_t kFuzzedSteps = 16;
+    constexpr size_t kFuzzedSteps = 8;
     const size_t steps = nearCap(data[0], kMaxSteps, kFuzzedSteps);  // the caption's step included
-    const size_t caption_bytes = nearCap(data[1], kMaxCaption, 4000);
+    const size_t caption_bytes = nearCap(data[1], kMaxCaption, 1000);
     const auto parts = splitParts(std::string_view(reinterpret_cast<const char*>(data + 2), size - 2), 2);
     const std::string& step = parts.at(0);
     const std::string unit = parts.size() > 1 && !parts[1].empty() ? parts[1] : std::string("*a* ");
