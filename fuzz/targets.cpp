@@ -8,12 +8,15 @@
 #include "fuzz_support.h"
 
 #include "data/corpus.h"
+#include "decoding/search.h"
 #include "package/marian_import.h"
+#include "package/package_io.h"
 #include "package/safetensors.h"
 #include "package/torch_bin.h"
 #include "package/torch_pickle.h"
 #include "tokenizer/normalizer_check.h"
 #include "tokenizer/spm_loader.h"
+#include "tokenizer/text_codec.h"
 #include "util/text.h"
 
 #include <attnlab/alignment.h>
@@ -22,14 +25,18 @@
 #include <attnlab/errors.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
+#include <attnlab/tokenizer.h>
 #include <attnlab/training_log.h>
 #include <attnlab/translator.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnlab::fuzz {
 
@@ -190,6 +197,21 @@ void writeIfChanged(const std::string& path, const std::string& bytes, std::stri
     attnlab::fuzz::writeBytes(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     last = bytes;
 }
+
+// The files of one input, separated by kPackagePartSeparator: at most `n`, the last taking the
+// rest of the input (so that it may hold the separator itself). Separators keep a mutation inside
+// one file from shifting the others.
+std::vector<std::string> splitParts(std::string_view input, size_t n) {
+    const std::string_view sep = kPackagePartSeparator;
+    std::vector<std::string> parts;
+    size_t at = 0;
+    while (parts.size() < n && at <= input.size()) {
+        const size_t end = parts.size() + 1 < n ? std::min(input.find(sep, at), input.size()) : input.size();
+        parts.emplace_back(input.substr(at, end - at));
+        at = end + sep.size();
+    }
+    return parts;
+}
 }  // namespace
 
 // tokenizer.model bytes: the normalization-table check the tokenizer runs first
@@ -273,15 +295,8 @@ void packageDirectory(const uint8_t* data, size_t size) {
     static const std::string dir = attnlab::fuzz::scratch("package");
     static std::string last[3];
     std::filesystem::create_directories(dir);
-    const std::string_view input(reinterpret_cast<const char*>(data), size);
-    const std::string_view sep = kPackagePartSeparator;
-    std::string parts[3];
-    size_t at = 0;
-    for (int i = 0; i < 3 && at <= input.size(); ++i) {
-        const size_t end = i < 2 ? std::min(input.find(sep, at), input.size()) : input.size();
-        parts[i] = std::string(input.substr(at, end - at));
-        at = end + sep.size();
-    }
+    std::vector<std::string> parts = splitParts(std::string_view(reinterpret_cast<const char*>(data), size), 3);
+    parts.resize(3);
     const char* names[3] = {"config.json", "tokenizer.model", "model.safetensors"};
     for (int i = 0; i < 3; ++i) writeIfChanged(dir + "/" + names[i], parts[i], last[i]);
     try {
@@ -290,6 +305,224 @@ void packageDirectory(const uint8_t* data, size_t size) {
         o.beam_size = 2;
         o.max_length = 4;
         (void)t.translate("Ein Hund läuft.", o);
+    } catch (const attnlab::Error&) {
+    }
+}
+
+namespace {
+namespace fs = std::filesystem;
+
+// The fixed part of the MarianMT directory of fuzz_marian_dir: 16 ids, d_model 8, two heads, one
+// encoder and one decoder layer, feed-forward width 8 (scripts/make_fuzz_seeds.py writes the
+// config.json and vocab.json that match it).
+constexpr int64_t kMarianVocab = 16, kMarianModel = 8, kMarianFfn = 8;
+
+// A MarianMTModel's tensors under Hugging Face's names for that shape.
+std::vector<std::pair<std::string, std::vector<int64_t>>> tinyMarianTensors() {
+    const int64_t V = kMarianVocab, D = kMarianModel, F = kMarianFfn;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> t = {{"model.shared.weight", {V, D}},
+                                                                   {"final_logits_bias", {1, V}}};
+    for (const std::string stack : {"encoder", "decoder"}) {
+        const std::string p = "model." + stack + ".layers.0.";
+        std::vector<std::string> attentions = {"self_attn"};
+        if (stack == "decoder") attentions.push_back("encoder_attn");
+        for (const auto& a : attentions) {
+            for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+                t.push_back({p + a + "." + proj + ".weight", {D, D}});
+                t.push_back({p + a + "." + proj + ".bias", {D}});
+            }
+            t.push_back({p + a + "_layer_norm.weight", {D}});
+            t.push_back({p + a + "_layer_norm.bias", {D}});
+        }
+        t.push_back({p + "fc1.weight", {F, D}});
+        t.push_back({p + "fc1.bias", {F}});
+        t.push_back({p + "fc2.weight", {D, F}});
+        t.push_back({p + "fc2.bias", {D}});
+        t.push_back({p + "final_layer_norm.weight", {D}});
+        t.push_back({p + "final_layer_norm.bias", {D}});
+    }
+    return t;
+}
+
+// The directory, made once per process: source.spm and target.spm (one 40-piece SentencePiece
+// model trained here, so that the tokenizer's probe process runs once) and model.safetensors.
+const std::string& marianFixture() {
+    static const std::string dir = [] {
+        const std::string d = attnlab::fuzz::scratch("marian") + "/opus-mt-de-en";
+        fs::create_directories(d);
+        const std::string corpus = d + "/corpus.txt";
+        const std::string text =
+            "Ein Mann läuft.\nZwei Hunde spielen im Schnee.\nEine Frau liest ein Buch.\n"
+            "A man runs.\nTwo dogs play in the snow.\nA woman reads a book.\n";
+        attnlab::fuzz::writeBytes(corpus, reinterpret_cast<const uint8_t*>(text.data()), text.size());
+        attnlab::TokenizerTrainingOptions o;
+        o.input_files = {corpus};
+        o.model_path = d + "/" + attnlab::marian_files::kSourceSpm;
+        o.vocab_size = 40;
+        o.byte_fallback = false;
+        o.num_threads = 1;
+        attnlab::Tokenizer::train(o);
+        fs::copy_file(o.model_path, d + "/" + attnlab::marian_files::kTargetSpm, fs::copy_options::overwrite_existing);
+        fs::remove(corpus);
+        const auto shapes = tinyMarianTensors();
+        std::vector<std::vector<float>> values;
+        std::vector<attnlab::safetensors::TensorView> views;
+        for (const auto& [name, shape] : shapes) {
+            size_t n = 1;
+            for (const int64_t x : shape) n *= size_t(x);
+            std::vector<float> v(n);
+            for (size_t i = 0; i < n; ++i) v[i] = 0.01f * float(int((i * 37 + values.size()) % 17) - 8);
+            values.push_back(std::move(v));
+            views.push_back({name, "F32", shape, values.back().data(), n * sizeof(float)});
+        }
+        attnlab::safetensors::write(d + "/model.safetensors", views, {{"format", "pt"}});
+        return d;
+    }();
+    return dir;
+}
+
+// Writes `bytes` to `path`, or removes the file when there are none.
+void placeOrRemove(const std::string& path, const std::optional<std::string>& bytes) {
+    if (bytes)
+        attnlab::fuzz::writeBytes(path, reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+    else
+        fs::remove(path);
+}
+}  // namespace
+
+// A MarianMT directory as `import` and the app open it (the directory-level reader and its
+// cross-file checks): the input is config.json, vocab.json and optionally generation_config.json
+// and tokenizer_config.json, separated by kPackagePartSeparator, beside the fixed tokenizers and
+// weights of marianFixture. readMarianConfig (config.json mapped and checked against vocab.json's
+// ids and the optional files), then the tokenizer layout (both .spm files and vocab.json), an
+// encoding and a decoding, then the weights checked against what the config says; the fixed
+// weights load only for a config of their shape. What is accepted keeps every id the codec
+// produces inside the vocabulary.
+void marianDirectory(const uint8_t* data, size_t size) {
+    const std::string& dir = marianFixture();
+    const auto parts = splitParts(std::string_view(reinterpret_cast<const char*>(data), size), 4);
+    auto part = [&](size_t i) { return i < parts.size() ? std::optional<std::string>(parts[i]) : std::nullopt; };
+    placeOrRemove(dir + "/config.json", part(0).value_or(""));
+    placeOrRemove(dir + "/" + attnlab::marian_files::kVocab, part(1).value_or(""));
+    placeOrRemove(dir + "/generation_config.json", part(2));
+    placeOrRemove(dir + "/tokenizer_config.json", part(3));
+    try {
+        if (!attnlab::package::isHuggingFaceDirectory(dir)) return;
+        const attnlab::PackageConfig config = attnlab::package::readMarianConfig(dir);
+        const auto codec = attnlab::marianCodec(dir, config.model.n_trg_vocab);
+        if (codec->vocabSize() != config.model.n_trg_vocab) __builtin_trap();
+        const attnlab::Encoding e = codec->encodeSource(">>deu<< Ein Mann läuft über die Wiese.");
+        for (const int id : e.ids)
+            if (id < 0 || id >= codec->vocabSize()) __builtin_trap();
+        (void)codec->unknownCharacters(e);
+        (void)codec->decode(e.ids);
+        (void)codec->idToPiece(int(config.eos_idx));
+        (void)attnlab::package::loadMarianWeights(dir, config);
+    } catch (const attnlab::Error&) {
+    }
+}
+
+namespace {
+// The AttnLab package of fuzz_safetensors_values: the bundled config cut down to 16 ids, d_model 8,
+// one head, one layer each side (scripts/make_fuzz_seeds.py's tiny_package(16) writes its weights).
+const attnlab::PackageConfig& tinyPackageConfig() {
+    static const attnlab::PackageConfig config = attnlab::packageConfigFromJson(
+        R"({"attn_bias": false, "bos_idx": 2, "d_dec_inner": 0, "d_inner": 8, "d_k": 8, "d_model": 8, "d_v": 8,
+            "d_word_vec": 8, "dropout": 0.1, "emb_layer_norm": true, "emb_scale": "auto",
+            "emb_src_trg_weight_sharing": true, "eos_idx": 3, "ffn_activation": "relu", "format_version": 2,
+            "layer_norm_eps": 1e-06, "logits_bias": false, "max_length": 0, "n_dec_layers": 0, "n_head": 1,
+            "n_layers": 1, "n_position": 16, "n_src_vocab": 16, "n_trg_vocab": 16, "num_beams": 0,
+            "pos_encoding": "interleaved", "pos_offset": 0, "scale_emb_or_prj": "emb", "source_bos": false,
+            "source_eos": true, "source_lang": "de", "src_pad_idx": 0, "target_lang": "en",
+            "tokenizer": "sentencepiece", "trg_emb_prj_weight_sharing": true, "trg_pad_idx": 0, "unk_idx": 1})",
+        "tiny config.json");
+    return config;
+}
+}  // namespace
+
+// A whole model.safetensors, header and values, through the package loader (loadWeights: every
+// name, shape and dtype against a tiny config, every value finite) into a model, then two greedy
+// steps: finite weights whose products overflow must be refused there as a NumericError, never
+// give a non-finite score or an id outside the vocabulary.
+void safetensorsValues(const uint8_t* data, size_t size) {
+    static const std::string dir = attnlab::fuzz::scratch("values");
+    fs::create_directories(dir);
+    attnlab::fuzz::writeBytes(dir + "/" + attnlab::package_files::kWeights, data, size);
+    try {
+        const attnlab::PackageConfig& config = tinyPackageConfig();
+        attnlab::model::Transformer model = attnlab::package::loadWeights(dir, config);
+        torch::NoGradGuard no_grad;
+        const torch::Tensor src = torch::tensor({5, 6, 7, 3}, torch::kLong).view({1, 4});
+        const auto stepper = attnlab::decoding::makeStepper(attnlab::decoding::StepperKind::Cached, model, src);
+        attnlab::decoding::SearchOptions o;
+        o.beam_size = 1;
+        o.max_lengths = {2};
+        o.blocked = {config.model.trg_pad_idx, config.bos_idx};
+        for (const auto& hyps : attnlab::decoding::greedySearch(*stepper, 1, o))
+            for (const auto& h : hyps) {
+                if (!std::isfinite(h.score)) __builtin_trap();
+                for (const int64_t t : h.tokens)
+                    if (t < 0 || t >= config.model.n_trg_vocab) __builtin_trap();
+            }
+    } catch (const attnlab::Error&) {
+    }
+}
+
+namespace {
+// `bytes` as the inside of a JSON string: quotes, backslashes and control characters escaped, the
+// rest (invalid UTF-8 included) as it is, for the parser to judge.
+void appendJsonEscaped(std::string& out, char c) {
+    static const char* hex = "0123456789abcdef";
+    if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+        out += "\\u00";
+        out += hex[static_cast<unsigned char>(c) >> 4];
+        out += hex[c & 15];
+    } else {
+        out += c;
+    }
+}
+
+// A count from one byte: mostly small (1 .. small, spread), and for the last six values the
+// neighbourhood of the cap (cap - 4 .. cap + 1), so that both sides of it are reached without
+// making every execution large.
+size_t nearCap(uint8_t b, size_t cap, size_t small) { return b >= 250 ? cap - 4 + (b - 250) : 1 + b * small / 250; }
+}  // namespace
+
+// Lessons at size: the input is [steps byte][caption byte] STEP [separator CAPTION]. The lesson
+// has 1..8 steps or 996..1001 (around the reader's cap of 1,000): STEP (one step's JSON, as it
+// stands) for the first 8 at most, a step that changes nothing ({"view": {}}) for the others,
+// then one step whose caption is CAPTION repeated to 1..997 bytes or 16,380..16,385 (around the
+// 16 KiB cap). (Repeating STEP a thousand times held the harness to 131 executions a second, 16 times and
+// captions up to 4 KB to 392.)
+// What parses must hold to the caps; the model-shape check (linear in the steps) and the view of
+// the last step (lessonViewAt, what a jump to it shows, walking back over every step) run on it.
+void lessonAtSize(const uint8_t* data, size_t size) {
+    constexpr size_t kMaxSteps = 1000, kMaxCaption = 16 << 10, kMaxBytes = 4 << 20;
+    if (size < 2) return;
+    constexpr size_t kFuzzedSteps = 8;
+    const size_t steps = nearCap(data[0], kMaxSteps, kFuzzedSteps);  // the caption's step included
+    const size_t caption_bytes = nearCap(data[1], kMaxCaption, 1000);
+    const auto parts = splitParts(std::string_view(reinterpret_cast<const char*>(data + 2), size - 2), 2);
+    const std::string& step = parts.at(0);
+    const std::string unit = parts.size() > 1 && !parts[1].empty() ? parts[1] : std::string("*a* ");
+    std::string text = R"({"format": "attnlab-lesson", "version": 1, "title": "at size", "steps": [)";
+    for (size_t i = 0; i + 1 < steps && text.size() < kMaxBytes; ++i)
+        (text += i < kFuzzedSteps ? std::string_view(step) : std::string_view(R"({"view": {}})")) += ",";
+    text += R"({"title": "last", "view": {}, "caption": ")";
+    for (size_t i = 0; i < caption_bytes; ++i) appendJsonEscaped(text, unit[i % unit.size()]);
+    text += R"("}]})";
+    try {
+        const attnlab::Lesson lesson = attnlab::parseLesson(text, "lesson.json");
+        if (lesson.steps.empty() || lesson.steps.size() > kMaxSteps) __builtin_trap();
+        for (const auto& s : lesson.steps)
+            if (s.caption.size() > kMaxCaption) __builtin_trap();
+        attnlab::checkLessonFitsModel(lesson, 6, 8, "lesson.json", 3);
+        (void)attnlab::lessonViewAt(lesson, int(lesson.steps.size()) - 1);
+        attnlab::checkLessonViews(lesson, {"attention", "weight", "decoding"}, "lesson.json",
+                                  {{"attention", {"map", "heads"}}});
     } catch (const attnlab::Error&) {
     }
 }

@@ -18,9 +18,13 @@ void tokenizerModel(const uint8_t* data, size_t size);    // tokenizer.model thr
 void examplesAndGold(const uint8_t* data, size_t size);   // examples.tsv + alignments.txt, gold files
 void packageDirectory(const uint8_t* data, size_t size);  // config + tokenizer + weights through Translator
 void attentionHistory(const uint8_t* data, size_t size);  // attention_history.bin
-void torchPickle(const uint8_t* data, size_t size);
-void torchBin(const uint8_t* data, size_t size);      // a whole pytorch_model.bin: the zip container, then data.pkl
-void marianConfig(const uint8_t* data, size_t size);  // a Hugging Face MarianMT config.json       // data.pkl of a
-                                                      // pytorch_model.bin (the restricted unpickler)
+void torchPickle(const uint8_t* data, size_t size);       // data.pkl of a pytorch_model.bin (the restricted unpickler)
+void torchBin(const uint8_t* data, size_t size);          // a whole pytorch_model.bin: the zip container, then data.pkl
+void marianConfig(const uint8_t* data, size_t size);      // a Hugging Face MarianMT config.json
+void marianDirectory(const uint8_t* data, size_t size);   // a MarianMT directory: config + vocab (+ generation and
+                                                          // tokenizer config) beside fixed tokenizers and weights
+void safetensorsValues(const uint8_t* data, size_t size);  // a whole model.safetensors loaded for a tiny config,
+                                                           // then two greedy steps
+void lessonAtSize(const uint8_t* data, size_t size);       // a lesson expanded to up to the reader's caps
 
 }  // namespace attnlab::fuzz

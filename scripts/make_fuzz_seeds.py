@@ -224,4 +224,85 @@ for i, change in enumerate([{"activation_function": "relu", "eos_token_id": 4331
                             {"tie_word_embeddings": False, "share_encoder_decoder_embeddings": False},
                             {"model_type": "t5"}]):
     put("fuzz_marian_config", "variant%d.json" % i, json.dumps(dict(marian, **change)).encode())
+
+# A MarianMT directory (fuzz_marian_dir): config.json, vocab.json and optionally
+# generation_config.json and tokenizer_config.json, separated; the harness holds the tokenizers and
+# the weights, of this shape (fuzz/targets.cpp tinyMarianTensors).
+tiny_marian = dict(marian, d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                   decoder_attention_heads=2, encoder_ffn_dim=8, decoder_ffn_dim=8, vocab_size=16, pad_token_id=15,
+                   decoder_start_token_id=15, eos_token_id=0, bad_words_ids=[[15]], max_position_embeddings=16,
+                   max_length=16)
+marian_vocab = {p: i for i, p in enumerate(["</s>", "<unk>", "\u2581Ein", "\u2581Mann", "\u2581A", "\u2581man", ".", "\u2581",
+                                            "s", "e", "n", "a", "t", "\u2581Hund", ">>deu<<", "<pad>"])}
+generation = {"num_beams": 2, "max_length": 8, "bad_words_ids": [[15]]}
+languages = {"source_lang": "de", "target_lang": "en", "separate_vocabs": False}
+for name, parts in (("config-vocab", [tiny_marian, marian_vocab]),
+                    ("all-four", [tiny_marian, marian_vocab, generation, languages]),
+                    ("generation-only", [dict(tiny_marian, activation_function="relu"), marian_vocab, generation]),
+                    ("eos-differs", [dict(tiny_marian, eos_token_id=6), marian_vocab]),
+                    ("untied", [dict(tiny_marian, tie_word_embeddings=False), marian_vocab, {}, languages])):
+    put("fuzz_marian_dir", name + ".bin", SEPARATOR.join(json.dumps(p).encode() for p in parts))
+
+
+# model.safetensors with values (fuzz_safetensors_values): the weights of a 16-id package of the
+# harness's tiny config, as F32, F16 and BF16, and with NaN, infinity and finite but huge values.
+def retyped(st, dtype=None, fill=None):
+    """st: safetensors bytes -> the same tensors, converted to dtype; fill: (name, value) overwrites one."""
+    n = struct.unpack("<Q", st[:8])[0]
+    header = json.loads(st[8:8 + n])
+    data = st[8 + n:]
+    tensors = []
+    for name, t in sorted(((k, v) for k, v in header.items() if k != "__metadata__"), key=lambda kv: kv[1]["data_offsets"]):
+        b, e = t["data_offsets"]
+        values = list(struct.unpack("<%df" % ((e - b) // 4), data[b:e]))
+        if fill and fill[0] == name:
+            values = [fill[1]] * len(values)
+        kind = dtype or t["dtype"]
+        raw = (struct.pack("<%df" % len(values), *values) if kind == "F32" else
+               struct.pack("<%de" % len(values), *values) if kind == "F16" else
+               b"".join(struct.pack("<f", v)[2:] for v in values))
+        tensors.append((name, kind, t["shape"], raw))
+    return safetensors(tensors)
+
+
+_, tiny16 = tiny_package(16)
+put("fuzz_safetensors_values", "tiny.safetensors", tiny16)
+put("fuzz_safetensors_values", "tiny-f16.safetensors", retyped(tiny16, "F16"))
+put("fuzz_safetensors_values", "tiny-bf16.safetensors", retyped(tiny16, "BF16"))
+for name, value in (("nan", float("nan")), ("inf", float("inf")), ("huge", 3e38)):
+    put("fuzz_safetensors_values", "tiny-%s.safetensors" % name,
+        retyped(tiny16, fill=("encoder.layer_stack.0.slf_attn.w_vs.weight", value)))
+
+# Lessons at size (fuzz_lesson_at_size): [steps byte][caption byte] + one step's JSON + SEPARATOR +
+# a caption unit; bytes 250..255 mean the neighbourhood of the caps (fuzz/targets.cpp lessonAtSize).
+lesson_steps = []
+for name in sorted(os.listdir(os.path.join(root, "resources", "lessons"))):
+    with open(os.path.join(root, "resources", "lessons", name), "rb") as f:
+        lesson_steps += json.loads(f.read())["steps"]
+lesson_steps.append({"title": "s", "view": {"kind": "decoder", "layer": 2, "head": 8,
+                                            "selections": {"attention": {"kind": "encoder", "layer": 5, "head": 3}}}})
+for i, step in enumerate(lesson_steps[:12]):
+    counts = bytes([random.choice([1, 40, 120, 249, 254, 255]), random.choice([0, 30, 249, 254, 255])])
+    put("fuzz_lesson_at_size", "step%02d.bin" % i,
+        counts + json.dumps(step).encode() + SEPARATOR + step.get("caption", "**bold** and *em* ").encode())
+put("fuzz_lesson_at_size", "at-caps.bin", bytes([254, 254]) + json.dumps(lesson_steps[-1]).encode())
+put("fuzz_lesson_at_size", "over-caps.bin", bytes([255, 255]) + json.dumps(lesson_steps[0]).encode())
+
+# A whole pytorch_model.bin without torch (fuzz_torch_bin): the hand-made data.pkl in the zip layout
+# torch.save writes (archive/data.pkl, archive/data/0, archive/version), stored, deflated and zip64.
+def torch_zip(compression, zip64=False):
+    import io, zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as z:
+        for name, data in (("archive/data.pkl", hand_made_state_dict()), ("archive/data/0", floats(7)),
+                           ("archive/version", b"3\n")):
+            with z.open(zipfile.ZipInfo(name), "w", force_zip64=zip64) as f:
+                f.write(data)
+    return buffer.getvalue()
+
+
+import zipfile
+put("fuzz_torch_bin", "hand-made-stored.bin", torch_zip(zipfile.ZIP_STORED))
+put("fuzz_torch_bin", "hand-made-deflated.bin", torch_zip(zipfile.ZIP_DEFLATED))
+put("fuzz_torch_bin", "hand-made-zip64.bin", torch_zip(zipfile.ZIP_STORED, zip64=True))
 print("seeds in", out)
