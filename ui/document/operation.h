@@ -17,11 +17,12 @@ enum class Operation {
     Align,          // the Heads tab's alignment
     Lesson,         // a lesson or a session opened, a step shown
     SaveSession,
-    Export,    // File > Export (figure, attention JSON)
-    History,   // the Training tab's attention history
-    TrainToy,  // File > Train a small model
-    Measure,   // the value norms of the Attention tab's weight x value norm maps
-    Saliency,  // the Saliency tab's gradient x input
+    SaveLesson,  // the lesson editor's Save lesson
+    Export,      // File > Export (figure, attention JSON)
+    History,     // the Training tab's attention history
+    TrainToy,    // File > Train a small model
+    Measure,     // the value norms of the Attention tab's weight x value norm maps
+    Saliency,    // the Saliency tab's gradient x input
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

@@ -28,6 +28,7 @@ QString operationTitle(Operation op) {
     case Operation::Align: return QObject::tr("Alignment failed");
     case Operation::Lesson: return QObject::tr("Cannot show the lesson");
     case Operation::SaveSession: return QObject::tr("Cannot save the session");
+    case Operation::SaveLesson: return QObject::tr("Cannot save the lesson");
     case Operation::Export: return QObject::tr("Export failed");
     case Operation::History: return QObject::tr("Cannot read the attention history");
     case Operation::TrainToy: return QObject::tr("Training the small model failed");
@@ -48,7 +49,7 @@ QString mapMeasureTitle(MapMeasure measure) {
 
 bool operationNeedsDialog(Operation op) {
     return op == Operation::LoadModel || op == Operation::Lesson || op == Operation::SaveSession ||
-           op == Operation::Export;
+           op == Operation::SaveLesson || op == Operation::Export;
 }
 
 ViewContext::ViewContext(TranslationController* controller, QObject* parent)

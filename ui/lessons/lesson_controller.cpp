@@ -65,7 +65,7 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
         const QString path = QFileDialog::getSaveFileName(m_window, tr("Save the lesson"),
                                                           m_editor->path().isEmpty() ? "lesson.json" : m_editor->path(),
                                                           tr("Lessons (*.json)"));
-        if (!path.isEmpty()) report(Operation::SaveSession, saveLesson(path));
+        if (!path.isEmpty()) report(Operation::SaveLesson, saveLesson(path));
     });
     connect(m_editor, &LessonEditor::presentRequested, this,
             [this](int first) { report(Operation::Lesson, presentWritten(first)); });
