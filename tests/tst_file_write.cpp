@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 using attnlab::InputError;
 using attnlab::PackageError;
 using attnlab::saveToFile;
+using attnlab::testing::messageOf;
 using attnlab::testing::readFile;
 using attnlab::testing::writeFile;
 
@@ -32,17 +33,6 @@ namespace {
 mode_t modeOf(const std::string& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 ? st.st_mode : 0;
-}
-
-// The message of the exception `f` throws, or "(no exception)".
-template <typename E, typename F>
-QString messageOf(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    }
-    return "(no exception)";
 }
 
 std::vector<std::string> namesIn(const std::string& dir) {

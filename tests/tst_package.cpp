@@ -559,16 +559,9 @@ void replaceWith(const std::string& path, const std::string& what) {
     if (what == "dangling") fs::create_symlink(path + ".gone", path);
 }
 
-template <typename F>
-QString messageOf(F&& f) {
-    try {
-        f();
-    } catch (const attnlab::Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return "(no error)";
-}
 }  // namespace
+
+using attnlab::testing::messageOf;
 
 // Issue 39, item 8: a FIFO, a folder or a device where a package file should be is named as what
 // it is (it said "missing file"); optional files (confidence.json, examples.tsv) that are there

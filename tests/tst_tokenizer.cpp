@@ -275,17 +275,7 @@ void TestTokenizer::trainedModelNamesNoPath() {
     }
 }
 
-namespace {
-template <typename F>
-QString messageOf(F&& f) {
-    try {
-        f();
-    } catch (const attnlab::Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return "(no error)";
-}
-}  // namespace
+using attnlab::testing::messageOf;
 
 // Issue 39, item 8: a tokenizer model that is a folder, a FIFO or a device is named as what it is
 // (it was "missing file").

@@ -6,6 +6,7 @@
 #include "model/transformer.h"
 
 #include <attnlab/config.h>
+#include <attnlab/errors.h>
 
 #include <QString>
 
@@ -45,6 +46,18 @@ std::string writeHugeWeightPackage(const std::string& dir, const std::string& to
 // for an attnlab-cli --device argument.
 std::string testDevice();
 QString testDeviceArg();
+
+// The message of the exception of type E that `f` throws, or "(no exception)" (tests assert
+// errors by message).
+template <typename E = attnlab::Error, typename F>
+QString messageOf(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return QString::fromStdString(e.what());
+    }
+    return "(no exception)";
+}
 
 // Reads a whole file into a string / writes a string to a file.
 std::string readFile(const std::string& path);
