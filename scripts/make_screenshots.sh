@@ -38,6 +38,9 @@ lesson transformer-tour 8 masks.png
 lesson transformer-tour 14 what-if.png
 lesson minimal-pairs 3 minimal-pairs.png
 lesson attention-learned 2 lesson-attention-learned.png
+# and one on a 1280 x 720 projector (text sized to the screen: 12 pt)
+echo '{"screens": [{"name": "s", "x": 0, "y": 0, "width": 1280, "height": 720, "logicalDpi": 96, "logicalBaseDpi": 96}]}' >"$screen"
+lesson attention-learned 1 lesson-720p.png
 # Head lab (issue 12): statistics over the examples, the first example's alignment with its gold,
 # and the last layer's cross-attention heads switched off.
 "$app" "${model[@]}" --heads statistics --screenshot "$out/heads-statistics.png"

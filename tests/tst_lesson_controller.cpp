@@ -42,6 +42,8 @@ private Q_SLOTS:
     void presenterModeAndBack();
     void captionCodeFollowsTheTextSize();
     void aLongCaptionIsLaidOutOnce();
+    void presenterTextFollowsTheScreen();
+    void aCaptionShrinksToFit();
     void aLessonIsWrittenInTheApp();
     void aStepsPointIsCheckedAgainstTheHistory();
 
@@ -283,7 +285,9 @@ void TestLessonController::presenterModeAndBack() {
     QVERIFY(m_lessons->presenterMode());
     QVERIFY(presenter->isChecked());
     QVERIFY(m_host->windowState() & Qt::WindowFullScreen);
-    QVERIFY(m_context->textSize() >= 18);
+    // Text sized to the screen: 18 pt on 1080 lines, the same share of a smaller screen's height.
+    const int lines = m_host->screen()->size().height();
+    QCOMPARE(m_context->textSize(), std::clamp(18.0 * lines / 1080.0, 12.0, 24.0));
     QCOMPARE(m_context->palette(), Palette::HighContrast);
     m_lessons->setPresenterMode(false);
     QVERIFY(!presenter->isChecked());
@@ -450,6 +454,52 @@ void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
     m_context->loadModel(package);  // the fixture again, for what follows
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     settle();
+}
+
+// 18 pt on 1080 lines is read from the back of a room; a projected picture has one size on the
+// wall, so a screen of other lines needs the same share of its height.
+void TestLessonController::presenterTextFollowsTheScreen() {
+    QCOMPARE(presenterTextSize(1080), 18.0);
+    QCOMPARE(presenterTextSize(720), 12.0);
+    QCOMPARE(presenterTextSize(900), 15.0);
+    QCOMPARE(presenterTextSize(600), 12.0);   // no smaller than 12 pt
+    QCOMPARE(presenterTextSize(2160), 24.0);  // nor larger than 24
+}
+
+// A caption a few lines too long for its pane shrinks until it fits (not below 80 % of the text
+// size); one far too long keeps the full size and scrolls.
+void TestLessonController::aCaptionShrinksToFit() {
+    m_context->setTextSize(15, false);
+    LessonPane pane;
+    pane.resize(400, 300);
+    static_cast<QWidget&>(pane).show();
+    QCoreApplication::processEvents();
+    const auto* browser = pane.findChild<QTextBrowser*>();
+    // Lines of text until the caption just overflows at 15 pt.
+    attnlab::Lesson lesson;
+    lesson.steps.push_back({"", "", {}});
+    pane.setLesson(lesson, "l.json");
+    int words = 0;
+    do {
+        lesson.steps[0].caption += "word word word word ";
+        words += 4;
+        pane.setLesson(lesson, "l.json");
+        pane.show(0);
+        QCoreApplication::processEvents();
+    } while (pane.captionTextSize() == 15.0 && words < 4000);
+    QVERIFY2(words < 4000, "the caption never shrank");
+    QVERIFY(pane.captionTextSize() >= 12.0 && pane.captionTextSize() < 15.0);
+    QVERIFY(!pane.captionScrolls());
+    QVERIFY(browser->document()->size().height() <= browser->viewport()->height());
+    // Three times as long: it cannot fit at 12 pt, so it is read at 15 pt and scrolls.
+    const std::string once = lesson.steps[0].caption;
+    lesson.steps[0].caption = once + once + once;
+    pane.setLesson(lesson, "l.json");
+    pane.show(0);
+    QCoreApplication::processEvents();
+    QCOMPARE(pane.captionTextSize(), 15.0);
+    QVERIFY(pane.captionScrolls());
+    m_context->setTextSize(11, false);
 }
 
 QTEST_MAIN(TestLessonController)

@@ -20,6 +20,7 @@
 #include <QTabBar>
 #include <QTimer>
 
+#include <algorithm>
 #include <utility>
 
 namespace attnlab::ui {
@@ -332,6 +333,12 @@ void LessonController::foldChrome(bool fold) {
     m_tabs->tabBar()->setVisible(!fold);
 }
 
+// A projected picture has one size on the wall whatever its pixels: 18 pt on a 1080-line screen
+// is read from the back of a room, and a 720-line one needs the same share of its height (12 pt,
+// whose 16 px there are as tall on the wall as 24 px on 1080 lines). Capped at 24 pt for
+// screens of more lines than that.
+double presenterTextSize(int lines) { return std::clamp(18.0 * lines / 1080.0, 12.0, 24.0); }
+
 void LessonController::setPresenterMode(bool on) {
     if (on == m_presenter) return;
     m_presenter = on;
@@ -339,7 +346,8 @@ void LessonController::setPresenterMode(bool on) {
     if (on) {
         m_saved_text_size = m_context->textSize();
         m_saved_palette = m_context->palette();
-        m_context->setTextSize(std::max(18.0, m_saved_text_size), /*remember=*/false);
+        const QScreen* screen = m_window->screen();
+        m_context->setTextSize(presenterTextSize(screen ? screen->size().height() : 1080), /*remember=*/false);
         m_context->setPalette(Palette::HighContrast, /*remember=*/false);
         m_dock->show();
         m_editor_before_presenting = m_editor_dock->isVisible();  // the class sees the lesson, not its making
@@ -349,7 +357,7 @@ void LessonController::setPresenterMode(bool on) {
         m_saved_geometry = m_window->geometry();
         // The whole screen even where no window manager grants the full-screen state (a bare X
         // server, a projector's kiosk session): the state is asked for, and the size set too.
-        if (const QScreen* screen = m_window->screen()) m_window->setGeometry(screen->geometry());
+        if (screen) m_window->setGeometry(screen->geometry());
         m_window->showFullScreen();
     } else {
         m_context->setTextSize(m_saved_text_size, false);

@@ -25,6 +25,10 @@ class QMenu;
 
 namespace attnlab::ui {
 
+// Presenter mode's text size on a screen of `lines` pixels' height: the same share of it as 18 pt
+// of 1080 lines (12 pt at least, 24 at most).
+double presenterTextSize(int lines);
+
 class LessonEditor;
 class LessonPane;
 class ViewStates;

@@ -4,10 +4,14 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextCursor>
+#include <QTextDocument>
 #include <QVBoxLayout>
+
+#include <memory>
 
 namespace attnlab::ui {
 
@@ -50,6 +54,7 @@ bool LessonPane::show(int i) {
     if (i < 0 || i >= count()) return false;
     m_current = i;
     showCaption(m_caption, stepMarkdown(m_lesson.steps[size_t(i)]));
+    fitCaption();
     m_position->setText(tr("step %1 of %2").arg(i + 1).arg(count()));
     m_prev->setEnabled(i > 0);
     m_next->setEnabled(i + 1 < count());
@@ -97,12 +102,55 @@ void fitCodeSize(QTextBrowser* browser) {
 }
 
 void LessonPane::changeEvent(QEvent* event) {
-    if (event->type() == QEvent::FontChange && m_current >= 0) {
-        QWidget::changeEvent(event);
-        fitCodeSize(m_caption);
-        return;
-    }
     QWidget::changeEvent(event);
+    // The code spans follow a new text size even where the caption's own size was already right.
+    if (event->type() == QEvent::FontChange && m_current >= 0 && !fitCaption()) fitCodeSize(m_caption);
+}
+
+void LessonPane::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    if (m_current >= 0) fitCaption();
+}
+
+// A caption a little longer than its pane is read whole rather than scrolled in front of a class:
+// its text shrinks in half-point steps to what fits, down to 80 % of the window's text size (10 pt
+// at least); one that does not fit even then keeps the full size and scrolls. The sizes are tried
+// on a copy of the document, so the shown one changes once at most (a long caption is laid out
+// once: aLongCaptionIsLaidOutOnce). The pane's own size is untouched: fitting never moves the view.
+double LessonPane::fittingCaptionSize() const {
+    const double base = font().pointSizeF();
+    const double floor = std::max(10.0, 0.8 * base);
+    const QWidget* room = m_caption->viewport();
+    const auto scrolls = [&](double points) {
+        std::unique_ptr<QTextDocument> probe(m_caption->document()->clone());
+        QFont f = probe->defaultFont();
+        f.setPointSizeF(points);
+        probe->setDefaultFont(f);
+        probe->setTextWidth(room->width());
+        return probe->size().height() > room->height();
+    };
+    if (!scrolls(base) || scrolls(floor)) return base;
+    double size = base;
+    while (size - 0.5 >= floor && scrolls(size)) size -= 0.5;
+    return size;
+}
+
+bool LessonPane::fitCaption() {
+    const double size = fittingCaptionSize();
+    if (m_caption->font().pointSizeF() == size && m_caption->document()->defaultFont().pointSizeF() == size)
+        return false;
+    QFont f = m_caption->font();
+    f.setPointSizeF(size);
+    m_caption->setFont(f);
+    fitCodeSize(m_caption);
+    return true;
+}
+
+double LessonPane::captionTextSize() const { return m_caption->font().pointSizeF(); }
+
+bool LessonPane::captionScrolls() const {
+    const QTextDocument* doc = m_caption->document();
+    return doc->size().height() > m_caption->viewport()->height();
 }
 
 QString LessonPane::captionText() const { return m_caption->toPlainText(); }

@@ -35,14 +35,22 @@ public:
     // Shows step i's caption and emits stepShown; false when i is outside the lesson.
     bool show(int i);
     QString captionText() const;  // as rendered (plain text; tests read it)
+    // The caption's text size now: the window's, or less where the caption would otherwise scroll
+    // (down to 80 % of it, 10 pt at least; a caption too long for that keeps the window's).
+    double captionTextSize() const;
+    bool captionScrolls() const;  // what is left to scroll once the caption is fitted
 
 Q_SIGNALS:
     void stepShown(int index, const attnlab::ViewState& view);
 
 protected:
     void changeEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    double fittingCaptionSize() const;
+    bool fitCaption();  // true where the caption's size changed
+
     Lesson m_lesson;
     QString m_origin;
     int m_current = -1;

@@ -65,7 +65,17 @@ AttentionView::AttentionView(QWidget* parent) : QWidget(parent), m_plot(new QCus
 // Room for a title, a few rows and the rotated key labels at the text size (8 lines: a map keeps
 // its shape at a projector's 18 pt and still fits a 1280 x 720 screen's view).
 void AttentionView::fitMinimumHeight() {
-    m_plot->setMinimumHeight(std::max(m_min_lines * 18, m_min_lines * fontMetrics().height()));
+    int least = std::max(m_min_lines * 18, m_min_lines * fontMetrics().height());
+    if (m_readable_rows && !m_map.empty() && m_plot->axisRect()->height() > 0) {
+        const int around = m_plot->height() - m_plot->axisRect()->height();  // title, labels, margins
+        least = std::max(least, around + std::min<int>(int(m_map.size()), 24) * kReadableRowPx);
+    }
+    m_plot->setMinimumHeight(least);
+}
+
+void AttentionView::setReadableRows(bool on) {
+    m_readable_rows = on;
+    fitMinimumHeight();
 }
 
 void AttentionView::setMinimumLines(int lines) {
@@ -179,6 +189,7 @@ void AttentionView::setMap(const Matrix& map, const QStringList& queries, const 
     m_title->setText(title);
     showAxes(true);
     rescale();
+    if (m_readable_rows) fitMinimumHeight();  // from the layout this replot gave the labels
 }
 
 void AttentionView::removeColorScale() {
@@ -265,6 +276,12 @@ bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
             Q_EMIT cellClicked(row, column);
     }
     return QWidget::eventFilter(watched, event);
+}
+
+int AttentionView::missingHeight() const {
+    const int rows = int(m_map.size());
+    if (rows == 0 || !m_plot->axisRect()->visible()) return 0;
+    return std::max(0, rows * kReadableRowPx - m_plot->axisRect()->height());
 }
 
 }  // namespace attnlab::ui

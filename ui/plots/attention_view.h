@@ -43,6 +43,9 @@ public:
     void removeColorScale();
     // Its least height in lines of text (default 8: a title, a few rows, the rotated key labels).
     void setMinimumLines(int lines);
+    // For a map on a page that scrolls: its least height also gives each row (up to 24 of them)
+    // kReadableRowPx, besides its title and labels as they were last laid out.
+    void setReadableRows(bool on);
     // The key labels' rotation in degrees (default 60, for pieces; 0 for short labels such as numbers).
     void setKeyLabelRotation(double degrees);
 
@@ -54,6 +57,11 @@ public:
     QStringList shownQueryLabels() const;
     QStringList shownKeyLabels() const;
     QCustomPlot* plot() const { return m_plot; }
+    // The pixels of height a row needs to be read from the back of a room (presenter mode's
+    // criterion), and how many more this view needs for that at its present layout (0 when it
+    // has them, or shows no map).
+    static constexpr int kReadableRowPx = 14;
+    int missingHeight() const;
 
 Q_SIGNALS:
     // A click on a cell of the map: row = query, column = key.
@@ -79,6 +87,7 @@ private:
     Palette m_palette = Palette::Blues;
     QString m_query_title = QStringLiteral("query");
     int m_min_lines = 8;
+    bool m_readable_rows = false;
     double m_key_rotation = 60;
     int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)
     QFont tickFont(const QRect& axis_rect) const;

@@ -2,6 +2,7 @@
 
 #include "document/file_save.h"
 #include "headlab/head_lab_view.h"
+#include "plots/attention_view.h"
 #include "views/attention_explorer.h"
 #include "views/decoding_view.h"
 #include "views/inputs_view.h"
@@ -102,7 +103,8 @@ bool ViewTabs::showView(const std::string& name) {
     const auto& entries = viewEntries();
     for (size_t i = 0; i < entries.size(); ++i) {
         if (entries[i].name != name) continue;
-        setCurrentIndex(int(i));  // tab i holds m_views[i]
+        if (currentIndex() != int(i)) keepInView(nullptr);  // its part is on the tab left
+        setCurrentIndex(int(i));                            // tab i holds m_views[i]
         return true;
     }
     return false;
@@ -128,12 +130,10 @@ void ViewTabs::saveState(ViewState& state) const {
 void ViewTabs::applyState(const ViewState& state) {
     for (View* v : m_views) v->applyState(state);
     if (state.tab) showView(*state.tab);
-    if (!state.tab || !state.focus) return;
-    if (QWidget* p = part(*state.tab, *state.focus)) {
-        bringIntoView(p);
-        // Again once what the step changed is laid out (a new translation's plots resize).
-        QTimer::singleShot(0, p, [p] { bringIntoView(p); });
-    }
+    QWidget* p = state.tab && state.focus ? part(*state.tab, *state.focus) : nullptr;
+    keepInView(p);
+    // Again once what the step changed is laid out (a new translation's plots resize).
+    if (p) QTimer::singleShot(0, p, [p] { bringIntoView(p); });
 }
 
 std::map<std::string, std::vector<std::string>> ViewTabs::partNames() const {
@@ -153,18 +153,61 @@ QWidget* ViewTabs::part(const std::string& view_name, const std::string& name) c
 }
 
 namespace {
-// Every side-by-side splitter `part` sits in gives the pane that holds it the largest share: 60 %
-// of its width, the other panes keeping their proportions in the rest (QSplitter keeps each pane
-// at least its minimum). On a 1280 x 720 projector the Training tab's map had been a quarter of
-// its row, its title wrapped over eight lines above a heatmap one pixel high. Only widths: a pane
-// made taller could grow past the scroll area that must show all of it.
+// The height the maps in `part` lack for readable rows (AttentionView::kReadableRowPx).
+int missingHeight(const QWidget* part) {
+    int missing = 0;
+    if (const auto* map = qobject_cast<const AttentionView*>(part)) missing = map->missingHeight();
+    for (const AttentionView* map : part->findChildren<AttentionView*>())
+        if (map->isVisible()) missing = std::max(missing, map->missingHeight());
+    return missing;
+}
+
+// A column (vertical splitter) gives the pane at `at` the height it lacks, `missing`: the other
+// panes give theirs down to their minimum first and fold away (to their handle, from which they
+// are dragged back) only where that is not enough.
+void heightenPane(QSplitter* splitter, int at, int missing) {
+    QList<int> sizes = splitter->sizes();
+    for (int i = 0; i < sizes.size() && missing > 0; ++i) {
+        if (i == at) continue;
+        const QWidget* w = splitter->widget(i);
+        const int spare = sizes[i] - std::max(w->minimumSizeHint().height(), w->minimumHeight());
+        const int give = std::clamp(missing, 0, std::max(spare, 0));
+        sizes[i] -= give;
+        sizes[at] += give;
+        missing -= give;
+    }
+    for (int i = 0; i < sizes.size() && missing > 0; ++i)
+        if (i != at && splitter->isCollapsible(i)) {
+            sizes[at] += sizes[i];
+            missing -= sizes[i];
+            sizes[i] = 0;
+        }
+    splitter->setSizes(sizes);
+}
+
+// Every splitter `part` sits in gives the pane that holds it the room: 60 % of a row's width (the
+// other panes keeping their proportions in the rest), and in a column the height its maps need
+// for readable rows (heightenPane). On a 1280 x 720 projector the Training tab's map had been a
+// quarter of its row, its title wrapped over eight lines above a heatmap one pixel high, and then
+// part of a column that the curves below it shared: 6 px a row. The splitter's own size is
+// untouched, so nothing grows past the scroll area that must show all of it.
 void widenPanesAround(QWidget* part) {
     for (QWidget* pane = part; pane; pane = pane->parentWidget()) {
         auto* splitter = qobject_cast<QSplitter*>(pane->parentWidget());
-        if (!splitter || splitter->orientation() != Qt::Horizontal) continue;
-        QList<int> sizes = splitter->sizes();
+        if (!splitter) continue;
         const int at = splitter->indexOf(pane);
-        if (at < 0 || sizes.size() < 2) continue;
+        if (at < 0 || splitter->count() < 2) continue;
+        if (splitter->orientation() == Qt::Vertical) {
+            // A pane folded for an earlier step's map gets half the column back.
+            int total = 0;
+            for (int s : splitter->sizes()) total += s;
+            const int now = splitter->sizes()[at];
+            const int folded =
+                now < std::max(pane->minimumSizeHint().height(), pane->minimumHeight()) ? total / 2 - now : 0;
+            heightenPane(splitter, at, std::max(missingHeight(part), folded));
+            continue;
+        }
+        QList<int> sizes = splitter->sizes();
         int total = 0;
         for (int s : sizes) total += s;
         const int want = std::max(sizes[at], total * 6 / 10), others = total - sizes[at];
@@ -179,9 +222,31 @@ void widenPanesAround(QWidget* part) {
 void ViewTabs::bringIntoView(QWidget* part) {
     widenPanesAround(part);
     QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
-    // Innermost first: a view with a scroll area of its own sits in the tab's.
+    scrollTo(part);
+}
+
+// Innermost first: a view with a scroll area of its own sits in the tab's.
+void ViewTabs::scrollTo(QWidget* part) {
     for (QWidget* w = part->parentWidget(); w; w = w->parentWidget())
         if (auto* area = qobject_cast<QScrollArea*>(w)) area->ensureWidgetVisible(part, 0, 0);
+}
+
+void ViewTabs::keepInView(QWidget* part) {
+    if (m_kept) m_kept->removeEventFilter(this);
+    m_kept = part;
+    if (!part) return;
+    part->installEventFilter(this);
+    bringIntoView(part);
+}
+
+bool ViewTabs::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_kept && event->type() == QEvent::Resize) {
+        // Once the layout that resized it is done (a scroll area's range follows it).
+        QTimer::singleShot(0, m_kept, [part = m_kept] {
+            if (part) scrollTo(part);
+        });
+    }
+    return QTabWidget::eventFilter(watched, event);
 }
 
 QList<QAction*> ViewTabs::menuActions() const {

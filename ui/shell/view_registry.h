@@ -7,6 +7,7 @@
 #include "document/view.h"
 
 #include <QKeySequence>
+#include <QPointer>
 #include <QTabWidget>
 
 #include <functional>
@@ -58,11 +59,20 @@ public:
     // Gives the part the largest width in every side-by-side splitter it sits in, then scrolls every scroll
     // area around it so that it is in sight (all of it, where it fits).
     static void bringIntoView(QWidget* part);
+    // bringIntoView, and again (scrolling only) whenever the part changes size until another part
+    // is kept or its tab is left: a lesson step's focus whose content arrives later (the masks,
+    // a longer translation's maps) stays in sight. Null: none is kept.
+    void keepInView(QWidget* part);
     // Every view's own actions, then the keys that show views.
     QList<QAction*> menuActions() const;
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
+    static void scrollTo(QWidget* part);
     std::vector<View*> m_views;  // in the table's order
+    QPointer<QWidget> m_kept;    // keepInView's part
     QList<QAction*> m_show_actions;
 };
 

@@ -44,8 +44,9 @@ InputsView::InputsView(ViewContext* context, QWidget* parent) : View(context, pa
     for (auto& row : m_mask_views)
         for (auto*& v : row) {
             v = new AttentionView(m_mask_panel);
-            v->removeColorScale();  // 1 = may attend, 0 = masked: the text says so
-            v->setMinimumLines(6);  // a few pieces each: four side by side fit a projector's 1280 x 720
+            v->removeColorScale();     // 1 = may attend, 0 = masked: the text says so
+            v->setMinimumLines(6);     // a few pieces each: four side by side fit a projector's 1280 x 720
+            v->setReadableRows(true);  // the page scrolls: a row keeps its 14 px for a longer sentence
             v->clear(tr("The masks appear here (Show the masks)"));
             v->setAxisTitles(tr("query"), tr("key"));
         }

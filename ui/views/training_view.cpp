@@ -151,11 +151,12 @@ void TrainingView::buildCurves() {
         g->setPen(QPen(graphs[i].second, 2));
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     }
-    showLegendBelow(m_curves);
-    // Two entries a row: three made the pane 650 px wide at least at the presenter's text size,
-    // which left the map a quarter of a 1280 x 720 projector's row.
-    m_curves->legend->setWrap(2);
-    m_curves->legend->setFillOrder(QCPLegend::foColumnsFirst, /*rearrange=*/true);
+    // The legend inside the plot, at the right and halfway up, where the curves are not (the
+    // losses fall to the bottom, BLEU climbs to the top): below the plot it took three rows of a
+    // 1280 x 720 projector's column, and beside it 650 px of its row.
+    m_curves->legend->setVisible(true);
+    m_curves->legend->setBrush(QColor(255, 255, 255, 210));
+    m_curves->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignRight | Qt::AlignVCenter);
     m_cursor = new QCPItemStraightLine(m_curves);
     m_cursor->setPen(QPen(Qt::black, 1, Qt::DashLine));
     m_cursor->setVisible(false);  // until there is a point to mark
@@ -198,7 +199,22 @@ void TrainingView::refreshHeadCurve() {
                                   .arg(most)
                                   .arg(most + 1));
     } else {
-        m_change->setText(tr("The mean over heads has no statistic of its own: choose a head for its curve."));
+        // The mean map has no statistic of its own (the entropy of a mean is not the mean of the
+        // entropies): the curve is the mean of the layer's heads' values, and says so.
+        for (size_t i = 0; i < m_stats.size(); ++i) {
+            double sum = 0;
+            int n = 0;
+            for (int h = 0; h < m_history->n_head; ++h)
+                if (const HeadStats* s = m_stats[i].find({m_picker->kind(), m_picker->layer(), h})) {
+                    sum += s->value(statistic);
+                    ++n;
+                }
+            if (n > 0) m_head_curve->graph(0)->addData(double(m_history->points[i].step), sum / n);
+        }
+        m_change->setText(tr("The curve is the mean of layer %1's %2 heads' values (a mean map has no "
+                             "statistic of its own).")
+                              .arg(m_picker->layer() + 1)
+                              .arg(m_history->n_head));
     }
     m_head_curve->rescaleAxes();
     m_head_curve->replot();
