@@ -88,12 +88,14 @@ def _to_bytes(arr, dtype):
     raise ValueError(dtype)
 
 
-def write_safetensors(path, tensors, dtype="F32"):
-    """tensors: name -> float array (written in the order given). 8-byte LE header length, JSON header
-    (dtype, shape, data_offsets relative to the data block, __metadata__ {"format": "pt"}), padded with
-    spaces to a multiple of 8 as the safetensors library does, then the data."""
+def write_safetensors(path, tensors, dtype="F32", sort_names=False):
+    """tensors: name -> float array (written in the order given; sort_names: sorted by name, the order in which
+    the safetensors library writes tensors of one dtype). 8-byte LE header length, JSON header (dtype, shape,
+    data_offsets relative to the data block, __metadata__ {"format": "pt"}), padded with spaces to a multiple
+    of 8 as the safetensors library does, then the data."""
     header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, arr in tensors.items():
+    for name in (sorted(tensors) if sort_names else tensors):
+        arr = tensors[name]
         b = _to_bytes(arr, dtype)
         header[name] = {"dtype": dtype, "shape": list(np.shape(arr)), "data_offsets": [off, off + len(b)]}
         blobs.append(b)
@@ -420,7 +422,86 @@ def _ln(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b, LN_EPS)
 
 
-class Marian:
+class EncoderDecoderBlocks:
+    """What a functional float64 encoder-decoder of the BART family (MarianMTModel here; M2M100 / mBART in
+    hf_multilingual_reference.py, whose Seq2Seq builds on this class) has in common, whatever the layer-norm
+    placement: the tied token embedding, the per-layer weight dicts (_layer), projections, the head split,
+    attention and generate()'s effective max_length. Uses self.w (name -> tensor), self.notes, self.c (config
+    with defaults) and self.g / self.gen_source (generation settings)."""
+
+    # False: the scores q k^T are scaled by head_dim^-0.5 in _attend (as here for MarianMTModel); True: the query
+    # arrives already scaled (M2M100Attention / MBartAttention scale the query projection)
+    q_scaled = False
+
+    def _shared_embedding(self):
+        """model.shared is the encoder's and decoder's embed_tokens (the tied names all point at one Parameter):
+        the first of model.shared.weight / model.encoder.embed_tokens.weight / model.decoder.embed_tokens.weight
+        that is stored; a stored copy that differs is noted in self.notes and not used. Returns (name, matrix)."""
+        w = self.w
+        names = ["model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"]
+        present = [n for n in names if n in w]
+        if not present:
+            raise KeyError("no token embedding (model.shared.weight / model.*.embed_tokens.weight)")
+        emb = w[present[0]]
+        for n in present[1:]:
+            if not torch.equal(w[n], emb):
+                self.notes.append(f"{n} differs from {present[0]} although tied; using {present[0]}")
+        return present[0], emb
+
+    def _layer(self, p, decoder):
+        w = self.w
+        parts = ["self_attn"] + (["encoder_attn"] if decoder else [])
+        L = {}
+        for a in parts:
+            for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                L[f"{a}.{proj}.w"] = w[f"{p}.{a}.{proj}.weight"]
+                L[f"{a}.{proj}.b"] = w[f"{p}.{a}.{proj}.bias"]
+            L[f"{a}.ln.w"] = w[f"{p}.{a}_layer_norm.weight"]
+            L[f"{a}.ln.b"] = w[f"{p}.{a}_layer_norm.bias"]
+        for k in ("fc1", "fc2"):
+            L[f"{k}.w"], L[f"{k}.b"] = w[f"{p}.{k}.weight"], w[f"{p}.{k}.bias"]
+        L["final.ln.w"], L["final.ln.b"] = w[f"{p}.final_layer_norm.weight"], w[f"{p}.final_layer_norm.bias"]
+        return L
+
+    # ---- building blocks ----
+    @staticmethod
+    def _proj(x, L, name):
+        return F.linear(x, L[name + ".w"], L[name + ".b"])
+
+    @staticmethod
+    def _heads(x, H):  # [T, d] -> [H, T, hd]
+        return x.view(x.shape[0], H, -1).transpose(0, 1)
+
+    def _attend(self, q, k, v, L, a, causal_offset=None):
+        """q [H, Tq, hd], k/v [H, Tk, hd]. MarianAttention: scores = (q k^T) * head_dim^-0.5 (+ mask) (with
+        q_scaled: q k^T (+ mask), q being scaled already), softmax, weights @ v, heads concatenated, out_proj.
+        causal_offset: query i sees keys <= offset + i."""
+        s = torch.matmul(q, k.transpose(1, 2))
+        if not self.q_scaled:
+            s = s * q.shape[-1] ** -0.5
+        if causal_offset is not None:
+            tq, tk = s.shape[1], s.shape[2]
+            allowed = torch.arange(tk)[None, :] <= (causal_offset + torch.arange(tq))[:, None]
+            s = s.masked_fill(~allowed, float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        o = torch.matmul(p, v).transpose(0, 1).reshape(q.shape[1], -1)
+        return self._proj(o, L, f"{a}.out_proj"), p
+
+    # ---- greedy generate (num_beams=1) ----
+    def max_length(self, cap=None):
+        """generation_config.max_length; GenerationMixin._prepare_generated_length: a max_length left at
+        GenerationConfig's default 20 means 20 new tokens (+ the decoder start), at most
+        max_position_embeddings; then capped by --max-length."""
+        m, src = self.g["max_length"], self.gen_source
+        if m == GENERATION_DEFAULTS["max_length"]:
+            m = min(m + 1, self.c["max_position_embeddings"])
+            src += " (default 20 + 1 start token)"
+        if cap is not None and cap < m:
+            m, src = cap, "--max-length"
+        return m, src
+
+
+class Marian(EncoderDecoderBlocks):
     def __init__(self, model_dir, ignore_stored_positions=False):
         self.dir = model_dir
         raw = json.load(open(os.path.join(model_dir, "config.json")))
@@ -447,16 +528,8 @@ class Marian:
         self.notes = []
         # token embeddings: MarianModel uses self.shared for encoder and decoder when
         # share_encoder_decoder_embeddings (the default); the tied names all point at one Parameter.
-        names = ["model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"]
-        present = [n for n in names if n in w]
         if c["share_encoder_decoder_embeddings"]:
-            if not present:
-                raise KeyError("no token embedding (model.shared.weight / model.*.embed_tokens.weight)")
-            emb = w[present[0]]
-            for n in present[1:]:
-                if not torch.equal(w[n], emb):
-                    self.notes.append(f"{n} differs from {present[0]} although tied; using {present[0]}")
-            self.enc_emb = self.dec_emb = emb
+            self.enc_emb = self.dec_emb = self._shared_embedding()[1]
         else:
             self.enc_emb = w["model.encoder.embed_tokens.weight"]
             self.dec_emb = w["model.decoder.embed_tokens.weight"]
@@ -490,21 +563,6 @@ class Marian:
         self.enc_heads, self.dec_heads = c["encoder_attention_heads"], c["decoder_attention_heads"]
         self._gen_settings()
 
-    def _layer(self, p, decoder):
-        w = self.w
-        parts = ["self_attn"] + (["encoder_attn"] if decoder else [])
-        L = {}
-        for a in parts:
-            for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-                L[f"{a}.{proj}.w"] = w[f"{p}.{a}.{proj}.weight"]
-                L[f"{a}.{proj}.b"] = w[f"{p}.{a}.{proj}.bias"]
-            L[f"{a}.ln.w"] = w[f"{p}.{a}_layer_norm.weight"]
-            L[f"{a}.ln.b"] = w[f"{p}.{a}_layer_norm.bias"]
-        for k in ("fc1", "fc2"):
-            L[f"{k}.w"], L[f"{k}.b"] = w[f"{p}.{k}.weight"], w[f"{p}.{k}.bias"]
-        L["final.ln.w"], L["final.ln.b"] = w[f"{p}.final_layer_norm.weight"], w[f"{p}.final_layer_norm.bias"]
-        return L
-
     def _gen_settings(self):
         """model.generation_config: generation_config.json when present (missing keys: GenerationConfig()'s
         defaults), else GenerationConfig.from_model_config(config.json + MarianConfig defaults)."""
@@ -520,27 +578,7 @@ class Marian:
             g["decoder_start_token_id"] = g["bos_token_id"]
         self.g = g
 
-    # ---- building blocks ----
-    @staticmethod
-    def _proj(x, L, name):
-        return F.linear(x, L[name + ".w"], L[name + ".b"])
-
-    def _heads(self, x, H):  # [T, d] -> [H, T, hd]
-        return x.view(x.shape[0], H, -1).transpose(0, 1)
-
-    def _attend(self, q, k, v, L, a, H, causal_offset=None):
-        """q [H, Tq, hd] (unscaled), k/v [H, Tk, hd]. MarianAttention: scores = (q k^T) * head_dim^-0.5 (+ mask),
-        softmax, weights @ v, heads concatenated, out_proj. causal_offset: query i sees keys <= offset + i."""
-        hd = q.shape[-1]
-        s = torch.matmul(q, k.transpose(1, 2)) * hd ** -0.5
-        if causal_offset is not None:
-            tq, tk = s.shape[1], s.shape[2]
-            allowed = torch.arange(tk)[None, :] <= (causal_offset + torch.arange(tq))[:, None]
-            s = s.masked_fill(~allowed, float("-inf"))
-        p = torch.softmax(s, dim=-1)
-        o = torch.matmul(p, v).transpose(0, 1).reshape(q.shape[1], -1)
-        return self._proj(o, L, f"{a}.out_proj"), p
-
+    # ---- building blocks (and those of EncoderDecoderBlocks) ----
     def _ffn(self, x, L):
         h = self._proj(x, L, "fc1")
         h = self.act(h)
@@ -562,7 +600,7 @@ class Marian:
             q = self._heads(self._proj(x, L, "self_attn.q_proj"), H)
             k = self._heads(self._proj(x, L, "self_attn.k_proj"), H)
             v = self._heads(self._proj(x, L, "self_attn.v_proj"), H)
-            o, p = self._attend(q, k, v, L, "self_attn", H)
+            o, p = self._attend(q, k, v, L, "self_attn")
             x = _ln(x + o, L["self_attn.ln.w"], L["self_attn.ln.b"])
             x = self._ffn(x, L)
             attns.append(p)
@@ -580,12 +618,12 @@ class Marian:
             q = self._heads(self._proj(y, L, "self_attn.q_proj"), H)
             k = self._heads(self._proj(y, L, "self_attn.k_proj"), H)
             v = self._heads(self._proj(y, L, "self_attn.v_proj"), H)
-            o, p = self._attend(q, k, v, L, "self_attn", H, causal_offset=0)
+            o, p = self._attend(q, k, v, L, "self_attn", causal_offset=0)
             y = _ln(y + o, L["self_attn.ln.w"], L["self_attn.ln.b"])
             q = self._heads(self._proj(y, L, "encoder_attn.q_proj"), H)
             k = self._heads(self._proj(enc, L, "encoder_attn.k_proj"), H)
             v = self._heads(self._proj(enc, L, "encoder_attn.v_proj"), H)
-            o, pc = self._attend(q, k, v, L, "encoder_attn", H)
+            o, pc = self._attend(q, k, v, L, "encoder_attn")
             y = _ln(y + o, L["encoder_attn.ln.w"], L["encoder_attn.ln.b"])
             y = self._ffn(y, L)
             sa.append(p)
@@ -623,10 +661,10 @@ class Marian:
                 k = torch.cat([cache["self_k"][i], k], dim=1)
                 v = torch.cat([cache["self_v"][i], v], dim=1)
             cache["self_k"][i], cache["self_v"][i] = k, v
-            o, p = self._attend(q, k, v, L, "self_attn", H)
+            o, p = self._attend(q, k, v, L, "self_attn")
             y = _ln(y + o, L["self_attn.ln.w"], L["self_attn.ln.b"])
             q = self._heads(self._proj(y, L, "encoder_attn.q_proj"), H)
-            o, pc = self._attend(q, cache["cross_k"][i], cache["cross_v"][i], L, "encoder_attn", H)
+            o, pc = self._attend(q, cache["cross_k"][i], cache["cross_v"][i], L, "encoder_attn")
             y = _ln(y + o, L["encoder_attn.ln.w"], L["encoder_attn.ln.b"])
             y = self._ffn(y, L)
             sa.append(p[:, 0])
@@ -634,19 +672,7 @@ class Marian:
         cache["past"] = t + 1
         return torch.addmv(self.flb, self.lm_head, y[0]), sa, ca
 
-    # ---- greedy generate (num_beams=1) ----
-    def max_length(self, cap=None):
-        """generation_config.max_length; GenerationMixin._prepare_generated_length: a max_length left at
-        GenerationConfig's default 20 means 20 new tokens (+ the decoder start), at most
-        max_position_embeddings; then capped by --max-length."""
-        m, src = self.g["max_length"], self.gen_source
-        if m == GENERATION_DEFAULTS["max_length"]:
-            m = min(m + 1, self.c["max_position_embeddings"])
-            src += " (default 20 + 1 start token)"
-        if cap is not None and cap < m:
-            m, src = cap, "--max-length"
-        return m, src
-
+    # ---- greedy generate (num_beams=1; max_length() from EncoderDecoderBlocks) ----
     def greedy(self, src_ids, max_length, cached=True, enc=None):
         """GenerationMixin greedy search: input_ids = [decoder_start]; each step the next-token logits go
         through the logits processors (NoBadWordsLogitsProcessor: bad_words_ids -> -inf, eos ids never
@@ -793,16 +819,21 @@ def _public(item):
     return collections.OrderedDict((k, v) for k, v in item.items() if not k.startswith("_"))
 
 
+def read_sentences(path):
+    """The lines of a UTF-8 file, split on "\\n" only; a final empty line dropped, a trailing "\\r" removed."""
+    with open(path, encoding="utf-8", newline="") as f:
+        sentences = f.read().split("\n")  # "\n" only (str.splitlines would also split on U+2028 etc.)
+    if sentences and sentences[-1] == "":
+        sentences.pop()
+    return [s[:-1] if s.endswith("\r") else s for s in sentences]
+
+
 def cmd_run(a):
     torch.set_grad_enabled(False)
     t0 = time.time()
     model = Marian(a.model, ignore_stored_positions=a.ignore_stored_positions)
     tok = MarianTok(a.model)
-    with open(a.sentences, encoding="utf-8", newline="") as f:
-        sentences = f.read().split("\n")  # "\n" only (str.splitlines would also split on U+2028 etc.)
-    if sentences and sentences[-1] == "":
-        sentences.pop()
-    sentences = [s[:-1] if s.endswith("\r") else s for s in sentences]
+    sentences = read_sentences(a.sentences)
     m, msrc = model.max_length(a.max_length)
     res = translate(model, tok, sentences, m, attentions=not a.no_attentions, check_recompute=a.check_recompute)
     out = {"config_used": config_used(model, tok, m, msrc), "sentences": [_public(r) for r in res]}

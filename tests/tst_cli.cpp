@@ -370,7 +370,8 @@ void TestCli::inspect() {
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_head +4 +attention heads")), qPrintable(r.out));
     QVERIFY(r.out.contains(QRegularExpression("\\n  scale_emb_or_prj +emb ")));
     // a value wider than its column still stands apart from its meaning ("interleavedsinusoid")
-    QVERIFY2(r.out.contains(QRegularExpression("\\n  pos_encoding +interleaved +sinusoid layout")), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QRegularExpression("\\n  pos_encoding +interleaved +positions: interleaved")),
+             qPrintable(r.out));
     // No --device: "auto", the GPU where LibTorch sees one (issue 29, scripts/gpu_check.sh), else the CPU.
     const QString autoDevice = attnlab::cudaAvailable() ? "cuda:0" : "cpu";
     QVERIFY2(r.out.contains("device         " + autoDevice + "\n"), qPrintable(r.out));

@@ -64,12 +64,8 @@ void TestMarian::initTestCase() {
 
 QString TestMarian::make(const QString& name, const QStringList& options) {
     const QString out = m_dir.path() + "/" + name;
-    QProcess p;
-    p.start(m_python, QStringList{QString(ATTNLAB_SOURCE_DIR) + "/scripts/marian_reference.py", "make", "--from",
-                                  m_opus, "--out", out} +
-                          options);
-    if (!p.waitForFinished(120000) || p.exitCode() != 0)
-        qFatal("marian_reference.py make failed: %s", p.readAllStandardError().constData());
+    attnlab::testing::runScript(m_python, "marian_reference.py",
+                                QStringList{"make", "--from", m_opus, "--out", out} + options);
     return out;
 }
 
@@ -78,11 +74,8 @@ json TestMarian::reference(const QString& dir, const std::vector<std::string>& s
     std::string text;
     for (const auto& s : sentences) text += s + "\n";
     attnlab::testing::writeFile(in.toStdString(), text);
-    QProcess p;
-    p.start(m_python, {QString(ATTNLAB_SOURCE_DIR) + "/scripts/marian_reference.py", "run", "--model", dir,
-                       "--sentences", in, "--out", out});
-    if (!p.waitForFinished(120000) || p.exitCode() != 0)
-        qFatal("marian_reference.py run failed: %s", p.readAllStandardError().constData());
+    attnlab::testing::runScript(m_python, "marian_reference.py",
+                                {"run", "--model", dir, "--sentences", in, "--out", out});
     return json::parse(attnlab::testing::readFile(out.toStdString()));
 }
 
@@ -199,7 +192,7 @@ void TestMarian::brokenDirectoriesAreNamed_data() {
     QTest::addColumn<QString>("breakage");
     QTest::addColumn<QString>("message");
     QTest::newRow("t5") << "t5"
-                        << "model_type 't5' is not supported";
+                        << "model_type 't5' (T5, mT5, MADLAD-400) is not supported";
     QTest::newRow("pre-layer-norm") << "prenorm"
                                     << "pre-layer-norm models are not supported";
     QTest::newRow("no target.spm") << "no-target-spm"

@@ -18,6 +18,7 @@ private Q_SLOTS:
     void rejectsOversizedTable();
     void halfLayoutMatchesFormula();
     void offsetShiftsPositions();
+    void fairseqLayoutMatchesFormula();
 };
 
 void TestPositionalEncoding::tableMatchesFormula_data() {
@@ -106,12 +107,44 @@ void TestPositionalEncoding::halfLayoutMatchesFormula() {
 
 // pos_offset: the table gains `offset` rows and token i adds row i + offset.
 void TestPositionalEncoding::offsetShiftsPositions() {
-    attnlab::model::PositionalEncoding pe(8, 20, /*half=*/false, /*offset=*/2);
+    attnlab::model::PositionalEncoding pe(8, 20, attnlab::model::PositionLayout::Interleaved, /*offset=*/2);
     QCOMPARE(pe->pos_table.sizes().vec(), (std::vector<int64_t>{1, 22, 8}));
     const auto y = pe(torch::zeros({1, 3, 8}));
     QVERIFY(torch::equal(y[0], attnlab::model::sinusoidTable(22, 8).slice(0, 2, 5)));
     const auto z = pe->forwardAt(torch::zeros({1, 1, 8}), 4);
     QVERIFY(torch::equal(z[0][0], attnlab::model::sinusoidTable(22, 8)[6]));
+}
+
+// fairseq's layout (M2M100, NLLB: M2M100SinusoidalPositionalEmbedding.get_embedding): column j <
+// d/2 is sin(pos * exp(-j ln(10000) / (d/2 - 1))), column d/2 + j the cosine of the same angle, a
+// zero column when d is odd. Checked against the formula in double precision: the table is made in
+// float32 as transformers makes it, so a row differs from the exact values by float32 rounding of
+// the angle (pos * 1 ulp), under 2e-5 for positions below 200.
+void TestPositionalEncoding::fairseqLayoutMatchesFormula() {
+    for (int d : {16, 15}) {
+        const auto t = attnlab::model::fairseqSinusoidTable(200, d);
+        QCOMPARE(t.size(1), int64_t(d));
+        const int half = d / 2;
+        for (int pos : {0, 1, 2, 7, 199})
+            for (int col = 0; col < d; ++col) {
+                if (col >= 2 * half) {
+                    QCOMPARE(t[pos][col].item<float>(), 0.0f);  // the odd width's zero column
+                    continue;
+                }
+                const int j = col < half ? col : col - half;
+                const double angle = pos * std::exp(-j * std::log(10000.0) / (half - 1));
+                const double expected = col < half ? std::sin(angle) : std::cos(angle);
+                QVERIFY2(std::abs(t[pos][col].item<float>() - expected) < 2e-5,
+                         qPrintable(QString("d %1 pos %2 col %3: %4 vs %5")
+                                        .arg(d)
+                                        .arg(pos)
+                                        .arg(col)
+                                        .arg(t[pos][col].item<float>())
+                                        .arg(expected)));
+            }
+    }
+    // Not Marian's: that timescale divides by d/2, this one by d/2 - 1.
+    QVERIFY(!torch::allclose(attnlab::model::fairseqSinusoidTable(20, 16), attnlab::model::halfSinusoidTable(20, 16)));
 }
 
 QTEST_APPLESS_MAIN(TestPositionalEncoding)

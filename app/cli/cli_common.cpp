@@ -42,6 +42,15 @@ void addCommon(CLI::App* cmd, CommonOptions& o) {
                   "before issue 25, for comparison)");
 }
 
+void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d) {
+    cmd->add_option("--src-lang", d.source_language,
+                    "Source language of a multilingual model, as it names them (en or __en__, eng_Latn, en_XX); "
+                    "default: the model's");
+    cmd->add_option("--tgt-lang", d.target_language,
+                    "Target language of a multilingual model (its token is forced as the first output); default: "
+                    "the model's");
+}
+
 std::string resolveModel(const std::string& given) {
     if (!given.empty()) return attnlab::resolveModelArgument(given);
     const std::string dir = attnlab::defaultModelDir();

@@ -17,6 +17,8 @@ struct CommonOptions {
 };
 
 void addCommon(CLI::App* cmd, CommonOptions& o);
+// --src-lang / --tgt-lang: a multilingual model's languages, as the model names them.
+void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d);
 // --model as given, or the bundled default; throws InputError when there is none.
 std::string resolveModel(const std::string& given);
 attnlab::Translator load(const CommonOptions& o);

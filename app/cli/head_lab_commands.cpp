@@ -161,6 +161,7 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
         ->capture_default_str();
     h.cmd->add_option("--limit", h.limit, "Use only the first N lines (0 = all)")->capture_default_str();
     h.cmd->add_option("--beam", h.decoding.beam_size, "Beam size of the model's own translations (default 1: greedy)");
+    addLanguages(h.cmd, h.decoding);
     h.cmd->add_option("--batch-size", h.decoding.max_batch_size, "Sentences decoded together (default 128)");
     h.decoding.beam_size = 1;
     h.decoding.max_batch_size = 128;  // greedy over a corpus: larger batches are ~25 % faster (docs/benchmarks.md)

@@ -308,6 +308,7 @@ void addEval(CLI::App& app, CommonOptions& common, EvalCommand& e) {
     eval->add_option("--ref", eval_ref, "Reference translations, one per line")->required();
     eval->add_option("--output", eval_hyp_out, "Also write the translations to this file, one per line");
     eval->add_option("--beam", eval_decoding.beam_size, "Beam size")->capture_default_str();
+    attnlab_cli::addLanguages(eval, eval_decoding);
     eval->add_option("--alpha", eval_decoding.length_penalty, "Length penalty")->capture_default_str();
     eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
     eval->add_flag("--reference-beam", eval_decoding.reference_beam,
@@ -330,6 +331,7 @@ void addCalibrate(CLI::App& app, CommonOptions& common, CalibrateCommand& c) {
     c.cmd->add_option("--percentile", c.percentile, "Share of the validation translations flagged, in %")
         ->capture_default_str();
     c.cmd->add_option("--beam", c.decoding.beam_size, "Beam size")->capture_default_str();
+    attnlab_cli::addLanguages(c.cmd, c.decoding);
     c.cmd->add_option("--alpha", c.decoding.length_penalty, "Length penalty")->capture_default_str();
 }
 
@@ -366,6 +368,7 @@ void addExplain(CLI::App& app, CommonOptions& common, ExplainCommand& e) {
     e.cmd->add_option("--query", e.cell.query, "Row of the map (query position), 0-based")->capture_default_str();
     e.cmd->add_option("--key", e.cell.key, "Column of the map (key position), 0-based")->capture_default_str();
     e.cmd->add_option("--beam", e.decoding.beam_size, "Beam size")->capture_default_str();
+    attnlab_cli::addLanguages(e.cmd, e.decoding);
     e.cmd->add_option("--alpha", e.decoding.length_penalty, "Length penalty")->capture_default_str();
     e.cmd->add_option("--max-len", e.decoding.max_length, "Longest output in tokens")->capture_default_str();
     e.cmd->add_option("--force-prefix", e.decoding.force_prefix, "Forced beginning of the translation");
@@ -409,8 +412,11 @@ int main(int argc, char** argv) {
     addCommon(inspect, common);
     std::string import_from, import_to;
     auto* import_cmd = app.add_subcommand(
-        "import", "Write a Hugging Face MarianMT directory (an OPUS-MT model) as an AttnLab package, once");
-    import_cmd->add_option("--from", import_from, "The MarianMT directory (config.json, weights, *.spm, vocab.json)")
+        "import",
+        "Write a Hugging Face directory (MarianMT / OPUS-MT, M2M100, NLLB-200, mBART-50) as an AttnLab package, once");
+    import_cmd
+        ->add_option("--from", import_from,
+                     "The Hugging Face directory (config.json, weights, the tokenizer's files) as downloaded")
         ->required();
     import_cmd->add_option("-o,--output", import_to, "The package directory to write")->required();
     addTrain(app, train);
@@ -444,9 +450,11 @@ int main(int argc, char** argv) {
         if (inspect->parsed()) return runInspect(common);
         if (import_cmd->parsed()) {
             const auto c = attnlab::importMarianModel(import_from, import_to);
-            std::cout << "imported " << c.source_lang << " -> " << c.target_lang << " (" << c.model.encoderLayers()
-                      << "+" << c.model.decoderLayers() << " layers, " << c.model.n_head << " heads, vocabulary "
-                      << c.model.n_trg_vocab << ") into " << import_to << "\n";
+            std::cout << "imported " << c.source_lang << " -> " << c.target_lang
+                      << (c.multilingual() ? " (default; " + std::to_string(c.languages.size()) + " languages)" : "")
+                      << " (" << c.model.encoderLayers() << "+" << c.model.decoderLayers() << " layers, "
+                      << c.model.n_head << " heads, vocabulary " << c.model.n_trg_vocab << ") into " << import_to
+                      << "\n";
             return 0;
         }
         if (train.cmd->parsed()) {

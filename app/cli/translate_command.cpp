@@ -222,6 +222,7 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
     translate->add_option("--text,-t", texts,
                           "Sentence to translate (repeatable); stdin when absent (translated as lines arrive)");
     translate->add_option("--beam", decoding.beam_size, "Beam size (1 = greedy)")->capture_default_str();
+    addLanguages(translate, decoding);
     translate->add_option("--alpha", decoding.length_penalty, "Length penalty: score / length^alpha")
         ->capture_default_str();
     translate->add_option("--max-len", decoding.max_length, "Longest output in tokens")->capture_default_str();

@@ -3,6 +3,7 @@
 #include "package/package_io.h"
 
 #include <attnlab/tokenizer.h>
+#include <QProcess>
 
 #include <torch/torch.h>
 
@@ -132,6 +133,13 @@ std::string readFile(const std::string& path) {
 void writeFile(const std::string& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << bytes;
+}
+
+void runScript(const QString& python, const QString& script, const QStringList& args, int seconds) {
+    QProcess p;
+    p.start(python, QStringList{QString(ATTNLAB_SOURCE_DIR) + "/scripts/" + script} + args);
+    if (!p.waitForFinished(seconds * 1000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+        qFatal("%s %s failed: %s", qPrintable(script), qPrintable(args.value(0)), p.readAllStandardError().constData());
 }
 
 }  // namespace attnlab::testing

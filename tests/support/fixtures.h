@@ -47,6 +47,10 @@ std::string writeHugeWeightPackage(const std::string& dir, const std::string& to
 std::string testDevice();
 QString testDeviceArg();
 
+// Runs scripts/<script> with `python` and `args`, waiting up to `seconds`; a failure stops the test
+// run with the script's stderr (qFatal): the reference scripts make what the tests compare with.
+void runScript(const QString& python, const QString& script, const QStringList& args, int seconds = 300);
+
 // The message of the exception of type E that `f` throws, or "(no exception)" (tests assert
 // errors by message).
 template <typename E = attnlab::Error, typename F>

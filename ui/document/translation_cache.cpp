@@ -7,7 +7,7 @@ namespace attnlab::ui {
 namespace {
 // A field of DecodingOptions not in the key would let a cached translation stand in for one made
 // with another value: a new option must be added below (and this size updated).
-static_assert(sizeof(DecodingOptions) == 144, "DecodingOptions changed: add its new field to TranslationCache::key");
+static_assert(sizeof(DecodingOptions) == 208, "DecodingOptions changed: add its new field to TranslationCache::key");
 
 void putText(std::ostringstream& out, const std::string& text) { out << text.size() << ':' << text << '|'; }
 }  // namespace
@@ -24,6 +24,9 @@ std::string TranslationCache::key(const std::string& model, const std::string& s
     for (const int id : o.force_prefix_ids) out << id << ',';
     out << '|';
     for (const auto& h : o.ablate) out << int(h.kind) << ':' << h.layer << ':' << h.head << ',';
+    out << '|';
+    putText(out, o.source_language);
+    putText(out, o.target_language);
     return out.str();
 }
 

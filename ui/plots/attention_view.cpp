@@ -281,7 +281,8 @@ bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
 int AttentionView::missingHeight() const {
     const int rows = int(m_map.size());
     if (rows == 0 || !m_plot->axisRect()->visible()) return 0;
-    return std::max(0, rows * kReadableRowPx - m_plot->axisRect()->height());
+    // A pixel a row to spare: the labels' font settles after the layout this asks for.
+    return std::max(0, rows * (kReadableRowPx + 1) - m_plot->axisRect()->height());
 }
 
 }  // namespace attnlab::ui

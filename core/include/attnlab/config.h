@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attnlab {
 
@@ -55,9 +56,15 @@ struct ModelConfig {
                                                // whatever else is set; none: no embedding scale
     std::string pos_encoding = "interleaved";  // interleaved: sin on even, cos on odd dimensions (the
                                                // paper); half: sines in the first half, cosines in the
-                                               // second (Marian, fairseq)
+                                               // second, timescale ln(10000)/(d/2) (Marian); fairseq: the
+                                               // same halves, timescale ln(10000)/(d/2 - 1) (M2M100,
+                                               // NLLB); learned: a table stored with the weights (mBART)
     int64_t pos_offset = 0;                    // the position of the first token
     bool logits_bias = false;                  // a bias vector added to the logits (final_logits_bias)
+    // Format 3: the pre-layer-norm Transformers (M2M100, NLLB-200, mBART).
+    std::string norm_position = "post";  // post: x = norm(x + sublayer(x)) (the paper, the reference);
+                                         // pre: x = x + sublayer(norm(x))
+    bool final_layer_norm = false;       // a layer norm after the last encoder and the last decoder layer
 
     int64_t encoderLayers() const { return n_layers; }
     int64_t decoderLayers() const { return n_dec_layers > 0 ? n_dec_layers : n_layers; }
@@ -77,14 +84,24 @@ struct ModelConfig {
                (emb_scale == "auto" && trg_emb_prj_weight_sharing && scale_emb_or_prj == "emb");
     }
     bool scalePrj() const { return trg_emb_prj_weight_sharing && scale_emb_or_prj == "prj"; }
+    bool preNorm() const { return norm_position == "pre"; }
+};
+
+// A multilingual model's language: the code a user names it by ("en", "eng_Latn", "en_XX"), the
+// token that stands for it ("__en__", "eng_Latn", "en_XX") and that token's id.
+struct LanguageToken {
+    std::string code;
+    std::string token;
+    int64_t id = 0;
 };
 
 // Everything config.json of a model package holds: the model's constructor arguments plus what
 // the translator needs to turn text into ids and back.
 struct PackageConfig {
     // 2 added the architecture fields of ModelConfig above, `tokenizer`, `num_beams` and
-    // `max_length`; a version-1 file reads with their defaults.
-    static constexpr int kFormatVersion = 2;
+    // `max_length`; 3 added norm_position, final_layer_norm, the positions fairseq and learned, and
+    // the languages of multilingual models. An older file reads with their defaults.
+    static constexpr int kFormatVersion = 3;
     static constexpr int kOldestFormatVersion = 1;
 
     int format_version = kFormatVersion;
@@ -106,8 +123,24 @@ struct PackageConfig {
     // model); 0 = AttnLab's defaults (DecodingOptions).
     int num_beams = 0;
     int max_length = 0;
+    // A multilingual model (NLLB-200, M2M100, mBART-50): its languages, in the tokenizer's order.
+    // The source gets the source language's token (before its pieces, or after </s> where
+    // language_token_position is "after_eos": NLLB's legacy_behaviour), and every translation
+    // starts with the target language's token, forced (forced_bos_token_id); source_lang and
+    // target_lang are then the codes used when none is asked for. Empty for other models.
+    std::vector<LanguageToken> languages;
+    std::string language_token_position = "first";  // first | after_eos
+
+    bool multilingual() const { return !languages.empty(); }
+    // The language a user names: its code or its token ("en" or "__en__"); null when the model has none.
+    const LanguageToken* findLanguage(const std::string& code_or_token) const;
+
+    static constexpr size_t kMaxLanguages = 4096;  // NLLB-200 has 202
 
     void validate() const;  // ModelConfig::validate plus the special ids; throws ConfigError
+
+private:
+    void validateLanguages() const;
 };
 
 }  // namespace attnlab

@@ -38,6 +38,11 @@ struct DecodingOptions {
     std::vector<HeadRef> ablate;
     // Fill TranslationResult::trace: every continuation the search scored at each step.
     bool record_trace = false;
+    // A multilingual model's languages (PackageConfig::languages), as the model names them ("en" or
+    // "__en__", "eng_Latn", "en_XX"); empty = the model's defaults. A model of one language pair
+    // refuses any other than its own. Checked by the translator (InputError listing the nearest codes).
+    std::string source_language;
+    std::string target_language;
 
     // Throws ConfigError naming the option that is out of range.
     void validate() const;

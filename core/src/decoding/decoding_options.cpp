@@ -25,6 +25,10 @@ void DecodingOptions::validate() const {
             "has no forced prefix)");
     if (reference_beam && record_trace)
         throw ConfigError("decoding options: record_trace cannot be used with reference_beam");
+    for (const auto* lang : {&source_language, &target_language})
+        if (lang->size() > 64)
+            throw ConfigError("decoding options: a language code of " + std::to_string(lang->size()) +
+                              " bytes; at most 64 are accepted");
     if (force_prefix.size() > 4096)
         throw ConfigError("decoding options: force_prefix is " + std::to_string(force_prefix.size()) +
                           " bytes long; at most 4096 are accepted");

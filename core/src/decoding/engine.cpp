@@ -1,5 +1,7 @@
 #include "decoding/engine.h"
 
+#include "package/hf_multilingual.h"
+#include "package/hf_weights.h"
 #include "package/marian_import.h"
 #include "package/package_io.h"
 #include "util/device.h"
@@ -18,6 +20,8 @@
 #include <chrono>
 #include <filesystem>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 namespace attnlab::decoding {
 namespace fs = std::filesystem;
@@ -41,14 +45,25 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     options.validate();
     setComputeThreads(options.num_threads);
     m_threads = requestedThreads(options.num_threads);
-    // An AttnLab package, or a Hugging Face MarianMT directory as it is downloaded.
+    // An AttnLab package, or a Hugging Face directory as it is downloaded: MarianMT, M2M100 / NLLB-200
+    // or mBART.
     const bool hugging_face = package::isHuggingFaceDirectory(dir);
-    m_config = hugging_face ? package::readMarianConfig(dir) : readPackageConfig(dir);
-    m_tokenizer = loadCodec(dir);
+    std::optional<package::MultilingualModel> multilingual;
+    if (hugging_face && package::isMultilingualDirectory(dir)) {
+        multilingual = package::readMultilingualModel(dir);
+        m_config = multilingual->config;
+        auto& t = multilingual->tokenizer;
+        m_tokenizer =
+            pieceVocabularyCodec({t.spm_path, std::move(t.pieces), std::move(t.special), int(m_config.unk_idx)});
+    } else {
+        m_config = hugging_face ? package::readMarianConfig(dir) : readPackageConfig(dir);
+        m_tokenizer = loadCodec(dir);
+    }
     translatingTorchErrors("loading the model", [&] {
         m_device = util::resolveDevice(options.device);
-        m_model = hugging_face ? package::loadMarianWeights(dir, m_config, &m_info.stored_dtype)
-                               : package::loadWeights(dir, m_config, &m_info.stored_dtype);
+        m_model = multilingual   ? package::loadHfWeights(dir, m_config, multilingual->family, &m_info.stored_dtype)
+                  : hugging_face ? package::loadMarianWeights(dir, m_config, &m_info.stored_dtype)
+                                 : package::loadWeights(dir, m_config, &m_info.stored_dtype);
         m_model->to(m_device);
         m_model->eval();
         m_model->setPackedInference(options.packed_weights);
@@ -79,7 +94,9 @@ std::unique_ptr<TextCodec> Engine::loadCodec(const std::string& dir) const {
     if (m_config.tokenizer == "marian") {
         if (m_config.model.n_src_vocab != m_config.model.n_trg_vocab)
             throw PackageError(dir + ": the marian tokenizer layout needs one vocabulary (n_src_vocab == n_trg_vocab)");
-        return marianCodec(dir, m_config.model.n_trg_vocab);
+        std::vector<int> languages;  // left out of decoded text
+        for (const auto& l : m_config.languages) languages.push_back(static_cast<int>(l.id));
+        return marianCodec(dir, m_config.model.n_trg_vocab, languages);
     }
     const std::string tok_path = (fs::path(dir) / package_files::kTokenizer).string();
     util::requireFile(tok_path);
@@ -238,26 +255,34 @@ std::optional<std::string> Engine::inputProblem(const std::string& sentence, Cle
         cleaned.encoding = encode(cleaned.text);
     }
     cleaned.word_of_piece = wordsOfPieces(sentence, cleaned.text, cleaned.origin, cleaned.encoding);
-    const size_t n = cleaned.encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0);
+    const size_t n = cleaned.encoding.ids.size() + (m_config.source_bos ? 1 : 0) + (m_config.source_eos ? 1 : 0) +
+                     (m_config.multilingual() ? 1 : 0);
     if (static_cast<int64_t>(n) > m_config.model.n_position)
         return "the sentence has " + std::to_string(n) + " pieces; this model accepts at most " +
                std::to_string(m_config.model.n_position) + " (n_position)";
     return std::nullopt;
 }
 
-Engine::Source Engine::prepare(const std::string& sentence) const {
+Engine::Source Engine::prepare(const std::string& sentence, int source_language) const {
     Cleaned c;
     if (auto why = inputProblem(sentence, c)) throw InputError(*why);
     Source s;
     s.text = sentence;
+    // [<s>] [language] pieces [</s>] [language]: the language token where the model puts it.
+    const bool language_first = source_language >= 0 && m_config.language_token_position == "first";
+    const bool language_last = source_language >= 0 && !language_first;
     if (m_config.source_bos) s.ids.push_back(static_cast<int>(m_config.bos_idx));
+    if (language_first) s.ids.push_back(source_language);
     s.ids.insert(s.ids.end(), c.encoding.ids.begin(), c.encoding.ids.end());
     if (m_config.source_eos) s.ids.push_back(static_cast<int>(m_config.eos_idx));
+    if (language_last) s.ids.push_back(source_language);
     for (int id : s.ids) s.pieces.push_back(m_tokenizer->idToPiece(id));
     if (!c.word_of_piece.empty()) {
-        if (m_config.source_bos) s.word_of_piece.push_back(-1);
+        const size_t before = (m_config.source_bos ? 1 : 0) + (language_first ? 1 : 0);
+        const size_t after = (m_config.source_eos ? 1 : 0) + (language_last ? 1 : 0);
+        s.word_of_piece.assign(before, -1);
         s.word_of_piece.insert(s.word_of_piece.end(), c.word_of_piece.begin(), c.word_of_piece.end());
-        if (m_config.source_eos) s.word_of_piece.push_back(-1);
+        s.word_of_piece.insert(s.word_of_piece.end(), after, -1);
     }
     if (!c.left_out.empty())
         s.warnings.push_back("characters not in the vocabulary, left out of the translation: " + joined(c.left_out));
@@ -282,7 +307,10 @@ SearchOptions Engine::searchOptions(const DecodingOptions& o, const std::vector<
     so.eos = m_config.eos_idx;
     // Padding and <s> are never generated: a generated pad would be masked as padding by the
     // decoder mask of the maps, and <s> only ever starts the decoder's input.
-    so.blocked = {m_config.model.trg_pad_idx, m_config.bos_idx};
+    // Padding and the start token are never generated, unless the start token is </s> itself
+    // (M2M100, NLLB, mBART start the decoder with </s>).
+    so.blocked = {m_config.model.trg_pad_idx};
+    if (m_config.bos_idx != m_config.eos_idx) so.blocked.push_back(m_config.bos_idx);
     so.forced = forcedTokens(o);
     // A forced prefix always fits: the cap grows to the prefix and one more token.
     for (size_t len : source_lengths)
@@ -290,7 +318,63 @@ SearchOptions Engine::searchOptions(const DecodingOptions& o, const std::vector<
     return so;
 }
 
+namespace {
+// Levenshtein distance, for the languages nearest to a name the model lacks.
+size_t editDistance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+}  // namespace
+
+int Engine::languageId(const std::string& name, const std::string& fallback, const char* side) const {
+    const std::string& wanted = name.empty() ? fallback : name;
+    if (const LanguageToken* l = m_config.findLanguage(wanted)) return static_cast<int>(l->id);
+    std::vector<std::pair<size_t, std::string>> near;
+    for (const auto& l : m_config.languages)
+        near.emplace_back(std::min(editDistance(wanted, l.code), editDistance(wanted, l.token)), l.code);
+    std::sort(near.begin(), near.end());
+    std::string list;
+    for (size_t i = 0; i < std::min<size_t>(5, near.size()); ++i) list += (i ? ", " : "") + near[i].second;
+    throw InputError(std::string("the ") + side + " language '" + util::forMessage(wanted) +
+                     "' is not one of this model's " + std::to_string(m_config.languages.size()) +
+                     " languages; the nearest: " + list);
+}
+
+Engine::LanguageIds Engine::languageIds(const DecodingOptions& o) const {
+    if (!m_config.multilingual()) {
+        // A model of one language pair translates that pair: another asked for is an error, not ignored.
+        for (const auto& [asked, own, side] : {std::tuple{o.source_language, m_config.source_lang, "source"},
+                                               std::tuple{o.target_language, m_config.target_lang, "target"}})
+            if (!asked.empty() && asked != own)
+                throw InputError(std::string("this model translates ") + m_config.source_lang + " into " +
+                                 m_config.target_lang + " only; the " + side + " language '" + util::forMessage(asked) +
+                                 "' is not one of its languages");
+        return {};
+    }
+    return {languageId(o.source_language, m_config.source_lang, "source"),
+            languageId(o.target_language, m_config.target_lang, "target")};
+}
+
+// A multilingual model's first output is the target language's token, forced (forced_bos_token_id);
+// a prefix that already starts with it (a what-if built from an earlier translation) keeps one.
 std::vector<int64_t> Engine::forcedTokens(const DecodingOptions& o) const {
+    std::vector<int64_t> forced = prefixTokens(o);
+    const int target = languageIds(o).target;
+    if (target >= 0 && (forced.empty() || forced.front() != target)) forced.insert(forced.begin(), target);
+    return forced;
+}
+
+std::vector<int64_t> Engine::prefixTokens(const DecodingOptions& o) const {
     if (isBlank(o.force_prefix)) {
         for (int id : o.force_prefix_ids)
             if (id < 0 || id >= m_info.vocab_size || id == m_config.model.trg_pad_idx || id == m_config.bos_idx ||
@@ -335,11 +419,12 @@ std::vector<TranslationResult> Engine::translate(const std::vector<std::string>&
 std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sentences, const DecodingOptions& o,
                                            const StepCallback& on_step, StepperKind kind) const {
     o.validate();
+    const LanguageIds languages = languageIds(o);
     std::vector<Source> sources;
     sources.reserve(sentences.size());
     for (size_t i = 0; i < sentences.size(); ++i) {
         try {
-            sources.push_back(prepare(sentences[i]));
+            sources.push_back(prepare(sentences[i], languages.source));
         } catch (const InputError& e) {
             throw InputError(sentences.size() == 1 ? e.what() : "sentence " + std::to_string(i + 1) + ": " + e.what());
         }

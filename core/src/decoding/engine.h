@@ -95,6 +95,8 @@ public:
     // The target ids of options.force_prefix (none when empty); throws InputError when the prefix
     // is longer than the model's positions or has characters the vocabulary lacks.
     std::vector<int64_t> forcedTokens(const DecodingOptions& options) const;
+    // The same without a multilingual model's forced language token.
+    std::vector<int64_t> prefixTokens(const DecodingOptions& options) const;
 
 private:
     struct Source {
@@ -116,8 +118,18 @@ private:
         std::vector<std::string> read_as_unknown;  // characters kept as <unk> (TextCodec::keepsUnknown)
     };
     std::optional<std::string> inputProblem(const std::string& sentence, Cleaned& cleaned, bool target = false) const;
-    Source prepare(const std::string& sentence) const;        // throws InputError
-    Source prepareTarget(const std::string& sentence) const;  // its pieces and </s>; throws InputError
+    // A multilingual model's language tokens for options' languages (-1 each for another model);
+    // throws InputError for a language the model lacks, naming the nearest ones.
+    struct LanguageIds {
+        int source = -1, target = -1;
+    };
+    LanguageIds languageIds(const DecodingOptions& o) const;
+    int languageId(const std::string& name, const std::string& fallback, const char* side) const;
+    // The source's ids: its pieces and </s>, with the language token where the model puts it.
+    Source prepare(const std::string& sentence, int source_language = -1) const;  // throws InputError
+    // The target's: the language token first (a multilingual model's forced first token), its
+    // pieces and </s>; throws InputError.
+    Source prepareTarget(const std::string& sentence, int target_language = -1) const;
     std::vector<TranslationResult> forceAll(const std::vector<Source>& sources, const std::vector<Source>& targets,
                                             const DecodingOptions& o, const StepCallback& on_batch) const;
     std::vector<TranslationResult> teacherForceBatch(const std::vector<const Source*>& sources,
@@ -132,7 +144,7 @@ private:
                                 const std::vector<const Source*>& targets) const;
     // Sources and targets prepared; throws InputError naming the pair (1-based).
     void preparePairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
-                      std::vector<Source>& src, std::vector<Source>& trg) const;
+                      const LanguageIds& languages, std::vector<Source>& src, std::vector<Source>& trg) const;
     // Pair indices by the lengths of both sides, shortest first (batches of like lengths pad little).
     static std::vector<size_t> lengthOrder(const std::vector<Source>& src, const std::vector<Source>& trg);
     int maxLength(size_t src_len, const DecodingOptions& o) const;

@@ -111,7 +111,7 @@ HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sour
                                             const StepCallback& on_batch) const {
     o.validate();
     std::vector<Source> src, trg;
-    preparePairs(sources, targets, src, trg);
+    preparePairs(sources, targets, languageIds(o), src, trg);
     const auto order = lengthOrder(src, trg);
     util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
     return util::translatingTorchErrors("computing head gradients", [&] {

@@ -16,16 +16,18 @@
 
 namespace attnlab::decoding {
 
-Engine::Source Engine::prepareTarget(const std::string& sentence) const {
+Engine::Source Engine::prepareTarget(const std::string& sentence, int target_language) const {
     Cleaned c;
     if (auto why = inputProblem(sentence, c, /*target=*/true)) throw InputError("target: " + *why);
     Source t;
     t.text = sentence;
-    t.ids.assign(c.encoding.ids.begin(), c.encoding.ids.end());
+    if (target_language >= 0) t.ids.push_back(target_language);
+    t.ids.insert(t.ids.end(), c.encoding.ids.begin(), c.encoding.ids.end());
     t.ids.push_back(static_cast<int>(m_config.eos_idx));
     for (int id : t.ids) t.pieces.push_back(m_tokenizer->idToPiece(id));
     if (!c.word_of_piece.empty()) {
-        t.word_of_piece = c.word_of_piece;
+        if (target_language >= 0) t.word_of_piece.push_back(-1);
+        t.word_of_piece.insert(t.word_of_piece.end(), c.word_of_piece.begin(), c.word_of_piece.end());
         t.word_of_piece.push_back(-1);  // </s>
     }
     if (!c.left_out.empty()) {
@@ -37,7 +39,7 @@ Engine::Source Engine::prepareTarget(const std::string& sentence) const {
 }
 
 void Engine::preparePairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
-                          std::vector<Source>& src, std::vector<Source>& trg) const {
+                          const LanguageIds& languages, std::vector<Source>& src, std::vector<Source>& trg) const {
     if (sources.size() != targets.size())
         throw InputError(std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) +
                          " targets");
@@ -45,8 +47,8 @@ void Engine::preparePairs(const std::vector<std::string>& sources, const std::ve
     trg.assign(targets.size(), {});
     for (size_t i = 0; i < sources.size(); ++i) {
         try {
-            src[i] = prepare(sources[i]);
-            trg[i] = prepareTarget(targets[i]);
+            src[i] = prepare(sources[i], languages.source);
+            trg[i] = prepareTarget(targets[i], languages.target);
         } catch (const InputError& e) {
             throw InputError("pair " + std::to_string(i + 1) + ": " + e.what());
         }
@@ -68,7 +70,7 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
     o.validate();
     util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
     std::vector<Source> src, trg;
-    preparePairs(sources, targets, src, trg);
+    preparePairs(sources, targets, languageIds(o), src, trg);
     return forceAll(src, trg, o, on_batch);
 }
 
@@ -77,9 +79,10 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<Translatio
     o.validate();
     util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(results.size(), size_t(o.max_batch_size))));
     std::vector<Source> src(results.size()), trg(results.size());
+    const int source_language = languageIds(o).source;
     for (size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
-        src[i] = prepare(r.source_text);
+        src[i] = prepare(r.source_text, source_language);
         if (r.best.ids.empty()) throw InputError("result " + std::to_string(i + 1) + " has no target tokens");
         trg[i].text = r.best.text;
         trg[i].ids = r.best.ids;

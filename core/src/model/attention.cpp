@@ -103,7 +103,8 @@ std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::T
     return {out, probs};
 }
 
-MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o) : n_head(o.n_head), d_k(o.d_k), d_v(o.d_v) {
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o)
+    : n_head(o.n_head), d_k(o.d_k), d_v(o.d_v), pre_norm(o.pre_norm) {
     using torch::nn::LinearOptions;
     const int64_t d_model = o.d_model;
     w_qs = register_module("w_qs", PackedLinear(LinearOptions(d_model, n_head * d_k).bias(o.bias)));
@@ -132,7 +133,7 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
                                                                        const torch::Tensor& v_heads,
                                                                        const torch::Tensor& mask) {
     const auto sz_b = q.size(0), len_q = q.size(1);
-    auto qh = splitHeads(w_qs(q), n_head, d_k);
+    auto qh = splitHeads(w_qs(pre_norm ? layer_norm(q) : q), n_head, d_k);
     auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
     auto [out, attn] =
         scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout, capture);
@@ -140,8 +141,16 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
         out = out * (head_keep.dim() == 2 ? head_keep.view({sz_b, -1, 1, 1}) : head_keep.view({1, -1, 1, 1}));
     out = out.transpose(1, 2).contiguous().view({sz_b, len_q, -1});
     out = dropout(fc(out));
-    out = layer_norm(out + q);
+    out = pre_norm ? out + q : layer_norm(out + q);
     return {out, attn};
+}
+
+torch::Tensor MultiHeadAttentionImpl::keysInput(const torch::Tensor& x) { return pre_norm ? layer_norm(x) : x; }
+
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::forwardSelf(const torch::Tensor& x,
+                                                                            const torch::Tensor& mask) {
+    const torch::Tensor kv = keysInput(x);
+    return attend(x, projectKeys(kv), projectValues(kv), mask);
 }
 
 std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::forward(const torch::Tensor& q, const torch::Tensor& k,

@@ -41,10 +41,14 @@ struct AttentionOptions {
     double attn_dropout = 0.1;
     bool bias = false;             // biases on w_qs, w_ks, w_vs and fc (Marian)
     double layer_norm_eps = 1e-6;  // the reference's
+    bool pre_norm = false;         // ModelConfig::norm_position "pre": x + attention(norm(x))
 };
 
 // ref: MultiHeadAttention — projections w_qs, w_ks, w_vs, fc (bias-free in the reference);
-// residual; post layer norm.
+// residual; post layer norm: norm(q + fc(attention)). With pre_norm (M2M100, NLLB, mBART) the
+// layer norm moves to the input instead: q + fc(attention(norm(q))), and a self-attention's keys
+// and values are projected from norm(x) too (keysInput); a cross-attention's encoder output is
+// taken as it is.
 class MultiHeadAttentionImpl : public torch::nn::Module {
 public:
     explicit MultiHeadAttentionImpl(const AttentionOptions& options);
@@ -54,6 +58,11 @@ public:
     std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& q, const torch::Tensor& k,
                                                     const torch::Tensor& v, const torch::Tensor& mask = {});
 
+    // Self-attention over x (queries, keys and values from it).
+    std::pair<torch::Tensor, torch::Tensor> forwardSelf(const torch::Tensor& x, const torch::Tensor& mask = {});
+    // What a self-attention's keys and values are projected from: norm(x) with pre_norm, else x.
+    torch::Tensor keysInput(const torch::Tensor& x);
+
     // For cached decoding: keys/values projected and split into heads, [b,n_head,l,d_k|d_v].
     torch::Tensor projectKeys(const torch::Tensor& k);
     torch::Tensor projectValues(const torch::Tensor& v);
@@ -62,6 +71,7 @@ public:
                                                    const torch::Tensor& v_heads, const torch::Tensor& mask);
 
     int64_t n_head, d_k, d_v;
+    bool pre_norm = false;
     PackedLinear w_qs{nullptr}, w_ks{nullptr}, w_vs{nullptr}, fc{nullptr};
     FastDropout attn_dropout{nullptr}, dropout{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};

@@ -13,17 +13,18 @@ PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(const LayerOptions& o) 
     activation = o.activation == "swish"  ? Activation::Swish
                  : o.activation == "gelu" ? Activation::Gelu
                                           : Activation::Relu;
+    pre_norm = o.attention.pre_norm;
 }
 
 torch::Tensor PositionwiseFeedForwardImpl::forward(const torch::Tensor& x) {
-    auto h = w_1(x);
+    auto h = w_1(pre_norm ? layer_norm(x) : x);
     switch (activation) {
     case Activation::Relu: h = torch::relu(h); break;
     case Activation::Swish: h = torch::silu(h); break;
     case Activation::Gelu: h = torch::gelu(h); break;  // the exact (erf) form, as Hugging Face's "gelu"
     }
     auto y = dropout(w_2(h));
-    return layer_norm(y + x);
+    return pre_norm ? y + x : layer_norm(y + x);
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& o) {
@@ -32,7 +33,7 @@ EncoderLayerImpl::EncoderLayerImpl(const LayerOptions& o) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-    auto [out, attn] = slf_attn(x, x, x, mask);
+    auto [out, attn] = slf_attn->forwardSelf(x, mask);
     return {pos_ffn(out), attn};
 }
 
@@ -46,7 +47,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderLayerImpl::forwar
                                                                                   const torch::Tensor& enc_output,
                                                                                   const torch::Tensor& slf_mask,
                                                                                   const torch::Tensor& enc_mask) {
-    auto [h, slf] = slf_attn(x, x, x, slf_mask);
+    auto [h, slf] = slf_attn->forwardSelf(x, slf_mask);
     auto [c, cross] = enc_attn(h, enc_output, enc_output, enc_mask);
     return {pos_ffn(c), slf, cross};
 }
@@ -61,8 +62,9 @@ void DecoderLayerImpl::initCache(LayerCache& cache, const torch::Tensor& enc_out
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderLayerImpl::step(const torch::Tensor& x,
                                                                                LayerCache& cache,
                                                                                const torch::Tensor& enc_mask) {
-    auto k = slf_attn->projectKeys(x);
-    auto v = slf_attn->projectValues(x);
+    const auto kv = slf_attn->keysInput(x);
+    auto k = slf_attn->projectKeys(kv);
+    auto v = slf_attn->projectValues(kv);
     cache.self_k = cache.self_k.defined() ? torch::cat({cache.self_k, k}, 2) : k;
     cache.self_v = cache.self_v.defined() ? torch::cat({cache.self_v, v}, 2) : v;
     auto [h, slf] = slf_attn->attend(x, cache.self_k, cache.self_v, torch::Tensor());

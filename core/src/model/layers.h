@@ -17,13 +17,14 @@ struct LayerOptions {
 };
 
 // ref: PositionwiseFeedForward — w_2(act(w_1(x))), dropout, residual, post layer norm; act is
-// relu in the reference.
+// relu in the reference. Pre-norm (ModelConfig::norm_position): x + w_2(act(w_1(norm(x)))).
 class PositionwiseFeedForwardImpl : public torch::nn::Module {
 public:
     PositionwiseFeedForwardImpl(const LayerOptions& options);
     torch::Tensor forward(const torch::Tensor& x);
 
     enum class Activation { Relu, Swish, Gelu } activation = Activation::Relu;
+    bool pre_norm = false;
     PackedLinear w_1{nullptr}, w_2{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
     FastDropout dropout{nullptr};

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace attnlab::model {
 
 torch::Tensor sinusoidTable(int64_t n_position, int64_t d_hid) {
@@ -32,11 +34,41 @@ torch::Tensor halfSinusoidTable(int64_t n_position, int64_t d_hid) {
     return torch::cat({t.index({Slice(), Slice(0, None, 2)}), t.index({Slice(), Slice(1, None, 2)})}, 1);
 }
 
-PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_hid, int64_t n_position, bool half, int64_t offset)
+torch::Tensor fairseqSinusoidTable(int64_t n_position, int64_t d_hid) {
+    const int64_t half = d_hid / 2;
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+    const double step = std::log(10000.0) / double(std::max<int64_t>(half - 1, 1));
+    auto freq =
+        torch::exp(torch::arange(half, torch::TensorOptions().dtype(torch::kInt64)).to(torch::kFloat32) * -step);
+    auto angles = torch::arange(n_position, f32).unsqueeze(1) * freq.unsqueeze(0);
+    auto table = torch::cat({torch::sin(angles), torch::cos(angles)}, 1);
+    if (d_hid % 2 == 1) table = torch::cat({table, torch::zeros({n_position, 1}, f32)}, 1);
+    return table;
+}
+
+PositionLayout positionLayout(const std::string& name) {
+    if (name == "interleaved") return PositionLayout::Interleaved;
+    if (name == "half") return PositionLayout::Half;
+    if (name == "fairseq") return PositionLayout::Fairseq;
+    if (name == "learned") return PositionLayout::Learned;
+    throw ConfigError("pos_encoding '" + name + "' is not one of interleaved | half | fairseq | learned");
+}
+
+namespace {
+torch::Tensor tableOf(PositionLayout layout, int64_t rows, int64_t d_hid) {
+    switch (layout) {
+    case PositionLayout::Half: return halfSinusoidTable(rows, d_hid);
+    case PositionLayout::Fairseq: return fairseqSinusoidTable(rows, d_hid);
+    case PositionLayout::Learned: return torch::zeros({rows, d_hid});
+    case PositionLayout::Interleaved: break;
+    }
+    return sinusoidTable(rows, d_hid);
+}
+}  // namespace
+
+PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_hid, int64_t n_position, PositionLayout layout, int64_t offset)
     : first_position(offset) {
-    const int64_t rows = n_position + offset;
-    pos_table =
-        register_buffer("pos_table", (half ? halfSinusoidTable(rows, d_hid) : sinusoidTable(rows, d_hid)).unsqueeze(0));
+    pos_table = register_buffer("pos_table", tableOf(layout, n_position + offset, d_hid).unsqueeze(0));
 }
 
 torch::Tensor PositionalEncodingImpl::forward(const torch::Tensor& x) { return forwardAt(x, 0); }

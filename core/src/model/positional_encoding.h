@@ -2,6 +2,8 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <string>
+
 namespace attnlab::model {
 
 // The sinusoid table of the paper, [n_position, d_hid]:
@@ -12,12 +14,24 @@ torch::Tensor sinusoidTable(int64_t n_position, int64_t d_hid);
 // (Marian, fairseq): column j < d/2 is column 2j of sinusoidTable, column d/2 + j is column 2j + 1.
 torch::Tensor halfSinusoidTable(int64_t n_position, int64_t d_hid);
 
+// fairseq's table (M2M100, NLLB: M2M100SinusoidalPositionalEmbedding.get_embedding): sines in the
+// first half, cosines in the second, frequencies exp(-i ln(10000) / (d/2 - 1)), a zero column
+// when d_hid is odd; computed in float32 in transformers' order of operations, so that its rows
+// are the very floats the model was run with.
+torch::Tensor fairseqSinusoidTable(int64_t n_position, int64_t d_hid);
+
+// ModelConfig::pos_encoding.
+enum class PositionLayout { Interleaved, Half, Fairseq, Learned };
+PositionLayout positionLayout(const std::string& pos_encoding);  // throws ConfigError for another name
+
 // ref: PositionalEncoding — the table is a (persistent) buffer named pos_table, 1 x n_position x d_hid.
 // `offset` is the position of the first token (ModelConfig::pos_offset): the table then has
-// n_position + offset rows and token i adds row i + offset. `half` picks halfSinusoidTable.
+// n_position + offset rows and token i adds row i + offset. A learned table starts as zeros and is
+// read with the weights.
 class PositionalEncodingImpl : public torch::nn::Module {
 public:
-    PositionalEncodingImpl(int64_t d_hid, int64_t n_position, bool half = false, int64_t offset = 0);
+    PositionalEncodingImpl(int64_t d_hid, int64_t n_position, PositionLayout layout = PositionLayout::Interleaved,
+                           int64_t offset = 0);
     // x: [batch, len, d_hid]; adds the first len rows.
     torch::Tensor forward(const torch::Tensor& x);
     // x: [batch, len, d_hid] holding positions offset .. offset+len-1 (incremental decoding).

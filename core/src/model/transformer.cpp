@@ -22,13 +22,19 @@ LayerOptions layerOptions(const ModelConfig& cfg, bool decoder) {
     o.attention.dropout = cfg.dropout;
     o.attention.bias = cfg.attn_bias;
     o.attention.layer_norm_eps = cfg.layer_norm_eps;
+    o.attention.pre_norm = cfg.preNorm();
     o.d_inner = decoder ? cfg.decoderInner() : cfg.d_inner;
     o.activation = cfg.ffn_activation;
     return o;
 }
 
 PositionalEncoding makePositional(const ModelConfig& cfg) {
-    return PositionalEncoding(cfg.d_word_vec, cfg.n_position, cfg.pos_encoding == "half", cfg.pos_offset);
+    return PositionalEncoding(cfg.d_word_vec, cfg.n_position, positionLayout(cfg.pos_encoding), cfg.pos_offset);
+}
+
+// The layer norm after a stack's last layer (ModelConfig::final_layer_norm): null without one.
+torch::nn::LayerNorm makeFinalNorm(const ModelConfig& cfg) {
+    return cfg.final_layer_norm ? makeLayerNorm(cfg.d_model, cfg.layer_norm_eps) : torch::nn::LayerNorm(nullptr);
 }
 
 // The embedding's layer norm (ModelConfig::emb_layer_norm): applied when the module has one.
@@ -47,6 +53,7 @@ EncoderImpl::EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_emb
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
     for (int64_t i = 0; i < cfg.encoderLayers(); ++i) layer_stack->push_back(EncoderLayer(layerOptions(cfg, false)));
     if (cfg.emb_layer_norm) layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model, cfg.layer_norm_eps));
+    if (cfg.final_layer_norm) final_layer_norm = register_module("final_layer_norm", makeFinalNorm(cfg));
 }
 
 const torch::Tensor& EncoderImpl::embeddingWeight() const {
@@ -68,7 +75,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& src_seq, const torch::Te
         x = out;
         if (attns) attns->push_back(attn);
     }
-    return x;
+    return normalized(final_layer_norm, x);
 }
 
 // ---------------------------------------------------------------- Decoder
@@ -91,6 +98,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& cfg) : m_emb_scale(cfg.scaleEmb() ? 
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
     for (int64_t i = 0; i < cfg.decoderLayers(); ++i) layer_stack->push_back(DecoderLayer(layerOptions(cfg, true)));
     if (cfg.emb_layer_norm) layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model, cfg.layer_norm_eps));
+    if (cfg.final_layer_norm) final_layer_norm = register_module("final_layer_norm", makeFinalNorm(cfg));
 }
 
 torch::Tensor DecoderImpl::embed(const torch::Tensor& seq, int64_t offset) {
@@ -111,7 +119,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& trg_seq, const torch::Te
             attns->cross.push_back(cross);
         }
     }
-    return x;
+    return normalized(final_layer_norm, x);
 }
 
 DecoderState DecoderImpl::initState(const torch::Tensor& enc_output, const torch::Tensor& src_mask) {
@@ -134,7 +142,7 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& tokens, DecoderState& state
         }
     }
     ++state.length;
-    return x;
+    return normalized(final_layer_norm, x);
 }
 
 // ---------------------------------------------------------------- Transformer
@@ -191,24 +199,28 @@ std::string TransformerImpl::firstNonFiniteStage(const torch::Tensor& src_seq, c
     if (bad(x)) return "the encoder's embedding";
     for (size_t i = 0; i < encoder->layer_stack->size(); ++i) {
         auto* l = encoder->layer_stack[i]->as<EncoderLayer>();
-        x = l->slf_attn(x, x, x, src_mask).first;
+        x = l->slf_attn->forwardSelf(x, src_mask).first;
         if (bad(x)) return layer("encoder", i, "self-attention");
         x = l->pos_ffn(x);
         if (bad(x)) return layer("encoder", i, "feed-forward");
     }
+    x = normalized(encoder->final_layer_norm, x);
+    if (bad(x)) return "the encoder's final layer norm";
     const auto enc = x;
     auto trg_mask = decoderMask(trg_seq, m_cfg.trg_pad_idx);
     x = decoder->embed(trg_seq, 0);
     if (bad(x)) return "the decoder's embedding";
     for (size_t i = 0; i < decoder->layer_stack->size(); ++i) {
         auto* l = decoder->layer_stack[i]->as<DecoderLayer>();
-        x = l->slf_attn(x, x, x, trg_mask).first;
+        x = l->slf_attn->forwardSelf(x, trg_mask).first;
         if (bad(x)) return layer("decoder", i, "self-attention");
         x = l->enc_attn(x, enc, enc, src_mask).first;
         if (bad(x)) return layer("decoder", i, "cross-attention");
         x = l->pos_ffn(x);
         if (bad(x)) return layer("decoder", i, "feed-forward");
     }
+    x = normalized(decoder->final_layer_norm, x);
+    if (bad(x)) return "the decoder's final layer norm";
     auto logits = project(x, as_trained);
     if (bad(logits)) return "the output projection";
     // Finite logits further apart than a float can hold.

@@ -41,7 +41,8 @@ public:
     PositionalEncoding position_enc{nullptr};
     FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
-    torch::nn::LayerNorm layer_norm{nullptr};  // after embedding + position; null without emb_layer_norm
+    torch::nn::LayerNorm layer_norm{nullptr};        // after embedding + position; null without emb_layer_norm
+    torch::nn::LayerNorm final_layer_norm{nullptr};  // after the last layer; null without final_layer_norm
     // Set around one pass by the engine (saliency, decoding/gradients.cpp); not owned: the scaled word
     // embeddings (before the positional encoding) are detached into a leaf that needs a gradient and
     // stored here, so that the gradient of an output with respect to them can be taken.
@@ -78,6 +79,7 @@ public:
     FastDropout dropout{nullptr};
     torch::nn::ModuleList layer_stack{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};
+    torch::nn::LayerNorm final_layer_norm{nullptr};  // after the last layer; null without final_layer_norm
     // As EncoderImpl::embedded, for the target's scaled word embeddings.
     torch::Tensor* embedded = nullptr;
     // The first stage of forward() and step(): tokens at positions offset, offset + 1, ...

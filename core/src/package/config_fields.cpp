@@ -53,11 +53,18 @@ const std::vector<ModelConfigField>& modelConfigFields() {
          "embedding scale: auto = as scale_emb_or_prj says, sqrt_d_model = always x sqrt(d_model) (Marian), none", 0, 0,
          "auto|sqrt_d_model|none", 2},
         {"pos_encoding", &C::pos_encoding,
-         "sinusoid layout: interleaved = sin on even, cos on odd dimensions (the paper); half = sines in the first "
-         "half, cosines in the second (Marian, fairseq)",
-         0, 0, "interleaved|half", 2},
+         "positions: interleaved = sin on even, cos on odd dimensions (the paper); half = sines in the first half, "
+         "cosines in the second, timescale ln(10000)/(d/2) (Marian); fairseq = the same halves, timescale "
+         "ln(10000)/(d/2 - 1) (M2M100, NLLB); learned = a table stored with the weights (mBART)",
+         0, 0, "interleaved|half|fairseq|learned", 2},
         {"pos_offset", &C::pos_offset, "the position of the first token in the sinusoid table", 0, 8192, "", 2},
         {"logits_bias", &C::logits_bias, "a bias vector added to the logits (Marian's final_logits_bias)", 0, 0, "", 2},
+        {"norm_position", &C::norm_position,
+         "where each sub-layer's layer norm sits: post = norm(x + sublayer(x)) (the paper), pre = x + "
+         "sublayer(norm(x)) (M2M100, NLLB, mBART)",
+         0, 0, "post|pre", 3},
+        {"final_layer_norm", &C::final_layer_norm,
+         "a layer norm after the last encoder and the last decoder layer (the pre-norm models: true)", 0, 0, "", 3},
     };
     return fields;
 }

@@ -1,5 +1,8 @@
 #include "package/marian_import.h"
 
+#include "package/hf_config.h"
+#include "package/hf_multilingual.h"
+#include "package/hf_weights.h"
 #include "package/package_io.h"
 #include "package/safetensors.h"
 #include "package/torch_bin.h"
@@ -29,9 +32,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kSafetensors = "model.safetensors";
-constexpr const char* kTorchBin = "pytorch_model.bin";
-constexpr const char* kGenerationConfig = "generation_config.json";
 constexpr const char* kTokenizerConfig = "tokenizer_config.json";
 // The card read for the languages: OPUS-MT's are a few kB (docs/reliability.md).
 constexpr size_t kMaxCardBytes = 1u << 20;
@@ -40,50 +40,6 @@ constexpr size_t kMaxCardLanguage = 40;  // "de+en+fr…": a longer value is not
 std::string trimmed(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
     return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
-json readJson(const std::string& path) { return util::parseJson(util::readSmallFile(path, 4u << 20), path); }
-
-// Typed reads of a Hugging Face config.json, each error naming the file and the key.
-struct HfConfig {
-    json j;
-    std::string path;
-
-    [[noreturn]] void fail(const std::string& m) const { throw PackageError(path + ": " + m); }
-    bool has(const char* key) const { return j.contains(key) && !j.at(key).is_null(); }
-    int64_t integer(const char* key) const {
-        if (!has(key)) fail(std::string("missing '") + key + "'");
-        const json& v = j.at(key);
-        if (!v.is_number_integer()) fail(std::string("'") + key + "' must be an integer, not " + v.dump());
-        return v.get<int64_t>();
-    }
-    int64_t integer(const char* key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
-    // A count or width that must be there and at least 1 (AttnLab's own config reads 0 in
-    // n_dec_layers / d_dec_inner as "as the encoder"; in Hugging Face's there is no such 0).
-    int64_t positive(const char* key) const {
-        const int64_t v = integer(key);
-        if (v < 1) fail(std::string("'") + key + "' is " + std::to_string(v) + "; it must be at least 1");
-        return v;
-    }
-    bool boolean(const char* key, bool fallback) const {
-        if (!has(key)) return fallback;
-        const json& v = j.at(key);
-        if (!v.is_boolean()) fail(std::string("'") + key + "' must be true or false, not " + v.dump());
-        return v.get<bool>();
-    }
-    std::string string(const char* key, const std::string& fallback) const {
-        if (!has(key)) return fallback;
-        const json& v = j.at(key);
-        if (!v.is_string()) fail(std::string("'") + key + "' must be a string, not " + v.dump());
-        return v.get<std::string>();
-    }
-};
-
-std::string activationOf(const HfConfig& c) {
-    const std::string a = c.string("activation_function", "gelu");
-    if (a == "swish" || a == "silu") return "swish";
-    if (a == "relu" || a == "gelu") return a;
-    c.fail("activation_function '" + util::forMessage(a) + "' is not supported (relu, swish/silu and gelu are)");
 }
 
 // A language code as a card writes it ("en", "de+en", "zh_Hant"): short, letters, digits, _ + , -.
@@ -139,16 +95,6 @@ std::pair<std::string, std::string> languagesOf(const std::string& dir) {
     return {"src", "tgt"};
 }
 
-// num_beams and max_length: generation_config.json when present, else config.json.
-void decodingDefaults(const std::string& dir, const HfConfig& c, PackageConfig& pc) {
-    const fs::path gc = fs::path(dir) / kGenerationConfig;
-    const HfConfig from = util::optionalFilePresent(gc.string()) ? HfConfig{readJson(gc.string()), gc.string()} : c;
-    if (!from.j.is_object()) from.fail("expected a JSON object");
-    pc.num_beams = static_cast<int>(std::clamp<int64_t>(from.integer("num_beams", c.integer("num_beams", 0)), 0, 64));
-    pc.max_length =
-        static_cast<int>(std::clamp<int64_t>(from.integer("max_length", c.integer("max_length", 0)), 0, 4096));
-}
-
 void checkBadWords(const HfConfig& c, int64_t pad) {
     if (!c.has("bad_words_ids")) return;
     const json& b = c.j.at("bad_words_ids");
@@ -195,22 +141,13 @@ namespace {
 PackageConfig mapMarianConfig(const HfConfig& c) {
     if (!c.j.is_object()) c.fail("expected a JSON object");
     const std::string type = c.string("model_type", "");
-    if (type != "marian")
-        c.fail("model_type '" + util::forMessage(type) +
-               "' is not supported: AttnLab opens MarianMT models (model_type \"marian\", as OPUS-MT's)");
+    if (type != "marian") refuseModelType(c, type);
     if (c.boolean("normalize_before", false))
         c.fail(
             "normalize_before is true: pre-layer-norm models are not supported (AttnLab's model is post-layer-norm)");
     if (c.boolean("add_final_layer_norm", false))
         c.fail("add_final_layer_norm is true: a final layer norm after the stacks is not supported");
-    const int64_t heads = c.integer("encoder_attention_heads");
-    if (c.integer("decoder_attention_heads") != heads)
-        c.fail("encoder_attention_heads (" + std::to_string(heads) + ") and decoder_attention_heads (" +
-               std::to_string(c.integer("decoder_attention_heads")) + ") differ; AttnLab needs one head count");
-    const int64_t d_model = c.integer("d_model");
-    if (heads <= 0 || d_model <= 0 || d_model % heads != 0)
-        c.fail("d_model " + std::to_string(d_model) + " is not a positive multiple of the " + std::to_string(heads) +
-               " heads");
+    const auto [d_model, heads] = widthAndHeads(c);
     const int64_t vocab = c.integer("vocab_size");
     if (c.integer("decoder_vocab_size", vocab) != vocab)
         c.fail("decoder_vocab_size differs from vocab_size: separate target vocabularies are not supported yet");
@@ -220,23 +157,10 @@ PackageConfig mapMarianConfig(const HfConfig& c) {
     pc.target_lang = "tgt";
     ModelConfig& m = pc.model;
     m.n_src_vocab = m.n_trg_vocab = vocab;
-    m.src_pad_idx = m.trg_pad_idx = c.integer("pad_token_id");
-    m.d_word_vec = m.d_model = d_model;
-    m.n_head = heads;
-    m.d_k = m.d_v = d_model / heads;
-    m.n_layers = c.positive("encoder_layers");
-    m.n_dec_layers = c.positive("decoder_layers");
-    m.d_inner = c.positive("encoder_ffn_dim");
-    m.d_dec_inner = c.positive("decoder_ffn_dim");
-    m.dropout = 0.1;
+    mapBartDimensions(c, d_model, heads, m);
     m.n_position = c.integer("max_position_embeddings", 512);
     m.emb_src_trg_weight_sharing = c.boolean("share_encoder_decoder_embeddings", true);
-    m.trg_emb_prj_weight_sharing = c.boolean("tie_word_embeddings", true);
-    m.scale_emb_or_prj = "none";
-    m.emb_scale = c.boolean("scale_embedding", false) ? "sqrt_d_model" : "none";
     m.ffn_activation = activationOf(c);
-    m.attn_bias = true;
-    m.layer_norm_eps = 1e-5;   // torch.nn.LayerNorm's default, which MarianMTModel uses
     m.emb_layer_norm = false;  // MarianEncoder/MarianDecoder have no layer norm on the embeddings
     m.pos_encoding = "half";   // MarianSinusoidalPositionalEmbedding
     m.pos_offset = 0;
@@ -288,205 +212,10 @@ PackageConfig readMarianConfig(const std::string& dir) {
     return pc;
 }
 
-std::string marianWeightsPath(const std::string& dir) {
-    for (const char* name : {kSafetensors, kTorchBin}) {
-        const fs::path p = fs::path(dir) / name;
-        if (util::optionalFilePresent(p.string())) return p.string();  // names a folder or FIFO there
-    }
-    throw PackageError(dir +
-                       ": has neither model.safetensors nor pytorch_model.bin (the weights; with git, "
-                       "`git lfs pull` fetches them)");
-}
-
-namespace {
-
-// One tensor of the file, under its name without the "model." prefix.
-using Named = std::map<std::string, torch::Tensor>;
-
-// A file `git clone` left as a Git LFS pointer (git-lfs not installed, or not pulled).
-void refuseLfsPointer(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string head(24, '\0');
-    in.read(head.data(), std::streamsize(head.size()));
-    if (head.rfind("version https://git-lfs", 0) == 0)
-        throw PackageError(path +
-                           ": is a Git LFS pointer, not the weights: install git-lfs and run `git lfs pull` in "
-                           "the model's directory");
-}
-
-Named readAll(const std::string& path) {
-    refuseLfsPointer(path);
-    Named out;
-    auto put = [&](const std::string& stored, torch::Tensor t) {
-        const std::string name = stored.rfind("model.", 0) == 0 ? stored.substr(6) : stored;
-        if (!out.emplace(name, std::move(t)).second)
-            throw PackageError(path + ": holds '" + util::forMessage(name) +
-                               "' twice (with and without the 'model.' prefix)");
-    };
-    if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0) {
-        for (auto& [name, t] : readTorchBin(path)) put(name, t);
-        return out;
-    }
-    const safetensors::Header header = safetensors::readHeader(path);
-    for (const auto& t : header.tensors) {
-        if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
-            throw PackageError(path + ": tensor '" + util::forMessage(t.name) + "' has dtype " + t.dtype +
-                               "; expected F32, F16 or BF16");
-        std::vector<char> bytes = safetensors::readTensorBytes(header, t);
-        const auto dtype = t.dtype == "F32" ? torch::kFloat32 : t.dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
-        put(t.name, torch::from_blob(bytes.data(), t.shape, torch::TensorOptions().dtype(dtype)).clone());
-    }
-    return out;
-}
-
-// Hugging Face's names inside one layer -> AttnLab's (the reference's module names).
-const std::vector<std::pair<std::string, std::string>>& layerNames() {
-    static const std::vector<std::pair<std::string, std::string>> names = {
-        {"self_attn.q_proj", "slf_attn.w_qs"},
-        {"self_attn.k_proj", "slf_attn.w_ks"},
-        {"self_attn.v_proj", "slf_attn.w_vs"},
-        {"self_attn.out_proj", "slf_attn.fc"},
-        {"self_attn_layer_norm", "slf_attn.layer_norm"},
-        {"encoder_attn.q_proj", "enc_attn.w_qs"},
-        {"encoder_attn.k_proj", "enc_attn.w_ks"},
-        {"encoder_attn.v_proj", "enc_attn.w_vs"},
-        {"encoder_attn.out_proj", "enc_attn.fc"},
-        {"encoder_attn_layer_norm", "enc_attn.layer_norm"},
-        {"fc1", "pos_ffn.w_1"},
-        {"fc2", "pos_ffn.w_2"},
-        {"final_layer_norm", "pos_ffn.layer_norm"},
-    };
-    return names;
-}
-
-// "encoder.layers.3.fc1.weight" <-> "encoder.layer_stack.3.pos_ffn.w_1.weight"; empty when the
-// name is not a layer's.
-std::string renameLayerTensor(const std::string& name, bool to_attnlab) {
-    for (const char* stack : {"encoder.", "decoder."}) {
-        const std::string from_prefix = std::string(stack) + (to_attnlab ? "layers." : "layer_stack.");
-        const std::string to_prefix = std::string(stack) + (to_attnlab ? "layer_stack." : "layers.");
-        if (name.rfind(from_prefix, 0) != 0) continue;
-        const size_t dot = name.find('.', from_prefix.size());
-        if (dot == std::string::npos) return {};
-        const std::string index = name.substr(from_prefix.size(), dot - from_prefix.size());
-        const std::string rest = name.substr(dot + 1);
-        for (const auto& [hf, ours] : layerNames()) {
-            const std::string& a = to_attnlab ? hf : ours;
-            const std::string& b = to_attnlab ? ours : hf;
-            if (rest.rfind(a + ".", 0) == 0) return to_prefix + index + "." + b + rest.substr(a.size());
-        }
-    }
-    return {};
-}
-
-// The Hugging Face names that may hold one of AttnLab's tied or embedding tensors, in the order
-// they are taken; every other one present must be equal to the first.
-std::map<std::string, std::vector<std::string>> embeddingSources(const ModelConfig& c) {
-    std::map<std::string, std::vector<std::string>> s;
-    auto& target = s["decoder.trg_word_emb.weight"];
-    target = {"decoder.embed_tokens.weight", "shared.weight"};
-    if (c.emb_src_trg_weight_sharing)
-        target.push_back("encoder.embed_tokens.weight");
-    else
-        s["encoder.src_word_emb.weight"] = {"encoder.embed_tokens.weight"};
-    if (c.trg_emb_prj_weight_sharing)
-        target.push_back("lm_head.weight");
-    else
-        s["trg_word_prj.weight"] = {"lm_head.weight"};
-    return s;
-}
-
-std::string shapeOf(const torch::Tensor& t) {
-    return util::shapeString(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
-}
-
-}  // namespace
+std::string marianWeightsPath(const std::string& dir) { return hfWeightFiles(dir).front(); }
 
 model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype) {
-    const std::string path = marianWeightsPath(dir);
-    auto fail = [&](const std::string& m) -> void { throw PackageError(path + ": " + m); };
-    Named file = readAll(path);
-    std::set<std::string> dtypes;
-    for (const auto& [name, t] : file) {
-        const auto type = t.scalar_type();
-        if (type != torch::kFloat32 && type != torch::kFloat16 && type != torch::kBFloat16)
-            fail("tensor '" + util::forMessage(name) + "' is " + std::string(c10::toString(type)) +
-                 ", not F32, F16 or BF16");
-        dtypes.insert(type == torch::kFloat32 ? "F32" : type == torch::kFloat16 ? "F16" : "BF16");
-    }
-
-    Named ours;  // AttnLab name -> tensor
-    std::set<std::string> used = {"encoder.embed_positions.weight", "decoder.embed_positions.weight"};  // recomputed
-    for (const auto& [name, sources] : embeddingSources(config.model)) {
-        std::string first;
-        for (const auto& s : sources) {
-            auto it = file.find(s);
-            if (it == file.end()) continue;
-            used.insert(s);
-            if (first.empty()) {
-                first = s;
-                ours[name] = it->second;
-            } else if (!torch::equal(it->second.to(torch::kFloat32), file.at(first).to(torch::kFloat32))) {
-                fail("'" + s + "' differs from '" + first + "', though config.json ties them");
-            }
-        }
-        if (first.empty()) fail("missing tensor '" + sources.front() + "' (or any of its tied copies)");
-    }
-    if (auto it = file.find("final_logits_bias"); it != file.end()) {
-        used.insert(it->first);
-        ours["final_logits_bias"] = it->second.reshape({-1});
-    } else {
-        ours["final_logits_bias"] = torch::zeros({config.model.n_trg_vocab});  // a buffer some savers leave out
-    }
-    for (const auto& [name, t] : file) {
-        if (used.count(name)) continue;
-        const std::string mine = renameLayerTensor(name, true);
-        if (mine.empty()) fail("unexpected tensor '" + util::forMessage(name) + "': not part of a MarianMTModel");
-        ours[mine] = t;
-    }
-    file.clear();  // each tensor now lives once, in `ours`, until it is copied into the model
-
-    // Every name and shape checked against config.json before the model is built: a config that
-    // disagrees with its weights must not make the loader allocate what it asks for.
-    const TensorShapes expected = expectedTensors(config.model);
-    for (const auto& [name, shape] : expected) {
-        if (name.size() > 10 && name.compare(name.size() - 10, 10, ".pos_table") == 0) continue;
-        const std::string hf = renameLayerTensor(name, false);
-        auto it = ours.find(name);
-        if (it == ours.end()) fail("missing tensor '" + (hf.empty() ? name : hf) + "'");
-        if (it->second.sizes().vec() != shape)
-            fail("tensor '" + (hf.empty() ? name : hf) + "' has shape " + shapeOf(it->second) +
-                 " but config.json needs " + util::shapeString(shape));
-    }
-    if (ours.size() + 2 != expected.size()) {  // + the two position tables, recomputed
-        std::set<std::string> names;
-        for (const auto& e : expected) names.insert(e.first);
-        for (const auto& [name, t] : ours)
-            if (!names.count(name)) {
-                const std::string hf = renameLayerTensor(name, false);
-                fail("unexpected tensor '" + (hf.empty() ? name : hf) + "' (config.json's layers have no such tensor)");
-            }
-    }
-
-    model::Transformer model(config.model);
-    model->eval();
-    std::map<std::string, torch::Tensor> targets;
-    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
-    torch::NoGradGuard no_grad;
-    for (auto it = ours.begin(); it != ours.end(); it = ours.erase(it)) {  // each one freed once copied
-        auto value = it->second.to(torch::kFloat32);
-        if (!torch::isfinite(value).all().item<bool>()) {
-            const std::string hf = renameLayerTensor(it->first, false);
-            fail("tensor '" + (hf.empty() ? it->first : hf) + "' contains NaN or infinite values");
-        }
-        targets.at(it->first).copy_(value);
-    }
-    if (stored_dtype) {
-        std::string d;
-        for (const auto& x : dtypes) d += (d.empty() ? "" : "+") + x;
-        *stored_dtype = d;
-    }
-    return model;
+    return loadHfWeights(dir, config, "MarianMTModel", stored_dtype);
 }
 
 std::string marianModelCard(const std::string& dir, const PackageConfig& c) {
@@ -512,7 +241,24 @@ namespace attnlab {
 namespace fs = std::filesystem;
 
 namespace {
+// A multilingual directory: its SentencePiece model as both sides' and vocab.json written from the
+// tokenizer's ids (the "marian" layout), the languages in config.json.
+PackageConfig importMultilingual(const std::string& from_dir, const std::string& package_dir) {
+    const package::MultilingualModel mm = package::readMultilingualModel(from_dir);
+    model::Transformer model = package::loadHfWeights(from_dir, mm.config, mm.family);
+    package::SaveOptions so;
+    so.extra_files[package_files::kModelCard] = package::multilingualModelCard(from_dir, mm);
+    nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+    for (size_t id = 0; id < mm.tokenizer.pieces.size(); ++id) vocab[mm.tokenizer.pieces[id]] = id;
+    so.extra_files[marian_files::kVocab] = vocab.dump(1) + "\n";
+    so.copied_as[marian_files::kSourceSpm] = mm.tokenizer.spm_path;
+    so.copied_as[marian_files::kTargetSpm] = mm.tokenizer.spm_path;
+    package::savePackage(package_dir, mm.config, model, "", so);
+    return mm.config;
+}
+
 PackageConfig importChecked(const std::string& from_dir, const std::string& package_dir) {
+    if (package::isMultilingualDirectory(from_dir)) return importMultilingual(from_dir, package_dir);
     const PackageConfig config = package::readMarianConfig(from_dir);
     // The tokenizer files are checked (and the vocabulary read) before anything is written.
     (void)marianCodec(from_dir, config.model.n_trg_vocab);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <type_traits>
 
@@ -71,6 +72,41 @@ void PackageConfig::validate() const {
                           "'; expected sentencepiece | marian");
     requireRange<int>("num_beams", num_beams, 0, 64, o);
     requireRange<int>("max_length", max_length, 0, 4096, o);
+    validateLanguages();
+}
+
+const LanguageToken* PackageConfig::findLanguage(const std::string& name) const {
+    for (const auto& l : languages)
+        if (l.code == name || l.token == name) return &l;
+    return nullptr;
+}
+
+void PackageConfig::validateLanguages() const {
+    if (language_token_position != "first" && language_token_position != "after_eos")
+        throw ConfigError("package config: language_token_position is '" + util::forMessage(language_token_position) +
+                          "'; expected first | after_eos");
+    if (languages.empty()) return;
+    if (languages.size() > kMaxLanguages)
+        throw ConfigError("package config: " + std::to_string(languages.size()) + " languages; at most " +
+                          std::to_string(kMaxLanguages) + " are read");
+    std::set<std::string> names;
+    std::set<int64_t> ids;
+    for (const auto& l : languages) {
+        if (l.code.empty() || l.token.empty() || l.code.size() > 64 || l.token.size() > 64)
+            throw ConfigError("package config: a language's code and token must be 1 to 64 bytes ('" +
+                              util::forMessage(l.code) + "', '" + util::forMessage(l.token) + "')");
+        requireRange<int64_t>(("the id of language " + l.code).c_str(), l.id, 0, model.n_trg_vocab - 1,
+                              "package config");
+        if (!ids.insert(l.id).second)
+            throw ConfigError("package config: two languages have the id " + std::to_string(l.id));
+        for (const auto* n : {&l.code, &l.token})
+            if (!names.insert(*n).second && !(n == &l.token && l.token == l.code))
+                throw ConfigError("package config: the language '" + util::forMessage(*n) + "' is listed twice");
+    }
+    for (const auto* side : {&source_lang, &target_lang})
+        if (!findLanguage(*side))
+            throw ConfigError("package config: the default language '" + util::forMessage(*side) +
+                              "' is not one of the model's languages");
 }
 
 // ------------------------------------------------------------------ config.json
@@ -108,6 +144,26 @@ struct Reader {
         return v.get<std::string>();
     }
 };
+
+// "languages": [{"code": "en", "token": "__en__", "id": 128022}, ...] and
+// "language_token_position" (format 3; both optional: a model of one language pair has neither).
+void readLanguages(const Reader& r, PackageConfig& c) {
+    if (r.j.contains("language_token_position")) c.language_token_position = r.string("language_token_position");
+    if (!r.j.contains("languages")) return;
+    const json& list = r.get("languages");
+    if (!list.is_array()) r.fail("'languages' must be a list");
+    if (list.size() > PackageConfig::kMaxLanguages)
+        r.fail("'languages' has " + std::to_string(list.size()) + " entries; at most " +
+               std::to_string(PackageConfig::kMaxLanguages) + " are read");
+    for (size_t i = 0; i < list.size(); ++i) {
+        const json& e = list[i];
+        const std::string where = "languages[" + std::to_string(i) + "]";
+        if (!e.is_object() || !e.contains("code") || !e.contains("token") || !e.contains("id") ||
+            !e["code"].is_string() || !e["token"].is_string() || !e["id"].is_number_integer())
+            r.fail(where + " must be {\"code\": text, \"token\": text, \"id\": integer}");
+        c.languages.push_back({e["code"].get<std::string>(), e["token"].get<std::string>(), e["id"].get<int64_t>()});
+    }
+}
 }  // namespace
 
 PackageConfig packageConfigFromJson(const std::string& text, const std::string& origin) {
@@ -157,6 +213,7 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
         c.num_beams = static_cast<int>(r.integer("num_beams", 0));
         c.max_length = static_cast<int>(r.integer("max_length", 0));
     }
+    if (c.format_version >= 3) readLanguages(r, c);
     try {
         c.validate();
     } catch (const ConfigError& e) {
@@ -180,6 +237,10 @@ std::string packageConfigToJson(const PackageConfig& c) {
     j["tokenizer"] = c.tokenizer;
     j["num_beams"] = c.num_beams;
     j["max_length"] = c.max_length;
+    json languages = json::array();
+    for (const auto& l : c.languages) languages.push_back({{"code", l.code}, {"token", l.token}, {"id", l.id}});
+    j["languages"] = languages;
+    j["language_token_position"] = c.language_token_position;
     return j.dump(2) + "\n";
 }
 

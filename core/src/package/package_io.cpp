@@ -49,6 +49,7 @@ TensorShapes expectedTensors(const ModelConfig& c) {
         ffn(p + ".pos_ffn", c.decoderInner());
     }
     if (c.emb_layer_norm) ln("decoder.layer_norm");
+    if (c.final_layer_norm) ln("decoder.final_layer_norm");
     if (!c.emb_src_trg_weight_sharing) t.push_back({"encoder.src_word_emb.weight", {c.n_src_vocab, c.d_word_vec}});
     for (int64_t i = 0; i < c.encoderLayers(); ++i) {
         const std::string p = "encoder.layer_stack." + std::to_string(i);
@@ -56,6 +57,7 @@ TensorShapes expectedTensors(const ModelConfig& c) {
         ffn(p + ".pos_ffn", c.d_inner);
     }
     if (c.emb_layer_norm) ln("encoder.layer_norm");
+    if (c.final_layer_norm) ln("encoder.final_layer_norm");
     if (!c.trg_emb_prj_weight_sharing) t.push_back({"trg_word_prj.weight", {c.n_trg_vocab, D}});
     if (c.logits_bias) t.push_back({"final_logits_bias", {c.n_trg_vocab}});
     const int64_t rows = c.n_position + c.pos_offset;
@@ -89,7 +91,7 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
         expected_names.insert(name);
         const auto* t = header.find(name);
         if (!t) {
-            if (isBuffer(name)) continue;  // derivable from the config
+            if (isBuffer(name) && config.model.pos_encoding != "learned") continue;  // derivable from the config
             fail("missing tensor '" + name + "'");
         }
         if (t->shape != shape)
@@ -167,6 +169,7 @@ void savePackage(const std::string& dir, const PackageConfig& config, model::Tra
         writeWeights(tmp / package_files::kWeights, model, options.dtype);
         if (!tokenizer_model.empty()) util::copyFile(tokenizer_model, (tmp / package_files::kTokenizer).string());
         for (const auto& f : options.copied_files) util::copyFile(f, (tmp / fs::path(f).filename()).string());
+        for (const auto& [name, f] : options.copied_as) util::copyFile(f, (tmp / name).string());
         for (const auto& [name, content] : options.extra_files) writeText(tmp / name, content);
     });
 }

@@ -29,6 +29,7 @@ struct SaveOptions {
     std::map<std::string, std::string> extra_files;  // name -> content (MODEL_CARD.md, logs ...)
     std::vector<std::string> copied_files;           // files copied in under their own names (an
                                                      // imported model's source.spm, target.spm, vocab.json)
+    std::map<std::string, std::string> copied_as;    // name in the package -> the file copied there
 };
 
 // Writes config.json, model.safetensors and a copy of tokenizer_model (unless empty: the "marian"

@@ -162,6 +162,17 @@ std::vector<char> readTensorBytes(const Header& h, const TensorInfo& t) {
     return out;
 }
 
+void readTensorRange(const Header& h, const TensorInfo& t, uint64_t offset, uint64_t count, char* out) {
+    if (offset > t.end - t.begin || count > t.end - t.begin - offset)
+        throw InternalError("safetensors: a range outside tensor '" + t.name + "'");
+    std::ifstream in(h.path, std::ios::binary);
+    if (!in) fail(h.path, "cannot be opened");
+    in.seekg(static_cast<std::streamoff>(h.data_offset + t.begin + offset));
+    in.read(out, static_cast<std::streamsize>(count));
+    if (!in || static_cast<uint64_t>(in.gcount()) != count)
+        fail(h.path, "tensor '" + util::forMessage(t.name) + "' is truncated");
+}
+
 void write(const std::string& path, const std::vector<TensorView>& tensors,
            const std::map<std::string, std::string>& metadata) {
     json j = json::object();

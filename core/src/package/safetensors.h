@@ -39,6 +39,8 @@ Header readHeader(const std::string& path);
 Header parseHeader(const std::string& bytes, const std::string& origin, uint64_t file_size);
 // Reads one tensor's bytes (the header must come from readHeader on the same, unchanged file).
 std::vector<char> readTensorBytes(const Header& header, const TensorInfo& tensor);
+// Reads `count` bytes of one tensor from byte `offset` of it into `out` (a chunk of a large tensor).
+void readTensorRange(const Header& header, const TensorInfo& tensor, uint64_t offset, uint64_t count, char* out);
 
 struct TensorView {
     std::string name;

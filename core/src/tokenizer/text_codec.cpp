@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <unordered_set>
 
 namespace attnlab {
 namespace fs = std::filesystem;
@@ -46,7 +47,7 @@ std::vector<std::string> utf8Characters(const std::string& s) {
 
 class MarianCodec final : public TextCodec {
 public:
-    MarianCodec(const std::string& dir, int64_t vocab_size)
+    MarianCodec(const std::string& dir, int64_t vocab_size, const std::vector<int>& special)
         : m_source(load((fs::path(dir) / marian_files::kSourceSpm).string())),
           m_target(load((fs::path(dir) / marian_files::kTargetSpm).string())),
           m_vocab(readMarianVocab((fs::path(dir) / marian_files::kVocab).string(), vocab_size)),
@@ -55,6 +56,17 @@ public:
         for (const auto& [piece, id] : m_vocab) m_pieces[id] = piece;
         m_unk = m_vocab.at("<unk>");
         m_special = {m_vocab.at("</s>"), m_vocab.at("<pad>"), m_unk};
+        m_special.insert(special.begin(), special.end());
+    }
+    explicit MarianCodec(PieceVocabulary v)
+        : m_source(load(v.spm_path)),
+          m_target(load(v.spm_path)),
+          m_vocab_size(static_cast<int>(v.pieces.size())),
+          m_pieces(std::move(v.pieces)) {
+        for (size_t id = 0; id < m_pieces.size(); ++id) m_vocab.emplace(m_pieces[id], static_cast<int>(id));
+        m_unk = v.unk;
+        m_special.insert(v.special.begin(), v.special.end());
+        m_special.insert(m_unk);
     }
 
     Encoding encodeSource(const std::string& text) const override {
@@ -83,7 +95,7 @@ public:
     std::string decode(const std::vector<int>& ids) const override {
         std::vector<std::string> pieces;
         for (int id : ids)
-            if (std::find(m_special.begin(), m_special.end(), id) == m_special.end()) pieces.push_back(idToPiece(id));
+            if (!m_special.count(id)) pieces.push_back(idToPiece(id));
         std::string text = m_target->decodePieces(pieces);
         // Pieces the target model lacks come back as themselves: their '▁' becomes a space, as
         // MarianTokenizer.convert_tokens_to_string does.
@@ -124,7 +136,7 @@ private:
     int m_vocab_size = 0;
     std::vector<std::string> m_pieces;  // id -> piece
     int m_unk = 0;
-    std::vector<int> m_special;
+    std::unordered_set<int> m_special;  // left out of decoded text
 };
 
 }  // namespace
@@ -133,8 +145,12 @@ std::unique_ptr<TextCodec> sentencePieceCodec(std::unique_ptr<Tokenizer> tokeniz
     return std::make_unique<SentencePieceCodec>(std::move(tokenizer));
 }
 
-std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size) {
-    return std::make_unique<MarianCodec>(dir, vocab_size);
+std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size, const std::vector<int>& special) {
+    return std::make_unique<MarianCodec>(dir, vocab_size, special);
+}
+
+std::unique_ptr<TextCodec> pieceVocabularyCodec(PieceVocabulary vocabulary) {
+    return std::make_unique<MarianCodec>(std::move(vocabulary));
 }
 
 namespace {

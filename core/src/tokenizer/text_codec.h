@@ -55,7 +55,19 @@ std::unordered_map<std::string, int> readMarianVocab(const std::string& path, in
 // token; the rest is encoded with the side's SentencePiece model; pieces map through vocab.json,
 // a piece missing from it is <unk>. Decoding: ids -> pieces, special tokens dropped, the target
 // model's DecodePieces, '▁' -> ' ', trimmed. Throws PackageError naming the file that is wrong.
-std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size);
+// `special`: more ids left out of decoded text (a multilingual package's language tokens).
+std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_size,
+                                       const std::vector<int>& special = {});
+
+// The same codec over one SentencePiece model for both sides and a vocabulary given id by id (a
+// Hugging Face multilingual directory: package/hf_multilingual.h builds it from its tokenizer's files).
+struct PieceVocabulary {
+    std::string spm_path;
+    std::vector<std::string> pieces;  // id -> piece, every id of the model
+    std::vector<int> special;         // ids left out of decoded text besides <unk>
+    int unk = 3;
+};
+std::unique_ptr<TextCodec> pieceVocabularyCodec(PieceVocabulary vocabulary);
 
 // The language code a MarianTokenizer keeps whole (">>fra<<" at the start of the text, up to the
 // first "<<") and the rest of the text, untouched.
