@@ -9,6 +9,8 @@
 
 #include "data/corpus.h"
 #include "decoding/search.h"
+#include "package/hf_multilingual.h"
+#include "package/hf_weights.h"
 #include "package/marian_import.h"
 #include "package/package_io.h"
 #include "package/safetensors.h"
@@ -418,6 +420,52 @@ void marianDirectory(const uint8_t* data, size_t size) {
         (void)codec->decode(e.ids);
         (void)codec->idToPiece(int(config.eos_idx));
         (void)attnlab::package::loadMarianWeights(dir, config);
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// A multilingual directory's text files: config.json, special_tokens_map.json,
+// tokenizer_config.json, added_tokens.json, vocab.json and model.safetensors.index.json,
+// separated by kPackagePartSeparator (a missing part: no such file), beside a fixed
+// sentencepiece.bpe.model (marianFixture's source model) and one fixed shard. readMultilingualModel
+// (config mapped, the tokenizer's ids laid out and checked against vocab_size, the languages), the
+// codec over them (an encoding and a decoding), the sharded index's file list. What is accepted
+// keeps every id inside the vocabulary and every language id a piece of its own.
+void multilingualDirectory(const uint8_t* data, size_t size) {
+    static const std::string dir = [] {
+        const std::string d = attnlab::fuzz::scratch("multilingual") + "/nllb";
+        fs::create_directories(d);
+        fs::copy_file(marianFixture() + "/" + attnlab::marian_files::kSourceSpm, d + "/sentencepiece.bpe.model",
+                      fs::copy_options::overwrite_existing);
+        fs::copy_file(marianFixture() + "/model.safetensors", d + "/model-00001-of-00001.safetensors",
+                      fs::copy_options::overwrite_existing);
+        return d;
+    }();
+    const auto parts = splitParts(std::string_view(reinterpret_cast<const char*>(data), size), 6);
+    auto part = [&](size_t i) {
+        return i < parts.size() && !parts[i].empty() ? std::optional<std::string>(parts[i]) : std::nullopt;
+    };
+    const char* names[] = {"config.json", "special_tokens_map.json",     "tokenizer_config.json", "added_tokens.json",
+                           "vocab.json",  "model.safetensors.index.json"};
+    placeOrRemove(dir + "/" + names[0], part(0).value_or(""));
+    for (size_t i = 1; i < 6; ++i) placeOrRemove(dir + "/" + names[i], part(i));
+    try {
+        (void)attnlab::package::hfWeightFiles(dir);
+    } catch (const attnlab::Error&) {
+    }
+    try {
+        if (!attnlab::package::isMultilingualDirectory(dir)) return;
+        attnlab::package::MultilingualModel m = attnlab::package::readMultilingualModel(dir);
+        const int64_t vocab = m.config.model.n_trg_vocab;
+        if (int64_t(m.tokenizer.pieces.size()) != vocab) __builtin_trap();
+        for (const auto& l : m.config.languages)
+            if (l.id < 0 || l.id >= vocab || m.tokenizer.pieces[size_t(l.id)] != l.token) __builtin_trap();
+        const auto codec = attnlab::pieceVocabularyCodec({m.tokenizer.spm_path, std::move(m.tokenizer.pieces),
+                                                          std::move(m.tokenizer.special), int(m.config.unk_idx)});
+        const attnlab::Encoding e = codec->encodeSource("Ein Mann läuft über die Wiese.");
+        for (const int id : e.ids)
+            if (id < 0 || id >= codec->vocabSize()) __builtin_trap();
+        (void)codec->decode(e.ids);
     } catch (const attnlab::Error&) {
     }
 }

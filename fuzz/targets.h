@@ -23,8 +23,10 @@ void torchBin(const uint8_t* data, size_t size);          // a whole pytorch_mod
 void marianConfig(const uint8_t* data, size_t size);      // a Hugging Face MarianMT config.json
 void marianDirectory(const uint8_t* data, size_t size);   // a MarianMT directory: config + vocab (+ generation and
                                                           // tokenizer config) beside fixed tokenizers and weights
-void safetensorsValues(const uint8_t* data, size_t size);  // a whole model.safetensors loaded for a tiny config,
-                                                           // then two greedy steps
-void lessonAtSize(const uint8_t* data, size_t size);       // a lesson expanded to up to the reader's caps
+void safetensorsValues(const uint8_t* data, size_t size);      // a whole model.safetensors loaded for a tiny config,
+                                                               // then two greedy steps
+void lessonAtSize(const uint8_t* data, size_t size);           // a lesson expanded to up to the reader's caps
+void multilingualDirectory(const uint8_t* data, size_t size);  // an M2M100 / NLLB / mBART directory's config,
+                                                               // tokenizer files and sharded index
 
 }  // namespace attnlab::fuzz

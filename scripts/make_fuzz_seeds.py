@@ -244,6 +244,27 @@ for name, parts in (("config-vocab", [tiny_marian, marian_vocab]),
     put("fuzz_marian_dir", name + ".bin", SEPARATOR.join(json.dumps(p).encode() for p in parts))
 
 
+# A multilingual directory (fuzz_multilingual_dir): config.json, special_tokens_map.json,
+# tokenizer_config.json, added_tokens.json, vocab.json and model.safetensors.index.json, separated
+# (an empty part: no such file); the harness holds a SentencePiece model of 40 pieces and one shard.
+nllb = {"model_type": "m2m_100", "d_model": 8, "encoder_layers": 1, "decoder_layers": 1,
+        "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 8, "decoder_ffn_dim": 8,
+        "vocab_size": 48, "pad_token_id": 1, "eos_token_id": 2, "decoder_start_token_id": 2,
+        "max_position_embeddings": 32, "scale_embedding": True, "activation_function": "relu"}
+nllb_langs = {"additional_special_tokens": ["eng_Latn", "deu_Latn", "fra_Latn", "ita_Latn", "spa_Latn"]}
+nllb_tok = {"tokenizer_class": "NllbTokenizer", "src_lang": "eng_Latn", "tgt_lang": "deu_Latn"}
+index = {"metadata": {"total_size": 4096}, "weight_map": {"model.shared.weight": "model-00001-of-00001.safetensors"}}
+m2m_vocab = {p: i for i, p in enumerate(["<s>", "<pad>", "</s>", "<unk>", "\u2581Ein", "\u2581Mann", "\u2581A", "."])}
+m2m_langs = {"additional_special_tokens": ["__de__", "__en__", "__fr__"]}
+for name, parts in (("nllb", [nllb, nllb_langs, nllb_tok, b"", b"", index]),
+                    ("nllb-legacy", [nllb, nllb_langs, dict(nllb_tok, legacy_behaviour=True)]),
+                    ("mbart", [dict(nllb, model_type="mbart"), nllb_langs, {"tokenizer_class": "MBart50Tokenizer"}]),
+                    ("m2m100", [dict(nllb, vocab_size=24), m2m_langs, {"tokenizer_class": "M2M100Tokenizer"},
+                                {"__de__": 8, "__en__": 9, "__fr__": 10}, m2m_vocab]),
+                    ("too-small", [dict(nllb, vocab_size=20), nllb_langs, nllb_tok])):
+    put("fuzz_multilingual_dir", name + ".bin",
+        SEPARATOR.join(p if isinstance(p, bytes) else json.dumps(p).encode() for p in parts))
+
 # model.safetensors with values (fuzz_safetensors_values): the weights of a 16-id package of the
 # harness's tiny config, as F32, F16 and BF16, and with NaN, infinity and finite but huge values.
 def retyped(st, dtype=None, fill=None):

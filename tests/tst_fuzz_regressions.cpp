@@ -32,6 +32,7 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_torch_bin", attnlab::fuzz::torchBin},
         {"fuzz_marian_config", attnlab::fuzz::marianConfig},
         {"fuzz_marian_dir", attnlab::fuzz::marianDirectory},
+        {"fuzz_multilingual_dir", attnlab::fuzz::multilingualDirectory},
         {"fuzz_safetensors_values", attnlab::fuzz::safetensorsValues},
         {"fuzz_lesson_at_size", attnlab::fuzz::lessonAtSize}};
     return t;

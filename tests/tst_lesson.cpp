@@ -49,7 +49,8 @@ private Q_SLOTS:
 void TestLesson::everyFieldIsRead() {
     const auto l = attnlab::parseLesson(lesson(R"(
         {"title": "one", "caption": "**Hi**", "view": {"tab": "weight", "sentence": "Ein Hund.", "beam": 3,
-         "alpha": 0.5, "max_length": 20, "force_prefix": "A dog", "kind": "decoder", "layer": 1, "head": 2,
+         "alpha": 0.5, "max_length": 20, "force_prefix": "A dog", "source_language": "eng_Latn",
+         "target_language": "deu_Latn", "kind": "decoder", "layer": 1, "head": 2,
          "cell": [3, 1], "step": 4, "token": {"side": "target", "position": 2}, "pair": ["Ein Hund.", "Eine Katze."],
          "focus": "softmax", "measure": "rollout"}},
         {"view": {"head": 5}})"),
@@ -64,6 +65,9 @@ void TestLesson::everyFieldIsRead() {
     QCOMPARE(*v.alpha, 0.5);
     QCOMPARE(*v.max_length, 20);
     QCOMPARE(*v.force_prefix, std::string("A dog"));
+    QCOMPARE(*v.source_language, std::string("eng_Latn"));
+    QCOMPARE(*v.target_language, std::string("deu_Latn"));
+    QCOMPARE(*attnlab::lessonViewAt(l, 1).target_language, std::string("deu_Latn"));  // carried over
     QCOMPARE(*v.kind, attnlab::AttentionKind::DecoderSelf);
     QCOMPARE(*v.layer, 1);
     QCOMPARE(*v.head, 2);
@@ -253,6 +257,8 @@ void TestLesson::sessionRoundTrip() {
     step.view.beam = 4;
     step.view.alpha = 0.6;
     step.view.force_prefix = "Two";
+    step.view.source_language = "__de__";
+    step.view.target_language = "en";
     step.view.kind = attnlab::AttentionKind::Cross;
     step.view.layer = 2;
     step.view.head = 7;
@@ -273,6 +279,8 @@ void TestLesson::sessionRoundTrip() {
     QCOMPARE(back.steps.size(), size_t(1));
     QCOMPARE(attnlab::sessionJson(back.steps[0], back.model), attnlab::testing::readFile(path));
     QCOMPARE(*back.steps[0].view.cell_key, 3);
+    QCOMPARE(*back.steps[0].view.source_language, std::string("__de__"));
+    QCOMPARE(*back.steps[0].view.target_language, std::string("en"));
     QCOMPARE(*back.steps[0].view.token_position, 4);
     QCOMPARE(back.steps[0].view.selections, step.view.selections);
     QVERIFY(back.steps[0].view.measure == attnlab::MapMeasure::ValueNorm);

@@ -26,6 +26,7 @@
 #include "views/training_view.h"
 #include "views/weight_view.h"
 #include "widgets/head_picker.h"
+#include "widgets/language_picker.h"
 
 #include <attnlab/attention_history.h>
 #include <attnlab/errors.h>
@@ -39,6 +40,8 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QCompleter>
+#include <QSettings>
 #include <QSpinBox>
 #include <QTextBrowser>
 #include <QtTest/QtTest>
@@ -125,6 +128,7 @@ class TestViews : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase();
+    void languagePicker();
     void registryIsTheOneListOfViews();
     void attentionViewShowsTheChosenMap();
     void attentionViewFollowsRequestsAndStates();
@@ -1184,6 +1188,47 @@ void TestViews::failuresTravelOneSignal() {
     QCOMPARE(failed.first().at(0).value<Operation>(), Operation::Translate);
     QVERIFY(!m_context->result());
     QVERIFY(!changed.isEmpty() && !changed.last().first().value<ResultPtr>());
+}
+
+// A multilingual model's languages: names from QLocale, chosen by code or token, searchable by
+// name, remembered per model, hidden for a model of one pair.
+void TestViews::languagePicker() {
+    QCOMPARE(languageName("eng_Latn"), QString("English (Latin)"));
+    QCOMPARE(languageName("de_DE"), QString("German (Germany)"));
+    QCOMPARE(languageName("__fr__"), QString("French"));
+    QCOMPARE(languageName("en_XX"), QString("English"));
+    QCOMPARE(languageName("zz_Qqqq"), QString("zz_Qqqq"));  // no name known: the code
+    attnlab::PackageConfig c;
+    c.languages = {{"eng_Latn", "eng_Latn", 10}, {"deu_Latn", "deu_Latn", 11}, {"fra_Latn", "fra_Latn", 12}};
+    c.source_lang = "eng_Latn";
+    c.target_lang = "deu_Latn";
+    QSettings().remove("languages");  // what an earlier run chose
+    LanguagePicker picker;
+    picker.setModel(c, "/models/nllb");
+    QVERIFY(!picker.isHidden());
+    QCOMPARE(picker.count(), 3);
+    QCOMPARE(picker.source(), QString("eng_Latn"));
+    QCOMPARE(picker.target(), QString("deu_Latn"));
+    QVERIFY(!picker.choose("eng_Latn", "xyz_Latn"));  // not one of them: nothing changes
+    QCOMPARE(picker.target(), QString("deu_Latn"));
+    // A person's choice emits changed and is remembered for this model only.
+    QSignalSpy changed(&picker, &LanguagePicker::changed);
+    auto* target = picker.findChildren<QComboBox*>().at(1);
+    target->setCurrentIndex(target->findData("fra_Latn"));
+    QCOMPARE(changed.count(), 1);
+    QCOMPARE(picker.target(), QString("fra_Latn"));
+    QVERIFY(target->itemText(target->currentIndex()).contains("French"));
+    // Searchable by name: the completer offers the languages whose text contains what is typed.
+    target->completer()->setCompletionPrefix("Germ");
+    QCOMPARE(target->completer()->completionCount(), 1);
+    LanguagePicker again;
+    again.setModel(c, "/models/nllb");
+    QCOMPARE(again.target(), QString("fra_Latn"));
+    again.setModel(c, "/models/other");
+    QCOMPARE(again.target(), QString("deu_Latn"));
+    again.setModel(attnlab::PackageConfig{}, "/models/de-en");
+    QVERIFY(again.isHidden());
+    QCOMPARE(again.source(), QString());
 }
 
 QTEST_MAIN(TestViews)

@@ -147,8 +147,14 @@ int runInspect(const CommonOptions& common) {
     const auto& i = translator.info();
     const auto& m = i.config.model;
     std::cout << "package        " << i.package_dir << "\n"
-              << "languages      " << i.config.source_lang << " -> " << i.config.target_lang << "\n"
-              << "device         " << i.device << "\n"
+              << "languages      " << i.config.source_lang << " -> " << i.config.target_lang
+              << (i.config.multilingual() ? "  (the default pair; --src-lang and --tgt-lang choose)" : "") << "\n";
+    if (i.config.multilingual()) {  // every code, as --src-lang and --tgt-lang take them
+        std::cout << "               " << i.config.languages.size() << " languages:";
+        for (const auto& l : i.config.languages) std::cout << " " << l.code;
+        std::cout << "\n";
+    }
+    std::cout << "device         " << i.device << "\n"
               << "stored dtype   " << i.stored_dtype << "\n"
               << "vocabulary     " << i.vocab_size << " pieces ("
               << (i.config.tokenizer == "marian" ? "source.spm + target.spm through vocab.json"

@@ -26,6 +26,8 @@ ViewState ViewStates::current() const {
     v.beam = o.beam_size;
     v.alpha = o.length_penalty;
     v.max_length = o.max_length;
+    if (!o.source_language.empty()) v.source_language = o.source_language;
+    if (!o.target_language.empty()) v.target_language = o.target_language;
     v.measure = m_context->measure();
     if (const auto r = m_context->result()) {
         v.sentence = r->source_text;
@@ -40,6 +42,8 @@ void ViewStates::apply(const ViewState& v) {
     if (v.beam) o.beam_size = *v.beam;
     if (v.alpha) o.length_penalty = *v.alpha;
     if (v.max_length) o.max_length = *v.max_length;
+    if (v.source_language) o.source_language = *v.source_language;
+    if (v.target_language) o.target_language = *v.target_language;
     m_context->setDecodingOptions(o);
     if (v.measure) m_context->setMeasure(*v.measure);
     const auto r = m_context->result();
@@ -48,7 +52,8 @@ void ViewStates::apply(const ViewState& v) {
     const std::string sentence = v.sentence ? *v.sentence : r ? r->source_text : std::string();
     const DecodingOptions shown = m_context->resultOptions();
     const bool shown_here = r && r->source_text == sentence && shown.beam_size == o.beam_size &&
-                            shown.length_penalty == o.length_penalty && shown.max_length == o.max_length;
+                            shown.length_penalty == o.length_penalty && shown.max_length == o.max_length &&
+                            shown.source_language == o.source_language && shown.target_language == o.target_language;
     const bool same = shown_here && r->forced_text == forced;
     if (v.sentence) m_context->showSentence(QString::fromStdString(*v.sentence));
     if (same || sentence.empty()) return m_tabs->applyState(v);

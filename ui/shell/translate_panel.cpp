@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "widgets/confidence_text.h"
+#include "widgets/language_picker.h"
 
 #include <attnlab/confidence.h>
 #include <attnlab/translator.h>
@@ -48,7 +49,11 @@ QList<QPair<QString, QString>> bundledModelChoices() {
 
 QString modelLabel(const ModelInfo& info) {
     const QString dir = QString::fromStdString(info.package_dir);
-    return directionLabel(info.config.source_lang, info.config.target_lang, QFileInfo(QDir::cleanPath(dir)).fileName());
+    const QString name = QFileInfo(QDir::cleanPath(dir)).fileName();
+    // A multilingual model's direction is chosen beside it (LanguagePicker).
+    if (info.config.multilingual())
+        return QObject::tr("%1 languages  (%2)").arg(info.config.languages.size()).arg(name);
+    return directionLabel(info.config.source_lang, info.config.target_lang, name);
 }
 
 TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(parent) {
@@ -59,6 +64,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_direction = new QComboBox(this);
     m_direction->setToolTip(tr("Translation direction: the bundled models (File > Models)"));
     m_direction->setVisible(false);
+    m_languages = new LanguagePicker(this);  // shown for a multilingual model
     m_go = new QPushButton(tr("Translate"), this);
     m_live = new QCheckBox(tr("Live"), this);
     m_live->setToolTip(
@@ -118,6 +124,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
 
     auto* row = new QHBoxLayout;
     row->addWidget(m_direction);
+    row->addWidget(m_languages);
     row->addWidget(m_sentence, 1);
     row->addWidget(m_examples);
     row->addWidget(m_live);
@@ -217,6 +224,11 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(m_beam, &QSpinBox::valueChanged, this, push);
     connect(m_alpha, &QDoubleSpinBox::valueChanged, this, push);
     connect(m_max_len, &QSpinBox::valueChanged, this, push);
+    // Another language changes what is computed: the sentence is translated again at once.
+    connect(m_languages, &LanguagePicker::changed, this, [this, push] {
+        push();
+        if (!m_sentence->text().trimmed().isEmpty()) request();
+    });
     connect(c, &ViewContext::decodingOptionsChanged, this, &TranslatePanel::setOptions);
     connect(this, &TranslatePanel::translateRequested, c,
             [c](const QString& s, const DecodingOptions& o) { c->translate(s, o); });
@@ -247,7 +259,10 @@ void TranslatePanel::follow(ViewContext* c) {
     });
     connect(c->controller(), &TranslationController::translationProgress, this, &TranslatePanel::showProgress);
     connect(c->controller(), &TranslationController::busyChanged, this, &TranslatePanel::setBusy);
-    connect(c, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
+    connect(c, &ViewContext::modelChanged, this, [this, c](ModelInfoPtr info) {
+        // Before the context translates the sentence again with the options it holds.
+        m_languages->setModel(info->config, QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
+        c->setDecodingOptions(options());
         QStringList examples;
         for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
         setExamples(examples);
@@ -291,13 +306,20 @@ DecodingOptions TranslatePanel::options() const {
     o.nbest = 1;
     o.return_attention = true;
     o.top_k_candidates = 5;
+    o.source_language = m_languages->source().toStdString();
+    o.target_language = m_languages->target().toStdString();
     return o;
 }
 
 void TranslatePanel::setOptions(const DecodingOptions& o) {
     const DecodingOptions shown = options();
-    if (shown.beam_size == o.beam_size && shown.length_penalty == o.length_penalty && shown.max_length == o.max_length)
+    const bool languages = !o.source_language.empty() && !o.target_language.empty() &&
+                           (o.source_language != shown.source_language || o.target_language != shown.target_language);
+    if (shown.beam_size == o.beam_size && shown.length_penalty == o.length_penalty &&
+        shown.max_length == o.max_length && !languages)
         return;  // its own change coming back: the boxes keep what is being typed
+    if (languages)
+        m_languages->choose(QString::fromStdString(o.source_language), QString::fromStdString(o.target_language));
     {
         const QSignalBlocker a(m_beam), b(m_alpha), c(m_max_len);  // one change, not three
         m_beam->setValue(o.beam_size);

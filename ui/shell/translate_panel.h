@@ -22,6 +22,7 @@ class QToolButton;
 namespace attnlab::ui {
 
 class ConfidenceText;
+class LanguagePicker;
 
 // The bundled models as (label, canonical directory): "de → en  (multi30k-de-en)".
 QList<QPair<QString, QString>> bundledModelChoices();
@@ -54,6 +55,7 @@ public:
     const ConfidenceText* translationView() const { return m_translation; }
     // The low-confidence warning in words; empty when the last translation was not flagged.
     QString confidenceWarning() const;
+    LanguagePicker* languages() const { return m_languages; }  // a multilingual model's (hidden otherwise)
     QString device() const;                 // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
     void setDevice(const QString& device);  // shown only: the context holds the device (ViewContext::setDevice)
 
@@ -92,6 +94,7 @@ private:
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;
+    LanguagePicker* m_languages;
     QPushButton* m_go;
     QCheckBox* m_live;
     QTimer* m_live_timer;

@@ -18,6 +18,16 @@
 namespace attnlab::ui {
 
 namespace {
+// The output pieces as a map's rows: a forced one (a multilingual model's target language, a
+// what-if's beginning) marked "▸", as the model did not choose it.
+QStringList outputLabels(const TranslationResult& r) {
+    QStringList out = toQStringList(r.best.pieces);
+    for (int i = 0; i < std::min<int>(r.forced_tokens, int(out.size())); ++i) out[i] = QStringLiteral("▸") + out[i];
+    return out;
+}
+}  // namespace
+
+namespace {
 QString noModelMessage() { return QObject::tr("No model loaded: File > Open model… (or drop a package folder here)"); }
 }  // namespace
 
@@ -217,12 +227,12 @@ void AttentionExplorer::refresh() {
     // A decoder row is the step whose output is that target piece; its own input is the
     // previous piece (<s> first), which is what the decoder self-attention keys show.
     case AttentionKind::DecoderSelf:
-        rows = toQStringList(m_result->best.pieces);
+        rows = outputLabels(*m_result);
         cols = toQStringList(m_result->decoder_input_pieces);
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (decoder input piece)"));
         break;
     case AttentionKind::Cross:
-        rows = toQStringList(m_result->best.pieces);
+        rows = outputLabels(*m_result);
         cols = toQStringList(m_result->source_pieces);
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (source piece)"));
         break;

@@ -41,6 +41,8 @@ struct ViewState {
     std::optional<double> alpha;              // 0..10
     std::optional<int> max_length;            // 1..65536
     std::optional<std::string> force_prefix;  // "" = free decoding
+    // A multilingual model's languages, as it names them (DecodingOptions::source_language).
+    std::optional<std::string> source_language, target_language;
     std::optional<AttentionKind> kind;        // written "encoder" | "decoder" | "cross"
     std::optional<int> layer;                 // 0-based
     std::optional<int> head;                  // 0-based; n_head = the mean over heads

@@ -92,10 +92,11 @@ std::map<std::string, HeadSelection> parseSelections(const json& s, const Where&
 
 ViewState parseView(const json& v, const Where& w) {
     requireObject(v, "view", w);
-    onlyKnownKeys(v,
-                  {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "kind", "layer", "head", "cell",
-                   "step", "token", "pair", "selections", "focus", "measure", "point"},
-                  "view", w);
+    onlyKnownKeys(
+        v,
+        {"tab", "sentence", "beam", "alpha", "max_length", "force_prefix", "source_language", "target_language", "kind",
+         "layer", "head", "cell", "step", "token", "pair", "selections", "focus", "measure", "point"},
+        "view", w);
     ViewState s;
     if (v.contains("tab")) {
         s.tab = getString(v, "tab", w);
@@ -109,6 +110,12 @@ ViewState parseView(const json& v, const Where& w) {
     if (v.contains("alpha")) s.alpha = getNumber(v, "alpha", 0.0, 10.0, w);
     if (v.contains("max_length")) s.max_length = getInt(v, "max_length", 1, 1 << 16, w);
     if (v.contains("force_prefix")) s.force_prefix = getString(v, "force_prefix", w);
+    for (auto [key, field] :
+         {std::pair{"source_language", &s.source_language}, {"target_language", &s.target_language}})
+        if (v.contains(key)) {
+            *field = getString(v, key, w);
+            if ((*field)->empty() || (*field)->size() > 64) w.fail(key, "must be a language code of 1 to 64 bytes");
+        }
     if (v.contains("kind")) {
         s.kind = parseAttentionKind(getString(v, "kind", w), w.at("kind"));
     }
@@ -218,6 +225,8 @@ json viewJson(const ViewState& s) {
     if (s.alpha) v["alpha"] = *s.alpha;
     if (s.max_length) v["max_length"] = *s.max_length;
     if (s.force_prefix) v["force_prefix"] = *s.force_prefix;
+    if (s.source_language) v["source_language"] = *s.source_language;
+    if (s.target_language) v["target_language"] = *s.target_language;
     if (s.kind) v["kind"] = attentionKindName(*s.kind);
     if (s.layer) v["layer"] = *s.layer;
     if (s.head) v["head"] = *s.head;
@@ -355,6 +364,8 @@ ViewState lessonViewAt(const Lesson& lesson, int index) {
         inherit(v.alpha, earlier.alpha);
         inherit(v.max_length, earlier.max_length);
         inherit(v.force_prefix, earlier.force_prefix);
+        inherit(v.source_language, earlier.source_language);
+        inherit(v.target_language, earlier.target_language);
         inherit(v.kind, earlier.kind);
         inherit(v.layer, earlier.layer);
         inherit(v.head, earlier.head);

@@ -100,6 +100,19 @@ inline void mapBartDimensions(const HfConfig& c, int64_t d_model, int64_t heads,
     m.layer_norm_eps = 1e-5;  // torch.nn.LayerNorm's default, which these models use
 }
 
+// bad_words_ids: AttnLab blocks the pad id and nothing else, so only that list is accepted.
+inline void checkBadWords(const HfConfig& c, int64_t pad) {
+    if (!c.has("bad_words_ids")) return;
+    const nlohmann::json& b = c.j.at("bad_words_ids");
+    const bool only_pad =
+        b.is_array() && std::all_of(b.begin(), b.end(), [&](const nlohmann::json& w) {
+            return w.is_array() && w.size() == 1 && w[0].is_number_integer() && w[0].get<int64_t>() == pad;
+        });
+    if (!only_pad)
+        c.fail("bad_words_ids " + b.dump() + " is not supported: AttnLab blocks the pad id (" + std::to_string(pad) +
+               ") only, as OPUS-MT models ask");
+}
+
 // config.json's activation_function as ModelConfig::ffn_activation names it.
 inline std::string activationOf(const HfConfig& c) {
     const std::string a = c.string("activation_function", "gelu");

@@ -199,7 +199,11 @@ PackageConfig mapConfig(const HfConfig& c) {
     mapBartDimensions(c, d_model, heads, m);
     m.n_position = c.positive("max_position_embeddings");
     m.emb_src_trg_weight_sharing = true;  // model.shared
-    m.ffn_activation = activationOf(c);
+    // The classes' own defaults where config.json says nothing: M2M100Config relu and a scaled
+    // embedding, MBartConfig gelu and none.
+    m.ffn_activation = c.has("activation_function") ? activationOf(c) : (mbart ? "gelu" : "relu");
+    m.emb_scale = c.boolean("scale_embedding", !mbart) ? "sqrt_d_model" : "none";
+    checkBadWords(c, m.trg_pad_idx);
     m.norm_position = "pre";  // M2M100EncoderLayer, MBartEncoderLayer: norm, sub-layer, residual
     m.final_layer_norm = true;
     m.emb_layer_norm = mbart;  // MBartEncoder.layernorm_embedding

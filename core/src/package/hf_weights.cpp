@@ -290,7 +290,8 @@ Mapped mapNames(const StoredMap& file, const ModelConfig& config, const std::str
         // Sinusoidal positions are recomputed (Marian stores them; fairseq's conversions leave a
         // _float_tensor placeholder behind).
         if ((positions && config.pos_encoding != "learned") ||
-            name.find("embed_positions._float_tensor") != std::string::npos)
+            name.find("embed_positions._float_tensor") != std::string::npos ||
+            name == "encoder.embed_positions.weights" || name == "decoder.embed_positions.weights")
             continue;
         std::string mine = renameLayer(name, true);
         if (mine.empty()) mine = renameStack(name, true);
@@ -319,6 +320,7 @@ void checkAgainstConfig(const Mapped& m, const ModelConfig& config, const std::s
         auto it = m.ours.find(name);
         if (it == m.ours.end()) {
             if (table && config.pos_encoding != "learned") continue;  // recomputed
+            if (name == "final_logits_bias") continue;                // a buffer some savers leave out: zeros
             fail("missing tensor '" + hfName(name) + "'");
         }
         const auto& stored = it->second->shape;

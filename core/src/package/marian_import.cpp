@@ -95,18 +95,6 @@ std::pair<std::string, std::string> languagesOf(const std::string& dir) {
     return {"src", "tgt"};
 }
 
-void checkBadWords(const HfConfig& c, int64_t pad) {
-    if (!c.has("bad_words_ids")) return;
-    const json& b = c.j.at("bad_words_ids");
-    const bool only_pad =
-        b.is_array() && std::all_of(b.begin(), b.end(), [&](const json& w) {
-            return w.is_array() && w.size() == 1 && w[0].is_number_integer() && w[0].get<int64_t>() == pad;
-        });
-    if (!only_pad)
-        c.fail("bad_words_ids " + b.dump() + " is not supported: AttnLab blocks the pad id (" + std::to_string(pad) +
-               ") only, as OPUS-MT models ask");
-}
-
 // Multilingual tc-big models with a target vocabulary of their own (target_vocab.json,
 // tokenizer_config.json's separate_vocabs): not supported yet, refused rather than read wrongly.
 void refuseSeparateVocabularies(const std::string& dir) {

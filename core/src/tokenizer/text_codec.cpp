@@ -57,6 +57,11 @@ public:
         m_unk = m_vocab.at("<unk>");
         m_special = {m_vocab.at("</s>"), m_vocab.at("<pad>"), m_unk};
         m_special.insert(special.begin(), special.end());
+        // What an imported multilingual tokenizer never writes as text (hf_multilingual.cpp names them).
+        for (const char* piece : {"<s>", "<mask>"})
+            if (auto it = m_vocab.find(piece); it != m_vocab.end()) m_special.insert(it->second);
+        for (const auto& [piece, id] : m_vocab)
+            if (piece.rfind("<unused ", 0) == 0) m_special.insert(id);
     }
     explicit MarianCodec(PieceVocabulary v)
         : m_source(load(v.spm_path)),

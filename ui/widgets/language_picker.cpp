@@ -1,0 +1,130 @@
+#include "widgets/language_picker.h"
+
+#include <QComboBox>
+#include <QCompleter>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QLocale>
+#include <QSettings>
+#include <QSignalBlocker>
+#include <QToolButton>
+
+namespace attnlab::ui {
+
+namespace {
+constexpr const char* kSettingsGroup = "languages";  // QSettings: model directory -> "source\ttarget"
+
+// The code without M2M100's "__" around it, split into its language and the script or territory
+// after "_" ("eng_Latn", "de_DE").
+std::pair<QString, QString> splitCode(QString code) {
+    if (code.startsWith("__") && code.endsWith("__") && code.size() > 4) code = code.mid(2, code.size() - 4);
+    const qsizetype cut = code.indexOf('_');
+    return cut < 0 ? std::make_pair(code, QString()) : std::make_pair(code.left(cut), code.mid(cut + 1));
+}
+
+QString settingsKey(const QString& model_dir) {
+    QString key = model_dir;
+    key.replace('/', '|');  // one key, not a path of groups
+    return QString::fromLatin1(kSettingsGroup) + "/" + key;
+}
+}  // namespace
+
+QString languageName(const QString& code) {
+    const auto [language, rest] = splitCode(code);
+    const QLocale::Language l = QLocale::codeToLanguage(language, QLocale::AnyLanguageCode);
+    if (l == QLocale::AnyLanguage || l == QLocale::C) return code;
+    QString name = QLocale::languageToString(l);
+    if (rest.size() == 4) {  // a script: NLLB's "Latn", "Cyrl"
+        const QLocale::Script s = QLocale::codeToScript(rest);
+        if (s != QLocale::AnyScript) name += " (" + QLocale::scriptToString(s) + ")";
+    } else if (rest.size() == 2 && rest != "XX") {  // a territory: mBART's "DE", "IN"
+        const QLocale::Territory t = QLocale::codeToTerritory(rest);
+        if (t != QLocale::AnyTerritory) name += " (" + QLocale::territoryToString(t) + ")";
+    }
+    return name;
+}
+
+LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
+    m_source = new QComboBox(this);
+    m_target = new QComboBox(this);
+    m_source->setToolTip(tr("The language of the sentence (its token is the source's first)"));
+    m_target->setToolTip(tr("The language to translate into (its token is forced as the first output)"));
+    m_swap = new QToolButton(this);
+    m_swap->setText(QStringLiteral("⇄"));
+    m_swap->setToolTip(tr("Swap the languages"));
+    for (QComboBox* box : {m_source, m_target}) {
+        box->setEditable(true);  // searchable: the completer matches any part of "German (deu_Latn)"
+        box->setInsertPolicy(QComboBox::NoInsert);
+        box->completer()->setFilterMode(Qt::MatchContains);
+        box->completer()->setCompletionMode(QCompleter::PopupCompletion);
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(14);
+        connect(box, &QComboBox::currentIndexChanged, this, [this, box] {
+            box->lineEdit()->setCursorPosition(0);  // the code, not the name's end
+            remember();
+            Q_EMIT changed();
+        });
+    }
+    connect(m_swap, &QToolButton::clicked, this, [this] {
+        if (choose(target(), source())) {
+            remember();
+            Q_EMIT changed();
+        }
+    });
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_source);
+    layout->addWidget(m_swap);
+    layout->addWidget(m_target);
+    setVisible(false);
+}
+
+void LanguagePicker::fill(QComboBox* box) {
+    const QSignalBlocker block(box);
+    box->clear();
+    for (const auto& l : m_languages) {
+        const QString code = QString::fromStdString(l.code);
+        const QString name = languageName(code);
+        // The code first: it is what the field shows when the name does not fit.
+        box->addItem(name == code ? code : QStringLiteral("%1  %2").arg(code, name), code);
+    }
+}
+
+void LanguagePicker::setModel(const PackageConfig& config, const QString& model_dir) {
+    m_model_dir = model_dir;
+    m_languages = config.languages;
+    fill(m_source);
+    fill(m_target);
+    setVisible(!m_languages.empty());
+    if (m_languages.empty()) return;
+    choose(QString::fromStdString(config.source_lang), QString::fromStdString(config.target_lang));
+    const QStringList kept = QSettings().value(settingsKey(model_dir)).toString().split('\t');
+    if (kept.size() == 2) choose(kept[0], kept[1]);  // ignored where the model no longer has them
+}
+
+bool LanguagePicker::choose(const QString& source, const QString& target) {
+    auto index = [this](const QString& name) {
+        for (size_t i = 0; i < m_languages.size(); ++i)
+            if (QString::fromStdString(m_languages[i].code) == name ||
+                QString::fromStdString(m_languages[i].token) == name)
+                return int(i);
+        return -1;
+    };
+    const int s = index(source), t = index(target);
+    if (s < 0 || t < 0) return false;
+    const QSignalBlocker a(m_source), b(m_target);
+    m_source->setCurrentIndex(s);
+    m_target->setCurrentIndex(t);
+    for (QComboBox* box : {m_source, m_target}) box->lineEdit()->setCursorPosition(0);
+    return true;
+}
+
+QString LanguagePicker::source() const { return m_languages.empty() ? QString() : m_source->currentData().toString(); }
+QString LanguagePicker::target() const { return m_languages.empty() ? QString() : m_target->currentData().toString(); }
+int LanguagePicker::count() const { return int(m_languages.size()); }
+
+void LanguagePicker::remember() {
+    if (!m_model_dir.isEmpty()) QSettings().setValue(settingsKey(m_model_dir), source() + "\t" + target());
+}
+
+}  // namespace attnlab::ui
