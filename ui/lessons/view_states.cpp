@@ -58,7 +58,7 @@ void ViewStates::apply(const ViewState& v) {
     if (v.sentence) m_context->showSentence(QString::fromStdString(*v.sentence));
     if (same || sentence.empty()) return m_tabs->applyState(v);
     m_pending = v;
-    if (!forced.empty() && !(shown_here && r->forced_tokens == 0)) {
+    if (!forced.empty() && !(shown_here && r->prefixTokens() == 0)) {
         DecodingOptions free = o;
         free.force_prefix.clear();
         m_then = {QString::fromStdString(sentence), o};

@@ -14,6 +14,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
+#include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -130,13 +131,15 @@ void DecodingView::setColorMap(Palette palette) { m_cross->setColorMap(palette);
 void DecodingView::setResult(ResultPtr r) {
     if (!r) return clear(tr("Translate a sentence to step through its decoding."));
     const bool same_source = m_free && m_free->source_text == r->source_text;
-    if (r->forced_tokens == 0 || !same_source) m_free = r->forced_tokens == 0 ? r : nullptr;
+    // A what-if (a forced beginning) keeps the free translation beside it; a multilingual model's
+    // forced target language is no what-if.
+    if (r->prefixTokens() == 0 || !same_source) m_free = r->prefixTokens() == 0 ? r : nullptr;
     m_result = r;
     const int steps = int(r->best.ids.size());
     const int keep = std::min(step(), steps - 1);
     m_slider->blockSignals(true);
     m_slider->setRange(0, std::max(0, steps - 1));
-    m_slider->setValue(r->forced_tokens > 0 ? std::min(r->forced_tokens, steps - 1) : std::max(0, keep));
+    m_slider->setValue(r->prefixTokens() > 0 ? std::min(r->forced_tokens, steps - 1) : std::max(0, keep));
     m_slider->blockSignals(false);
     m_slider->setEnabled(steps > 1);
     updateComparison();
@@ -180,10 +183,10 @@ void DecodingView::updateComparison() {
     if (m_free)
         text += tr("<b>Free:</b> %1 <i>(%2)</i>")
                     .arg(QString::fromStdString(m_free->best.text).toHtmlEscaped(), scoreLine(m_free->best));
-    if (r.forced_tokens > 0)
+    if (r.prefixTokens() > 0)
         text += tr("%1<b>Forced</b> (first %2 pieces): %3 <i>(%4)</i>")
                     .arg(text.isEmpty() ? QString() : QStringLiteral("<br>"))
-                    .arg(r.forced_tokens)
+                    .arg(r.prefixTokens())
                     .arg(QString::fromStdString(r.best.text).toHtmlEscaped(), scoreLine(r.best));
     m_comparison->setText(text);
 }
@@ -284,6 +287,7 @@ void DecodingView::buildTree(int up_to) {
         return;
     }
     std::vector<QTreeWidgetItem*> previous;
+    QTreeWidgetItem* path_start = nullptr;  // the best path's first piece
     for (int t = 0; t <= up_to && t < int(trace.size()); ++t) {
         std::vector<QTreeWidgetItem*> current;
         for (int k = 0; k < int(trace[t].hypotheses.size()); ++k) {
@@ -297,6 +301,7 @@ void DecodingView::buildTree(int up_to) {
                 for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(150, 150, 150));
             if (path[t] == k)
                 for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(8, 81, 156));
+            if (path[t] == k && !path_start) path_start = item;
             if (t == up_to) {
                 QFont f = item->font(0);
                 f.setBold(true);
@@ -311,7 +316,17 @@ void DecodingView::buildTree(int up_to) {
         previous = std::move(current);
     }
     m_tree->expandAll();
-    if (!previous.empty()) m_tree->scrollToItem(previous.front());
+    // The best path from its start where the step's pieces fit below it (the caption follows that
+    // path), else the step's first piece in sight.
+    // Once the tree has its size (a lesson step lays the view out after it is filled).
+    // The items live until the tree is built again: a newer build makes this one's scroll moot.
+    const int built = ++m_tree_builds;
+    QTimer::singleShot(0, m_tree,
+                       [this, built, path_start, step_start = previous.empty() ? nullptr : previous.front()] {
+                           if (built != m_tree_builds) return;
+                           if (path_start) m_tree->scrollToItem(path_start, QAbstractItemView::PositionAtTop);
+                           if (step_start) m_tree->scrollToItem(step_start, QAbstractItemView::EnsureVisible);
+                       });
 }
 
 void DecodingView::follow(ViewContext* c) {

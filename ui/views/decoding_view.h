@@ -80,6 +80,7 @@ private:
     QLineEdit* m_force;
     BarPlot* m_candidates;
     QTreeWidget* m_tree;
+    int m_tree_builds = 0;  // buildTree's count: a scroll queued by an older build is dropped
     AttentionView* m_cross;
     QComboBox* m_strip_layer;
     int m_strip_layers = -1, m_strip_heads = -1;  // the shape the page list was made for

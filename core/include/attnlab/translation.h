@@ -106,9 +106,11 @@ struct TranslationResult {
     Confidence confidence;               // of the best hypothesis
     std::vector<WordProbability> words;  // the best hypothesis's words, </s> left out
     std::vector<DecodingStep> steps;     // one per generated token of the best hypothesis
-    int forced_tokens = 0;               // leading tokens of best forced by DecodingOptions::force_prefix
-    std::string forced_text;             // those tokens as text (what a session saves)
-    std::vector<TraceStep> trace;        // DecodingOptions::record_trace: the search, step by step
+    int forced_tokens = 0;               // leading tokens of best forced: by the model, then by force_prefix
+    int forced_by_model = 0;             // of those, the target language's token (a multilingual model)
+    int prefixTokens() const { return forced_tokens - forced_by_model; }  // forced by force_prefix
+    std::string forced_text;                                              // those tokens as text (what a session saves)
+    std::vector<TraceStep> trace;  // DecodingOptions::record_trace: the search, step by step
     // The heads switched off (DecodingOptions::ablate): their maps are still the weights they
     // computed, but their output did not reach the next layer.
     std::vector<HeadRef> ablated;

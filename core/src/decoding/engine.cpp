@@ -477,6 +477,7 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
         for (size_t i = 0; i < batch.size(); ++i) {
             auto& r = results[order[begin + i]];
             r.forced_tokens = static_cast<int>(so.forced.size());  // before fillResult: the confidence skips them
+            r.forced_by_model = languages.target >= 0 ? 1 : 0;
             fillResult(r, *batch[i], hyps[i], o);
             r.ablated = o.ablate;
             r.forced_text = m_tokenizer->decode(std::vector<int>(so.forced.begin(), so.forced.end()));

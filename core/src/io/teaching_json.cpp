@@ -45,6 +45,7 @@ std::string traceJson(const std::vector<TranslationResult>& results, const Model
                              {"score", r.best.score},
                              {"normalized_score", r.best.normalized_score},
                              {"forced_tokens", r.forced_tokens},
+                             {"forced_by_model", r.forced_by_model},
                              {"steps", traceStepsJson(r.trace)}});
     }
     root["sentences"] = std::move(sentences);
