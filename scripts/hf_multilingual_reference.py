@@ -10,7 +10,11 @@ to check AttnLab's C++ loader of such directories.
                                              a Hugging Face directory with the real model's config fields but
                                              small dimensions, a SentencePiece model trained here, the tokenizer
                                              files, and random (seeded) weights as model.safetensors,
-                                             pytorch_model.bin or two safetensors shards + index
+                                             pytorch_model.bin or two safetensors shards + index;
+                                             --vocab-size N keeps the real embedding size (ids beyond the
+                                             tokenizer have no token: left out of decoded text).
+                                             model.safetensors is written tensor by tensor (the largest tensor
+                                             in memory, not the model: the real 615 M parameters fit)
   run      --model DIR --sentences FILE --src-lang CODE --tgt-lang CODE --out OUT.json [--max-length N]
                                              tokenize, greedy-translate (num_beams=1) with forced_bos_token_id =
                                              the target language token, and the attention maps
@@ -69,6 +73,7 @@ import math
 import os
 import re
 import shutil
+import struct
 import sys
 import tempfile
 import time
@@ -86,7 +91,8 @@ except ImportError:  # pragma: no cover
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # LN_EPS: nn.LayerNorm(embed_dim)'s PyTorch default eps 1e-5, which M2M100 and mBART use everywhere too
 from marian_reference import (LN_EPS, SPIECE_UNDERLINE, EncoderDecoderBlocks, _act, _ln, _public,  # noqa: E402
-                              clean_up_tokenization, read_safetensors, read_sentences, round7, write_safetensors)
+                              _to_bytes, clean_up_tokenization, read_safetensors, read_sentences, round7,
+                              write_safetensors)
 
 # ----------------------------------------------------------------------------------------------------------
 # language code lists, as transformers' tokenizers define them
@@ -210,6 +216,35 @@ def dump_json(obj, path, indent=2, ensure_ascii=True):
 # weight files: safetensors (written and read by hand, by marian_reference.py's write_safetensors /
 # read_safetensors), torch.save'd .bin, sharded safetensors + index
 # ----------------------------------------------------------------------------------------------------------
+def read_safetensors_lean(path):
+    """marian_reference.read_safetensors's result (name -> float64 tensor, name -> stored dtype), read tensor by
+    tensor from the file instead of from one bytes copy of it, converted once: a 615 M-parameter model needs its
+    float64 tensors plus one tensor in flight (about 6 GiB), not 10 GiB."""
+    src = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "BF16": "<u2"}
+    out, dtypes = {}, {}
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        base = 8 + n
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            b, e = t["data_offsets"]
+            dt = t["dtype"]
+            if dt not in src:
+                raise ValueError(f"{path}: tensor {name} has unsupported dtype {dt}")
+            size = np.dtype(src[dt]).itemsize
+            f.seek(base + b)
+            raw = np.fromfile(f, dtype=src[dt], count=(e - b) // size)
+            if raw.size * size != e - b or raw.size != int(np.prod(t["shape"])):
+                raise ValueError(f"{path}: tensor {name}: {raw.size} values for shape {t['shape']}")
+            if dt == "BF16":
+                raw = (raw.astype(np.uint32) << 16).view(np.float32)
+            out[name] = torch.from_numpy(raw.astype(np.float64).reshape(t["shape"]))
+            dtypes[name] = dt
+    return out, dtypes
+
+
 def read_weights(model_dir):
     """from_pretrained's order: model.safetensors, model.safetensors.index.json, pytorch_model.bin.
     Returns (name -> float64 tensor, name -> stored dtype, [files read])."""
@@ -217,13 +252,13 @@ def read_weights(model_dir):
     idx = os.path.join(model_dir, "model.safetensors.index.json")
     binf = os.path.join(model_dir, "pytorch_model.bin")
     if os.path.exists(st):
-        w, dt = read_safetensors(st)
+        w, dt = read_safetensors_lean(st)
         return w, dt, ["model.safetensors"]
     if os.path.exists(idx):
         wm = load_json(idx)["weight_map"]
         w, dt, files = {}, {}, sorted(set(wm.values()))
         for fn in files:
-            ww, dd = read_safetensors(os.path.join(model_dir, fn))
+            ww, dd = read_safetensors_lean(os.path.join(model_dir, fn))
             w.update(ww)
             dt.update(dd)
         missing = [k for k in wm if k not in w]
@@ -260,11 +295,14 @@ def hf_safetensors_names(sd, tied_patterns):
 
 
 def save_weights(out, fmt, sd, names, dtype):
-    """Writes sd (name -> float32 array; tied names share one array) restricted to `names`."""
+    """Writes sd (name -> float32 array; tied names share one array) restricted to `names` (fmt None: only
+    removes the weight files of an earlier make)."""
     for f in os.listdir(out):
         if f.startswith("model") and (f.endswith(".safetensors") or f.endswith(".index.json")) \
                 or f == "pytorch_model.bin":
             os.remove(os.path.join(out, f))
+    if fmt is None:
+        return []
     if fmt == "safetensors":
         write_safetensors(os.path.join(out, "model.safetensors"), {k: sd[k] for k in names}, dtype, sort_names=True)
         return ["model.safetensors"]
@@ -426,7 +464,9 @@ class M2M100Tok(Tok):
         return self.added[p] if p in self.added else self.vocab.get(p, self.unk_id)
 
     def id_token(self, i):
-        return self.inv.get(i, "<unk>")  # madeup words and unknown ids -> "<unk>" (decoded by sentencepiece)
+        if not 0 <= i < self.vocab_size:
+            return None  # beyond the tokenizer (make --vocab-size): no token
+        return self.inv.get(i, "<unk>")  # madeup words -> "<unk>" (decoded by sentencepiece)
 
     def join(self, tokens):
         return self.sp.decode(tokens)
@@ -1026,46 +1066,40 @@ def small_config(a, src, V):
     return cfg
 
 
-def make_weights(cfg, rng, eos_id, eos_bias):
-    """The state_dict of M2M100ForConditionalGeneration / MBartForConditionalGeneration (keys, shapes, order),
-    random, scaled so that attention is peaked but not one-hot and greedy output varies (tied embeddings make
-    a random decoder copy its input token; strong layer outputs counter that): embeddings N(0, 0.1); q/k
-    N(0, 2/sqrt(d)); v, fc1 N(0, 1/sqrt(d)); out_proj N(0, 4/sqrt(d)); fc2 N(0, 4/sqrt(ffn)) with each row
-    centred (so the positive mean of relu/gelu adds no fixed direction); biases N(0, 0.05); layer norms
-    1 + N(0, 0.1) and N(0, 0.05); mBART's learned positions N(0, 1) and final_logits_bias N(0, 0.3).
-    eos_bias raises the eos logit: mBART through final_logits_bias[eos], M2M100 (no such buffer) through the
-    decoder's final layer_norm bias (+ eos_bias * E[eos] / |E[eos]|^2). Tied names share one array.
-    Returns name -> float32 array."""
+def weight_plan(cfg):
+    """The state_dict of M2M100ForConditionalGeneration / MBartForConditionalGeneration as a list of (name,
+    shape, init) in state_dict order (the order make_weights draws them in); init is ("normal", std),
+    ("ln_weight", std) (1 + N(0, std)), ("fc2", std) (rows centred), ("final_logits_bias", std) or ("tied",
+    "model.shared.weight") for the names that share the embedding."""
     mt, d, V = cfg["model_type"], cfg["d_model"], cfg["vocab_size"]
-    w = lambda *shape, std: (rng.standard_normal(shape) * std).astype(np.float32)  # noqa: E731
-    sd = collections.OrderedDict()
+    plan = []
     if mt == "mbart":  # the buffer registered on the top module comes first in state_dict()
-        sd["final_logits_bias"] = w(1, V, std=0.3)
-        sd["final_logits_bias"][0, eos_id] += np.float32(eos_bias)
-    shared = w(V, d, std=0.1)
-    sd["model.shared.weight"] = shared
+        plan.append(("final_logits_bias", (1, V), ("final_logits_bias", 0.3)))
+    plan.append(("model.shared.weight", (V, d), ("normal", 0.1)))
+    tied = ("tied", "model.shared.weight")
     proj_std = {"k_proj": 2.0, "v_proj": 1.0, "q_proj": 2.0, "out_proj": 4.0}
 
     def ln(prefix):
-        sd[prefix + ".weight"] = 1 + w(d, std=0.1)
-        sd[prefix + ".bias"] = w(d, std=0.05)
+        plan.extend([(prefix + ".weight", (d,), ("ln_weight", 0.1)), (prefix + ".bias", (d,), ("normal", 0.05))])
 
     def attn(prefix):
         for p in ("k_proj", "v_proj", "q_proj", "out_proj"):
-            sd[f"{prefix}.{p}.weight"] = w(d, d, std=proj_std[p] / math.sqrt(d))
-            sd[f"{prefix}.{p}.bias"] = w(d, std=0.05)
+            plan.append((f"{prefix}.{p}.weight", (d, d), ("normal", proj_std[p] / math.sqrt(d))))
+            plan.append((f"{prefix}.{p}.bias", (d,), ("normal", 0.05)))
         ln(prefix + "_layer_norm")
 
     def ffn(prefix, n):
-        sd[f"{prefix}.fc1.weight"], sd[f"{prefix}.fc1.bias"] = w(n, d, std=1 / math.sqrt(d)), w(n, std=0.05)
-        fc2 = w(d, n, std=4 / math.sqrt(n))
-        sd[f"{prefix}.fc2.weight"], sd[f"{prefix}.fc2.bias"] = fc2 - fc2.mean(axis=1, keepdims=True), w(d, std=0.05)
+        plan.extend([(f"{prefix}.fc1.weight", (n, d), ("normal", 1 / math.sqrt(d))),
+                     (f"{prefix}.fc1.bias", (n,), ("normal", 0.05)),
+                     (f"{prefix}.fc2.weight", (d, n), ("fc2", 4 / math.sqrt(n))),
+                     (f"{prefix}.fc2.bias", (d,), ("normal", 0.05))])
         ln(prefix + ".final_layer_norm")
 
     for side in ("encoder", "decoder"):
-        sd[f"model.{side}.embed_tokens.weight"] = shared
+        plan.append((f"model.{side}.embed_tokens.weight", (V, d), tied))
         if mt == "mbart":
-            sd[f"model.{side}.embed_positions.weight"] = w(cfg["max_position_embeddings"] + 2, d, std=1.0)
+            plan.append((f"model.{side}.embed_positions.weight", (cfg["max_position_embeddings"] + 2, d),
+                         ("normal", 1.0)))
         for i in range(cfg[f"{side}_layers"]):
             attn(f"model.{side}.layers.{i}.self_attn")
             if side == "decoder":
@@ -1074,11 +1108,107 @@ def make_weights(cfg, rng, eos_id, eos_bias):
         if mt == "mbart":
             ln(f"model.{side}.layernorm_embedding")
         ln(f"model.{side}.layer_norm")
-    if mt == "m2m_100" and eos_bias:
-        e = shared[eos_id].astype(np.float64)
-        sd["model.decoder.layer_norm.bias"] += (eos_bias * e / (e @ e)).astype(np.float32)
-    sd["lm_head.weight"] = shared
-    return sd
+    plan.append(("lm_head.weight", (V, d), tied))
+    return plan
+
+
+def _normal(rng, shape, std, chunk_values=1 << 22):
+    """(rng.standard_normal(shape) * std).astype(float32), drawn in chunks of rows into the float32 result (the
+    same values: a Generator's normals do not depend on how a draw is split), so a [256206, 1024] embedding
+    needs its float32 array and one float64 chunk, not two float64 copies."""
+    if len(shape) < 2 or int(np.prod(shape)) <= chunk_values:
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+    out = np.empty(shape, dtype=np.float32)
+    rows = max(1, chunk_values // int(np.prod(shape[1:])))
+    for r in range(0, shape[0], rows):
+        part = rng.standard_normal((min(rows, shape[0] - r),) + tuple(shape[1:]))
+        part *= std
+        out[r:r + rows] = part
+    return out
+
+
+def make_weights(cfg, rng, eos_id, eos_bias, sink=None):
+    """The state_dict of M2M100ForConditionalGeneration / MBartForConditionalGeneration (keys, shapes, order:
+    weight_plan), random, scaled so that attention is peaked but not one-hot and greedy output varies (tied
+    embeddings make a random decoder copy its input token; strong layer outputs counter that): embeddings
+    N(0, 0.1); q/k N(0, 2/sqrt(d)); v, fc1 N(0, 1/sqrt(d)); out_proj N(0, 4/sqrt(d)); fc2 N(0, 4/sqrt(ffn)) with
+    each row centred (so the positive mean of relu/gelu adds no fixed direction); biases N(0, 0.05); layer
+    norms 1 + N(0, 0.1) and N(0, 0.05); mBART's learned positions N(0, 1) and final_logits_bias N(0, 0.3).
+    eos_bias raises the eos logit: mBART through final_logits_bias[eos], M2M100 (no such buffer) through the
+    decoder's final layer_norm bias (+ eos_bias * E[eos] / |E[eos]|^2). Tied names share one array.
+    Returns name -> float32 array; with sink, calls sink(name, array) for each tensor once it is final, in
+    state_dict order (tied names with the shared array), keeps nothing and returns None (the same values)."""
+    sd = collections.OrderedDict()
+    shared, e_eos = None, None
+    last_ln = "model.decoder.layer_norm.bias"
+    for name, shape, (kind, arg) in weight_plan(cfg):
+        if kind == "tied":
+            arr = shared
+        elif kind == "ln_weight":
+            arr = 1 + _normal(rng, shape, arg)
+        elif kind == "fc2":
+            arr = _normal(rng, shape, arg)
+            arr = arr - arr.mean(axis=1, keepdims=True)
+        else:
+            arr = _normal(rng, shape, arg)
+        if kind == "final_logits_bias":
+            arr[0, eos_id] += np.float32(eos_bias)
+        if name == "model.shared.weight":
+            shared = arr
+            e_eos = arr[eos_id].astype(np.float64)
+        if name == last_ln and cfg["model_type"] == "m2m_100" and eos_bias:
+            arr += (eos_bias * e_eos / (e_eos @ e_eos)).astype(np.float32)
+        if sink is None:
+            sd[name] = arr
+        else:
+            sink(name, arr)
+        if sink is not None and name == "lm_head.weight":
+            shared = None
+    return sd if sink is None else None
+
+
+def _write_tensor(f, arr, dtype):
+    if dtype == "F32" and sys.byteorder == "little":  # the array's own buffer: no copy of a 1 GiB embedding
+        f.write(memoryview(np.ascontiguousarray(arr, dtype=np.float32)).cast("B"))
+    else:
+        f.write(_to_bytes(arr, dtype))
+
+
+def stream_safetensors(path, cfg, rng, eos_id, eos_bias, dtype, tied_patterns):
+    """model.safetensors as save_weights(fmt="safetensors") writes it (hf_safetensors_names' names, sorted, the
+    same bytes), with each tensor written where the header puts it as soon as make_weights has drawn it: the
+    memory needed is the largest tensor, not the model. Returns the names stored."""
+    plan = weight_plan(cfg)
+    marker = {}
+    placeholders = collections.OrderedDict()
+    for name, shape, (kind, arg) in plan:
+        placeholders[name] = marker.setdefault(arg if kind == "tied" else name, object())
+    names = hf_safetensors_names(placeholders, tied_patterns)
+    shapes = {name: shape for name, shape, _ in plan}
+    isz = {"F32": 4, "F16": 2, "BF16": 2}[dtype]
+    header, off = {"__metadata__": {"format": "pt"}}, 0
+    for name in sorted(names):
+        n = int(np.prod(shapes[name])) * isz
+        header[name] = {"dtype": dtype, "shape": list(shapes[name]), "data_offsets": [off, off + n]}
+        off += n
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    base = 8 + len(h)
+    keep = set(names)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+
+        def sink(name, arr):
+            if name not in keep:
+                return
+            if tuple(np.shape(arr)) != tuple(shapes[name]):
+                raise RuntimeError(f"{name}: drawn {np.shape(arr)}, planned {shapes[name]}")
+            f.seek(base + header[name]["data_offsets"][0])
+            _write_tensor(f, arr, dtype)
+        make_weights(cfg, rng, eos_id, eos_bias, sink=sink)
+        f.truncate(base + off)
+    return names
 
 
 def cmd_make(a):
@@ -1104,7 +1234,14 @@ def cmd_make(a):
     finally:
         if tmp is not None:
             os.unlink(tmp.name)
-    V, eos, notes = tokenizer_files(a, src, out, sp)
+    V_tok, eos, notes = tokenizer_files(a, src, out, sp)
+    V = V_tok
+    if getattr(a, "vocab_size", None) is not None:
+        if a.vocab_size < V_tok:
+            sys.exit(f"make: --vocab-size {a.vocab_size} is smaller than the tokenizer's {V_tok} ids")
+        V = a.vocab_size
+        if V > V_tok:
+            notes.append(f"config vocab_size {V}: ids {V_tok}..{V - 1} have no token")
     cfg = small_config(a, src, V)
     dump_json(cfg, os.path.join(out, "config.json"))
     gen = load_json(os.path.join(src, "generation_config.json"))
@@ -1113,16 +1250,23 @@ def cmd_make(a):
         if a.max_length is not None:
             gen["max_length"] = a.max_length
         dump_json(gen, os.path.join(out, "generation_config.json"))
-    sd = make_weights(cfg, np.random.default_rng(a.seed), eos, a.eos_bias)
-    names = list(sd) if a.format == "bin" or a.store_tied else hf_safetensors_names(sd, TIED_WEIGHTS_KEYS[
-        cfg["model_type"]])
-    if a.store_tied and a.format != "bin":  # separate copies (safetensors has no aliasing)
-        sd = collections.OrderedDict((k, v.copy()) for k, v in sd.items())
-    files = save_weights(out, a.format, sd, names, a.dtype)
+    rng, tied_keys = np.random.default_rng(a.seed), TIED_WEIGHTS_KEYS[cfg["model_type"]]
+    if a.format == "safetensors" and not a.store_tied:  # tensor by tensor (615 M parameters: ~1 GiB at a time)
+        save_weights(out, None, None, None, a.dtype)  # removes the weight files of an earlier make
+        names = stream_safetensors(os.path.join(out, "model.safetensors"), cfg, rng, eos, a.eos_bias, a.dtype,
+                                   tied_keys)
+        files = ["model.safetensors"]
+    else:
+        sd = make_weights(cfg, rng, eos, a.eos_bias)
+        names = list(sd) if a.format == "bin" or a.store_tied else hf_safetensors_names(sd, tied_keys)
+        if a.store_tied and a.format != "bin":  # separate copies (safetensors has no aliasing)
+            sd = collections.OrderedDict((k, v.copy()) for k, v in sd.items())
+        files = save_weights(out, a.format, sd, names, a.dtype)
     print(f"made {out}: {a.family} ({cfg['model_type']}), d_model {a.d_model}, layers {cfg['encoder_layers']}+"
           f"{cfg['decoder_layers']}, heads {cfg['encoder_attention_heads']}/{cfg['decoder_attention_heads']}, ffn "
           f"{cfg['encoder_ffn_dim']}/{cfg['decoder_ffn_dim']}, {cfg['activation_function']}, vocab {V} "
-          f"(SentencePiece {len(sp)}), {' + '.join(files)} {a.dtype} ({len(names)} tensors), seed {a.seed}"
+          f"(tokenizer {V_tok}, SentencePiece {len(sp)}), {' + '.join(files)} {a.dtype} ({len(names)} tensors), "
+          f"seed {a.seed}"
           + "".join("; " + n for n in notes if n))
 
 
@@ -1137,7 +1281,7 @@ def _make_args(family, src, out, **kw):
     a = argparse.Namespace(family=family, src=src, out=out, d_model=32, layers=2, decoder_layers=None, heads=4,
                            decoder_heads=None, ffn=64, decoder_ffn=None, activation=None, vocab_pieces=250,
                            vocab_drop=2, seed=0, format="safetensors", dtype="F32", train_text=None,
-                           max_length=None, eos_bias=0.0, store_tied=False, legacy_behaviour=False)
+                           max_length=None, eos_bias=0.0, store_tied=False, legacy_behaviour=False, vocab_size=None)
     for k, v in kw.items():
         setattr(a, k, v)
     return a
@@ -1436,6 +1580,41 @@ def _check_stops(check, src_real, tmp):
           any(n > 2 and s == "eos" for n, s in seen["nllb"]), f"{seen['nllb']}")
 
 
+def _check_vocab_size(check, src_real, tmp):
+    """make --vocab-size: the embedding (and mBART's final_logits_bias) has the rows asked for, the tokenizer is
+    unchanged, the weights of the other tensors are those of the default make (same seed), and ids beyond the
+    tokenizer decode to nothing (no crash)."""
+    for fam in ("m2m100", "mbart50"):
+        d0, d1 = os.path.join(tmp, f"{fam}_vs0"), os.path.join(tmp, f"{fam}_vs1")
+        _quiet_make(_make_args(fam, src_real[fam], d0, seed=6))
+        tok0 = load_tokenizer(d0)
+        V = tok0.vocab_size + 37
+        _quiet_make(_make_args(fam, src_real[fam], d1, seed=6, vocab_size=V))
+        w, _, _ = read_weights(d1)
+        tok = load_tokenizer(d1)
+        cfg = load_json(os.path.join(d1, "config.json"))
+        rows = {k: tuple(v.shape) for k, v in w.items() if k in ("model.shared.weight", "final_logits_bias")}
+        check(f"{fam}: --vocab-size {V}: config and embedding rows {V}, tokenizer still {tok0.vocab_size} ids",
+              cfg["vocab_size"] == V and rows["model.shared.weight"][0] == V and tok.vocab_size == tok0.vocab_size
+              and (fam != "mbart50" or rows["final_logits_bias"] == (1, V)), f"{rows}")
+        text, _ = tok.decode([tok.lang_id(LANGS[fam][1]), V - 1, tok.vocab_size] + tok.encode("Hello world.",
+                                                                                              LANGS[fam][0])[1])
+        check(f"{fam}: ids beyond the tokenizer decode to nothing", text == "Hello world.", repr(text))
+        m = Seq2Seq(d1)
+        r = m.greedy(tok.encode("Hello world.", LANGS[fam][0])[1], 6, tok.lang_id(LANGS[fam][1]))
+        check(f"{fam}: --vocab-size model runs (greedy over {V} logits)", len(r["target_ids"]) >= 1)
+    check("make --vocab-size smaller than the tokenizer is refused", _refused(lambda: _quiet_make(_make_args(
+        "nllb", src_real["nllb"], os.path.join(tmp, "nllb_vs_small"), vocab_size=10))))
+
+
+def _refused(fn):
+    try:
+        fn()
+    except SystemExit:
+        return True
+    return False
+
+
 def cmd_selftest(a):
     torch.set_grad_enabled(False)
     check = _Checker()
@@ -1464,6 +1643,7 @@ def cmd_selftest(a):
         check("m2m100: FAIRSEQ_LANGUAGE_CODES order == the real special_tokens_map.json / added_tokens.json",
               "order agrees" in msg)
         _check_stops(check, src_real, tmp)
+        _check_vocab_size(check, src_real, tmp)
         for dt, tol in (("F16", 2 ** -11), ("BF16", 2 ** -8)):
             d = os.path.join(tmp, "dt_" + dt)
             _quiet_make(_make_args("mbart50", src_real["mbart50"], d, seed=5, dtype=dt))
@@ -1472,6 +1652,9 @@ def cmd_selftest(a):
             rel = max(((got[k] - ref[k]).abs() / ref[k].abs().clamp_min(1e-3)).max().item() for k in ref)
             check(f"{dt} safetensors round trip within {dt} rounding", set(dts.values()) == {dt} and rel <= tol,
                   f"max rel {rel:.1e}")
+            full, full_dts = read_safetensors(os.path.join(d, "model.safetensors"))
+            check(f"{dt}: read_safetensors_lean == marian_reference.read_safetensors", full_dts == dts and
+                  sorted(full) == sorted(got) and all(torch.equal(full[k], got[k]) for k in full))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"selftest ({time.time() - t0:.1f} s): {check.passed} passed, {len(check.failed)} failed")
@@ -1500,6 +1683,10 @@ def main():
     m.add_argument("--decoder-ffn", type=int, default=None, help="(default --ffn)")
     m.add_argument("--activation", default=None, help="activation_function (default: as --from, relu)")
     m.add_argument("--vocab-pieces", type=int, default=250, help="SentencePiece vocabulary size")
+    m.add_argument("--vocab-size", type=int, default=None,
+                   help="config vocab_size (embedding rows); default: the tokenizer's ids. Must be >= them; the ids "
+                   "beyond the tokenizer have no token (e.g. the real model's size: 256206 NLLB-200, 128112 M2M100, "
+                   "250054 mBART-50)")
     m.add_argument("--vocab-drop", type=int, default=2,
                    help="m2m100: leave this many SentencePiece pieces out of vocab.json (they become <unk>)")
     m.add_argument("--train-text", default=None, help="SentencePiece training text (default: built-in en/de)")

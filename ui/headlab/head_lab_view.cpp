@@ -62,7 +62,13 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
 
 void HeadLabView::wireStatistics(ViewContext* c) {
     TranslationController* controller = c->controller();
-    connect(m_stats, &HeadStatsPanel::runRequested, controller, &TranslationController::runHeadLab);
+    // The corpus is read in the languages chosen beside the sentence (a multilingual model's).
+    connect(m_stats, &HeadStatsPanel::runRequested, controller, [c, controller](HeadLabRequest r) {
+        const DecodingOptions shown = c->decodingOptions();
+        r.decoding.source_language = shown.source_language;
+        r.decoding.target_language = shown.target_language;
+        controller->runHeadLab(r);
+    });
     connect(m_stats, &HeadStatsPanel::cancelRequested, controller, &TranslationController::cancelHeadLab);
     connect(controller, &TranslationController::headLabProgress, m_stats, &HeadStatsPanel::showProgress);
     connect(controller, &TranslationController::headsCompared, m_stats, &HeadStatsPanel::setComparison);

@@ -146,7 +146,7 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& tokens, DecoderState& state
 }
 
 // ---------------------------------------------------------------- Transformer
-TransformerImpl::TransformerImpl(const ModelConfig& cfg) : m_cfg(cfg) {
+TransformerImpl::TransformerImpl(const ModelConfig& cfg, bool initialize) : m_cfg(cfg) {
     cfg.validate();
     decoder = register_module("decoder", Decoder(cfg));
     // Registration order decides named_parameters() order; the reference registers the encoder
@@ -158,6 +158,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& cfg) : m_cfg(cfg) {
             "trg_word_prj", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, cfg.n_trg_vocab).bias(false)));
     if (cfg.logits_bias) final_logits_bias = register_parameter("final_logits_bias", torch::zeros({cfg.n_trg_vocab}));
     // ref: xavier_uniform_ for every parameter with more than one dimension.
+    if (!initialize) return;
     torch::NoGradGuard no_grad;
     for (auto& p : parameters())
         if (p.dim() > 1) torch::nn::init::xavier_uniform_(p);

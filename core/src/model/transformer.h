@@ -92,7 +92,9 @@ TORCH_MODULE(Decoder);
 
 class TransformerImpl : public torch::nn::Module {
 public:
-    explicit TransformerImpl(const ModelConfig& cfg);  // validates cfg; Xavier-uniform init as the reference
+    // Validates cfg; Xavier-uniform init as the reference, unless `initialize` is false (a loader
+    // that fills every tensor next: 615M random numbers are seconds of a load's time).
+    explicit TransformerImpl(const ModelConfig& cfg, bool initialize = true);
 
     // ref: Transformer.forward — logits [b*lt, n_trg_vocab].
     torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq);

@@ -2,6 +2,7 @@
 
 #include "package/package_io.h"
 #include "package/safetensors.h"
+#include "package/tensor_copy.h"
 #include "package/torch_bin.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
@@ -31,7 +32,6 @@ constexpr const char* kSafetensorsIndex = "model.safetensors.index.json";
 constexpr const char* kTorchBinIndex = "pytorch_model.bin.index.json";
 constexpr size_t kMaxIndexBytes = 64u << 20;  // NLLB 3.3B's index is 90 kB
 constexpr size_t kMaxShards = 4096;
-constexpr uint64_t kChunkBytes = 64u << 20;  // what a safetensors tensor is copied in
 
 // A file `git clone` left as a Git LFS pointer (git-lfs not installed, or not pulled).
 void refuseLfsPointer(const std::string& path) {
@@ -84,7 +84,7 @@ struct Stored {
     std::string file;
     std::vector<int64_t> shape;
     std::string dtype;
-    std::function<void(torch::Tensor& dst)> copy_into;  // converts on the way
+    std::function<bool(torch::Tensor& dst)> copy_into;  // converts on the way; false: a NaN or infinity
     std::function<torch::Tensor()> read;                // the whole tensor as stored (tied copies compared)
 };
 using StoredMap = std::map<std::string, Stored>;  // by name, without the "model." prefix
@@ -108,18 +108,7 @@ void listSafetensors(const std::string& path, StoredMap& out) {
         Stored s;
         s.shape = t.shape;
         s.dtype = t.dtype;
-        s.copy_into = [header, info](torch::Tensor& dst) {
-            const uint64_t item = safetensors::dtypeSize(info->dtype), numel = info->numel();
-            const uint64_t per_chunk = std::max<uint64_t>(1, kChunkBytes / item);
-            torch::Tensor flat = dst.view({-1});
-            std::vector<char> buffer(size_t(std::min(numel, per_chunk) * item));
-            for (uint64_t at = 0; at < numel; at += per_chunk) {
-                const uint64_t n = std::min(per_chunk, numel - at);
-                safetensors::readTensorRange(*header, *info, at * item, n * item, buffer.data());
-                flat.narrow(0, int64_t(at), int64_t(n))
-                    .copy_(torch::from_blob(buffer.data(), {int64_t(n)}, torchType(info->dtype)));
-            }
-        };
+        s.copy_into = [header, info](torch::Tensor& dst) { return copyStoredTensor(*header, *info, dst); };
         s.read = [header, info] {
             std::vector<char> bytes = safetensors::readTensorBytes(*header, *info);
             return torch::from_blob(bytes.data(), info->shape, torchType(info->dtype)).clone();
@@ -138,7 +127,11 @@ void listTorchBin(const std::string& path, StoredMap& out) {
         Stored s;
         s.shape = tensor.sizes().vec();
         s.dtype = dtype;
-        s.copy_into = [tensor](torch::Tensor& dst) { dst.view({-1}).copy_(tensor.reshape({-1})); };
+        s.copy_into = [tensor](torch::Tensor& dst) {
+            if (!allFinite(tensor)) return false;
+            dst.view({-1}).copy_(tensor.reshape({-1}));
+            return true;
+        };
         s.read = [tensor] { return tensor; };
         put(out, path, name, std::move(s));
     }
@@ -363,7 +356,7 @@ model::Transformer loadHfWeights(const std::string& dir, const PackageConfig& co
     Mapped m = mapNames(file, config.model, family, origin);
     checkAgainstConfig(m, config.model, origin);
 
-    model::Transformer model(config.model);
+    model::Transformer model(config.model, /*initialize=*/false);  // every tensor is read next
     model->eval();
     std::map<std::string, torch::Tensor> targets;
     for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
@@ -373,8 +366,7 @@ model::Transformer loadHfWeights(const std::string& dir, const PackageConfig& co
         model->final_logits_bias.zero_();  // a buffer some savers leave out
     for (const auto& [name, stored] : m.ours) {
         torch::Tensor& dst = targets.at(name);
-        stored->copy_into(dst);
-        if (!torch::isfinite(dst).all().item<bool>())
+        if (!stored->copy_into(dst))
             throw PackageError(stored->file + ": tensor '" + hfName(name) + "' contains NaN or infinite values");
     }
     if (stored_dtype) {

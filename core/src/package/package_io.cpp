@@ -1,5 +1,7 @@
 #include "package/package_io.h"
 
+#include "package/tensor_copy.h"
+
 #include "package/safetensors.h"
 #include "util/atomic_file.h"
 #include "util/text.h"
@@ -104,7 +106,7 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
         if (!expected_names.count(t.name))
             fail("unexpected tensor '" + util::forMessage(t.name) + "'" + tiedNote(t.name, config.model));
 
-    model::Transformer model(config.model);
+    model::Transformer model(config.model, /*initialize=*/false);  // every tensor is read next
     model->eval();
     std::map<std::string, torch::Tensor> targets;
     for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
@@ -115,11 +117,7 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
     for (const auto& t : header.tensors) {
         auto it = targets.find(t.name);
         if (it == targets.end()) fail("internal: no module tensor for '" + t.name + "'");
-        std::vector<char> bytes = safetensors::readTensorBytes(header, t);
-        const auto dtype = t.dtype == "F32" ? torch::kFloat32 : t.dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
-        auto src = torch::from_blob(bytes.data(), t.shape, torch::TensorOptions().dtype(dtype)).to(torch::kFloat32);
-        if (!torch::isfinite(src).all().item<bool>()) fail("tensor '" + t.name + "' contains NaN or infinite values");
-        it->second.copy_(src);
+        if (!copyStoredTensor(header, t, it->second)) fail("tensor '" + t.name + "' contains NaN or infinite values");
         dtypes.insert(t.dtype);
     }
     if (stored_dtype) {

@@ -1,0 +1,23 @@
+#pragma once
+// Stored tensors into a model's parameters with bounded memory: a safetensors tensor is read,
+// converted and checked in chunks of at most kChunkBytes, so that loading a model peaks at its own
+// size plus a chunk (a 1 GB embedding read whole, converted and checked whole had cost 2.7 GB more).
+
+#include "package/safetensors.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace attnlab::package {
+
+inline constexpr uint64_t kChunkBytes = 64u << 20;
+
+// Copies `tensor` of `header`'s file into `dst` (of as many elements, any float dtype), converting
+// F32 / F16 / BF16 on the way; false when a value is NaN or infinite (dst is then partly written).
+bool copyStoredTensor(const safetensors::Header& header, const safetensors::TensorInfo& tensor, torch::Tensor& dst);
+
+// Whether every value of `t` is finite, checked a chunk at a time (no temporary of t's size).
+bool allFinite(const torch::Tensor& t);
+
+}  // namespace attnlab::package
