@@ -119,7 +119,8 @@ void listSafetensors(const std::string& path, StoredMap& out) {
 
 // A pytorch_model.bin: LibTorch's zip reader gives the whole state dict.
 void listTorchBin(const std::string& path, StoredMap& out) {
-    for (auto& [name, tensor] : readTorchBin(path)) {
+    for (auto& [name, stored] : readTorchBin(path)) {
+        const torch::Tensor tensor = stored;  // a lambda may not capture a structured binding (C++17)
         const std::string dtype = dtypeName(tensor.scalar_type());
         if (dtype.empty())
             throw PackageError(path + ": tensor '" + util::forMessage(name) + "' is " +
