@@ -14,6 +14,7 @@
 #include "fixtures.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/head_lab.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
 
@@ -240,6 +241,14 @@ void TestHfMultilingual::languagesAreChosenByCode() {
     QVERIFY2(message.contains("the target language 'deu' is not one of this model's 100 languages") &&
                  message.contains("de,"),
              qPrintable(message));
+    // align teacher-forces in the languages asked for (the target's token first, no word of its own).
+    const auto aligned =
+        attnlab::alignCorpus(t, {"Hello world ."}, {"Hallo Welt ."}, nullptr, "", 0.0, {}, nullptr, {"en", "de"});
+    QVERIFY(aligned.skipped.empty());
+    const QString unaligned = attnlab::testing::messageOf([&] {
+        attnlab::alignCorpus(t, {"Hello world ."}, {"Hallo Welt ."}, nullptr, "", 0.0, {}, nullptr, {"en", "deu"});
+    });
+    QVERIFY2(unaligned.contains("the target language 'deu' is not one of"), qPrintable(unaligned));
     // A model of one language pair refuses another pair instead of ignoring it.
     const std::string own = m_dir.path().toStdString() + "/one-pair";
     fs::create_directories(own);

@@ -282,6 +282,7 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
     a.cmd->add_option("--src", a.src, "Source sentences, one per line, words separated by spaces")->required();
     a.cmd->add_option("--tgt", a.tgt, "Their translations, one per line")->required();
     a.cmd->add_option("--gold", a.gold, "Gold alignments: Pharaoh lines, i-j sure, ipj or i?j possible");
+    addLanguages(a.cmd, a.languages);
     a.cmd->add_flag("--gold-one-indexed", a.one_indexed, "The gold file counts words from 1");
     a.cmd->add_flag("--gold-reversed", a.reversed, "The gold file writes target-source (j-i)");
     a.cmd
@@ -386,8 +387,9 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     const attnlab::Translator* back = reverse ? &*reverse : nullptr;
     std::optional<attnlab::AlignmentReport> dev_rep;
     if (dev) {  // the method is chosen there, never on the pairs it is reported on
-        dev_rep = attnlab::alignCorpus(translator, dev->sources, dev->targets, dev->goldOrNull(), dev->gold_name,
-                                       a.threshold, progress.callback(), back);
+        dev_rep =
+            attnlab::alignCorpus(translator, dev->sources, dev->targets, dev->goldOrNull(), dev->gold_name, a.threshold,
+                                 progress.callback(), back, {a.languages.source_language, a.languages.target_language});
         progress.clear();
         reportSkipped(dev_rep->skipped, "aligned in the development set");
         method = dev_rep->methods[static_cast<size_t>(dev_rep->best)].method;
@@ -395,8 +397,9 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
                   << " pairs): " << shownMethod(method) << ", AER " << std::fixed << std::setprecision(3)
                   << dev_rep->methods[static_cast<size_t>(dev_rep->best)].counts.aer() << "\n";
     }
-    const auto rep = attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name,
-                                          a.threshold, progress.callback(), back);
+    const auto rep =
+        attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold,
+                             progress.callback(), back, {a.languages.source_language, a.languages.target_language});
     progress.clear();
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
     if (!a.json_path.empty())

@@ -30,6 +30,7 @@ struct AlignCommand {
     std::vector<std::string> dev;  // SRC TGT GOLD of a development set, or empty
     bool one_indexed = false, reversed = false, no_reverse = false;
     double threshold = 0.0;
+    attnlab::DecodingOptions languages;  // --src-lang / --tgt-lang (a multilingual model's)
 };
 void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a);
 int runAlign(const CommonOptions& common, const AlignCommand& a);

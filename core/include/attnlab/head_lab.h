@@ -175,9 +175,14 @@ struct AlignmentReport {
 // With `reverse`, a model of the other direction (targets to sources), every method both models have
 // is also symmetrised by each heuristic (symmetrizeLinks); a pair the reverse model cannot read is
 // skipped too.
+// `languages`: a multilingual model's source and target language (DecodingOptions'; empty = the
+// model's defaults); the reverse model reads them the other way round.
+struct AlignmentLanguages {
+    std::string source, target;
+};
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
                             const std::string& gold_name, double threshold = 0.0, const CorpusCallback& progress = {},
-                            const Translator* reverse = nullptr);
+                            const Translator* reverse = nullptr, const AlignmentLanguages& languages = {});
 
 }  // namespace attnlab

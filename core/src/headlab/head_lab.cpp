@@ -219,7 +219,7 @@ void markBest(AlignmentReport& rep) {
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
                             const std::string& gold_name, double threshold, const CorpusCallback& progress,
-                            const Translator* reverse) {
+                            const Translator* reverse, const AlignmentLanguages& languages) {
     checkCounts(sources.size(), targets.size(), "target sentences");
     if (gold) checkCounts(sources.size(), gold->size(), ("gold alignment lines in " + gold_name).c_str());
     AlignmentReport rep;
@@ -240,6 +240,10 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
     DecodingOptions forcing;
     forcing.return_attention = true;
     forcing.top_k_candidates = 0;
+    forcing.source_language = languages.source;
+    forcing.target_language = languages.target;
+    DecodingOptions backwards = forcing;  // the reverse model reads the target as its source
+    std::swap(backwards.source_language, backwards.target_language);
     const int total = rep.pairs;
     for (size_t begin = 0; begin < usable.size(); begin += kChunk) {
         const size_t end = std::min(usable.size(), begin + kChunk);
@@ -248,7 +252,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
         const auto results = forcePairs(translator, sources, targets, pairs, rep.skipped, "", forcing);
         std::vector<size_t> back_pairs = pairs;
         const auto backs = reverse ? forcePairs(*reverse, targets, sources, back_pairs, rep.skipped,
-                                                "reverse model (the target as its source): ", forcing)
+                                                "reverse model (the target as its source): ", backwards)
                                    : std::vector<TranslationResult>{};
         for (size_t i = 0, r = 0; i < results.size(); ++i) {
             const size_t pair = pairs[i];
