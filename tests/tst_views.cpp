@@ -1229,6 +1229,16 @@ void TestViews::languagePicker() {
     again.setModel(attnlab::PackageConfig{}, "/models/de-en");
     QVERIFY(again.isHidden());
     QCOMPARE(again.source(), QString());
+    // The context keeps a change of languages alone (a re-translation after a model switch used
+    // the languages before).
+    QSignalSpy options(m_context.get(), &ViewContext::decodingOptionsChanged);
+    attnlab::DecodingOptions o = m_context->decodingOptions();
+    o.target_language = "fra_Latn";
+    m_context->setDecodingOptions(o);
+    QCOMPARE(options.count(), 1);
+    QCOMPARE(m_context->decodingOptions().target_language, std::string("fra_Latn"));
+    o.target_language.clear();
+    m_context->setDecodingOptions(o);
 }
 
 QTEST_MAIN(TestViews)

@@ -13,7 +13,8 @@ namespace attnlab::ui {
 
 namespace {
 bool sameOptions(const DecodingOptions& a, const DecodingOptions& b) {
-    return a.beam_size == b.beam_size && a.length_penalty == b.length_penalty && a.max_length == b.max_length;
+    return a.beam_size == b.beam_size && a.length_penalty == b.length_penalty && a.max_length == b.max_length &&
+           a.source_language == b.source_language && a.target_language == b.target_language;
 }
 }  // namespace
 

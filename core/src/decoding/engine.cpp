@@ -371,6 +371,9 @@ std::vector<int64_t> Engine::forcedTokens(const DecodingOptions& o) const {
     std::vector<int64_t> forced = prefixTokens(o);
     const int target = languageIds(o).target;
     if (target >= 0 && (forced.empty() || forced.front() != target)) forced.insert(forced.begin(), target);
+    if (static_cast<int64_t>(forced.size()) + 1 > m_config.model.n_position)
+        throw InputError("the forced prefix and the target language's token are " + std::to_string(forced.size()) +
+                         " pieces; this model generates at most " + std::to_string(m_config.model.n_position - 1));
     return forced;
 }
 

@@ -278,6 +278,13 @@ MultilingualModel readMultilingualModel(const std::string& dir) {
             l.special.push_back(int(id));
         }
     }
+    // A piece written twice (a language code that is also a SentencePiece piece) would give the
+    // imported vocab.json one key for two ids: refused, with both.
+    std::map<std::string, int64_t> first_id;
+    for (int64_t id = 0; id < vocab; ++id)
+        if (const auto [it, fresh] = first_id.emplace(out.tokenizer.pieces[size_t(id)], id); !fresh)
+            throw PackageError(dir + ": the tokenizer gives the piece '" + util::forMessage(it->first) + "' two ids (" +
+                               std::to_string(it->second) + " and " + std::to_string(id) + ")");
     for (const auto& lang : l.languages) l.special.push_back(int(lang.id));
     out.tokenizer.special = std::move(l.special);
     out.config.unk_idx = l.unk;

@@ -72,10 +72,12 @@ public:
         m_unk = v.unk;
         m_special.insert(v.special.begin(), v.special.end());
         m_special.insert(m_unk);
+        m_marian_codes = false;
     }
 
     Encoding encodeSource(const std::string& text) const override {
-        const LanguageCode lc = splitLanguageCode(text);
+        // MarianTokenizer's ">>code<<"; the multilingual tokenizers read such text as text.
+        const LanguageCode lc = m_marian_codes ? splitLanguageCode(text) : LanguageCode{std::string(), text};
         Encoding e = map(m_source->encode(lc.rest));
         if (!lc.code.empty()) {
             e.ids.insert(e.ids.begin(), idOf(lc.code));
@@ -142,6 +144,7 @@ private:
     std::vector<std::string> m_pieces;  // id -> piece
     int m_unk = 0;
     std::unordered_set<int> m_special;  // left out of decoded text
+    bool m_marian_codes = true;         // a leading ">>code<<" is one token (MarianTokenizer)
 };
 
 }  // namespace
