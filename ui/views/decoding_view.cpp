@@ -278,6 +278,25 @@ std::vector<int> bestPath(const TranslationResult& r) {
 }
 }  // namespace
 
+namespace {
+// An item's rows from the top: its top-level row, then each child row down to it (empty for none).
+std::vector<int> rowPath(QTreeWidgetItem* item) {
+    std::vector<int> rows;
+    for (; item; item = item->parent())
+        rows.insert(rows.begin(), item->parent() ? item->parent()->indexOfChild(item)
+                                                 : item->treeWidget()->indexOfTopLevelItem(item));
+    return rows;
+}
+
+QTreeWidgetItem* itemAt(QTreeWidget* tree, const std::vector<int>& rows) {
+    if (rows.empty() || rows[0] < 0 || rows[0] >= tree->topLevelItemCount()) return nullptr;
+    QTreeWidgetItem* item = tree->topLevelItem(rows[0]);
+    for (size_t i = 1; i < rows.size() && item; ++i)
+        item = rows[i] >= 0 && rows[i] < item->childCount() ? item->child(rows[i]) : nullptr;
+    return item;
+}
+}  // namespace
+
 void DecodingView::buildTree(int up_to) {
     m_tree->clear();
     const auto& trace = m_result->trace;
@@ -319,14 +338,18 @@ void DecodingView::buildTree(int up_to) {
     // The best path from its start where the step's pieces fit below it (the caption follows that
     // path), else the step's first piece in sight.
     // Once the tree has its size (a lesson step lays the view out after it is filled).
-    // The items live until the tree is built again: a newer build makes this one's scroll moot.
+    // The items are found again by their rows (the view may clear the tree before then): nothing
+    // is scrolled to where the rows no longer lead.
     const int built = ++m_tree_builds;
-    QTimer::singleShot(0, m_tree,
-                       [this, built, path_start, step_start = previous.empty() ? nullptr : previous.front()] {
-                           if (built != m_tree_builds) return;
-                           if (path_start) m_tree->scrollToItem(path_start, QAbstractItemView::PositionAtTop);
-                           if (step_start) m_tree->scrollToItem(step_start, QAbstractItemView::EnsureVisible);
-                       });
+    QTimer::singleShot(
+        0, m_tree,
+        [this, built, path = rowPath(path_start), step = rowPath(previous.empty() ? nullptr : previous.front())] {
+            if (built != m_tree_builds) return;
+            if (QTreeWidgetItem* item = itemAt(m_tree, path))
+                m_tree->scrollToItem(item, QAbstractItemView::PositionAtTop);
+            if (QTreeWidgetItem* item = itemAt(m_tree, step))
+                m_tree->scrollToItem(item, QAbstractItemView::EnsureVisible);
+        });
 }
 
 void DecodingView::follow(ViewContext* c) {
