@@ -71,10 +71,6 @@ std::vector<std::string> shardsOf(const std::string& dir, const std::string& ind
     return files;
 }
 
-torch::ScalarType torchType(const std::string& dtype) {
-    return dtype == "F32" ? torch::kFloat32 : dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
-}
-
 std::string dtypeName(torch::ScalarType t) {
     return t == torch::kFloat32 ? "F32" : t == torch::kFloat16 ? "F16" : t == torch::kBFloat16 ? "BF16" : "";
 }
@@ -111,7 +107,7 @@ void listSafetensors(const std::string& path, StoredMap& out) {
         s.copy_into = [header, info](torch::Tensor& dst) { return copyStoredTensor(*header, *info, dst); };
         s.read = [header, info] {
             std::vector<char> bytes = safetensors::readTensorBytes(*header, *info);
-            return torch::from_blob(bytes.data(), info->shape, torchType(info->dtype)).clone();
+            return torch::from_blob(bytes.data(), info->shape, storedDtype(info->dtype)).clone();
         };
         put(out, path, t.name, std::move(s));
     }

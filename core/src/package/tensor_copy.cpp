@@ -7,11 +7,9 @@
 
 namespace attnlab::package {
 
-namespace {
-torch::ScalarType torchType(const std::string& dtype) {
+torch::ScalarType storedDtype(const std::string& dtype) {
     return dtype == "F32" ? torch::kFloat32 : dtype == "F16" ? torch::kFloat16 : torch::kBFloat16;
 }
-}  // namespace
 
 bool copyStoredTensor(const safetensors::Header& header, const safetensors::TensorInfo& tensor, torch::Tensor& dst) {
     const uint64_t item = safetensors::dtypeSize(tensor.dtype), numel = tensor.numel();
@@ -21,7 +19,7 @@ bool copyStoredTensor(const safetensors::Header& header, const safetensors::Tens
     for (uint64_t at = 0; at < numel; at += per_chunk) {
         const uint64_t n = std::min(per_chunk, numel - at);
         safetensors::readTensorRange(header, tensor, at * item, n * item, buffer.data());
-        const torch::Tensor chunk = torch::from_blob(buffer.data(), {int64_t(n)}, torchType(tensor.dtype));
+        const torch::Tensor chunk = torch::from_blob(buffer.data(), {int64_t(n)}, storedDtype(tensor.dtype));
         if (!torch::isfinite(chunk).all().item<bool>()) return false;
         flat.narrow(0, int64_t(at), int64_t(n)).copy_(chunk);
     }

@@ -8,10 +8,14 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <string>
 
 namespace attnlab::package {
 
 inline constexpr uint64_t kChunkBytes = 64u << 20;
+
+// LibTorch's dtype of a stored "F32" / "F16" / "BF16" (the only ones the loaders accept).
+torch::ScalarType storedDtype(const std::string& dtype);
 
 // Copies `tensor` of `header`'s file into `dst` (of as many elements, any float dtype), converting
 // F32 / F16 / BF16 on the way; false when a value is NaN or infinite (dst is then partly written).
