@@ -9,6 +9,9 @@
 
 #include "data/corpus.h"
 #include "decoding/search.h"
+#include "package/argos_package.h"
+#include "package/ct2_model.h"
+#include "package/ct2_weights.h"
 #include "package/hf_multilingual.h"
 #include "package/hf_weights.h"
 #include "package/marian_import.h"
@@ -573,6 +576,45 @@ void lessonAtSize(const uint8_t* data, size_t size) {
                                   {{"attention", {"map", "heads"}}});
     } catch (const attnlab::Error&) {
     }
+}
+
+// A CTranslate2 model.bin: the header reader, the spec's mapping onto AttnLab's architecture (with
+// CTranslate2's config defaults and generated vocabularies), and for small models the weights read,
+// dequantized and split into a model.
+void ctranslate2ModelBin(const uint8_t* data, size_t size) {
+    static const std::string path = attnlab::fuzz::scratch("model.bin");
+    attnlab::fuzz::writeBytes(path, data, size);
+    try {
+        auto bin = attnlab::package::ct2::readModelBin(path);
+        uint64_t stored = 0;
+        for (const auto& v : bin.variables) stored += v.nbytes;
+        if (stored > size) __builtin_trap();  // every byte a variable claims lies in the file
+        const auto m = attnlab::package::ctranslate2ModelFromBin(std::move(bin));
+        const auto& c = m.config.model;
+        if (c.n_src_vocab * c.d_model + c.n_trg_vocab * c.d_model < (1 << 20)) {
+            auto model = attnlab::package::loadCt2Weights(m);
+            (void)model;
+        }
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// An .argosmodel (zip): member names checked without writing, then unpacked into a fresh folder,
+// nothing of it outside.
+void argosArchive(const uint8_t* data, size_t size) {
+    namespace fs = std::filesystem;
+    static const std::string into = attnlab::fuzz::scratch("argos");
+    std::error_code ec;
+    fs::remove_all(into, ec);
+    fs::create_directories(into, ec);
+    try {
+        const auto names = attnlab::package::extractArgosArchive(data, size, "fuzz.argosmodel", "");
+        const auto written = attnlab::package::extractArgosArchive(data, size, "fuzz.argosmodel", into);
+        if (names != written) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+    for (const auto& e : fs::recursive_directory_iterator(into, ec))
+        if (e.is_symlink()) __builtin_trap();  // nothing but files and folders is ever written
 }
 
 }  // namespace attnlab::fuzz

@@ -28,5 +28,7 @@ void safetensorsValues(const uint8_t* data, size_t size);      // a whole model.
 void lessonAtSize(const uint8_t* data, size_t size);           // a lesson expanded to up to the reader's caps
 void multilingualDirectory(const uint8_t* data, size_t size);  // an M2M100 / NLLB / mBART directory's config,
                                                                // tokenizer files and sharded index
+void ctranslate2ModelBin(const uint8_t* data, size_t size);    // a CTranslate2 model.bin: header, spec, weights
+void argosArchive(const uint8_t* data, size_t size);           // an Argos Translate .argosmodel (zip)
 
 }  // namespace attnlab::fuzz

@@ -90,7 +90,7 @@ except ImportError:  # pragma: no cover
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # LN_EPS: nn.LayerNorm(embed_dim)'s PyTorch default eps 1e-5, which M2M100 and mBART use everywhere too
-from marian_reference import (LN_EPS, SPIECE_UNDERLINE, EncoderDecoderBlocks, _act, _ln, _public,  # noqa: E402
+from marian_reference import (LN_EPS, _Checker, _refused, SPIECE_UNDERLINE, EncoderDecoderBlocks, _act, _ln, _public,  # noqa: E402
                               _to_bytes, clean_up_tokenization, read_safetensors, read_sentences, round7,
                               write_safetensors)
 
@@ -1350,18 +1350,6 @@ def _torch_mha_weights(model, ids):
     return p[0]
 
 
-class _Checker:
-    def __init__(self):
-        self.passed, self.failed = 0, []
-
-    def __call__(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed.append(name)
-        print(f"  {'ok  ' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""))
-
-
 def _check_tokenizer(check, fam, d, src_real):
     tok = load_tokenizer(d)
     cfg = load_json(os.path.join(d, "config.json"))
@@ -1605,14 +1593,6 @@ def _check_vocab_size(check, src_real, tmp):
         check(f"{fam}: --vocab-size model runs (greedy over {V} logits)", len(r["target_ids"]) >= 1)
     check("make --vocab-size smaller than the tokenizer is refused", _refused(lambda: _quiet_make(_make_args(
         "nllb", src_real["nllb"], os.path.join(tmp, "nllb_vs_small"), vocab_size=10))))
-
-
-def _refused(fn):
-    try:
-        fn()
-    except SystemExit:
-        return True
-    return False
 
 
 def cmd_selftest(a):

@@ -10,6 +10,7 @@ packages=(
   libxnnpack-dev libpthreadpool-dev # weights packed once for decoding (core/src/model/packed_linear.h)
   libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
   nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libarchive-dev                    # Argos Translate packages (.argosmodel zips): core/src/package/argos_package.cpp
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
   libgif-dev                        # animated GIF export of the Training tab
   libbenchmark-dev                  # micro-benchmarks

@@ -326,4 +326,94 @@ import zipfile
 put("fuzz_torch_bin", "hand-made-stored.bin", torch_zip(zipfile.ZIP_STORED))
 put("fuzz_torch_bin", "hand-made-deflated.bin", torch_zip(zipfile.ZIP_DEFLATED))
 put("fuzz_torch_bin", "hand-made-zip64.bin", torch_zip(zipfile.ZIP_STORED, zip64=True))
+
+# A CTranslate2 model.bin (fuzz_ctranslate2_bin), written as model_spec.py's _serialize does: a
+# TransformerSpec of width 4, one layer a stack, 6 tokens; float32, int8 with per-row scales (binary
+# version 6, aliases) and version 3 (item sizes, top-level attributes at revision 4).
+def ct2_model_bin(version=6, revision=7, int8=False):
+    def string(text):
+        raw = text.encode()
+        return struct.pack("<H", len(raw) + 1) + raw + b"\0"
+    d, inner, vocab = 4, 8, 6
+    variables, aliases = [], []
+
+    def var(name, shape, values=None, dtype="f"):
+        n = 1
+        for x in shape:
+            n *= x
+        if dtype == "f" and int8 and name.endswith("weight") and len(shape) == 2:
+            variables.append((name, shape, "b", [random.randint(-127, 127) for _ in range(n)]))
+            variables.append((name + "_scale", [shape[0]], "f", [random.uniform(50, 500) for _ in range(shape[0])]))
+            return
+        variables.append((name, shape, dtype, values if values is not None else [random.uniform(-1, 1) for _ in range(n)]))
+
+    def linear(scope, rows, cols):
+        var(scope + "/weight", [rows, cols])
+        var(scope + "/bias", [rows])
+
+    def norm(scope):
+        var(scope + "/gamma", [d])
+        var(scope + "/beta", [d])
+
+    top = "" if revision >= 5 else None
+    for stack in ("encoder", "decoder"):
+        attrs = stack + "/" if revision >= 5 else ""
+        if revision >= 5 or stack == "encoder":
+            var(attrs + "num_heads", [], [2], "h")
+            var(attrs + "pre_norm", [], [1], "b")
+            var(attrs + "activation", [], [0], "b")
+        var(stack + ("/embeddings_0/weight" if stack == "encoder" else "/embeddings/weight"), [vocab, d])
+        var(stack + "/scale_embeddings", [], [1], "b")
+        norm(stack + "/layer_norm")
+        layer = stack + "/layer_0"
+        linear(layer + "/self_attention/linear_0", 3 * d, d)
+        linear(layer + "/self_attention/linear_1", d, d)
+        norm(layer + "/self_attention/layer_norm")
+        if stack == "decoder":
+            linear(layer + "/attention/linear_0", d, d)
+            linear(layer + "/attention/linear_1", 2 * d, d)
+            linear(layer + "/attention/linear_2", d, d)
+            norm(layer + "/attention/layer_norm")
+        linear(layer + "/ffn/linear_0", inner, d)
+        linear(layer + "/ffn/linear_1", d, inner)
+        norm(layer + "/ffn/layer_norm")
+    if version >= 3:
+        aliases.append(("decoder/projection/weight", "decoder/embeddings/weight"))
+    else:
+        var("decoder/projection/weight", [vocab, d])
+    codes = {"f": 0, "b": 1, "h": 2}
+    body = struct.pack("<I", version) + string("TransformerSpec") + struct.pack("<I", revision)
+    body += struct.pack("<I", len(variables))
+    for name, shape, dtype, values in sorted(variables):
+        body += string(name) + struct.pack("<B", len(shape)) + b"".join(struct.pack("<I", x) for x in shape)
+        raw = struct.pack("<%d%s" % (len(values), dtype), *values)
+        size = struct.calcsize(dtype)
+        body += struct.pack("<BI", codes[dtype], len(raw)) if version >= 4 else struct.pack("<BI", size, len(values))
+        body += raw
+    if version >= 3:
+        body += struct.pack("<I", len(aliases)) + b"".join(string(a) + string(t) for a, t in aliases)
+    return body
+
+
+put("fuzz_ctranslate2_bin", "float32-v6.bin", ct2_model_bin())
+put("fuzz_ctranslate2_bin", "int8-v6.bin", ct2_model_bin(int8=True))
+put("fuzz_ctranslate2_bin", "float32-v3-r4.bin", ct2_model_bin(version=3, revision=4))
+
+
+# An Argos Translate package (fuzz_argos_archive): one top folder with metadata.json, model/ and a
+# vocabulary, stored and deflated.
+def argos_zip(compression):
+    import io
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as z:
+        z.writestr("translate-en_de-1_0/metadata.json", json.dumps({"from_code": "en", "to_code": "de"}))
+        z.writestr("translate-en_de-1_0/model/model.bin", ct2_model_bin())
+        z.writestr("translate-en_de-1_0/model/shared_vocabulary.json",
+                   json.dumps(["<blank>", "<unk>", "<s>", "</s>", "a", "b"]))
+        z.writestr("translate-en_de-1_0/stanza/", "")
+    return buffer.getvalue()
+
+
+put("fuzz_argos_archive", "stored.argosmodel", argos_zip(zipfile.ZIP_STORED))
+put("fuzz_argos_archive", "deflated.argosmodel", argos_zip(zipfile.ZIP_DEFLATED))
 print("seeds in", out)

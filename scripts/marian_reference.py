@@ -741,6 +741,28 @@ class Marian(EncoderDecoderBlocks):
 # ----------------------------------------------------------------------------------------------------------
 # run
 # ----------------------------------------------------------------------------------------------------------
+# A selftest's tally, shared with hf_multilingual_reference.py and ct2_reference.py.
+class _Checker:
+    def __init__(self):
+        self.passed, self.failed = 0, []
+
+    def __call__(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed.append(name)
+        print(f"  {'ok  ' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""))
+
+
+# Whether `fn` refused (SystemExit): a selftest's check of a refusal.
+def _refused(fn):
+    try:
+        fn()
+    except SystemExit:
+        return True
+    return False
+
+
 def round7(t):
     """nested lists of a tensor's values, each rounded to 7 significant digits (vectorised: m / 10^k with
     m = round(x * 10^k), the double nearest to the 7-digit decimal; '%.7g' where 10^k is not exact)"""

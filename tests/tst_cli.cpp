@@ -364,7 +364,7 @@ void TestCli::inspect() {
     attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
     const QRegularExpression total(QString("\\n  total\\s+%1\\n").arg(t.info().parameters.total));
     QVERIFY2(r.out.contains(total), qPrintable(r.out));
-    QVERIFY(r.out.contains("vocabulary     400 pieces"));
+    QVERIFY(r.out.contains("vocabulary     400 target tokens (shared SentencePiece model)"));
     // Every field of the config table, with its value.
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_layers +2 +encoder layers")), qPrintable(r.out));
     QVERIFY2(r.out.contains(QRegularExpression("\\n  n_head +4 +attention heads")), qPrintable(r.out));

@@ -34,7 +34,9 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_marian_dir", attnlab::fuzz::marianDirectory},
         {"fuzz_multilingual_dir", attnlab::fuzz::multilingualDirectory},
         {"fuzz_safetensors_values", attnlab::fuzz::safetensorsValues},
-        {"fuzz_lesson_at_size", attnlab::fuzz::lessonAtSize}};
+        {"fuzz_lesson_at_size", attnlab::fuzz::lessonAtSize},
+        {"fuzz_ctranslate2_bin", attnlab::fuzz::ctranslate2ModelBin},
+        {"fuzz_argos_archive", attnlab::fuzz::argosArchive}};
     return t;
 }
 }  // namespace

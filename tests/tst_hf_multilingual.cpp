@@ -103,19 +103,7 @@ attnlab::DecodingOptions TestHfMultilingual::greedy(const attnlab::Translator& t
     return o;
 }
 
-namespace {
-// The largest difference between two [layer][head][row][column] maps, rows of `rows` first.
-double worstDifference(const attnlab::LayerHeadMaps& ours, const json& theirs, size_t rows) {
-    double worst = 0;
-    if (ours.size() != theirs.size()) return 1e9;
-    for (size_t l = 0; l < ours.size(); ++l)
-        for (size_t h = 0; h < ours[l].size(); ++h)
-            for (size_t q = 0; q < std::min(rows, ours[l][h].size()); ++q)
-                for (size_t k = 0; k < ours[l][h][q].size(); ++k)
-                    worst = std::max(worst, std::abs(double(ours[l][h][q][k]) - theirs[l][h][q][k].get<double>()));
-    return worst;
-}
-}  // namespace
+using attnlab::testing::worstMapDifference;
 
 void TestHfMultilingual::compare(const std::vector<attnlab::TranslationResult>& results, const json& ref) {
     double worst_map = 0, worst_logp = 0;
@@ -138,9 +126,9 @@ void TestHfMultilingual::compare(const std::vector<attnlab::TranslationResult>& 
         const auto logp = e["step_log_probs"].get<std::vector<double>>();
         for (size_t t = 0; t < expected.size(); ++t)
             worst_logp = std::max(worst_logp, std::abs(r.best.token_log_probs.at(t) - logp.at(t)));
-        worst_map = std::max({worst_map, worstDifference(r.encoder_self, e["attentions"]["encoder"], 1u << 30),
-                              worstDifference(r.decoder_self, e["attentions"]["decoder"], expected.size()),
-                              worstDifference(r.cross, e["attentions"]["cross"], expected.size())});
+        worst_map = std::max({worst_map, worstMapDifference(r.encoder_self, e["attentions"]["encoder"], 1u << 30),
+                              worstMapDifference(r.decoder_self, e["attentions"]["decoder"], expected.size()),
+                              worstMapDifference(r.cross, e["attentions"]["cross"], expected.size())});
     }
     qInfo("largest difference: attention %.2e, log-probability %.2e", worst_map, worst_logp);
     // float32 against float64: summation order and rounding, far below what any reading of a map

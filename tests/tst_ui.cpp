@@ -61,6 +61,7 @@ private Q_SLOTS:
     void palettesReachTheMapsAndExports();
     void emptyWindowSaysWhatToDo();
     void decodingTabStepsThroughTheSearch();
+    void decodingTabScoresATypedTranslation();
     void candidateClickForcesAndEveryViewFollows();
     void clickingACellExplainsItsWeight();
     void inputsTabShowsTokenAndMasks();
@@ -565,6 +566,38 @@ void TestUi::decodingTabStepsThroughTheSearch() {
     for (int i = 0; i < d->tree()->topLevelItemCount(); ++i) children += d->tree()->topLevelItem(i)->childCount();
     if (t >= 1) QCOMPARE(children, int(r->trace[1].hypotheses.size()));
     QVERIFY(d->comparisonText().contains(QString::fromStdString(r->best.text).toHtmlEscaped()));
+}
+
+void TestUi::decodingTabScoresATypedTranslation() {
+    const auto free = m_window->context()->result();
+    QVERIFY(free && free->prefixTokens() == 0);
+    DecodingView* d = m_window->views()->find<DecodingView>();
+    m_window->views()->showView("decoding");
+    QSignalSpy scored(m_controller.get(), &TranslationController::pairScored);
+    // A translation of one's own: each piece's log-probability and </s>'s, the least likely named.
+    d->scoreField()->setText(QStringLiteral("A woman reads a book."));
+    QTest::keyClick(d->scoreField(), Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(scored.count() > 0, 30000);
+    const auto mine = scored.takeFirst().at(0).value<ResultPtr>();
+    QCOMPARE(mine->source_text, free->source_text);
+    QCOMPARE(mine->best.pieces.back(), std::string("</s>"));
+    const auto& lp = mine->best.token_log_probs;
+    QCOMPARE(lp.size(), mine->best.pieces.size());
+    const size_t weakest = size_t(std::min_element(lp.begin(), lp.end()) - lp.begin());
+    QTRY_VERIFY(d->comparisonText().contains("Yours:"));
+    QVERIFY(d->comparisonText().contains(QStringLiteral("least likely: <b>%1</b>")
+                                             .arg(QString::fromStdString(mine->best.pieces[weakest]).toHtmlEscaped())));
+    QVERIFY(d->comparisonText().contains("Free:"));
+    // The field has room for a sentence beside the what-if row's (a person types a whole translation).
+    QVERIFY2(d->scoreField()->width() >= 12 * d->scoreField()->fontMetrics().averageCharWidth(),
+             qPrintable(QString::number(d->scoreField()->width())));
+    const QString shot = QDir::temp().filePath("attnlab-decoding-scored.png");
+    QVERIFY(m_window->grab().save(shot));
+    qInfo("the Decoding tab with a scored translation: %s", qPrintable(shot));
+    // Another sentence drops it: the score belonged to the sentence it was typed for.
+    typeAndWait("Ein Mann liest.");
+    QVERIFY(!d->comparisonText().contains("Yours:"));
+    typeAndWait("Eine Frau liest ein Buch im Park.");  // what the next test steps through
 }
 
 void TestUi::candidateClickForcesAndEveryViewFollows() {

@@ -17,6 +17,7 @@
 #include "cli_common.h"
 #include "head_lab_commands.h"
 #include "history_command.h"
+#include "score_command.h"
 #include "toy_command.h"
 #include "translate_command.h"
 
@@ -142,6 +143,13 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     return 0;
 }
 
+// How a model's text becomes ids, as inspect names it (PackageConfig::tokenizer).
+std::string tokenizerLayout(const std::string& tokenizer) {
+    if (tokenizer == "marian") return "source.spm + target.spm through vocab.json";
+    if (tokenizer == "ctranslate2") return "CTranslate2's vocabularies: tokens, or SentencePiece pieces";
+    return "shared SentencePiece model";
+}
+
 int runInspect(const CommonOptions& common) {
     auto translator = load(common);
     const auto& i = translator.info();
@@ -156,10 +164,7 @@ int runInspect(const CommonOptions& common) {
     }
     std::cout << "device         " << i.device << "\n"
               << "stored dtype   " << i.stored_dtype << "\n"
-              << "vocabulary     " << i.vocab_size << " pieces ("
-              << (i.config.tokenizer == "marian" ? "source.spm + target.spm through vocab.json"
-                                                 : "shared SentencePiece model")
-              << ")\n"
+              << "vocabulary     " << i.vocab_size << " target tokens (" << tokenizerLayout(i.config.tokenizer) << ")\n"
               << "load time      " << std::fixed << std::setprecision(3) << i.load_seconds << " s\n\n"
               << "configuration\n";
     for (const auto& f : attnlab::modelConfigFields())
@@ -413,16 +418,19 @@ int main(int argc, char** argv) {
     attnlab_cli::AlignCommand align;
     attnlab_cli::HistoryCommand history;
     attnlab_cli::ToyCommand toy;
+    attnlab_cli::ScoreCommand score;
     attnlab_cli::addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
     addCommon(inspect, common);
     std::string import_from, import_to;
     auto* import_cmd = app.add_subcommand(
         "import",
-        "Write a Hugging Face directory (MarianMT / OPUS-MT, M2M100, NLLB-200, mBART-50) as an AttnLab package, once");
+        "Write a Hugging Face directory (MarianMT / OPUS-MT, M2M100, NLLB-200, mBART-50) or a CTranslate2 model "
+        "(a model directory, an Argos Translate package or .argosmodel) as an AttnLab package, once");
     import_cmd
         ->add_option("--from", import_from,
-                     "The Hugging Face directory (config.json, weights, the tokenizer's files) as downloaded")
+                     "The Hugging Face directory (config.json, weights, the tokenizer's files) as downloaded, or the "
+                     "CTranslate2 model")
         ->required();
     import_cmd->add_option("-o,--output", import_to, "The package directory to write")->required();
     addTrain(app, train);
@@ -434,6 +442,7 @@ int main(int argc, char** argv) {
     attnlab_cli::addAlign(app, common, align);
     attnlab_cli::addHistory(app, history);
     attnlab_cli::addToy(app, toy);
+    attnlab_cli::addScore(app, common, score);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -476,6 +485,7 @@ int main(int argc, char** argv) {
         if (align.cmd->parsed()) return attnlab_cli::runAlign(common, align);
         if (history.cmd->parsed()) return attnlab_cli::runHistory(history);
         if (toy.cmd->parsed()) return attnlab_cli::runToy(toy);
+        if (score.cmd->parsed()) return attnlab_cli::runScore(common, score);
     } catch (const attnlab::Error& e) {
         std::cerr << "attnlab-cli: " << e.what() << "\n";
         return 2;

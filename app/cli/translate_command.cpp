@@ -232,6 +232,10 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->capture_default_str();
     translate->add_option("--max-len-offset", decoding.max_length_offset, "Offset of the relative cap")
         ->capture_default_str();
+    translate
+        ->add_option("--min-len", decoding.min_length,
+                     "No </s> before this many tokens (-1: the model's; 1 for CTranslate2 models, else 0)")
+        ->capture_default_str();
     translate->add_option("--nbest", decoding.nbest, "Hypotheses per sentence (extra ones tab-separated)")
         ->capture_default_str();
     translate

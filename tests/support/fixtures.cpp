@@ -142,4 +142,17 @@ void runScript(const QString& python, const QString& script, const QStringList& 
         qFatal("%s %s failed: %s", qPrintable(script), qPrintable(args.value(0)), p.readAllStandardError().constData());
 }
 
+double worstMapDifference(const LayerHeadMaps& ours, const nlohmann::json& theirs, size_t rows) {
+    double worst = 0;
+    if (ours.size() != theirs.size()) return 1e9;
+    for (size_t l = 0; l < ours.size(); ++l) {
+        if (ours[l].size() != theirs[l].size()) return 1e9;
+        for (size_t h = 0; h < ours[l].size(); ++h)
+            for (size_t q = 0; q < std::min(rows, ours[l][h].size()); ++q)
+                for (size_t k = 0; k < ours[l][h][q].size(); ++k)
+                    worst = std::max(worst, std::abs(double(ours[l][h][q][k]) - theirs[l][h][q][k].get<double>()));
+    }
+    return worst;
+}
+
 }  // namespace attnlab::testing

@@ -7,8 +7,11 @@
 
 #include <attnlab/config.h>
 #include <attnlab/errors.h>
+#include <attnlab/translation.h>
 
 #include <QString>
+
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
@@ -65,6 +68,9 @@ QString messageOf(F&& f) {
 
 // Reads a whole file into a string / writes a string to a file.
 std::string readFile(const std::string& path);
+// The largest difference between [layer][head][row][column] maps and a reference's JSON of them,
+// over the first `rows` rows (1e9 when the layer or head counts differ).
+double worstMapDifference(const LayerHeadMaps& ours, const nlohmann::json& theirs, size_t rows = size_t(1) << 30);
 void writeFile(const std::string& path, const std::string& bytes);
 
 }  // namespace attnlab::testing

@@ -23,6 +23,7 @@ enum class Operation {
     TrainToy,    // File > Train a small model
     Measure,     // the value norms of the Attention tab's weight x value norm maps
     Saliency,    // the Saliency tab's gradient x input
+    Score,       // the Decoding tab's translation of the user's own, scored
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

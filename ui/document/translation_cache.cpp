@@ -7,7 +7,7 @@ namespace attnlab::ui {
 namespace {
 // A field of DecodingOptions not in the key would let a cached translation stand in for one made
 // with another value: a new option must be added below (and this size updated).
-static_assert(sizeof(DecodingOptions) == 208, "DecodingOptions changed: add its new field to TranslationCache::key");
+static_assert(sizeof(DecodingOptions) == 216, "DecodingOptions changed: add its new field to TranslationCache::key");
 
 void putText(std::ostringstream& out, const std::string& text) { out << text.size() << ':' << text << '|'; }
 }  // namespace
@@ -18,8 +18,8 @@ std::string TranslationCache::key(const std::string& model, const std::string& s
     putText(out, model);
     putText(out, sentence);
     out << o.beam_size << '|' << o.length_penalty << '|' << o.max_length << '|' << o.max_length_ratio << '|'
-        << o.max_length_offset << '|' << o.nbest << '|' << o.top_k_candidates << '|' << o.return_attention << '|'
-        << o.max_batch_size << '|' << o.reference_beam << '|' << o.record_trace << '|';
+        << o.max_length_offset << '|' << o.min_length << '|' << o.nbest << '|' << o.top_k_candidates << '|'
+        << o.return_attention << '|' << o.max_batch_size << '|' << o.reference_beam << '|' << o.record_trace << '|';
     putText(out, o.force_prefix);
     for (const int id : o.force_prefix_ids) out << id << ',';
     out << '|';

@@ -246,13 +246,23 @@ const Translator& TranslationController::otherModel(const std::string& dir, cons
     return *m_other;
 }
 
-void TranslationController::alignPair(const QString& source, const QString& target) {
+void TranslationController::teacherForcePair(const QString& source, const QString& target,
+                                             const DecodingOptions& options, Operation op,
+                                             void (TranslationController::*answer)(ResultPtr)) {
     const std::string s = source.toStdString(), g = target.toStdString();
     postInspection(
-        [this, s, g](const Translator& t) {
-            Q_EMIT pairAligned(std::make_shared<const TranslationResult>(t.teacherForce({s}, {g}).front()));
+        [this, s, g, options, answer](const Translator& t) {
+            (this->*answer)(std::make_shared<const TranslationResult>(t.teacherForce({s}, {g}, options).front()));
         },
-        Operation::Align);
+        op);
+}
+
+void TranslationController::alignPair(const QString& source, const QString& target) {
+    teacherForcePair(source, target, {}, Operation::Align, &TranslationController::pairAligned);
+}
+
+void TranslationController::scorePair(const QString& source, const QString& target, const DecodingOptions& options) {
+    teacherForcePair(source, target, options, Operation::Score, &TranslationController::pairScored);
 }
 
 void TranslationController::alignExamples(const std::vector<Example>& examples) {

@@ -85,6 +85,9 @@ public:
     // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
     // by pairAligned or failed(Align).
     void alignPair(const QString& source, const QString& target);
+    // Asynchronous: a translation of the user's own scored under teacher forcing (each piece's
+    // log-probability and </s>'s, every map); answered by pairScored or failed(Score).
+    void scorePair(const QString& source, const QString& target, const DecodingOptions& options);
     // Asynchronous: every alignment method scored on examples with gold (alignCorpus), symmetrised
     // with the bundled model of the other direction when there is one; answered by examplesAligned
     // (with that model's directory, empty without) or failed(Align).
@@ -122,6 +125,7 @@ Q_SIGNALS:
     // when the run compares with none).
     void headsCompared(attnlab::ui::HeadStatsPtr other, const QString& model_dir, bool reversed);
     void pairAligned(attnlab::ui::ResultPtr forced);
+    void pairScored(attnlab::ui::ResultPtr scored);
     void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
     void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
@@ -131,6 +135,9 @@ Q_SIGNALS:
 
 private:
     void post(std::function<void()> job);
+    // `source` teacher-forced through `target` on the worker, answered by `answer` or failed(op).
+    void teacherForcePair(const QString& source, const QString& target, const DecodingOptions& options, Operation op,
+                          void (TranslationController::*answer)(ResultPtr));
     // Runs `work` on the worker with the loaded translator; any exception becomes failed(op, …).
     void postInspection(std::function<void(const Translator&)> work, Operation op);
     // On the worker: the cached translation of `text`, or a new one (then cached).

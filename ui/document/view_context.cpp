@@ -35,6 +35,7 @@ QString operationTitle(Operation op) {
     case Operation::TrainToy: return QObject::tr("Training the small model failed");
     case Operation::Measure: return QObject::tr("Cannot compute the value norms");
     case Operation::Saliency: return QObject::tr("Cannot compute the saliency");
+    case Operation::Score: return QObject::tr("Cannot score the translation");
     }
     return {};
 }

@@ -88,9 +88,14 @@ void MainWindow::report(Operation op, const QString& message) {
 void MainWindow::buildFileMenu() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open model…"), QKeySequence::Open, this, [this] {
-        const QString dir =
-            QFileDialog::getExistingDirectory(this, tr("Open a model package or a MarianMT (OPUS-MT) folder"));
+        const QString dir = QFileDialog::getExistingDirectory(
+            this, tr("Open a model package, a Hugging Face (OPUS-MT, NLLB, M2M100, mBART) or a CTranslate2 folder"));
         if (!dir.isEmpty()) m_context->loadModel(dir);
+    });
+    file->addAction(tr("Open &Argos Translate package…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open an Argos Translate package"), QString(),
+                                                          tr("Argos Translate packages (*.argosmodel)"));
+        if (!path.isEmpty()) m_context->loadModel(path);
     });
     m_models_menu = file->addMenu(tr("&Models"));
     for (const auto& [label, dir] : bundledModelChoices()) {
@@ -233,7 +238,9 @@ void MainWindow::dropEvent(QDropEvent* e) {
     const auto urls = e->mimeData()->urls();
     if (urls.isEmpty() || !urls.first().isLocalFile()) return;
     const QString p = urls.first().toLocalFile();
-    m_context->loadModel(QFileInfo(p).isDir() ? p : QFileInfo(p).absolutePath());
+    // A folder, an Argos Translate package (a file), or a file inside a model's folder.
+    const bool argos = p.endsWith(QStringLiteral(".argosmodel"), Qt::CaseInsensitive);
+    m_context->loadModel(QFileInfo(p).isDir() || argos ? p : QFileInfo(p).absolutePath());
 }
 
 }  // namespace attnlab::ui

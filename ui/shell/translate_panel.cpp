@@ -44,6 +44,10 @@ QList<QPair<QString, QString>> bundledModelChoices() {
     for (const auto& m : bundledModels())
         out.append({directionLabel(m.source_lang, m.target_lang, QString::fromStdString(m.name)),
                     QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
+    for (const auto& m : installedArgosModels())
+        out.append(
+            {directionLabel(m.source_lang, m.target_lang, QObject::tr("Argos: %1").arg(QString::fromStdString(m.name))),
+             QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
     return out;
 }
 
@@ -62,7 +66,8 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_sentence->setClearButtonEnabled(true);
     m_examples = new QPushButton(tr("Examples"), this);
     m_direction = new QComboBox(this);
-    m_direction->setToolTip(tr("Translation direction: the bundled models (File > Models)"));
+    m_direction->setToolTip(
+        tr("Translation direction: the bundled models and the installed Argos Translate packages (File > Models)"));
     m_direction->setVisible(false);
     m_languages = new LanguagePicker(this);  // shown for a multilingual model
     m_go = new QPushButton(tr("Translate"), this);

@@ -24,7 +24,9 @@ namespace attnlab::ui {
 class ConfidenceText;
 class LanguagePicker;
 
-// The bundled models as (label, canonical directory): "de → en  (multi30k-de-en)".
+// The models the direction switch offers, as (label, canonical directory): the bundled ones
+// ("de → en  (multi30k-de-en)"), then the Argos Translate packages argos-translate installed
+// ("en → de  (Argos: translate-en_de-1_0)").
 QList<QPair<QString, QString>> bundledModelChoices();
 // Any model as the direction switch names it: its languages (config.json) and its folder's name.
 QString modelLabel(const ModelInfo& info);

@@ -1,6 +1,7 @@
 #include "views/decoding_view.h"
 
 #include "document/numbering.h"
+#include "document/translation_controller.h"
 #include "plots/attention_view.h"
 #include "plots/bar_plot.h"
 
@@ -49,6 +50,10 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     m_force->setPlaceholderText(tr("What if the translation began with… (type, then Enter)"));
     auto* force = new QPushButton(tr("Decode from this prefix"), this);
     auto* free = new QPushButton(tr("Free decoding"), this);
+    m_score = new QLineEdit(this);
+    m_score->setPlaceholderText(tr("Score a translation of your own… (Enter)"));
+    m_score->setToolTip(tr("How probable the model finds your translation, piece by piece, beside its own"));
+    auto* score = new QPushButton(tr("Score"), this);
     m_candidates = new BarPlot(this);
     m_candidates->setValueAxisTitle(tr("probability"));
     m_tree = new QTreeWidget(this);
@@ -72,6 +77,9 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     what_if->addWidget(m_force, 1);
     what_if->addWidget(force);
     what_if->addWidget(free);
+    what_if->addSpacing(12);
+    what_if->addWidget(m_score, 1);
+    what_if->addWidget(score);
     auto* upper = new QSplitter(Qt::Horizontal, this);
     upper->addWidget(m_candidates);
     upper->addWidget(m_tree);
@@ -109,6 +117,8 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
         m_force->clear();
         Q_EMIT forceRequested({}, QString());
     });
+    connect(m_score, &QLineEdit::returnPressed, this, &DecodingView::requestScore);
+    connect(score, &QPushButton::clicked, this, &DecodingView::requestScore);
     clear(tr("Translate a sentence to step through its decoding."));
     follow(context);
 }
@@ -116,6 +126,7 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
 void DecodingView::clear(const QString& message) {
     m_result.reset();
     m_free.reset();
+    m_scored.reset();
     m_slider->setRange(0, 0);
     m_slider->setEnabled(false);
     m_step_label->clear();
@@ -134,6 +145,8 @@ void DecodingView::setResult(ResultPtr r) {
     // A what-if (a forced beginning) keeps the free translation beside it; a multilingual model's
     // forced target language is no what-if.
     if (r->prefixTokens() == 0 || !same_source) m_free = r->prefixTokens() == 0 ? r : nullptr;
+    // The user's own translation was scored against the free one it stood beside.
+    if (r->prefixTokens() == 0) m_scored.reset();
     m_result = r;
     const int steps = int(r->best.ids.size());
     const int keep = std::min(step(), steps - 1);
@@ -188,7 +201,37 @@ void DecodingView::updateComparison() {
                     .arg(text.isEmpty() ? QString() : QStringLiteral("<br>"))
                     .arg(r.prefixTokens())
                     .arg(QString::fromStdString(r.best.text).toHtmlEscaped(), scoreLine(r.best));
+    if (m_scored) text += (text.isEmpty() ? QString() : QStringLiteral("<br>")) + scoredText();
     m_comparison->setText(text);
+}
+
+QString DecodingView::scoredText() const {
+    const Hypothesis& h = m_scored->best;
+    QString weakest;
+    const auto& lp = h.token_log_probs;
+    if (!lp.empty() && lp.size() == h.pieces.size()) {
+        const size_t i = size_t(std::min_element(lp.begin(), lp.end()) - lp.begin());
+        weakest = tr("; least likely: <b>%1</b> (p = %2, piece %3 of %4)")
+                      .arg(QString::fromStdString(h.pieces[i]).toHtmlEscaped())
+                      .arg(std::exp(lp[i]), 0, 'g', 2)
+                      .arg(i + 1)
+                      .arg(lp.size());
+    }
+    double sum = 0;
+    for (double x : lp) sum += x;
+    return tr("<b>Yours:</b> %1 <i>(score %2, per token %3%4)</i>")
+        .arg(QString::fromStdString(h.text).toHtmlEscaped())
+        .arg(sum, 0, 'f', 3)
+        .arg(lp.empty() ? 0.0 : sum / double(lp.size()), 0, 'f', 3)
+        .arg(weakest);
+}
+
+void DecodingView::requestScore() {
+    const QString typed = m_score->text().trimmed();
+    const auto shown = m_free ? m_free : context()->result();
+    if (typed.isEmpty() || !shown) return;
+    // The options the shown translation was made with (its ablated heads, its languages).
+    context()->controller()->scorePair(QString::fromStdString(shown->source_text), typed, context()->decodingOptions());
 }
 
 void DecodingView::showStep() {
@@ -363,6 +406,19 @@ void DecodingView::follow(ViewContext* c) {
     // The strip follows the Attention tab's Show choice (and the value norms it waits for).
     connect(c, &ViewContext::measuredMapsChanged, this, [this] {
         if (m_result && stepCount() > 0) showStrip(step());
+    });
+    // A scored translation belongs to the sentence it was scored with: another sentence drops it.
+    connect(c->controller(), &TranslationController::pairScored, this, [this](ResultPtr scored) {
+        const auto shown = m_free ? m_free : context()->result();
+        if (!shown || scored->source_text != shown->source_text) return;
+        m_scored = std::move(scored);
+        if (m_result) updateComparison();
+    });
+    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
+        if (op != Operation::Score || !m_result) return;
+        m_scored.reset();
+        updateComparison();
+        m_comparison->setText(m_comparison->text() + "<br>" + tr("<b>Yours:</b> %1").arg(m.toHtmlEscaped()));
     });
     // What-if: the sentence the steps belong to, even when the field has been edited since.
     connect(this, &DecodingView::forceRequested, this, [this, c](const std::vector<int>& ids, const QString& text) {

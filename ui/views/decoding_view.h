@@ -7,7 +7,9 @@
 // prefix, asks for a translation forced to begin that way; the free and the forced translation
 // stand side by side with their scores. Shows TranslationResult's numbers only. The every-head
 // strip shows every layer at once while that is at most kStripRows rows (a line of text each has
-// room); a larger model's (6 layers x 16 heads) pages by layer, chosen in the step row.
+// room); a larger model's (6 layers x 16 heads) pages by layer, chosen in the step row. A
+// translation of the user's own is scored beside the model's (teacher forcing: each piece's
+// probability, the least likely one named): why did the model not say that?
 
 #include "document/view.h"
 
@@ -43,6 +45,7 @@ public:
     // What is shown (tests read it).
     QString prefixText() const;
     QString comparisonText() const;
+    QLineEdit* scoreField() const { return m_score; }
     BarPlot* candidates() const { return m_candidates; }
     QTreeWidget* tree() const { return m_tree; }
     AttentionView* crossRows() const { return m_cross; }
@@ -70,14 +73,18 @@ private:
     void showStrip(int step);
     void buildTree(int up_to_step);
     void updateComparison();
+    QString scoredText() const;  // the user's own translation's line of the comparison
+    void requestScore();
     void updateStripPages(int layers, int heads);  // the page list for this shape; the page kept when it fits
 
     ResultPtr m_result, m_free;
+    ResultPtr m_scored;  // the user's own translation of m_free's sentence, teacher-forced
     QSlider* m_slider;
     QLabel* m_step_label;
     QLabel* m_prefix;
     QLabel* m_comparison;
     QLineEdit* m_force;
+    QLineEdit* m_score;
     BarPlot* m_candidates;
     QTreeWidget* m_tree;
     int m_tree_builds = 0;  // buildTree's count: a scroll queued by an older build is dropped

@@ -48,7 +48,8 @@ struct ModelConfig {
     // docs/marian.md and the README's package table describe each one.
     int64_t n_dec_layers = 0;                  // decoder layers; 0 = n_layers (Marian students: 6 + 2)
     int64_t d_dec_inner = 0;                   // decoder feed-forward width; 0 = d_inner
-    std::string ffn_activation = "relu";       // relu | swish (SiLU, x sigmoid(x)) | gelu (erf form)
+    std::string ffn_activation = "relu";       // relu | swish (SiLU, x sigmoid(x)) | gelu (erf form) |
+                                               // gelu_tanh (the tanh approximation; format 4)
     bool attn_bias = false;                    // biases on the attention projections q, k, v and out
     double layer_norm_eps = 1e-6;              // every layer norm's epsilon (1e-5 in Hugging Face)
     bool emb_layer_norm = true;                // a layer norm after embedding + positional encoding
@@ -101,7 +102,8 @@ struct PackageConfig {
     // 2 added the architecture fields of ModelConfig above, `tokenizer`, `num_beams` and
     // `max_length`; 3 added norm_position, final_layer_norm, the positions fairseq and learned, and
     // the languages of multilingual models. An older file reads with their defaults.
-    static constexpr int kFormatVersion = 3;
+    // 4 added the "ctranslate2" tokenizer layout, source_bos_idx / source_eos_idx and gelu_tanh.
+    static constexpr int kFormatVersion = 4;
     static constexpr int kOldestFormatVersion = 1;
 
     int format_version = kFormatVersion;
@@ -115,14 +117,26 @@ struct PackageConfig {
     // models converted from the reference's torchtext pipeline also put <s> first.
     bool source_bos = false;
     bool source_eos = true;
+    // The ids put there when the source vocabulary is not the target's (a CTranslate2 model with
+    // separate vocabularies); -1: bos_idx and eos_idx.
+    int64_t source_bos_idx = -1;
+    int64_t source_eos_idx = -1;
+    int64_t sourceBos() const { return source_bos_idx >= 0 ? source_bos_idx : bos_idx; }
+    int64_t sourceEos() const { return source_eos_idx >= 0 ? source_eos_idx : eos_idx; }
     // How text becomes ids: "sentencepiece" = one SentencePiece model whose ids are the model's
     // (tokenizer.model); "marian" = MarianTokenizer's layout: source.spm and target.spm, and
-    // vocab.json mapping pieces to the model's ids (a piece missing from it is unk_idx).
+    // vocab.json mapping pieces to the model's ids (a piece missing from it is unk_idx);
+    // "ctranslate2" = CTranslate2's vocabularies (shared_vocabulary.json, or source_ and
+    // target_vocabulary), whitespace-separated tokens, or SentencePiece pieces where a
+    // sentencepiece.model lies beside them.
     std::string tokenizer = "sentencepiece";
     // The model's own decoding defaults (generation_config.json or config.json of an imported
     // model); 0 = AttnLab's defaults (DecodingOptions).
     int num_beams = 0;
     int max_length = 0;
+    // </s> is not chosen before this many generated tokens (format 4; CTranslate2's translate_batch:
+    // min_decoding_length = 1) unless DecodingOptions::min_length says otherwise.
+    int min_length = 0;
     // A multilingual model (NLLB-200, M2M100, mBART-50): its languages, in the tokenizer's order.
     // The source gets the source language's token (before its pieces, or after </s> where
     // language_token_position is "after_eos": NLLB's legacy_behaviour), and every translation

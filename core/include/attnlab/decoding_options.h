@@ -16,6 +16,8 @@ struct DecodingOptions {
     int max_length = 200;           // absolute cap on generated tokens (also capped by n_position)
     double max_length_ratio = 2.0;  // and by ratio * source length + offset ...
     int max_length_offset = 10;     // ... (relative cap); ratio <= 0 disables the relative cap
+    int min_length = -1;            // </s> is not chosen before this many generated tokens; -1: the
+                                    // model's (PackageConfig::min_length: 1 for CTranslate2 models)
     int nbest = 1;                  // hypotheses returned per sentence (<= beam_size)
     int top_k_candidates = 5;       // next-token candidates recorded per decoding step (0 = none)
     bool return_attention = true;   // fill TranslationResult's attention maps

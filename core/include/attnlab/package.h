@@ -69,11 +69,15 @@ struct BundledModel {
     std::string direction() const { return source_lang + "-" + target_lang; }
 };
 std::vector<BundledModel> bundledModels();
+// The Argos Translate packages argos-translate installed ($ARGOS_PACKAGES_DIR, else
+// $XDG_DATA_HOME/argos-translate/packages, else ~/.local/share/argos-translate/packages): name = the
+// package's folder, the languages from its metadata.json; sorted by language names.
+std::vector<BundledModel> installedArgosModels();
 // The bundled model of the other direction (its source the forward model's target and vice versa):
 // what symmetrised alignment uses by default. Empty when there is none or the languages are unknown.
 std::string reverseBundledModel(const PackageConfig& forward);
 
-// What a --model argument names: an existing directory as it is; else a bundled model by name
+// What a --model argument names: an existing directory (or file: an .argosmodel) as it is; else a bundled model by name
 // ("multi30k-de-en") or by direction ("en-de"). Throws InputError listing the bundled names.
 std::string resolveModelArgument(const std::string& name_or_dir);
 

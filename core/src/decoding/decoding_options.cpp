@@ -14,6 +14,7 @@ void DecodingOptions::validate() const {
     requireRange("max_length", max_length, 1, 1 << 16, o);
     requireRange("max_length_ratio", max_length_ratio, 0.0, 1000.0, o);
     requireRange("max_length_offset", max_length_offset, 0, 1 << 16, o);
+    requireRange("min_length", min_length, -1, 1 << 16, o);
     requireRange("nbest", nbest, 1, beam_size, o);
     requireRange("top_k_candidates", top_k_candidates, 0, 1000, o);
     requireRange("max_batch_size", max_batch_size, 1, 4096, o);

@@ -1,5 +1,8 @@
 #include "decoding/engine.h"
 
+#include "package/argos_package.h"
+#include "package/ct2_model.h"
+#include "package/ct2_weights.h"
 #include "package/hf_multilingual.h"
 #include "package/hf_weights.h"
 #include "package/marian_import.h"
@@ -45,8 +48,24 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     options.validate();
     setComputeThreads(options.num_threads);
     m_threads = requestedThreads(options.num_threads);
-    // An AttnLab package, or a Hugging Face directory as it is downloaded: MarianMT, M2M100 / NLLB-200
-    // or mBART.
+    // An AttnLab package, a Hugging Face directory as it is downloaded (MarianMT, M2M100 / NLLB-200,
+    // mBART) or a CTranslate2 model (a directory, an Argos Translate package or .argosmodel).
+    if (package::isCtranslate2Model(dir)) {
+        loadCtranslate2(dir, options);
+    } else {
+        loadHuggingFaceOrPackage(dir, options);
+        m_info.confidence = readConfidenceCalibration(dir);
+        m_info.examples = readExamples(dir);
+    }
+    m_info.package_dir = fs::absolute(dir).string();
+    m_info.config = m_config;
+    m_info.vocab_size = m_tokenizer->vocabSize();
+    m_info.device = m_device.str();
+    m_info.parameters = countParameters();
+    m_info.load_seconds = secondsSince(t0);
+}
+
+void Engine::loadHuggingFaceOrPackage(const std::string& dir, const TranslatorOptions& options) {
     const bool hugging_face = package::isHuggingFaceDirectory(dir);
     std::optional<package::MultilingualModel> multilingual;
     if (hugging_face && package::isMultilingualDirectory(dir)) {
@@ -64,18 +83,26 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
         m_model = multilingual   ? package::loadHfWeights(dir, m_config, multilingual->family, &m_info.stored_dtype)
                   : hugging_face ? package::loadMarianWeights(dir, m_config, &m_info.stored_dtype)
                                  : package::loadWeights(dir, m_config, &m_info.stored_dtype);
-        m_model->to(m_device);
-        m_model->eval();
-        m_model->setPackedInference(options.packed_weights);
+        placeModel(options);
     });
-    m_info.package_dir = fs::absolute(dir).string();
-    m_info.confidence = readConfidenceCalibration(dir);
-    m_info.examples = readExamples(dir);
-    m_info.config = m_config;
-    m_info.vocab_size = m_tokenizer->vocabSize();
-    m_info.device = m_device.str();
-    m_info.parameters = countParameters();
-    m_info.load_seconds = secondsSince(t0);
+}
+
+void Engine::loadCtranslate2(const std::string& path, const TranslatorOptions& options) {
+    const package::Ct2Model ct2 = package::readCtranslate2Model(path);
+    m_config = ct2.config;
+    m_tokenizer = package::ctranslate2Codec(m_config, ct2.vocabularies, ct2.spm_path);
+    m_info.stored_dtype = ct2.stored_dtypes;
+    translatingTorchErrors("loading the model", [&] {
+        m_device = util::resolveDevice(options.device);
+        m_model = package::loadCt2Weights(ct2);
+        placeModel(options);
+    });
+}
+
+void Engine::placeModel(const TranslatorOptions& options) {
+    m_model->to(m_device);
+    m_model->eval();
+    m_model->setPackedInference(options.packed_weights);
 }
 
 Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<Tokenizer> tok)
@@ -91,6 +118,11 @@ Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<T
 Engine::~Engine() = default;
 
 std::unique_ptr<TextCodec> Engine::loadCodec(const std::string& dir) const {
+    if (m_config.tokenizer == "ctranslate2") {
+        const std::string spm = (fs::path(dir) / package::ct2_files::kSentencePiece).string();
+        return package::ctranslate2Codec(m_config, package::readCt2Vocabularies(dir),
+                                         util::optionalFilePresent(spm) ? spm : std::string());
+    }
     if (m_config.tokenizer == "marian") {
         if (m_config.model.n_src_vocab != m_config.model.n_trg_vocab)
             throw PackageError(dir + ": the marian tokenizer layout needs one vocabulary (n_src_vocab == n_trg_vocab)");
@@ -271,12 +303,12 @@ Engine::Source Engine::prepare(const std::string& sentence, int source_language)
     // [<s>] [language] pieces [</s>] [language]: the language token where the model puts it.
     const bool language_first = source_language >= 0 && m_config.language_token_position == "first";
     const bool language_last = source_language >= 0 && !language_first;
-    if (m_config.source_bos) s.ids.push_back(static_cast<int>(m_config.bos_idx));
+    if (m_config.source_bos) s.ids.push_back(static_cast<int>(m_config.sourceBos()));
     if (language_first) s.ids.push_back(source_language);
     s.ids.insert(s.ids.end(), c.encoding.ids.begin(), c.encoding.ids.end());
-    if (m_config.source_eos) s.ids.push_back(static_cast<int>(m_config.eos_idx));
+    if (m_config.source_eos) s.ids.push_back(static_cast<int>(m_config.sourceEos()));
     if (language_last) s.ids.push_back(source_language);
-    for (int id : s.ids) s.pieces.push_back(m_tokenizer->idToPiece(id));
+    for (int id : s.ids) s.pieces.push_back(m_tokenizer->sourcePiece(id));
     if (!c.word_of_piece.empty()) {
         const size_t before = (m_config.source_bos ? 1 : 0) + (language_first ? 1 : 0);
         const size_t after = (m_config.source_eos ? 1 : 0) + (language_last ? 1 : 0);
@@ -312,6 +344,7 @@ SearchOptions Engine::searchOptions(const DecodingOptions& o, const std::vector<
     so.blocked = {m_config.model.trg_pad_idx};
     if (m_config.bos_idx != m_config.eos_idx) so.blocked.push_back(m_config.bos_idx);
     so.forced = forcedTokens(o);
+    so.min_length = o.min_length >= 0 ? o.min_length : m_config.min_length;
     // A forced prefix always fits: the cap grows to the prefix and one more token.
     for (size_t len : source_lengths)
         so.max_lengths.push_back(std::max<int>(maxLength(len, o), static_cast<int>(so.forced.size()) + 1));

@@ -161,6 +161,9 @@ private:
     std::shared_ptr<void> ablateHeads(const std::vector<HeadRef>& heads) const;
     void analyse(TranslationResult& r, const DecodingOptions& o) const;
     ParameterCounts countParameters() const;
+    void loadHuggingFaceOrPackage(const std::string& dir, const TranslatorOptions& options);
+    void loadCtranslate2(const std::string& path, const TranslatorOptions& options);
+    void placeModel(const TranslatorOptions& options);
     std::unique_ptr<TextCodec> loadCodec(const std::string& dir) const;
     void checkTokenizerMatches(const std::string& dir, const Tokenizer& tok) const;
 

@@ -243,7 +243,7 @@ TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int pos
         t.target = target;
         t.position = position;
         t.token_id = static_cast<int>(ids[position]);
-        t.piece = m_tokenizer->idToPiece(t.token_id);
+        t.piece = target ? m_tokenizer->idToPiece(t.token_id) : m_tokenizer->sourcePiece(t.token_id);
         const torch::Tensor weight = target ? model->decoder->trg_word_emb->weight : model->encoder->embeddingWeight();
         const auto& table = target ? model->decoder->position_enc->pos_table : model->encoder->position_enc->pos_table;
         auto norm = target ? model->decoder->layer_norm : model->encoder->layer_norm;  // null: no layer norm there
@@ -283,7 +283,7 @@ BatchMasks Engine::masks(const std::vector<TranslationResult>& results) const {
         for (size_t j = 0; j < ls; ++j) {
             const int id = j < r.source_ids.size() ? r.source_ids[j] : static_cast<int>(cfg.src_pad_idx);
             src[b][int64_t(j)] = id;
-            sp.push_back(m_tokenizer->idToPiece(id));
+            sp.push_back(m_tokenizer->sourcePiece(id));
         }
         for (size_t j = 0; j < lt; ++j) {
             const int id = j < din.size() ? static_cast<int>(din[j]) : static_cast<int>(cfg.trg_pad_idx);

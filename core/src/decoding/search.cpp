@@ -104,9 +104,13 @@ torch::Tensor checkedLogProbs(Stepper& stepper, const torch::Tensor& prefix, int
 // search, on the stepper's device, not at every step.
 class NextLogProbs {
 public:
-    NextLogProbs(Stepper& stepper, const SearchOptions& o) : m_stepper(stepper), m_forced(o.forced) {
+    NextLogProbs(Stepper& stepper, const SearchOptions& o)
+        : m_stepper(stepper), m_forced(o.forced), m_min_length(o.min_length) {
         if (!o.blocked.empty())
             m_blocked = torch::tensor(o.blocked, torch::TensorOptions().dtype(torch::kInt64)).to(stepper.device());
+        std::vector<int64_t> early = o.blocked;
+        early.push_back(o.eos);
+        m_blocked_early = torch::tensor(early, torch::TensorOptions().dtype(torch::kInt64)).to(stepper.device());
     }
     torch::Tensor operator()(const torch::Tensor& prefix, int step) {
         auto logp = checkedLogProbs(m_stepper, prefix, step);
@@ -116,14 +120,17 @@ public:
             auto forced = torch::full_like(logp, -std::numeric_limits<double>::infinity());
             return forced.index_copy_(1, index, logp.index_select(1, index));
         }
-        if (!m_blocked.defined()) return logp;
-        return logp.index_fill(1, m_blocked, -std::numeric_limits<double>::infinity());
+        // Before min_length, </s> too (not renormalised: the log-probabilities stay the model's).
+        const torch::Tensor& blocked = step < m_min_length ? m_blocked_early : m_blocked;
+        if (!blocked.defined()) return logp;
+        return logp.index_fill(1, blocked, -std::numeric_limits<double>::infinity());
     }
 
 private:
     Stepper& m_stepper;
     std::vector<int64_t> m_forced;
-    torch::Tensor m_blocked;
+    int m_min_length;
+    torch::Tensor m_blocked, m_blocked_early;
 };
 
 std::vector<TraceSteps>* startTraces(const SearchOptions& o, int64_t n) {

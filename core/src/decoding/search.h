@@ -53,6 +53,7 @@ struct SearchOptions {
     // Tokens never generated (their log-probability is set to -inf at every step): the engine
     // blocks padding and <s>.
     std::vector<int64_t> blocked;
+    int min_length = 0;            // eos is blocked at steps before this one
     std::vector<int> max_lengths;  // per sentence: generated tokens at most (>= 1)
     // Tokens every sentence's output must begin with (a forced target prefix): at step t <
     // forced.size() every other token's log-probability is -inf; the forced token keeps the

@@ -96,6 +96,7 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
                         {"max_length", o.max_length},
                         {"max_length_ratio", o.max_length_ratio},
                         {"max_length_offset", o.max_length_offset},
+                        {"min_length", o.min_length},
                         {"nbest", o.nbest}};
     json sentences = json::array();
     for (size_t i = 0; i < results.size(); ++i) {

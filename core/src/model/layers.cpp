@@ -10,9 +10,10 @@ PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(const LayerOptions& o) 
     w_2 = register_module("w_2", PackedLinear(o.d_inner, d_in));
     layer_norm = register_module("layer_norm", makeLayerNorm(d_in, o.attention.layer_norm_eps));
     dropout = register_module("dropout", FastDropout(o.attention.dropout));
-    activation = o.activation == "swish"  ? Activation::Swish
-                 : o.activation == "gelu" ? Activation::Gelu
-                                          : Activation::Relu;
+    activation = o.activation == "swish"       ? Activation::Swish
+                 : o.activation == "gelu"      ? Activation::Gelu
+                 : o.activation == "gelu_tanh" ? Activation::GeluTanh
+                                               : Activation::Relu;
     pre_norm = o.attention.pre_norm;
 }
 
@@ -22,6 +23,7 @@ torch::Tensor PositionwiseFeedForwardImpl::forward(const torch::Tensor& x) {
     case Activation::Relu: h = torch::relu(h); break;
     case Activation::Swish: h = torch::silu(h); break;
     case Activation::Gelu: h = torch::gelu(h); break;  // the exact (erf) form, as Hugging Face's "gelu"
+    case Activation::GeluTanh: h = torch::gelu(h, "tanh"); break;
     }
     auto y = dropout(w_2(h));
     return pre_norm ? y + x : layer_norm(y + x);

@@ -23,7 +23,7 @@ public:
     PositionwiseFeedForwardImpl(const LayerOptions& options);
     torch::Tensor forward(const torch::Tensor& x);
 
-    enum class Activation { Relu, Swish, Gelu } activation = Activation::Relu;
+    enum class Activation { Relu, Swish, Gelu, GeluTanh } activation = Activation::Relu;
     bool pre_norm = false;
     PackedLinear w_1{nullptr}, w_2{nullptr};
     torch::nn::LayerNorm layer_norm{nullptr};

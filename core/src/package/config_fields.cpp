@@ -42,8 +42,8 @@ const std::vector<ModelConfigField>& modelConfigFields() {
         {"d_dec_inner", &C::d_dec_inner, "the decoder's feed-forward width; 0 = d_inner", 0, 1 << 20, "", 2},
         {"ffn_activation", &C::ffn_activation,
          "the feed-forward layer's activation: relu (the reference), swish = SiLU x*sigmoid(x) (Marian), gelu (erf "
-         "form)",
-         0, 0, "relu|swish|gelu", 2},
+         "form), gelu_tanh (the tanh approximation: CTranslate2's GELUTanh)",
+         0, 0, "relu|swish|gelu|gelu_tanh", 2},
         {"attn_bias", &C::attn_bias, "biases on the attention projections q, k, v and out (Marian: true)", 0, 0, "", 2},
         {"layer_norm_eps", &C::layer_norm_eps, "every layer norm's epsilon (reference 1e-6, Hugging Face 1e-5)", 1e-12,
          0.1, "", 2},

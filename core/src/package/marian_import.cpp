@@ -1,5 +1,8 @@
 #include "package/marian_import.h"
 
+#include "package/argos_package.h"
+#include "package/ct2_model.h"
+#include "package/ct2_weights.h"
 #include "package/hf_config.h"
 #include "package/hf_multilingual.h"
 #include "package/hf_weights.h"
@@ -245,7 +248,22 @@ PackageConfig importMultilingual(const std::string& from_dir, const std::string&
     return mm.config;
 }
 
+// A CTranslate2 model (a directory, an Argos package or .argosmodel): the vocabulary files and the
+// SentencePiece model are copied under their own names (the "ctranslate2" tokenizer layout).
+PackageConfig importCtranslate2(const std::string& from, const std::string& package_dir) {
+    const package::Ct2Model m = package::readCtranslate2Model(from);
+    (void)package::ctranslate2Codec(m.config, m.vocabularies, m.spm_path);  // checked before anything is written
+    model::Transformer model = package::loadCt2Weights(m);
+    package::SaveOptions so;
+    so.extra_files[package_files::kModelCard] = package::ctranslate2ModelCard(from, m);
+    so.copied_files = m.vocabularies.files;
+    if (!m.spm_path.empty()) so.copied_as[package::ct2_files::kSentencePiece] = m.spm_path;
+    package::savePackage(package_dir, m.config, model, "", so);
+    return m.config;
+}
+
 PackageConfig importChecked(const std::string& from_dir, const std::string& package_dir) {
+    if (package::isCtranslate2Model(from_dir)) return importCtranslate2(from_dir, package_dir);
     if (package::isMultilingualDirectory(from_dir)) return importMultilingual(from_dir, package_dir);
     const PackageConfig config = package::readMarianConfig(from_dir);
     // The tokenizer files are checked (and the vocabulary read) before anything is written.
@@ -278,8 +296,11 @@ void checkImportTarget(const std::string& from_dir, const std::string& package_d
 }  // namespace
 
 PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir) {
-    if (!package::isHuggingFaceDirectory(from_dir))
-        throw PackageError(from_dir + ": not a Hugging Face model directory (no config.json with a model_type)");
+    if (!package::isHuggingFaceDirectory(from_dir) && !package::isCtranslate2Model(from_dir))
+        throw PackageError(
+            from_dir +
+            ": neither a Hugging Face model directory (a config.json with a model_type) nor a CTranslate2 "
+            "model (model.bin, an Argos Translate package or .argosmodel)");
     checkImportTarget(from_dir, package_dir);
     try {
         return importChecked(from_dir, package_dir);

@@ -6,6 +6,7 @@
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 
+#include "package/argos_package.h"
 #include "util/atomic_file.h"
 #include "util/checks.h"
 #include "util/json_parse.h"
@@ -67,11 +68,16 @@ void PackageConfig::validate() const {
     requireRange<int64_t>("bos_idx", bos_idx, 0, model.n_trg_vocab - 1, o);
     requireRange<int64_t>("eos_idx", eos_idx, 0, model.n_trg_vocab - 1, o);
     requireRange<int64_t>("unk_idx", unk_idx, 0, model.n_trg_vocab - 1, o);
-    if (tokenizer != "sentencepiece" && tokenizer != "marian")
+    if (tokenizer != "sentencepiece" && tokenizer != "marian" && tokenizer != "ctranslate2")
         throw ConfigError("package config: tokenizer is '" + util::forMessage(tokenizer) +
-                          "'; expected sentencepiece | marian");
+                          "'; expected sentencepiece | marian | ctranslate2");
+    if (source_bos_idx >= 0) requireRange<int64_t>("source_bos_idx", source_bos_idx, 0, model.n_src_vocab - 1, o);
+    if (source_eos_idx >= 0) requireRange<int64_t>("source_eos_idx", source_eos_idx, 0, model.n_src_vocab - 1, o);
+    if (source_bos_idx < -1 || source_eos_idx < -1)
+        throw ConfigError("package config: source_bos_idx and source_eos_idx are ids or -1");
     requireRange<int>("num_beams", num_beams, 0, 64, o);
     requireRange<int>("max_length", max_length, 0, 4096, o);
+    requireRange<int>("min_length", min_length, 0, 4096, o);
     validateLanguages();
 }
 
@@ -214,6 +220,11 @@ PackageConfig packageConfigFromJson(const std::string& text, const std::string& 
         c.max_length = static_cast<int>(r.integer("max_length", 0));
     }
     if (c.format_version >= 3) readLanguages(r, c);
+    if (c.format_version >= 4) {
+        c.source_bos_idx = r.integer("source_bos_idx", -1);
+        c.source_eos_idx = r.integer("source_eos_idx", -1);
+        c.min_length = static_cast<int>(r.integer("min_length", 0));
+    }
     try {
         c.validate();
     } catch (const ConfigError& e) {
@@ -234,9 +245,12 @@ std::string packageConfigToJson(const PackageConfig& c) {
     j["unk_idx"] = c.unk_idx;
     j["source_bos"] = c.source_bos;
     j["source_eos"] = c.source_eos;
+    j["source_bos_idx"] = c.source_bos_idx;
+    j["source_eos_idx"] = c.source_eos_idx;
     j["tokenizer"] = c.tokenizer;
     j["num_beams"] = c.num_beams;
     j["max_length"] = c.max_length;
+    j["min_length"] = c.min_length;
     json languages = json::array();
     for (const auto& l : c.languages) languages.push_back({{"code", l.code}, {"token", l.token}, {"id", l.id}});
     j["languages"] = languages;
@@ -333,6 +347,13 @@ std::vector<BundledModel> bundledModels() {
     return out;
 }
 
+std::vector<BundledModel> installedArgosModels() {
+    std::vector<BundledModel> out;
+    for (const auto& p : package::installedArgosPackages())
+        out.push_back({fs::path(p.dir).filename().string(), p.dir, p.metadata.from_code, p.metadata.to_code});
+    return out;
+}
+
 std::string reverseBundledModel(const PackageConfig& forward) {
     if (forward.source_lang.empty() || forward.target_lang.empty()) return "";
     for (const auto& m : bundledModels())
@@ -342,7 +363,7 @@ std::string reverseBundledModel(const PackageConfig& forward) {
 
 std::string resolveModelArgument(const std::string& name_or_dir) {
     std::error_code ec;
-    if (fs::is_directory(name_or_dir, ec)) return name_or_dir;
+    if (fs::is_directory(name_or_dir, ec) || package::isCtranslate2Model(name_or_dir)) return name_or_dir;
     const auto models = bundledModels();
     for (const auto& m : models)
         if (m.name == name_or_dir || m.direction() == name_or_dir) return m.dir;

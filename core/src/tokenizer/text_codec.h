@@ -30,7 +30,9 @@ public:
     virtual bool keepsUnknown() const { return false; }
     // Target ids -> text; special tokens (</s>, padding, <unk>) are left out.
     virtual std::string decode(const std::vector<int>& ids) const = 0;
-    virtual std::string idToPiece(int id) const = 0;
+    virtual std::string idToPiece(int id) const = 0;  // a target id's piece
+    // A source id's piece: the same unless the source vocabulary is another (CTranslate2's separate ones).
+    virtual std::string sourcePiece(int id) const { return idToPiece(id); }
     virtual int vocabSize() const = 0;
     // The one SentencePiece model of the "sentencepiece" layout (training needs it); null otherwise.
     virtual const Tokenizer* sentencePiece() const { return nullptr; }
@@ -68,6 +70,20 @@ struct PieceVocabulary {
     int unk = 3;
 };
 std::unique_ptr<TextCodec> pieceVocabularyCodec(PieceVocabulary vocabulary);
+
+// CTranslate2's vocabularies (a token list per side, the id of a token its place in the list; the
+// first place where a token is listed twice): with no SentencePiece model, text is
+// whitespace-separated tokens and decoded text the target tokens joined by spaces, as
+// translate_batch takes and gives them; with one (an Argos Translate package), text is encoded into
+// pieces that are then looked up, and decoded with DecodePieces. A token the vocabulary lacks
+// becomes `unk` of its side.
+struct TokenVocabularies {
+    std::string spm_path;  // empty: whitespace-separated tokens
+    std::vector<std::string> source, target;
+    std::vector<int> special;  // target ids left out of decoded text (</s>, padding, the start token)
+    int source_unk = 0, target_unk = 0;
+};
+std::unique_ptr<TextCodec> tokenVocabularyCodec(TokenVocabularies vocabularies);
 
 // The language code a MarianTokenizer keeps whole (">>fra<<" at the start of the text, up to the
 // first "<<") and the rest of the text, untouched.

@@ -14,6 +14,10 @@ inline size_t utf8SequenceLength(unsigned char lead) {
     return lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : (lead >> 3) == 30 ? 4 : 1;
 }
 
+inline bool endsWith(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // Appends code point `c` to `out` as UTF-8.
 inline void appendUtf8(std::string& out, char32_t c) {
     if (c < 0x80) {

@@ -1,0 +1,322 @@
+#include "package/argos_package.h"
+
+#include "package/ct2_model.h"
+#include "package/hf_config.h"
+#include "util/small_file.h"
+#include "util/text.h"
+
+#include <attnlab/errors.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <tuple>
+
+namespace attnlab::package {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kMetadata = "metadata.json";
+constexpr const char* kModelFolder = "model";
+constexpr const char* kBpeModel = "bpe.model";  // argos-translate's BPETokenizer (Moses + subword-nmt)
+
+bool isFile(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec);
+}
+bool isDir(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_directory(p, ec);
+}
+
+bool hasArgosSuffix(const std::string& path) {
+    std::string ext = fs::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    return ext == ".argosmodel" || ext == ".zip";
+}
+
+struct ArchiveFree {
+    void operator()(archive* a) const { archive_read_free(a); }
+};
+using Archive = std::unique_ptr<archive, ArchiveFree>;
+
+std::string archiveError(archive* a) {
+    const char* e = archive_error_string(a);
+    return e ? e : "unknown error";
+}
+
+// The components of a member name, refused when it could land outside the folder it is unpacked into.
+std::vector<std::string> memberComponents(const char* raw, const std::string& origin) {
+    if (!raw || !*raw) throw PackageError(origin + ": a member has no name");
+    const std::string name = raw;
+    if (name.front() == '/' || name.find('\\') != std::string::npos || name.find(':') != std::string::npos)
+        throw PackageError(origin + ": member '" + util::forMessage(name) + "' is an absolute or foreign path");
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (start <= name.size()) {
+        const size_t slash = std::min(name.find('/', start), name.size());
+        const std::string part = name.substr(start, slash - start);
+        if (part == "..")
+            throw PackageError(origin + ": member '" + util::forMessage(name) + "' lies outside the package (\"..\")");
+        if (!part.empty() && part != ".") parts.push_back(part);
+        start = slash + 1;
+    }
+    if (parts.empty()) throw PackageError(origin + ": member '" + util::forMessage(name) + "' names no file");
+    return parts;
+}
+
+// What a model needs of a package: metadata.json, the SentencePiece (or BPE) model, model/.
+bool needed(const std::vector<std::string>& parts) {
+    if (parts.size() == 2)
+        return parts[1] == kMetadata || parts[1] == ct2_files::kSentencePiece || parts[1] == kBpeModel;
+    return parts.size() > 2 && parts[1] == kModelFolder;
+}
+
+// Refuses a member larger than the free space where it goes, before a byte is written.
+void checkSpace(archive_entry* e, const fs::path& dir, const std::string& origin, const std::string& name) {
+    if (!archive_entry_size_is_set(e)) return;
+    std::error_code ec;
+    const auto space = fs::space(dir, ec);
+    const auto size = uint64_t(std::max<la_int64_t>(archive_entry_size(e), 0));
+    if (!ec && size > space.available)
+        throw PackageError(origin + ": member '" + util::forMessage(name) + "' needs " + std::to_string(size >> 20) +
+                           " MiB; " + dir.string() + " has " + std::to_string(space.available >> 20) +
+                           " MiB free (TMPDIR chooses where packages are unpacked)");
+}
+
+// Writes the current member's data to `path` (created, never replaced), counting the bytes into
+// *total, refused beyond kMaxArgosBytes.
+void writeMember(archive* a, const fs::path& path, const std::string& member, const std::string& origin,
+                 uint64_t* total) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    const int fd = ec ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw PackageError(origin + ": cannot unpack member '" + util::forMessage(member) + "' to " + path.string() +
+                           ": " + (ec ? ec.message() : std::strerror(errno)) +
+                           (errno == EEXIST ? " (the archive names it twice)" : ""));
+    auto fail = [&](const std::string& why) {
+        ::close(fd);
+        throw PackageError(origin + ": member '" + util::forMessage(member) + "': " + why);
+    };
+    const void* block = nullptr;
+    size_t size = 0;
+    la_int64_t offset = 0;
+    int r;
+    while ((r = archive_read_data_block(a, &block, &size, &offset)) == ARCHIVE_OK) {
+        *total += size;
+        if (*total > kMaxArgosBytes)
+            fail("the archive unpacks to more than " + std::to_string(kMaxArgosBytes >> 30) + " GiB");
+        for (size_t done = 0; done < size;) {
+            const ssize_t w = ::pwrite(fd, static_cast<const char*>(block) + done, size - done, offset + off_t(done));
+            if (w <= 0)
+                fail(std::string("cannot write ") + path.string() + ": " + std::strerror(w < 0 ? errno : ENOSPC));
+            done += size_t(w);
+        }
+    }
+    if (r != ARCHIVE_EOF) fail("cannot be read: " + archiveError(a));
+    if (::close(fd) != 0) throw PackageError(origin + ": cannot write " + path.string() + ": " + std::strerror(errno));
+}
+
+// Reads every member; each must be a file or folder inside one top folder. Writes what a model
+// needs under `into` when it is not empty.
+std::vector<std::string> extractAll(archive* a, const std::string& origin, const std::string& into) {
+    std::vector<std::string> names;
+    std::string top;
+    uint64_t total = 0;
+    archive_entry* e = nullptr;
+    for (;;) {
+        const int r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF) break;
+        if (r < ARCHIVE_WARN) throw PackageError(origin + ": not a readable zip archive: " + archiveError(a));
+        const auto parts = memberComponents(archive_entry_pathname(e), origin);
+        const std::string name = archive_entry_pathname(e);
+        if (parts.front() == "__MACOSX") continue;  // a Mac's resource forks beside the package
+        const auto type = archive_entry_filetype(e);
+        if (type != AE_IFREG && type != AE_IFDIR)
+            throw PackageError(origin + ": member '" + util::forMessage(name) +
+                               "' is a link or a special file, which a package does not hold");
+        if (type == AE_IFREG && parts.size() < 2)
+            throw PackageError(origin + ": member '" + util::forMessage(name) +
+                               "' lies outside a package folder (an .argosmodel holds one folder)");
+        if (top.empty()) top = parts.front();
+        if (parts.front() != top)
+            throw PackageError(origin + ": member '" + util::forMessage(name) +
+                               "' lies outside the package's folder '" + util::forMessage(top) + "'");
+        names.push_back(name);
+        if (names.size() > 100000) throw PackageError(origin + ": holds more than 100000 members");
+        if (into.empty() || type == AE_IFDIR || !needed(parts)) {
+            archive_read_data_skip(a);
+            continue;
+        }
+        fs::path target = into;
+        for (const auto& p : parts) target /= p;
+        checkSpace(e, into, origin, name);
+        writeMember(a, target, name, origin, &total);
+    }
+    if (names.empty()) throw PackageError(origin + ": the archive is empty");
+    return names;
+}
+
+Archive newReader(const std::string& origin) {
+    Archive a(archive_read_new());
+    if (!a) throw PackageError(origin + ": cannot create an archive reader");
+    archive_read_support_format_zip(a.get());
+    return a;
+}
+
+// The one top folder of an unpacked package.
+fs::path topFolder(const fs::path& into, const std::string& origin) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(into, ec)) return entry.path();
+    throw PackageError(origin + ": holds no package folder with a model");
+}
+
+std::shared_ptr<const void> temporaryFolder(const std::string& origin, std::string* path) {
+    std::error_code ec;
+    const fs::path tmp = fs::temp_directory_path(ec);
+    if (ec) throw PackageError(origin + ": no temporary folder to unpack it into: " + ec.message() + " (TMPDIR)");
+    std::string pattern = (tmp / "attnlab-argos-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+        throw PackageError(origin + ": cannot make a temporary folder in " + tmp.string() + ": " +
+                           std::strerror(errno));
+    *path = pattern;
+    // The folder is AttnLab's own: removed with everything in it when the model is loaded.
+    return std::shared_ptr<const void>(nullptr, [pattern](const void*) {
+        std::error_code ignored;
+        fs::remove_all(pattern, ignored);
+    });
+}
+
+Ct2Location argosFolder(const fs::path& dir, const std::string& origin) {
+    Ct2Location l;
+    l.origin = origin;
+    l.argos = true;
+    l.model_dir = (dir / kModelFolder).string();
+    if (isFile(dir / ct2_files::kSentencePiece))
+        l.spm_path = (dir / ct2_files::kSentencePiece).string();
+    else if (isFile(dir / kBpeModel))
+        throw PackageError(origin +
+                           ": tokenizes with bpe.model (Moses and subword-nmt), which AttnLab does not "
+                           "implement; packages with a sentencepiece.model open");
+    if (isFile(dir / kMetadata)) {
+        const ArgosMetadata m = readArgosMetadata((dir / kMetadata).string());
+        l.source_lang = m.from_code;
+        l.target_lang = m.to_code;
+    }
+    return l;
+}
+
+bool isArgosFolder(const fs::path& dir) {
+    return isFile(dir / kMetadata) && isFile(dir / kModelFolder / ct2_files::kModel);
+}
+}  // namespace
+
+ArgosMetadata readArgosMetadata(const std::string& path) {
+    const HfConfig j{readJson(path), path};
+    if (!j.j.is_object()) j.fail("expected a JSON object");
+    ArgosMetadata m;
+    m.from_code = j.string("from_code", "");
+    m.to_code = j.string("to_code", "");
+    m.from_name = j.string("from_name", m.from_code);
+    m.to_name = j.string("to_name", m.to_code);
+    m.package_version = j.string("package_version", "");
+    if (m.from_code.empty() || m.to_code.empty()) j.fail("has no from_code / to_code (the package's languages)");
+    if (!j.string("target_prefix", "").empty())
+        j.fail("has a target_prefix (a token every translation must begin with), which AttnLab does not yet force");
+    return m;
+}
+
+bool isCtranslate2Model(const std::string& path) {
+    const fs::path p(path);
+    if (isFile(p)) return hasArgosSuffix(path);
+    return isFile(p / ct2_files::kModel) || isArgosFolder(p);
+}
+
+std::vector<std::string> extractArgosArchive(const void* data, size_t size, const std::string& origin,
+                                             const std::string& into) {
+    Archive a = newReader(origin);
+    if (archive_read_open_memory(a.get(), data, size) != ARCHIVE_OK)
+        throw PackageError(origin + ": not a readable zip archive: " + archiveError(a.get()));
+    return extractAll(a.get(), origin, into);
+}
+
+void extractArgosModel(const std::string& zip_path, const std::string& into) {
+    util::requireFile(zip_path);
+    Archive a = newReader(zip_path);
+    if (archive_read_open_filename(a.get(), zip_path.c_str(), 1 << 16) != ARCHIVE_OK)
+        throw PackageError(zip_path + ": not a readable zip archive: " + archiveError(a.get()));
+    extractAll(a.get(), zip_path, into);
+}
+
+Ct2Location locateCtranslate2(const std::string& path) {
+    const fs::path p(path);
+    if (isFile(p)) {
+        Ct2Location l;
+        std::string tmp;
+        auto keep = temporaryFolder(path, &tmp);
+        extractArgosModel(path, tmp);
+        const fs::path top = topFolder(tmp, path);
+        if (!isFile(top / kModelFolder / ct2_files::kModel))
+            throw PackageError(path + ": holds no model/model.bin (an Argos Translate package's CTranslate2 model)");
+        l = argosFolder(top, path);
+        l.keep_alive = std::move(keep);
+        return l;
+    }
+    if (isArgosFolder(p)) return argosFolder(p, path);
+    Ct2Location l;
+    l.origin = path;
+    l.model_dir = path;
+    if (isFile(p / ct2_files::kSentencePiece)) {
+        l.spm_path = (p / ct2_files::kSentencePiece).string();  // a converter's --copy_files sentencepiece.model
+    } else {
+        std::error_code ec;
+        const fs::path parent = fs::absolute(p, ec).lexically_normal().parent_path();
+        if (!ec && isArgosFolder(parent.filename().empty() ? parent.parent_path() : parent)) {
+            l = argosFolder(parent.filename().empty() ? parent.parent_path() : parent, path);  // model/ of a package
+            l.model_dir = path;
+        }
+    }
+    return l;
+}
+
+std::string argosPackagesDir() {
+    if (const char* d = std::getenv("ARGOS_PACKAGES_DIR"); d && *d) return d;
+    fs::path data;
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+        data = x;
+    else if (const char* h = std::getenv("HOME"); h && *h)
+        data = fs::path(h) / ".local" / "share";
+    else
+        return {};
+    return (data / "argos-translate" / "packages").string();
+}
+
+std::vector<InstalledArgosPackage> installedArgosPackages() {
+    std::vector<InstalledArgosPackage> out;
+    const std::string root = argosPackagesDir();
+    std::error_code ec;
+    if (root.empty() || !isDir(root)) return out;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+        if (!isArgosFolder(entry.path())) continue;
+        try {
+            out.push_back({entry.path().string(), readArgosMetadata((entry.path() / kMetadata).string())});
+        } catch (const PackageError&) {
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.metadata.from_name, a.metadata.to_name, a.dir) <
+               std::tie(b.metadata.from_name, b.metadata.to_name, b.dir);
+    });
+    return out;
+}
+
+}  // namespace attnlab::package

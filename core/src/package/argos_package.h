@@ -1,0 +1,63 @@
+#pragma once
+// Argos Translate packages (what LibreTranslate and argos-translate install): an `.argosmodel` file
+// is a zip of one folder holding `model/` (a CTranslate2 model directory), `sentencepiece.model`,
+// `metadata.json` (from_code, to_code, from_name, to_name, package_version, ...) and optionally
+// `stanza/` (sentence splitting, not used here); argos-translate unzips it into its packages folder
+// ($ARGOS_PACKAGES_DIR, else $XDG_DATA_HOME/argos-translate/packages, else
+// ~/.local/share/argos-translate/packages). Both forms open.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnlab::package {
+
+struct ArgosMetadata {
+    std::string from_code, from_name, to_code, to_name, package_version;
+};
+
+// metadata.json of a package folder; throws PackageError naming the file and the key.
+ArgosMetadata readArgosMetadata(const std::string& path);
+
+// What `--model PATH` names when it is a CTranslate2 model in one of its forms.
+struct Ct2Location {
+    std::string model_dir;                 // the folder holding model.bin
+    std::string spm_path;                  // the SentencePiece model of an Argos package (empty elsewhere)
+    std::string source_lang, target_lang;  // from metadata.json (empty elsewhere)
+    bool argos = false;                    // an Argos package (decoded as argos-translate does: beam 4)
+    std::string origin;                    // what the user named
+    // Keeps an .argosmodel's extraction (a temporary folder) until the last copy goes.
+    std::shared_ptr<const void> keep_alive;
+};
+
+// Whether `path` is a CTranslate2 model: a folder with model.bin, an installed Argos package
+// (metadata.json and model/model.bin) or an .argosmodel file.
+bool isCtranslate2Model(const std::string& path);
+
+// Where its parts are; an .argosmodel is unzipped into a fresh temporary folder first. Throws
+// PackageError naming the file and the problem.
+Ct2Location locateCtranslate2(const std::string& path);
+
+// Unzips an .argosmodel into `into` (an empty folder AttnLab made): only what a model needs
+// (metadata.json, sentencepiece.model, model/), not stanza/ or a README. Every member must lie inside
+// the package's one top folder (a __MACOSX/ folder of a zip made on a Mac is passed over):
+// absolute names, "..", links, devices and members outside it are refused by name, as are archives
+// larger than kMaxArgosBytes once unpacked and members larger than the free space. Throws PackageError.
+inline constexpr uint64_t kMaxArgosBytes = uint64_t(8) << 30;
+void extractArgosModel(const std::string& zip_path, const std::string& into);
+// The same from memory (the fuzz target): the member names it would write, checked, without writing
+// when `into` is empty.
+std::vector<std::string> extractArgosArchive(const void* data, size_t size, const std::string& origin,
+                                             const std::string& into);
+
+struct InstalledArgosPackage {
+    std::string dir;
+    ArgosMetadata metadata;
+};
+// The packages argos-translate installed (folders with metadata.json and model/model.bin), sorted by
+// language pair; a folder whose metadata.json cannot be read is left out.
+std::vector<InstalledArgosPackage> installedArgosPackages();
+std::string argosPackagesDir();
+
+}  // namespace attnlab::package

@@ -1,0 +1,663 @@
+#include "package/ct2_model.h"
+
+#include "package/argos_package.h"
+#include "package/hf_config.h"
+#include "util/json_parse.h"
+#include "util/small_file.h"
+#include "util/text.h"
+
+#include <attnlab/errors.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+namespace attnlab::package {
+namespace fs = std::filesystem;
+using ct2::ModelBin;
+using ct2::Variable;
+
+namespace {
+
+constexpr uint32_t kNewestRevision = 7;            // TransformerSpec.revision in CTranslate2 4.x
+constexpr int64_t kGeneratedPositions = 1024;      // translate_batch's default max_input_length
+constexpr int64_t kMaxStoredPositions = 8192;      // ModelConfig's n_position at most
+constexpr size_t kMaxVocabularyBytes = 64u << 20;  // NLLB's 256,206 tokens take 6 MB
+constexpr size_t kMaxVocabularyTokens = 4u << 20;
+
+void replaceFirst(std::string& s, const std::string& from, const std::string& to) {
+    const size_t at = s.find(from);
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+}
+
+// Spec revision 1 stored OpenNMT-tf's names; src/models/transformer.cc maps them so.
+std::string v1Name(std::string name) {
+    replaceFirst(name, "transformer/", "");
+    replaceFirst(name, ":0", "");
+    replaceFirst(name, "w_embs", "embeddings/weight");
+    replaceFirst(name, "kernel", "weight");
+    replaceFirst(name, "LayerNorm", "layer_norm");
+    replaceFirst(name, "dense", "projection");
+    replaceFirst(name, "conv1d_", "linear_");
+    replaceFirst(name, "conv1d", "linear_0");
+    if (name.find("encoder") != std::string::npos) {
+        replaceFirst(name, "multi_head", "self_attention");
+    } else {
+        replaceFirst(name, "masked_multi_head", "self_attention");
+        replaceFirst(name, "multi_head", "attention");
+    }
+    return name;
+}
+
+void renameV1(ModelBin& bin) {
+    bin.index.clear();
+    for (size_t i = 0; i < bin.variables.size(); ++i) {
+        auto& v = bin.variables[i];
+        v.name = v1Name(v.name);
+        if (!bin.index.emplace(v.name, i).second)
+            throw PackageError(bin.path + ": two variables become '" + util::forMessage(v.name) +
+                               "' under OpenNMT-tf's names");
+    }
+    std::map<std::string, std::string> aliases;
+    for (const auto& [a, t] : bin.aliases) aliases[v1Name(a)] = v1Name(t);
+    bin.aliases = std::move(aliases);
+}
+
+// The spec as data: attributes with CTranslate2's defaults and fallbacks, variables marked as used.
+struct Spec {
+    const ModelBin& bin;
+    std::set<std::string> used;
+
+    [[noreturn]] void fail(const std::string& m) const { throw PackageError(bin.path + ": " + m); }
+    bool has(const std::string& name) const { return bin.find(name) != nullptr; }
+    const Variable& get(const std::string& name) const {
+        const Variable* v = bin.find(name);
+        if (!v) fail("missing variable '" + name + "'");
+        return *v;
+    }
+    // A scope's attribute; before revision 5 the attributes were stored once at the top.
+    std::optional<double> attr(const std::string& scope, const std::string& key) const {
+        if (auto v = bin.number(scope + "/" + key)) return v;
+        if (bin.spec_revision < 5) return bin.number(key);
+        return std::nullopt;
+    }
+    bool flag(const std::string& scope, const std::string& key, bool fallback) const {
+        const auto v = attr(scope, key);
+        return v ? *v != 0 : fallback;
+    }
+    std::vector<int64_t> shape(const std::string& name) const { return get(name).shape; }
+    // The rows of a matrix variable (rank 2), refused by name otherwise.
+    int64_t rows(const std::string& name) const {
+        const auto s = shape(name);
+        if (s.size() != 2) fail("'" + name + "' has shape " + util::shapeString(s) + "; a matrix was expected");
+        return s[0];
+    }
+    // An integer attribute (stored as an integer scalar), range-checked.
+    std::optional<int64_t> integer(const std::string& scope, const std::string& key, int64_t lo, int64_t hi) const {
+        const auto v = attr(scope, key);
+        if (!v) return std::nullopt;
+        if (*v != std::floor(*v) || *v < double(lo) || *v > double(hi))
+            fail(scope + "/" + key + " is " + std::to_string(*v) + "; expected an integer in " + std::to_string(lo) +
+                 ".." + std::to_string(hi));
+        return static_cast<int64_t>(*v);
+    }
+    int64_t layers(const std::string& stack) const {
+        int64_t n = 0;
+        while (n < 4096 && has(stack + "/layer_" + std::to_string(n) + "/ffn/linear_0/weight")) ++n;
+        return n;
+    }
+};
+
+// Features of CTranslate2 that AttnLab's layers do not have: refused by name before anything is mapped.
+void refuseUnsupported(const Spec& s) {
+    static const std::vector<std::pair<std::string, std::string>> by_name = {
+        {"/relative_position_keys",
+         "relative position representations (Shaw et al., OpenNMT's max_relative_positions)"},
+        {"/relative_asymmetric_position_keys", "asymmetric relative positions"},
+        {"/relative_attention_bias", "T5's relative attention bias"},
+        {"/rotary_dim", "rotary position embeddings"},
+        {"/num_heads_kv", "grouped- or multi-query attention"},
+        {"/linear_0_noact", "a gated feed-forward layer (GLU)"},
+        {"/q_norm/", "query/key normalisation"},
+        {"/project_in/", "projections after the embeddings (project_in / project_out)"},
+        {"/shared_layer_norm/", "parallel residual connections"},
+        {"/input_layer_norm/", "parallel residual or pre-and-post layer norms"},
+        {"/scale_outputs", "a scale on the decoder's outputs (scale_outputs)"},
+        {"/sliding_window", "sliding-window attention"},
+        {"/weight_zero", "AWQ 4-bit weights"},
+        {"encoder/embeddings_1/", "source features (several source embeddings)"},
+    };
+    std::vector<std::string> names;  // stored and aliased: CTranslate2 aliases any two equal tensors
+    for (const auto& v : s.bin.variables) names.push_back(v.name);
+    for (const auto& a : s.bin.aliases) names.push_back(a.first);
+    for (const auto& name : names)
+        for (const auto& [key, what] : by_name)
+            if (name.find(key) != std::string::npos)
+                s.fail("'" + name + "': " + what + " is not implemented in AttnLab");
+    for (const auto& name : names)
+        if (util::endsWith(name, "/gamma") && !s.has(name.substr(0, name.size() - 5) + "beta"))
+            s.fail("'" + name + "' has no beta: RMS normalisation is not implemented in AttnLab");
+    for (const char* scope : {"encoder", "decoder"}) {
+        if (s.flag(scope, "multi_query_attention", false) || s.flag(scope, "multi_query", false))
+            s.fail(std::string(scope) + ": multi-query attention is not implemented in AttnLab");
+        if (s.flag(scope, "alibi", false)) s.fail(std::string(scope) + ": ALiBi is not implemented in AttnLab");
+    }
+    if (s.flag("decoder", "start_from_zero_embedding", false))
+        s.fail(
+            "the decoder starts from a zero embedding (start_from_zero_embedding: Marian's own models); AttnLab's "
+            "decoder starts from a token");
+}
+
+void checkSpecName(const ModelBin& bin) {
+    const std::string& spec = bin.spec;
+    if (spec == "TransformerDecoderSpec")
+        throw PackageError(bin.path +
+                           ": holds a decoder-only language model (TransformerDecoderSpec); AttnLab opens "
+                           "encoder-decoder translation models (TransformerSpec)");
+    if (spec != "TransformerSpec" && spec != "TransformerBase" && spec != "TransformerBig" && !spec.empty())
+        throw PackageError(bin.path + ": holds a " + util::forMessage(spec) +
+                           " model; AttnLab opens CTranslate2's Transformer encoder-decoders (TransformerSpec)");
+    if (bin.spec_revision > kNewestRevision)
+        throw PackageError(bin.path + ": spec revision " + std::to_string(bin.spec_revision) +
+                           " is newer than the revisions AttnLab reads (1 to " + std::to_string(kNewestRevision) + ")");
+}
+
+int64_t headCount(const Spec& s) {
+    if (s.bin.spec_revision < 3 && !s.bin.number("num_heads")) return s.bin.spec == "TransformerBig" ? 16 : 8;
+    const int64_t enc = s.integer("encoder", "num_heads", 1, 1024).value_or(8);
+    const int64_t dec = s.integer("decoder", "num_heads", 1, 1024).value_or(8);
+    if (enc != dec)
+        s.fail("the encoder has " + std::to_string(enc) + " heads and the decoder " + std::to_string(dec) +
+               "; AttnLab needs one head count");
+    return enc;
+}
+
+std::string activationName(const Spec& s) {
+    const int64_t enc = s.integer("encoder", "activation", -128, 127).value_or(0);
+    if (enc != s.integer("decoder", "activation", -128, 127).value_or(0))
+        s.fail("the encoder's and the decoder's activations differ; AttnLab needs one");
+    switch (enc) {
+    case 0: return "relu";
+    case 1: return "gelu_tanh";
+    case 2: return "swish";
+    case 3: return "gelu";
+    case 4: s.fail("the activation GELUSigmoid (4) is not implemented in AttnLab");
+    case 5: s.fail("the activation Tanh (5) is not implemented in AttnLab");
+    default: s.fail("activation " + std::to_string(enc) + " is not one of CTranslate2's (0-5)");
+    }
+}
+
+// "sqrt_d_model" or "none", as build_embeddings_scale decides for a stack.
+std::string embeddingScale(const Spec& s, const std::string& stack, int64_t d_model) {
+    const Variable* v = s.bin.find(stack + "/scale_embeddings");
+    if (!v) v = s.bin.find(stack + "/embeddings/multiply_by_sqrt_depth");
+    if (!v) return "sqrt_d_model";
+    const auto number = s.bin.number(v->name);
+    if (!number)
+        s.fail("'" + v->name + "' is a " + ct2::dtypeName(v->dtype) + " of shape " + util::shapeString(v->shape) +
+               ", not a flag or a float scale");
+    const double x = *number;
+    if (v->dtype == ct2::DType::Int8) return x != 0 ? "sqrt_d_model" : "none";
+    if (x == 1.0) return "none";
+    if (std::abs(x - std::sqrt(double(d_model))) < 1e-4) return "sqrt_d_model";
+    s.fail(stack + "/scale_embeddings is " + std::to_string(x) + "; AttnLab scales embeddings by sqrt(d_model) or 1");
+}
+
+std::string embeddingsName(const Spec& s, const std::string& stack) {
+    for (const auto& name : {stack + "/embeddings/weight", stack + "/embeddings_0/weight"})
+        if (s.has(name)) return name;
+    s.fail("missing variable '" + stack + "/embeddings/weight'");
+}
+
+struct Builder {
+    Spec& s;
+    Ct2Model& m;
+    int64_t d = 0;
+
+    void map(const std::string& ours, const std::string& var, int64_t row_begin = 0, int64_t rows = -1) {
+        const std::string stored = s.bin.resolve(var);
+        s.get(var);
+        m.sources[ours] = {stored, row_begin, rows};
+        s.used.insert(stored);
+        if (s.bin.find(stored + "_scale")) s.used.insert(stored + "_scale");
+    }
+    void optional(const std::string& ours, const std::string& var) {
+        if (s.has(var)) map(ours, var);
+    }
+    void linear(const std::string& ours, const std::string& var, int64_t row_begin = 0, int64_t rows = -1) {
+        map(ours + ".weight", var + "/weight", row_begin, rows);
+        if (s.has(var + "/bias")) map(ours + ".bias", var + "/bias", row_begin, rows);
+    }
+    void norm(const std::string& ours, const std::string& var) {
+        map(ours + ".weight", var + "/gamma");
+        map(ours + ".bias", var + "/beta");
+    }
+    void attention(const std::string& ours, const std::string& var, bool self) {
+        if (self) {
+            for (int i = 0; i < 3; ++i)
+                linear(ours + (i == 0 ? ".w_qs" : i == 1 ? ".w_ks" : ".w_vs"), var + "/linear_0", i * d, d);
+            linear(ours + ".fc", var + "/linear_1");
+        } else {
+            linear(ours + ".w_qs", var + "/linear_0");
+            linear(ours + ".w_ks", var + "/linear_1", 0, d);
+            linear(ours + ".w_vs", var + "/linear_1", d, d);
+            linear(ours + ".fc", var + "/linear_2");
+        }
+        norm(ours + ".layer_norm", var + "/layer_norm");
+    }
+    void layer(const std::string& stack, int64_t i) {
+        const std::string ours = stack + ".layer_stack." + std::to_string(i),
+                          var = stack + "/layer_" + std::to_string(i);
+        attention(ours + ".slf_attn", var + "/self_attention", true);
+        if (stack == "decoder") attention(ours + ".enc_attn", var + "/attention", false);
+        linear(ours + ".pos_ffn.w_1", var + "/ffn/linear_0");
+        linear(ours + ".pos_ffn.w_2", var + "/ffn/linear_1");
+        norm(ours + ".pos_ffn.layer_norm", var + "/ffn/layer_norm");
+    }
+};
+
+int64_t innerWidth(const Spec& s, const std::string& stack, int64_t layers) {
+    const int64_t inner = s.rows(stack + "/layer_0/ffn/linear_0/weight");
+    for (int64_t i = 1; i < layers; ++i)
+        if (s.rows(stack + "/layer_" + std::to_string(i) + "/ffn/linear_0/weight") != inner)
+            s.fail(stack + ": its layers' feed-forward widths differ; AttnLab needs one per stack");
+    return inner;
+}
+
+bool bothOrNeither(const Spec& s, const std::string& suffix, const char* what) {
+    const bool enc = s.has("encoder/" + suffix), dec = s.has("decoder/" + suffix);
+    if (enc != dec)
+        s.fail(std::string("only the ") + (enc ? "encoder" : "decoder") + " has " + what +
+               "; AttnLab needs both or neither");
+    return enc;
+}
+
+void mapPositions(const Spec& s, Builder& b, ModelConfig& c) {
+    if (bothOrNeither(s, "position_encodings/encodings", "a stored position table")) {
+        const auto enc = s.shape("encoder/position_encodings/encodings"),
+                   dec = s.shape("decoder/position_encodings/encodings");
+        if (enc.size() != 2 || dec.size() != 2 || enc[1] != c.d_model || dec[1] != c.d_model)
+            s.fail("a position table's shape " + util::shapeString(enc) + " / " + util::shapeString(dec) +
+                   " is not [positions, " + std::to_string(c.d_model) + "]");
+        c.pos_encoding = "learned";
+        c.pos_offset = 0;
+        // The longest sequence either stack accepts, within what a package's table may hold.
+        c.n_position = std::min({enc[0], dec[0], kMaxStoredPositions, kMaxPositionalTableEntries / c.d_model});
+        b.map("encoder.position_enc.pos_table", "encoder/position_encodings/encodings", 0, c.n_position);
+        b.map("decoder.position_enc.pos_table", "decoder/position_encodings/encodings", 0, c.n_position);
+    } else {
+        // generate_sinusoidal_position_encoding: halves, ln(10000)/(d/2 - 1), position i + 1 for token i.
+        c.pos_encoding = "fairseq";
+        c.pos_offset = 1;
+        c.n_position = kGeneratedPositions;
+    }
+}
+
+ModelConfig mapArchitecture(Spec& s, Builder& b) {
+    ModelConfig c;
+    const std::string enc_emb = embeddingsName(s, "encoder"), dec_emb = "decoder/embeddings/weight";
+    const auto es = s.shape(enc_emb), ds = s.shape(dec_emb);
+    if (es.size() != 2 || ds.size() != 2 || es[1] != ds[1] || es[1] < 1)
+        s.fail("the embeddings' shapes " + util::shapeString(es) + " and " + util::shapeString(ds) +
+               " are not [vocabulary, d_model] of one width");
+    c.n_src_vocab = es[0];
+    c.n_trg_vocab = ds[0];
+    c.d_model = c.d_word_vec = es[1];
+    c.n_head = headCount(s);
+    if (c.n_head < 1 || c.d_model % c.n_head != 0)
+        s.fail("d_model " + std::to_string(c.d_model) + " is not a multiple of the " + std::to_string(c.n_head) +
+               " heads");
+    c.d_k = c.d_v = c.d_model / c.n_head;
+    for (const auto& v : s.bin.variables)
+        if (util::endsWith(v.name, "/queries_scale")) {
+            const double scale = s.bin.number(v.name).value_or(0.0);
+            if (std::abs(scale * std::sqrt(double(c.d_k)) - 1.0) > 1e-5)
+                s.fail("'" + v.name + "' is " + std::to_string(scale) +
+                       ", not 1/sqrt(d_head); AttnLab scales queries by 1/sqrt(d_head)");
+        }
+    c.n_layers = s.layers("encoder");
+    c.n_dec_layers = s.layers("decoder");
+    if (c.n_layers < 1 || c.n_dec_layers < 1) s.fail("the encoder or the decoder has no layer");
+    c.d_inner = innerWidth(s, "encoder", c.n_layers);
+    const int64_t dec_inner = innerWidth(s, "decoder", c.n_dec_layers);
+    c.d_dec_inner = dec_inner == c.d_inner ? 0 : dec_inner;
+    c.dropout = 0.0;
+    c.ffn_activation = activationName(s);
+    const bool pre = s.flag("encoder", "pre_norm", true);
+    if (pre != s.flag("decoder", "pre_norm", true)) s.fail("the encoder and the decoder differ in pre_norm");
+    c.norm_position = pre ? "pre" : "post";
+    c.final_layer_norm = bothOrNeither(s, "layer_norm/gamma", "a final layer norm");
+    c.emb_layer_norm = bothOrNeither(s, "layernorm_embedding/gamma", "a layer norm on the embeddings");
+    c.emb_scale = embeddingScale(s, "encoder", c.d_model);
+    if (c.emb_scale != embeddingScale(s, "decoder", c.d_model))
+        s.fail("the encoder and the decoder scale embeddings differently");
+    c.scale_emb_or_prj = "none";
+    c.emb_src_trg_weight_sharing = s.bin.resolve(enc_emb) == s.bin.resolve(dec_emb);
+    c.trg_emb_prj_weight_sharing = s.bin.resolve("decoder/projection/weight") == s.bin.resolve(dec_emb);
+    c.logits_bias = s.has("decoder/projection/bias");
+    c.src_pad_idx = c.trg_pad_idx = 0;  // set from the vocabularies
+    b.d = c.d_model;
+    mapPositions(s, b, c);
+    return c;
+}
+
+void mapTensors(Spec& s, Builder& b, ModelConfig& c) {
+    b.map("decoder.trg_word_emb.weight", "decoder/embeddings/weight");
+    if (!c.emb_src_trg_weight_sharing) b.map("encoder.src_word_emb.weight", embeddingsName(s, "encoder"));
+    if (!c.trg_emb_prj_weight_sharing) b.map("trg_word_prj.weight", "decoder/projection/weight");
+    s.used.insert(s.bin.resolve("decoder/projection/weight"));
+    if (c.logits_bias) b.map("final_logits_bias", "decoder/projection/bias");
+    for (const char* stack : {"encoder", "decoder"}) {
+        const int64_t n = std::string(stack) == "encoder" ? c.n_layers : c.n_dec_layers;
+        for (int64_t i = 0; i < n; ++i) b.layer(stack, i);
+        if (c.emb_layer_norm) b.norm(std::string(stack) + ".layer_norm", std::string(stack) + "/layernorm_embedding");
+        if (c.final_layer_norm) b.norm(std::string(stack) + ".final_layer_norm", std::string(stack) + "/layer_norm");
+    }
+    for (const auto& [ours, src] : b.m.sources)
+        if (ours.find("_attn.") != std::string::npos && util::endsWith(ours, ".bias")) c.attn_bias = true;
+}
+
+// The attributes a TransformerSpec stores as scalars, and what a converter adds that changes nothing here.
+void refuseUnknownVariables(const Spec& s) {
+    static const std::set<std::string> attributes = {
+        "num_heads", "pre_norm", "activation", "embeddings_merge", "scale_embeddings", "alignment_layer",
+        "alignment_heads", "multi_query_attention", "alibi", "alibi_use_positive_positions", "scale_alibi",
+        "start_from_zero_embedding", "keep_in_float32", "queries_scale", "multiply_by_sqrt_depth",
+        // revisions < 5 also flagged these at the top (the variables say the same)
+        "layernorm_embedding", "with_relative_position",
+        // binary versions < 6: the sequence-to-sequence settings later in config.json
+        "with_source_bos", "with_source_eos", "with_target_bos", "user_decoder_start_tokens", "unk_token", "bos_token",
+        "eos_token"};
+    for (const auto& v : s.bin.variables) {
+        if (s.used.count(v.name)) continue;
+        const std::string key = v.name.substr(v.name.rfind('/') + 1);
+        if ((v.isScalar() || v.scalar.size() == v.nbytes) && attributes.count(key)) continue;
+        s.fail("unexpected variable '" + util::forMessage(v.name) + "' of shape " + util::shapeString(v.shape) +
+               ": not part of the Transformer encoder-decoder AttnLab reads");
+    }
+    for (const auto& [alias, target] : s.bin.aliases)
+        if (!s.used.count(alias) && !s.used.count(target) && !attributes.count(alias.substr(alias.rfind('/') + 1)))
+            s.fail("unexpected alias '" + util::forMessage(alias) + "' (of '" + util::forMessage(target) +
+                   "'): not part of the Transformer encoder-decoder AttnLab reads");
+}
+
+std::string storedDtypes(const ModelBin& bin) {
+    std::set<std::string> d;
+    for (const auto& v : bin.variables)
+        if (!v.isScalar() && !util::endsWith(v.name, "_scale")) d.insert(ct2::dtypeName(v.dtype));
+    std::string out;
+    for (const auto& x : d) out += (out.empty() ? "" : "+") + x;
+    return out;
+}
+
+// CTranslate2's config.json keys and their defaults (SequenceToSequenceModelConfig, TransformerConfig).
+struct Ct2Config {
+    std::string unk = "<unk>", bos = "<s>", eos = "</s>", start = "<s>";
+    bool add_source_bos = false, add_source_eos = false;
+    double layer_norm_epsilon = 1e-5;  // LayerNorm's default with a beta
+};
+
+// Binary versions < 6 (CTranslate2 2.x) kept these settings in model.bin (SequenceToSequenceModel's
+// with_source_bos, with_source_eos, with_target_bos; the special tokens), whatever config.json says.
+void readLegacyAttributes(const ModelBin& bin, Ct2Config& c) {
+    c.unk = bin.text("unk_token").value_or(c.unk);
+    c.bos = bin.text("bos_token").value_or(c.bos);
+    c.eos = bin.text("eos_token").value_or(c.eos);
+    c.add_source_bos = bin.number("with_source_bos").value_or(0) != 0;
+    c.add_source_eos = bin.number("with_source_eos").value_or(0) != 0;
+    c.start = bin.number("with_target_bos").value_or(1) != 0 ? c.bos : c.eos;
+    if (bin.number("user_decoder_start_tokens").value_or(0) != 0)
+        throw PackageError(bin.path +
+                           ": user_decoder_start_tokens is set: CTranslate2 then takes the first target "
+                           "token from each sentence's target prefix, which AttnLab does not do");
+}
+
+Ct2Config readCt2Config(const std::string& dir, const ModelBin& bin) {
+    Ct2Config c;
+    if (bin.binary_version < 6) readLegacyAttributes(bin, c);
+    const std::string path = (fs::path(dir) / ct2_files::kConfig).string();
+    if (dir.empty() || !util::optionalFilePresent(path)) return c;
+    const HfConfig j{readJson(path), path};
+    if (!j.j.is_object()) j.fail("expected a JSON object");
+    if (bin.binary_version >= 6) {
+        c.unk = j.string("unk_token", c.unk);
+        c.bos = j.string("bos_token", c.bos);
+        c.eos = j.string("eos_token", c.eos);
+        if (j.j.contains("decoder_start_token") && j.j.at("decoder_start_token").is_null())
+            j.fail(
+                "decoder_start_token is null: CTranslate2 then takes the first target token from each sentence's "
+                "target prefix, which AttnLab does not do");
+        c.start = j.string("decoder_start_token", c.start);
+        c.add_source_bos = j.boolean("add_source_bos", false);
+        c.add_source_eos = j.boolean("add_source_eos", false);
+    }
+    if (j.has("layer_norm_epsilon")) {
+        const auto& e = j.j.at("layer_norm_epsilon");
+        if (!e.is_number() || !(e.get<double>() > 0) || e.get<double>() > 0.1)
+            j.fail("layer_norm_epsilon must be a number in (0, 0.1], not " + e.dump());
+        c.layer_norm_epsilon = e.get<double>();
+    }
+    if (j.boolean("multi_query_attention", false)) j.fail("multi-query attention is not implemented in AttnLab");
+    return c;
+}
+
+struct TokenIds {
+    const std::vector<std::string>& tokens;
+    const std::string& file;
+    int64_t find(const std::string& t) const {
+        for (size_t i = 0; i < tokens.size(); ++i)  // the first occurrence, as CTranslate2's Vocabulary keeps
+            if (tokens[i] == t) return int64_t(i);
+        return -1;
+    }
+    int64_t require(const std::string& t, const char* role) const {
+        const int64_t id = find(t);
+        if (id < 0) throw PackageError(file + ": has no " + role + " token '" + util::forMessage(t) + "'");
+        return id;
+    }
+    int64_t padding() const {
+        for (const char* p : {"<blank>", "<pad>"})
+            if (int64_t id = find(p); id >= 0) return id;
+        throw PackageError(file +
+                           ": has neither <blank> nor <pad>: AttnLab needs a padding token that no sentence holds");
+    }
+};
+
+void applyVocabularies(Ct2Model& m, const Ct2Config& cc) {
+    ModelConfig& c = m.config.model;
+    const auto& v = m.vocabularies;
+    const std::string& src_file = v.files.front();
+    const std::string& trg_file = v.files.back();
+    auto check = [](const std::vector<std::string>& tokens, int64_t rows, const std::string& file, const char* side) {
+        if (int64_t(tokens.size()) != rows)
+            throw PackageError(file + ": has " + std::to_string(tokens.size()) + " tokens but model.bin's " + side +
+                               " embeddings have " + std::to_string(rows) + " rows");
+    };
+    check(v.source, c.n_src_vocab, src_file, "encoder");
+    check(v.target, c.n_trg_vocab, trg_file, "decoder");
+    const TokenIds src{v.source, src_file}, trg{v.target, trg_file};
+    c.src_pad_idx = src.padding();
+    c.trg_pad_idx = trg.padding();
+    c.layer_norm_eps = cc.layer_norm_epsilon;
+    PackageConfig& p = m.config;
+    p.tokenizer = "ctranslate2";
+    p.bos_idx = trg.require(cc.start, "decoder start");
+    p.eos_idx = trg.require(cc.eos, "end-of-sentence");
+    p.unk_idx = trg.require(cc.unk, "unknown");
+    src.require(cc.unk, "unknown");
+    p.source_bos = cc.add_source_bos;
+    p.source_eos = cc.add_source_eos;
+    p.source_bos_idx = cc.add_source_bos ? src.require(cc.bos, "start-of-sentence") : -1;
+    p.source_eos_idx = cc.add_source_eos ? src.require(cc.eos, "end-of-sentence") : -1;
+    p.num_beams = 2;     // translate_batch's default beam_size
+    p.max_length = 256;  // and max_decoding_length
+    p.min_length = 1;    // and min_decoding_length: no </s> as the first token
+}
+
+std::vector<std::string> generatedTokens(int64_t n) {
+    std::vector<std::string> t = {"<blank>", "<unk>", "<s>", "</s>"};
+    for (int64_t i = int64_t(t.size()); i < n; ++i) t.push_back("t" + std::to_string(i));
+    t.resize(size_t(std::max<int64_t>(n, 0)));
+    return t;
+}
+
+Ct2Model mapSpec(ModelBin bin) {
+    checkSpecName(bin);
+    if (bin.spec_revision == 1) renameV1(bin);
+    Ct2Model m;
+    m.bin = std::move(bin);
+    Spec s{m.bin, {}};
+    refuseUnsupported(s);
+    Builder b{s, m};
+    m.config.model = mapArchitecture(s, b);
+    mapTensors(s, b, m.config.model);
+    refuseUnknownVariables(s);
+    m.stored_dtypes = storedDtypes(m.bin);
+    return m;
+}
+
+void validate(Ct2Model& m, const std::string& origin) {
+    if (m.config.source_lang.empty()) m.config.source_lang = "src";
+    if (m.config.target_lang.empty()) m.config.target_lang = "tgt";
+    try {
+        m.config.validate();
+    } catch (const ConfigError& e) {
+        throw PackageError(origin + ": " + e.what());
+    }
+}
+
+// One vocabulary file: a JSON list of tokens, or one token a line.
+std::vector<std::string> readVocabularyFile(const std::string& path) {
+    const std::string text = util::readSmallFile(path, kMaxVocabularyBytes);
+    std::vector<std::string> tokens;
+    if (util::endsWith(path, ".json")) {
+        const nlohmann::json j = util::parseJson(text, path);
+        if (!j.is_array()) throw PackageError(path + ": expected a JSON list of tokens");
+        for (const auto& t : j) {
+            if (!t.is_string())
+                throw PackageError(path + ": token " + std::to_string(tokens.size()) + " is " + t.dump() +
+                                   ", not a string");
+            tokens.push_back(t.get<std::string>());
+        }
+    } else {
+        std::istringstream in(text);
+        bool crlf = true;  // CTranslate2 drops a trailing \r only when every line has one
+        for (std::string line; std::getline(in, line);) {
+            if (tokens.size() == kMaxVocabularyTokens)
+                throw PackageError(path + ": holds more than " + std::to_string(kMaxVocabularyTokens) + " tokens");
+            crlf = crlf && !line.empty() && line.back() == '\r';
+            tokens.push_back(std::move(line));
+        }
+        if (crlf)
+            for (auto& t : tokens) t.pop_back();
+    }
+    if (tokens.empty()) throw PackageError(path + ": holds no token");
+    if (tokens.size() > kMaxVocabularyTokens)
+        throw PackageError(path + ": holds more than " + std::to_string(kMaxVocabularyTokens) + " tokens");
+    return tokens;
+}
+
+std::string vocabularyFile(const std::string& dir, const std::string& name) {
+    for (const char* ext : {".json", ".txt"}) {
+        const std::string p = (fs::path(dir) / (name + ext)).string();
+        if (util::optionalFilePresent(p)) return p;
+    }
+    return {};
+}
+
+}  // namespace
+
+Ct2Vocabularies readCt2Vocabularies(const std::string& dir) {
+    Ct2Vocabularies v;
+    if (const std::string shared = vocabularyFile(dir, "shared_vocabulary"); !shared.empty()) {
+        v.source = v.target = readVocabularyFile(shared);
+        v.files = {shared};
+        v.shared = true;
+        return v;
+    }
+    const std::string src = vocabularyFile(dir, "source_vocabulary"), trg = vocabularyFile(dir, "target_vocabulary");
+    if (src.empty() || trg.empty()) {
+        if (!vocabularyFile(dir, "source_1_vocabulary").empty())
+            throw PackageError(dir +
+                               ": has several source vocabularies (source features), which AttnLab does not read");
+        throw PackageError(dir +
+                           ": has no shared_vocabulary.json (or .txt), nor source_vocabulary and "
+                           "target_vocabulary: a CTranslate2 model's tokens");
+    }
+    v.source = readVocabularyFile(src);
+    v.target = readVocabularyFile(trg);
+    v.files = {src, trg};
+    return v;
+}
+
+Ct2Model ctranslate2ModelFromBin(ct2::ModelBin bin) {
+    const std::string origin = bin.path;
+    Ct2Model m = mapSpec(std::move(bin));
+    for (int64_t n : {m.config.model.n_src_vocab, m.config.model.n_trg_vocab})
+        if (n > int64_t(kMaxVocabularyTokens))
+            throw PackageError(origin + ": embeddings of " + std::to_string(n) + " rows; a vocabulary has at most " +
+                               std::to_string(kMaxVocabularyTokens) + " tokens");
+    m.vocabularies.source = generatedTokens(m.config.model.n_src_vocab);
+    m.vocabularies.target = generatedTokens(m.config.model.n_trg_vocab);
+    m.vocabularies.files = {origin};
+    applyVocabularies(m, readCt2Config("", m.bin));
+    validate(m, origin);
+    return m;
+}
+
+Ct2Model readCtranslate2Model(const std::string& path) {
+    Ct2Location where = locateCtranslate2(path);
+    const std::string bin_path = (fs::path(where.model_dir) / ct2_files::kModel).string();
+    Ct2Model m = mapSpec(ct2::readModelBin(bin_path));
+    m.model_dir = where.model_dir;
+    m.keep_alive = where.keep_alive;
+    m.spm_path = where.spm_path;
+    m.config.source_lang = where.source_lang;
+    m.config.target_lang = where.target_lang;
+    m.vocabularies = readCt2Vocabularies(where.model_dir);
+    applyVocabularies(m, readCt2Config(where.model_dir, m.bin));
+    if (where.argos) m.config.num_beams = 4;  // argos-translate's beam_size (its length penalty 0.2 is not AttnLab's)
+    validate(m, bin_path);
+    return m;
+}
+
+std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const Ct2Vocabularies& vocabularies,
+                                            const std::string& spm_path) {
+    const auto& c = config;
+    if (int64_t(vocabularies.source.size()) != c.model.n_src_vocab ||
+        int64_t(vocabularies.target.size()) != c.model.n_trg_vocab)
+        throw PackageError(
+            vocabularies.files.front() + ": the vocabularies have " + std::to_string(vocabularies.source.size()) +
+            " and " + std::to_string(vocabularies.target.size()) + " tokens but the model's embeddings " +
+            std::to_string(c.model.n_src_vocab) + " and " + std::to_string(c.model.n_trg_vocab) + " rows");
+    const std::string& unk = vocabularies.target.at(size_t(c.unk_idx));
+    const TokenIds src{vocabularies.source, vocabularies.files.front()};
+    TokenVocabularies v;
+    v.spm_path = spm_path;
+    v.source = vocabularies.source;
+    v.target = vocabularies.target;
+    v.source_unk = static_cast<int>(src.require(unk, "unknown"));
+    v.target_unk = static_cast<int>(c.unk_idx);
+    v.special = {int(c.eos_idx), int(c.bos_idx), int(c.model.trg_pad_idx)};
+    return tokenVocabularyCodec(std::move(v));
+}
+
+std::string ctranslate2ModelCard(const std::string& dir, const Ct2Model& m) {
+    const ModelConfig& c = m.config.model;
+    std::ostringstream o;
+    const fs::path from = fs::path(dir).lexically_normal();
+    o << "Imported from the CTranslate2 model `"
+      << (from.has_filename() ? from : from.parent_path()).filename().string() << "` (model.bin binary "
+      << "version " << m.bin.binary_version << ", " << (m.bin.spec.empty() ? "unnamed spec" : m.bin.spec)
+      << " revision " << m.bin.spec_revision << ", weights " << m.stored_dtypes << ", read as float32).\n\n"
+      << "- " << c.n_layers << " encoder and " << c.decoderLayers() << " decoder layers, d_model " << c.d_model << ", "
+      << c.n_head << " heads, " << c.ffn_activation << ", layer norm " << c.norm_position << " each sub-layer"
+      << (c.final_layer_norm ? " and after each stack" : "") << "\n"
+      << "- positions: "
+      << (c.pos_encoding == "learned" ? "the stored tables" : "CTranslate2's sinusoids (from position 1)")
+      << "; tokens: " << (m.spm_path.empty() ? "whitespace-separated" : "SentencePiece pieces (sentencepiece.model)")
+      << ", " << (m.vocabularies.shared ? "one shared vocabulary" : "separate source and target vocabularies") << "\n";
+    return o.str();
+}
+
+}  // namespace attnlab::package

@@ -1,0 +1,89 @@
+#pragma once
+// CTranslate2 model directories (what ct2-transformers-converter, ct2-opennmt-py-converter,
+// ct2-fairseq-converter and Argos Translate ship): model.bin with a TransformerSpec, an optional
+// config.json, and the vocabularies (shared_vocabulary.json / .txt, or source_vocabulary.* and
+// target_vocabulary.*), with a SentencePiece model beside them in Argos packages. docs/ctranslate2.md
+// lists what is read and how it maps onto AttnLab's architecture fields.
+//
+// What CTranslate2 computes, read from its source (src/layers/transformer.cc, attention.cc,
+// common.cc, src/models/transformer.cc):
+//   - embeddings x scale_embeddings (absent or true: sqrt(d_model); a float: that value), then the
+//     positions: a stored `encodings` table from row 0, or sinusoids computed with sines in the first
+//     half and cosines in the second, timescale ln(10000)/(d/2 - 1), the first token at position 1;
+//     then `layernorm_embedding` when present;
+//   - each sub-layer: pre_norm (the default when absent): x + f(norm(x)); otherwise norm(x + f(x));
+//     a stack's final `layer_norm` when present;
+//   - self-attention linear_0 = q|k|v (d rows each), linear_1 = out; cross-attention linear_0 = q,
+//     linear_1 = k|v, linear_2 = out; queries scaled by 1/sqrt(d_head);
+//   - layer norm epsilon: config.json's layer_norm_epsilon, else 1e-5;
+//   - int8 weights are w * scale rounded (scale per output row), int16 one scale: read as q / scale.
+// Variants AttnLab does not implement are refused by name (relative positions, T5's attention bias,
+// rotary, ALiBi, multi-query attention, gated feed-forward, RMS norm, source features, a decoder
+// that starts from a zero embedding, a decoder-only or another spec).
+
+#include "package/ct2_model_bin.h"
+#include "tokenizer/text_codec.h"
+
+#include <attnlab/config.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnlab::package {
+
+namespace ct2_files {
+inline constexpr const char* kModel = "model.bin";
+inline constexpr const char* kConfig = "config.json";
+inline constexpr const char* kSentencePiece = "sentencepiece.model";  // Argos Translate's name
+}  // namespace ct2_files
+
+struct Ct2Vocabularies {
+    std::vector<std::string> source, target;
+    std::vector<std::string> files;  // the files they were read from (one when shared)
+    bool shared = false;
+};
+
+// The vocabulary files of `dir`: shared_vocabulary.{json,txt} or source_ and target_vocabulary.
+// Throws PackageError naming the file and the problem.
+Ct2Vocabularies readCt2Vocabularies(const std::string& dir);
+
+// Where one of AttnLab's tensors is in model.bin: a variable (aliases resolved) or rows of it (the
+// fused projections).
+struct TensorSource {
+    std::string variable;
+    int64_t row_begin = 0;
+    int64_t rows = -1;  // -1: every row
+};
+
+struct Ct2Model {
+    PackageConfig config;
+    ct2::ModelBin bin;
+    Ct2Vocabularies vocabularies;
+    std::string spm_path;  // the SentencePiece model beside it; empty: whitespace-separated tokens
+    // AttnLab tensor name -> where it is stored; a bias with no entry is zero (CTranslate2 leaves out
+    // a bias a model does not have).
+    std::map<std::string, TensorSource> sources;
+    std::string stored_dtypes;               // "float32", "int8+float32", ...
+    std::string model_dir;                   // where model.bin is (inside an unpacked .argosmodel: a temporary folder)
+    std::shared_ptr<const void> keep_alive;  // that temporary folder, removed with the last copy
+};
+
+// model.bin's header, config.json and the vocabularies of the CTranslate2 model `path` names (a
+// model directory, an installed Argos package or an .argosmodel: package/argos_package.h) -> the
+// package config and where each tensor is. Throws PackageError naming the file and the problem.
+Ct2Model readCtranslate2Model(const std::string& path);
+
+// The text codec of such a model or of a package imported from one (tokenizer "ctranslate2").
+std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const Ct2Vocabularies& vocabularies,
+                                            const std::string& spm_path);
+
+// The part of it model.bin decides, from its header alone (the fuzz target): vocabularies of
+// generated tokens of the embeddings' sizes, CTranslate2's config defaults.
+Ct2Model ctranslate2ModelFromBin(ct2::ModelBin bin);
+
+// A few lines for the model card of an imported package.
+std::string ctranslate2ModelCard(const std::string& dir, const Ct2Model& m);
+
+}  // namespace attnlab::package

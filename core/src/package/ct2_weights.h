@@ -1,0 +1,17 @@
+#pragma once
+// The weights of a CTranslate2 model.bin into AttnLab's Transformer (package/ct2_model.h says where
+// each tensor is): float32, float16 and bfloat16 converted, int8 and int16 dequantized (q / scale:
+// a scale per output row for int8, one for int16), the fused projections split; every shape checked
+// against the config before the model is built, and each variable copied in chunks of rows (at
+// most kChunkBytes), so that loading peaks at the model's size plus a chunk.
+
+#include "model/transformer.h"
+#include "package/ct2_model.h"
+
+namespace attnlab::package {
+
+// Throws PackageError naming model.bin and the variable: a shape that disagrees with the config, a
+// dtype the reader does not convert (int32), NaN or infinite values.
+model::Transformer loadCt2Weights(const Ct2Model& m);
+
+}  // namespace attnlab::package

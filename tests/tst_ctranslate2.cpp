@@ -1,0 +1,492 @@
+// CTranslate2 model directories, Argos Translate packages and `score`, against an independent Python
+// implementation written from CTranslate2's source (scripts/ct2_reference.py, Debian's python3-torch
+// and python3-sentencepiece), which also writes the model.bin files (random weights, every dtype,
+// binary versions 2-6, pre- and post-norm, shared and separate vocabularies, with and without
+// config.json): source ids, greedy ids, every attention map (1e-5 in float32) and log-probability
+// (1e-4); teacher-forced scores; the quantized variants against their float32 originals within the
+// bound quantization allows; .argosmodel as a file and unpacked; `import`; what is refused, by
+// message. Skipped, with a message, where python3-torch is missing (failed under CI=true).
+#include "fixtures.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+#include <attnlab/translator.h>
+
+#include "package/argos_package.h"
+#include "package/ct2_model.h"
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class TestCtranslate2 : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void matchesReference_data();
+    void matchesReference();
+    void scoresMatchReference();
+    void quantizedStaysNearFloat32_data();
+    void quantizedStaysNearFloat32();
+    void argosPackageOpensAsFileAndFolder();
+    void importedPackageGivesTheSameResults();
+    void cliScoresAndTranslatesTokens();
+    void windowsLineEndingsReadAsCTranslate2ReadsThem();
+    void refusedByMessage_data();
+    void refusedByMessage();
+
+private:
+    QString make(const QString& name, const QStringList& options);
+    json reference(const QString& model, const std::vector<std::string>& sentences, int max_length);
+    std::vector<std::string> sentencesFor(const QString& dir) const;
+    static attnlab::DecodingOptions greedy(int max_length);
+    void compare(const std::vector<attnlab::TranslationResult>& results, const json& ref);
+
+    QTemporaryDir m_dir;
+    QString m_python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
+    static constexpr int kMaxLength = 12;
+};
+
+void TestCtranslate2::initTestCase() {
+    QProcess probe;
+    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece"});
+    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
+        if (qEnvironmentVariable("CI") == "true")
+            QFAIL("CI=true but python3-torch / python3-sentencepiece cannot be imported: the cross-check must run");
+        QSKIP("python3-torch or python3-sentencepiece is not installed: CTranslate2 cross-check skipped");
+    }
+}
+
+QString TestCtranslate2::make(const QString& name, const QStringList& options) {
+    const QString out = m_dir.path() + "/" + name;
+    attnlab::testing::runScript(m_python, "ct2_reference.py", QStringList{"make", "--out", out} + options);
+    return out;
+}
+
+json TestCtranslate2::reference(const QString& model, const std::vector<std::string>& sentences, int max_length) {
+    static int n = 0;
+    const QString in = m_dir.path() + QString("/sentences-%1.txt").arg(++n), out = in + ".json";
+    std::string text;
+    for (const auto& s : sentences) text += s + "\n";
+    attnlab::testing::writeFile(in.toStdString(), text);
+    attnlab::testing::runScript(
+        m_python, "ct2_reference.py",
+        {"run", "--model", model, "--sentences", in, "--out", out, "--max-length", QString::number(max_length)});
+    return json::parse(attnlab::testing::readFile(out.toStdString()));
+}
+
+// Text the model can read: plain sentences for a SentencePiece model; for a whitespace one, runs of
+// its own tokens and one token it lacks (which becomes <unk>, as CTranslate2 maps it).
+std::vector<std::string> TestCtranslate2::sentencesFor(const QString& dir) const {
+    const std::string d = dir.toStdString();
+    if (fs::exists(d + "/sentencepiece.model") || fs::exists(d + "/model/model.bin"))
+        return {"Hello world.", "The children are playing in the garden.", "Der Zug hatte Verspätung.", "A b c"};
+    const auto v = attnlab::package::readCt2Vocabularies(d);
+    auto token = [&](size_t i) { return v.source.at(4 + i % (v.source.size() - 4)); };
+    return {token(0) + " " + token(7) + " " + token(3), token(11) + " " + token(2),
+            token(5) + " not-in-the-vocabulary " + token(9) + " " + token(13) + " " + token(1),
+            token(20) + "  " + token(21) + "\t" + token(22)};
+}
+
+attnlab::DecodingOptions TestCtranslate2::greedy(int max_length) {
+    attnlab::DecodingOptions o;
+    o.beam_size = 1;
+    o.max_length = max_length;
+    o.max_length_ratio = 0;
+    o.top_k_candidates = 0;
+    return o;
+}
+
+using attnlab::testing::worstMapDifference;
+
+void TestCtranslate2::compare(const std::vector<attnlab::TranslationResult>& results, const json& ref) {
+    double worst_map = 0, worst_logp = 0;
+    QCOMPARE(results.size(), ref["sentences"].size());
+    for (size_t s = 0; s < results.size(); ++s) {
+        const auto& r = results[s];
+        const json& e = ref["sentences"][s];
+        QCOMPARE(r.source_ids, e["source_ids"].get<std::vector<int>>());
+        const auto expected = e["target_ids"].get<std::vector<int>>();
+        const std::vector<int> ours(r.best.ids.begin(),
+                                    r.best.ids.begin() + std::min(r.best.ids.size(), expected.size()));
+        QCOMPARE(ours, expected);
+        if (e["stop_reason"] == "eos") {
+            QCOMPARE(r.best.ids.size(), expected.size());
+            // Argos translates with replace_unknowns (an <unk> becomes the source piece its alignment
+            // head looks at most); AttnLab shows the model's own tokens.
+            QCOMPARE(r.best.text, e.value("text_without_replace_unknowns", e["text"].get<std::string>()));
+        }
+        const auto logp = e["step_log_probs"].get<std::vector<double>>();
+        for (size_t t = 0; t < expected.size(); ++t)
+            worst_logp = std::max(worst_logp, std::abs(r.best.token_log_probs.at(t) - logp.at(t)));
+        worst_map = std::max({worst_map, worstMapDifference(r.encoder_self, e["attentions"]["encoder"], 1u << 30),
+                              worstMapDifference(r.decoder_self, e["attentions"]["decoder"], expected.size()),
+                              worstMapDifference(r.cross, e["attentions"]["cross"], expected.size())});
+    }
+    qInfo("largest difference: attention %.2e, log-probability %.2e", worst_map, worst_logp);
+    // float32 against float64: summation order and rounding, far below what a reading of a map or a
+    // score could notice; a position off by one moves weights by 1e-2 and more.
+    QVERIFY2(worst_map < 1e-5, qPrintable(QString::number(worst_map)));
+    QVERIFY2(worst_logp < 1e-4, qPrintable(QString::number(worst_logp)));
+}
+
+void TestCtranslate2::matchesReference_data() {
+    QTest::addColumn<QStringList>("options");
+    const QStringList small = {"--layers", "2",  "--decoder-layers", "2",   "--d-model",  "32", "--heads", "4",
+                               "--ffn",    "64", "--vocab-size",     "300", "--eos-bias", "2"};
+    QTest::newRow("post-norm, shared json vocabulary, float32, v6")
+        << small + QStringList{"--norm", "post", "--seed", "1"};
+    QTest::newRow("pre-norm, separate txt vocabularies, float16, no config.json")
+        << small + QStringList{"--norm",  "pre",         "--vocab", "separate", "--vocab-format", "txt", "--dtype",
+                               "float16", "--no-config", "--seed",  "2"};
+    QTest::newRow("bfloat16, stored positions, gelu, layernorm_embedding, projection bias, 3 decoder layers")
+        << QStringList{"--layers",
+                       "2",
+                       "--decoder-layers",
+                       "3",
+                       "--d-model",
+                       "32",
+                       "--heads",
+                       "4",
+                       "--ffn",
+                       "64",
+                       "--vocab-size",
+                       "300",
+                       "--eos-bias",
+                       "2",
+                       "--dtype",
+                       "bfloat16",
+                       "--positions",
+                       "learned",
+                       "--activation",
+                       "gelu",
+                       "--layernorm-embedding",
+                       "--projection-bias",
+                       "--seed",
+                       "3"};
+    QTest::newRow("int8, tied projection, source bos and eos, start </s>, v5")
+        << small + QStringList{"--dtype",
+                               "int8",
+                               "--tie-projection",
+                               "--share-embeddings",
+                               "--add-source-bos",
+                               "--add-source-eos",
+                               "--decoder-start-token",
+                               "</s>",
+                               "--binary-version",
+                               "5",
+                               "--seed",
+                               "4"};
+    QTest::newRow("int16, v3, revision 4 (attributes at the top)")
+        << small + QStringList{"--dtype", "int16", "--binary-version", "3", "--spec-revision", "4", "--seed", "5"};
+    QTest::newRow("float32, v2, revision 2 TransformerBase, swish, post-norm") << QStringList{
+        "--layers",        "2",  "--decoder-layers", "2",     "--d-model",  "32",   "--heads",          "8",
+        "--ffn",           "64", "--vocab-size",     "300",   "--eos-bias", "2",    "--binary-version", "2",
+        "--spec-revision", "2",  "--activation",     "swish", "--norm",     "post", "--seed",           "6"};
+    QTest::newRow("gelutanh, no final norm, eps in config.json")
+        << small + QStringList{"--activation", "gelutanh", "--eps", "1e-6", "--seed", "7"};
+    QTest::newRow("SentencePiece beside the vocabulary (Argos layout), int8_float16")
+        << small + QStringList{"--spm", "--dtype", "int8_float16", "--seed", "8"};
+}
+
+void TestCtranslate2::matchesReference() {
+    QFETCH(QStringList, options);
+    static int made = 0;
+    const QString dir = make(QString("model-%1").arg(++made), options);
+    const auto sentences = sentencesFor(dir);
+    const json ref = reference(dir, sentences, kMaxLength);
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    QCOMPARE(t.info().config.tokenizer, std::string("ctranslate2"));
+    compare(t.translateBatch(sentences, greedy(kMaxLength)), ref);
+}
+
+void TestCtranslate2::scoresMatchReference() {
+    const QString dir = make("score", {"--layers", "2", "--d-model", "32", "--heads", "4", "--ffn", "64",
+                                       "--vocab-size", "300", "--vocab", "separate", "--seed", "11"});
+    const auto sources = sentencesFor(dir);
+    const auto v = attnlab::package::readCt2Vocabularies(dir.toStdString());
+    const std::vector<std::string> targets = {v.target[10] + " " + v.target[40], v.target[7],
+                                              v.target[100] + " unknown-word " + v.target[5], v.target[50]};
+    const QString src = m_dir.path() + "/score-src.txt", tgt = m_dir.path() + "/score-tgt.txt",
+                  out = m_dir.path() + "/score.json";
+    auto lines = [](const std::vector<std::string>& l) {
+        std::string s;
+        for (const auto& x : l) s += x + "\n";
+        return s;
+    };
+    attnlab::testing::writeFile(src.toStdString(), lines(sources));
+    attnlab::testing::writeFile(tgt.toStdString(), lines(targets));
+    attnlab::testing::runScript(m_python, "ct2_reference.py",
+                                {"score", "--model", dir, "--sources", src, "--targets", tgt, "--out", out});
+    const json ref = json::parse(attnlab::testing::readFile(out.toStdString()));
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    const auto results = t.teacherForce(sources, targets);
+    double worst_logp = 0, worst_map = 0;
+    for (size_t i = 0; i < results.size(); ++i) {
+        const json& e = ref["pairs"][i];
+        QCOMPARE(results[i].best.ids, e["target_ids"].get<std::vector<int>>());
+        const auto logp = e["token_log_probs"].get<std::vector<double>>();
+        QCOMPARE(results[i].best.token_log_probs.size(), logp.size());
+        for (size_t k = 0; k < logp.size(); ++k)
+            worst_logp = std::max(worst_logp, std::abs(results[i].best.token_log_probs[k] - logp[k]));
+        worst_map = std::max(worst_map, worstMapDifference(results[i].cross, e["attentions"]["cross"], 1u << 30));
+    }
+    qInfo("scores: largest difference log-probability %.2e, cross-attention %.2e", worst_logp, worst_map);
+    QVERIFY2(worst_logp < 1e-4, qPrintable(QString::number(worst_logp)));
+    QVERIFY2(worst_map < 1e-5, qPrintable(QString::number(worst_map)));
+}
+
+void TestCtranslate2::quantizedStaysNearFloat32_data() {
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<double>("map_bound");
+    QTest::addColumn<double>("logp_bound");
+    // What rounding the stored weights costs, through 2+2 random layers of width 32 (random weights
+    // make the maps far more sensitive than a trained model's): int8 keeps a step of amax/127 per
+    // output row, int16 a step of max|W|/1024 for the whole tensor (model_spec.py's 2^10 scale),
+    // float16 11 significant bits of every tensor, biases and norms included. Measured (the weights
+    // are seeded, so only float32 summation order varies, by ~1e-6): maps 2.0e-2 / 6.2e-3 / 1.2e-3,
+    // log-probabilities 5.5e-2 / 1.1e-2 / 2.6e-3; the bounds are three times that, so that a
+    // dequantization off by a factor (scale multiplied instead of divided, a row's scale applied to
+    // another row) fails by orders of magnitude. docs/ctranslate2.md gives the figures.
+    QTest::newRow("int8") << "int8" << 6e-2 << 0.17;
+    QTest::newRow("int16") << "int16" << 2e-2 << 3.5e-2;
+    QTest::newRow("float16") << "float16" << 4e-3 << 8e-3;
+}
+
+void TestCtranslate2::quantizedStaysNearFloat32() {
+    QFETCH(QString, dtype);
+    QFETCH(double, map_bound);
+    QFETCH(double, logp_bound);
+    const QStringList same = {"--layers", "2",  "--d-model",    "32",  "--heads", "4",
+                              "--ffn",    "64", "--vocab-size", "300", "--seed",  "21"};
+    const QString f32 = make("f32-" + dtype, same), q = make("q-" + dtype, same + QStringList{"--dtype", dtype});
+    const auto sentences = sentencesFor(f32);
+    attnlab::Translator a(f32.toStdString(), {attnlab::testing::testDevice()});
+    attnlab::Translator b(q.toStdString(), {attnlab::testing::testDevice()});
+    const auto ra = a.translateBatch(sentences, greedy(kMaxLength));
+    const auto rb = b.teacherForce(ra);  // the same targets, so that every map has the same shape
+    const auto rf = a.teacherForce(ra);
+    double worst_map = 0, worst_logp = 0;
+    for (size_t i = 0; i < ra.size(); ++i) {
+        for (size_t k = 0; k < rf[i].best.token_log_probs.size(); ++k)
+            worst_logp = std::max(worst_logp, std::abs(rf[i].best.token_log_probs[k] - rb[i].best.token_log_probs[k]));
+        for (const auto maps : {&attnlab::TranslationResult::cross, &attnlab::TranslationResult::encoder_self,
+                                &attnlab::TranslationResult::decoder_self}) {
+            const auto &x = rf[i].*maps, &y = rb[i].*maps;
+            for (size_t l = 0; l < x.size(); ++l)
+                for (size_t h = 0; h < x[l].size(); ++h)
+                    for (size_t r = 0; r < x[l][h].size(); ++r)
+                        for (size_t c = 0; c < x[l][h][r].size(); ++c)
+                            worst_map = std::max(worst_map, double(std::abs(x[l][h][r][c] - y[l][h][r][c])));
+        }
+    }
+    qInfo("%s against float32: attention %.2e, log-probability %.2e", qPrintable(dtype), worst_map, worst_logp);
+    QVERIFY2(worst_map > 0, "the quantized model computed exactly the float32 numbers: was it quantized?");
+    QVERIFY2(worst_map < map_bound, qPrintable(QString::number(worst_map)));
+    QVERIFY2(worst_logp < logp_bound, qPrintable(QString::number(worst_logp)));
+}
+
+void TestCtranslate2::argosPackageOpensAsFileAndFolder() {
+    const QString zip = m_dir.path() + "/translate-en_de-1_0.argosmodel", unpacked = m_dir.path() + "/argos-installed";
+    const QString dir =
+        make("argos-src",
+             {"--layers", "2",           "--d-model",  "32",        "--heads", "4",  "--ffn",   "64", "--vocab-size",
+              "300",      "--spm",       "--eos-bias", "2",         "--seed",  "31", "--argos", zip,  "--argos-dir",
+              unpacked,   "--from-code", "en",         "--to-code", "de"});
+    const auto sentences = sentencesFor(dir);
+    const json ref = reference(dir, sentences, kMaxLength);
+    const auto before = fs::directory_iterator(fs::temp_directory_path());
+    const size_t temporaries = std::count_if(fs::begin(before), fs::end(before), [](const fs::directory_entry& e) {
+        return e.path().filename().string().rfind("attnlab-argos-", 0) == 0;
+    });
+    for (const QString& path : {zip, unpacked}) {
+        attnlab::Translator t(path.toStdString(), {attnlab::testing::testDevice()});
+        QCOMPARE(t.info().config.source_lang, std::string("en"));
+        QCOMPARE(t.info().config.target_lang, std::string("de"));
+        compare(t.translateBatch(sentences, greedy(kMaxLength)), ref);
+    }
+    // The .argosmodel was unpacked into a temporary folder that is gone once the model is loaded.
+    const auto after = fs::directory_iterator(fs::temp_directory_path());
+    QCOMPARE(size_t(std::count_if(fs::begin(after), fs::end(after),
+                                  [](const fs::directory_entry& e) {
+                                      return e.path().filename().string().rfind("attnlab-argos-", 0) == 0;
+                                  })),
+             temporaries);
+    // Installed packages are listed from ARGOS_PACKAGES_DIR with their languages.
+    const QString packages = m_dir.path() + "/argos-packages";
+    fs::create_directories(packages.toStdString());
+    fs::copy(unpacked.toStdString(), (packages + "/translate-en_de-1_0").toStdString(), fs::copy_options::recursive);
+    qputenv("ARGOS_PACKAGES_DIR", packages.toUtf8());
+    const auto installed = attnlab::package::installedArgosPackages();
+    qunsetenv("ARGOS_PACKAGES_DIR");
+    QCOMPARE(installed.size(), size_t(1));
+    QCOMPARE(installed[0].metadata.from_code, std::string("en"));
+    QCOMPARE(installed[0].metadata.to_code, std::string("de"));
+}
+
+void TestCtranslate2::importedPackageGivesTheSameResults() {
+    const QString dir = make(
+        "to-import", {"--layers", "2", "--d-model", "32", "--heads", "4", "--ffn", "64", "--vocab-size", "300",
+                      "--vocab", "separate", "--dtype", "int8", "--add-source-eos", "--eos-bias", "2", "--seed", "41"});
+    const std::string pkg = m_dir.path().toStdString() + "/imported";
+    const auto config = attnlab::importMarianModel(dir.toStdString(), pkg);
+    QCOMPARE(config.tokenizer, std::string("ctranslate2"));
+    QVERIFY(fs::exists(pkg + "/source_vocabulary.json") || fs::exists(pkg + "/source_vocabulary.txt"));
+    const auto sentences = sentencesFor(dir);
+    const json ref = reference(dir, sentences, kMaxLength);
+    attnlab::Translator t(pkg, {attnlab::testing::testDevice()});
+    compare(t.translateBatch(sentences, greedy(kMaxLength)), ref);
+}
+
+void TestCtranslate2::cliScoresAndTranslatesTokens() {
+    const QString dir = make("cli", {"--layers", "2", "--d-model", "32", "--heads", "4", "--ffn", "64", "--vocab-size",
+                                     "300", "--eos-bias", "2", "--seed", "51"});
+    const auto v = attnlab::package::readCt2Vocabularies(dir.toStdString());
+    const QString src = m_dir.path() + "/cli-src.txt", tgt = m_dir.path() + "/cli-tgt.txt";
+    attnlab::testing::writeFile(src.toStdString(), v.source[10] + " " + v.source[11] + "\n" + v.source[12] + "\n");
+    attnlab::testing::writeFile(tgt.toStdString(), v.target[20] + "\n" + v.target[21] + " " + v.target[22] + "\n");
+    QProcess p;
+    p.start(ATTNLAB_CLI_PATH, {"score", "--model", dir, "--src", src, "--tgt", tgt, "--device", "cpu", "--attention",
+                               m_dir.path() + "/cli-score.json"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    const QStringList out = QString::fromUtf8(p.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(out.size(), 2);
+    // "mean<TAB>piece=logp ...": the target's tokens and </s>, the mean their average.
+    const QStringList second = out[1].split('\t');
+    const QStringList pieces = second[1].split(' ');
+    QCOMPARE(pieces.size(), 3);
+    QVERIFY(pieces[0].startsWith(QString::fromStdString(v.target[21]) + "="));
+    QVERIFY(pieces[2].startsWith("</s>="));
+    double sum = 0;
+    for (const auto& piece : pieces) sum += piece.section('=', -1).toDouble();
+    QVERIFY(std::abs(sum / 3 - second[0].toDouble()) < 1e-5);
+    const json j = json::parse(attnlab::testing::readFile(m_dir.path().toStdString() + "/cli-score.json"));
+    QCOMPARE(j["sentences"].size(), size_t(2));
+    // Mismatched files: refused by message.
+    attnlab::testing::writeFile(tgt.toStdString(), v.target[20] + "\n");
+    p.start(ATTNLAB_CLI_PATH, {"score", "--model", dir, "--src", src, "--tgt", tgt, "--device", "cpu"});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY(p.exitCode() != 0);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("--src has 2 lines but --tgt has 1"));
+    // translate prints a whitespace model's tokens separated by spaces.
+    p.start(ATTNLAB_CLI_PATH, {"translate", "--model", dir, "--device", "cpu", "--beam", "1", "--text",
+                               QString::fromStdString(v.source[10] + " " + v.source[11])});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    const QString line = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
+    for (const QString& token : line.split(' ', Qt::SkipEmptyParts))
+        QVERIFY2(std::find(v.target.begin(), v.target.end(), token.toStdString()) != v.target.end(), qPrintable(line));
+}
+
+void TestCtranslate2::windowsLineEndingsReadAsCTranslate2ReadsThem() {
+    // A vocabulary.txt saved with CRLF: CTranslate2 drops the \r of every line when all have one.
+    const QString dir = make("crlf", {"--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "32", "--vocab-size",
+                                      "60", "--vocab-format", "txt", "--eos-bias", "2", "--seed", "61"});
+    const std::string file = dir.toStdString() + "/shared_vocabulary.txt";
+    const auto before = attnlab::package::readCt2Vocabularies(dir.toStdString()).source;
+    std::string crlf;
+    for (const auto& t : before) crlf += t + "\r\n";
+    attnlab::testing::writeFile(file, crlf);
+    QCOMPARE(attnlab::package::readCt2Vocabularies(dir.toStdString()).source, before);
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    QVERIFY(!t.translate(before[5] + " " + before[6], greedy(kMaxLength)).best.ids.empty());
+}
+
+void TestCtranslate2::refusedByMessage_data() {
+    QTest::addColumn<QStringList>("options");
+    QTest::addColumn<QString>("edit");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("relative positions") << QStringList{"--relative-position", "8"} << ""
+                                        << "relative position representations";
+    QTest::newRow("rotary") << QStringList{"--rotary"} << ""
+                            << "rotary position embeddings";
+    QTest::newRow("multi-query") << QStringList{"--multi-query"} << ""
+                                 << "multi-query attention";
+    QTest::newRow("gated feed-forward") << QStringList{"--ffn-glu"} << ""
+                                        << "gated feed-forward";
+    QTest::newRow("RMS norm") << QStringList{"--rms-norm"} << ""
+                              << "RMS normalisation";
+    QTest::newRow("truncated model.bin") << QStringList{} << "truncate"
+                                         << "is truncated";
+    QTest::newRow("vocabulary shorter than the embeddings") << QStringList{} << "vocabulary"
+                                                            << "rows";
+    QTest::newRow("a newer binary version") << QStringList{} << "version"
+                                            << "binary version 7";
+    QTest::newRow("another spec") << QStringList{} << "spec"
+                                  << "WhisperSpec";
+    QTest::newRow("zip member outside the package") << QStringList{} << "zip-slip"
+                                                    << "lies outside the package";
+    QTest::newRow("zip with a link") << QStringList{} << "zip-link"
+                                     << "a link or a special file";
+    QTest::newRow("Argos package with bpe.model") << QStringList{} << "bpe"
+                                                  << "bpe.model (Moses and subword-nmt)";
+}
+
+namespace {
+// model.bin's header, rewritten: the spec name (binary version >= 2: u32 version, u16 length, name).
+void rewriteSpecName(const std::string& path, const std::string& name) {
+    std::string bytes = attnlab::testing::readFile(path);
+    const uint16_t old_len = uint16_t(uint8_t(bytes[4]) | (uint8_t(bytes[5]) << 8));
+    const uint16_t len = uint16_t(name.size() + 1);
+    std::string header = bytes.substr(0, 4) + std::string{char(len & 0xff), char(len >> 8)} + name + '\0';
+    attnlab::testing::writeFile(path, header + bytes.substr(6 + old_len));
+}
+}  // namespace
+
+void TestCtranslate2::refusedByMessage() {
+    QFETCH(QStringList, options);
+    QFETCH(QString, edit);
+    QFETCH(QString, message);
+    static int made = 0;
+    const QString dir = make(
+        QString("refused-%1").arg(++made),
+        QStringList{"--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "32", "--vocab-size", "60"} + options);
+    std::string path = dir.toStdString();
+    const std::string bin = path + "/model.bin";
+    if (edit == "truncate") {
+        fs::resize_file(bin, fs::file_size(bin) - 100);
+    } else if (edit == "vocabulary") {
+        const auto v = attnlab::package::readCt2Vocabularies(path);
+        json shorter(std::vector<std::string>(v.source.begin(), v.source.end() - 1));
+        for (const auto& f : v.files) fs::remove(f);
+        attnlab::testing::writeFile(path + "/shared_vocabulary.json", shorter.dump());
+    } else if (edit == "version") {
+        std::string bytes = attnlab::testing::readFile(bin);
+        bytes[0] = 7;
+        attnlab::testing::writeFile(bin, bytes);
+    } else if (edit == "spec") {
+        rewriteSpecName(bin, "WhisperSpec");
+    } else if (edit == "bpe") {
+        // An installed Argos package whose tokenizer is argos-translate's BPETokenizer.
+        path = m_dir.path().toStdString() + "/bpe-package";
+        fs::create_directories(path);
+        fs::rename(dir.toStdString(), path + "/model");
+        attnlab::testing::writeFile(path + "/metadata.json", R"({"from_code": "en", "to_code": "de"})");
+        attnlab::testing::writeFile(path + "/bpe.model", "#version: 0.2\n");
+    } else if (edit.startsWith("zip-")) {
+        path = m_dir.path().toStdString() + "/bad-" + std::to_string(made) + ".argosmodel";
+        const std::string script = edit == "zip-slip"
+                                       ? "import zipfile,sys\nz=zipfile.ZipFile(sys.argv[1],'w')\n"
+                                         "z.writestr('pkg/metadata.json','{}')\nz.writestr('pkg/../../evil.txt','x')\n"
+                                       : "import zipfile,sys\nz=zipfile.ZipFile(sys.argv[1],'w')\n"
+                                         "i=zipfile.ZipInfo('pkg/model')\ni.external_attr=(0o120777<<16)\n"
+                                         "z.writestr(i,'/etc')\n";
+        QProcess p;
+        p.start(m_python, {"-c", QString::fromStdString(script), QString::fromStdString(path)});
+        QVERIFY(p.waitForFinished(60000) && p.exitCode() == 0);
+    }
+    const QString got =
+        attnlab::testing::messageOf([&] { attnlab::Translator t(path, {attnlab::testing::testDevice()}); });
+    QVERIFY2(got.contains(message), qPrintable(got));
+    QVERIFY(!fs::exists(m_dir.path().toStdString() + "/evil.txt"));
+}
+
+QTEST_MAIN(TestCtranslate2)
+#include "tst_ctranslate2.moc"
