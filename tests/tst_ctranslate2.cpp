@@ -323,11 +323,14 @@ void TestCtranslate2::argosPackageOpensAsFileAndFolder() {
     fs::create_directories(packages.toStdString());
     fs::copy(unpacked.toStdString(), (packages + "/translate-en_de-1_0").toStdString(), fs::copy_options::recursive);
     qputenv("ARGOS_PACKAGES_DIR", packages.toUtf8());
-    const auto installed = attnlab::package::installedArgosPackages();
+    const auto installed = attnlab::installedArgosModels();  // what the app's model switch lists
     qunsetenv("ARGOS_PACKAGES_DIR");
     QCOMPARE(installed.size(), size_t(1));
-    QCOMPARE(installed[0].metadata.from_code, std::string("en"));
-    QCOMPARE(installed[0].metadata.to_code, std::string("de"));
+    QCOMPARE(installed[0].name, std::string("translate-en_de-1_0"));
+    QCOMPARE(installed[0].direction(), std::string("en-de"));
+    // ... and --model takes it by its path, as the switch hands it over.
+    QCOMPARE(attnlab::resolveModelArgument(installed[0].dir), installed[0].dir);
+    QCOMPARE(attnlab::resolveModelArgument(zip.toStdString()), zip.toStdString());
 }
 
 void TestCtranslate2::importedPackageGivesTheSameResults() {

@@ -94,7 +94,7 @@ void MainWindow::buildFileMenu() {
     });
     file->addAction(tr("Open &Argos Translate package…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open an Argos Translate package"), QString(),
-                                                          tr("Argos Translate packages (*.argosmodel)"));
+                                                          tr("Argos Translate packages (*.argosmodel *.zip)"));
         if (!path.isEmpty()) m_context->loadModel(path);
     });
     m_models_menu = file->addMenu(tr("&Models"));
@@ -239,7 +239,8 @@ void MainWindow::dropEvent(QDropEvent* e) {
     if (urls.isEmpty() || !urls.first().isLocalFile()) return;
     const QString p = urls.first().toLocalFile();
     // A folder, an Argos Translate package (a file), or a file inside a model's folder.
-    const bool argos = p.endsWith(QStringLiteral(".argosmodel"), Qt::CaseInsensitive);
+    const bool argos = p.endsWith(QStringLiteral(".argosmodel"), Qt::CaseInsensitive) ||
+                       p.endsWith(QStringLiteral(".zip"), Qt::CaseInsensitive);
     m_context->loadModel(QFileInfo(p).isDir() || argos ? p : QFileInfo(p).absolutePath());
 }
 
