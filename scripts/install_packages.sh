@@ -8,6 +8,7 @@ packages=(
   libopenblas0-pthread              # without an OpenBLAS, LibTorch falls back to the reference BLAS (~80x slower)
   libopenblas0-openmp               # preferred by AttnLab's executables (see CMakeLists.txt, docs/benchmarks.md)
   libxnnpack-dev libpthreadpool-dev # weights packed once for decoding (core/src/model/packed_linear.h)
+  libdnnl-dev                       # oneDNN: the int8 / bfloat16 compute types (core/src/model/low_precision.h)
   libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libarchive-dev                    # Argos Translate packages (.argosmodel zips): core/src/package/argos_package.cpp

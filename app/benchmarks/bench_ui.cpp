@@ -137,7 +137,7 @@ void Bench::loadModel(const QElapsedTimer& since_start) {
     m_window.show();
     QSignalSpy loaded(&m_controller, &TranslationController::modelLoaded);
     QSignalSpy failed(&m_controller, &TranslationController::failed);
-    m_controller.loadModel(m_o.dir, "cpu");
+    m_controller.loadModel(m_o.dir, "cpu", "float32");
     while (loaded.count() == 0 && failed.count() == 0) loaded.wait(100);
     if (failed.count()) fail(failed.first());
     const double start_ms = since_start.nsecsElapsed() / 1e6;
@@ -166,7 +166,7 @@ QStringList Bench::typedSentences() const {
 void Bench::reload() {
     QSignalSpy again(&m_controller, &TranslationController::modelLoaded);
     QSignalSpy failed_now(&m_controller, &TranslationController::failed);
-    m_controller.loadModel(m_o.dir, "cpu");
+    m_controller.loadModel(m_o.dir, "cpu", "float32");
     while (again.count() == 0 && failed_now.count() == 0) again.wait(100);
     if (failed_now.count()) fail(failed_now.first());
     QSignalSpy warm(&m_controller, &TranslationController::translationFinished);

@@ -40,6 +40,11 @@ void addCommon(CLI::App* cmd, CommonOptions& o) {
     cmd->add_flag("--no-packed-weights", o.no_packed_weights,
                   "Multiply with LibTorch's at::linear instead of weights packed once (slower; the results "
                   "before issue 25, for comparison)");
+    cmd->add_option("--compute-type", o.compute_type,
+                    "float32 (exact) | int8 | bfloat16: what the products are computed in (CPU; int8 and bfloat16 "
+                    "through oneDNN, where the processor has the instructions)")
+        ->check(CLI::IsMember({"float32", "int8", "bfloat16"}))
+        ->capture_default_str();
 }
 
 void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d) {
@@ -73,6 +78,7 @@ attnlab::Translator load(const CommonOptions& o) {
     t.device = o.device;
     t.num_threads = o.threads;
     t.packed_weights = !o.no_packed_weights;
+    t.compute_type = o.compute_type;
     return attnlab::Translator(resolveModel(o.model), t);
 }
 

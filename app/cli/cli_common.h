@@ -14,6 +14,7 @@ struct CommonOptions {
     std::string device = "auto";
     int threads = 0;
     bool no_packed_weights = false;
+    std::string compute_type = "float32";
 };
 
 void addCommon(CLI::App* cmd, CommonOptions& o);

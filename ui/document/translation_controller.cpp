@@ -71,18 +71,19 @@ ModelInfoPtr TranslationController::modelInfo() const {
     return m_info;
 }
 
-void TranslationController::loadModel(const QString& package_dir, const QString& device) {
-    const std::string dir = package_dir.toStdString(), dev = device.toStdString();
-    post([this, dir, dev] {
+void TranslationController::loadModel(const QString& package_dir, const QString& device, const QString& compute_type) {
+    const std::string dir = package_dir.toStdString(), dev = device.toStdString(), ct = compute_type.toStdString();
+    post([this, dir, dev, ct] {
         try {
             TranslatorOptions o;
             o.device = dev;
+            o.compute_type = ct;
             o.num_threads = m_threads;
             auto t = std::make_shared<Translator>(dir, o);
             auto info = std::make_shared<const ModelInfo>(t->info());
             m_translator = std::move(t);
             m_cache.clear();
-            m_cache_model = dir + "@" + dev;
+            m_cache_model = dir + "@" + dev + "@" + ct;
             {
                 std::lock_guard<std::mutex> lock(m_info_mutex);
                 m_info = info;

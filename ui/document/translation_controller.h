@@ -59,7 +59,7 @@ public:
     ~TranslationController() override;
 
     // Asynchronous; answered by modelLoaded or failed(LoadModel).
-    void loadModel(const QString& package_dir, const QString& device);
+    void loadModel(const QString& package_dir, const QString& device, const QString& compute_type);
     // LibTorch threads of the next model loaded (TranslatorOptions::num_threads; 0 = the policy).
     void setThreads(int threads) { m_threads = threads; }
     // Asynchronous; answered by translationFinished or failed(Translate) (or nothing, when a newer

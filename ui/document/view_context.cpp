@@ -4,6 +4,7 @@
 #include <attnlab/result_json.h>
 
 #include <QApplication>
+#include <QFileInfo>
 #include <QFont>
 #include <QSettings>
 
@@ -153,9 +154,32 @@ void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
     if (!m_sentence.isEmpty()) translate(m_sentence, m_result_options);
 }
 
+namespace {
+QString computeTypeKey(const QString& package_dir) {
+    return QStringLiteral("computeType/") + QFileInfo(package_dir).absoluteFilePath();
+}
+}  // namespace
+
 void ViewContext::loadModel(const QString& package_dir) {
     Q_EMIT modelLoading(package_dir);
-    m_controller->loadModel(package_dir, m_device);
+    // The compute type chosen for this model before (float32 for one never switched).
+    const QString remembered = QSettings().value(computeTypeKey(package_dir), QStringLiteral("float32")).toString();
+    if (remembered != m_compute_type) {
+        m_compute_type = remembered;
+        Q_EMIT computeTypeChanged(m_compute_type);
+    }
+    m_controller->loadModel(package_dir, m_device, m_compute_type);
+}
+
+void ViewContext::setComputeType(const QString& compute_type) {
+    if (compute_type == m_compute_type) return;
+    m_compute_type = compute_type;
+    Q_EMIT computeTypeChanged(compute_type);
+    if (const auto info = model()) {
+        const QString dir = QString::fromStdString(info->package_dir);
+        QSettings().setValue(computeTypeKey(dir), compute_type);
+        loadModel(dir);
+    }
 }
 
 void ViewContext::translateSentence(const QString& sentence) {

@@ -43,6 +43,10 @@ public:
     void setDecodingOptions(const DecodingOptions& options);
     QString device() const { return m_device; }
     void setDevice(const QString& device);  // reloads the loaded model on it
+    // What the products are computed in (float32, int8, bfloat16: TranslatorOptions::compute_type),
+    // remembered per model; setting it reloads the loaded model.
+    QString computeType() const { return m_compute_type; }
+    void setComputeType(const QString& compute_type);
     Palette palette() const { return m_palette; }
     void setPalette(Palette palette, bool remember = true);
     // Translate as you type (on by default; remembered in the settings unless remember = false, as
@@ -119,6 +123,7 @@ Q_SIGNALS:
     void resultChanged(attnlab::ui::ResultPtr result);
     void decodingOptionsChanged(const attnlab::DecodingOptions& options);
     void deviceChanged(const QString& device);
+    void computeTypeChanged(const QString& compute_type);
     void paletteChanged(attnlab::ui::Palette palette);
     void textSizeChanged(double points);
     void presentingChanged(bool on);
@@ -142,6 +147,7 @@ private:
     unsigned m_requests = 0;  // translations asked for: did a modelChanged handler translate?
     DecodingOptions m_result_options, m_options;
     QString m_device = QStringLiteral("auto");
+    QString m_compute_type = QStringLiteral("float32");
     Palette m_palette = Palette::Blues;
     bool m_live = true;
     bool m_presenting = false;

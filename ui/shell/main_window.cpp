@@ -60,8 +60,12 @@ void MainWindow::follow() {
             [this](const QString& dir) { statusBar()->showMessage(tr("Loading %1…").arg(dir)); });
     connect(m_context, &ViewContext::modelChanged, this, [this](ModelInfoPtr info) {
         const QString dir = QString::fromStdString(info->package_dir);
-        m_status_model->setText(tr("%1 · %2 · loaded in %3 s")
-                                    .arg(QFileInfo(dir).fileName(), QString::fromStdString(info->device))
+        // Which compute type finds the translations shown (an int8 one's maps are rounded).
+        const QString compute = info->compute_type == "float32"
+                                    ? QString()
+                                    : QStringLiteral(" · ") + QString::fromStdString(info->compute_type);
+        m_status_model->setText(tr("%1 · %2%3 · loaded in %4 s")
+                                    .arg(QFileInfo(dir).fileName(), QString::fromStdString(info->device), compute)
                                     .arg(info->load_seconds, 0, 'f', 2));
         setWindowTitle(tr("AttnLab — %1").arg(QFileInfo(dir).fileName()));
         rememberRecent(dir);

@@ -96,6 +96,19 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_device->addItem(tr("CPU"), "cpu");
     if (attnlab::cudaAvailable()) m_device->addItem(tr("CUDA"), "cuda");
     m_device->setToolTip(tr("Where the model runs; changing it reloads the model"));
+    m_compute = new QComboBox(this);
+    for (const char* type : {"float32", "int8", "bfloat16"}) {
+        m_compute->addItem(QString::fromLatin1(type), QString::fromLatin1(type));
+        if (const auto why = attnlab::computeTypeUnavailable(type)) {
+            const int i = m_compute->count() - 1;
+            m_compute->setItemData(i, false, Qt::UserRole - 1);  // disabled: QStandardItemModel's enabled flag
+            m_compute->setItemData(i, QString::fromStdString(*why), Qt::ToolTipRole);
+        }
+    }
+    m_compute->setToolTip(
+        tr("What the products are computed in: float32 gives the exact maps; int8 and bfloat16 "
+           "are faster, their maps and probabilities rounded. Remembered per model; changing it "
+           "reloads the model"));
     m_translation = new ConfidenceText(this);  // draws at 1.4 x the app's text size, whatever it is
     m_legend = new QLabel(ConfidenceText::legendHtml(), this);
     m_legend->setVisible(false);
@@ -145,6 +158,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     opts->addWidget(m_max_len);
     opts->addWidget(new QLabel(tr("Device"), this));
     opts->addWidget(m_device);
+    opts->addWidget(m_compute);
     opts->addStretch();
     // The piece lines, score and timing: room for the maps when the text is large.
     m_show_details = new QToolButton(this);
@@ -248,6 +262,8 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(c, &ViewContext::presentingChanged, this, &TranslatePanel::present);
     connect(this, &TranslatePanel::deviceChanged, c, &ViewContext::setDevice);
     connect(c, &ViewContext::deviceChanged, this, &TranslatePanel::setDevice);
+    connect(m_compute, &QComboBox::activated, c, [this, c] { c->setComputeType(m_compute->currentData().toString()); });
+    connect(c, &ViewContext::computeTypeChanged, this, &TranslatePanel::setComputeType);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
     connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
         if (r)
@@ -294,6 +310,11 @@ void TranslatePanel::follow(ViewContext* c) {
 }
 
 QString TranslatePanel::device() const { return m_device->currentData().toString(); }
+
+void TranslatePanel::setComputeType(const QString& compute_type) {
+    const int i = m_compute->findData(compute_type);
+    if (i >= 0) m_compute->setCurrentIndex(i);
+}
 
 void TranslatePanel::setDevice(const QString& device) {
     const int i = m_device->findData(device.startsWith("cuda") ? "cuda" : device);

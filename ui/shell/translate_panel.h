@@ -60,6 +60,8 @@ public:
     LanguagePicker* languages() const { return m_languages; }  // a multilingual model's (hidden otherwise)
     QString device() const;                 // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
     void setDevice(const QString& device);  // shown only: the context holds the device (ViewContext::setDevice)
+    QComboBox* computeTypes() const { return m_compute; }
+    void setComputeType(const QString& compute_type);  // shown only, as setDevice
 
 public Q_SLOTS:
     void showResult(attnlab::ui::ResultPtr result);
@@ -107,6 +109,7 @@ private:
     QDoubleSpinBox* m_alpha;
     QSpinBox* m_max_len;
     QComboBox* m_device;
+    QComboBox* m_compute;  // float32 | int8 | bfloat16 (those this machine cannot run are disabled, with why)
     ConfidenceText* m_translation;
     QLabel* m_legend;
     QLabel* m_warning;

@@ -1,6 +1,7 @@
 #pragma once
 // Compute devices and threads, in std types (the GUI's device menu, the CLI's --device/--threads).
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace attnlab {
@@ -13,6 +14,10 @@ bool cudaAvailable();
 // model is put on it.
 bool isDeviceName(const std::string& name);
 inline constexpr const char* kDeviceNames = "auto, cpu, cuda, cuda:N";
+
+// Why this build or this processor cannot compute in `compute_type` (TranslatorOptions::compute_type:
+// float32 | int8 | bfloat16); nothing when it can. What the GUI's compute-type switch offers.
+std::optional<std::string> computeTypeUnavailable(const std::string& compute_type);
 
 // Sets LibTorch's intra-op thread count (0 = $OMP_NUM_THREADS when set, else every core);
 // returns the count set.

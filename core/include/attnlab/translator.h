@@ -32,7 +32,11 @@ struct TranslatorOptions {
                                   // at::linear, which re-packs them on every call: 2-3x faster decoding, as
                                   // much memory again for the packed copies, results equal up to float
                                   // rounding (docs/benchmarks.md, "Packed weights"); false = at::linear
-    void validate() const;        // throws ConfigError
+    // What the products of decoding are computed in (CTranslate2's names): float32, the exact one;
+    // int8 (weights per output row, inputs per row on each product) or bfloat16, through oneDNN, on
+    // the CPU where the processor has the instructions (refused with the reason elsewhere).
+    std::string compute_type = "float32";
+    void validate() const;  // throws ConfigError
 };
 
 // Parameter counts per part of the model (shared tensors are counted once, in the first part
@@ -51,9 +55,10 @@ struct ModelInfo {
     std::string package_dir;
     PackageConfig config;
     ParameterCounts parameters;
-    int vocab_size = 0;        // the tokenizer's
-    std::string device;        // e.g. "cpu", "cuda:0"
-    std::string stored_dtype;  // "F32" or "F16" as stored in model.safetensors
+    int vocab_size = 0;                    // the tokenizer's
+    std::string device;                    // e.g. "cpu", "cuda:0"
+    std::string stored_dtype;              // "F32" or "F16" as stored in model.safetensors
+    std::string compute_type = "float32";  // TranslatorOptions::compute_type, as the model computes
     double load_seconds = 0.0;
     // The package's confidence calibration (confidence.json); absent in packages made before it.
     std::optional<ConfidenceCalibration> confidence;

@@ -103,6 +103,16 @@ void Engine::placeModel(const TranslatorOptions& options) {
     m_model->to(m_device);
     m_model->eval();
     m_model->setPackedInference(options.packed_weights);
+    const model::ComputeType compute = model::parseComputeType(options.compute_type);
+    if (compute != model::ComputeType::Float32) {
+        if (!m_device.is_cpu())
+            throw ConfigError("compute type " + options.compute_type + " runs on the CPU; on " + m_device.str() +
+                              " the model computes in float32 (--device cpu for " + options.compute_type + ")");
+        if (auto why = model::computeTypeUnavailable(compute))
+            throw ConfigError("compute type " + options.compute_type + ": " + *why);
+        m_model->setComputeType(compute);
+    }
+    m_info.compute_type = options.compute_type;
 }
 
 Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<Tokenizer> tok)

@@ -1,5 +1,6 @@
 // Translator: the public face of decoding::Engine.
 #include <attnlab/translator.h>
+#include "model/low_precision.h"
 
 #include "decoding/engine.h"
 #include "util/checks.h"
@@ -7,11 +8,18 @@
 
 namespace attnlab {
 
+std::optional<std::string> computeTypeUnavailable(const std::string& compute_type) {
+    return model::computeTypeUnavailable(model::parseComputeType(compute_type));
+}
+
 void TranslatorOptions::validate() const {
     const char* o = "translator options";
     util::requireRange("num_threads", num_threads, 0, 4096, o);
     if (!isDeviceName(device))
         throw ConfigError("translator options: device '" + device + "' is not one of " + kDeviceNames);
+    if (compute_type != "float32" && compute_type != "int8" && compute_type != "bfloat16")
+        throw ConfigError("translator options: compute type '" + compute_type +
+                          "' is not one of float32 | int8 | bfloat16");
 }
 
 // Every entry point translates LibTorch's c10::Error into InternalError: no c10::Error reaches a caller.

@@ -52,6 +52,10 @@ struct Source {
 struct WeightPack::State {
     std::mutex mutex;  // an XNNPACK operator is set up anew for every call: one call at a time
     Source weight, bias;
+    // The int8 / bfloat16 copy and what it was made from (used outside the lock: oneDNN's primitives
+    // run concurrently).
+    std::shared_ptr<LowPrecisionMatmul> low;
+    Source low_weight, low_bias;
     int64_t in = 0, out = 0;
     bool failed = false;  // XNNPACK refused this weight: at::linear until clear()
 #ifdef ATTNLAB_HAVE_XNNPACK
@@ -108,6 +112,29 @@ void WeightPack::clear() {
     std::lock_guard<std::mutex> lock(m->mutex);
     m->release();
     m->failed = false;
+    m->low.reset();
+}
+
+std::shared_ptr<LowPrecisionMatmul> WeightPack::lowPrecision(const torch::Tensor& weight, const torch::Tensor& bias,
+                                                             ComputeType compute) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (!m->low || m->low->type() != compute || !m->low_weight.sameAs(weight) || !m->low_bias.sameAs(bias)) {
+        m->low = std::make_shared<LowPrecisionMatmul>(weight, bias, compute);
+        m->low_weight = Source::of(weight);
+        m->low_bias = Source::of(bias);
+    }
+    return m->low;
+}
+
+void WeightPack::prepare(const torch::Tensor& weight, const torch::Tensor& bias, ComputeType compute) {
+    if (compute == ComputeType::Float32 || !floatOnCpu(weight)) return;
+    torch::NoGradGuard no_grad;
+    (void)lowPrecision(weight, bias, compute);
+}
+
+int64_t WeightPack::lowPrecisionBytes() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->low ? m->low->storedBytes() : 0;
 }
 
 bool WeightPack::holdsPack() const {
@@ -146,14 +173,23 @@ torch::Tensor WeightPack::run(const torch::Tensor& x, const torch::Tensor& weigh
 }
 
 torch::Tensor WeightPack::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                                 bool use_pack) {
+                                 bool use_pack, ComputeType compute) {
+    const bool low = compute != ComputeType::Float32 && floatOnCpu(x) && floatOnCpu(weight) && weight.dim() == 2 &&
+                     x.dim() >= 1 && x.size(-1) == weight.size(1) && !torch::GradMode::is_enabled();
+    if (low) return lowPrecision(weight, bias, compute)->forward(x);
     if (use_pack)
         if (auto y = run(x, weight, bias); y.defined()) return y;
     return torch::nn::functional::linear(x, weight, bias);
 }
 
 torch::Tensor PackedLinearImpl::forward(const torch::Tensor& x) {
-    return m_pack->linear(x, weight, bias, m_packed && !is_training());
+    return m_pack->linear(x, weight, bias, m_packed && !is_training(),
+                          is_training() ? ComputeType::Float32 : m_compute);
+}
+
+void PackedLinearImpl::setComputeType(ComputeType type) {
+    m_compute = type;
+    m_pack->prepare(weight, bias, type);
 }
 
 void PackedLinearImpl::setPacked(bool on) {

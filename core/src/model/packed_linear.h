@@ -16,6 +16,8 @@
 // translations is measured in docs/benchmarks.md. Packing is off unless the model is switched to
 // it (TransformerImpl::setPackedInference; the Engine does for TranslatorOptions::packed_weights),
 // and it applies only to float32 CPU tensors without autograd, outside training mode.
+#include "model/low_precision.h"
+
 #include <torch/nn/modules/linear.h>
 
 #include <memory>
@@ -33,8 +35,15 @@ public:
     // whenever either tensor's storage, data or version changes); an undefined tensor when packing does
     // not apply (applies()) or XNNPACK refused the weight: the caller then runs at::linear.
     torch::Tensor run(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
-    // run() where it applies and `use_pack`, else at::linear: what every packed layer computes.
-    torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool use_pack);
+    // run() where it applies and `use_pack`, else at::linear: what every packed layer computes. With
+    // another compute type than float32, an int8 or bfloat16 copy of the weight (made on first use,
+    // and again when the weight changes) multiplies instead, wherever x is float32 on the CPU without
+    // autograd (model/low_precision.h).
+    torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool use_pack,
+                         ComputeType compute = ComputeType::Float32);
+    int64_t lowPrecisionBytes() const;  // the int8 / bfloat16 copy's size (0 when there is none)
+    // Makes that copy now (at load) rather than on the first product (the first typed sentence).
+    void prepare(const torch::Tensor& weight, const torch::Tensor& bias, ComputeType compute);
     void clear();
     bool holdsPack() const;  // whether a packed copy is held (after a run() that used it)
 
@@ -48,6 +57,8 @@ public:
     static constexpr int64_t kMaxRowsOnOneThread = 32;
 
 private:
+    std::shared_ptr<LowPrecisionMatmul> lowPrecision(const torch::Tensor& weight, const torch::Tensor& bias,
+                                                     ComputeType compute);
     struct State;
     std::unique_ptr<State> m;
 };
@@ -59,10 +70,12 @@ public:
     using torch::nn::LinearImpl::LinearImpl;
     torch::Tensor forward(const torch::Tensor& x);
     void setPacked(bool on);
+    void setComputeType(ComputeType type);
     const WeightPack& pack() const { return *m_pack; }
 
 private:
     bool m_packed = false;
+    ComputeType m_compute = ComputeType::Float32;
     std::shared_ptr<WeightPack> m_pack = std::make_shared<WeightPack>();
 };
 TORCH_MODULE(PackedLinear);

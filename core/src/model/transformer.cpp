@@ -181,8 +181,16 @@ void TransformerImpl::setPackedInference(bool on) {
         if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->setPacked(on);
 }
 
+void TransformerImpl::setComputeType(ComputeType type) {
+    m_compute = type;
+    for (const auto& module : modules(/*include_self=*/false))
+        if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->setComputeType(type);
+    m_projection_pack->prepare(projectionWeight(), {}, type);
+}
+
 torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {
-    torch::Tensor logits = m_projection_pack->linear(dec_output, projectionWeight(), {}, m_packed && !is_training());
+    torch::Tensor logits = m_projection_pack->linear(dec_output, projectionWeight(), {}, m_packed && !is_training(),
+                                                     is_training() ? ComputeType::Float32 : m_compute);
     if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
     if (final_logits_bias.defined()) logits = logits + final_logits_bias;
     return logits;

@@ -125,6 +125,11 @@ public:
     // projection: on for the decoding engine (TranslatorOptions::packed_weights), off for training.
     // Switching off frees the packed copies.
     void setPackedInference(bool on);
+    // Every linear layer and the output projection in float32 (the default, exact), int8 or
+    // bfloat16 (model/low_precision.h) outside training; the float32 weights stay (training, the
+    // exact teacher-forced pass).
+    void setComputeType(ComputeType type);
+    ComputeType computeType() const { return m_compute; }
     const WeightPack& projectionPack() const { return *m_projection_pack; }
 
     Encoder encoder{nullptr};
@@ -138,6 +143,7 @@ private:
 
     ModelConfig m_cfg;
     bool m_packed = false;
+    ComputeType m_compute = ComputeType::Float32;
     std::shared_ptr<WeightPack> m_projection_pack = std::make_shared<WeightPack>();
 };
 TORCH_MODULE(Transformer);
