@@ -26,6 +26,7 @@
 #include "widgets/confidence_text.h"
 
 #include <attnlab/confidence.h>
+#include <attnlab/device.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
 #include <attnlab/package.h>
@@ -34,6 +35,7 @@
 #include <qcustomplot.h>
 
 #include <QFileDialog>
+#include <QStandardItemModel>
 #include <QTreeWidget>
 #include <QtTest/QtTest>
 #include <algorithm>
@@ -79,6 +81,7 @@ private Q_SLOTS:
     void warningKeepsTheTabsInPlace();
     void longOutputWrapsAnywhere();
     void exportDialogsOpenInTheLastFolder();
+    void computeTypeSwitchReloadsAndIsRemembered();  // last: it reloads the model
 
 private:
     void typeAndWait(const QString& sentence);
@@ -598,6 +601,38 @@ void TestUi::decodingTabScoresATypedTranslation() {
     typeAndWait("Ein Mann liest.");
     QVERIFY(!d->comparisonText().contains("Yours:"));
     typeAndWait("Eine Frau liest ein Buch im Park.");  // what the next test steps through
+}
+
+void TestUi::computeTypeSwitchReloadsAndIsRemembered() {
+    QComboBox* types = m_window->translatePanel()->computeTypes();
+    QCOMPARE(types->count(), 3);
+    const int i8 = types->findData(QStringLiteral("int8"));
+    const auto why = attnlab::computeTypeUnavailable("int8");
+    // What this machine cannot run is offered disabled, saying why.
+    const auto* items = qobject_cast<const QStandardItemModel*>(types->model());
+    QVERIFY(items);
+    QCOMPARE(items->item(i8)->isEnabled(), !why);
+    if (why) {
+        QCOMPARE(types->itemData(i8, Qt::ToolTipRole).toString(), QString::fromStdString(*why));
+        return;
+    }
+    auto* c = m_window->context();
+    const QString dir = QString::fromStdString(c->model()->package_dir);
+    auto switchTo = [&](const QString& type) {
+        QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+        c->setComputeType(type);
+        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    };
+    switchTo(QStringLiteral("int8"));
+    QTRY_COMPARE(c->model()->compute_type, std::string("int8"));
+    QCOMPARE(types->currentData().toString(), QStringLiteral("int8"));
+    // Opened again, the model computes as it did last time.
+    QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+    c->loadModel(dir);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QTRY_COMPARE(c->model()->compute_type, std::string("int8"));
+    switchTo(QStringLiteral("float32"));
+    QTRY_COMPARE(c->model()->compute_type, std::string("float32"));
 }
 
 void TestUi::candidateClickForcesAndEveryViewFollows() {
