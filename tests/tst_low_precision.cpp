@@ -201,8 +201,31 @@ void TestLowPrecision::trainedModelTranslatesAsInFloat32() {
                 worst_logp =
                     std::max(worst_logp, std::abs(a[i].best.token_log_probs[t] - b[i].best.token_log_probs[t]));
     }
-    qInfo("int8 greedy: %d of %zu translations identical to float32's; log-probabilities within %.3f", same, a.size(),
-          worst_logp);
+    // The maps an int8 translation shows are int8's own: against float32's over the same targets.
+    const auto fa = exact.teacherForce(a), fb = int8.teacherForce(a);
+    double worst_map = 0;
+    for (size_t i = 0; i < fa.size(); ++i)
+        for (const auto maps : {&attnlab::TranslationResult::encoder_self, &attnlab::TranslationResult::decoder_self,
+                                &attnlab::TranslationResult::cross}) {
+            const auto &x = fa[i].*maps, &y = fb[i].*maps;
+            for (size_t l = 0; l < x.size(); ++l)
+                for (size_t h = 0; h < x[l].size(); ++h)
+                    for (size_t r = 0; r < x[l][h].size(); ++r)
+                        for (size_t c = 0; c < x[l][h][r].size(); ++c)
+                            worst_map = std::max(worst_map, double(std::abs(x[l][h][r][c] - y[l][h][r][c])));
+        }
+    qInfo(
+        "int8 greedy: %d of %zu translations identical to float32's; log-probabilities within %.3f, attention "
+        "weights within %.3f",
+        same, a.size(), worst_logp, worst_map);
+    QVERIFY2(worst_map < 0.1, qPrintable(QString::number(worst_map)));
+    // What a translation shows: its maps come from a float32 pass over it (Engine::analyse), so an int8
+    // translation's maps are the exact ones of its tokens.
+    double shown = 0;
+    for (size_t i = 0; i < b.size(); ++i)
+        if (b[i].best.ids == a[i].best.ids)
+            shown = std::max(shown, attnlab::testing::worstMapDifference(b[i].cross, nlohmann::json(fa[i].cross)));
+    QVERIFY2(shown < 1e-5, qPrintable(QString::number(shown)));
     // A trained model's choices are far apart compared with int8's rounding (measured: every
     // example identical); one sentence may tip where two pieces are nearly tied.
     QVERIFY2(same >= int(a.size()) - 1, qPrintable(QString("%1 of %2").arg(same).arg(a.size())));

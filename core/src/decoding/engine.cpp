@@ -1,5 +1,6 @@
 #include "decoding/engine.h"
 
+#include "model/low_precision.h"
 #include "package/argos_package.h"
 #include "package/ct2_model.h"
 #include "package/ct2_weights.h"
@@ -635,8 +636,10 @@ void Engine::fillResult(TranslationResult& r, const Source& src, const std::vect
 }
 
 // One teacher-forced pass over the best hypothesis: every attention map (return_attns) and the
-// decoder's distribution at each step.
+// decoder's distribution at each step. In float32 whatever the compute type: the maps and the steps'
+// candidates a person reads are the exact ones of the translation int8 or bfloat16 found.
 void Engine::analyse(TranslationResult& r, const DecodingOptions& o) const {
+    const model::ExactProducts exact;
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
     std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
     std::vector<int64_t> trg_in{m_config.bos_idx};

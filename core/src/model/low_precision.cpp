@@ -47,6 +47,13 @@ std::optional<std::string> computeTypeUnavailable(ComputeType t) {
 #endif
 }
 
+namespace {
+thread_local bool t_exact = false;
+}  // namespace
+ExactProducts::ExactProducts() : m_before(t_exact) { t_exact = true; }
+ExactProducts::~ExactProducts() { t_exact = m_before; }
+bool ExactProducts::active() { return t_exact; }
+
 std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const torch::Tensor& m) {
     torch::NoGradGuard no_grad;
     const torch::Tensor amax = m.abs().amax(1);

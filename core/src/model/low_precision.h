@@ -28,6 +28,20 @@ std::string computeTypeName(ComputeType t);
 // Why this build or this processor cannot compute in `t` (nothing when it can).
 std::optional<std::string> computeTypeUnavailable(ComputeType t);
 
+// While one lives on a thread, every product on that thread is float32 whatever a model's compute
+// type: the exact maps of a translation that int8 or bfloat16 found (Engine's teacher-forced pass).
+class ExactProducts {
+public:
+    ExactProducts();
+    ~ExactProducts();
+    ExactProducts(const ExactProducts&) = delete;
+    ExactProducts& operator=(const ExactProducts&) = delete;
+    static bool active();
+
+private:
+    bool m_before;
+};
+
 // One weight matrix [out, in] (+ bias [out]) in int8 or bfloat16, ready for oneDNN.
 class LowPrecisionMatmul {
 public:
