@@ -47,6 +47,16 @@ std::optional<std::string> computeTypeUnavailable(ComputeType t) {
 #endif
 }
 
+// Loops compiled for AVX-512 and AVX2 besides the baseline, chosen at run time; with GCC the min/max
+// reductions also assume finite inputs, without which they are not vectorised (clang has no such
+// per-function option: there they run unvectorised, as correct).
+#if defined(__clang__)
+#define ATTNLAB_VECTORISED_FINITE __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ATTNLAB_VECTORISED_FINITE \
+    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("finite-math-only", "no-signed-zeros")))
+#endif
+
 namespace {
 thread_local bool t_exact = false;
 }  // namespace
@@ -67,8 +77,7 @@ namespace {
 // zero). Plain loops the compiler vectorises, compiled for AVX-512 and AVX2 besides the baseline and
 // chosen at run time (a decoding step's few rows would spend longer in the dispatch of a chain of
 // tensor operations than in the arithmetic).
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("finite-math-only", "no-signed-zeros"))) void
-quantizeRow(const float* row, int64_t cols, uint8_t* out, float* scale, float* zero) {
+ATTNLAB_VECTORISED_FINITE void quantizeRow(const float* row, int64_t cols, uint8_t* out, float* scale, float* zero) {
     float lo = 0.0f, hi = 0.0f;
     for (int64_t k = 0; k < cols; ++k) {
         lo = row[k] < lo ? row[k] : lo;
