@@ -60,19 +60,22 @@ void TestLowPrecision::quantizesPerRow() {
     for (int r : {0, 1, 3, 4}) {
         QCOMPARE(q[r].abs().max().item<int>(), 127);  // the row's largest value uses the whole range
         const double err = (q[r].to(torch::kFloat) * s[r] - m[r]).abs().max().item<double>();
-        QVERIFY2(err <= s[r].item<double>() / 2 * (1 + 1e-6), qPrintable(QString::number(err)));
+        // half a step, and float32's rounding of m / s (a relative 2^-24 of up to 127 steps)
+        QVERIFY2(err <= s[r].item<double>() * (0.5 + 1e-4), qPrintable(QString::number(err)));
     }
-    // Inputs: each row over its own range with 0 on a step; a row after a ReLU keeps all 256 steps.
+    // Inputs: each row over its own range with 0 on a step; a row after a ReLU keeps every step (255,
+    // or 127 on a processor without VNNI).
     auto x = torch::randn({4, 40});
     x[1] = x[1].relu();
     x[2].zero_();
     const auto a = LowPrecisionMatmul::quantizeActivations(x);
     QCOMPARE(a.q.scalar_type(), torch::kUInt8);
-    QCOMPARE(a.q[1].max().item<int>(), 255);
-    QCOMPARE(a.zero[1].item<float>(), 0.0f);
+    QCOMPARE(a.q.max().item<int>() <= LowPrecisionMatmul::inputSteps(), true);
+    QCOMPARE(a.q[1].max().item<int>(), LowPrecisionMatmul::inputSteps());
+    QCOMPARE(a.zero[1].item<int>(), 0);
     for (int r = 0; r < 4; ++r) {
-        const auto back = (a.q[r].to(torch::kFloat) - a.zero[r]) * a.scale[r];
-        QVERIFY((back - x[r]).abs().max().item<double>() <= a.scale[r].item<double>() / 2 * (1 + 1e-5));
+        const auto back = (a.q[r].to(torch::kFloat) - a.zero[r].to(torch::kFloat)) * a.scale[r];
+        QVERIFY((back - x[r]).abs().max().item<double>() <= a.scale[r].item<double>() * (0.5 + 1e-4));
         QVERIFY(back.masked_select(x[r].eq(0)).eq(0).all().item<bool>());  // zero stays zero
     }
 }
@@ -105,7 +108,8 @@ void TestLowPrecision::int8ProductWithinItsBound() {
     const auto y = mm.forward(x).to(torch::kFloat64);
     const auto ref = reference(x, w, b);
     const auto x64 = x.to(torch::kFloat64);
-    const auto sx = (x64.amax(1, true).clamp_min(0) - x64.amin(1, true).clamp_max(0)) / 255;
+    const auto sx =
+        (x64.amax(1, true).clamp_min(0) - x64.amin(1, true).clamp_max(0)) / LowPrecisionMatmul::inputSteps();
     const auto sw = w.abs().amax(1, true).to(torch::kFloat64) / 127;
     const auto ax = x.abs().to(torch::kFloat64), aw = w.abs().to(torch::kFloat64);
     const auto bound = torch::matmul(ax, (sw / 2).expand({out, in}).t()) + torch::matmul(sx / 2, aw.sum(1, true).t()) +
@@ -116,12 +120,22 @@ void TestLowPrecision::int8ProductWithinItsBound() {
           ((y - ref).abs() / bound).max().item<double>());
     QVERIFY2(excess <= 0, qPrintable(QString::number(excess)));
     QVERIFY(err > 0);  // it did round
+    // Exactly the product of the quantized values: x̂ = s·(q - z), ŵ = s_w·q_w in float64 (catches a
+    // wrong zero point, rounding or a saturated product, far inside the bound above).
+    const auto a = LowPrecisionMatmul::quantizeActivations(x);
+    const auto [qw, sw32] = LowPrecisionMatmul::quantizeRows(w);
+    const auto xh =
+        (a.q.to(torch::kFloat64) - a.zero.to(torch::kFloat64).unsqueeze(1)) * a.scale.to(torch::kFloat64).unsqueeze(1);
+    const auto wh = qw.to(torch::kFloat64) * sw32.to(torch::kFloat64).unsqueeze(1);
+    const auto exact = reference(xh, wh, b);
+    const double off = ((y - exact).abs() / (exact.abs() + 1e-3)).max().item<double>();
+    QVERIFY2(off < 1e-5, qPrintable(QString::number(off)));
     QCOMPARE(mm.storedBytes() >= int64_t(in) * out, true);
     QVERIFY(mm.storedBytes() < int64_t(in) * out * 2);  // a byte a weight (with oneDNN's padding), not four
 }
 
-// bfloat16 keeps 8 significant bits: each factor is off by at most 2^-9 of itself, a product by
-// 2^-8 + 2^-18; the float32 accumulation of `in` terms adds in · 2^-24 of Σ|x·w|.
+// bfloat16 keeps 8 significant bits: each factor is off by at most 2^-8 of itself, a product by
+// 2^-7 + 2^-16; the float32 accumulation of `in` terms adds in · 2^-24 of Σ|x·w|.
 void TestLowPrecision::bfloat16ProductWithinItsBound() {
     if (auto why = attnlab::model::computeTypeUnavailable(ComputeType::BFloat16)) {
         const QString message = attnlab::testing::messageOf([] {
@@ -135,7 +149,7 @@ void TestLowPrecision::bfloat16ProductWithinItsBound() {
     LowPrecisionMatmul mm(w, b, ComputeType::BFloat16);
     const auto y = mm.forward(x).to(torch::kFloat64), ref = reference(x, w, b);
     const auto mass = torch::matmul(x.abs().to(torch::kFloat64), w.abs().to(torch::kFloat64).t());
-    const auto bound = mass * (std::pow(2.0, -8) + std::pow(2.0, -18) + 512 * std::pow(2.0, -24)) + 1e-6;
+    const auto bound = mass * (std::pow(2.0, -7) + std::pow(2.0, -16) + 512 * std::pow(2.0, -24)) + 1e-6;
     QVERIFY(((y - ref).abs() - bound).max().item<double>() <= 0);
     QVERIFY((y - ref).abs().max().item<double>() > 0);
 }
@@ -226,10 +240,12 @@ void TestLowPrecision::trainedModelTranslatesAsInFloat32() {
         if (b[i].best.ids == a[i].best.ids)
             shown = std::max(shown, attnlab::testing::worstMapDifference(b[i].cross, nlohmann::json(fa[i].cross)));
     QVERIFY2(shown < 1e-5, qPrintable(QString::number(shown)));
-    // A trained model's choices are far apart compared with int8's rounding (measured: every
-    // example identical); one sentence may tip where two pieces are nearly tied.
-    QVERIFY2(same >= int(a.size()) - 1, qPrintable(QString("%1 of %2").arg(same).arg(a.size())));
+    // A trained model's choices are far apart compared with int8's rounding (measured 23-24 of 24
+    // here; 93 % over test_2016_flickr with beams): a few sentences may tip where two pieces are nearly
+    // tied, more on another machine's float32 kernels.
+    QVERIFY2(same >= int(a.size()) - 4, qPrintable(QString("%1 of %2").arg(same).arg(a.size())));
     QVERIFY(worst_logp < 0.1);
+    QVERIFY2(worst_logp > 0 && worst_map > 0, "int8 computed exactly float32's numbers: was it used at all?");
 }
 
 QTEST_MAIN(TestLowPrecision)

@@ -1,5 +1,6 @@
 #include "document/view_context.h"
 
+#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/result_json.h>
 
@@ -156,30 +157,41 @@ void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
 
 namespace {
 QString computeTypeKey(const QString& package_dir) {
-    return QStringLiteral("computeType/") + QFileInfo(package_dir).absoluteFilePath();
+    const QFileInfo f(package_dir);
+    return QStringLiteral("computeType/") + (f.exists() ? f.canonicalFilePath() : f.absoluteFilePath());
 }
 }  // namespace
 
 void ViewContext::loadModel(const QString& package_dir) {
-    Q_EMIT modelLoading(package_dir);
-    // The compute type chosen for this model before (float32 for one never switched).
-    const QString remembered = QSettings().value(computeTypeKey(package_dir), QStringLiteral("float32")).toString();
-    if (remembered != m_compute_type) {
-        m_compute_type = remembered;
+    // The compute type chosen for this model before (float32 for one never switched, or for one whose
+    // type this machine cannot run: settings travel between machines).
+    QString remembered = QSettings().value(computeTypeKey(package_dir), QStringLiteral("float32")).toString();
+    if (attnlab::computeTypeUnavailable(remembered.toStdString())) remembered = QStringLiteral("float32");
+    loadModelAs(package_dir, remembered);
+}
+
+void ViewContext::loadModelAs(const QString& package_dir, const QString& compute_type) {
+    m_loading_dir = package_dir;
+    if (compute_type != m_compute_type) {
+        m_compute_type = compute_type;
         Q_EMIT computeTypeChanged(m_compute_type);
     }
+    Q_EMIT modelLoading(package_dir);
     m_controller->loadModel(package_dir, m_device, m_compute_type);
 }
 
 void ViewContext::setComputeType(const QString& compute_type) {
     if (compute_type == m_compute_type) return;
-    m_compute_type = compute_type;
-    Q_EMIT computeTypeChanged(compute_type);
-    if (const auto info = model()) {
-        const QString dir = QString::fromStdString(info->package_dir);
-        QSettings().setValue(computeTypeKey(dir), compute_type);
-        loadModel(dir);
+    // The model being loaded, else the loaded one; remembered once it loads (setModel).
+    const QString dir = !m_loading_dir.isEmpty() ? m_loading_dir
+                        : model()                ? QString::fromStdString(model()->package_dir)
+                                                 : QString();
+    if (dir.isEmpty()) {
+        m_compute_type = compute_type;
+        Q_EMIT computeTypeChanged(compute_type);
+        return;
     }
+    loadModelAs(dir, compute_type);
 }
 
 void ViewContext::translateSentence(const QString& sentence) {
@@ -200,6 +212,17 @@ void ViewContext::translate(const QString& sentence, const DecodingOptions& opti
 
 void ViewContext::reportFailure(Operation op, const QString& message) {
     m_last_error = message;
+    if (op == Operation::LoadModel) {
+        // A model that failed to load with another compute type opens in float32 next time, and the
+        // switch shows what the model still loaded computes in.
+        if (m_compute_type != QStringLiteral("float32")) QSettings().remove(computeTypeKey(m_loading_dir));
+        m_loading_dir.clear();
+        const QString loaded = model() ? QString::fromStdString(model()->compute_type) : QStringLiteral("float32");
+        if (loaded != m_compute_type) {
+            m_compute_type = loaded;
+            Q_EMIT computeTypeChanged(loaded);
+        }
+    }
     if (op == Operation::Translate) {
         m_result.reset();
         Q_EMIT resultChanged(nullptr);
@@ -243,6 +266,13 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
 // and what the model before computed is dropped, never shown under the new model's name.
 void ViewContext::setModel(ModelInfoPtr info) {
     m_last_error.clear();
+    m_loading_dir.clear();
+    // Remembered only once the model computes in it.
+    if (info->compute_type == "float32")
+        QSettings().remove(computeTypeKey(QString::fromStdString(info->package_dir)));
+    else
+        QSettings().setValue(computeTypeKey(QString::fromStdString(info->package_dir)),
+                             QString::fromStdString(info->compute_type));
     m_ablated.clear();
     // A translation by the model before arrives before its successor loads (the worker runs one job
     // at a time, and its signals come in order): dropped here. One asked for since comes after.

@@ -47,6 +47,8 @@ public:
     // remembered per model; setting it reloads the loaded model.
     QString computeType() const { return m_compute_type; }
     void setComputeType(const QString& compute_type);
+    // Loads `package_dir` computing in `compute_type` (remembered for it once loaded).
+    void loadModelAs(const QString& package_dir, const QString& compute_type);
     Palette palette() const { return m_palette; }
     void setPalette(Palette palette, bool remember = true);
     // Translate as you type (on by default; remembered in the settings unless remember = false, as
@@ -148,6 +150,7 @@ private:
     DecodingOptions m_result_options, m_options;
     QString m_device = QStringLiteral("auto");
     QString m_compute_type = QStringLiteral("float32");
+    QString m_loading_dir;  // the model asked for and not yet loaded (or failed)
     Palette m_palette = Palette::Blues;
     bool m_live = true;
     bool m_presenting = false;

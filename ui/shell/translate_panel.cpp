@@ -158,6 +158,7 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     opts->addWidget(m_max_len);
     opts->addWidget(new QLabel(tr("Device"), this));
     opts->addWidget(m_device);
+    opts->addWidget(new QLabel(tr("Compute"), this));
     opts->addWidget(m_compute);
     opts->addStretch();
     // The piece lines, score and timing: room for the maps when the text is large.

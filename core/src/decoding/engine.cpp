@@ -107,8 +107,10 @@ void Engine::placeModel(const TranslatorOptions& options) {
     const model::ComputeType compute = model::parseComputeType(options.compute_type);
     if (compute != model::ComputeType::Float32) {
         if (!m_device.is_cpu())
-            throw ConfigError("compute type " + options.compute_type + " runs on the CPU; on " + m_device.str() +
-                              " the model computes in float32 (--device cpu for " + options.compute_type + ")");
+            throw ConfigError("compute type " + options.compute_type +
+                              " runs on the CPU only: choose the CPU device, "
+                              "or float32 on " +
+                              m_device.str());
         if (auto why = model::computeTypeUnavailable(compute))
             throw ConfigError("compute type " + options.compute_type + ": " + *why);
         m_model->setComputeType(compute);

@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <cfloat>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -36,6 +37,9 @@ std::optional<std::string> computeTypeUnavailable(ComputeType t) {
 #ifndef ATTNLAB_HAVE_DNNL
     return "this build has no oneDNN (libdnnl-dev), which computes in " + computeTypeName(t);
 #else
+#if !defined(__x86_64__)
+    return computeTypeName(t) + " is implemented for x86-64 processors only";
+#else
     // oneDNN would emulate these on older processors, slower than float32: refused there instead.
     if (t == ComputeType::BFloat16 && !__builtin_cpu_supports("avx512bf16"))
         return std::string(
@@ -45,14 +49,20 @@ std::optional<std::string> computeTypeUnavailable(ComputeType t) {
         return std::string("this processor has neither AVX2 nor AVX512-VNNI: int8 would be slower than float32 here");
     return std::nullopt;
 #endif
+#endif
 }
 
 // Loops compiled for AVX-512 and AVX2 besides the baseline, chosen at run time; with GCC the min/max
 // reductions also assume finite inputs, without which they are not vectorised (clang has no such
 // per-function option: there they run unvectorised, as correct).
-#if defined(__clang__)
+#if !defined(__x86_64__)
+#define ATTNLAB_VECTORISED_FINITE
+#define ATTNLAB_VECTORISED
+#elif defined(__clang__)
 #define ATTNLAB_VECTORISED_FINITE __attribute__((target_clones("avx512f", "avx2", "default")))
+#define ATTNLAB_VECTORISED __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
+#define ATTNLAB_VECTORISED __attribute__((target_clones("avx512f", "avx2", "default")))
 #define ATTNLAB_VECTORISED_FINITE \
     __attribute__((target_clones("avx512f", "avx2", "default"), optimize("finite-math-only", "no-signed-zeros")))
 #endif
@@ -77,48 +87,64 @@ namespace {
 // zero). Plain loops the compiler vectorises, compiled for AVX-512 and AVX2 besides the baseline and
 // chosen at run time (a decoding step's few rows would spend longer in the dispatch of a chain of
 // tensor operations than in the arithmetic).
-ATTNLAB_VECTORISED_FINITE void quantizeRow(const float* row, int64_t cols, uint8_t* out, float* scale, float* zero) {
+ATTNLAB_VECTORISED_FINITE void quantizeRow(const float* row, int64_t cols, float levels, uint8_t* out, float* scale,
+                                           int32_t* zero) {
     float lo = 0.0f, hi = 0.0f;
     for (int64_t k = 0; k < cols; ++k) {
         lo = row[k] < lo ? row[k] : lo;
         hi = row[k] > hi ? row[k] : hi;
     }
-    const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+    // (a range below FLT_MIN would make 1/s infinite: such a row is zeros to float32 anyway)
+    const float s = hi - lo > FLT_MIN * levels ? (hi - lo) / levels : 1.0f;
     const float z = std::nearbyint(-lo / s);
     const float inv = 1.0f / s;
-    // x / s + z lies in [0, 255] up to rounding: clamped, then rounded half up (a truncation).
+    // x / s + z lies in [0, levels] up to rounding: clamped, then rounded half up (a truncation).
     for (int64_t k = 0; k < cols; ++k) {
         float v = row[k] * inv + z;
         v = v < 0.0f ? 0.0f : v;
-        v = v > 255.0f ? 255.0f : v;
+        v = v > levels ? levels : v;
         out[k] = static_cast<uint8_t>(static_cast<int32_t>(v + 0.5f));
     }
     *scale = s;
-    *zero = z;
+    *zero = static_cast<int32_t>(z);
 }
 
-// One row of a product: y = s · w_s · (acc - z · Σq_w) + bias (vectorised as quantizeRow).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void dequantizeRow(const int32_t* acc, int64_t n, float s,
-                                                                                float z, const float* ws,
-                                                                                const float* wsum, const float* bias,
-                                                                                float* out) {
+// One row of a product: y = s · w_s · (acc - z · Σq_w) + bias, the correction in int32 (exact:
+// 255 · 127 · K fits for K < 66,000), then one conversion (vectorised as quantizeRow).
+ATTNLAB_VECTORISED void dequantizeRow(const int32_t* acc, int64_t n, float s, int32_t z, const float* ws,
+                                      const int32_t* wsum, const float* bias, float* out) {
     if (bias) {
-        for (int64_t c = 0; c < n; ++c) out[c] = s * ws[c] * (float(acc[c]) - z * wsum[c]) + bias[c];
+        for (int64_t c = 0; c < n; ++c) out[c] = s * ws[c] * float(acc[c] - z * wsum[c]) + bias[c];
     } else {
-        for (int64_t c = 0; c < n; ++c) out[c] = s * ws[c] * (float(acc[c]) - z * wsum[c]);
+        for (int64_t c = 0; c < n; ++c) out[c] = s * ws[c] * float(acc[c] - z * wsum[c]);
     }
 }
+
+// The input's steps: 256 where the processor multiplies u8 × s8 in 32 bits (VNNI); elsewhere oneDNN's
+// u8 × s8 adds pairs into 16 bits that saturate beyond 32,767 (2 · 255 · 127 does not fit), so inputs
+// get 128 steps there (2 · 127 · 127 = 32,258 fits).
+float inputLevels() {
+#if defined(__x86_64__)
+    static const float levels = __builtin_cpu_supports("avx512vnni") ? 255.0f : 127.0f;
+    return levels;
+#else
+    return 127.0f;
+#endif
+}
 }  // namespace
+
+int LowPrecisionMatmul::inputSteps() { return static_cast<int>(inputLevels()); }
 
 LowPrecisionMatmul::Activations LowPrecisionMatmul::quantizeActivations(const torch::Tensor& m) {
     const torch::Tensor x = m.to(torch::kFloat32).contiguous();
     const int64_t rows = x.size(0), cols = x.size(1);
-    Activations a{torch::empty({rows, cols}, torch::kUInt8), torch::empty({rows}), torch::empty({rows})};
+    Activations a{torch::empty({rows, cols}, torch::kUInt8), torch::empty({rows}), torch::empty({rows}, torch::kInt32)};
     const float* in = x.data_ptr<float>();
     uint8_t* q = a.q.data_ptr<uint8_t>();
     float* scale = a.scale.data_ptr<float>();
-    float* zero = a.zero.data_ptr<float>();
-    for (int64_t r = 0; r < rows; ++r) quantizeRow(in + r * cols, cols, q + r * cols, scale + r, zero + r);
+    int32_t* zero = a.zero.data_ptr<int32_t>();
+    const float levels = inputLevels();
+    for (int64_t r = 0; r < rows; ++r) quantizeRow(in + r * cols, cols, levels, q + r * cols, scale + r, zero + r);
     return a;
 }
 
@@ -139,7 +165,7 @@ struct LowPrecisionMatmul::Impl {
     dt src_dt, dst_dt;
     dnnl::memory weights;        // in oneDNN's layout for these K, N (the same for every row count)
     torch::Tensor weight_scale;  // int8: [out] float32, amax / 127
-    torch::Tensor weight_sum;    // int8: [out] float32, Σ_k q_w (the zero points' correction)
+    torch::Tensor weight_sum;    // int8: [out] int32, Σ_k q_w (the zero points' correction)
     torch::Tensor bias;          // [out] float32 or undefined
 
     // A user scratchpad: oneDNN's own is shared by every execution of a primitive, which may run on
@@ -184,7 +210,7 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch:
         auto [q, scale] = quantizeRows(weight.detach().to(torch::kFloat32));
         stored = q.contiguous();
         m->weight_scale = scale.contiguous();
-        m->weight_sum = q.to(torch::kFloat32).sum(1).contiguous();
+        m->weight_sum = q.to(torch::kInt32).sum(1).to(torch::kInt32).contiguous();
     } else {
         stored = weight.detach().to(torch::kBFloat16).contiguous();
     }
@@ -209,6 +235,7 @@ struct Scratch {
     std::vector<char> pad;
     std::vector<int32_t> acc;
 };
+constexpr size_t kKeptScratch = size_t(16) << 20;  // elements / bytes kept between products
 Scratch& threadScratch() {
     thread_local Scratch s;
     return s;
@@ -240,10 +267,10 @@ torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor& x) {
             s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, m->weights}, {DNNL_ARG_DST, d}, {DNNL_ARG_SCRATCHPAD, pad}});
         s.wait();
     }
-    if (int8)
-        dequantize(scratch.acc.data(), a, y);
-    else if (m->bias.defined())
-        y.add_(m->bias);
+    if (int8) dequantize(scratch.acc.data(), a, y);
+    // A batch's products are not kept for the rest of the thread's life.
+    if (scratch.acc.size() > kKeptScratch || scratch.pad.size() > kKeptScratch) scratch = Scratch();
+    if (!int8 && m->bias.defined()) y.add_(m->bias);
     auto sizes = x.sizes().vec();
     sizes.back() = m->out;
     return y.view(sizes);
@@ -254,10 +281,11 @@ void LowPrecisionMatmul::dequantize(const int32_t* acc, const Activations& a, to
     const int64_t rows = y.size(0), n = y.size(1);
     float* out = y.data_ptr<float>();
     const float* ws = m->weight_scale.data_ptr<float>();
-    const float* wsum = m->weight_sum.data_ptr<float>();
+    const int32_t* wsum = m->weight_sum.data_ptr<int32_t>();
     const float* bias = m->bias.defined() ? m->bias.data_ptr<float>() : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
-        const float s = a.scale.data_ptr<float>()[r], z = a.zero.data_ptr<float>()[r];
+        const float s = a.scale.data_ptr<float>()[r];
+        const int32_t z = a.zero.data_ptr<int32_t>()[r];
         const int32_t* row = acc + r * n;
         float* o = out + r * n;
         dequantizeRow(row, n, s, z, ws, wsum, bias, o);

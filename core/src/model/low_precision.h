@@ -6,7 +6,8 @@
 //   int8     — the weight quantized once per output row, symmetric (w ≈ q · amax_row / 127, as
 //              CTranslate2's int8); the input quantized per row on every product over its own range
 //              [min(x, 0), max(x, 0)] in 256 steps (x ≈ s · (q - z), q unsigned: a row after a ReLU
-//              keeps all 8 bits); oneDNN multiplies u8 × s8 into s32, and
+//              keeps all 8 bits; 128 steps without VNNI, whose u8 × s8 pairs add in 16 bits and would
+//              saturate); oneDNN multiplies u8 × s8 into s32, and
 //              y = s_x · s_w · (s32 - z · Σ_k q_w) + bias, in one pass over the output.
 //   bfloat16 — weight and input rounded to bfloat16, accumulated in float32 by oneDNN; only where the
 //              processor has bfloat16 instructions (AVX512_BF16), refused elsewhere with the reason.
@@ -58,12 +59,14 @@ public:
     // The int8 quantization of a weight [rows, cols], per row: q (int8) and the scale s = amax / 127 (1 for
     // a zero row), so that m ≈ q · s.
     static std::pair<torch::Tensor, torch::Tensor> quantizeRows(const torch::Tensor& m);
-    // An input's quantization, per row: q (uint8), scale s and zero point z (float32 [rows]) with
-    // m ≈ s · (q - z), the row's range [min(m, 0), max(m, 0)] in 255 steps. What forward() does to x.
+    // An input's quantization, per row: q (uint8), scale s (float32 [rows]) and zero point z (int32
+    // [rows]) with m ≈ s · (q - z), the row's range [min(m, 0), max(m, 0)] in 255 steps (127 on a
+    // processor without VNNI, whose int8 products would saturate). What forward() does to x.
     struct Activations {
         torch::Tensor q, scale, zero;
     };
     static Activations quantizeActivations(const torch::Tensor& m);
+    static int inputSteps();  // 255, or 127 without VNNI
 
 private:
     void dequantize(const int32_t* acc, const Activations& a, torch::Tensor& y) const;

@@ -175,7 +175,7 @@ torch::Tensor WeightPack::run(const torch::Tensor& x, const torch::Tensor& weigh
 torch::Tensor WeightPack::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                                  bool use_pack, ComputeType compute) {
     const bool low = compute != ComputeType::Float32 && !ExactProducts::active() && floatOnCpu(x) &&
-                     floatOnCpu(weight) && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) &&
+                     packableParameter(weight) && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) &&
                      !torch::GradMode::is_enabled();
     if (low) return lowPrecision(weight, bias, compute)->forward(x);
     if (use_pack)
