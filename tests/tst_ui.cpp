@@ -97,6 +97,7 @@ void TestUi::initTestCase() {
     QCoreApplication::setApplicationName("tst_ui");
     QStandardPaths::setTestModeEnabled(true);  // QSettings (recent models) away from the user's own
     QSettings().remove("recentModels");
+    QSettings().remove("computeType");  // every model computes in float32 until a test switches it
     const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
     QVERIFY2(!pkg.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
     m_core = std::make_unique<attnlab::Translator>(pkg.toStdString(), attnlab::TranslatorOptions{"cpu"});
@@ -633,6 +634,7 @@ void TestUi::computeTypeSwitchReloadsAndIsRemembered() {
     QTRY_COMPARE(c->model()->compute_type, std::string("int8"));
     switchTo(QStringLiteral("float32"));
     QTRY_COMPARE(c->model()->compute_type, std::string("float32"));
+    QSettings().remove("computeType");  // a later run starts from float32 whatever happened here
 }
 
 void TestUi::candidateClickForcesAndEveryViewFollows() {
