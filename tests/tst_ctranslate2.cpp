@@ -278,12 +278,7 @@ void TestCtranslate2::quantizedStaysNearFloat32() {
             worst_logp = std::max(worst_logp, std::abs(rf[i].best.token_log_probs[k] - rb[i].best.token_log_probs[k]));
         for (const auto maps : {&attnlab::TranslationResult::cross, &attnlab::TranslationResult::encoder_self,
                                 &attnlab::TranslationResult::decoder_self}) {
-            const auto &x = rf[i].*maps, &y = rb[i].*maps;
-            for (size_t l = 0; l < x.size(); ++l)
-                for (size_t h = 0; h < x[l].size(); ++h)
-                    for (size_t r = 0; r < x[l][h].size(); ++r)
-                        for (size_t c = 0; c < x[l][h][r].size(); ++c)
-                            worst_map = std::max(worst_map, double(std::abs(x[l][h][r][c] - y[l][h][r][c])));
+            worst_map = std::max(worst_map, attnlab::testing::worstMapDifference(rf[i].*maps, rb[i].*maps));
         }
     }
     qInfo("%s against float32: attention %.2e, log-probability %.2e", qPrintable(dtype), worst_map, worst_logp);

@@ -155,4 +155,21 @@ double worstMapDifference(const LayerHeadMaps& ours, const nlohmann::json& their
     return worst;
 }
 
+double worstMapDifference(const LayerHeadMaps& a, const LayerHeadMaps& b) {
+    double worst = 0;
+    if (a.size() != b.size()) return 1e9;
+    for (size_t l = 0; l < a.size(); ++l) {
+        if (a[l].size() != b[l].size()) return 1e9;
+        for (size_t h = 0; h < a[l].size(); ++h) {
+            if (a[l][h].size() != b[l][h].size()) return 1e9;
+            for (size_t q = 0; q < a[l][h].size(); ++q) {
+                if (a[l][h][q].size() != b[l][h][q].size()) return 1e9;
+                for (size_t k = 0; k < a[l][h][q].size(); ++k)
+                    worst = std::max(worst, double(std::abs(a[l][h][q][k] - b[l][h][q][k])));
+            }
+        }
+    }
+    return worst;
+}
+
 }  // namespace attnlab::testing

@@ -71,6 +71,8 @@ std::string readFile(const std::string& path);
 // The largest difference between [layer][head][row][column] maps and a reference's JSON of them,
 // over the first `rows` rows (1e9 when the layer or head counts differ).
 double worstMapDifference(const LayerHeadMaps& ours, const nlohmann::json& theirs, size_t rows = size_t(1) << 30);
+// The same between two sets of maps of one shape (1e9 when the shapes differ).
+double worstMapDifference(const LayerHeadMaps& a, const LayerHeadMaps& b);
 void writeFile(const std::string& path, const std::string& bytes);
 
 }  // namespace attnlab::testing
