@@ -4,7 +4,9 @@
 // de-en) translating as in float32 with int8 products.
 #include "fixtures.h"
 #include "model/low_precision.h"
+#include "model/packed_linear.h"
 #include "model/transformer.h"
+#include "package/package_io.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -35,8 +37,14 @@ private Q_SLOTS:
     void int8ProductWithinItsBound();
     void bfloat16ProductWithinItsBound();
     void severalThreadsAndRowCounts();
+    void heldWeightsReadBackExactly_data();
+    void heldWeightsReadBackExactly();
+    void exactProductsFromTheHeldWeights_data();
+    void exactProductsFromTheHeldWeights();
     void refusedByMessage();
     void trainedModelTranslatesAsInFloat32();
+    void droppedFloatWeightsComputeAsTheirDequantizedCopy_data();
+    void droppedFloatWeightsComputeAsTheirDequantizedCopy();
 
 private:
     bool m_int8 = false;
@@ -169,6 +177,76 @@ void TestLowPrecision::severalThreadsAndRowCounts() {
     for (const auto& g : got) QVERIFY(torch::equal(g, whole));
 }
 
+void TestLowPrecision::heldWeightsReadBackExactly_data() {
+    QTest::addColumn<int>("type_index");
+    QTest::addColumn<int>("out");
+    QTest::addColumn<int>("in");
+    QTest::newRow("int8, odd sizes") << int(ComputeType::Int8) << 1001 << 75;
+    QTest::newRow("int8, a projection's shape") << int(ComputeType::Int8) << 8000 << 512;
+    QTest::newRow("bfloat16, odd sizes") << int(ComputeType::BFloat16) << 1001 << 75;
+}
+
+// The rows of the held copy, read in place from oneDNN's blocked layout (the tied embedding of a model
+// that dropped its float32 weights), and the whole weight reordered back: exactly the rounded weight.
+void TestLowPrecision::heldWeightsReadBackExactly() {
+    QFETCH(int, type_index);
+    QFETCH(int, out);
+    QFETCH(int, in);
+    const auto type = ComputeType(type_index);
+    if (auto why = attnlab::model::computeTypeUnavailable(type)) QSKIP(why->c_str());
+    torch::manual_seed(7);
+    const torch::Tensor w = torch::randn({out, in});
+    torch::Tensor rounded;
+    if (type == ComputeType::Int8) {
+        auto [q, s] = LowPrecisionMatmul::quantizeRows(w);
+        rounded = q.to(torch::kFloat32) * s.unsqueeze(1);
+    } else {
+        rounded = w.to(torch::kBFloat16).to(torch::kFloat32);
+    }
+    LowPrecisionMatmul mm(w, {}, type);
+    QVERIFY(torch::equal(mm.dequantizedWeight(), rounded));
+    const torch::Tensor ids = torch::tensor({int64_t(0), int64_t(out - 1), int64_t(63), int64_t(64), int64_t(out / 2)});
+    QVERIFY(torch::equal(mm.heldRows(ids), rounded.index_select(0, ids)));
+    QVERIFY(torch::equal(mm.heldRows(int64_t(out - 70), 70), rounded.narrow(0, out - 70, 70)));
+    attnlab::model::LowPrecisionRows rows(std::make_shared<LowPrecisionMatmul>(w, torch::Tensor(), type));
+    QVERIFY(torch::equal(rows.lookup(ids.view({1, -1})), rounded.index_select(0, ids).unsqueeze(0)));
+    QVERIFY(attnlab::testing::messageOf([&] { mm.heldRows(torch::tensor({int64_t(out)})); }).contains("out of range"));
+}
+
+void TestLowPrecision::exactProductsFromTheHeldWeights_data() {
+    QTest::addColumn<int>("type_index");
+    QTest::newRow("int8") << int(ComputeType::Int8);
+    QTest::newRow("bfloat16") << int(ComputeType::BFloat16);
+}
+
+// forward(x, exact): x · W_heldᵀ + b with x unrounded, from 3-4 products of what each rounding left over.
+// Against float64 over the held weight. What is left of a row after the passes is at most half a step of the
+// last, R · 2^-25 for a row's range R (255^3 steps; 127^4 without VNNI), so |error| ≤ R · Σ_k|w_k| · 2^-24
+// plus float32's own summation of K terms in any order (K · 2^-24 · Σ|x||w|): the bound used, with a row
+// holding one large outlier (its range, not its typical value, sets the steps). One product errs by far more.
+void TestLowPrecision::exactProductsFromTheHeldWeights() {
+    QFETCH(int, type_index);
+    const auto type = ComputeType(type_index);
+    if (auto why = attnlab::model::computeTypeUnavailable(type)) QSKIP(why->c_str());
+    torch::manual_seed(11);
+    const torch::Tensor w = torch::randn({300, 256}), b = torch::randn({300});
+    torch::Tensor x = torch::relu(torch::randn({9, 256})) - 0.1;
+    x[3][17] = 40.0;  // an outlier
+    LowPrecisionMatmul mm(w, b, type);
+    const torch::Tensor held = mm.dequantizedWeight().to(torch::kFloat64), x64 = x.to(torch::kFloat64);
+    const torch::Tensor ref = reference(x, mm.dequantizedWeight(), b);
+    const torch::Tensor range = std::get<0>(x64.max(1, true)).clamp_min(0) - std::get<0>(x64.min(1, true)).clamp_max(0);
+    const double k_terms = double(x.size(1)) * std::ldexp(1.0, -24);
+    const torch::Tensor bound = range * held.abs().sum(1).unsqueeze(0) * std::ldexp(1.0, -24) +
+                                torch::matmul(x64.abs(), held.abs().t()) * k_terms + 1e-6;
+    const double exact = ((mm.forward(x, true).to(torch::kFloat64) - ref).abs() / bound).max().item<double>();
+    const double once = ((mm.forward(x).to(torch::kFloat64) - ref).abs() / bound).max().item<double>();
+    qInfo("%s: exact products within %.3f of the bound, one product %.0f times it",
+          type == ComputeType::Int8 ? "int8" : "bfloat16", exact, once);
+    QVERIFY2(exact <= 1, qPrintable(QString::number(exact)));
+    QVERIFY2(once > 10, qPrintable(QString::number(once)));
+}
+
 void TestLowPrecision::refusedByMessage() {
     attnlab::TranslatorOptions o;
     o.compute_type = "int4";
@@ -228,19 +306,100 @@ void TestLowPrecision::trainedModelTranslatesAsInFloat32() {
         "weights within %.3f",
         same, a.size(), worst_logp, worst_map);
     QVERIFY2(worst_map < 0.1, qPrintable(QString::number(worst_map)));
-    // What a translation shows: its maps come from a float32 pass over it (Engine::analyse), so an int8
-    // translation's maps are the exact ones of its tokens.
+    // What a translation shows: its maps come from a float32 pass over it with the weights the model holds
+    // (Engine::analyse; droppedFloatWeightsComputeAsTheirDequantizedCopy checks that pass): nearer to
+    // float32's than int8's own maps are.
     double shown = 0;
     for (size_t i = 0; i < b.size(); ++i)
         if (b[i].best.ids == a[i].best.ids)
             shown = std::max(shown, attnlab::testing::worstMapDifference(b[i].cross, fa[i].cross));
-    QVERIFY2(shown < 1e-5, qPrintable(QString::number(shown)));
+    qInfo("maps shown with int8: within %.4f of float32's", shown);
+    QVERIFY2(shown > 0 && shown < worst_map, qPrintable(QString("%1 against %2").arg(shown).arg(worst_map)));
     // A trained model's choices are far apart compared with int8's rounding (measured 23-24 of 24
     // here; 93 % over test_2016_flickr with beams): a few sentences may tip where two pieces are nearly
     // tied, more on another machine's float32 kernels.
     QVERIFY2(same >= int(a.size()) - 4, qPrintable(QString("%1 of %2").arg(same).arg(a.size())));
     QVERIFY(worst_logp < 0.1);
     QVERIFY2(worst_logp > 0 && worst_map > 0, "int8 computed exactly float32's numbers: was it used at all?");
+    // The Inputs tab of an int8 model: its embedding is the float32 one rounded per row, within half a step.
+    const auto held = int8.tokenInside(b[0], false, 1), full = exact.tokenInside(a[0], false, 1);
+    double amax = 0;
+    for (float v : full.embedding) amax = std::max(amax, double(std::abs(v)));
+    for (size_t k = 0; k < full.embedding.size(); ++k) {
+        QVERIFY(std::isfinite(held.embedding[k]) && std::isfinite(held.normalized[k]));
+        QVERIFY2(std::abs(held.embedding[k] - full.embedding[k]) <= amax / 254 * (1 + 1e-5),
+                 qPrintable(QString::number(k)));
+    }
+}
+
+void TestLowPrecision::droppedFloatWeightsComputeAsTheirDequantizedCopy_data() {
+    QTest::addColumn<int>("type_index");
+    QTest::newRow("int8") << int(ComputeType::Int8);
+    QTest::newRow("bfloat16") << int(ComputeType::BFloat16);
+}
+
+// An int8 / bfloat16 model keeps only its int8 / bfloat16 copies (TransformerImpl::dropFloatWeights):
+// the float32 storages go, and its exact pass (the maps a translation shows, gradients) computes with the
+// weights it holds. Checked against an independent model: the same package with every linear layer's and
+// embedding's weight replaced by its rounding, computed in plain float32 (torch's own kernels).
+void TestLowPrecision::droppedFloatWeightsComputeAsTheirDequantizedCopy() {
+    QFETCH(int, type_index);
+    const auto type = ComputeType(type_index);
+    if (auto why = attnlab::model::computeTypeUnavailable(type)) QSKIP(why->c_str());
+    const std::string dir = attnlab::resolveModelArgument("de-en");
+    const attnlab::PackageConfig cfg = attnlab::readPackageConfig(dir);
+    auto held = attnlab::package::loadWeights(dir, cfg), rounded = attnlab::package::loadWeights(dir, cfg);
+    torch::NoGradGuard no_grad;
+    int64_t float_bytes = 0;
+    for (auto& p : rounded->named_parameters()) {
+        float_bytes += p.value().numel() * 4;
+        if (p.value().dim() != 2) continue;  // layer norms and biases stay float32
+        if (type == ComputeType::Int8) {
+            auto [q, s] = LowPrecisionMatmul::quantizeRows(p.value());
+            p.value().copy_(q.to(torch::kFloat32) * s.unsqueeze(1));
+        } else {
+            p.value().copy_(p.value().to(torch::kBFloat16).to(torch::kFloat32));
+        }
+    }
+    held->setComputeType(type);
+    held->dropFloatWeights();
+    int64_t held_bytes = 0;
+    for (const auto& p : held->named_parameters()) held_bytes += int64_t(p.value().storage().nbytes());
+    QVERIFY2(held_bytes < float_bytes / 50, qPrintable(QString("%1 of %2").arg(held_bytes).arg(float_bytes)));
+    QVERIFY(std::isnan(held->decoder->trg_word_emb->weight[0][0].item<float>()));  // a stray read shows
+
+    const auto src = torch::tensor({5, 17, 42, 9, 3}, torch::kInt64).unsqueeze(0);
+    const auto trg = torch::tensor({2, 11, 28, 7}, torch::kInt64).unsqueeze(0);
+    attnlab::model::Attentions a, b;
+    torch::Tensor la, lb;
+    {
+        const attnlab::model::ExactProducts exact;
+        la = held->forwardFull(src, trg, &a);
+    }
+    lb = rounded->forwardFull(src, trg, &b);
+    const double logits = (la - lb).abs().max().item<double>();
+    double maps = 0;
+    for (size_t l = 0; l < a.cross.size(); ++l)
+        maps = std::max({maps, (a.cross[l] - b.cross[l]).abs().max().item<double>(),
+                         (a.encoder_self[l] - b.encoder_self[l]).abs().max().item<double>(),
+                         (a.decoder_self[l] - b.decoder_self[l]).abs().max().item<double>()});
+    // Both compute the same float32 products (another summation order: chunks of the projection's rows).
+    QVERIFY2(logits < 1e-4 && maps < 1e-5, qPrintable(QString("logits %1, maps %2").arg(logits).arg(maps)));
+    // ... and the model's own products (rounded inputs) are near them, not equal.
+    const torch::Tensor own = held->forwardFull(src, trg);
+    const double off = (own - lb).abs().max().item<double>();
+    QVERIFY2(off > 0 && off < 0.5, qPrintable(QString::number(off)));
+    // Gradients flow through the held copies (saliency on an int8 model).
+    torch::Tensor emb;
+    {
+        torch::AutoGradMode grad(true);
+        held->encoder->embedded = &emb;
+        const torch::Tensor y = held->forwardFull(src, trg).logsumexp(-1).sum();
+        held->encoder->embedded = nullptr;
+        y.backward();
+    }
+    QVERIFY(emb.grad().defined() && torch::isfinite(emb.grad()).all().item<bool>() &&
+            emb.grad().abs().sum().item<double>() > 0);
 }
 
 QTEST_MAIN(TestLowPrecision)

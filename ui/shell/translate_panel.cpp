@@ -106,9 +106,9 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
         }
     }
     m_compute->setToolTip(
-        tr("What the products are computed in: float32 gives the exact maps; int8 and bfloat16 "
-           "are faster, their maps and probabilities rounded. Remembered per model; changing it "
-           "reloads the model"));
+        tr("What the model is computed in: float32 is the model as trained; int8 and bfloat16 are "
+           "faster and hold a quarter / half of its memory, their weights rounded (the maps are computed "
+           "exactly from the rounded weights). Remembered per model; changing it reloads the model"));
     m_translation = new ConfidenceText(this);  // draws at 1.4 x the app's text size, whatever it is
     m_legend = new QLabel(ConfidenceText::legendHtml(), this);
     m_legend->setVisible(false);

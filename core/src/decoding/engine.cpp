@@ -114,6 +114,7 @@ void Engine::placeModel(const TranslatorOptions& options) {
         if (auto why = model::computeTypeUnavailable(compute))
             throw ConfigError("compute type " + options.compute_type + ": " + *why);
         m_model->setComputeType(compute);
+        m_model->dropFloatWeights();  // the int8 / bfloat16 copies are the model from here on
     }
     m_info.compute_type = options.compute_type;
 }
@@ -461,7 +462,9 @@ torch::Tensor Engine::sourceTensor(const std::vector<const Source*>& batch) cons
 std::vector<TranslationResult> Engine::translate(const std::vector<std::string>& sentences, const DecodingOptions& o,
                                                  const StepCallback& on_step, StepperKind kind) const {
     if (sentences.empty()) return {};
-    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sentences.size(), size_t(o.max_batch_size))));
+    // By the call's work, not its batches': a file translated a sentence at a time is a lot of work (int8's
+    // products then share the cores: docs/benchmarks.md, "Batches and threads"); a typed sentence is not.
+    util::ThreadScope threads(threadsFor(m_threads, sentences.size()));
     return translatingTorchErrors("translation", [&] { return run(sentences, o, on_step, kind); });
 }
 
@@ -639,7 +642,8 @@ void Engine::fillResult(TranslationResult& r, const Source& src, const std::vect
 
 // One teacher-forced pass over the best hypothesis: every attention map (return_attns) and the
 // decoder's distribution at each step. In float32 whatever the compute type: the maps and the steps'
-// candidates a person reads are the exact ones of the translation int8 or bfloat16 found.
+// candidates a person reads are exact for the weights the model holds (an int8 model's dequantized:
+// its inputs are not rounded), over the translation int8 or bfloat16 found.
 void Engine::analyse(TranslationResult& r, const DecodingOptions& o) const {
     const model::ExactProducts exact;
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);

@@ -141,7 +141,7 @@ const Engine::CaptureCache& Engine::captured(const TranslationResult& r) const {
             model::MultiHeadAttention module = model->attention(attentionKinds()[k], int64_t(l));
             guards.push_back(std::make_unique<CaptureGuard>(module, fresh->captures[k][l]));
             fresh->d_k[k][l] = module->d_k;
-            fresh->output_weight[k][l] = module->fc->weight;
+            fresh->output_weight[k][l] = module->fc->floatWeight();
         }
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
     std::vector<int64_t> src_ids(r.source_ids.begin(), r.source_ids.end());
@@ -244,10 +244,10 @@ TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int pos
         t.position = position;
         t.token_id = static_cast<int>(ids[position]);
         t.piece = target ? m_tokenizer->idToPiece(t.token_id) : m_tokenizer->sourcePiece(t.token_id);
-        const torch::Tensor weight = target ? model->decoder->trg_word_emb->weight : model->encoder->embeddingWeight();
         const auto& table = target ? model->decoder->position_enc->pos_table : model->encoder->position_enc->pos_table;
         auto norm = target ? model->decoder->layer_norm : model->encoder->layer_norm;  // null: no layer norm there
-        auto emb = weight[ids[position]];
+        const auto id = torch::tensor({ids[position]}, torch::kInt64).to(m_device);
+        auto emb = (target ? model->decoder->wordEmbedding(id) : model->encoder->wordEmbedding(id))[0];
         t.scale = m_config.model.scaleEmb() ? std::sqrt(double(m_config.model.d_model)) : 1.0;
         // As the model's forward: the scaled embedding (the multiply skipped when the scale is 1), plus the table row.
         auto scaled = t.scale != 1.0 ? emb * t.scale : emb;

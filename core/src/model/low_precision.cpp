@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <map>
 #include <mutex>
@@ -76,9 +77,19 @@ bool ExactProducts::active() { return t_exact; }
 
 std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const torch::Tensor& m) {
     torch::NoGradGuard no_grad;
-    const torch::Tensor amax = m.abs().amax(1);
-    const torch::Tensor scale = torch::where(amax > 0, amax / 127.0, torch::ones_like(amax));
-    const torch::Tensor q = (m / scale.unsqueeze(1)).round().clamp(-127, 127).to(torch::kInt8);
+    // A chunk of rows at a time: the float32 temporaries of a whole output projection would be several
+    // times its size at the peak of a load.
+    constexpr int64_t kChunkElements = int64_t(1) << 22;
+    const int64_t rows = m.size(0), chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, m.size(1)));
+    torch::Tensor q = torch::empty({rows, m.size(1)}, torch::kInt8), scale = torch::empty({rows});
+    for (int64_t r = 0; r < rows; r += chunk) {
+        const int64_t n = std::min(chunk, rows - r);
+        const torch::Tensor part = m.narrow(0, r, n);
+        const torch::Tensor amax = part.abs().amax(1);
+        const torch::Tensor s = torch::where(amax > 0, amax / 127.0, torch::ones_like(amax));
+        q.narrow(0, r, n).copy_((part / s.unsqueeze(1)).round_().clamp_(-127, 127));
+        scale.narrow(0, r, n).copy_(s);
+    }
     return {q, scale};
 }
 
@@ -159,14 +170,31 @@ dnnl::engine& cpuEngine() {
 }
 }  // namespace
 
+namespace {
+// Where logical element pos of a blocked oneDNN descriptor lies, in elements (oneDNN's
+// memory_desc_wrapper::off_v): the inner blocks from the innermost out, then the outer strides.
+int64_t blockedOffset(const dnnl_memory_desc_t& d, std::array<int64_t, 2> pos) {
+    const dnnl_blocking_desc_t& blk = d.format_desc.blocking;
+    int64_t offset = 0, stride = 1;
+    for (int i = blk.inner_nblks - 1; i >= 0; --i) {
+        const int dim = int(blk.inner_idxs[i]);
+        offset += (pos[size_t(dim)] % blk.inner_blks[i]) * stride;
+        pos[size_t(dim)] /= blk.inner_blks[i];
+        stride *= blk.inner_blks[i];
+    }
+    return offset + pos[0] * blk.strides[0] + pos[1] * blk.strides[1];
+}
+}  // namespace
+
 struct LowPrecisionMatmul::Impl {
     ComputeType type;
     int64_t in = 0, out = 0;
     dt src_dt, dst_dt;
-    dnnl::memory weights;        // in oneDNN's layout for these K, N (the same for every row count)
-    torch::Tensor weight_scale;  // int8: [out] float32, amax / 127
-    torch::Tensor weight_sum;    // int8: [out] int32, Σ_k q_w (the zero points' correction)
-    torch::Tensor bias;          // [out] float32 or undefined
+    dnnl::memory weights;           // in oneDNN's layout for these K, N (the same for every row count)
+    torch::Tensor weight_scale;     // int8: [out] float32, amax / 127
+    torch::Tensor weight_sum;       // int8: [out] int32, Σ_k q_w (the zero points' correction)
+    torch::Tensor bias;             // [out] float32 or undefined
+    std::vector<int64_t> k_offset;  // where element (k, 0) of the held weights lies (heldRows)
 
     // A user scratchpad: oneDNN's own is shared by every execution of a primitive, which may run on
     // several threads at once here (the head lab, the app's worker and a test).
@@ -210,7 +238,11 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch:
         auto [q, scale] = quantizeRows(weight.detach().to(torch::kFloat32));
         stored = q.contiguous();
         m->weight_scale = scale.contiguous();
-        m->weight_sum = q.to(torch::kInt32).sum(1).to(torch::kInt32).contiguous();
+        m->weight_sum = torch::empty({m->out}, torch::kInt32);
+        for (int64_t r = 0; r < m->out; r += 4096) {  // Σ_k q_w, without an int32 copy of the whole weight
+            const int64_t n = std::min<int64_t>(4096, m->out - r);
+            m->weight_sum.narrow(0, r, n).copy_(q.narrow(0, r, n).to(torch::kInt32).sum(1));
+        }
     } else {
         stored = weight.detach().to(torch::kBFloat16).contiguous();
     }
@@ -222,11 +254,56 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch:
     dnnl::stream s(cpuEngine());
     dnnl::reorder(user, m->weights).execute(s, user, m->weights);
     s.wait();
+    const dnnl_memory_desc_t& held = m->weights.get_desc().data;
+    if (held.format_kind != dnnl_blocked) throw InternalError("oneDNN chose a weight layout that is not blocked");
+    m->k_offset.resize(size_t(m->in));
+    for (int64_t k = 0; k < m->in; ++k) m->k_offset[size_t(k)] = blockedOffset(held, {k, 0});
 }
 
 LowPrecisionMatmul::~LowPrecisionMatmul() = default;
 ComputeType LowPrecisionMatmul::type() const { return m->type; }
 int64_t LowPrecisionMatmul::storedBytes() const { return int64_t(m->weights.get_desc().get_size()); }
+int64_t LowPrecisionMatmul::rowsHeld() const { return m->out; }
+
+torch::Tensor LowPrecisionMatmul::heldRows(const torch::Tensor& ids) const {
+    const torch::Tensor flat = ids.reshape({-1}).to(torch::kInt64).contiguous();
+    const dnnl_memory_desc_t& d = m->weights.get_desc().data;
+    const int64_t n = flat.numel(), in = m->in;
+    torch::Tensor out = torch::empty({n, in});
+    float* o = out.data_ptr<float>();
+    const int64_t* id = flat.data_ptr<int64_t>();
+    const bool int8 = m->type == ComputeType::Int8;
+    const auto* q = static_cast<const int8_t*>(m->weights.get_data_handle());
+    const auto* b = static_cast<const c10::BFloat16*>(m->weights.get_data_handle());
+    for (int64_t r = 0; r < n; ++r) {
+        if (id[r] < 0 || id[r] >= m->out) throw InputError("token id " + std::to_string(id[r]) + " is out of range");
+        // The layout separates into a part along K and one along N (the rows are N here).
+        const int64_t base = d.offset0 + blockedOffset(d, {0, id[r]});
+        const float scale = int8 ? m->weight_scale.data_ptr<float>()[id[r]] : 1.0f;
+        for (int64_t k = 0; k < in; ++k)
+            o[r * in + k] =
+                int8 ? float(q[base + m->k_offset[size_t(k)]]) * scale : float(b[base + m->k_offset[size_t(k)]]);
+    }
+    auto sizes = ids.sizes().vec();
+    sizes.push_back(in);
+    return out.view(sizes);
+}
+
+torch::Tensor LowPrecisionMatmul::heldRows(int64_t first, int64_t n) const {
+    return heldRows(torch::arange(first, first + n, torch::kInt64));
+}
+
+torch::Tensor LowPrecisionMatmul::dequantizedWeight() const {
+    torch::NoGradGuard no_grad;
+    const bool int8 = m->type == ComputeType::Int8;
+    torch::Tensor plain = torch::empty({m->out, m->in}, int8 ? torch::kInt8 : torch::kBFloat16);
+    dnnl::memory user({{m->in, m->out}, int8 ? dt::s8 : dt::bf16, tag::ba}, cpuEngine(), plain.data_ptr());
+    dnnl::stream s(cpuEngine());
+    dnnl::reorder(m->weights, user).execute(s, m->weights, user);
+    s.wait();
+    torch::Tensor w = plain.to(torch::kFloat32);
+    return int8 ? w.mul_(m->weight_scale.unsqueeze(1)) : w;
+}
 
 namespace {
 // Each thread's scratch: oneDNN's scratchpad and the int32 products, grown as needed and kept, so that
@@ -242,10 +319,28 @@ Scratch& threadScratch() {
 }
 }  // namespace
 
-torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor& x) {
+torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor& x, bool exact) {
     torch::NoGradGuard no_grad;
     const int64_t rows = x.numel() / m->in;
-    const torch::Tensor x2 = x.reshape({rows, m->in});
+    torch::Tensor rest = x.reshape({rows, m->in}).to(torch::kFloat32);
+    // Exact: x = Σ_p x_p, each pass rounding what the ones before left over (255 steps of a residual at
+    // most half a step of the last: 3 passes hold 24 bits, float32's; 4 without VNNI's 255; bfloat16's 8
+    // bits: 3 passes). The products are exact (int32, or bfloat16 × bfloat16 into float32), so the sum is
+    // x · W_heldᵀ up to float32 rounding, reading the small weights 3-4 times instead of a float32 copy.
+    const int passes = exact ? (m->type == ComputeType::Int8 ? (inputLevels() >= 255.0f ? 3 : 4) : 3) : 1;
+    torch::Tensor y;
+    for (int p = 0; p < passes; ++p) {
+        const bool last = p + 1 == passes;
+        torch::Tensor part = multiplyOnce(rest, /*with_bias=*/p == 0, last ? nullptr : &rest);
+        y = p == 0 ? part : y.add_(part);
+    }
+    auto sizes = x.sizes().vec();
+    sizes.back() = m->out;
+    return y.view(sizes);
+}
+
+torch::Tensor LowPrecisionMatmul::multiplyOnce(const torch::Tensor& x2, bool with_bias, torch::Tensor* rest) {
+    const int64_t rows = x2.size(0);
     const bool int8 = m->type == ComputeType::Int8;
     Activations a;
     if (int8)
@@ -267,22 +362,25 @@ torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor& x) {
             s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, m->weights}, {DNNL_ARG_DST, d}, {DNNL_ARG_SCRATCHPAD, pad}});
         s.wait();
     }
-    if (int8) dequantize(scratch.acc.data(), a, y);
+    if (int8) dequantize(scratch.acc.data(), a, y, with_bias);
     // A batch's products are not kept for the rest of the thread's life.
     if (scratch.acc.size() > kKeptScratch || scratch.pad.size() > kKeptScratch) scratch = Scratch();
-    if (!int8 && m->bias.defined()) y.add_(m->bias);
-    auto sizes = x.sizes().vec();
-    sizes.back() = m->out;
-    return y.view(sizes);
+    if (!int8 && with_bias && m->bias.defined()) y.add_(m->bias);
+    if (rest) {  // what this pass's rounding left out of x2: the next pass's input
+        const torch::Tensor held =
+            int8 ? (a.q.to(torch::kFloat32) - a.zero.unsqueeze(1)) * a.scale.unsqueeze(1) : a.q.to(torch::kFloat32);
+        *rest = x2 - held;
+    }
+    return y;
 }
 
 // y = s_x · s_w · (acc - z · Σq_w) + bias, in one pass over the int32 products.
-void LowPrecisionMatmul::dequantize(const int32_t* acc, const Activations& a, torch::Tensor& y) const {
+void LowPrecisionMatmul::dequantize(const int32_t* acc, const Activations& a, torch::Tensor& y, bool with_bias) const {
     const int64_t rows = y.size(0), n = y.size(1);
     float* out = y.data_ptr<float>();
     const float* ws = m->weight_scale.data_ptr<float>();
     const int32_t* wsum = m->weight_sum.data_ptr<int32_t>();
-    const float* bias = m->bias.defined() ? m->bias.data_ptr<float>() : nullptr;
+    const float* bias = with_bias && m->bias.defined() ? m->bias.data_ptr<float>() : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
         const float s = a.scale.data_ptr<float>()[r];
         const int32_t z = a.zero.data_ptr<int32_t>()[r];
@@ -301,8 +399,68 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor&, const torch::Tensor
 LowPrecisionMatmul::~LowPrecisionMatmul() = default;
 ComputeType LowPrecisionMatmul::type() const { return ComputeType::Float32; }
 int64_t LowPrecisionMatmul::storedBytes() const { return 0; }
-torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor&) { return {}; }
+int64_t LowPrecisionMatmul::rowsHeld() const { return 0; }
+torch::Tensor LowPrecisionMatmul::dequantizedWeight() const { return {}; }
+torch::Tensor LowPrecisionMatmul::heldRows(const torch::Tensor&) const { return {}; }
+torch::Tensor LowPrecisionMatmul::heldRows(int64_t, int64_t) const { return {}; }
+torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor&, bool) { return {}; }
 
 #endif
+
+// ---------------------------------------------------------------- LowPrecisionRows
+LowPrecisionRows::LowPrecisionRows(const torch::Tensor& m, ComputeType type) {
+    torch::NoGradGuard no_grad;
+    if (type == ComputeType::Int8) {
+        auto [q, scale] = LowPrecisionMatmul::quantizeRows(m.detach().to(torch::kFloat32));
+        m_values = q.contiguous();
+        m_scale = scale.contiguous();
+    } else if (type == ComputeType::BFloat16) {
+        m_values = m.detach().to(torch::kBFloat16).contiguous();
+    } else {
+        throw InternalError("LowPrecisionRows: float32 rows are the model's own");
+    }
+}
+
+LowPrecisionRows::LowPrecisionRows(std::shared_ptr<const LowPrecisionMatmul> held) : m_held(std::move(held)) {}
+
+int64_t LowPrecisionRows::count() const { return m_held ? m_held->rowsHeld() : m_values.size(0); }
+
+torch::Tensor LowPrecisionRows::lookup(const torch::Tensor& ids) const {
+    torch::NoGradGuard no_grad;
+    if (m_held) return m_held->heldRows(ids);
+    const torch::Tensor flat = ids.reshape({-1});
+    torch::Tensor x = m_values.index_select(0, flat).to(torch::kFloat32);
+    if (m_scale.defined()) x.mul_(m_scale.index_select(0, flat).unsqueeze(1));
+    auto sizes = ids.sizes().vec();
+    sizes.push_back(m_values.size(1));
+    return x.view(sizes);
+}
+
+torch::Tensor LowPrecisionRows::rows(int64_t first, int64_t n) const {
+    if (m_held) return m_held->heldRows(first, n);
+    torch::Tensor x = m_values.narrow(0, first, n).to(torch::kFloat32);
+    return m_scale.defined() ? x.mul_(m_scale.narrow(0, first, n).unsqueeze(1)) : x;
+}
+
+torch::Tensor LowPrecisionRows::linear(const torch::Tensor& x) const {
+    constexpr int64_t kChunk = 8192;  // 32 MiB of float32 at d_model 1024
+    const int64_t n = count();
+    std::vector<torch::Tensor> parts;
+    for (int64_t first = 0; first < n; first += kChunk) {
+        torch::Tensor chunk;
+        {
+            torch::NoGradGuard no_grad;  // the rows are constants; x keeps its graph
+            chunk = rows(first, std::min(kChunk, n - first));
+        }
+        parts.push_back(torch::matmul(x, chunk.t()));
+    }
+    return parts.size() == 1 ? parts.front() : torch::cat(parts, -1);
+}
+
+int64_t LowPrecisionRows::storedBytes() const {
+    if (m_held) return 0;  // the product's copy
+    return m_values.numel() * int64_t(m_values.element_size()) +
+           (m_scale.defined() ? m_scale.numel() * int64_t(sizeof(float)) : 0);
+}
 
 }  // namespace attnlab::model

@@ -51,10 +51,22 @@ public:
     LowPrecisionMatmul(const LowPrecisionMatmul&) = delete;
     LowPrecisionMatmul& operator=(const LowPrecisionMatmul&) = delete;
 
-    // x [..., in] float32 (CPU) -> [..., out] float32.
-    torch::Tensor forward(const torch::Tensor& x);
+    // x [..., in] float32 (CPU) -> [..., out] float32. exact: x · W_heldᵀ (+ bias) up to float32 rounding,
+    // W_held being the weight as held (dequantizedWeight()), x not rounded: 3 passes (4 without VNNI), each
+    // multiplying what the rounding of the ones before left over — what the float32 pass of a model whose
+    // float32 weights were dropped multiplies by, at 3-4 times a product's cost, without a float32 copy.
+    torch::Tensor forward(const torch::Tensor& x, bool exact = false);
     ComputeType type() const;
     int64_t storedBytes() const;  // the weight as oneDNN holds it
+    int64_t rowsHeld() const;     // out
+    // The weight [out, in] in float32 as this copy holds it (int8: q · s per row; bfloat16 widened): what
+    // a float32 product over a model whose float32 weights were dropped multiplies by (a fresh tensor).
+    torch::Tensor dequantizedWeight() const;
+    // Rows [first, first + n) of that weight in float32, read in place from oneDNN's layout (the rows of a
+    // tied output projection are the embedding's: one copy serves both).
+    torch::Tensor heldRows(int64_t first, int64_t n) const;
+    // The rows `ids` (int64 [...]) -> [..., in] float32, as heldRows.
+    torch::Tensor heldRows(const torch::Tensor& ids) const;
 
     // The int8 quantization of a weight [rows, cols], per row: q (int8) and the scale s = amax / 127 (1 for
     // a zero row), so that m ≈ q · s.
@@ -69,9 +81,37 @@ public:
     static int inputSteps();  // 255, or 127 without VNNI
 
 private:
-    void dequantize(const int32_t* acc, const Activations& a, torch::Tensor& y) const;
+    // One product of x2 [rows, in] rounded as the compute type rounds inputs; `rest` (when given) receives
+    // what that rounding left out of x2.
+    torch::Tensor multiplyOnce(const torch::Tensor& x2, bool with_bias, torch::Tensor* rest);
+    void dequantize(const int32_t* acc, const Activations& a, torch::Tensor& y, bool with_bias) const;
     struct Impl;
     std::unique_ptr<Impl> m;
+};
+
+// A table's rows [n, cols] held in int8 (per row, as quantizeRows) or bfloat16 instead of float32: the
+// embeddings and the output projection's rows of a model whose float32 weights were dropped
+// (TransformerImpl::dropFloatWeights). Rows come back in float32 exactly as held.
+class LowPrecisionRows {
+public:
+    LowPrecisionRows(const torch::Tensor& m, ComputeType type);
+    // The rows of a product's held weight, read in place (a tied embedding and output projection).
+    explicit LowPrecisionRows(std::shared_ptr<const LowPrecisionMatmul> held);
+    // ids [...] -> [..., cols] float32.
+    torch::Tensor lookup(const torch::Tensor& ids) const;
+    // x [..., cols] · rowsᵀ -> [..., n] in float32, a chunk of rows dequantized at a time (no float32 copy
+    // of the whole table at once: NLLB's 256,206 rows would be 1 GiB). Differentiable in x, for gradients
+    // (saliency): then autograd keeps every chunk for the backward pass, a float32-sized table while
+    // the gradient is taken.
+    torch::Tensor linear(const torch::Tensor& x) const;
+    int64_t storedBytes() const;
+
+private:
+    torch::Tensor rows(int64_t first, int64_t n) const;
+    int64_t count() const;
+    std::shared_ptr<const LowPrecisionMatmul> m_held;  // or:
+    torch::Tensor m_values;                            // int8 or bfloat16 [n, cols]
+    torch::Tensor m_scale;                             // int8: float32 [n]; bfloat16: undefined
 };
 
 }  // namespace attnlab::model

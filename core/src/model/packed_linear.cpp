@@ -7,6 +7,8 @@
 #include <xnnpack.h>
 #endif
 
+#include <attnlab/errors.h>
+
 #include <cmath>
 #include <mutex>
 
@@ -57,7 +59,8 @@ struct WeightPack::State {
     std::shared_ptr<LowPrecisionMatmul> low;
     Source low_weight, low_bias;
     int64_t in = 0, out = 0;
-    bool failed = false;  // XNNPACK refused this weight: at::linear until clear()
+    bool failed = false;   // XNNPACK refused this weight: at::linear until clear()
+    bool dropped = false;  // dropFloatWeight(): `low` is the only copy
 #ifdef ATTNLAB_HAVE_XNNPACK
     xnn_operator_t op = nullptr;
     bool holds() const { return op != nullptr; }
@@ -110,6 +113,10 @@ WeightPack::~WeightPack() = default;
 
 void WeightPack::clear() {
     std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->dropped) {  // the held copy is all there is: only the XNNPACK copy goes
+        m->release();
+        return;
+    }
     m->release();
     m->failed = false;
     m->low.reset();
@@ -118,6 +125,7 @@ void WeightPack::clear() {
 std::shared_ptr<LowPrecisionMatmul> WeightPack::lowPrecision(const torch::Tensor& weight, const torch::Tensor& bias,
                                                              ComputeType compute) {
     std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->dropped) return m->low;
     if (!m->low || m->low->type() != compute || !m->low_weight.sameAs(weight) || !m->low_bias.sameAs(bias)) {
         m->low = std::make_shared<LowPrecisionMatmul>(weight, bias, compute);
         m->low_weight = Source::of(weight);
@@ -130,6 +138,41 @@ void WeightPack::prepare(const torch::Tensor& weight, const torch::Tensor& bias,
     if (compute == ComputeType::Float32 || !floatOnCpu(weight)) return;
     torch::NoGradGuard no_grad;
     (void)lowPrecision(weight, bias, compute);
+}
+
+void dropFloatStorage(torch::Tensor& t) {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor nan = torch::full({1}, std::nanf(""), t.options());
+    t.set_(nan.storage(), 0, t.sizes(), std::vector<int64_t>(size_t(t.dim()), 0));
+}
+
+void WeightPack::dropFloatWeight(torch::Tensor& weight) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (!m->low) throw InternalError("dropFloatWeight: no int8 / bfloat16 copy was prepared");
+    m->release();
+    m->dropped = true;
+    m->low_weight = m->low_bias = Source{};  // which held the float32 storage
+    dropFloatStorage(weight);
+}
+
+std::shared_ptr<const LowPrecisionMatmul> WeightPack::held() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->low;
+}
+
+bool WeightPack::droppedFloatWeight() const {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    return m->dropped;
+}
+
+torch::Tensor WeightPack::floatWeight(const torch::Tensor& weight) const {
+    std::shared_ptr<LowPrecisionMatmul> low;
+    {
+        std::lock_guard<std::mutex> lock(m->mutex);
+        if (!m->dropped) return weight;
+        low = m->low;
+    }
+    return low->dequantizedWeight();
 }
 
 int64_t WeightPack::lowPrecisionBytes() const {
@@ -178,6 +221,16 @@ torch::Tensor WeightPack::linear(const torch::Tensor& x, const torch::Tensor& we
                      packableParameter(weight) && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) &&
                      !torch::GradMode::is_enabled();
     if (low) return lowPrecision(weight, bias, compute)->forward(x);
+    if (droppedFloatWeight()) {  // the held copy is the weight: exact products from it (gradients: a float copy)
+        if (torch::GradMode::is_enabled() || !floatOnCpu(x))
+            return torch::nn::functional::linear(x, floatWeight(weight), bias);
+        std::shared_ptr<LowPrecisionMatmul> held;
+        {
+            std::lock_guard<std::mutex> lock(m->mutex);
+            held = m->low;
+        }
+        return held->forward(x, /*exact=*/true);
+    }
     if (use_pack)
         if (auto y = run(x, weight, bias); y.defined()) return y;
     return torch::nn::functional::linear(x, weight, bias);
@@ -192,6 +245,8 @@ void PackedLinearImpl::setComputeType(ComputeType type) {
     m_compute = type;
     m_pack->prepare(weight, bias, type);
 }
+
+void PackedLinearImpl::dropFloatWeight() { m_pack->dropFloatWeight(weight); }
 
 void PackedLinearImpl::setPacked(bool on) {
     m_packed = on;

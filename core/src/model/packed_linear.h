@@ -24,6 +24,10 @@
 
 namespace attnlab::model {
 
+// Releases a float32 tensor's storage, keeping its shape (and so parameter counts): every element reads
+// NaN from then on, so that a stray read shows at once. For weights an int8 / bfloat16 copy replaced.
+void dropFloatStorage(torch::Tensor& t);
+
 class WeightPack {
 public:
     WeightPack();
@@ -45,6 +49,16 @@ public:
     // Makes that copy now (at load) rather than on the first product (the first typed sentence).
     void prepare(const torch::Tensor& weight, const torch::Tensor& bias, ComputeType compute);
     void clear();
+    // After prepare(): the int8 / bfloat16 copy becomes the only one. `weight`'s float32 storage is
+    // released (the tensor keeps its shape, every element NaN, so that a stray read shows at once); a
+    // float32 product (the exact pass) comes from LowPrecisionMatmul::forward(x, exact), one with gradients
+    // from dequantizedWeight().
+    void dropFloatWeight(torch::Tensor& weight);
+    bool droppedFloatWeight() const;
+    // The int8 / bfloat16 copy (null before prepare()).
+    std::shared_ptr<const LowPrecisionMatmul> held() const;
+    // The weight a float32 product multiplies by: `weight`, or the held copy's after dropFloatWeight().
+    torch::Tensor floatWeight(const torch::Tensor& weight) const;
     bool holdsPack() const;  // whether a packed copy is held (after a run() that used it)
 
     // Whether run() would multiply x by weight from a packed copy: float32 CPU tensors (no inference
@@ -71,6 +85,10 @@ public:
     torch::Tensor forward(const torch::Tensor& x);
     void setPacked(bool on);
     void setComputeType(ComputeType type);
+    // Keeps the int8 / bfloat16 copy only (WeightPack::dropFloatWeight); after setComputeType.
+    void dropFloatWeight();
+    // The weight in float32: `weight`, or the held copy's dequantized after dropFloatWeight().
+    torch::Tensor floatWeight() const { return m_pack->floatWeight(weight); }
     const WeightPack& pack() const { return *m_pack; }
 
 private:

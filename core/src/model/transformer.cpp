@@ -2,9 +2,14 @@
 
 #include "model/masks.h"
 
+#include <attnlab/errors.h>
+
 #include <torch/torch.h>
 
 #include <cmath>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace attnlab::model {
 
@@ -60,8 +65,12 @@ const torch::Tensor& EncoderImpl::embeddingWeight() const {
     return src_word_emb ? src_word_emb->weight : m_shared_embedding;
 }
 
+torch::Tensor EncoderImpl::wordEmbedding(const torch::Tensor& ids) const {
+    return m_rows ? m_rows->lookup(ids) : torch::embedding(embeddingWeight(), ids, m_pad_idx);
+}
+
 torch::Tensor EncoderImpl::embed(const torch::Tensor& src_seq) {
-    auto x = torch::embedding(embeddingWeight(), src_seq, m_pad_idx);
+    auto x = wordEmbedding(src_seq);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
     if (embedded) *embedded = x = x.detach().requires_grad_(true);
     return normalized(layer_norm, dropout(position_enc(x)));
@@ -101,8 +110,12 @@ DecoderImpl::DecoderImpl(const ModelConfig& cfg) : m_emb_scale(cfg.scaleEmb() ? 
     if (cfg.final_layer_norm) final_layer_norm = register_module("final_layer_norm", makeFinalNorm(cfg));
 }
 
+torch::Tensor DecoderImpl::wordEmbedding(const torch::Tensor& ids) const {
+    return m_rows ? m_rows->lookup(ids) : torch::embedding(trg_word_emb->weight, ids);
+}
+
 torch::Tensor DecoderImpl::embed(const torch::Tensor& seq, int64_t offset) {
-    auto x = trg_word_emb(seq);
+    auto x = wordEmbedding(seq);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
     if (embedded) *embedded = x = x.detach().requires_grad_(true);
     return normalized(layer_norm, dropout(position_enc->forwardAt(x, offset)));
@@ -188,9 +201,38 @@ void TransformerImpl::setComputeType(ComputeType type) {
     m_projection_pack->prepare(projectionWeight(), {}, type);
 }
 
+void TransformerImpl::dropFloatWeights() {
+    if (m_compute == ComputeType::Float32) throw InternalError("dropFloatWeights: the model computes in float32");
+    if (droppedFloatWeights()) return;
+    if (!m_projection_pack->held()) throw InternalError("dropFloatWeights: the output projection has no held copy");
+    torch::NoGradGuard no_grad;
+    for (const auto& module : modules(/*include_self=*/false))
+        if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->dropFloatWeight();
+    // The projection's copy (in oneDNN's layout) is the tied target embedding's rows too.
+    m_projection_rows = std::make_shared<const LowPrecisionRows>(m_projection_pack->held());
+    auto trg_rows = trg_word_prj ? std::make_shared<const LowPrecisionRows>(decoder->trg_word_emb->weight, m_compute)
+                                 : m_projection_rows;
+    decoder->setLowPrecisionRows(trg_rows);
+    encoder->setLowPrecisionRows(
+        encoder->src_word_emb ? std::make_shared<const LowPrecisionRows>(encoder->src_word_emb->weight, m_compute)
+                              : trg_rows);
+    m_projection_pack->dropFloatWeight(trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight);
+    dropFloatStorage(decoder->trg_word_emb->weight);  // the shared source embedding is this tensor
+    if (encoder->src_word_emb) dropFloatStorage(encoder->src_word_emb->weight);
+#ifdef __GLIBC__
+    // Freed weights of a few MiB each stay in glibc's heap, resident, unless handed back.
+    malloc_trim(0);
+#endif
+}
+
 torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {
-    torch::Tensor logits = m_projection_pack->linear(dec_output, projectionWeight(), {}, m_packed && !is_training(),
-                                                     is_training() ? ComputeType::Float32 : m_compute);
+    // Gradients through a model that dropped its float32 weights: a chunk of its rows at a time.
+    const bool gradients = is_training() || torch::GradMode::is_enabled();
+    torch::Tensor logits =
+        m_projection_rows && gradients
+            ? m_projection_rows->linear(dec_output)
+            : m_projection_pack->linear(dec_output, projectionWeight(), {}, m_packed && !is_training(),
+                                        is_training() ? ComputeType::Float32 : m_compute);
     if (as_trained && m_cfg.scalePrj()) logits = logits * std::pow(double(m_cfg.d_model), -0.5);
     if (final_logits_bias.defined()) logits = logits + final_logits_bias;
     return logits;

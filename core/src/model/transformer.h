@@ -36,6 +36,11 @@ public:
     const torch::Tensor& embeddingWeight() const;
     // The first stage of forward(): scaled word embeddings, positions, the embedding's layer norm.
     torch::Tensor embed(const torch::Tensor& src_seq);
+    // Word embeddings looked up from these rows instead of embeddingWeight() (dropped float32 weights).
+    void setLowPrecisionRows(std::shared_ptr<const LowPrecisionRows> rows) { m_rows = std::move(rows); }
+    // The word embeddings of ids [...] -> [..., d_word_vec], unscaled: every reader goes through this (an
+    // int8 / bfloat16 model holds no float32 table).
+    torch::Tensor wordEmbedding(const torch::Tensor& ids) const;
 
     torch::nn::Embedding src_word_emb{nullptr};  // null when tied
     PositionalEncoding position_enc{nullptr};
@@ -50,6 +55,7 @@ public:
 
 private:
     torch::Tensor m_shared_embedding;
+    std::shared_ptr<const LowPrecisionRows> m_rows;
     int64_t m_pad_idx;
     double m_emb_scale;
 };
@@ -84,8 +90,12 @@ public:
     torch::Tensor* embedded = nullptr;
     // The first stage of forward() and step(): tokens at positions offset, offset + 1, ...
     torch::Tensor embed(const torch::Tensor& seq, int64_t offset);
+    // As EncoderImpl::setLowPrecisionRows and EncoderImpl::wordEmbedding.
+    void setLowPrecisionRows(std::shared_ptr<const LowPrecisionRows> rows) { m_rows = std::move(rows); }
+    torch::Tensor wordEmbedding(const torch::Tensor& ids) const;
 
 private:
+    std::shared_ptr<const LowPrecisionRows> m_rows;
     double m_emb_scale;
 };
 TORCH_MODULE(Decoder);
@@ -126,9 +136,18 @@ public:
     // Switching off frees the packed copies.
     void setPackedInference(bool on);
     // Every linear layer and the output projection in float32 (the default, exact), int8 or
-    // bfloat16 (model/low_precision.h) outside training; the float32 weights stay (training, the
-    // exact teacher-forced pass).
+    // bfloat16 (model/low_precision.h) outside training; the float32 weights stay until
+    // dropFloatWeights().
     void setComputeType(ComputeType type);
+    // After setComputeType(int8 | bfloat16), for inference only: the int8 / bfloat16 copies become the
+    // model's only weights (a quarter / half of float32's memory). Every linear layer and embedding
+    // table drops its float32 storage (PackedLinearImpl::dropFloatWeight, dropFloatStorage); embeddings
+    // are looked up from LowPrecisionRows; a float32 pass (ExactProducts, gradients) computes exactly
+    // with the weights the model holds (LowPrecisionMatmul::forward(x, exact), or their dequantized copies
+    // where gradients flow), its inputs not rounded. Layer norms and
+    // biases stay float32. Irreversible: training needs a model loaded anew.
+    void dropFloatWeights();
+    bool droppedFloatWeights() const { return m_projection_rows != nullptr; }
     ComputeType computeType() const { return m_compute; }
     const WeightPack& projectionPack() const { return *m_projection_pack; }
 
@@ -145,6 +164,7 @@ private:
     bool m_packed = false;
     ComputeType m_compute = ComputeType::Float32;
     std::shared_ptr<WeightPack> m_projection_pack = std::make_shared<WeightPack>();
+    std::shared_ptr<const LowPrecisionRows> m_projection_rows;  // after dropFloatWeights()
 };
 TORCH_MODULE(Transformer);
 
