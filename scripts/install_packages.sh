@@ -12,6 +12,7 @@ packages=(
   libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libarchive-dev                    # Argos Translate packages (.argosmodel zips): core/src/package/argos_package.cpp
+  libcurl4-openssl-dev libssl-dev   # models by Hugging Face hub name: downloads, sha256 (core/src/hub)
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
   libgif-dev                        # animated GIF export of the Training tab
   libbenchmark-dev                  # micro-benchmarks

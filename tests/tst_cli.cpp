@@ -691,8 +691,8 @@ void TestCli::bundledModelsByName() {
     QCOMPARE(attnlab::resolveModelArgument(m_pkg.toStdString()), m_pkg.toStdString());
     auto r = cli({"translate", "--model", "xx-yy", "--text", "Hallo."});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("--model xx-yy: not a directory, and no bundled model has that name (bundled: "
-                            "multi30k-de-en (de-en)"),
+    QVERIFY2(r.err.contains("--model xx-yy: not a directory, not a Hugging Face name (ORG/NAME), and no bundled "
+                            "model has that name (bundled: multi30k-de-en (de-en)"),
              qPrintable(r.err));
     // examples.tsv: source, optional tab and reference; a third field is an error naming the line.
     const QString pkg = m_dir.path() + "/with-examples";

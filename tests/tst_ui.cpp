@@ -1,7 +1,9 @@
 // The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
 // the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
 // model; the positional heatmap equals the formula; a dropped package opens and is remembered.
+#include "dialogs/get_model_dialog.h"
 #include "document/file_save.h"
+#include "document/recent_models.h"
 #include "document/translation_controller.h"
 #include "headlab/ablation_panel.h"
 #include "headlab/alignment_panel.h"
@@ -24,11 +26,15 @@
 #include "views/positional_view.h"
 #include "views/weight_view.h"
 #include "widgets/confidence_text.h"
+#include "widgets/download_panel.h"
+
+#include "fake_hub_server.h"
 
 #include <attnlab/confidence.h>
 #include <attnlab/device.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
+#include <attnlab/hub.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
 
@@ -42,6 +48,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 using namespace attnlab::ui;
 using attnlab::AttentionKind;
@@ -81,6 +88,7 @@ private Q_SLOTS:
     void warningKeepsTheTabsInPlace();
     void longOutputWrapsAnywhere();
     void exportDialogsOpenInTheLastFolder();
+    void getAModelByNameWithProgress();              // loads the fixture again, from a stand-in hub
     void computeTypeSwitchReloadsAndIsRemembered();  // last: it reloads the model
 
 private:
@@ -96,7 +104,7 @@ void TestUi::initTestCase() {
     QCoreApplication::setOrganizationName("AttnLab");
     QCoreApplication::setApplicationName("tst_ui");
     QStandardPaths::setTestModeEnabled(true);  // QSettings (recent models) away from the user's own
-    QSettings().remove("recentModels");
+    QSettings().remove(RecentModels::kSettingsKey);
     QSettings().remove("computeType");  // every model computes in float32 until a test switches it
     const QString pkg = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
     QVERIFY2(!pkg.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
@@ -462,16 +470,18 @@ void TestUi::droppedFolderOpensAndIsRemembered() {
     // The spy records in the loading thread; the window hears of it through a queued call.
     QTRY_VERIFY_WITH_TIMEOUT(m_window->windowTitle().contains("dropped-model"), 10000);
     // Remembered, newest first, in QSettings and in File > Open recent.
-    const QStringList recent = QSettings().value("recentModels").toStringList();
+    const QStringList recent = QSettings().value(RecentModels::kSettingsKey).toStringList();
     QCOMPARE(recent.size(), 2);
     QCOMPARE(QFileInfo(recent[0]).canonicalFilePath(), QFileInfo(copy).canonicalFilePath());
     QCOMPARE(QFileInfo(recent[1]).canonicalFilePath(), QFileInfo(pkg).canonicalFilePath());
     QMenu* menu = nullptr;
     for (QMenu* m : m_window->findChildren<QMenu*>())
-        if (m->title() == QObject::tr("Open &recent")) menu = m;
+        if (m->title() == QObject::tr("&Recent models")) menu = m;
     QVERIFY(menu);
     QCOMPARE(menu->actions().size(), 2);
-    QCOMPARE(menu->actions().first()->text(), recent[0]);
+    QCOMPARE(menu->actions().first()->data().toString(), recent[0]);
+    QVERIFY(menu->actions().first()->text().contains("dropped-model"));  // the folder's name, then its path
+    QCOMPARE(menu->actions().first()->shortcut(), QKeySequence(QObject::tr("Ctrl+Shift+1")));
     typeAndWait("Der Hund schlaeft.");  // the dropped model translates
     QVERIFY(m_window->context()->result());
 }
@@ -604,6 +614,115 @@ void TestUi::decodingTabScoresATypedTranslation() {
     typeAndWait("Eine Frau liest ein Buch im Park.");  // what the next test steps through
 }
 
+namespace {
+// The fixture package served as a repository of a stand-in for the hub, slowly (40 ms per 16 kB of its
+// weights: long enough to see and to cancel); HF_ENDPOINT and HF_HUB_CACHE point the app at it.
+std::unique_ptr<attnlab::testing::FakeHub> fixtureOnAHub(const QString& dir, const std::string& repo) {
+    attnlab::testing::Files files;
+    for (const auto& e :
+         std::filesystem::directory_iterator(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE").toStdString())) {
+        std::ifstream in(e.path(), std::ios::binary);
+        files[e.path().filename().string()] = {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
+    auto hub = std::make_unique<attnlab::testing::FakeHub>(dir + "/hub");
+    hub->addRepo(repo, files);
+    hub->setFaults({{"slow", {{"model.safetensors", 40}}}});
+    hub->start();
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub->endpoint()));
+    qputenv("HF_HUB_CACHE", (dir + "/cache").toUtf8());
+    qunsetenv("HF_HUB_OFFLINE");
+    qunsetenv("HF_TOKEN");
+    return hub;
+}
+
+attnlab::HubCatalogEntry catalogEntry(std::string repo, std::string languages, std::string source) {
+    attnlab::HubCatalogEntry e;
+    e.repo = std::move(repo);
+    e.family = "OPUS-MT";
+    e.source = {std::move(source)};
+    e.target = {"en"};
+    e.languages = std::move(languages);
+    e.size_bytes = 298'000'000;
+    e.licence = "CC-BY-4.0";
+    return e;
+}
+
+// The filter by language name and by pair; nothing a person reads cut: every cell of the row and every
+// header fits its column.
+void checkCatalogTable(GetModelDialog& dialog, const QString& repo) {
+    QCOMPARE(dialog.visibleRows(), 2);
+    dialog.setFilter("german");
+    QCOMPARE(dialog.visibleRows(), 1);
+    dialog.setFilter("de-en");
+    QCOMPARE(dialog.visibleRows(), 1);
+    QVERIFY(dialog.select(repo));
+    QTableWidget* table = dialog.table();
+    QCOMPARE(table->item(0, GetModelDialog::InCache)->text(), QObject::tr("no"));
+    QCOMPARE(table->item(0, GetModelDialog::Size)->text(), QString("298.0 MB"));
+    const QFontMetrics fm(table->font());
+    for (int c = 0; c < GetModelDialog::ColumnCount; ++c) {
+        QVERIFY2(table->columnWidth(c) >= fm.horizontalAdvance(table->item(0, c)->text()),
+                 qPrintable(table->item(0, c)->text()));
+        QVERIFY2(table->columnWidth(c) >= fm.horizontalAdvance(table->horizontalHeaderItem(c)->text()),
+                 qPrintable(table->horizontalHeaderItem(c)->text()));
+    }
+}
+}  // namespace
+
+// File › Get a model…: the catalog filtered to a language, the chosen model got from a stand-in for the
+// hub with its progress in the window (cancelled once, then resumed), opened, named by its hub name in
+// the title and File › Recent models, translating as its folder does. ATTNLAB_SHOTS=DIR keeps pictures
+// of the dialog and the download panel to look at.
+void TestUi::getAModelByNameWithProgress() {
+    const std::string repo = "attnlab/fixture-de-en";
+    QTemporaryDir dir;
+    const auto hub = fixtureOnAHub(dir.path(), repo);
+    GetModelDialog dialog(m_window->context(),
+                          {catalogEntry(repo, "German → English", "de"),
+                           catalogEntry("Helsinki-NLP/opus-mt-fr-en", "French → English", "fr")},
+                          m_window.get());
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    checkCatalogTable(dialog, QString::fromStdString(repo));
+    const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS");
+    if (!shots.isEmpty()) QVERIFY(dialog.grab().save(shots + "/get-a-model.png"));
+    ViewContext* c = m_window->context();
+    QSignalSpy ended(c, &ViewContext::fetchEnded);
+    QPushButton* get = nullptr;
+    for (QPushButton* b : dialog.findChildren<QPushButton*>())
+        if (b->text() == QObject::tr("&Get and open")) get = b;
+    QVERIFY(get && get->isEnabled());
+    get->click();
+    QVERIFY(!dialog.isVisible());
+    auto* panel = m_window->findChild<DownloadPanel*>();
+    QVERIFY(panel && panel->isVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(panel->findChild<QProgressBar*>()->value() > 0, 20000);  // bytes arrive, shown
+    bool mentions = false;
+    for (QLabel* l : panel->findChildren<QLabel*>()) mentions = mentions || l->text().contains(" of ");
+    QVERIFY(mentions);
+    if (!shots.isEmpty()) QVERIFY(m_window->grab().save(shots + "/downloading.png"));
+    panel->findChild<QPushButton*>()->click();  // Cancel
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 10000);
+    QVERIFY(!panel->isVisible());
+    QVERIFY(!attnlab::cachedHubSnapshot(*attnlab::parseHubModelName(repo), attnlab::hubOptionsFromEnvironment()));
+    // Again, at full speed: it goes on from what arrived (a Range request) and opens.
+    hub->setFaults(nlohmann::json::object());
+    QSignalSpy changed(c, &ViewContext::modelChanged);
+    c->openModel(QString::fromStdString(repo));
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
+    bool resumed = false;
+    for (const auto& r : hub->requests()) resumed = resumed || !r["range"].get<std::string>().empty();
+    QVERIFY(resumed);
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->windowTitle().contains(QString::fromStdString(repo)), 10000);
+    QCOMPARE(RecentModels::entries().first(), QString::fromStdString(repo));
+    typeAndWait("Der Hund schlaeft.");
+    const auto expected = m_core->translate("Der Hund schlaeft.", m_window->translatePanel()->options());
+    QCOMPARE(c->result()->best.ids, expected.best.ids);
+    loadAndWait(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));  // the snapshot goes with the temporary folder
+    qunsetenv("HF_ENDPOINT");
+    qunsetenv("HF_HUB_CACHE");
+}
+
 void TestUi::computeTypeSwitchReloadsAndIsRemembered() {
     QComboBox* types = m_window->translatePanel()->computeTypes();
     QCOMPARE(types->count(), 3);
@@ -619,18 +738,20 @@ void TestUi::computeTypeSwitchReloadsAndIsRemembered() {
     }
     auto* c = m_window->context();
     const QString dir = QString::fromStdString(c->model()->package_dir);
+    // The context's modelChanged, not the controller's modelLoaded: that one is recorded on the loading
+    // thread before the context has taken the model (and remembered its compute type) on this one.
     auto switchTo = [&](const QString& type) {
-        QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+        QSignalSpy changed(c, &ViewContext::modelChanged);
         c->setComputeType(type);
-        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
     };
     switchTo(QStringLiteral("int8"));
     QTRY_COMPARE(c->model()->compute_type, std::string("int8"));
     QCOMPARE(types->currentData().toString(), QStringLiteral("int8"));
     // Opened again, the model computes as it did last time.
-    QSignalSpy loaded(m_controller.get(), &TranslationController::modelLoaded);
+    QSignalSpy changed(c, &ViewContext::modelChanged);
     c->loadModel(dir);
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
     QTRY_COMPARE(c->model()->compute_type, std::string("int8"));
     switchTo(QStringLiteral("float32"));
     QTRY_COMPARE(c->model()->compute_type, std::string("float32"));

@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
+#include <attnlab/hub_progress.h>
 #include <attnlab/package.h>
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 
 namespace attnlab_cli {
@@ -41,8 +44,9 @@ void addCommon(CLI::App* cmd, CommonOptions& o) {
                   "Multiply with LibTorch's at::linear instead of weights packed once (slower; the results "
                   "before issue 25, for comparison)");
     cmd->add_option("--compute-type", o.compute_type,
-                    "float32 (exact) | int8 | bfloat16: what the products are computed in (CPU; int8 and bfloat16 "
-                    "through oneDNN, where the processor has the instructions)")
+                    "float32 (as trained) | int8 | bfloat16: what the model is computed in (CPU; int8 and bfloat16 "
+                    "through oneDNN, where the processor has the instructions, holding a quarter / half of "
+                    "float32's memory)")
         ->check(CLI::IsMember({"float32", "int8", "bfloat16"}))
         ->capture_default_str();
 }
@@ -56,8 +60,22 @@ void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d) {
                     "the model's");
 }
 
+namespace {
+// A download's progress on one terminal line (stderr), redrawn in place; nothing in a script (stderr not a
+// terminal), where a progress line would only fill a log.
+attnlab::HubProgressCallback terminalProgress() {
+    if (!isatty(STDERR_FILENO)) return {};
+    return [](const attnlab::HubProgress& p) {
+        if (p.files_total == 0) return true;  // still listing the files
+        std::cerr << "\r\033[K  " << attnlab::describeHubProgress(p) << (p.files_done == p.files_total ? "\n" : "")
+                  << std::flush;
+        return true;
+    };
+}
+}  // namespace
+
 std::string resolveModel(const std::string& given) {
-    if (!given.empty()) return attnlab::resolveModelArgument(given);
+    if (!given.empty()) return attnlab::resolveModelArgument(given, terminalProgress());
     const std::string dir = attnlab::defaultModelDir();
     if (dir.empty())
         throw attnlab::InputError(

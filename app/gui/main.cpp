@@ -2,6 +2,7 @@
 // window, and for --export/--screenshot run headlessly and quit.
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
 #include <attnlab/version.h>
@@ -16,6 +17,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QScreen>
 #include <QTabWidget>
 #include <QTextStream>
@@ -173,11 +175,16 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
         return QString("--lesson-step '%1' is not a step number (1, 2, ...)").arg(parser.value(lessonStep));
     o.model = parser.value(model);
     try {
-        o.model = QString::fromStdString(o.model.isEmpty() ? attnlab::defaultModelDir()
-                                                           : attnlab::resolveModelArgument(o.model.toStdString()));
+        // A Hugging Face name the cache lacks is got by the window, with progress (ViewContext::openModel);
+        // everything else is resolved here: a folder, a bundled name, a name the cache holds.
+        const bool got_later = !o.model.isEmpty() && attnlab::parseHubModelName(o.model.toStdString()) &&
+                               !QFileInfo::exists(o.model) && !attnlab::ui::ViewContext::cachedModel(o.model);
+        if (!got_later)
+            o.model = QString::fromStdString(o.model.isEmpty() ? attnlab::defaultModelDir()
+                                                               : attnlab::resolveModelArgument(o.model.toStdString()));
         // Without --text, the model's first example (examples.tsv) is translated at start.
-        const auto examples =
-            o.model.isEmpty() ? std::vector<attnlab::Example>{} : attnlab::readExamples(o.model.toStdString());
+        const auto examples = o.model.isEmpty() || got_later ? std::vector<attnlab::Example>{}
+                                                             : attnlab::readExamples(o.model.toStdString());
         o.text = parser.isSet(text) ? parser.value(text)
                  : examples.empty() ? QString()
                                     : QString::fromStdString(examples[0].source);
@@ -297,6 +304,15 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(QIcon(":/attnlab.svg"));
     Options o;
     if (const auto error = parseOptions(app, o)) return fail(*error);
+    if (o.headless() && !o.model.isEmpty() && !QFileInfo::exists(o.model)) {
+        try {  // a Hugging Face name not in the cache yet: got now (no window to show progress in)
+            o.model = QString::fromStdString(attnlab::resolveModelArgument(o.model.toStdString()));
+            const auto examples = attnlab::readExamples(o.model.toStdString());
+            if (o.text.isEmpty() && !examples.empty()) o.text = QString::fromStdString(examples[0].source);
+        } catch (const attnlab::Error& e) {
+            return fail(QString::fromUtf8(e.what()));
+        }
+    }
 
     attnlab::ui::TranslationController controller;
     controller.setThreads(o.threads);
@@ -311,7 +327,7 @@ int main(int argc, char** argv) {
                          if (op == attnlab::ui::Operation::LoadModel && load_error.isEmpty()) load_error = m;
                      });
     context->setDevice(o.device);  // as given: "cuda:1", or an error when the model loads
-    if (!o.model.isEmpty()) context->loadModel(o.model);
+    if (!o.model.isEmpty()) context->openModel(o.model);
     if (!o.text.isEmpty()) context->translateSentence(o.text);
     if (o.view.tab) context->showView(*o.view.tab);
     if (o.headless()) return renderHeadless(controller, window, o, load_error);

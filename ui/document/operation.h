@@ -24,6 +24,7 @@ enum class Operation {
     Measure,     // the value norms of the Attention tab's weight x value norm maps
     Saliency,    // the Saliency tab's gradient x input
     Score,       // the Decoding tab's translation of the user's own, scored
+    GetModel,    // a model got by Hugging Face name (File › Get a model…, --model ORG/NAME, Recent models)
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

@@ -2,6 +2,7 @@
 
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
 #include <attnlab/result_json.h>
 
 #include <QApplication>
@@ -38,6 +39,7 @@ QString operationTitle(Operation op) {
     case Operation::Measure: return QObject::tr("Cannot compute the value norms");
     case Operation::Saliency: return QObject::tr("Cannot compute the saliency");
     case Operation::Score: return QObject::tr("Cannot score the translation");
+    case Operation::GetModel: return QObject::tr("Cannot get the model");
     }
     return {};
 }
@@ -53,12 +55,13 @@ QString mapMeasureTitle(MapMeasure measure) {
 
 bool operationNeedsDialog(Operation op) {
     return op == Operation::LoadModel || op == Operation::Lesson || op == Operation::SaveSession ||
-           op == Operation::SaveLesson || op == Operation::Export;
+           op == Operation::SaveLesson || op == Operation::Export || op == Operation::GetModel;
 }
 
 ViewContext::ViewContext(TranslationController* controller, QObject* parent)
-    : QObject(parent), m_controller(controller) {
+    : QObject(parent), m_controller(controller), m_fetch(new ModelFetch(this)) {
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
+    followFetch();
     m_live = QSettings().value("liveTranslation", true).toBool();
     connect(controller, &TranslationController::modelLoaded, this, &ViewContext::setModel);
     connect(controller, &TranslationController::translationFinished, this, [this](ResultPtr r) {
@@ -156,13 +159,62 @@ void ViewContext::setAblated(const std::vector<HeadRef>& heads) {
 }
 
 namespace {
+// A model of the Hugging Face cache by its name (its snapshot folder changes with every commit), any other
+// by its folder.
 QString computeTypeKey(const QString& package_dir) {
+    if (const auto name = hubNameOfSnapshot(package_dir.toStdString()))
+        return QStringLiteral("computeType/hub:") + QString::fromStdString(name->repo);
     const QFileInfo f(package_dir);
     return QStringLiteral("computeType/") + (f.exists() ? f.canonicalFilePath() : f.absoluteFilePath());
 }
 }  // namespace
 
+void ViewContext::followFetch() {
+    connect(m_fetch, &ModelFetch::progress, this, &ViewContext::fetchProgress);
+    connect(m_fetch, &ModelFetch::finished, this, [this](const QString& name, const QString& dir) {
+        Q_EMIT fetchEnded(name, true);
+        loadModel(dir);
+    });
+    connect(m_fetch, &ModelFetch::failed, this, [this](const QString& name, const QString& message, bool cancelled) {
+        Q_EMIT fetchEnded(name, false);
+        if (cancelled)
+            showStatus(tr("Stopped getting %1: what arrived is kept, and the next try goes on from there").arg(name),
+                       8000);
+        else
+            reportFailure(Operation::GetModel, tr("%1: %2").arg(name, message));
+    });
+}
+
+std::optional<QString> ViewContext::cachedModel(const QString& name) {
+    if (QFileInfo::exists(name)) return std::nullopt;
+    const auto hub = parseHubModelName(name.toStdString());
+    if (!hub) return std::nullopt;
+    if (const auto dir = cachedHubSnapshot(*hub, hubOptionsFromEnvironment())) return QString::fromStdString(*dir);
+    return std::nullopt;
+}
+
+void ViewContext::openModel(const QString& name_or_dir) {
+    const bool hub_name = !QFileInfo::exists(name_or_dir) && parseHubModelName(name_or_dir.toStdString());
+    if (!hub_name) {
+        loadModel(name_or_dir);
+        return;
+    }
+    if (const auto dir = cachedModel(name_or_dir)) {
+        loadModel(*dir);
+        return;
+    }
+    m_fetch->start(name_or_dir);
+    if (m_fetch->running()) Q_EMIT fetchStarted(name_or_dir);
+}
+
+void ViewContext::cancelFetch() { m_fetch->cancel(); }
+
+bool ViewContext::fetching() const { return m_fetch->running(); }
+
 void ViewContext::loadModel(const QString& package_dir) {
+    // Another model asked for while one is being got: the newer request wins (the download stops, what
+    // arrived is kept), so that a finished download cannot replace the model opened after it.
+    if (m_fetch->running()) m_fetch->cancel();
     // The compute type chosen for this model before (float32 for one never switched, or for one whose
     // type this machine cannot run: settings travel between machines).
     QString remembered = QSettings().value(computeTypeKey(package_dir), QStringLiteral("float32")).toString();

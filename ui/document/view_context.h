@@ -6,6 +6,7 @@
 // several views make (translate, explain a weight, show a view, select a head) go through it, and
 // so does every failure: one signal, `failed(operation, message)`, handled by the window.
 
+#include "document/model_fetch.h"
 #include "document/operation.h"
 #include "document/translation_controller.h"
 #include "plots/plot_style.h"
@@ -91,6 +92,14 @@ public:
 
     // Requests.
     void loadModel(const QString& package_dir);
+    // A folder, a file (an .argosmodel) or a Hugging Face name ORG/NAME[@REVISION]: a name is loaded from
+    // the shared cache, or got first (ModelFetch: fetchStarted, fetchProgress, fetchEnded; its failure
+    // is reported as failed(GetModel, …)), the window staying responsive.
+    void openModel(const QString& name_or_dir);
+    void cancelFetch();
+    bool fetching() const;
+    // The cache's folder for a Hugging Face name, when it holds the model complete (no network).
+    static std::optional<QString> cachedModel(const QString& name);
     void showSentence(const QString& sentence) { Q_EMIT sentenceShown(sentence); }  // in the sentence row
     // The sentence row shows `sentence` and it is translated with the user's options.
     void translateSentence(const QString& sentence);
@@ -140,9 +149,15 @@ Q_SIGNALS:
     void headLabRequested(const QString& page, const std::vector<attnlab::HeadRef>& ablate);
     void status(const QString& message, int ms);
     void failed(attnlab::ui::Operation op, const QString& message);
+    void fetchStarted(const QString& name);
+    void fetchProgress(const attnlab::HubProgress& progress);
+    // Got (`got`: it loads next), failed (failed(GetModel, …) says why) or cancelled.
+    void fetchEnded(const QString& name, bool got);
 
 private:
+    void followFetch();
     TranslationController* m_controller;
+    ModelFetch* m_fetch;
     ResultPtr m_result;
     QString m_sentence;       // the sentence last sent to be translated
     bool m_awaiting = false;  // a translation was asked for and not cleared since

@@ -6,6 +6,7 @@
 #include "shell/view_registry.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
 #include <attnlab/package.h>
 
 #include <QAction>
@@ -52,7 +53,11 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
     });
     connect(context, &ViewContext::modelChanged, this, &LessonController::showPendingStep);
     connect(context, &ViewContext::failed, this, [this](Operation op) {
-        if (op == Operation::LoadModel) m_pending_step = -1;  // the lesson's model did not load: no step waits
+        // the lesson's model did not load (or could not be got): no step waits
+        if (op == Operation::LoadModel || op == Operation::GetModel) m_pending_step = -1;
+    });
+    connect(context, &ViewContext::fetchEnded, this, [this](const QString&, bool got) {
+        if (!got) m_pending_step = -1;  // cancelled: the step does not wait for another model
     });
     connect(context->controller(), &TranslationController::historyLoaded, this,
             [this](const QString& dir, HistoryPtr h) { historyRead(dir, h ? int(h->points.size()) : 0); });
@@ -140,15 +145,22 @@ std::optional<QString> LessonController::problemWithLesson(const Lesson& lesson,
 
 std::optional<QString> LessonController::start(const Lesson& lesson, const QString& origin, int first) {
     if (first < 0 || first >= int(lesson.steps.size())) return beyondTheEnd(origin, first, int(lesson.steps.size()));
-    QString model_dir;
+    QString model_dir, to_get;
     try {
-        if (!lesson.model.empty()) model_dir = QString::fromStdString(resolveModelArgument(lesson.model));
+        const QString named = QString::fromStdString(lesson.model);
+        // A Hugging Face name the cache lacks is got by the window (progress, cancel), then loaded.
+        if (!named.isEmpty() && !QFileInfo::exists(named) && parseHubModelName(lesson.model) &&
+            !ViewContext::cachedModel(named))
+            to_get = named;
+        else if (!named.isEmpty())
+            model_dir = QString::fromStdString(resolveModelArgument(lesson.model));
     } catch (const Error& e) {
         return tr("%1: model: %2").arg(origin, QString::fromStdString(e.what()));
     }
     const auto info = m_context->model();
     const bool other_model =
-        !model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString()));
+        !to_get.isEmpty() ||
+        (!model_dir.isEmpty() && (!info || canonical(info->package_dir) != canonical(model_dir.toStdString())));
     // The views always; the model now when it is the lesson's, else once the lesson's has loaded.
     if (auto problem = problemWithLesson(lesson, origin, !other_model)) return problem;
     m_pane->setLesson(lesson, origin);
@@ -156,7 +168,10 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
     m_dock->raise();
     if (other_model || !info) {
         m_pending_step = first;  // shown once the model has loaded (showPendingStep)
-        if (other_model) m_context->loadModel(model_dir);
+        if (!to_get.isEmpty())
+            m_context->openModel(to_get);
+        else if (other_model)
+            m_context->loadModel(model_dir);
         return std::nullopt;
     }
     m_pane->show(first);

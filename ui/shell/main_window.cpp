@@ -2,14 +2,21 @@
 
 #include "document/file_save.h"
 
+#include "dialogs/get_model_dialog.h"
 #include "dialogs/toy_trainer_dialog.h"
+#include "document/recent_models.h"
 #include "lessons/lesson_controller.h"
 #include "shell/translate_panel.h"
 #include "shell/view_registry.h"
+#include "widgets/download_panel.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/hub.h>
 
 #include <QActionGroup>
 #include <QApplication>
 #include <QDragEnterEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -29,10 +36,12 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     : QMainWindow(parent), m_context(new ViewContext(controller, this)), m_error_dialogs(error_dialogs) {
     setWindowTitle(tr("AttnLab"));
     setAcceptDrops(true);
+    m_download = new DownloadPanel(m_context, this);
     m_translate = new TranslatePanel(m_context, this);
     m_views = new ViewTabs(m_context, this);
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
+    layout->addWidget(m_download);
     layout->addWidget(m_translate);
     layout->addWidget(m_views, 1);
     setCentralWidget(central);
@@ -64,11 +73,13 @@ void MainWindow::follow() {
         const QString compute = info->compute_type == "float32"
                                     ? QString()
                                     : QStringLiteral(" · ") + QString::fromStdString(info->compute_type);
+        const QString name = RecentModels::displayName(dir);
         m_status_model->setText(tr("%1 · %2%3 · loaded in %4 s")
-                                    .arg(QFileInfo(dir).fileName(), QString::fromStdString(info->device), compute)
+                                    .arg(name, QString::fromStdString(info->device), compute)
                                     .arg(info->load_seconds, 0, 'f', 2));
-        setWindowTitle(tr("AttnLab — %1").arg(QFileInfo(dir).fileName()));
-        rememberRecent(dir);
+        setWindowTitle(tr("AttnLab — %1").arg(name));
+        RecentModels::remember(dir);
+        rebuildRecentMenu();
         for (QAction* a : m_models_menu->actions())
             a->setChecked(a->data().toString() == QFileInfo(dir).canonicalFilePath());
         statusBar()->showMessage(tr("Model loaded"), 5000);
@@ -101,6 +112,7 @@ void MainWindow::buildFileMenu() {
                                                           tr("Argos Translate packages (*.argosmodel *.zip)"));
         if (!path.isEmpty()) m_context->loadModel(path);
     });
+    file->addAction(tr("&Get a model…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::showGetModelDialog);
     m_models_menu = file->addMenu(tr("&Models"));
     for (const auto& [label, dir] : bundledModelChoices()) {
         QAction* a = m_models_menu->addAction(label, this, [this, dir = dir] { m_context->loadModel(dir); });
@@ -116,7 +128,7 @@ void MainWindow::buildFileMenu() {
         m_toy->show();
         m_toy->raise();
     });
-    m_recent = file->addMenu(tr("Open &recent"));
+    m_recent = file->addMenu(tr("&Recent models"));
     rebuildRecentMenu();
     file->addSeparator();
     file->addAction(tr("Export view as &PNG…"), QKeySequence(tr("Ctrl+E")), this, [this] {
@@ -207,21 +219,31 @@ QString MainWindow::shortcutsHtml() const {
     return QStringLiteral("<table cellspacing='6'>%1</table>").arg(rows);
 }
 
-void MainWindow::rememberRecent(const QString& dir) {
-    QSettings s;
-    QStringList recent = s.value("recentModels").toStringList();
-    recent.removeAll(dir);
-    recent.prepend(dir);
-    while (recent.size() > 8) recent.removeLast();
-    s.setValue("recentModels", recent);
-    rebuildRecentMenu();
-}
-
 void MainWindow::rebuildRecentMenu() {
     m_recent->clear();
-    const QStringList recent = QSettings().value("recentModels").toStringList();
-    for (const QString& dir : recent) m_recent->addAction(dir, this, [this, dir] { m_context->loadModel(dir); });
+    const QStringList recent = RecentModels::entries();
+    for (int i = 0; i < recent.size(); ++i) {
+        const QString entry = recent[i];
+        QAction* a = m_recent->addAction(QStringLiteral("&%1  %2").arg(i + 1).arg(RecentModels::label(entry)), this,
+                                         [this, entry] { m_context->openModel(entry); });
+        a->setData(entry);
+        a->setShortcut(QKeySequence(tr("Ctrl+Shift+%1").arg(i + 1)));
+    }
     m_recent->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::showGetModelDialog() {
+    const std::string path = bundledHubCatalogPath();
+    try {
+        if (path.empty())
+            throw PackageError(std::string("the catalog of models (") + kHubCatalogFile + ") is not installed");
+        QFile file(QString::fromStdString(path));
+        if (!file.open(QIODevice::ReadOnly)) throw PackageError(path + ": " + file.errorString().toStdString());
+        GetModelDialog dialog(m_context, parseHubCatalog(file.readAll().toStdString(), path), this);
+        dialog.exec();
+    } catch (const Error& e) {
+        report(Operation::GetModel, QString::fromUtf8(e.what()));
+    }
 }
 
 std::optional<QString> MainWindow::exportCurrentView(const QString& path) const { return m_views->exportCurrent(path); }

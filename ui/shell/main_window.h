@@ -14,6 +14,7 @@ class QMenu;
 
 namespace attnlab::ui {
 
+class DownloadPanel;
 class LessonController;
 class ToyTrainerDialog;
 class TranslatePanel;
@@ -48,13 +49,14 @@ private:
     void buildHelpMenu();
     void follow();  // status bar, title, recent models
     void restoreAppearance();
-    void rememberRecent(const QString& dir);
     void rebuildRecentMenu();
+    void showGetModelDialog();  // File › Get a model…
     void report(Operation op, const QString& message);
     void exportTo(const QString& title, const QString& name, const QString& filter,
                   std::optional<QString> (MainWindow::*write)(const QString&) const);
 
     ViewContext* m_context;
+    DownloadPanel* m_download;
     TranslatePanel* m_translate;
     ViewTabs* m_views;
     LessonController* m_lessons;

@@ -3,6 +3,7 @@
 // This header is torch-free; loading the weights happens inside Translator.
 
 #include <attnlab/config.h>
+#include <attnlab/hub.h>
 
 #include <string>
 #include <vector>
@@ -78,8 +79,10 @@ std::vector<BundledModel> installedArgosModels();
 std::string reverseBundledModel(const PackageConfig& forward);
 
 // What a --model argument names: an existing directory (or file: an .argosmodel) as it is; else a bundled model by name
-// ("multi30k-de-en") or by direction ("en-de"). Throws InputError listing the bundled names.
-std::string resolveModelArgument(const std::string& name_or_dir);
+// ("multi30k-de-en") or by direction ("en-de"); else a Hugging Face name ORG/NAME[@REVISION]: its snapshot in the
+// shared cache, downloaded where missing (attnlab/hub.h: hubSnapshot, with `progress`; the environment's HF_*
+// settings). Throws InputError listing the bundled names, or hubSnapshot's errors.
+std::string resolveModelArgument(const std::string& name_or_dir, const HubProgressCallback& progress = {});
 
 // The bundled lessons' directory (resources/lessons, or share/attnlab/lessons once installed): the
 // sibling of the bundled models' directory. Empty when none is found.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -122,6 +123,12 @@ inline std::string activationOf(const HfConfig& c) {
 }
 
 inline constexpr const char* kGenerationConfig = "generation_config.json";
+
+// A Hugging Face folder's weight files, in the order they are preferred (transformers' own: safetensors,
+// whole or sharded, before the pickled pytorch_model.bin): a single file, or an index (".index.json")
+// naming its shards. The one list the loader (hf_weights.h) and the hub client (core/src/hub) go by.
+inline constexpr std::array<const char*, 4> kHfWeightFiles = {"model.safetensors", "model.safetensors.index.json",
+                                                              "pytorch_model.bin", "pytorch_model.bin.index.json"};
 
 // num_beams and max_length: generation_config.json when present, else config.json.
 inline void decodingDefaults(const std::string& dir, const HfConfig& c, PackageConfig& pc) {

@@ -26,10 +26,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kSafetensors = "model.safetensors";
-constexpr const char* kTorchBin = "pytorch_model.bin";
-constexpr const char* kSafetensorsIndex = "model.safetensors.index.json";
-constexpr const char* kTorchBinIndex = "pytorch_model.bin.index.json";
 constexpr size_t kMaxIndexBytes = 64u << 20;  // NLLB 3.3B's index is 90 kB
 constexpr size_t kMaxShards = 4096;
 
@@ -327,13 +323,12 @@ void checkAgainstConfig(const Mapped& m, const ModelConfig& config, const std::s
 }  // namespace
 
 std::vector<std::string> hfWeightFiles(const std::string& dir) {
-    for (const char* name : {kSafetensors, kTorchBin}) {
+    for (const char* name : kHfWeightFiles) {
         const fs::path p = fs::path(dir) / name;
-        if (util::optionalFilePresent(p.string())) return {p.string()};  // names a folder or FIFO there
-    }
-    for (const char* name : {kSafetensorsIndex, kTorchBinIndex}) {
-        const fs::path p = fs::path(dir) / name;
-        if (util::optionalFilePresent(p.string())) return shardsOf(dir, p.string());
+        if (!util::optionalFilePresent(p.string())) continue;  // (it names a folder or FIFO there)
+        const std::string n = name, suffix = ".index.json";
+        const bool index = n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+        return index ? shardsOf(dir, p.string()) : std::vector<std::string>{p.string()};
     }
     throw PackageError(dir +
                        ": has neither model.safetensors nor pytorch_model.bin nor a sharded index of either (the "

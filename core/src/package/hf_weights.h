@@ -10,6 +10,7 @@
 // the model's size plus a chunk (a .bin file is read whole by LibTorch's zip reader).
 
 #include "model/transformer.h"
+#include "package/hf_config.h"  // kHfWeightFiles
 
 #include <attnlab/config.h>
 
@@ -18,8 +19,8 @@
 
 namespace attnlab::package {
 
-// The weight files: model.safetensors, else pytorch_model.bin, else the shards of an index (each
-// shard a plain file name in `dir`). Throws PackageError naming what is missing or wrong.
+// The weight files, the first of kHfWeightFiles present (an index: its shards, each a plain file name in
+// `dir`). Throws PackageError naming what is missing or wrong.
 std::vector<std::string> hfWeightFiles(const std::string& dir);
 
 // Reads, renames and checks the weights (F32, F16 or BF16), and returns the model on the CPU in

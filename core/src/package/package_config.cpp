@@ -3,6 +3,7 @@
 #include <attnlab/config.h>
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 
@@ -290,6 +291,14 @@ std::string bundledModelsDir() {
 }
 }  // namespace
 
+std::string bundledHubCatalogPath() {
+    const std::string models = bundledModelsDir();
+    if (models.empty()) return {};
+    std::error_code ec;
+    const fs::path catalog = fs::path(models).parent_path() / kHubCatalogFile;
+    return fs::is_regular_file(catalog, ec) ? catalog.string() : std::string();
+}
+
 std::string bundledLessonsDir() {
     const std::string models = bundledModelsDir();
     if (models.empty()) return {};
@@ -361,15 +370,20 @@ std::string reverseBundledModel(const PackageConfig& forward) {
     return "";
 }
 
-std::string resolveModelArgument(const std::string& name_or_dir) {
+std::string resolveModelArgument(const std::string& name_or_dir, const HubProgressCallback& progress) {
     std::error_code ec;
     if (fs::is_directory(name_or_dir, ec) || package::isCtranslate2Model(name_or_dir)) return name_or_dir;
     const auto models = bundledModels();
     for (const auto& m : models)
         if (m.name == name_or_dir || m.direction() == name_or_dir) return m.dir;
+    // ORG/NAME[@REVISION]: the Hugging Face cache, downloading what is missing (attnlab/hub.h).
+    if (const auto hub_name = parseHubModelName(name_or_dir))
+        return hubSnapshot(*hub_name, hubOptionsFromEnvironment(), progress);
     std::string names;
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name + " (" + m.direction() + ")";
-    throw InputError("--model " + name_or_dir + ": not a directory, and no bundled model has that name (bundled: " +
+    throw InputError("--model " + name_or_dir +
+                     ": not a directory, not a Hugging Face name (ORG/NAME), and no bundled model has that name "
+                     "(bundled: " +
                      (names.empty() ? std::string("none found") : names) + ")");
 }
 

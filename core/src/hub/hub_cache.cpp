@@ -1,0 +1,524 @@
+#include "hub/hub_cache.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/package.h>
+
+#include "package/ct2_model.h"
+#include "package/hf_config.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace attnlab {
+namespace {
+
+bool isAsciiAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool allOf(const std::string& s, const char* extra) {
+    return std::all_of(s.begin(), s.end(), [&](char c) { return isAsciiAlnum(c) || std::strchr(extra, c); });
+}
+
+// ORG or NAME: the characters and shapes the hub accepts (huggingface_hub's validate_repo_id).
+bool validRepoPart(const std::string& p) {
+    if (p.empty() || p.size() > 96 || !allOf(p, "._-")) return false;
+    if (p.front() == '-' || p.front() == '.' || p.back() == '-' || p.back() == '.') return false;
+    return p.find("..") == std::string::npos && p.find("--") == std::string::npos;
+}
+
+// A revision names a file under refs/: no way out of it, no hidden or lock file.
+bool validRevision(const std::string& r) {
+    if (r.empty() || r.size() > 255 || !allOf(r, "._/+-") || r.find("..") != std::string::npos) return false;
+    if (endsWith(r, ".lock")) return false;
+    std::istringstream parts(r + "/");  // the trailing '/' makes a trailing empty part visible
+    std::string part;
+    size_t count = 0;
+    while (std::getline(parts, part, '/')) {
+        if (part.empty() || part.front() == '.') return false;
+        count += part.size() + 1;
+    }
+    return count == r.size() + 1;
+}
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+std::string homeDir() {
+    std::string home = env("HOME");
+    if (!home.empty()) return home;
+    const passwd* pw = ::getpwuid(::getuid());
+    return pw && pw->pw_dir ? pw->pw_dir : ".";
+}
+
+// huggingface_hub expands "~" in the paths it reads from the environment.
+std::string expandUser(const std::string& path) {
+    if (path == "~" || startsWith(path, "~/")) return homeDir() + path.substr(1);
+    return path;
+}
+
+std::string trimmed(const std::string& s) {
+    const char* space = " \t\r\n\f\v";
+    const size_t first = s.find_first_not_of(space);
+    return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(space) - first + 1);
+}
+
+// HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface (huggingface_hub's constants.py).
+std::string hfHome() {
+    if (!env("HF_HOME").empty()) return expandUser(env("HF_HOME"));
+    const std::string xdg = env("XDG_CACHE_HOME");
+    return (xdg.empty() ? homeDir() + "/.cache" : expandUser(xdg)) + "/huggingface";
+}
+
+std::string readTokenFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "";
+    std::string text(4096, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    text.resize(size_t(in.gcount()));
+    return trimmed(text);
+}
+
+std::string upper(std::string s) {
+    for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+}  // namespace
+
+std::optional<HubModelName> parseHubModelName(const std::string& text) {
+    HubModelName name;
+    const size_t at = text.find('@');
+    name.repo = text.substr(0, at);
+    if (at != std::string::npos) name.revision = text.substr(at + 1);
+    const size_t slash = name.repo.find('/');
+    if (slash == std::string::npos || name.repo.find('/', slash + 1) != std::string::npos) return std::nullopt;
+    const std::string org = name.repo.substr(0, slash), model = name.repo.substr(slash + 1);
+    if (!validRepoPart(org) || !validRepoPart(model) || endsWith(model, ".git")) return std::nullopt;
+    if (!validRevision(name.revision)) return std::nullopt;
+    return name;
+}
+
+std::string hubModelNameString(const HubModelName& name) {
+    return name.revision == "main" ? name.repo : name.repo + "@" + name.revision;
+}
+
+HubOptions hubOptionsFromEnvironment() {
+    HubOptions o;
+    std::string endpoint = env("HF_ENDPOINT");
+    while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+    if (!endpoint.empty()) o.endpoint = endpoint;
+    if (!env("HF_HUB_CACHE").empty()) {
+        o.cache_dir = expandUser(env("HF_HUB_CACHE"));
+    } else if (!env("HUGGINGFACE_HUB_CACHE").empty()) {
+        o.cache_dir = expandUser(env("HUGGINGFACE_HUB_CACHE"));
+    } else {
+        o.cache_dir = hfHome() + "/hub";
+    }
+    o.token = trimmed(env("HF_TOKEN"));
+    if (o.token.empty()) {
+        const std::string path = env("HF_TOKEN_PATH");
+        o.token = readTokenFile(path.empty() ? hfHome() + "/token" : expandUser(path));
+    }
+    const std::string offline = upper(trimmed(env("HF_HUB_OFFLINE")));
+    o.offline = offline == "1" || offline == "ON" || offline == "YES" || offline == "TRUE";
+    return o;
+}
+
+std::optional<std::string> cachedHubSnapshot(const HubModelName& name, const HubOptions& options) {
+    // never outside the cache, never a cache at the root of the file system
+    if (!parseHubModelName(name.repo + "@" + name.revision) || options.cache_dir.empty()) return std::nullopt;
+    const hub::RepoCache cache(options.cache_dir, name.repo);
+    const std::optional<std::string> commit = cache.commitFor(name.revision);
+    if (!commit) return std::nullopt;
+    const std::string dir = cache.snapshotDir(*commit);
+    if (!hub::missingFromSnapshot(dir).empty()) return std::nullopt;
+    return dir;
+}
+
+namespace hub {
+namespace {
+
+bool isLowerHex(const std::string& s, size_t length) {
+    return s.size() == length &&
+           std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// A name that is safe as one path component in the snapshot: no folder, no hidden file.
+bool isPlainFileName(const std::string& f) { return !f.empty() && f.front() != '.' && allOf(f, "._-"); }
+
+bool isTokenizerOrConfigFile(const std::string& f) {
+    static const std::set<std::string> exact = {
+        "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+        "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt", "sentencepiece.bpe.model", "metadata.json",
+        // an AttnLab package's own (attnlab/package.h)
+        package_files::kExamples, package_files::kConfidence, package_files::kAlignments};
+    if (exact.count(f) || endsWith(f, ".spm") || endsWith(f, ".model")) return true;
+    for (const char* prefix : {"shared_vocabulary.", "source_vocabulary.", "target_vocabulary."}) {
+        if (startsWith(f, prefix)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+const std::vector<std::string>& weightFiles() {
+    static const std::vector<std::string> order = [] {
+        std::vector<std::string> o(package::kHfWeightFiles.begin(), package::kHfWeightFiles.end());
+        o.push_back(package::ct2_files::kModel);
+        return o;
+    }();
+    return order;
+}
+
+namespace {
+// A file a tokenizer reads (not only its settings): a model without one cannot turn text into ids.
+bool isTokenizerFile(const std::string& f) {
+    static const std::set<std::string> exact = {"tokenizer.json", "vocab.json", "vocab.txt", "sentencepiece.bpe.model"};
+    if (exact.count(f) || endsWith(f, ".spm") || endsWith(f, ".model")) return true;
+    for (const char* prefix : {"shared_vocabulary.", "source_vocabulary.", "target_vocabulary."})
+        if (startsWith(f, prefix)) return true;
+    return false;
+}
+
+const char* kWeightsPhrase = "the weights (model.safetensors, pytorch_model.bin, their sharded forms or model.bin)";
+
+std::string systemError(const std::string& what, const std::string& path, int error) {
+    std::string reason = std::strerror(error);
+    if (error == ENOSPC) reason += " (the disk is full)";
+    return "cannot " + what + " " + path + ": " + reason;
+}
+
+}  // namespace
+
+bool isCommitHash(const std::string& s) { return isLowerHex(s, 40); }
+bool isSha256Hex(const std::string& s) { return isLowerHex(s, 64); }
+
+std::optional<std::string> normalizeEtag(const std::string& header_value) {
+    std::string etag = trimmed(header_value);
+    if (startsWith(etag, "W/")) etag = etag.substr(2);
+    if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+    if (etag.empty() || etag.size() > 128 || !allOf(etag, "_-")) return std::nullopt;
+    return etag;
+}
+
+std::string repoFolderName(const std::string& repo) {
+    std::string name = "models--" + repo;
+    const size_t slash = name.find('/');
+    if (slash != std::string::npos) name.replace(slash, 1, "--");
+    return name;
+}
+
+std::vector<std::string> selectModelFiles(const std::vector<std::string>& siblings) {
+    const std::set<std::string> present(siblings.begin(), siblings.end());
+    std::set<std::string> chosen;
+    for (const std::string& f : present) {
+        if (isPlainFileName(f) && isTokenizerOrConfigFile(f)) chosen.insert(f);
+    }
+    for (const std::string& weights : weightFiles()) {
+        if (present.count(weights)) {
+            chosen.insert(weights);
+            break;
+        }
+    }
+    return {chosen.begin(), chosen.end()};
+}
+
+bool isWeightsIndex(const std::string& file) { return endsWith(file, ".index.json"); }
+
+std::vector<std::string> shardsOfIndex(const std::string& index_json, const std::string& index_name) {
+    const nlohmann::json index = nlohmann::json::parse(index_json, nullptr, false);
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+        throw PackageError(index_name + ": not a weights index (no \"weight_map\" object)");
+    }
+    std::set<std::string> shards;
+    for (const auto& [tensor, file] : index["weight_map"].items()) {
+        if (!file.is_string() || !isPlainFileName(file.get<std::string>())) {
+            throw PackageError(index_name + ": the shard of " + tensor + " is not a plain file name");
+        }
+        shards.insert(file.get<std::string>());
+    }
+    return {shards.begin(), shards.end()};
+}
+
+std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir) {
+    std::vector<std::string> present;
+    std::error_code ec;
+    for (fs::directory_iterator it(snapshot_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (fs::is_regular_file(it->path(), ec)) present.push_back(it->path().filename().string());
+    }
+    const std::vector<std::string> chosen = selectModelFiles(present);
+    std::vector<std::string> missing;
+    if (!std::count(chosen.begin(), chosen.end(), "config.json")) missing.push_back("config.json");
+    // (a cache filled by a program that fetched only the config and the weights)
+    if (std::none_of(chosen.begin(), chosen.end(), isTokenizerFile))
+        missing.push_back("the tokenizer's files (*.spm, *.model, vocab.json, tokenizer.json, *_vocabulary.*)");
+    const auto weights = std::find_first_of(chosen.begin(), chosen.end(), weightFiles().begin(), weightFiles().end());
+    if (weights == chosen.end()) {
+        missing.push_back(kWeightsPhrase);
+    } else if (isWeightsIndex(*weights)) {
+        std::ifstream in(snapshot_dir + "/" + *weights, std::ios::binary);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        try {
+            for (const std::string& shard : shardsOfIndex(text, *weights)) {
+                if (!std::count(present.begin(), present.end(), shard)) missing.push_back(shard);
+            }
+        } catch (const PackageError& e) {
+            missing.push_back(std::string("a readable ") + *weights + " (" + e.what() + ")");
+        }
+    }
+    return missing;
+}
+
+RepoCache::RepoCache(const std::string& cache_dir, const std::string& repo)
+    : m_cache(cache_dir), m_folder(cache_dir + "/" + repoFolderName(repo)) {}
+
+std::string RepoCache::lockPath(const std::string& etag) const {
+    return m_cache + "/.locks/" + fs::path(m_folder).filename().string() + "/" + etag + ".lock";
+}
+
+std::optional<std::string> RepoCache::commitFor(const std::string& revision) const {
+    if (isCommitHash(revision)) return revision;
+    std::ifstream in(refPath(revision), std::ios::binary);
+    std::string text(64, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    text.resize(size_t(in.gcount()));
+    text = trimmed(text);  // huggingface_hub writes none; a hand-edited file may end in a newline
+    if (!isCommitHash(text)) return std::nullopt;
+    return text;
+}
+
+namespace {
+// Writes all of `bytes` to `fd`; 0, or the errno of the failure.
+int writeAll(int fd, const char* data, size_t bytes) {
+    while (bytes > 0) {
+        const ssize_t n = ::write(fd, data, bytes);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n == 0 ? EIO : errno;
+        data += n;
+        bytes -= size_t(n);
+    }
+    return 0;
+}
+
+// Writes `bytes` to a new file at `path` (created or truncated), synced; throws PackageError.
+void writeWhole(const std::string& path, const std::string& bytes) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) throw PackageError(systemError("write", path, errno));
+    int error = writeAll(fd, bytes.data(), bytes.size());
+    if (!error && ::fsync(fd) != 0) error = errno;
+    if (::close(fd) != 0 && !error) error = errno;
+    if (error) {
+        ::unlink(path.c_str());
+        throw PackageError(systemError("write", path, error));
+    }
+}
+
+void createDirectories(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw PackageError("cannot create the folder " + dir + ": " + ec.message());
+}
+
+void renameOver(const std::string& from, const std::string& to) {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(from.c_str());
+        throw PackageError(systemError("write", to, error));
+    }
+}
+
+std::string temporaryBeside(const std::string& path) { return path + ".attnlab-tmp-" + std::to_string(::getpid()); }
+}  // namespace
+
+void RepoCache::writeRef(const std::string& revision, const std::string& commit) const {
+    const std::string path = refPath(revision);
+    createDirectories(fs::path(path).parent_path().string());
+    const std::string temporary = temporaryBeside(path);
+    writeWhole(temporary, commit);
+    renameOver(temporary, path);
+}
+
+void RepoCache::linkSnapshotFile(const std::string& commit, const std::string& file, const std::string& etag) const {
+    const std::string pointer = snapshotDir(commit) + "/" + file;
+    createDirectories(fs::path(pointer).parent_path().string());
+    // relative, as huggingface_hub's _create_symlink makes it: the cache folder can be moved
+    std::string target;
+    for (size_t i = 0; i < 2 + size_t(std::count(file.begin(), file.end(), '/')); ++i) target += "../";
+    target += "blobs/" + etag;
+    // Made where nothing is (symlink() never replaces): what huggingface_hub or a person put there stays.
+    if (::symlink(target.c_str(), pointer.c_str()) == 0) return;
+    const int error = errno;
+    std::error_code ec;
+    if (error == EEXIST) {
+        if (fs::equivalent(pointer, blobPath(etag), ec)) return;  // already this file (huggingface_hub's link)
+        throw PackageError(pointer + " exists and is not the file the hub has for it (blobs/" + etag +
+                           "): AttnLab does not replace what it did not write; remove it to get the model again");
+    }
+    // a file system without links (FAT, some network mounts): a copy, as huggingface_hub on Windows
+    const std::string temporary = temporaryBeside(pointer);
+    fs::copy_file(blobPath(etag), temporary, fs::copy_options::overwrite_existing, ec);
+    if (ec)
+        throw PackageError("cannot write " + pointer + ": " + ec.message() + " (a link: " + std::strerror(error) + ")");
+    if (::link(temporary.c_str(), pointer.c_str()) != 0 && errno != EEXIST) {  // (link(): no replacing either)
+        const int e = errno;
+        ::unlink(temporary.c_str());
+        throw PackageError(systemError("write", pointer, e));
+    }
+    ::unlink(temporary.c_str());
+}
+
+BlobLock::BlobLock(const std::string& path, const std::function<bool()>& keep_waiting) {
+    createDirectories(fs::path(path).parent_path().string());
+    m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (m_fd < 0) throw PackageError(systemError("open the lock file", path, errno));
+    while (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            const int error = errno;
+            ::close(m_fd);
+            throw PackageError(systemError("lock", path, error));
+        }
+        if (keep_waiting && !keep_waiting()) {
+            ::close(m_fd);
+            throw CancelledError();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+BlobLock::~BlobLock() {
+    if (m_fd >= 0) ::close(m_fd);  // closing releases the flock; the file stays, as filelock leaves it
+}
+
+namespace {
+std::string hexOf(const unsigned char* bytes, unsigned size) {
+    static const char* digits = "0123456789abcdef";
+    std::string hex;
+    for (unsigned i = 0; i < size; ++i) hex += {digits[bytes[i] >> 4], digits[bytes[i] & 15]};
+    return hex;
+}
+}  // namespace
+
+IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256)
+    : m_path(cache.incompletePath(etag)), m_final(cache.blobPath(etag)), m_etag(etag) {
+    createDirectories(fs::path(m_path).parent_path().string());
+    // Whether this call creates it: a partial file huggingface_hub left is resumed, never deleted.
+    m_fd = ::open(m_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
+    m_created = m_fd >= 0;
+    if (!m_created && errno == EEXIST) m_fd = ::open(m_path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+    if (m_fd < 0) throw PackageError(systemError("write", m_path, errno));
+    struct stat st {};
+    if (::fstat(m_fd, &st) != 0) throw PackageError(systemError("read the size of", m_path, errno));
+    m_size = m_found = st.st_size;
+    if (check_sha256) {
+        m_sha = EVP_MD_CTX_new();
+        if (!m_sha || EVP_DigestInit_ex(m_sha, EVP_sha256(), nullptr) != 1) throw InternalError("OpenSSL: no sha256");
+        hashExisting();
+    }
+}
+
+IncompleteBlob::~IncompleteBlob() {
+    if (m_fd >= 0) ::close(m_fd);
+    EVP_MD_CTX_free(m_sha);
+}
+
+// A resumed download: the bytes of the earlier attempt enter the sha256 before the new ones.
+void IncompleteBlob::hashExisting() {
+    std::vector<char> buffer(1 << 20);
+    int64_t offset = 0;
+    while (offset < m_size) {
+        const ssize_t n = ::pread(m_fd, buffer.data(), buffer.size(), offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw PackageError(systemError("read", m_path, n == 0 ? EIO : errno));
+        EVP_DigestUpdate(m_sha, buffer.data(), size_t(n));
+        offset += n;
+    }
+}
+
+void IncompleteBlob::restart() {
+    if (::ftruncate(m_fd, 0) != 0) throw PackageError(systemError("write", m_path, errno));
+    m_size = 0;
+    if (m_sha) EVP_DigestInit_ex(m_sha, EVP_sha256(), nullptr);
+}
+
+void IncompleteBlob::write(const char* data, size_t bytes) {
+    if (const int error = writeAll(m_fd, data, bytes)) {
+        discard();  // a full disk: nothing half-written stays in blobs/
+        throw PackageError(systemError("write", m_path, error));
+    }
+    if (m_sha) EVP_DigestUpdate(m_sha, data, bytes);
+    m_size += int64_t(bytes);
+}
+
+void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
+    if (expected_size >= 0 && m_size < expected_size) {
+        throw PackageError("the download of " + file + " ended early (" + std::to_string(m_size) + " of " +
+                           std::to_string(expected_size) + " bytes, kept in " + m_path + "): run again to resume");
+    }
+    if (expected_size >= 0 && m_size > expected_size) {
+        discard();
+        throw PackageError(file + ": the server sent " + std::to_string(m_size) + " bytes, " +
+                           std::to_string(expected_size) + " expected; the bytes were not kept");
+    }
+    if (m_sha) {
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned size = 0;
+        EVP_DigestFinal_ex(m_sha, digest, &size);
+        const std::string got = hexOf(digest, size);
+        if (got != m_etag) {
+            discard();
+            throw PackageError(file + " failed its checksum: expected sha256 " + m_etag + ", got " + got +
+                               "; the bytes were not kept" +
+                               (m_created ? std::string()
+                                          : " (the part another program had downloaded is, in " + m_path +
+                                                ": if this happens again, remove it)"));
+        }
+    }
+    if (::fsync(m_fd) != 0) {
+        const int error = errno;
+        discard();
+        throw PackageError(systemError("write", m_path, error));
+    }
+    ::close(m_fd);
+    m_fd = -1;
+    renameOver(m_path, m_final);
+}
+
+void IncompleteBlob::discard() {
+    // What this call wrote goes; a partial file another program left keeps the bytes it had.
+    if (!m_created && m_fd >= 0 && m_size >= m_found && ::ftruncate(m_fd, m_found) == 0) {
+        ::close(m_fd);
+        m_fd = -1;
+        return;
+    }
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+    if (m_created) ::unlink(m_path.c_str());
+}
+
+}  // namespace hub
+}  // namespace attnlab

@@ -1,0 +1,140 @@
+#pragma once
+// The Hugging Face cache on disk, exactly as huggingface_hub lays it out (file_download.py:
+// repo_folder_name, hf_hub_download, _create_symlink), so both read and write the same folders:
+//
+//   <cache>/models--ORG--NAME/refs/<REVISION>          the commit sha, no newline ("refs/pr/1" nests)
+//   <cache>/models--ORG--NAME/blobs/<ETAG>             a file's bytes, named by its ETag (no quotes,
+//                                                      no W/): sha256 for LFS files, git sha1 else
+//   <cache>/models--ORG--NAME/blobs/<ETAG>.incomplete  a download under way or cut (resumed)
+//   <cache>/models--ORG--NAME/snapshots/<COMMIT>/<PATH>  relative links to ../../blobs/<ETAG> (one
+//                                                      more ../ per folder in PATH); copies where a
+//                                                      link cannot be made (as on Windows)
+//   <cache>/.locks/models--ORG--NAME/<ETAG>.lock       flock'ed while a blob is written (the file
+//                                                      huggingface_hub's FileLock locks, so the two
+//                                                      never write one blob at once)
+//
+// Also: which files a translation model needs (selectModelFiles, the one rule), and whether a
+// snapshot holds them all (missingFromSnapshot). Implements the public functions of
+// attnlab/hub.h that need no network: parseHubModelName, hubModelNameString,
+// hubOptionsFromEnvironment, cachedHubSnapshot.
+#include <attnlab/hub.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of this header
+
+namespace attnlab::hub {
+
+bool isCommitHash(const std::string& s);  // 40 lower-case hex digits
+bool isSha256Hex(const std::string& s);   // 64 lower-case hex digits (an LFS file's ETag)
+
+// The ETag as the cache names blobs: without a W/ prefix and quotes. Nothing when what is left is
+// not 1–128 of [A-Za-z0-9_-] (it becomes a file name: a server's "../x" must not).
+std::optional<std::string> normalizeEtag(const std::string& header_value);
+
+// "models--ORG--NAME" for "ORG/NAME".
+std::string repoFolderName(const std::string& repo);
+
+// The files of a repository (its siblings' names) that a translation model needs, sorted; only
+// top-level names count (onnx/…, subfolders never):
+// - when present: config.json, generation_config.json, the tokenizer's files (tokenizer.json,
+//   tokenizer_config.json, special_tokens_map.json, added_tokens.json, vocab.json, vocab.txt,
+//   merges.txt, sentencepiece.bpe.model, *.spm, *.model), CTranslate2's vocabularies
+//   (shared_vocabulary.*, source_vocabulary.*, target_vocabulary.*) and Argos' metadata.json;
+// - one set of weights, the first present of: model.safetensors; model.safetensors.index.json
+//   (its shards are added from it once read: shardsOfIndex); pytorch_model.bin;
+//   pytorch_model.bin.index.json; CTranslate2's model.bin.
+// Never TensorFlow, Flax, Rust, ONNX or checkpoint files (tf_model.h5, flax_model.msgpack,
+// rust_model.ot, *.onnx, *.ckpt, …): AttnLab reads none of them and they are large.
+std::vector<std::string> selectModelFiles(const std::vector<std::string>& siblings);
+
+// The weights formats in the order they are preferred: the loader's (package/hf_config.h: kHfWeightFiles),
+// then CTranslate2's model.bin.
+const std::vector<std::string>& weightFiles();
+bool isWeightsIndex(const std::string& file);  // model.safetensors.index.json, pytorch_model.bin.index.json
+
+// The shard files a weights index (its JSON text) names in "weight_map", sorted, each once.
+// Throws PackageError naming `index_name` when the JSON is not an index or a shard is not a plain
+// top-level file name.
+std::vector<std::string> shardsOfIndex(const std::string& index_json, const std::string& index_name);
+
+// What a snapshot folder lacks for a model (config.json, weights, a shard its index names), as
+// phrases for a message; empty when complete. Entries must resolve to regular files.
+std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir);
+
+// One repository's folder in the cache.
+class RepoCache {
+public:
+    RepoCache(const std::string& cache_dir, const std::string& repo);
+    const std::string& folder() const { return m_folder; }
+    std::string blobPath(const std::string& etag) const { return m_folder + "/blobs/" + etag; }
+    std::string incompletePath(const std::string& etag) const { return blobPath(etag) + ".incomplete"; }
+    std::string snapshotDir(const std::string& commit) const { return m_folder + "/snapshots/" + commit; }
+    std::string refPath(const std::string& revision) const { return m_folder + "/refs/" + revision; }
+    std::string lockPath(const std::string& etag) const;
+
+    // The commit `revision` stands for in the cache: itself when it is a commit, else refs/REVISION's
+    // content when that is a commit; nothing otherwise.
+    std::optional<std::string> commitFor(const std::string& revision) const;
+    // refs/REVISION := commit, atomically (a temporary file renamed over it).
+    void writeRef(const std::string& revision, const std::string& commit) const;
+    // snapshots/COMMIT/FILE -> ../../blobs/ETAG (relative), replacing what was there; a copy of
+    // the blob where the file system refuses links.
+    void linkSnapshotFile(const std::string& commit, const std::string& file, const std::string& etag) const;
+
+private:
+    std::string m_cache;
+    std::string m_folder;
+};
+
+// An exclusive flock on a blob's lock file, held while the object lives; waits for another
+// process (AttnLab or huggingface_hub) writing the same blob, asking `keep_waiting` every 100 ms
+// (false: give up, CancelledError).
+class BlobLock {
+public:
+    BlobLock(const std::string& path, const std::function<bool()>& keep_waiting);
+    BlobLock(const BlobLock&) = delete;
+    BlobLock& operator=(const BlobLock&) = delete;
+    ~BlobLock();
+
+private:
+    int m_fd = -1;
+};
+
+// blobs/ETAG.incomplete, appended to while a file arrives; renamed to blobs/ETAG when finished.
+// With `check_sha256` (an LFS file, whose ETag is its sha256) the bytes are hashed as written,
+// the partial bytes already there first, and finish() refuses bytes that do not match.
+// Every failure is a PackageError naming the path and the system's reason.
+class IncompleteBlob {
+public:
+    IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256);
+    IncompleteBlob(const IncompleteBlob&) = delete;
+    IncompleteBlob& operator=(const IncompleteBlob&) = delete;
+    ~IncompleteBlob();
+    int64_t size() const { return m_size; }
+    // Empties the file: the server answered a Range request with the whole file.
+    void restart();
+    void write(const char* data, size_t bytes);
+    // Syncs, checks the size (when expected_size >= 0) and the sha256, renames to blobs/ETAG.
+    // `file` names the repository's file in messages. A mismatch removes the bytes and throws.
+    void finish(const std::string& file, int64_t expected_size);
+    // Removes the partial file (a write failed: nothing half-written is left).
+    void discard();
+
+private:
+    void hashExisting();
+    std::string m_path;
+    std::string m_final;
+    std::string m_etag;
+    int m_fd = -1;
+    int64_t m_size = 0;
+    int64_t m_found = 0;             // its size when opened (a partial file left by a cut download, ours or not)
+    bool m_created = false;          // this object made the file (else it is resumed, and never deleted)
+    evp_md_ctx_st* m_sha = nullptr;  // EVP_MD_CTX
+};
+
+}  // namespace attnlab::hub

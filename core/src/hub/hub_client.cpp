@@ -1,0 +1,587 @@
+#include "hub/hub_client.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/version.h>
+
+#include <curl/curl.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace attnlab::hub {
+namespace {
+
+constexpr size_t kMaxSmallBody = 64u << 20;  // the file list of a repository with many files fits
+constexpr int kMaxRedirects = 10;
+
+std::string lower(std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string trim(const std::string& s) {
+    const size_t first = s.find_first_not_of(" \t\r\n");
+    return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// scheme, host and port of `url` (the port defaulted), or nothing when curl cannot parse it.
+struct Origin {
+    std::string scheme, host, port;
+    bool operator==(const Origin& o) const { return scheme == o.scheme && host == o.host && port == o.port; }
+};
+
+std::optional<Origin> originOf(const std::string& url) {
+    CURLU* u = curl_url();
+    if (!u) return std::nullopt;
+    std::optional<Origin> origin;
+    if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+        Origin o;
+        for (auto [part, out] : {std::pair{CURLUPART_SCHEME, &o.scheme}, {CURLUPART_HOST, &o.host}}) {
+            char* value = nullptr;
+            if (curl_url_get(u, part, &value, 0) == CURLUE_OK) *out = lower(value);
+            curl_free(value);
+        }
+        char* port = nullptr;
+        if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) o.port = port;
+        curl_free(port);
+        origin = o;
+    }
+    curl_url_cleanup(u);
+    return origin;
+}
+
+std::string hostOf(const std::string& url) {
+    const std::optional<Origin> o = originOf(url);
+    return o ? o->host : url;
+}
+
+}  // namespace
+
+std::string urlEncode(const std::string& s, bool keep_slash) {
+    static const char* digits = "0123456789ABCDEF";
+    std::string out;
+    for (const unsigned char c : s) {
+        if (std::isalnum(c) || c == '.' || c == '_' || c == '~' || c == '-' || (keep_slash && c == '/')) {
+            out += char(c);
+        } else {
+            out += {'%', digits[c >> 4], digits[c & 15]};
+        }
+    }
+    return out;
+}
+
+// One request: HEAD or GET of `url`, redirects not followed (HubClient follows them itself).
+struct HubClient::Request {
+    std::string url;
+    bool head = false;
+    int64_t resume_from = 0;  // > 0: "Range: bytes=N-"
+    // The body of a 200 or 206 goes here (any other status's body to HttpResponse::body); it
+    // receives the status; it may throw (the transfer is stopped and the exception rethrown).
+    std::function<void(const HttpResponse& response, const char* data, size_t size)> sink;
+    std::function<bool()> tick;  // false cancels
+};
+
+namespace {
+
+// What curl's callbacks share with perform().
+struct Transfer {
+    const std::function<void(const HttpResponse&, const char*, size_t)>* sink = nullptr;
+    const std::function<bool()>* tick = nullptr;
+    HttpResponse* response = nullptr;
+    std::exception_ptr error;  // thrown by the sink or the tick: never across curl's C frames
+    bool cancelled = false;
+};
+
+size_t onHeader(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const std::string line(data, size * count);
+    if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a 100 Continue): its headers only
+        t->response->headers.clear();
+        const size_t space = line.find(' ');
+        t->response->status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
+    } else if (const size_t colon = line.find(':'); colon != std::string::npos) {
+        t->response->headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+    }
+    return size * count;
+}
+
+size_t onBody(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const size_t bytes = size * count;
+    const long status = t->response->status;
+    try {
+        if ((status == 200 || status == 206) && *t->sink) {
+            (*t->sink)(*t->response, data, bytes);
+        } else if (t->response->body.size() + bytes <= kMaxSmallBody) {
+            t->response->body.append(data, bytes);
+        } else {
+            throw PackageError("the hub's answer is larger than 64 MB");
+        }
+    } catch (...) {
+        t->error = std::current_exception();
+        return 0;  // curl stops with CURLE_WRITE_ERROR; perform() rethrows
+    }
+    return bytes;
+}
+
+int onProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    auto* t = static_cast<Transfer*>(user);
+    if (!*t->tick) return 0;
+    try {
+        if ((*t->tick)()) return 0;
+        t->cancelled = true;
+    } catch (...) {
+        t->error = std::current_exception();
+    }
+    return 1;  // CURLE_ABORTED_BY_CALLBACK
+}
+
+void globalInit() {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+}  // namespace
+
+HubClient::HubClient(const HubOptions& options)
+    : m_endpoint(options.endpoint),
+      m_token(options.token),
+      m_connect_timeout_s(options.connect_timeout_s),
+      m_stall_timeout_s(options.stall_timeout_s) {
+    while (!m_endpoint.empty() && m_endpoint.back() == '/') m_endpoint.pop_back();
+    globalInit();
+    m_curl = curl_easy_init();
+    if (!m_curl) throw InternalError("libcurl could not make a handle");
+}
+
+HubClient::~HubClient() { curl_easy_cleanup(m_curl); }
+
+bool HubClient::sameOriginAsEndpoint(const std::string& url) const {
+    const std::optional<Origin> a = originOf(url), b = originOf(m_endpoint);
+    return a && b && *a == *b;
+}
+
+// The options every request has; the token only for the endpoint's own origin.
+HttpResponse HubClient::perform(const Request& request) {
+    HttpResponse response;
+    response.url = request.url;
+    Transfer t;
+    t.sink = &request.sink;
+    t.tick = &request.tick;
+    t.response = &response;
+    CURL* c = m_curl;
+    curl_easy_reset(c);  // connections stay cached; options start from the defaults
+    char error[CURL_ERROR_SIZE] = "";
+    const std::string agent = std::string("attnlab/") + version();
+    curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from the resolver: other threads run
+    curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, m_connect_timeout_s);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, m_stall_timeout_s);
+    curl_easy_setopt(c, CURLOPT_NOBODY, request.head ? 1L : 0L);
+    // CURLOPT_RANGE, not RESUME_FROM: curl then lets a 200 (a server ignoring the range) through
+    // to the sink, which starts the file over, instead of failing the transfer
+    const std::string range = std::to_string(request.resume_from) + "-";
+    if (request.resume_from > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
+    curl_slist* headers = nullptr;
+    const std::string auth = "Authorization: Bearer " + m_token;
+    if (!m_token.empty() && sameOriginAsEndpoint(request.url)) headers = curl_slist_append(headers, auth.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, onHeader);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onBody);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, onProgress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+    const CURLcode code = curl_easy_perform(c);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);  // the handle outlives both
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
+    curl_slist_free_all(headers);
+    if (t.error) std::rethrow_exception(t.error);
+    if (t.cancelled) throw CancelledError();
+    response.curl_code = code;
+    response.curl_error = error[0] ? error : curl_easy_strerror(code);
+    if (code != CURLE_OK) response.curl_error = std::string(curl_easy_strerror(code)) + ": " + response.curl_error;
+    char* redirect = nullptr;
+    if (curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect) response.redirect = redirect;
+    return response;
+}
+
+HttpResponse HubClient::performFollowing(Request request, const std::function<bool(const HttpResponse&)>& follow) {
+    for (int hops = 0;; ++hops) {
+        HttpResponse r = perform(request);
+        const bool redirected = r.curl_code == 0 && r.status >= 300 && r.status < 400 && !r.redirect.empty();
+        if (!redirected || !follow(r)) return r;
+        if (hops == kMaxRedirects) throw PackageError("more than 10 redirects from " + request.url);
+        request.url = r.redirect;
+    }
+}
+
+namespace {
+
+std::string header(const HttpResponse& r, const std::string& name) {
+    const auto it = r.headers.find(name);
+    return it == r.headers.end() ? "" : it->second;
+}
+
+// No answer at all: the host is named with curl's reason (DNS, refused, TLS, timeout).
+[[noreturn]] void throwTransport(const HttpResponse& r, const std::string& what) {
+    throw PackageError("cannot get " + what + " from " + hostOf(r.url) + ": " + r.curl_error +
+                       " (no network, or the host cannot be reached; with HF_HUB_OFFLINE=1 only the cache is used)");
+}
+
+int64_t sizeHeader(const std::string& value) {
+    if (value.empty() || !std::all_of(value.begin(), value.end(), ::isdigit) || value.size() > 18) return -1;
+    return std::stoll(value);
+}
+
+}  // namespace
+
+// An HTTP error as its cause: a gated or private model (what to do about the token), an unknown
+// repository, revision or file, or the status and the hub's own message.
+void HubClient::throwStatus(const HttpResponse& r, const HubModelName& name, const std::string& what) const {
+    const std::string code = header(r, "x-error-code"), host = hostOf(r.url), status = std::to_string(r.status);
+    const bool token_sent = !m_token.empty() && sameOriginAsEndpoint(r.url);
+    const std::string model = hubModelNameString(name);
+    if ((r.status == 401 || r.status == 403) && token_sent) {
+        throw PackageError(host + " refused the token for " + model + " (HTTP " + status + (code.empty() ? "" : ", ") +
+                           code + "): check HF_TOKEN or run `huggingface-cli login` again; a gated model also needs " +
+                           "its conditions accepted on its hub page by that account");
+    }
+    if (r.status == 401 || r.status == 403) {
+        throw PackageError(model + " on " + host + " needs a token (HTTP " + status + (code.empty() ? "" : ", ") +
+                           code + "): it is gated or private, or the name is wrong; set HF_TOKEN or run " +
+                           "`huggingface-cli login` (a gated model's conditions must be accepted on its hub page)");
+    }
+    if (r.status == 404 && code == "RevisionNotFound") {
+        throw PackageError(name.repo + " has no revision " + name.revision + " on " + host + " (HTTP 404)");
+    }
+    if (r.status == 404 && code == "EntryNotFound") {
+        throw PackageError(name.repo + " has no file " + what + " on " + host + " (HTTP 404)");
+    }
+    if (r.status == 404) {
+        throw PackageError("unknown repository " + name.repo + " (revision " + name.revision + ") on " + host +
+                           " (HTTP 404): check the name, ORG/NAME as on its hub page");
+    }
+    const std::string message = header(r, "x-error-message");
+    throw PackageError(host + " answered HTTP " + status + " for " + what + " of " + model +
+                       (message.empty() ? "" : ": " + message));
+}
+
+std::pair<std::string, std::vector<std::string>> HubClient::repoFiles(const HubModelName& name,
+                                                                      const std::function<bool()>& tick) {
+    Request request;
+    request.tick = tick;
+    request.url = m_endpoint + "/api/models/" + name.repo + "/revision/" + urlEncode(name.revision, false);
+    const HttpResponse r = performFollowing(request, [](const HttpResponse&) { return true; });
+    const std::string what = "the file list of " + hubModelNameString(name);
+    if (r.curl_code) throwTransport(r, what);
+    if (r.status != 200) throwStatus(r, name, "the file list");
+    const nlohmann::json info = nlohmann::json::parse(r.body, nullptr, false);
+    if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() ||
+        !isCommitHash(info["sha"].get<std::string>())) {
+        throw PackageError(hostOf(r.url) + " sent " + what + " without a commit (\"sha\")");
+    }
+    std::vector<std::string> files;
+    for (const nlohmann::json& sibling : info.value("siblings", nlohmann::json::array())) {
+        if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string()) {
+            files.push_back(sibling["rfilename"].get<std::string>());
+        }
+    }
+    return {info["sha"].get<std::string>(), files};
+}
+
+HubFileInfo HubClient::fileInfo(const HubModelName& name, const std::string& commit, const std::string& file,
+                                const std::function<bool()>& tick) {
+    Request request;
+    request.tick = tick;
+    request.url = m_endpoint + "/" + name.repo + "/resolve/" + commit + "/" + urlEncode(file, true);
+    request.head = true;
+    // huggingface_hub follows a redirect within the hub (a renamed repository), not the one to the CDN
+    const HttpResponse r = performFollowing(request, [this](const HttpResponse& x) {
+        return !x.headers.count("x-linked-etag") && sameOriginAsEndpoint(x.redirect);
+    });
+    if (r.curl_code) throwTransport(r, file + " of " + hubModelNameString(name));
+    const bool redirect = r.status >= 300 && r.status < 400 && !r.redirect.empty();
+    if (r.status != 200 && !redirect) throwStatus(r, name, file);
+    const std::string answered = header(r, "x-repo-commit");
+    if (!answered.empty() && answered != commit) {
+        throw PackageError(hostOf(r.url) + " answered " + file + " of " + name.repo + " at commit " + answered +
+                           ", not " + commit);
+    }
+    const std::string linked = header(r, "x-linked-etag");
+    const std::optional<std::string> etag = normalizeEtag(linked.empty() ? header(r, "etag") : linked);
+    if (!etag) throw PackageError(hostOf(r.url) + " sent no usable ETag for " + file + ": it cannot be cached");
+    int64_t size = sizeHeader(header(r, "x-linked-size"));
+    if (size < 0 && !redirect) size = sizeHeader(header(r, "content-length"));
+    return {name, file, *etag, size, redirect ? r.redirect : r.url};
+}
+
+namespace {
+// A 206 must continue where the partial file ends ("Content-Range: bytes START-END/TOTAL").
+void checkContentRange(const HttpResponse& r, int64_t expected_start, const std::string& file) {
+    const std::string range = header(r, "content-range");
+    const size_t dash = range.find('-');
+    const std::string start =
+        range.rfind("bytes ", 0) == 0 && dash != std::string::npos ? range.substr(6, dash - 6) : "";
+    if (sizeHeader(start) != expected_start) {
+        throw PackageError(hostOf(r.url) + " answered the resumption of " + file + " at " +
+                           std::to_string(expected_start) + " with \"Content-Range: " + range + "\"");
+    }
+}
+}  // namespace
+
+void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, const std::function<bool()>& tick) {
+    Request request;
+    request.url = info.location;
+    request.tick = tick;
+    bool first = true;
+    request.sink = [&](const HttpResponse& r, const char* data, size_t size) {
+        if (first && r.status == 206) checkContentRange(r, request.resume_from, info.file);
+        if (first && r.status == 200 && request.resume_from > 0) blob.restart();  // the range was ignored
+        first = false;
+        blob.write(data, size);
+    };
+    for (int hops = 0, restarts = 0;; ++hops) {
+        request.resume_from = blob.size();
+        first = true;
+        const HttpResponse r = perform(request);
+        if (r.status == 0 && r.curl_code) throwTransport(r, info.file + " of " + hubModelNameString(info.name));
+        if (r.curl_code) {
+            throw PackageError("the download of " + info.file + " from " + hostOf(r.url) + " stopped (" + r.curl_error +
+                               "): " + std::to_string(blob.size()) + " of " + std::to_string(info.size) +
+                               " bytes are kept; run again to resume");
+        }
+        if (r.status >= 300 && r.status < 400 && !r.redirect.empty() && hops < kMaxRedirects) {
+            request.url = r.redirect;  // the Authorization header only where it is the endpoint
+            continue;
+        }
+        if (r.status == 416 && blob.size() == info.size) return;  // all there already: finish() checks it
+        if (r.status == 416 && restarts++ == 0) {
+            blob.restart();  // more bytes than the file has: not this file's start; fetch it whole
+            continue;
+        }
+        if (r.status != 200 && r.status != 206) throwStatus(r, info.name, info.file);
+        return;
+    }
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sums the files of one hubSnapshot call and calls the user's callback: at most every 100 ms
+// while bytes arrive, and always at a file's start and end. False from it cancels.
+class ProgressTracker {
+public:
+    explicit ProgressTracker(const HubProgressCallback& callback) : m_callback(callback) {}
+    void addFile(int64_t size) {
+        ++m_state.files_total;
+        m_state.total += std::max<int64_t>(size, 0);
+    }
+    // False: cancel.
+    bool startFile(const std::string& file, int64_t size, int64_t on_disk) {
+        m_state.file = file;
+        m_state.file_total = std::max<int64_t>(size, 0);
+        m_file_base = m_state.done;
+        m_resumed += on_disk;
+        return update(on_disk, true);
+    }
+    bool poll() { return update(m_state.file_done, false); }
+    // `file_done`: the file's bytes on disk now. False: cancel.
+    bool update(int64_t file_done, bool force) {
+        m_state.file_done = file_done;
+        m_state.done = m_file_base + file_done;
+        const Clock::time_point now = Clock::now();
+        if (!m_callback || (!force && now - m_last < std::chrono::milliseconds(100))) return true;
+        m_last = now;
+        const double seconds = std::chrono::duration<double>(now - m_start).count();
+        const double transferred = double(m_state.done - m_resumed);
+        m_state.bytes_per_second = seconds > 0 ? std::max(transferred, 0.0) / seconds : 0;
+        m_state.seconds_left =
+            m_state.bytes_per_second > 0 ? double(m_state.total - m_state.done) / m_state.bytes_per_second : -1;
+        return m_callback(m_state);
+    }
+    bool endFile() {
+        ++m_state.files_done;
+        return update(m_state.file_done, true);
+    }
+
+private:
+    const HubProgressCallback& m_callback;
+    HubProgress m_state;
+    int64_t m_file_base = 0;
+    int64_t m_resumed = 0;  // bytes that were on disk before this call: not part of the rate
+    Clock::time_point m_start = Clock::now();
+    Clock::time_point m_last{};
+};
+
+// Fetches a snapshot's files into blobs/, then makes its links and its ref.
+class SnapshotFetcher {
+public:
+    SnapshotFetcher(const HubModelName& name, const HubOptions& options, const HubProgressCallback& progress)
+        : m_name(name), m_cache(options.cache_dir, name.repo), m_client(options), m_progress(progress) {}
+    std::string run();
+
+private:
+    void plan(const std::vector<std::string>& files);
+    void fetchPlanned(bool indexes_only);
+    void fetchOne(const HubFileInfo& info);
+    std::string readBlob(const std::string& file) const;
+    HubModelName m_name;
+    RepoCache m_cache;
+    HubClient m_client;
+    ProgressTracker m_progress;
+    std::string m_commit;
+    std::map<std::string, std::string> m_etags;  // file -> its blob's name, for the links
+    std::vector<HubFileInfo> m_pending;          // files not yet in blobs/
+};
+
+// The files a model cannot do without, checked before anything is fetched.
+void requireModelFiles(const HubModelName& name, const std::vector<std::string>& chosen,
+                       const std::vector<std::string>& all) {
+    const bool config = std::count(chosen.begin(), chosen.end(), "config.json") > 0;
+    const bool weights = std::any_of(chosen.begin(), chosen.end(), [](const std::string& f) {
+        return std::count(weightFiles().begin(), weightFiles().end(), f) > 0;
+    });
+    if (config && weights) return;
+    std::string listing;
+    for (size_t i = 0; i < all.size() && i < 20; ++i) listing += (i ? ", " : "") + all[i];
+    if (all.size() > 20) listing += ", …";
+    throw PackageError(hubModelNameString(name) + " has no " + (config ? "" : "config.json") +
+                       (config || weights ? "" : " and no ") +
+                       (weights ? "" : "weights AttnLab reads (model.safetensors, pytorch_model.bin, model.bin)") +
+                       "; its files: " + (listing.empty() ? "none" : listing));
+}
+
+}  // namespace
+
+void SnapshotFetcher::plan(const std::vector<std::string>& files) {
+    std::error_code ec;
+    for (const std::string& file : files) {
+        // a commit's files never change: one already in its snapshot is not asked about again
+        if (fs::is_regular_file(m_cache.snapshotDir(m_commit) + "/" + file, ec)) continue;
+        if (!m_progress.poll()) throw CancelledError();
+        const HubFileInfo info = m_client.fileInfo(m_name, m_commit, file, [this] { return m_progress.poll(); });
+        m_etags[file] = info.etag;
+        if (fs::is_regular_file(m_cache.blobPath(info.etag), ec)) continue;
+        const bool pending =
+            std::any_of(m_pending.begin(), m_pending.end(), [&](const HubFileInfo& p) { return p.etag == info.etag; });
+        if (pending) continue;  // the same bytes under two names (source.spm = target.spm): one blob
+        m_progress.addFile(info.size);
+        m_pending.push_back(info);
+    }
+}
+
+void SnapshotFetcher::fetchPlanned(bool indexes_only) {
+    std::vector<HubFileInfo> later;
+    for (const HubFileInfo& info : m_pending) {
+        if (indexes_only && !isWeightsIndex(info.file))
+            later.push_back(info);
+        else
+            fetchOne(info);
+    }
+    m_pending = later;
+}
+
+void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
+    const BlobLock lock(m_cache.lockPath(info.etag), [this] { return m_progress.poll(); });
+    std::error_code ec;
+    if (fs::is_regular_file(m_cache.blobPath(info.etag), ec)) {  // another process finished it meanwhile
+        if (!m_progress.startFile(info.file, info.size, std::max<int64_t>(info.size, 0)) || !m_progress.endFile()) {
+            throw CancelledError();
+        }
+        return;
+    }
+    IncompleteBlob blob(m_cache, info.etag, isSha256Hex(info.etag));
+    if (!m_progress.startFile(info.file, info.size, blob.size())) throw CancelledError();
+    m_client.download(info, blob, [&] { return m_progress.update(blob.size(), false); });
+    blob.finish(info.file, info.size);
+    if (!m_progress.endFile()) throw CancelledError();  // this file stays complete in blobs/
+}
+
+std::string SnapshotFetcher::readBlob(const std::string& file) const {
+    const auto it = m_etags.find(file);
+    const std::string path =
+        it != m_etags.end() ? m_cache.blobPath(it->second) : m_cache.snapshotDir(m_commit) + "/" + file;
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw PackageError("cannot read " + path);
+    return text;
+}
+
+std::string SnapshotFetcher::run() {
+    std::vector<std::string> siblings;
+    std::tie(m_commit, siblings) = m_client.repoFiles(m_name, [this] { return m_progress.poll(); });
+    const std::vector<std::string> chosen = selectModelFiles(siblings);
+    requireModelFiles(m_name, chosen, siblings);
+    plan(chosen);
+    // A weights index first (a few kB): its shards are planned before the first byte of the rest, so that the
+    // progress's totals hold from the start.
+    fetchPlanned(/*indexes_only=*/true);
+    for (const std::string& index : chosen) {
+        if (!isWeightsIndex(index)) continue;
+        const std::vector<std::string> shards = shardsOfIndex(readBlob(index), index);
+        for (const std::string& shard : shards) {
+            if (!std::count(siblings.begin(), siblings.end(), shard)) {
+                throw PackageError(index + " of " + hubModelNameString(m_name) + " names " + shard +
+                                   ", which the repository does not have");
+            }
+        }
+        plan(shards);
+    }
+    fetchPlanned(/*indexes_only=*/false);
+    // every file is complete: now the snapshot's links, and the ref last (readers go by the ref)
+    for (const auto& [file, etag] : m_etags) m_cache.linkSnapshotFile(m_commit, file, etag);
+    if (m_name.revision != m_commit) m_cache.writeRef(m_name.revision, m_commit);
+    return m_cache.snapshotDir(m_commit);
+}
+
+namespace {
+[[noreturn]] void throwOffline(const HubModelName& name, const HubOptions& options) {
+    const RepoCache cache(options.cache_dir, name.repo);
+    const std::optional<std::string> commit = cache.commitFor(name.revision);
+    // without a commit there is no snapshot: a folder that does not exist lacks everything
+    const std::vector<std::string> missing =
+        missingFromSnapshot(commit ? cache.snapshotDir(*commit) : cache.refPath(name.revision));
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw PackageError(hubModelNameString(name) + " is not in the Hugging Face cache " + options.cache_dir +
+                       " and HF_HUB_OFFLINE is set (no network): missing " + list +
+                       (commit ? "" : " (no " + repoFolderName(name.repo) + "/refs/" + name.revision + ")"));
+}
+
+}  // namespace
+}  // namespace attnlab::hub
+
+namespace attnlab {
+
+std::string hubSnapshot(const HubModelName& name, const HubOptions& options, const HubProgressCallback& progress) {
+    // a name made by hand (not by parseHubModelName) must not lead outside the cache
+    if (!parseHubModelName(name.repo + "@" + name.revision)) {
+        throw InputError("not a Hugging Face model name: " + name.repo + "@" + name.revision);
+    }
+    // an empty folder would put the cache at the root of the file system
+    if (options.cache_dir.empty()) throw ConfigError("no Hugging Face cache folder given (HubOptions::cache_dir)");
+    if (std::optional<std::string> cached = cachedHubSnapshot(name, options)) return *cached;
+    if (options.offline) hub::throwOffline(name, options);
+    return hub::SnapshotFetcher(name, options, progress).run();
+}
+
+}  // namespace attnlab

@@ -1,0 +1,93 @@
+#pragma once
+// HTTP to the Hugging Face hub through libcurl (easy interface, one handle per client so that
+// connections are reused; TLS certificates and host names checked, as curl does by default and
+// never switched off; http and https only). Implements attnlab::hubSnapshot (attnlab/hub.h).
+//
+// Requests, as huggingface_hub makes them:
+// - the file list: GET {endpoint}/api/models/{repo}/revision/{revision, %-encoded} → "sha" (the
+//   commit) and "siblings" [{"rfilename"}];
+// - a file's metadata: HEAD {endpoint}/{repo}/resolve/{commit}/{file} without following
+//   redirects: X-Repo-Commit, the ETag (X-Linked-Etag first, then ETag) and the size
+//   (X-Linked-Size, then Content-Length); a large (LFS) file answers 302 to its CDN, and the GET
+//   goes there; a redirect to the same host without an X-Linked-Etag (a renamed repository) is
+//   followed with HEAD again;
+// - its bytes: GET of that location, "Range: bytes=N-" when blobs/ETAG.incomplete has N bytes
+//   (206 appends; a 200 starts the file over), redirects followed one by one (at most 10).
+// Files are asked for by commit, not by branch, so that one snapshot never mixes two commits.
+//
+// The token: "Authorization: Bearer …" goes only to a URL of the endpoint's own scheme, host and
+// port. Redirects are followed here, not by curl, so this holds whatever curl's version does with
+// custom headers (curl 7.58+ also drops them on a host change, but a port change was only fixed in
+// 7.83; this does not depend on it).
+#include "hub/hub_cache.h"
+
+#include <attnlab/hub.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+typedef void CURL;
+
+namespace attnlab::hub {
+
+// `s` %-encoded for a URL path: everything but [A-Za-z0-9._~-] (and '/' when keep_slash), so
+// "refs/pr/1" as one path segment is "refs%2Fpr%2F1".
+std::string urlEncode(const std::string& s, bool keep_slash);
+
+// What one request got back (the last response when redirects are not followed).
+struct HttpResponse {
+    std::string url;  // the URL that answered
+    long status = 0;
+    std::map<std::string, std::string> headers;  // names in lower case
+    std::string body;                            // an error's or the file list's body, bounded
+    std::string redirect;                        // the absolute URL a 3xx points to
+    int curl_code = 0;                           // CURLcode; 0 when the transfer completed
+    std::string curl_error;                      // curl's words for a failure
+};
+
+// What the hub says about one file at one commit.
+struct HubFileInfo {
+    HubModelName name;     // the model it belongs to (for messages)
+    std::string file;      // its path in the repository
+    std::string etag;      // normalised (normalizeEtag): the blob's name
+    int64_t size = -1;     // -1 when not said
+    std::string location;  // where to GET its bytes (the CDN for LFS files)
+};
+
+class HubClient {
+public:
+    explicit HubClient(const HubOptions& options);
+    HubClient(const HubClient&) = delete;
+    HubClient& operator=(const HubClient&) = delete;
+    ~HubClient();
+
+    // The commit `name` resolves to and the repository's files; throws PackageError. `tick` is asked about
+    // once a second or more while the request waits (a connection, a slow answer): false cancels
+    // (CancelledError), so that a cancel is prompt in every phase, not only while bytes arrive.
+    std::pair<std::string, std::vector<std::string>> repoFiles(const HubModelName& name,
+                                                               const std::function<bool()>& tick = {});
+    // HEAD of one file at `commit`; throws PackageError; `tick` as for repoFiles.
+    HubFileInfo fileInfo(const HubModelName& name, const std::string& commit, const std::string& file,
+                         const std::function<bool()>& tick = {});
+    // Its bytes appended to `blob` (resumed with Range), `tick` called while they arrive (false
+    // cancels: CancelledError). Throws PackageError when cut, naming what was kept.
+    void download(const HubFileInfo& info, IncompleteBlob& blob, const std::function<bool()>& tick);
+
+private:
+    struct Request;
+    HttpResponse perform(const Request& request);
+    // perform(), then again at the redirect's target while `follow` says so (at most 10 times).
+    HttpResponse performFollowing(Request request, const std::function<bool(const HttpResponse&)>& follow);
+    [[noreturn]] void throwStatus(const HttpResponse& r, const HubModelName& name, const std::string& what) const;
+    bool sameOriginAsEndpoint(const std::string& url) const;
+    std::string m_endpoint;
+    std::string m_token;
+    long m_connect_timeout_s;
+    long m_stall_timeout_s;
+    CURL* m_curl = nullptr;
+};
+
+}  // namespace attnlab::hub

@@ -1,0 +1,772 @@
+// Models by Hugging Face name (attnlab/hub.h) against a local stand-in for the hub
+// (tests/support/fake_hub.py, started with QProcess on 127.0.0.1; no test reaches the internet):
+// the cache laid out exactly as huggingface_hub lays it out, a second call and offline use with no
+// request, a cut download resumed with Range, corrupt bytes refused, gated models and the token,
+// unknown names, an unreachable host, cancellation, which files are chosen, progress, a file that
+// cannot be written. ATTNLAB_HUB_BIG_MB=300 adds a download of that size (memory measured by
+// running this under /usr/bin/time -v: the bytes are streamed to disk, never held).
+#include "fake_hub_server.h"
+#include "fixtures.h"
+#include "hub/hub_cache.h"
+#include "hub/hub_client.h"
+
+#include <attnlab/errors.h>
+#include <attnlab/hub.h>
+#include <attnlab/hub_progress.h>
+#include <attnlab/package.h>
+#include <attnlab/translator.h>
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+using attnlab::CancelledError;
+using attnlab::HubModelName;
+using attnlab::HubOptions;
+using attnlab::HubProgress;
+using attnlab::InputError;
+using attnlab::PackageError;
+using attnlab::testing::messageOf;
+using attnlab::testing::readFile;
+
+namespace {
+
+using attnlab::testing::writeInto;
+
+// Deterministic bytes that do not repeat within a file (so a shifted resume would show).
+std::string bytesOf(size_t size, unsigned seed) {
+    std::string s(size, '\0');
+    uint32_t x = seed * 2654435761u + 1;
+    for (char& c : s) {
+        x = x * 1664525u + 1013904223u;
+        c = char(x >> 24);
+    }
+    return s;
+}
+
+std::string sha256Hex(const std::string& bytes) {
+    return QCryptographicHash::hash(QByteArray::fromStdString(bytes), QCryptographicHash::Sha256).toHex().toStdString();
+}
+std::string sha1Hex(const std::string& bytes) {
+    return QCryptographicHash::hash(QByteArray::fromStdString(bytes), QCryptographicHash::Sha1).toHex().toStdString();
+}
+// The hub's ETag of a small (non-LFS) file: git's blob id.
+std::string gitBlobSha1(const std::string& bytes) {
+    return sha1Hex("blob " + std::to_string(bytes.size()) + std::string(1, '\0') + bytes);
+}
+// The fake hub's commit of a repository.
+std::string commitOf(const std::string& repo) { return sha1Hex(repo); }
+
+// The ETag the cache names a file's blob by (LFS above 1 kB, as the fake hub serves them).
+std::string etagOf(const std::string& bytes) { return bytes.size() > 1024 ? sha256Hex(bytes) : gitBlobSha1(bytes); }
+
+std::vector<std::string> namesIn(const std::string& dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        names.push_back(it->path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+using attnlab::testing::FakeHub;
+using attnlab::testing::Files;
+
+// A small Marian-like model: two small files answered by the hub itself, three "LFS" files.
+Files smallModel() {
+    const std::string spm = bytesOf(3000, 3);
+    return {{"config.json", R"({"model_type": "marian", "d_model": 32})"},
+            {"vocab.json", R"({"<pad>": 0, "</s>": 1, "ein": 2})"},
+            {"source.spm", spm},
+            {"target.spm", spm},  // the same bytes: one blob, two links
+            {"model.safetensors", bytesOf(200000, 5)},
+            {"tf_model.h5", bytesOf(5000, 6)},
+            {"onnx/encoder_model.onnx", bytesOf(5000, 7)},
+            {"README.md", "# a model\n"}};
+}
+
+const char* kRepo = "Helsinki-NLP/opus-mt-de-en";
+
+}  // namespace
+
+class TestHub : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_tmp;
+    std::unique_ptr<QTemporaryDir> m_case;  // each test's own folder: cache and server
+    std::unique_ptr<FakeHub> m_hub;
+
+    std::string cacheDir() const { return m_case->path().toStdString() + "/cache"; }
+    std::string repoDir(const std::string& repo = kRepo) const {
+        return cacheDir() + "/" + attnlab::hub::repoFolderName(repo);
+    }
+    HubOptions options() const {
+        HubOptions o;
+        o.endpoint = m_hub ? m_hub->endpoint() : "http://127.0.0.1:1";
+        o.cache_dir = cacheDir();
+        o.connect_timeout_s = 5;
+        o.stall_timeout_s = 20;
+        return o;
+    }
+    FakeHub& startHub(const Files& files = smallModel(), const std::string& repo = kRepo) {
+        m_hub = std::make_unique<FakeHub>(m_case->path() + "/hub");
+        m_hub->addRepo(repo, files);
+        m_hub->start();  // (a failure there is the test's: QTest::currentTestFailed())
+        return *m_hub;
+    }
+    // The port of a server that is gone: nothing listens there.
+    std::string closedEndpoint() {
+        FakeHub gone(m_case->path() + "/gone");
+        gone.start();
+        gone.stop();
+        return gone.endpoint();
+    }
+    static HubModelName name(const std::string& text) { return *attnlab::parseHubModelName(text); }
+    static std::vector<std::string> paths(const std::vector<nlohmann::json>& requests, const std::string& method) {
+        std::vector<std::string> out;
+        for (const auto& r : requests) {
+            if (r["method"] == method) out.push_back(r["path"]);
+        }
+        return out;
+    }
+
+private Q_SLOTS:
+    void init() { m_case = std::make_unique<QTemporaryDir>(m_tmp.path() + "/case-XXXXXX"); }
+    void cleanup() {
+        m_hub.reset();
+        m_case.reset();
+    }
+
+    void parsesHubNames();
+    void optionsFromTheEnvironment();
+    void choosesTheFilesATranslationModelNeeds();
+    void downloadsIntoTheSharedCacheLayout();
+    void secondCallAndOfflineMakeNoRequest();
+    void offlineWithAnEmptyCacheNamesTheMissingFiles();
+    void readsACacheLaidOutByHuggingfaceHub();
+    void resumesACutDownloadWithRange();
+    void startsOverWhenTheServerIgnoresRange();
+    void refusesBytesThatFailTheirChecksum();
+    void gatedModelNeedsAToken();
+    void unknownRepositoryOrRevision();
+    void unreachableEndpointNamesTheHost();
+    void cancelledFromTheCallbackAndResumedLater();
+    void prefersSafetensorsAndFetchesShardsByIndex();
+    void progressIsMonotoneAndEndsAtTheTotal();
+    void revisionsWithSlashesAndCommits();
+    void aFileThatCannotBeWrittenLeavesNothingHalfWritten();
+    void bigDownloadIsStreamed();
+    void aModelGotByNameTranslatesAsItsFolder();
+    void modelArgumentTakesAFolderFirstThenTheHub();
+    void namesASnapshotByItsRepository();
+    void readsTheShippedCatalog();
+    void describesProgressInWords();
+};
+
+void TestHub::parsesHubNames() {
+    auto n = attnlab::parseHubModelName("Helsinki-NLP/opus-mt-de-en");
+    QVERIFY(n);
+    QCOMPARE(n->repo, std::string("Helsinki-NLP/opus-mt-de-en"));
+    QCOMPARE(n->revision, std::string("main"));
+    n = attnlab::parseHubModelName("facebook/nllb-200-distilled-600M@v1.0");
+    QVERIFY(n);
+    QCOMPARE(n->repo, std::string("facebook/nllb-200-distilled-600M"));
+    QCOMPARE(n->revision, std::string("v1.0"));
+    QCOMPARE(attnlab::parseHubModelName("org/name@refs/pr/1")->revision, std::string("refs/pr/1"));
+    QCOMPARE(attnlab::hubModelNameString(name("org/m_1.x@refs/pr/1")), std::string("org/m_1.x@refs/pr/1"));
+    QCOMPARE(attnlab::hubModelNameString(name("org/m")), std::string("org/m"));
+    for (const char* bad : {"",
+                            "name",
+                            "a/b/c",
+                            "/name",
+                            "org/",
+                            "org/..",
+                            "org/-name",
+                            "org/name-",
+                            "org/.name",
+                            "org/na..me",
+                            "org/na--me",
+                            "org/name.git",
+                            "org/na me",
+                            "org/näme",
+                            "org/name@",
+                            "org/name@../x",
+                            "org/name@a//b",
+                            "org/name@a/",
+                            "org/name@x.lock",
+                            "org/name@.hidden",
+                            "org/name@a b",
+                            "../../etc/passwd"}) {
+        QVERIFY2(!attnlab::parseHubModelName(bad), bad);
+    }
+    // a revision is one path segment in URLs
+    QCOMPARE(attnlab::hub::urlEncode("refs/pr/1", false), std::string("refs%2Fpr%2F1"));
+    QCOMPARE(attnlab::hub::urlEncode("sub dir/a+b.json", true), std::string("sub%20dir/a%2Bb.json"));
+    // a name made by hand is checked too: it must not lead outside the cache
+    const HubModelName escape{"org/name", "../../x"};
+    QVERIFY(messageOf<InputError>([&] { attnlab::hubSnapshot(escape, options()); }).contains("not a Hugging Face"));
+    QVERIFY(!attnlab::cachedHubSnapshot(escape, options()));
+    QVERIFY(messageOf<attnlab::ConfigError>([&] {
+                attnlab::hubSnapshot(name("org/name"), HubOptions{});
+            }).contains("cache folder"));
+}
+
+void TestHub::optionsFromTheEnvironment() {
+    const char* vars[] = {"HF_ENDPOINT", "HF_HUB_CACHE",  "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME",
+                          "HF_TOKEN",    "HF_TOKEN_PATH", "HF_HUB_OFFLINE",        "HOME"};
+    std::map<std::string, std::optional<QByteArray>> saved;
+    for (const char* v : vars) saved[v] = qEnvironmentVariableIsSet(v) ? std::optional(qgetenv(v)) : std::nullopt;
+    const std::string home = m_case->path().toStdString() + "/home";
+    for (const char* v : vars) qunsetenv(v);
+    qputenv("HOME", QByteArray::fromStdString(home));
+
+    auto o = attnlab::hubOptionsFromEnvironment();
+    QCOMPARE(o.endpoint, std::string("https://huggingface.co"));
+    QCOMPARE(o.cache_dir, home + "/.cache/huggingface/hub");
+    QCOMPARE(o.token, std::string());
+    QVERIFY(!o.offline);
+    writeInto(home + "/.cache/huggingface/token", "  hf_fromfile\n");
+    QCOMPARE(attnlab::hubOptionsFromEnvironment().token, std::string("hf_fromfile"));
+
+    qputenv("XDG_CACHE_HOME", "/xdg");
+    QCOMPARE(attnlab::hubOptionsFromEnvironment().cache_dir, std::string("/xdg/huggingface/hub"));
+    qputenv("HF_HOME", QByteArray::fromStdString(home + "/hf"));
+    writeInto(home + "/hf/token", "hf_home_token\n");
+    o = attnlab::hubOptionsFromEnvironment();
+    QCOMPARE(o.cache_dir, home + "/hf/hub");
+    QCOMPARE(o.token, std::string("hf_home_token"));
+    qputenv("HF_HUB_CACHE", "~/hubcache");
+    qputenv("HF_ENDPOINT", "http://mirror.example//");
+    writeInto(home + "/elsewhere", "hf_path_token");
+    qputenv("HF_TOKEN_PATH", QByteArray::fromStdString(home + "/elsewhere"));
+    o = attnlab::hubOptionsFromEnvironment();
+    QCOMPARE(o.cache_dir, home + "/hubcache");
+    QCOMPARE(o.endpoint, std::string("http://mirror.example"));
+    QCOMPARE(o.token, std::string("hf_path_token"));
+    qputenv("HF_TOKEN", " hf_env \n");
+    QCOMPARE(attnlab::hubOptionsFromEnvironment().token, std::string("hf_env"));
+    for (const char* on : {"1", "ON", "yes", "True"}) {
+        qputenv("HF_HUB_OFFLINE", on);
+        QVERIFY2(attnlab::hubOptionsFromEnvironment().offline, on);
+    }
+    for (const char* off : {"0", "no", "", "offline"}) {
+        qputenv("HF_HUB_OFFLINE", off);
+        QVERIFY2(!attnlab::hubOptionsFromEnvironment().offline, off);
+    }
+    for (const auto& [v, value] : saved) {
+        if (value)
+            qputenv(v.c_str(), *value);
+        else
+            qunsetenv(v.c_str());
+    }
+}
+
+void TestHub::choosesTheFilesATranslationModelNeeds() {
+    using attnlab::hub::selectModelFiles;
+    using V = std::vector<std::string>;
+    const V everything = {"config.json",
+                          "generation_config.json",
+                          "tokenizer_config.json",
+                          "special_tokens_map.json",
+                          "source.spm",
+                          "target.spm",
+                          "vocab.json",
+                          "tokenizer.json",
+                          "sentencepiece.bpe.model",
+                          "added_tokens.json",
+                          "vocab.txt",
+                          "README.md",
+                          ".gitattributes",
+                          "model.safetensors",
+                          "pytorch_model.bin",
+                          "tf_model.h5",
+                          "flax_model.msgpack",
+                          "rust_model.ot",
+                          "onnx/encoder_model.onnx",
+                          "model.ckpt",
+                          "openvino/model.bin",
+                          "metadata.json",
+                          "shared_vocabulary.json",
+                          "source_vocabulary.txt",
+                          "target_vocabulary.txt",
+                          "sub/config.json"};
+    QCOMPARE(selectModelFiles(everything),
+             (V{"added_tokens.json", "config.json", "generation_config.json", "metadata.json", "model.safetensors",
+                "sentencepiece.bpe.model", "shared_vocabulary.json", "source.spm", "source_vocabulary.txt",
+                "special_tokens_map.json", "target.spm", "target_vocabulary.txt", "tokenizer.json",
+                "tokenizer_config.json", "vocab.json", "vocab.txt"}));
+    // one set of weights, in the order of preference
+    QCOMPARE(selectModelFiles({"config.json", "pytorch_model.bin", "model.safetensors.index.json",
+                               "model-00001-of-00002.safetensors", "pytorch_model.bin.index.json"}),
+             (V{"config.json", "model.safetensors.index.json"}));
+    QCOMPARE(selectModelFiles({"config.json", "pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5"}),
+             (V{"config.json", "pytorch_model.bin"}));
+    QCOMPARE(selectModelFiles({"config.json", "pytorch_model.bin.index.json", "pytorch_model-00001-of-00002.bin"}),
+             (V{"config.json", "pytorch_model.bin.index.json"}));
+    QCOMPARE(selectModelFiles({"config.json", "model.bin", "shared_vocabulary.json"}),
+             (V{"config.json", "model.bin", "shared_vocabulary.json"}));
+    QCOMPARE(selectModelFiles({"tf_model.h5", "flax_model.msgpack", "onnx/decoder_model.onnx"}), V{});
+
+    const std::string index = R"({"metadata": {}, "weight_map": {"a": "model-00002-of-00002.safetensors",
+        "b": "model-00001-of-00002.safetensors", "c": "model-00001-of-00002.safetensors"}})";
+    QCOMPARE(attnlab::hub::shardsOfIndex(index, "model.safetensors.index.json"),
+             (V{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
+    QVERIFY(messageOf<PackageError>([] {
+                attnlab::hub::shardsOfIndex(R"({"weight_map": {"a": "../../x"}})", "model.safetensors.index.json");
+            }).contains("not a plain file name"));
+    QVERIFY(messageOf<PackageError>([] { attnlab::hub::shardsOfIndex("[]", "i.json"); }).contains("weight_map"));
+    // ETags as blob names
+    QCOMPARE(*attnlab::hub::normalizeEtag("W/\"abc123\""), std::string("abc123"));
+    QVERIFY(!attnlab::hub::normalizeEtag("\"../../x\""));
+}
+
+void TestHub::downloadsIntoTheSharedCacheLayout() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    const std::string snapshot = attnlab::hubSnapshot(name(kRepo), options());
+    const std::string commit = commitOf(kRepo);
+    QCOMPARE(snapshot, repoDir() + "/snapshots/" + commit);
+    QCOMPARE(readFile(repoDir() + "/refs/main"), commit);  // the sha alone, no newline
+    QCOMPARE(namesIn(snapshot),
+             (std::vector<std::string>{"config.json", "model.safetensors", "source.spm", "target.spm", "vocab.json"}));
+    std::set<std::string> blobs;
+    for (const std::string& file : namesIn(snapshot)) {
+        const fs::path link = snapshot + "/" + file;
+        QVERIFY2(fs::is_symlink(link), file.c_str());
+        const std::string etag = etagOf(files.at(file));
+        QCOMPARE(fs::read_symlink(link).string(), "../../blobs/" + etag);  // relative, as huggingface_hub
+        QCOMPARE(readFile(link), files.at(file));                          // byte-identical through it
+        blobs.insert(etag);
+    }
+    QCOMPARE(sha256Hex(files.at("model.safetensors")).size(), size_t(64));
+    QCOMPARE(namesIn(repoDir() + "/blobs"), std::vector<std::string>(blobs.begin(), blobs.end()));  // no .incomplete
+    // what a translation model does not need was never asked for
+    for (const std::string& path : paths(hub.requests(), "GET")) {
+        QVERIFY2(path.find("tf_model") == std::string::npos && path.find("onnx") == std::string::npos, path.c_str());
+        QVERIFY2(path.find("README") == std::string::npos, path.c_str());
+    }
+    for (const auto& r : hub.requests()) QCOMPARE(r["agent"].get<std::string>().rfind("attnlab/", 0), size_t(0));
+    // files are asked for by commit, so that a moving branch cannot mix two commits
+    for (const std::string& path : paths(hub.requests(), "HEAD")) {
+        QVERIFY2(path.find("/resolve/" + commit + "/") != std::string::npos, path.c_str());
+    }
+}
+
+void TestHub::secondCallAndOfflineMakeNoRequest() {
+    FakeHub& hub = startHub();
+    const std::string first = attnlab::hubSnapshot(name(kRepo), options());
+    hub.clearLog();
+    QCOMPARE(attnlab::hubSnapshot(name(kRepo), options()), first);
+    QCOMPARE(*attnlab::cachedHubSnapshot(name(kRepo), options()), first);
+    HubOptions offline = options();
+    offline.offline = true;
+    QCOMPARE(attnlab::hubSnapshot(name(kRepo), offline), first);
+    QCOMPARE(hub.requests().size(), size_t(0));
+}
+
+void TestHub::offlineWithAnEmptyCacheNamesTheMissingFiles() {
+    FakeHub& hub = startHub();
+    HubOptions o = options();
+    o.offline = true;
+    QVERIFY(!attnlab::cachedHubSnapshot(name(kRepo), o));
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), o); });
+    QVERIFY2(message.contains("HF_HUB_OFFLINE") && message.contains("config.json") &&
+                 message.contains("model.safetensors") && message.contains(kRepo),
+             qPrintable(message));
+    QCOMPARE(hub.requests().size(), size_t(0));
+}
+
+void TestHub::readsACacheLaidOutByHuggingfaceHub() {
+    // what huggingface_hub's hf_hub_download leaves, written here by hand (the fake hub not running)
+    const std::string repo = "facebook/m2m-tiny", commit = std::string(40, 'c'), folder = repoDir(repo);
+    const std::string
+        config = R"({"model_type": "m2m_100"})",
+        index = R"({"weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"}})";
+    const Files files = {{"config.json", config},
+                         {"model.safetensors.index.json", index},
+                         {"model-00001-of-00002.safetensors", bytesOf(4000, 1)},
+                         {"model-00002-of-00002.safetensors", bytesOf(4000, 2)},
+                         {"sentencepiece.bpe.model", bytesOf(2000, 3)}};
+    writeInto(folder + "/refs/main", commit);
+    for (const auto& [file, bytes] : files) {
+        writeInto(folder + "/blobs/" + etagOf(bytes), bytes);
+        fs::create_directories(folder + "/snapshots/" + commit);
+        fs::create_symlink("../../blobs/" + etagOf(bytes), folder + "/snapshots/" + commit + "/" + file);
+    }
+    HubOptions o = options();
+    o.endpoint = closedEndpoint();
+    const std::string snapshot = attnlab::hubSnapshot(name(repo), o);
+    QCOMPARE(snapshot, folder + "/snapshots/" + commit);
+    QCOMPARE(readFile(snapshot + "/config.json"), config);
+    QCOMPARE(attnlab::hubSnapshot(name(repo + "@" + commit), o), snapshot);  // a commit reads its snapshot
+    // a shard missing: not complete, and offline says which
+    fs::remove(snapshot + "/model-00002-of-00002.safetensors");
+    QVERIFY(!attnlab::cachedHubSnapshot(name(repo), o));
+    o.offline = true;
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(repo), o); });
+    QVERIFY2(message.contains("model-00002-of-00002.safetensors") && !message.contains("config.json"),
+             qPrintable(message));
+    // a dangling link counts as missing too
+    fs::create_symlink("../../blobs/" + std::string(64, 'f'), snapshot + "/model-00002-of-00002.safetensors");
+    QVERIFY(!attnlab::cachedHubSnapshot(name(repo), o));
+}
+
+void TestHub::resumesACutDownloadWithRange() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"cut_after", {{"model.safetensors", 70000}}}});
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(message.contains("model.safetensors") && message.contains("resume") && message.contains("127.0.0.1"),
+             qPrintable(message));
+    const std::string etag = sha256Hex(files.at("model.safetensors"));
+    QCOMPARE(fs::file_size(repoDir() + "/blobs/" + etag + ".incomplete"), uintmax_t(70000));
+    QVERIFY(!fs::exists(repoDir() + "/refs/main"));  // nothing says the model is there
+    QVERIFY(!fs::exists(repoDir() + "/snapshots"));
+
+    hub.setFaults(nlohmann::json::object());
+    hub.clearLog();
+    const std::string snapshot = attnlab::hubSnapshot(name(kRepo), options());
+    QCOMPARE(readFile(snapshot + "/model.safetensors"), files.at("model.safetensors"));
+    QVERIFY(!fs::exists(repoDir() + "/blobs/" + etag + ".incomplete"));
+    bool resumed = false;
+    for (const auto& r : hub.requests()) {
+        if (r["method"] == "GET" && r["path"] == "/cdn/" + etag) resumed = r["range"] == "bytes=70000-";
+        // the files completed the first time are not fetched again
+        QVERIFY(r["method"] != "GET" || r["path"].get<std::string>().find("config.json") == std::string::npos);
+    }
+    QVERIFY(resumed);
+}
+
+void TestHub::startsOverWhenTheServerIgnoresRange() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"cut_after", {{"model.safetensors", 50000}}}});
+    QVERIFY(messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); }).contains("resume"));
+    hub.setFaults({{"ignore_range", {"model.safetensors"}}});  // answers 200 and the whole file
+    const std::string snapshot = attnlab::hubSnapshot(name(kRepo), options());
+    QCOMPARE(readFile(snapshot + "/model.safetensors"), files.at("model.safetensors"));
+}
+
+void TestHub::refusesBytesThatFailTheirChecksum() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"corrupt", {"model.safetensors"}}});
+    const std::string etag = sha256Hex(files.at("model.safetensors"));
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(message.contains("model.safetensors") && message.contains("checksum") &&
+                 message.contains(QString::fromStdString(etag)) && message.contains("got "),
+             qPrintable(message));
+    for (const std::string& blob : namesIn(repoDir() + "/blobs")) QVERIFY2(blob.rfind(etag, 0) != 0, blob.c_str());
+    QVERIFY(!fs::exists(repoDir() + "/snapshots"));
+    QVERIFY(!fs::exists(repoDir() + "/refs/main"));
+}
+
+void TestHub::gatedModelNeedsAToken() {
+    const std::string repo = "meta-llama/gated-mt";
+    FakeHub& hub = startHub(smallModel(), repo);
+    // the CDN named by another host name (the same server): the token must not go there
+    hub.setFaults({{"gated", {repo}}, {"token", "hf_right"}, {"cdn_host", "localhost"}});
+    QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(repo), options()); });
+    QVERIFY2(message.contains("HF_TOKEN") && message.contains("huggingface-cli login") &&
+                 message.contains(QString::fromStdString(repo)),
+             qPrintable(message));
+    HubOptions o = options();
+    o.token = "hf_wrong";
+    message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(repo), o); });
+    QVERIFY2(message.contains("refused the token") && message.contains("HF_TOKEN"), qPrintable(message));
+    o.token = "hf_right";
+    hub.clearLog();
+    const std::string snapshot = attnlab::hubSnapshot(name(repo), o);
+    QCOMPARE(readFile(snapshot + "/model.safetensors"), smallModel().at("model.safetensors"));
+    int to_hub = 0, to_cdn = 0;
+    for (const auto& r : hub.requests()) {
+        const bool cdn = r["path"].get<std::string>().rfind("/cdn/", 0) == 0;
+        QCOMPARE(r["authorization"].get<bool>(), !cdn);
+        QCOMPARE(r["host"].get<std::string>().rfind(cdn ? "localhost:" : "127.0.0.1:", 0), size_t(0));
+        (cdn ? to_cdn : to_hub)++;
+    }
+    QVERIFY(to_hub > 0 && to_cdn > 0);
+}
+
+void TestHub::unknownRepositoryOrRevision() {
+    startHub();
+    QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name("nobody/nothing"), options()); });
+    QVERIFY2(message.contains("unknown repository nobody/nothing") && message.contains("404"), qPrintable(message));
+    message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(std::string(kRepo) + "@v9"), options()); });
+    QVERIFY2(message.contains("has no revision v9"), qPrintable(message));
+    m_hub->addRepo("org/no-weights", {{"config.json", "{}"}, {"tf_model.h5", bytesOf(2000, 1)}});
+    message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name("org/no-weights"), options()); });
+    QVERIFY2(message.contains("no weights AttnLab reads") && message.contains("tf_model.h5"), qPrintable(message));
+}
+
+void TestHub::unreachableEndpointNamesTheHost() {
+    HubOptions o = options();
+    o.endpoint = closedEndpoint();
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), o); });
+    QVERIFY2(message.contains("from 127.0.0.1") && message.contains("connect", Qt::CaseInsensitive),
+             qPrintable(message));
+}
+
+void TestHub::cancelledFromTheCallbackAndResumedLater() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"slow", {{"model.safetensors", 200}}}});  // 16 kB every 200 ms: 2.6 s for the file
+    int calls_after_cancel = 0;
+    bool cancelled = false;
+    const auto cancel = [&](const HubProgress& p) {
+        if (cancelled) ++calls_after_cancel;
+        if (p.file == "model.safetensors" && p.file_done > 0) cancelled = true;
+        return !cancelled;
+    };
+    QCOMPARE(messageOf<CancelledError>([&] { attnlab::hubSnapshot(name(kRepo), options(), cancel); }),
+             QString("cancelled"));
+    // It stopped the transfer (no timing asserted: the partial file below is shorter than the file).
+    QCOMPARE(calls_after_cancel, 0);
+    const std::string partial = repoDir() + "/blobs/" + sha256Hex(files.at("model.safetensors")) + ".incomplete";
+    QVERIFY(fs::exists(partial));
+    const auto kept = fs::file_size(partial);
+    QVERIFY(kept > 0 && kept < files.at("model.safetensors").size());
+    QVERIFY(!fs::exists(repoDir() + "/refs/main"));
+
+    hub.setFaults(nlohmann::json::object());
+    hub.clearLog();
+    const std::string snapshot = attnlab::hubSnapshot(name(kRepo), options());
+    QCOMPARE(readFile(snapshot + "/model.safetensors"), files.at("model.safetensors"));
+    bool resumed = false;
+    for (const auto& r : hub.requests()) resumed |= r["range"] == "bytes=" + std::to_string(kept) + "-";
+    QVERIFY(resumed);
+}
+
+void TestHub::prefersSafetensorsAndFetchesShardsByIndex() {
+    const std::string index =
+        R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})";
+    const Files sharded = {{"config.json", "{}"},
+                           {"model.safetensors.index.json", index},
+                           {"model-00001-of-00002.safetensors", bytesOf(3000, 1)},
+                           {"model-00002-of-00002.safetensors", bytesOf(3000, 2)},
+                           {"pytorch_model.bin", bytesOf(6000, 3)},
+                           {"flax_model.msgpack", bytesOf(6000, 4)}};
+    FakeHub& hub = startHub(sharded, "org/sharded");
+    hub.addRepo(
+        "org/both",
+        {{"config.json", "{}"}, {"model.safetensors", bytesOf(3000, 5)}, {"pytorch_model.bin", bytesOf(3000, 6)}});
+    const std::string snapshot = attnlab::hubSnapshot(name("org/sharded"), options());
+    QCOMPARE(namesIn(snapshot),
+             (std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors",
+                                       "model-00002-of-00002.safetensors", "model.safetensors.index.json"}));
+    for (const std::string& f : namesIn(snapshot)) QCOMPARE(readFile(snapshot + "/" + f), sharded.at(f));
+    QCOMPARE(namesIn(attnlab::hubSnapshot(name("org/both"), options())),
+             (std::vector<std::string>{"config.json", "model.safetensors"}));
+    for (const auto& r : hub.requests()) {
+        const std::string path = r["path"];
+        QVERIFY2(path.find("pytorch_model") == std::string::npos && path.find("flax") == std::string::npos,
+                 path.c_str());
+    }
+}
+
+void TestHub::progressIsMonotoneAndEndsAtTheTotal() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"slow", {{"model.safetensors", 25}}}});  // long enough for reports in between
+    std::vector<HubProgress> reports;
+    attnlab::hubSnapshot(name(kRepo), options(), [&](const HubProgress& p) {
+        reports.push_back(p);
+        return true;
+    });
+    QVERIFY(reports.size() >= 6);
+    // config.json, vocab.json, one blob for source.spm = target.spm, model.safetensors
+    const int64_t total = int64_t(files.at("config.json").size() + files.at("vocab.json").size() +
+                                  files.at("source.spm").size() + files.at("model.safetensors").size());
+    int in_between = 0;
+    for (size_t i = 0; i < reports.size(); ++i) {
+        const HubProgress& p = reports[i];
+        if (p.files_total == 0) {  // while the files are listed (the callback is asked whether to go on)
+            QCOMPARE(p.done, int64_t(0));
+            continue;
+        }
+        QCOMPARE(p.total, total);
+        QCOMPARE(p.files_total, 4);
+        QVERIFY(p.file_done <= p.file_total && p.done <= p.total);
+        if (i > 0) QVERIFY(p.done >= reports[i - 1].done && p.files_done >= reports[i - 1].files_done);
+        in_between += p.file == "model.safetensors" && p.file_done > 0 && p.file_done < p.file_total;
+    }
+    QVERIFY(in_between >= 2);
+    QCOMPARE(reports.back().done, total);
+    QCOMPARE(reports.back().files_done, 4);
+    QVERIFY(reports.back().bytes_per_second > 0);
+    QCOMPARE(reports.back().seconds_left, 0.0);
+}
+
+void TestHub::revisionsWithSlashesAndCommits() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"revisions", {"refs/pr/1"}}});
+    const std::string commit = commitOf(kRepo);
+    const std::string snapshot = attnlab::hubSnapshot(name(std::string(kRepo) + "@refs/pr/1"), options());
+    QCOMPARE(readFile(repoDir() + "/refs/refs/pr/1"), commit);  // nested, as huggingface_hub writes it
+    QCOMPARE(paths(hub.requests(), "GET").front(), "/api/models/" + std::string(kRepo) + "/revision/refs%2Fpr%2F1");
+    // a commit: no ref written, its snapshot read directly
+    QCOMPARE(attnlab::hubSnapshot(name(std::string(kRepo) + "@" + commit), options()), snapshot);
+    QCOMPARE(namesIn(repoDir() + "/refs"), std::vector<std::string>{"refs"});
+}
+
+void TestHub::aFileThatCannotBeWrittenLeavesNothingHalfWritten() {
+    const Files files = smallModel();
+    startHub(files);
+    // a file-size limit makes every write past 20 kB fail (EFBIG), as a full disk would (ENOSPC)
+    rlimit saved{};
+    getrlimit(RLIMIT_FSIZE, &saved);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = saved;
+    limited.rlim_cur = 20000;
+    QCOMPARE(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+    const std::string etag = sha256Hex(files.at("model.safetensors"));
+    QVERIFY2(message.contains("cannot write") && message.contains(QString::fromStdString(etag + ".incomplete")) &&
+                 message.contains("File too large"),
+             qPrintable(message));
+    for (const std::string& blob : namesIn(repoDir() + "/blobs")) QVERIFY2(blob.rfind(etag, 0) != 0, blob.c_str());
+    QVERIFY(!fs::exists(repoDir() + "/snapshots"));
+    QVERIFY(!fs::exists(repoDir() + "/refs"));
+}
+
+void TestHub::bigDownloadIsStreamed() {
+    const int mb = qEnvironmentVariableIntValue("ATTNLAB_HUB_BIG_MB");
+    if (mb <= 0) QSKIP("ATTNLAB_HUB_BIG_MB not set: the large download is measured by hand");
+    const std::string weights = m_case->path().toStdString() + "/hub/root/org/big/model.safetensors";
+    fs::create_directories(fs::path(weights).parent_path());
+    {
+        std::ofstream out(weights, std::ios::binary);
+        const std::string block = bytesOf(1 << 20, 9);
+        for (int i = 0; i < mb; ++i) out << block;
+    }
+    startHub({{"config.json", "{}"}}, "org/big");
+    QElapsedTimer timer;
+    timer.start();
+    const std::string snapshot = attnlab::hubSnapshot(name("org/big"), options());
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);  // this process only: the server is a child of its own
+    qInfo("%d MB in %.1f s; peak resident memory of this process: %.1f MB", mb, timer.elapsed() / 1000.0,
+          usage.ru_maxrss / 1024.0);
+    QCOMPARE(fs::file_size(snapshot + "/model.safetensors"), uintmax_t(mb) << 20);
+    QVERIFY2(usage.ru_maxrss < 100 * 1024, "the download was held in memory");
+}
+
+// The bundled model served as a repository of the hub: got by name, it translates exactly as its folder
+// (the same ids, log-probabilities and maps: the same bytes through the cache's links).
+void TestHub::aModelGotByNameTranslatesAsItsFolder() {
+    const std::string bundled = attnlab::resolveModelArgument("de-en");
+    Files files;
+    for (const auto& e : fs::directory_iterator(bundled))
+        if (e.is_regular_file()) files[e.path().filename().string()] = readFile(e.path().string());
+    startHub(files, "attnlab/multi30k-de-en");
+    const std::string snapshot = attnlab::hubSnapshot(name("attnlab/multi30k-de-en"), options());
+    attnlab::TranslatorOptions cpu;
+    cpu.device = "cpu";
+    attnlab::Translator from_folder(bundled, cpu), from_hub(snapshot, cpu);
+    attnlab::DecodingOptions o;
+    o.return_attention = true;
+    for (const auto& example : from_folder.info().examples) {
+        const auto a = from_folder.translate(example.source, o), b = from_hub.translate(example.source, o);
+        QCOMPARE(b.best.text, a.best.text);
+        QCOMPARE(b.best.ids, a.best.ids);
+        QCOMPARE(b.best.token_log_probs, a.best.token_log_probs);
+        QCOMPARE(attnlab::testing::worstMapDifference(a.cross, b.cross), 0.0);
+    }
+    QVERIFY(!from_hub.info().examples.empty());  // examples.tsv came along (an AttnLab package's file)
+}
+
+// --model ORG/NAME: a folder of that path wins (no request); else the hub, as the environment says.
+void TestHub::modelArgumentTakesAFolderFirstThenTheHub() {
+    FakeHub& hub = startHub();
+    const QString before = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(m_case->path()));
+    fs::create_directories(kRepo);  // a folder named like the repository, relative to here
+    QCOMPARE(attnlab::resolveModelArgument(kRepo), std::string(kRepo));
+    QCOMPARE(hub.requests().size(), size_t(0));
+    fs::remove_all("Helsinki-NLP");
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub.endpoint()));
+    qputenv("HF_HUB_CACHE", QByteArray::fromStdString(cacheDir()));
+    const std::string got = attnlab::resolveModelArgument(kRepo);
+    qunsetenv("HF_ENDPOINT");
+    qunsetenv("HF_HUB_CACHE");
+    QDir::setCurrent(before);
+    QCOMPARE(got, repoDir() + "/snapshots/" + commitOf(kRepo));
+    QVERIFY(messageOf([] { attnlab::resolveModelArgument("no-such-model"); }).contains("not a Hugging Face name"));
+}
+
+void TestHub::namesASnapshotByItsRepository() {
+    startHub();
+    const std::string snapshot = attnlab::hubSnapshot(name(kRepo), options());
+    auto n = attnlab::hubNameOfSnapshot(snapshot);
+    QVERIFY(n);
+    QCOMPARE(attnlab::hubModelNameString(*n), std::string(kRepo));  // main: left out
+    QCOMPARE(attnlab::hubNameOfSnapshot(snapshot + "/config.json")->repo, std::string(kRepo));
+    fs::remove(repoDir() + "/refs/main");
+    writeInto(repoDir() + "/refs/refs/pr/3", commitOf(kRepo));
+    QCOMPARE(attnlab::hubNameOfSnapshot(snapshot)->revision, std::string("refs/pr/3"));
+    fs::remove(repoDir() + "/refs/refs/pr/3");
+    QCOMPARE(attnlab::hubNameOfSnapshot(snapshot)->revision, commitOf(kRepo));  // no ref: the commit
+    QVERIFY(!attnlab::hubNameOfSnapshot(m_case->path().toStdString()));
+    QVERIFY(!attnlab::hubNameOfSnapshot(cacheDir() + "/models--x/snapshots/" + commitOf(kRepo)));
+}
+
+void TestHub::readsTheShippedCatalog() {
+    const std::string path = attnlab::bundledHubCatalogPath();
+    QVERIFY(!path.empty());
+    const auto catalog = attnlab::parseHubCatalog(readFile(path), path);
+    QVERIFY(catalog.size() >= 40);
+    std::set<std::string> repos;
+    for (const auto& e : catalog) {
+        repos.insert(e.repo);
+        QVERIFY2(e.size_bytes > 100'000'000, e.repo.c_str());  // every model is at least a hundred MB
+        QVERIFY(!e.licence.empty() && !e.languages.empty());
+    }
+    QCOMPARE(repos.size(), catalog.size());
+    for (const char* r :
+         {"Helsinki-NLP/opus-mt-de-en", "facebook/nllb-200-distilled-600M", "facebook/nllb-200-distilled-1.3B",
+          "facebook/m2m100_418M", "facebook/mbart-large-50-many-to-many-mmt"})
+        QVERIFY2(repos.count(r), r);
+    QVERIFY(
+        messageOf([] { attnlab::parseHubCatalog(R"({"format": 2, "models": []})", "c.json"); }).contains("format 2"));
+    QVERIFY(messageOf([] {
+                attnlab::parseHubCatalog(R"({"format": 1, "models": [{"repo": "not a name"}]})", "c.json");
+            }).contains("c.json: model 1: \"not a name\" is not a hub name"));
+    QVERIFY(messageOf([] {
+                attnlab::parseHubCatalog(
+                    R"({"format": 1, "models": [{"repo": "a/b", "family": "x", "source": ["de"], "target": ["en"],
+                        "languages": "de-en", "licence": "MIT", "size_bytes": -1}]})",
+                    "c.json");
+            }).contains("size_bytes"));
+}
+
+void TestHub::describesProgressInWords() {
+    HubProgress p;
+    QCOMPARE(attnlab::describeHubProgress(p), std::string("Asking which files the model has…"));
+    p.file = "model.safetensors";
+    p.done = 45'200'000;
+    p.total = 298'000'000;
+    p.bytes_per_second = 850'000;
+    p.seconds_left = 297.4;
+    p.files_done = 2;
+    p.files_total = 7;
+    QCOMPARE(attnlab::describeHubProgress(p),
+             std::string("model.safetensors · 45.2 MB of 298.0 MB · 850 kB/s · 4:57 left · file 3 of 7"));
+    QCOMPARE(attnlab::byteSizeText(2'460'000'000), std::string("2.46 GB"));
+    QCOMPARE(attnlab::byteSizeText(-5), std::string("0 kB"));
+}
+
+QTEST_GUILESS_MAIN(TestHub)
+#include "tst_hub.moc"
