@@ -32,13 +32,13 @@ std::string shownMethod(const attnlab::AlignmentMethod& m) {
 }
 
 void addCommon(CLI::App* cmd, CommonOptions& o) {
-    cmd->add_option(
-        "--model,-m", o.model,
-        "Model package directory, or a bundled model's name or direction (de-en); default: the bundled de-en");
+    cmd->add_option("--model,-m", o.model,
+                    "Model package directory, a bundled model's name or direction (de-en), or a Hugging Face name "
+                    "ORG/NAME[@REVISION] (the shared cache, else downloaded: docs/hub.md); default: the bundled de-en");
     cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
     cmd->add_option("--threads", o.threads,
                     "LibTorch threads (wins over ATTNLAB_THREADS; 0 = one for one or two sentences, every core "
-                    "for more)")
+                    "for more, and for translate's lines from a file or a pipe)")
         ->capture_default_str();
     cmd->add_flag("--no-packed-weights", o.no_packed_weights,
                   "Multiply with LibTorch's at::linear instead of weights packed once (slower; the results "

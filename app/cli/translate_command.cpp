@@ -1,6 +1,7 @@
 #include "translate_command.h"
 
 #include <attnlab/confidence.h>
+#include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/result_json.h>
 #include <attnlab/teaching_json.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 namespace attnlab_cli {
 
@@ -200,7 +202,12 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     // stdin is checked before the model loads: a closed or unreadable stdin fails at once.
     std::optional<attnlab::LineStream> in;
     if (t.texts.empty()) in.emplace(STDIN_FILENO, "stdin");
-    auto translator = load(common);
+    // Lines from a file or a pipe come a batch at a time, but they are a whole file's work: every core (one
+    // typed at a terminal keeps the one thread of a sentence a person waits for; docs/benchmarks.md).
+    CommonOptions options = common;
+    if (in && !isatty(STDIN_FILENO) && attnlab::requestedThreads(common.threads) == 0)
+        options.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    auto translator = load(options);
     useModelDefaults(d, translator, t.cmd);
     Translation translation(translator, d, t);
     if (in) {
