@@ -171,6 +171,8 @@ private Q_SLOTS:
     void namesASnapshotByItsRepository();
     void readsTheShippedCatalog();
     void describesProgressInWords();
+    void aSnapshotIsCompleteOnlyWithWhatItsLoaderReads();
+    void neverReplacesWhatItDidNotWrite();
 };
 
 void TestHub::parsesHubNames() {
@@ -766,6 +768,58 @@ void TestHub::describesProgressInWords() {
              std::string("model.safetensors · 45.2 MB of 298.0 MB · 850 kB/s · 4:57 left · file 3 of 7"));
     QCOMPARE(attnlab::byteSizeText(2'460'000'000), std::string("2.46 GB"));
     QCOMPARE(attnlab::byteSizeText(-5), std::string("0 kB"));
+}
+
+// What makes a snapshot complete, by its family: a MarianMT folder needs both SentencePiece models and its
+// vocabulary (a cache filled with the config and the weights alone is completed from the hub, not taken);
+// an index with shards missing gives way to the next format present, as the loader does.
+void TestHub::aSnapshotIsCompleteOnlyWithWhatItsLoaderReads() {
+    const std::string dir = m_case->path().toStdString() + "/snap";
+    const std::string spm = bytesOf(3000, 3);
+    writeInto(dir + "/config.json", R"({"model_type": "marian"})");
+    writeInto(dir + "/model.safetensors", bytesOf(2000, 5));
+    writeInto(dir + "/source.spm", spm);
+    writeInto(dir + "/vocab.json", "{}");
+    QCOMPARE(attnlab::hub::missingFromSnapshot(dir), std::vector<std::string>{"target.spm"});
+    writeInto(dir + "/target.spm", spm);
+    QVERIFY(attnlab::hub::missingFromSnapshot(dir).empty());
+    writeInto(dir + "/config.json", R"({"model_type": "m2m_100"})");
+    QCOMPARE(attnlab::hub::missingFromSnapshot(dir), std::vector<std::string>{"sentencepiece.bpe.model"});
+    writeInto(dir + "/config.json", R"({"model_type": "marian"})");
+    // an index whose shard is missing, beside a whole pytorch_model.bin: the .bin is the weights
+    fs::remove(dir + "/model.safetensors");
+    writeInto(dir + "/model.safetensors.index.json", R"({"weight_map": {"a": "model-00001-of-00002.safetensors"}})");
+    QCOMPARE(attnlab::hub::missingFromSnapshot(dir), std::vector<std::string>{"model-00001-of-00002.safetensors"});
+    writeInto(dir + "/pytorch_model.bin", bytesOf(2000, 6));
+    QVERIFY(attnlab::hub::missingFromSnapshot(dir).empty());
+}
+
+// A snapshot's entry that is not the hub's file (a dangling link another program left) is refused by name and
+// left as it was; a partial download another program began is resumed, and kept when this one fails.
+void TestHub::neverReplacesWhatItDidNotWrite() {
+    const Files files = smallModel();
+    startHub(files);
+    const std::string snapshot = repoDir() + "/snapshots/" + commitOf(kRepo);
+    fs::create_directories(snapshot);
+    fs::create_symlink("../../blobs/gone", snapshot + "/vocab.json");
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(message.contains(QString::fromStdString(snapshot + "/vocab.json")) && message.contains("does not replace"),
+             qPrintable(message));
+    QCOMPARE(fs::read_symlink(snapshot + "/vocab.json").string(), std::string("../../blobs/gone"));
+    QVERIFY(!fs::exists(repoDir() + "/refs/main"));
+    // Another program's partial download of the weights, resumed, and the connection cut again: its bytes stay.
+    fs::remove(snapshot + "/vocab.json");
+    const std::string weights = files.at("model.safetensors");
+    const std::string partial = repoDir() + "/blobs/" + sha256Hex(weights) + ".incomplete";
+    fs::remove(repoDir() + "/blobs/" + sha256Hex(weights));  // (the call above got it whole)
+    writeInto(partial, weights.substr(0, 50000));
+    m_hub->setFaults({{"cut_after", {{"model.safetensors", 80000}}}});
+    const QString cut = messageOf([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(cut.contains("resume"), qPrintable(cut));
+    QVERIFY(fs::file_size(partial) >= 50000);  // its bytes stay, with what came since
+    QCOMPARE(readFile(partial).substr(0, 50000), weights.substr(0, 50000));
+    m_hub->setFaults(nlohmann::json::object());
+    QCOMPARE(readFile(attnlab::hubSnapshot(name(kRepo), options()) + "/model.safetensors"), weights);
 }
 
 QTEST_GUILESS_MAIN(TestHub)

@@ -62,20 +62,30 @@ void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d) {
 
 namespace {
 // A download's progress on one terminal line (stderr), redrawn in place; nothing in a script (stderr not a
-// terminal), where a progress line would only fill a log.
-attnlab::HubProgressCallback terminalProgress() {
+// terminal), where a progress line would only fill a log. `drawn` says whether a line was drawn (ended by
+// the caller once the download is over: shards may come after a file count looked complete).
+attnlab::HubProgressCallback terminalProgress(bool& drawn) {
     if (!isatty(STDERR_FILENO)) return {};
-    return [](const attnlab::HubProgress& p) {
+    return [&drawn](const attnlab::HubProgress& p) {
         if (p.files_total == 0) return true;  // still listing the files
-        std::cerr << "\r\033[K  " << attnlab::describeHubProgress(p) << (p.files_done == p.files_total ? "\n" : "")
-                  << std::flush;
+        std::cerr << "\r\033[K  " << attnlab::describeHubProgress(p) << std::flush;
+        drawn = true;
         return true;
     };
 }
 }  // namespace
 
 std::string resolveModel(const std::string& given) {
-    if (!given.empty()) return attnlab::resolveModelArgument(given, terminalProgress());
+    if (!given.empty()) {
+        bool drawn = false;
+        struct EndLine {  // also when the download fails: the error goes on a line of its own
+            bool& drawn;
+            ~EndLine() {
+                if (drawn) std::cerr << "\n";
+            }
+        } end{drawn};
+        return attnlab::resolveModelArgument(given, terminalProgress(drawn));
+    }
     const std::string dir = attnlab::defaultModelDir();
     if (dir.empty())
         throw attnlab::InputError(

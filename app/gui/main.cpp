@@ -328,7 +328,25 @@ int main(int argc, char** argv) {
                      });
     context->setDevice(o.device);  // as given: "cuda:1", or an error when the model loads
     if (!o.model.isEmpty()) context->openModel(o.model);
-    if (!o.text.isEmpty()) context->translateSentence(o.text);
+    if (context->fetching()) {
+        // The model is being got: the sentence (or its first example) once it has loaded.
+        QObject::connect(
+            context, &attnlab::ui::ViewContext::modelChanged, &window,
+            [context, text = o.text](attnlab::ui::ModelInfoPtr info) {
+                std::vector<attnlab::Example> examples;
+                try {
+                    examples = attnlab::readExamples(info->package_dir);
+                } catch (const attnlab::Error&) {  // a bad examples.tsv: no sentence to start with
+                }
+                const QString sentence = !text.isEmpty()    ? text
+                                         : examples.empty() ? QString()
+                                                            : QString::fromStdString(examples[0].source);
+                if (!sentence.isEmpty()) context->translateSentence(sentence);
+            },
+            Qt::SingleShotConnection);
+    } else if (!o.text.isEmpty()) {
+        context->translateSentence(o.text);
+    }
     if (o.view.tab) context->showView(*o.view.tab);
     if (o.headless()) return renderHeadless(controller, window, o, load_error);
 

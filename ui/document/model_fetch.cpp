@@ -60,7 +60,11 @@ void ModelFetch::run(const HubModelName& name, std::shared_ptr<std::atomic<bool>
         [this, shown, dir, message, was_cancelled, cancelled] {
             if (cancelled != m_cancelled) return;  // a later start() replaced this fetch
             m_name.clear();
-            if (!dir.isEmpty())
+            // Cancelled after hubSnapshot had finished (the result was on its way): it stays cancelled, so
+            // that the model opened meanwhile is not replaced (the download is complete in the cache).
+            if (!dir.isEmpty() && *cancelled)
+                Q_EMIT failed(shown, tr("cancelled"), true);
+            else if (!dir.isEmpty())
                 Q_EMIT finished(shown, dir);
             else
                 Q_EMIT failed(shown, was_cancelled ? tr("cancelled") : message, was_cancelled);

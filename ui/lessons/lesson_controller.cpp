@@ -56,8 +56,8 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
         // the lesson's model did not load (or could not be got): no step waits
         if (op == Operation::LoadModel || op == Operation::GetModel) m_pending_step = -1;
     });
-    connect(context, &ViewContext::fetchEnded, this, [this](const QString&, bool got) {
-        if (!got) m_pending_step = -1;  // cancelled: the step does not wait for another model
+    connect(context, &ViewContext::fetchEnded, this, [this](const QString& name, bool got) {
+        if (!got && name == m_pending_model) m_pending_step = -1;  // the lesson's model was not got
     });
     connect(context->controller(), &TranslationController::historyLoaded, this,
             [this](const QString& dir, HistoryPtr h) { historyRead(dir, h ? int(h->points.size()) : 0); });
@@ -168,6 +168,7 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
     m_dock->raise();
     if (other_model || !info) {
         m_pending_step = first;  // shown once the model has loaded (showPendingStep)
+        m_pending_model = !to_get.isEmpty() ? to_get : model_dir;
         if (!to_get.isEmpty())
             m_context->openModel(to_get);
         else if (other_model)
@@ -178,8 +179,20 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
     return std::nullopt;
 }
 
+// Whether the model loaded from `dir` is the one a step waits for: its folder, or its Hugging Face name.
+bool LessonController::isPendingModel(const std::string& dir) const {
+    if (m_pending_model.isEmpty()) return true;  // (a step waiting for any model: none was loaded)
+    const QString loaded = canonical(dir), wanted_dir = canonical(m_pending_model.toStdString());
+    if (!loaded.isEmpty() && loaded == wanted_dir) return true;
+    const auto got = hubNameOfSnapshot(dir);
+    const auto wanted = parseHubModelName(m_pending_model.toStdString());
+    return got && wanted && got->repo == wanted->repo;
+}
+
 void LessonController::showPendingStep() {
     if (m_pending_step < 0) return;
+    // Another model loaded meanwhile (a compute-type switch while the lesson's model downloads): still waiting.
+    if (const auto info = m_context->model(); info && !isPendingModel(info->package_dir)) return;
     const int step = std::exchange(m_pending_step, -1);
     if (const auto problem = problemWithLesson(m_pane->lesson(), m_pane->origin(), true))
         return m_context->reportFailure(Operation::Lesson, *problem);

@@ -101,6 +101,8 @@ private:
     ViewTabs* m_tabs;  // the views: their names and parts, for checking a lesson
     ViewStates* m_views;
     int m_pending_step = -1;
+    QString m_pending_model;  // the folder or Hugging Face name that step waits for
+    bool isPendingModel(const std::string& dir) const;
     int m_showing_step = -1;  // the step whose work is under way, for nameTheStep
     std::optional<std::pair<std::string, std::string>> m_showing_focus;  // its tab and focus
     bool m_presenter = false;

@@ -5,6 +5,7 @@
 
 #include "package/ct2_model.h"
 #include "package/hf_config.h"
+#include "tokenizer/text_codec.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -265,6 +266,59 @@ std::vector<std::string> shardsOfIndex(const std::string& index_json, const std:
     return {shards.begin(), shards.end()};
 }
 
+namespace {
+// The files each family's tokenizer opens (what its loader reads), by config.json: a MarianMT folder
+// (marian_files), an M2M100 / NLLB-200 / mBART one (the SentencePiece model), a CTranslate2 model (its
+// vocabularies), an AttnLab package (by its "tokenizer"); else any tokenizer file.
+std::vector<std::string> missingTokenizerFiles(const std::string& dir, const std::vector<std::string>& present) {
+    const auto has = [&](const std::string& f) { return std::count(present.begin(), present.end(), f) > 0; };
+    std::ifstream in(dir + "/config.json", std::ios::binary);
+    const nlohmann::json cfg =
+        nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), nullptr, false);
+    const std::string type = cfg.is_object() ? cfg.value("model_type", "") : "";
+    const std::string tokenizer = cfg.is_object() && cfg.contains("tokenizer") && cfg["tokenizer"].is_string()
+                                      ? cfg["tokenizer"].get<std::string>()
+                                      : "";
+    const std::vector<std::string> marian = {marian_files::kSourceSpm, marian_files::kTargetSpm, marian_files::kVocab};
+    std::vector<std::string> need;
+    if (type == "marian" || tokenizer == "marian")
+        need = marian;
+    else if (type == "m2m_100" || type == "mbart")
+        need = {package::kHfSentencePiece};
+    else if (tokenizer == "sentencepiece")
+        need = {package_files::kTokenizer};
+    else if (has(package::ct2_files::kModel) || tokenizer == "ctranslate2")
+        return std::any_of(present.begin(), present.end(),
+                           [](const std::string& f) { return isTokenizerFile(f) && !endsWith(f, ".model"); })
+                   ? std::vector<std::string>{}
+                   : std::vector<std::string>{"the vocabulary (shared_vocabulary.* or source_/target_vocabulary.*)"};
+    else if (std::none_of(present.begin(), present.end(), isTokenizerFile))
+        return {"the tokenizer's files (*.spm, *.model, vocab.json, *_vocabulary.*)"};
+    std::vector<std::string> missing;
+    for (const std::string& f : need)
+        if (!has(f)) missing.push_back(f);
+    return missing;
+}
+}  // namespace
+
+namespace {
+// The shards a weights index names that the snapshot lacks (nothing for a single file).
+std::vector<std::string> missingShards(const std::string& dir, const std::string& weights,
+                                       const std::vector<std::string>& present) {
+    if (!isWeightsIndex(weights)) return {};
+    std::ifstream in(dir + "/" + weights, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> lacks;
+    try {
+        for (const std::string& shard : shardsOfIndex(text, weights))
+            if (!std::count(present.begin(), present.end(), shard)) lacks.push_back(shard);
+    } catch (const PackageError& e) {
+        lacks.push_back(std::string("a readable ") + weights + " (" + e.what() + ")");
+    }
+    return lacks;
+}
+}  // namespace
+
 std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir) {
     std::vector<std::string> present;
     std::error_code ec;
@@ -274,23 +328,22 @@ std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir) {
     const std::vector<std::string> chosen = selectModelFiles(present);
     std::vector<std::string> missing;
     if (!std::count(chosen.begin(), chosen.end(), "config.json")) missing.push_back("config.json");
-    // (a cache filled by a program that fetched only the config and the weights)
-    if (std::none_of(chosen.begin(), chosen.end(), isTokenizerFile))
-        missing.push_back("the tokenizer's files (*.spm, *.model, vocab.json, tokenizer.json, *_vocabulary.*)");
-    const auto weights = std::find_first_of(chosen.begin(), chosen.end(), weightFiles().begin(), weightFiles().end());
-    if (weights == chosen.end()) {
-        missing.push_back(kWeightsPhrase);
-    } else if (isWeightsIndex(*weights)) {
-        std::ifstream in(snapshot_dir + "/" + *weights, std::ios::binary);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        try {
-            for (const std::string& shard : shardsOfIndex(text, *weights)) {
-                if (!std::count(present.begin(), present.end(), shard)) missing.push_back(shard);
-            }
-        } catch (const PackageError& e) {
-            missing.push_back(std::string("a readable ") + *weights + " (" + e.what() + ")");
-        }
+    // (a cache filled by a program that fetched only the config and the weights, or some of the tokenizer)
+    for (std::string& f : missingTokenizerFiles(snapshot_dir, chosen)) missing.push_back(std::move(f));
+    // As the loader (hfWeightFiles): the first format present whose shards are all there.
+    std::vector<std::string> first_lacks;
+    bool weights = false, any = false;
+    for (const std::string& w : weightFiles()) {
+        if (weights || !std::count(present.begin(), present.end(), w)) continue;
+        any = true;
+        const std::vector<std::string> lacks = missingShards(snapshot_dir, w, present);
+        if (lacks.empty())
+            weights = true;
+        else if (first_lacks.empty())
+            first_lacks = lacks;
     }
+    if (!any) missing.push_back(kWeightsPhrase);
+    if (any && !weights) missing.insert(missing.end(), first_lacks.begin(), first_lacks.end());
     return missing;
 }
 
@@ -379,17 +432,20 @@ void RepoCache::linkSnapshotFile(const std::string& commit, const std::string& f
         throw PackageError(pointer + " exists and is not the file the hub has for it (blobs/" + etag +
                            "): AttnLab does not replace what it did not write; remove it to get the model again");
     }
-    // a file system without links (FAT, some network mounts): a copy, as huggingface_hub on Windows
+    // a file system without links (FAT, exFAT, some network mounts): a copy, as huggingface_hub on Windows,
+    // written beside it and moved in only where still nothing is
     const std::string temporary = temporaryBeside(pointer);
     fs::copy_file(blobPath(etag), temporary, fs::copy_options::overwrite_existing, ec);
-    if (ec)
+    if (ec) {
+        std::error_code ignored;
+        fs::remove(temporary, ignored);
         throw PackageError("cannot write " + pointer + ": " + ec.message() + " (a link: " + std::strerror(error) + ")");
-    if (::link(temporary.c_str(), pointer.c_str()) != 0 && errno != EEXIST) {  // (link(): no replacing either)
-        const int e = errno;
-        ::unlink(temporary.c_str());
-        throw PackageError(systemError("write", pointer, e));
     }
-    ::unlink(temporary.c_str());
+    if (fs::exists(fs::symlink_status(pointer, ec))) {
+        ::unlink(temporary.c_str());
+        throw PackageError(pointer + " appeared while AttnLab wrote it: run again");
+    }
+    renameOver(temporary, pointer);
 }
 
 BlobLock::BlobLock(const std::string& path, const std::function<bool()>& keep_waiting) {
@@ -423,9 +479,26 @@ std::string hexOf(const unsigned char* bytes, unsigned size) {
 }
 }  // namespace
 
-IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256)
+IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256,
+                               const std::function<bool()>& keep_going)
     : m_path(cache.incompletePath(etag)), m_final(cache.blobPath(etag)), m_etag(etag) {
     createDirectories(fs::path(m_path).parent_path().string());
+    try {  // (a constructor that throws runs no destructor: the file and the hash are let go here)
+        open();
+        if (check_sha256) {
+            m_sha = EVP_MD_CTX_new();
+            if (!m_sha || EVP_DigestInit_ex(m_sha, EVP_sha256(), nullptr) != 1)
+                throw InternalError("OpenSSL: no sha256");
+            hashExisting(keep_going);
+        }
+    } catch (...) {
+        if (m_fd >= 0) ::close(m_fd);
+        if (m_sha) EVP_MD_CTX_free(m_sha);
+        throw;
+    }
+}
+
+void IncompleteBlob::open() {
     // Whether this call creates it: a partial file huggingface_hub left is resumed, never deleted.
     m_fd = ::open(m_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
     m_created = m_fd >= 0;
@@ -434,11 +507,6 @@ IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, 
     struct stat st {};
     if (::fstat(m_fd, &st) != 0) throw PackageError(systemError("read the size of", m_path, errno));
     m_size = m_found = st.st_size;
-    if (check_sha256) {
-        m_sha = EVP_MD_CTX_new();
-        if (!m_sha || EVP_DigestInit_ex(m_sha, EVP_sha256(), nullptr) != 1) throw InternalError("OpenSSL: no sha256");
-        hashExisting();
-    }
 }
 
 IncompleteBlob::~IncompleteBlob() {
@@ -447,10 +515,11 @@ IncompleteBlob::~IncompleteBlob() {
 }
 
 // A resumed download: the bytes of the earlier attempt enter the sha256 before the new ones.
-void IncompleteBlob::hashExisting() {
+void IncompleteBlob::hashExisting(const std::function<bool()>& keep_going) {
     std::vector<char> buffer(1 << 20);
     int64_t offset = 0;
     while (offset < m_size) {
+        if (keep_going && !keep_going()) throw CancelledError();
         const ssize_t n = ::pread(m_fd, buffer.data(), buffer.size(), offset);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) throw PackageError(systemError("read", m_path, n == 0 ? EIO : errno));
@@ -490,12 +559,13 @@ void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
         EVP_DigestFinal_ex(m_sha, digest, &size);
         const std::string got = hexOf(digest, size);
         if (got != m_etag) {
-            discard();
+            // Proven wrong, whoever began the file (a resumed part may hold the bad bytes): it goes, so
+            // that the next try starts over instead of failing the same way (the blob's lock is held).
+            ::close(m_fd);
+            m_fd = -1;
+            ::unlink(m_path.c_str());
             throw PackageError(file + " failed its checksum: expected sha256 " + m_etag + ", got " + got +
-                               "; the bytes were not kept" +
-                               (m_created ? std::string()
-                                          : " (the part another program had downloaded is, in " + m_path +
-                                                ": if this happens again, remove it)"));
+                               "; the bytes were not kept");
         }
     }
     if (::fsync(m_fd) != 0) {

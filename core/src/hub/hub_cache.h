@@ -111,7 +111,10 @@ private:
 // Every failure is a PackageError naming the path and the system's reason.
 class IncompleteBlob {
 public:
-    IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256);
+    // `keep_going` is asked every MiB while the bytes already there are hashed (a partial file of gigabytes
+    // takes seconds): false stops with CancelledError.
+    IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256,
+                   const std::function<bool()>& keep_going = {});
     IncompleteBlob(const IncompleteBlob&) = delete;
     IncompleteBlob& operator=(const IncompleteBlob&) = delete;
     ~IncompleteBlob();
@@ -126,7 +129,8 @@ public:
     void discard();
 
 private:
-    void hashExisting();
+    void hashExisting(const std::function<bool()>& keep_going);
+    void open();
     std::string m_path;
     std::string m_final;
     std::string m_etag;

@@ -509,9 +509,15 @@ void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
         }
         return;
     }
-    IncompleteBlob blob(m_cache, info.etag, isSha256Hex(info.etag));
+    IncompleteBlob blob(m_cache, info.etag, isSha256Hex(info.etag), [this] { return m_progress.poll(); });
     if (!m_progress.startFile(info.file, info.size, blob.size())) throw CancelledError();
-    m_client.download(info, blob, [&] { return m_progress.update(blob.size(), false); });
+    // Asked again just before its bytes: the CDN's link is good for a while only, and the files of a large
+    // model come one after the other (huggingface_hub does the same).
+    const HubFileInfo fresh = m_client.fileInfo(m_name, m_commit, info.file, [this] { return m_progress.poll(); });
+    if (fresh.etag != info.etag)
+        throw PackageError(info.file + " of " + hubModelNameString(m_name) + " changed while it was being got (ETag " +
+                           info.etag + ", now " + fresh.etag + "): run again");
+    m_client.download(fresh, blob, [&] { return m_progress.update(blob.size(), false); });
     blob.finish(info.file, info.size);
     if (!m_progress.endFile()) throw CancelledError();  // this file stays complete in blobs/
 }

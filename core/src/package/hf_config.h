@@ -123,6 +123,8 @@ inline std::string activationOf(const HfConfig& c) {
 }
 
 inline constexpr const char* kGenerationConfig = "generation_config.json";
+// The SentencePiece model of an M2M100 / NLLB-200 / mBART folder.
+inline constexpr const char* kHfSentencePiece = "sentencepiece.bpe.model";
 
 // A Hugging Face folder's weight files, in the order they are preferred (transformers' own: safetensors,
 // whole or sharded, before the pickled pytorch_model.bin): a single file, or an index (".index.json")

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kSpm = "sentencepiece.bpe.model";
+constexpr const char* kSpm = kHfSentencePiece;
 constexpr const char* kVocabJson = "vocab.json";
 constexpr const char* kTokenizerConfig = "tokenizer_config.json";
 constexpr const char* kSpecialTokensMap = "special_tokens_map.json";

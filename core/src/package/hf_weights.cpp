@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 namespace attnlab::package {
@@ -323,13 +324,20 @@ void checkAgainstConfig(const Mapped& m, const ModelConfig& config, const std::s
 }  // namespace
 
 std::vector<std::string> hfWeightFiles(const std::string& dir) {
+    std::optional<PackageError> incomplete;  // an index whose shards are not all there: the next format, else this
     for (const char* name : kHfWeightFiles) {
         const fs::path p = fs::path(dir) / name;
         if (!util::optionalFilePresent(p.string())) continue;  // (it names a folder or FIFO there)
         const std::string n = name, suffix = ".index.json";
         const bool index = n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
-        return index ? shardsOf(dir, p.string()) : std::vector<std::string>{p.string()};
+        if (!index) return {p.string()};
+        try {
+            return shardsOf(dir, p.string());
+        } catch (const PackageError& e) {
+            if (!incomplete) incomplete = e;
+        }
     }
+    if (incomplete) throw *incomplete;
     throw PackageError(dir +
                        ": has neither model.safetensors nor pytorch_model.bin nor a sharded index of either (the "
                        "weights; with git, `git lfs pull` fetches them)");
