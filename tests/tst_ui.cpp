@@ -484,6 +484,12 @@ void TestUi::droppedFolderOpensAndIsRemembered() {
     QCOMPARE(menu->actions().first()->shortcut(), QKeySequence(QObject::tr("Ctrl+Shift+1")));
     typeAndWait("Der Hund schlaeft.");  // the dropped model translates
     QVERIFY(m_window->context()->result());
+    // Ctrl+Shift+2 opens the second: the fixture again.
+    QSignalSpy changed(m_window->context(), &ViewContext::modelChanged);
+    QTest::keyClick(m_window.get(), Qt::Key_2, Qt::ControlModifier | Qt::ShiftModifier);
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
+    QCOMPARE(QFileInfo(QString::fromStdString(m_window->context()->model()->package_dir)).canonicalFilePath(),
+             QFileInfo(pkg).canonicalFilePath());
 }
 
 void TestUi::modelPanelShowsCardAndTrainingLog() {
