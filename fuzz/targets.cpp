@@ -9,6 +9,8 @@
 
 #include "data/corpus.h"
 #include "decoding/search.h"
+#include "hub/hub_cache.h"
+#include "hub/hub_client.h"
 #include "package/argos_package.h"
 #include "package/ct2_model.h"
 #include "package/ct2_weights.h"
@@ -28,6 +30,7 @@
 #include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
 #include <attnlab/tokenizer.h>
@@ -615,6 +618,63 @@ void argosArchive(const uint8_t* data, size_t size) {
     }
     for (const auto& e : fs::recursive_directory_iterator(into, ec))
         if (e.is_symlink()) __builtin_trap();  // nothing but files and folders is ever written
+}
+
+namespace {
+std::vector<std::string> parts(const uint8_t* data, size_t size, size_t count) {
+    const std::string text(reinterpret_cast<const char*>(data), size), sep = kPackagePartSeparator;
+    std::vector<std::string> out;
+    size_t at = 0;
+    while (out.size() + 1 < count) {
+        const size_t next = text.find(sep, at);
+        if (next == std::string::npos) break;
+        out.push_back(text.substr(at, next - at));
+        at = next + sep.size();
+    }
+    out.push_back(text.substr(at));
+    out.resize(count);
+    return out;
+}
+
+bool plainName(const std::string& f) {
+    return !f.empty() && f != "." && f != ".." && f.find('/') == std::string::npos &&
+           f.find('\\') == std::string::npos && f.find('\0') == std::string::npos;
+}
+
+// Whatever the file list names, only plain names it holds are chosen (they become paths in the cache).
+void fileList(const std::string& body) {
+    try {
+        const auto [commit, siblings] = hub::parseRepoInfo(body, "fuzz");
+        if (!hub::isCommitHash(commit)) __builtin_trap();
+        for (const std::string& f : hub::selectModelFiles(siblings))
+            if (!plainName(f) || std::find(siblings.begin(), siblings.end(), f) == siblings.end()) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+}
+}  // namespace
+
+// parts: the file list (JSON), a weights index (JSON), an ETag header, a hub name, the catalog (JSON)
+void hubAnswers(const uint8_t* data, size_t size) {
+    const std::vector<std::string> p = parts(data, size, 5);
+    fileList(p[0]);
+    try {
+        for (const std::string& shard : hub::shardsOfIndex(p[1], "fuzz.index.json"))
+            if (!plainName(shard)) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+    if (const auto etag = hub::normalizeEtag(p[2]))  // a file name in blobs/
+        if (etag->empty() || etag->size() > 128 || !plainName(*etag) || etag->find('.') != std::string::npos)
+            __builtin_trap();
+    if (const auto name = parseHubModelName(p[3])) {  // a folder name in the cache, and back
+        const auto again = parseHubModelName(hubModelNameString(*name));
+        if (!again || again->repo != name->repo || again->revision != name->revision) __builtin_trap();
+        if (!plainName(hub::repoFolderName(name->repo))) __builtin_trap();
+    }
+    try {
+        for (const auto& e : parseHubCatalog(p[4], "fuzz.json"))
+            if (!parseHubModelName(e.repo)) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
 }
 
 }  // namespace attnlab::fuzz

@@ -416,4 +416,23 @@ def argos_zip(compression):
 
 put("fuzz_argos_archive", "stored.argosmodel", argos_zip(zipfile.ZIP_STORED))
 put("fuzz_argos_archive", "deflated.argosmodel", argos_zip(zipfile.ZIP_DEFLATED))
+
+
+# What the Hugging Face hub sends (fuzz_hub_answers): a file list, a sharded weights index, an ETag, a name,
+# and the shipped catalog, one input (fuzz/targets.h kPackagePartSeparator between them).
+def hub_answers():
+    listing = json.dumps({"id": "Helsinki-NLP/opus-mt-de-en", "sha": "0" * 40,
+                          "siblings": [{"rfilename": f} for f in ["config.json", "source.spm", "target.spm",
+                                                                  "vocab.json", "model.safetensors", "tf_model.h5",
+                                                                  "onnx/encoder.onnx", "README.md"]]})
+    index = json.dumps({"metadata": {}, "weight_map": {"a.weight": "model-00001-of-00002.safetensors",
+                                                       "b.weight": "model-00002-of-00002.safetensors"}})
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resources", "hub_catalog.json"),
+              "rb") as f:
+        catalog = f.read()
+    return SEPARATOR.join([listing.encode(), index.encode(), b'W/"' + b"a" * 64 + b'"',
+                          b"facebook/nllb-200-distilled-600M@refs/pr/1", catalog])
+
+
+put("fuzz_hub_answers", "hub.txt", hub_answers())
 print("seeds in", out)

@@ -293,13 +293,19 @@ std::pair<std::string, std::vector<std::string>> HubClient::repoFiles(const HubM
     const std::string what = "the file list of " + hubModelNameString(name);
     if (r.curl_code) throwTransport(r, what);
     if (r.status != 200) throwStatus(r, name, "the file list");
-    const nlohmann::json info = nlohmann::json::parse(r.body, nullptr, false);
+    return parseRepoInfo(r.body, hostOf(r.url) + " sent " + what);
+}
+
+std::pair<std::string, std::vector<std::string>> parseRepoInfo(const std::string& body, const std::string& origin) {
+    const nlohmann::json info = nlohmann::json::parse(body, nullptr, false);
     if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() ||
         !isCommitHash(info["sha"].get<std::string>())) {
-        throw PackageError(hostOf(r.url) + " sent " + what + " without a commit (\"sha\")");
+        throw PackageError(origin + " without a commit (\"sha\")");
     }
     std::vector<std::string> files;
-    for (const nlohmann::json& sibling : info.value("siblings", nlohmann::json::array())) {
+    const nlohmann::json siblings = info.value("siblings", nlohmann::json::array());
+    if (!siblings.is_array()) throw PackageError(origin + " with \"siblings\" that is not a list");
+    for (const nlohmann::json& sibling : siblings) {
         if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string()) {
             files.push_back(sibling["rfilename"].get<std::string>());
         }

@@ -57,6 +57,10 @@ struct HubFileInfo {
     std::string location;  // where to GET its bytes (the CDN for LFS files)
 };
 
+// The answer to GET /api/models/ORG/NAME/revision/REV: its commit ("sha", 40 hex digits) and its files'
+// names ("siblings"[].rfilename). PackageError beginning with `origin` for an answer without them.
+std::pair<std::string, std::vector<std::string>> parseRepoInfo(const std::string& body, const std::string& origin);
+
 class HubClient {
 public:
     explicit HubClient(const HubOptions& options);
