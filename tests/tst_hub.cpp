@@ -186,6 +186,10 @@ void TestHub::parsesHubNames() {
     QCOMPARE(n->repo, std::string("facebook/nllb-200-distilled-600M"));
     QCOMPARE(n->revision, std::string("v1.0"));
     QCOMPARE(attnlab::parseHubModelName("org/name@refs/pr/1")->revision, std::string("refs/pr/1"));
+    // a NUL is no character of a name or an ETag (it would cut the path the cache makes of it)
+    QVERIFY(!attnlab::parseHubModelName(std::string("org/na\0me", 9)));
+    QVERIFY(!attnlab::parseHubModelName(std::string("org/name@ma\0in", 14)));
+    QVERIFY(!attnlab::hub::normalizeEtag(std::string("\"ab\0cd\"", 7)));
     QCOMPARE(attnlab::hubModelNameString(name("org/m_1.x@refs/pr/1")), std::string("org/m_1.x@refs/pr/1"));
     QCOMPARE(attnlab::hubModelNameString(name("org/m")), std::string("org/m"));
     for (const char* bad : {"",

@@ -40,7 +40,9 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 }
 
 bool allOf(const std::string& s, const char* extra) {
-    return std::all_of(s.begin(), s.end(), [&](char c) { return isAsciiAlnum(c) || std::strchr(extra, c); });
+    // (strchr finds the terminator too: a NUL would pass as one of `extra`; found by fuzz_hub_answers)
+    return std::all_of(s.begin(), s.end(),
+                       [&](char c) { return isAsciiAlnum(c) || (c != '\0' && std::strchr(extra, c)); });
 }
 
 // ORG or NAME: the characters and shapes the hub accepts (huggingface_hub's validate_repo_id).
