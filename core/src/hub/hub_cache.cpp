@@ -277,7 +277,9 @@ std::vector<std::string> missingTokenizerFiles(const std::string& dir, const std
     std::ifstream in(dir + "/config.json", std::ios::binary);
     const nlohmann::json cfg =
         nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), nullptr, false);
-    const std::string type = cfg.is_object() ? cfg.value("model_type", "") : "";
+    const std::string type = cfg.is_object() && cfg.contains("model_type") && cfg["model_type"].is_string()
+                                 ? cfg["model_type"].get<std::string>()
+                                 : "";
     const std::string tokenizer = cfg.is_object() && cfg.contains("tokenizer") && cfg["tokenizer"].is_string()
                                       ? cfg["tokenizer"].get<std::string>()
                                       : "";

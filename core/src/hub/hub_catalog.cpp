@@ -49,7 +49,9 @@ HubCatalogEntry catalogEntry(const nlohmann::json& e, const std::string& where) 
     if (!e.contains("size_bytes") || !e["size_bytes"].is_number_integer() || e["size_bytes"].get<int64_t>() <= 0)
         throw PackageError(where + ": \"size_bytes\" is not a positive whole number");
     m.size_bytes = e["size_bytes"].get<int64_t>();
-    m.size_is_estimate = e.value("size_is_estimate", false);
+    if (e.contains("size_is_estimate") && !e["size_is_estimate"].is_boolean())
+        throw PackageError(where + ": \"size_is_estimate\" is not true or false");
+    m.size_is_estimate = e.contains("size_is_estimate") && e["size_is_estimate"].get<bool>();
     m.licence = text(e, "licence", where);
     m.notes = text(e, "notes", where, /*required=*/false);
     return m;
@@ -59,9 +61,11 @@ HubCatalogEntry catalogEntry(const nlohmann::json& e, const std::string& where) 
 std::vector<HubCatalogEntry> parseHubCatalog(const std::string& json_text, const std::string& origin) {
     const nlohmann::json doc = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
     if (!doc.is_object()) throw PackageError(origin + ": not a JSON object");
-    if (doc.value("format", 0) != kCatalogFormat)
-        throw PackageError(origin + ": format " + doc.value("format", nlohmann::json()).dump() +
-                           " is not one this AttnLab reads (" + std::to_string(kCatalogFormat) + ")");
+    // (json::value() throws its own type_error for a "format" that is not a number: checked by hand)
+    const nlohmann::json format = doc.contains("format") ? doc["format"] : nlohmann::json();
+    if (!format.is_number_integer() || format.get<int64_t>() != kCatalogFormat)
+        throw PackageError(origin + ": format " + format.dump() + " is not one this AttnLab reads (" +
+                           std::to_string(kCatalogFormat) + ")");
     if (!doc.contains("models") || !doc["models"].is_array()) throw PackageError(origin + ": no \"models\" list");
     std::vector<HubCatalogEntry> out;
     for (size_t i = 0; i < doc["models"].size(); ++i)
