@@ -177,8 +177,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     try {
         // A Hugging Face name the cache lacks is got by the window, with progress (ViewContext::openModel);
         // everything else is resolved here: a folder, a bundled name, a name the cache holds.
-        const bool got_later = !o.model.isEmpty() && attnlab::parseHubModelName(o.model.toStdString()) &&
-                               !QFileInfo::exists(o.model) && !attnlab::ui::ViewContext::cachedModel(o.model);
+        const bool got_later = attnlab::ui::ViewContext::needsFetch(o.model);
         if (!got_later)
             o.model = QString::fromStdString(o.model.isEmpty() ? attnlab::defaultModelDir()
                                                                : attnlab::resolveModelArgument(o.model.toStdString()));

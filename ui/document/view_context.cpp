@@ -193,14 +193,13 @@ std::optional<QString> ViewContext::cachedModel(const QString& name) {
     return std::nullopt;
 }
 
+bool ViewContext::needsFetch(const QString& name) {
+    return !QFileInfo::exists(name) && parseHubModelName(name.toStdString()) && !cachedModel(name);
+}
+
 void ViewContext::openModel(const QString& name_or_dir) {
-    const bool hub_name = !QFileInfo::exists(name_or_dir) && parseHubModelName(name_or_dir.toStdString());
-    if (!hub_name) {
-        loadModel(name_or_dir);
-        return;
-    }
-    if (const auto dir = cachedModel(name_or_dir)) {
-        loadModel(*dir);
+    if (!needsFetch(name_or_dir)) {
+        loadModel(cachedModel(name_or_dir).value_or(name_or_dir));
         return;
     }
     m_fetch->start(name_or_dir);

@@ -100,6 +100,8 @@ public:
     bool fetching() const;
     // The cache's folder for a Hugging Face name, when it holds the model complete (no network).
     static std::optional<QString> cachedModel(const QString& name);
+    // Whether `name` is a Hugging Face name that has to be got first (no such path, not in the cache).
+    static bool needsFetch(const QString& name);
     void showSentence(const QString& sentence) { Q_EMIT sentenceShown(sentence); }  // in the sentence row
     // The sentence row shows `sentence` and it is translated with the user's options.
     void translateSentence(const QString& sentence);

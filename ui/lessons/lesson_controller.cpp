@@ -149,8 +149,7 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
     try {
         const QString named = QString::fromStdString(lesson.model);
         // A Hugging Face name the cache lacks is got by the window (progress, cancel), then loaded.
-        if (!named.isEmpty() && !QFileInfo::exists(named) && parseHubModelName(lesson.model) &&
-            !ViewContext::cachedModel(named))
+        if (ViewContext::needsFetch(named))
             to_get = named;
         else if (!named.isEmpty())
             model_dir = QString::fromStdString(resolveModelArgument(lesson.model));

@@ -239,6 +239,7 @@ void MainWindow::showGetModelDialog() {
             throw PackageError(std::string("the catalog of models (") + kHubCatalogFile + ") is not installed");
         QFile file(QString::fromStdString(path));
         if (!file.open(QIODevice::ReadOnly)) throw PackageError(path + ": " + file.errorString().toStdString());
+        if (file.size() > (qint64(4) << 20)) throw PackageError(path + ": larger than 4 MB, not a catalog");
         GetModelDialog dialog(m_context, parseHubCatalog(file.readAll().toStdString(), path), this);
         dialog.exec();
     } catch (const Error& e) {

@@ -41,10 +41,6 @@ DownloadPanel::DownloadPanel(ViewContext* context, QWidget* parent)
     connect(context, &ViewContext::fetchEnded, this, [this] { setVisible(false); });
 }
 
-QString DownloadPanel::describe(const attnlab::HubProgress& p) {
-    return QString::fromStdString(attnlab::describeHubProgress(p));
-}
-
 void DownloadPanel::started(const QString& name) {
     m_title->setText(tr("Getting <b>%1</b> from Hugging Face into the shared cache").arg(name.toHtmlEscaped()));
     m_detail->setText(tr("Asking for the list of files…"));
@@ -55,7 +51,7 @@ void DownloadPanel::started(const QString& name) {
 
 void DownloadPanel::showProgress(const attnlab::HubProgress& p) {
     m_bar->setValue(p.total > 0 ? int(1000 * double(p.done) / double(p.total)) : 0);
-    if (m_cancel->isEnabled()) m_detail->setText(describe(p));
+    if (m_cancel->isEnabled()) m_detail->setText(QString::fromStdString(attnlab::describeHubProgress(p)));
 }
 
 }  // namespace attnlab::ui

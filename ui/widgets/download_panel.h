@@ -19,8 +19,6 @@ class DownloadPanel : public QFrame {
     Q_OBJECT
 public:
     explicit DownloadPanel(ViewContext* context, QWidget* parent = nullptr);
-    // "model.safetensors · 45.2 of 298.0 MB · 12.3 MB/s · 0:21 left · file 3 of 7"
-    static QString describe(const attnlab::HubProgress& p);
 
 private:
     void started(const QString& name);

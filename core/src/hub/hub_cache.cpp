@@ -274,9 +274,11 @@ namespace {
 // vocabularies), an AttnLab package (by its "tokenizer"); else any tokenizer file.
 std::vector<std::string> missingTokenizerFiles(const std::string& dir, const std::vector<std::string>& present) {
     const auto has = [&](const std::string& f) { return std::count(present.begin(), present.end(), f) > 0; };
-    std::ifstream in(dir + "/config.json", std::ios::binary);
-    const nlohmann::json cfg =
-        nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), nullptr, false);
+    nlohmann::json cfg;
+    try {  // (read as the loaders read it, at most 4 MB; an unreadable one: any tokenizer file will do)
+        cfg = package::readJson(dir + "/config.json");
+    } catch (const Error&) {
+    }
     const std::string type = cfg.is_object() && cfg.contains("model_type") && cfg["model_type"].is_string()
                                  ? cfg["model_type"].get<std::string>()
                                  : "";
@@ -310,10 +312,9 @@ namespace {
 std::vector<std::string> missingShards(const std::string& dir, const std::string& weights,
                                        const std::vector<std::string>& present) {
     if (!isWeightsIndex(weights)) return {};
-    std::ifstream in(dir + "/" + weights, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<std::string> lacks;
     try {
+        const std::string text = util::readSmallFile(dir + "/" + weights, package::kMaxWeightsIndexBytes);
         for (const std::string& shard : shardsOfIndex(text, weights))
             if (!std::count(present.begin(), present.end(), shard)) lacks.push_back(shard);
     } catch (const PackageError& e) {

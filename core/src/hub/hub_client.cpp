@@ -1,5 +1,8 @@
 #include "hub/hub_client.h"
 
+#include "package/hf_config.h"
+#include "util/small_file.h"
+
 #include <attnlab/errors.h>
 #include <attnlab/version.h>
 
@@ -532,10 +535,7 @@ std::string SnapshotFetcher::readBlob(const std::string& file) const {
     const auto it = m_etags.find(file);
     const std::string path =
         it != m_etags.end() ? m_cache.blobPath(it->second) : m_cache.snapshotDir(m_commit) + "/" + file;
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw PackageError("cannot read " + path);
-    return text;
+    return util::readSmallFile(path, package::kMaxWeightsIndexBytes);  // (only indexes are read)
 }
 
 std::string SnapshotFetcher::run() {

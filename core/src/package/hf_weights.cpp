@@ -27,7 +27,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxIndexBytes = 64u << 20;  // NLLB 3.3B's index is 90 kB
 constexpr size_t kMaxShards = 4096;
 
 // A file `git clone` left as a Git LFS pointer (git-lfs not installed, or not pulled).
@@ -43,7 +42,7 @@ void refuseLfsPointer(const std::string& path) {
 
 // The shards an index lists, in the order they are first named; each must be a plain file name.
 std::vector<std::string> shardsOf(const std::string& dir, const std::string& index_path) {
-    const json j = util::parseJson(util::readSmallFile(index_path, kMaxIndexBytes), index_path);
+    const json j = util::parseJson(util::readSmallFile(index_path, kMaxWeightsIndexBytes), index_path);
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
         throw PackageError(index_path + ": expected an object with a \"weight_map\" of tensor names to files");
     std::vector<std::string> files;
