@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+constexpr size_t kMaxConfidenceBytes = 64 * 1024;  // what AttnLab writes takes 200 bytes
 // The keys of confidence.json.
 constexpr const char* kThreshold = "mean_log_prob_threshold";
 constexpr const char* kPercentile = "percentile";
@@ -78,7 +79,7 @@ std::string confidenceCalibrationToJson(const ConfidenceCalibration& c) {
 std::optional<ConfidenceCalibration> readConfidenceCalibration(const std::string& package_dir) {
     const std::string path = (fs::path(package_dir) / package_files::kConfidence).string();
     if (!util::optionalFilePresent(path)) return std::nullopt;
-    return confidenceCalibrationFromJson(util::readSmallFile(path, 64 * 1024), path);
+    return confidenceCalibrationFromJson(util::readSmallFile(path, kMaxConfidenceBytes), path);
 }
 
 void writeConfidenceCalibration(const std::string& package_dir, const ConfidenceCalibration& c) {

@@ -8,6 +8,7 @@
 
 #include <attnlab/errors.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -20,11 +21,12 @@ using ct2::Variable;
 
 namespace {
 
+constexpr uint32_t kOldestRevision = 1;            // ModelSpec.revision counts from 1 (version < 2 stored none)
 constexpr uint32_t kNewestRevision = 7;            // TransformerSpec.revision in CTranslate2 4.x
 constexpr int64_t kGeneratedPositions = 1024;      // translate_batch's default max_input_length
 constexpr int64_t kMaxStoredPositions = 8192;      // ModelConfig's n_position at most
 constexpr size_t kMaxVocabularyBytes = 64u << 20;  // NLLB's 256,206 tokens take 6 MB
-constexpr size_t kMaxVocabularyTokens = 4u << 20;
+constexpr size_t kMaxVocabularyTokens = 4u << 20;  // 16 times NLLB's
 
 void replaceFirst(std::string& s, const std::string& from, const std::string& to) {
     const size_t at = s.find(from);
@@ -67,7 +69,8 @@ void renameV1(ModelBin& bin) {
 // The spec as data: attributes with CTranslate2's defaults and fallbacks, variables marked as used.
 struct Spec {
     const ModelBin& bin;
-    std::set<std::string> used;
+    std::set<std::string> used;    // stored variables mapped or read
+    std::set<std::string> mapped;  // the names mapped, an alias among them (its role)
 
     [[noreturn]] void fail(const std::string& m) const { throw PackageError(bin.path + ": " + m); }
     bool has(const std::string& name) const { return bin.find(name) != nullptr; }
@@ -158,9 +161,13 @@ void checkSpecName(const ModelBin& bin) {
     if (spec != "TransformerSpec" && spec != "TransformerBase" && spec != "TransformerBig" && !spec.empty())
         throw PackageError(bin.path + ": holds a " + util::forMessage(spec) +
                            " model; AttnLab opens CTranslate2's Transformer encoder-decoders (TransformerSpec)");
+    const std::string range = "(" + std::to_string(kOldestRevision) + " to " + std::to_string(kNewestRevision) + ")";
+    if (bin.spec_revision < kOldestRevision)
+        throw PackageError(bin.path + ": spec revision " + std::to_string(bin.spec_revision) +
+                           " is not one CTranslate2 writes: its revisions count from 1; AttnLab reads " + range);
     if (bin.spec_revision > kNewestRevision)
         throw PackageError(bin.path + ": spec revision " + std::to_string(bin.spec_revision) +
-                           " is newer than the revisions AttnLab reads (1 to " + std::to_string(kNewestRevision) + ")");
+                           " is newer than the revisions AttnLab reads " + range);
 }
 
 int64_t headCount(const Spec& s) {
@@ -220,6 +227,7 @@ struct Builder {
         s.get(var);
         m.sources[ours] = {stored, row_begin, rows};
         s.used.insert(stored);
+        s.mapped.insert(var);
         if (s.bin.find(stored + "_scale")) s.used.insert(stored + "_scale");
     }
     void optional(const std::string& ours, const std::string& var) {
@@ -347,6 +355,7 @@ void mapTensors(Spec& s, Builder& b, ModelConfig& c) {
     if (!c.emb_src_trg_weight_sharing) b.map("encoder.src_word_emb.weight", embeddingsName(s, "encoder"));
     if (!c.trg_emb_prj_weight_sharing) b.map("trg_word_prj.weight", "decoder/projection/weight");
     s.used.insert(s.bin.resolve("decoder/projection/weight"));
+    s.mapped.insert({embeddingsName(s, "encoder"), "decoder/projection/weight"});  // tied: read as the decoder's
     if (c.logits_bias) b.map("final_logits_bias", "decoder/projection/bias");
     for (const char* stack : {"encoder", "decoder"}) {
         const int64_t n = std::string(stack) == "encoder" ? c.n_layers : c.n_dec_layers;
@@ -376,10 +385,12 @@ void refuseUnknownVariables(const Spec& s) {
         s.fail("unexpected variable '" + util::forMessage(v.name) + "' of shape " + util::shapeString(v.shape) +
                ": not part of the Transformer encoder-decoder AttnLab reads");
     }
+    // An alias is a name of the spec as a stored variable is: one no role reads is refused, even when
+    // the variable it names has a role under its own name.
     for (const auto& [alias, target] : s.bin.aliases)
-        if (!s.used.count(alias) && !s.used.count(target) && !attributes.count(alias.substr(alias.rfind('/') + 1)))
+        if (!s.mapped.count(alias) && !attributes.count(alias.substr(alias.rfind('/') + 1)))
             s.fail("unexpected alias '" + util::forMessage(alias) + "' (of '" + util::forMessage(target) +
-                   "'): not part of the Transformer encoder-decoder AttnLab reads");
+                   "'): a name of no role in the Transformer encoder-decoder AttnLab reads");
 }
 
 std::string storedDtypes(const ModelBin& bin) {
@@ -506,7 +517,7 @@ Ct2Model mapSpec(ModelBin bin) {
     if (bin.spec_revision == 1) renameV1(bin);
     Ct2Model m;
     m.bin = std::move(bin);
-    Spec s{m.bin, {}};
+    Spec s{m.bin, {}, {}};
     refuseUnsupported(s);
     Builder b{s, m};
     m.config.model = mapArchitecture(s, b);
@@ -526,34 +537,88 @@ void validate(Ct2Model& m, const std::string& origin) {
     }
 }
 
-// One vocabulary file: a JSON list of tokens, or one token a line.
+// A JSON list of token strings read as a stream (nlohmann's SAX interface), so that what is not a
+// list of at most kMaxVocabularyTokens strings is refused before anything is stored: a DOM of a
+// 64 MB list of 22 M empty strings took 2.67 GB. Without `out` it counts; with it, it also keeps.
+class TokenListReader final : public nlohmann::json_sax<nlohmann::json> {
+public:
+    explicit TokenListReader(std::vector<std::string>* out) : m_out(out) {}
+    size_t count = 0;
+    std::string problem;  // why it stopped
+
+    bool null() override { return notAString("null"); }
+    bool boolean(bool) override { return notAString("a boolean"); }
+    bool number_integer(number_integer_t) override { return notAString("a number"); }
+    bool number_unsigned(number_unsigned_t) override { return notAString("a number"); }
+    bool number_float(number_float_t, const string_t&) override { return notAString("a number"); }
+    bool binary(binary_t&) override { return notAString("binary data"); }
+    bool start_object(size_t) override { return notAString("an object"); }
+    bool key(string_t&) override { return notAString("an object"); }
+    bool end_object() override { return notAString("an object"); }
+    bool start_array(size_t) override { return m_depth == 0 ? ++m_depth > 0 : notAString("a list"); }
+    bool end_array() override { return --m_depth >= 0; }
+    bool string(string_t& s) override {
+        if (m_depth != 1) return notAString("a string");
+        if (++count > kMaxVocabularyTokens)
+            return stop("holds more than " + std::to_string(kMaxVocabularyTokens) + " tokens");
+        if (m_out) m_out->push_back(std::move(s));
+        return true;
+    }
+    bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) override {
+        return stop(std::string("malformed JSON: ") + e.what());
+    }
+
+private:
+    bool stop(std::string why) {
+        problem = std::move(why);
+        return false;
+    }
+    bool notAString(const std::string& what) {
+        if (m_depth != 1) return stop("expected a JSON list of tokens");
+        return stop("token " + std::to_string(count) + " is " + what + ", not a string");
+    }
+    std::vector<std::string>* m_out;
+    int m_depth = 0;
+};
+
+std::vector<std::string> readJsonTokens(const std::string& text, const std::string& path) {
+    TokenListReader counter(nullptr);
+    if (!nlohmann::json::sax_parse(text, &counter)) throw PackageError(path + ": " + counter.problem);
+    std::vector<std::string> tokens;
+    tokens.reserve(counter.count);
+    TokenListReader reader(&tokens);
+    if (!nlohmann::json::sax_parse(text, &reader)) throw PackageError(path + ": " + reader.problem);
+    return tokens;
+}
+
+// One token a line, counted before any is stored. CTranslate2 drops a trailing \r only when every
+// line has one.
+std::vector<std::string> readLineTokens(const std::string& text, const std::string& path) {
+    const size_t lines =
+        size_t(std::count(text.begin(), text.end(), '\n')) + (text.empty() || text.back() == '\n' ? 0 : 1);
+    if (lines > kMaxVocabularyTokens)
+        throw PackageError(path + ": holds more than " + std::to_string(kMaxVocabularyTokens) + " tokens");
+    std::vector<std::string> tokens;
+    tokens.reserve(lines);
+    bool crlf = true;
+    for (size_t at = 0; at < text.size();) {
+        const size_t end = std::min(text.find('\n', at), text.size());
+        tokens.emplace_back(text, at, end - at);
+        crlf = crlf && end > at && text[end - 1] == '\r';
+        at = end + 1;
+    }
+    if (crlf)
+        for (auto& t : tokens) t.pop_back();
+    return tokens;
+}
+
+// One vocabulary file: a JSON list of tokens, or one token a line; its size bounded before it is
+// read (kMaxVocabularyBytes) and its tokens counted before they are stored (kMaxVocabularyTokens).
 std::vector<std::string> readVocabularyFile(const std::string& path) {
     const std::string text = util::readSmallFile(path, kMaxVocabularyBytes);
-    std::vector<std::string> tokens;
-    if (util::endsWith(path, ".json")) {
-        const nlohmann::json j = util::parseJson(text, path);
-        if (!j.is_array()) throw PackageError(path + ": expected a JSON list of tokens");
-        for (const auto& t : j) {
-            if (!t.is_string())
-                throw PackageError(path + ": token " + std::to_string(tokens.size()) + " is " + t.dump() +
-                                   ", not a string");
-            tokens.push_back(t.get<std::string>());
-        }
-    } else {
-        std::istringstream in(text);
-        bool crlf = true;  // CTranslate2 drops a trailing \r only when every line has one
-        for (std::string line; std::getline(in, line);) {
-            if (tokens.size() == kMaxVocabularyTokens)
-                throw PackageError(path + ": holds more than " + std::to_string(kMaxVocabularyTokens) + " tokens");
-            crlf = crlf && !line.empty() && line.back() == '\r';
-            tokens.push_back(std::move(line));
-        }
-        if (crlf)
-            for (auto& t : tokens) t.pop_back();
-    }
+    std::vector<std::string> tokens =
+        util::endsWith(path, ".json") ? readJsonTokens(text, path) : readLineTokens(text, path);
     if (tokens.empty()) throw PackageError(path + ": holds no token");
-    if (tokens.size() > kMaxVocabularyTokens)
-        throw PackageError(path + ": holds more than " + std::to_string(kMaxVocabularyTokens) + " tokens");
     return tokens;
 }
 

@@ -209,7 +209,10 @@ ModelBin parseModelBin(std::istream& in, uint64_t size, const std::string& origi
     }
     if (bin.binary_version >= 3) {
         const auto aliases = c.value<uint32_t>("the alias count");
-        if (aliases > kMaxVariables || uint64_t(aliases) * 6 > c.left())
+        if (aliases > kMaxAliases)
+            c.fail("claims " + std::to_string(aliases) + " aliases; AttnLab reads at most " +
+                   std::to_string(kMaxAliases) + " (a Transformer encoder-decoder has far fewer names)");
+        if (uint64_t(aliases) * 6 > c.left())
             c.fail("claims " + std::to_string(aliases) + " aliases, more than its remaining bytes can hold");
         for (uint32_t i = 0; i < aliases; ++i) {
             std::string alias = c.string("an alias");

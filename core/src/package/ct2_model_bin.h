@@ -69,6 +69,9 @@ struct ModelBin {
 inline constexpr uint32_t kOldestBinaryVersion = 2;
 inline constexpr uint32_t kNewestBinaryVersion = 6;
 inline constexpr uint32_t kMaxVariables = 1u << 20;
+// Aliases read at most: one per name of a 1,000-layer Transformer (a 6-layer one has about 200
+// names; CTranslate2 aliases a variable equal to another, so a model of many equal tensors has many).
+inline constexpr uint32_t kMaxAliases = 1u << 16;
 inline constexpr int kMaxRank = 8;
 
 // Reads and checks the header of `path`; throws PackageError("<path>: <problem>").

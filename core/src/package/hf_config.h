@@ -20,8 +20,14 @@
 
 namespace attnlab::package {
 
+// The largest JSON configuration read (config.json, generation_config.json, tokenizer_config.json,
+// special_tokens_map.json, added_tokens.json, CTranslate2's config.json, Argos's metadata.json): the
+// real ones take a few kB (NLLB's tokenizer_config.json 30 kB), and a DOM takes at most about 30
+// times its text.
+inline constexpr size_t kMaxJsonConfigBytes = size_t(4) << 20;
+
 inline nlohmann::json readJson(const std::string& path) {
-    return util::parseJson(util::readSmallFile(path, 4u << 20), path);
+    return util::parseJson(util::readSmallFile(path, kMaxJsonConfigBytes), path);
 }
 
 // Typed reads of a Hugging Face config.json, each error naming the file and the key.

@@ -180,7 +180,7 @@ void refuseMissingIds(const std::string& path, const std::unordered_map<int64_t,
 }  // namespace
 
 std::unordered_map<std::string, int> readMarianVocab(const std::string& path, int64_t vocab_size) {
-    const nlohmann::json j = util::parseJson(util::readSmallFile(path, 64u << 20), path);
+    const nlohmann::json j = util::parseJson(util::readSmallFile(path, kMaxVocabJsonBytes), path);
     if (!j.is_object()) throw PackageError(path + ": expected an object mapping pieces to ids");
     std::unordered_map<std::string, int> vocab;
     std::unordered_map<int64_t, char> seen;

@@ -8,6 +8,7 @@
 
 #include <attnlab/tokenizer.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +47,10 @@ inline constexpr const char* kSourceSpm = "source.spm";
 inline constexpr const char* kTargetSpm = "target.spm";
 inline constexpr const char* kVocab = "vocab.json";
 }  // namespace marian_files
+
+// The largest vocab.json read (Marian's, M2M100's: a JSON object of piece -> id; NLLB's 256,206
+// pieces take 6 MB).
+inline constexpr size_t kMaxVocabJsonBytes = size_t(64) << 20;
 
 // Reads vocab.json (piece -> id); throws PackageError naming the file for what stands there
 // instead of a file, malformed JSON, an id outside [0, vocab_size), an id given twice, an id of

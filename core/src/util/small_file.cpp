@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace attnlab::util {
 namespace fs = std::filesystem;
@@ -64,11 +63,12 @@ std::string readSmallFile(const std::string& path, size_t max_bytes) {
     const auto size = fs::file_size(path, ec);
     if (ec || size > max_bytes)
         throw PackageError(path + ": unreadable or larger than " + std::to_string(max_bytes) + " bytes");
+    // Read into a string of the file's size: no stream's copy, whose growth doubled what it took.
     std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (!in) throw PackageError(path + ": cannot be read");
-    return ss.str();
+    std::string bytes(size_t(size), '\0');
+    in.read(bytes.data(), std::streamsize(size));
+    if (!in || in.gcount() != std::streamsize(size)) throw PackageError(path + ": cannot be read");
+    return bytes;
 }
 
 OpenedFile openRegularFile(const std::string& path) {
