@@ -7,6 +7,7 @@
 // bound quantization allows; .argosmodel as a file and unpacked; `import`; what is refused, by
 // message. Skipped, with a message, where python3-torch is missing (failed under CI=true).
 #include "fixtures.h"
+#include "memory_limit.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -14,11 +15,16 @@
 
 #include "package/argos_package.h"
 #include "package/ct2_model.h"
+#include "util/atomic_file.h"
 
 #include <QtTest/QtTest>
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -40,6 +46,11 @@ private Q_SLOTS:
     void windowsLineEndingsReadAsCTranslate2ReadsThem();
     void refusedByMessage_data();
     void refusedByMessage();
+    void vocabularyCountedBeforeItIsStored_data();
+    void vocabularyCountedBeforeItIsStored();
+    void argosBombStopsAtItsBound_data();
+    void argosBombStopsAtItsBound();
+    void argosStagingOfAKilledProcessIsSwept();
 
 private:
     QString make(const QString& name, const QStringList& options);
@@ -298,7 +309,7 @@ void TestCtranslate2::argosPackageOpensAsFileAndFolder() {
     const json ref = reference(dir, sentences, kMaxLength);
     const auto before = fs::directory_iterator(fs::temp_directory_path());
     const size_t temporaries = std::count_if(fs::begin(before), fs::end(before), [](const fs::directory_entry& e) {
-        return e.path().filename().string().rfind("attnlab-argos-", 0) == 0;
+        return e.path().filename().string().find("attnlab-argos-") != std::string::npos;
     });
     for (const QString& path : {zip, unpacked}) {
         attnlab::Translator t(path.toStdString(), {attnlab::testing::testDevice()});
@@ -310,7 +321,7 @@ void TestCtranslate2::argosPackageOpensAsFileAndFolder() {
     const auto after = fs::directory_iterator(fs::temp_directory_path());
     QCOMPARE(size_t(std::count_if(fs::begin(after), fs::end(after),
                                   [](const fs::directory_entry& e) {
-                                      return e.path().filename().string().rfind("attnlab-argos-", 0) == 0;
+                                      return e.path().filename().string().find("attnlab-argos-") != std::string::npos;
                                   })),
              temporaries);
     // Installed packages are listed from ARGOS_PACKAGES_DIR with their languages.
@@ -419,6 +430,13 @@ void TestCtranslate2::refusedByMessage_data() {
                                             << "binary version 7";
     QTest::newRow("another spec") << QStringList{} << "spec"
                                   << "WhisperSpec";
+    QTest::newRow("spec revision 0") << QStringList{} << "revision-0"
+                                     << "spec revision 0 is not one CTranslate2 writes: its revisions count from 1";
+    QTest::newRow("aliases of no role") << QStringList{} << "aliases-1000"
+                                        << "unexpected alias 'unknown/alias_0' (of 'decoder/embeddings/weight'): a "
+                                           "name of no role";
+    QTest::newRow("100,000 aliases") << QStringList{} << "aliases-100000"
+                                     << "claims 100000 aliases; AttnLab reads at most 65536";
     QTest::newRow("zip member outside the package") << QStringList{} << "zip-slip"
                                                     << "lies outside the package";
     QTest::newRow("zip with a link") << QStringList{} << "zip-link"
@@ -435,6 +453,34 @@ void rewriteSpecName(const std::string& path, const std::string& name) {
     const uint16_t len = uint16_t(name.size() + 1);
     std::string header = bytes.substr(0, 4) + std::string{char(len & 0xff), char(len >> 8)} + name + '\0';
     attnlab::testing::writeFile(path, header + bytes.substr(6 + old_len));
+}
+// The spec revision (after the version and the spec name) set to `revision`.
+void rewriteSpecRevision(const std::string& path, uint32_t revision) {
+    std::string bytes = attnlab::testing::readFile(path);
+    const size_t at = 6 + size_t(uint8_t(bytes[4]) | (uint8_t(bytes[5]) << 8));
+    std::memcpy(&bytes[at], &revision, 4);
+    attnlab::testing::writeFile(path, bytes);
+}
+
+// `count` more aliases "unknown/alias_N" of the decoder's embeddings, after those model.bin has.
+void addAliases(const std::string& path, uint32_t count) {
+    const auto bin = attnlab::package::ct2::readModelBin(path);
+    uint64_t end = 0;
+    for (const auto& v : bin.variables) end = std::max(end, v.offset + v.nbytes);
+    std::string bytes = attnlab::testing::readFile(path);
+    uint32_t n = 0;
+    std::memcpy(&n, &bytes[end], 4);
+    n += count;
+    std::memcpy(&bytes[end], &n, 4);
+    auto text = [&](const std::string& t) {
+        const uint16_t len = uint16_t(t.size() + 1);
+        bytes += std::string{char(len & 0xff), char(len >> 8)} + t + '\0';
+    };
+    for (uint32_t i = 0; i < count; ++i) {
+        text("unknown/alias_" + std::to_string(i));
+        text(bin.resolve("decoder/embeddings/weight"));
+    }
+    attnlab::testing::writeFile(path, bytes);
 }
 }  // namespace
 
@@ -461,6 +507,10 @@ void TestCtranslate2::refusedByMessage() {
         attnlab::testing::writeFile(bin, bytes);
     } else if (edit == "spec") {
         rewriteSpecName(bin, "WhisperSpec");
+    } else if (edit == "revision-0") {
+        rewriteSpecRevision(bin, 0);
+    } else if (edit.startsWith("aliases-")) {
+        addAliases(bin, edit.mid(8).toUInt());
     } else if (edit == "bpe") {
         // An installed Argos package whose tokenizer is argos-translate's BPETokenizer.
         path = m_dir.path().toStdString() + "/bpe-package";
@@ -484,6 +534,149 @@ void TestCtranslate2::refusedByMessage() {
         attnlab::testing::messageOf([&] { attnlab::Translator t(path, {attnlab::testing::testDevice()}); });
     QVERIFY2(got.contains(message), qPrintable(got));
     QVERIFY(!fs::exists(m_dir.path().toStdString() + "/evil.txt"));
+}
+
+// The issue's vocabulary: 64 MB of 22 M empty strings took 2.67 GB as a JSON DOM (the .txt form of
+// newlines 423 MB) before "more than 4194304 tokens". Now counted before a token is stored: read
+// with 256 MiB of address space to spare, the message comes, not bad_alloc.
+void TestCtranslate2::vocabularyCountedBeforeItIsStored_data() {
+    QTest::addColumn<QString>("file");
+    QTest::newRow("JSON") << "shared_vocabulary.json";
+    QTest::newRow("one token a line") << "shared_vocabulary.txt";
+}
+
+void TestCtranslate2::vocabularyCountedBeforeItIsStored() {
+    QFETCH(QString, file);
+    const std::string dir = m_dir.path().toStdString() + "/empty-tokens-" + file.toStdString();
+    fs::create_directories(dir);
+    const size_t bytes = (size_t(64) << 20) - 2;  // just under the file size cap
+    std::string text;
+    if (file.endsWith(".json")) {
+        text.reserve(bytes + 2);
+        text = "[\"\"";
+        while (text.size() + 3 < bytes) text += ",\"\"";
+        text += "]";
+    } else {
+        text.assign(bytes, '\n');
+    }
+    attnlab::testing::writeFile(dir + "/" + file.toStdString(), text);
+    text = std::string();
+    const AddressSpaceLimit limit(uint64_t(256) << 20);
+    QVERIFY(limit.active());
+    const QString got =
+        attnlab::testing::messageOf<std::exception>([&] { attnlab::package::readCt2Vocabularies(dir); });
+    QVERIFY2(got.endsWith(file + ": holds more than 4194304 tokens"), qPrintable(got));
+}
+
+namespace {
+// An .argosmodel whose model.bin is `mib` MiB of zeros (deflated to about a thousandth): honest, or
+// with its headers saying 1000 bytes.
+void writeArgosBomb(const QString& python, const std::string& path, int mib, bool lying) {
+    const char* script = R"(import struct, sys, zipfile
+path, mib, lying = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("pkg/metadata.json", '{"from_code": "en", "to_code": "de"}')
+    with z.open("pkg/model/model.bin", "w") as f:
+        for _ in range(mib):
+            f.write(bytes(1 << 20))
+if lying:
+    b = bytearray(open(path, "rb").read())
+    for sig, size_at, name_at in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
+        i = b.find(sig)
+        while i >= 0:
+            if b[i + name_at:i + name_at + 19] == b"pkg/model/model.bin":
+                struct.pack_into("<I", b, i + size_at, 1000)
+            i = b.find(sig, i + 4)
+    open(path, "wb").write(bytes(b))
+)";
+    QProcess p;
+    p.start(python, {"-c", script, QString::fromStdString(path), QString::number(mib), lying ? "1" : "0"});
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+}
+
+// TMPDIR set to `dir` while it lives, then as it was (unset when it was).
+class TmpdirSet {
+public:
+    explicit TmpdirSet(const std::string& dir) : m_had(qEnvironmentVariableIsSet("TMPDIR")), m_old(qgetenv("TMPDIR")) {
+        qputenv("TMPDIR", QByteArray::fromStdString(dir));
+    }
+    ~TmpdirSet() { m_had ? qputenv("TMPDIR", m_old) : qunsetenv("TMPDIR"); }
+    TmpdirSet(const TmpdirSet&) = delete;
+    TmpdirSet& operator=(const TmpdirSet&) = delete;
+
+private:
+    bool m_had;
+    QByteArray m_old;
+};
+
+size_t entriesIn(const std::string& dir) {
+    std::error_code ec;
+    return size_t(std::distance(fs::directory_iterator(dir, ec), fs::directory_iterator()));
+}
+}  // namespace
+
+// The issue's bomb: a 9.6 MB .argosmodel wrote 8.1 GB into TMPDIR before it was refused. An archive
+// now unpacks to at most 20 times its size (32 MiB at least): a 200 MiB model.bin of zeros (a
+// 200 kB zip) is refused at 32 MiB, by its header when that is honest and as the bytes come when it
+// lies; TMPDIR is as it was.
+void TestCtranslate2::argosBombStopsAtItsBound_data() {
+    QTest::addColumn<bool>("lying");
+    QTest::newRow("honest header") << false;
+    QTest::newRow("header says 1000 bytes") << true;
+}
+
+void TestCtranslate2::argosBombStopsAtItsBound() {
+    QFETCH(bool, lying);
+    const std::string zip = m_dir.path().toStdString() + "/bomb-" + (lying ? "lying" : "honest") + ".argosmodel";
+    writeArgosBomb(m_python, zip, 200, lying);
+    QVERIFY(fs::file_size(zip) < (size_t(1) << 20));
+    const std::string tmp = m_dir.path().toStdString() + "/bomb-tmp";
+    fs::create_directories(tmp);
+    const QString got = attnlab::testing::messageOf([&] {
+        const TmpdirSet in_tmp(tmp);
+        attnlab::package::locateCtranslate2(zip);
+    });
+    QVERIFY2(got.contains("member 'pkg/model/model.bin'") &&
+                 got.contains("the archive unpacks to more than 32 MiB, the most AttnLab writes for an archive of 1 "
+                              "MiB (20 times its size, at least 32 MiB)"),
+             qPrintable(got));
+    QCOMPARE(got.contains("says it holds 200 MiB"), !lying);
+    QCOMPARE(entriesIn(tmp), size_t(0));
+}
+
+// A process killed while unpacking leaves its staging folder (marked, named for its pid); the next
+// one that unpacks an .argosmodel removes it.
+void TestCtranslate2::argosStagingOfAKilledProcessIsSwept() {
+    const std::string tmp = m_dir.path().toStdString() + "/killed-tmp";
+    fs::create_directories(tmp);
+    const pid_t child = fork();
+    if (child == 0) {
+        const std::string folder = attnlab::util::makeStagingFolderIn(tmp, "attnlab-argos");
+        std::ofstream(folder + "/half-unpacked.bin") << std::string(1 << 20, 'x');
+        ::raise(SIGKILL);
+        ::_exit(0);
+    }
+    int status = 0;
+    QCOMPARE(::waitpid(child, &status, 0), child);
+    QVERIFY(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    QCOMPARE(entriesIn(tmp), size_t(1));
+    const std::string left = fs::directory_iterator(tmp)->path().filename().string();
+    QVERIFY2(left.rfind(".attnlab-argos-", 0) == 0 &&
+                 left.find(".attnlab-staging-" + std::to_string(child)) != std::string::npos,
+             left.c_str());
+    const std::string zip = m_dir.path().toStdString() + "/no-model.argosmodel";
+    QProcess p;
+    p.start(m_python,
+            {"-c", "import sys, zipfile\nzipfile.ZipFile(sys.argv[1], 'w').writestr('pkg/metadata.json', '{}')",
+             QString::fromStdString(zip)});
+    QVERIFY(p.waitForFinished(60000) && p.exitCode() == 0);
+    const QString got = attnlab::testing::messageOf([&] {
+        const TmpdirSet in_tmp(tmp);
+        attnlab::package::locateCtranslate2(zip);
+    });
+    QVERIFY2(got.contains("holds no model/model.bin"), qPrintable(got));
+    QCOMPARE(entriesIn(tmp), size_t(0));
 }
 
 QTEST_MAIN(TestCtranslate2)

@@ -2,6 +2,7 @@
 
 #include "package/ct2_model.h"
 #include "package/hf_config.h"
+#include "util/atomic_file.h"
 #include "util/small_file.h"
 #include "util/text.h"
 
@@ -11,6 +12,7 @@
 #include <archive_entry.h>
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,22 +82,35 @@ bool needed(const std::vector<std::string>& parts) {
     return parts.size() > 2 && parts[1] == kModelFolder;
 }
 
-// Refuses a member larger than the free space where it goes, before a byte is written.
-void checkSpace(archive_entry* e, const fs::path& dir, const std::string& origin, const std::string& name) {
-    if (!archive_entry_size_is_set(e)) return;
-    std::error_code ec;
-    const auto space = fs::space(dir, ec);
-    const auto size = uint64_t(std::max<la_int64_t>(archive_entry_size(e), 0));
-    if (!ec && size > space.available)
-        throw PackageError(origin + ": member '" + util::forMessage(name) + "' needs " + std::to_string(size >> 20) +
-                           " MiB; " + dir.string() + " has " + std::to_string(space.available >> 20) +
-                           " MiB free (TMPDIR chooses where packages are unpacked)");
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+// What an archive may write into `into`, and the bound that decides it, as the end of a sentence.
+struct UnpackBudget {
+    uint64_t bytes = 0;
+    std::string bound;
+};
+
+UnpackBudget unpackBudget(uint64_t archive_bytes, const std::string& into) {
+    UnpackBudget b{argosUnpackLimit(archive_bytes), ""};
+    b.bound = "the archive unpacks to more than " + mib(b.bytes) + ", the most AttnLab writes for an archive of " +
+              mib(archive_bytes) + " (" + std::to_string(kArgosExpansionLimit) + " times its size, at least " +
+              mib(kArgosMinUnpackBytes) + "): a package's weights barely compress, so this is no package";
+    struct statvfs fs_info {};
+    if (::statvfs(into.c_str(), &fs_info) != 0) return b;
+    const uint64_t free_bytes = uint64_t(fs_info.f_bavail) * uint64_t(fs_info.f_frsize);
+    const uint64_t usable = free_bytes > kArgosFreeSpaceMargin ? free_bytes - kArgosFreeSpaceMargin : 0;
+    if (usable < b.bytes)
+        b = {usable, "unpacking it needs more than the " + mib(free_bytes) + " free in " + into + " less the " +
+                         mib(kArgosFreeSpaceMargin) +
+                         " AttnLab leaves free (TMPDIR chooses where packages are "
+                         "unpacked)"};
+    return b;
 }
 
 // Writes the current member's data to `path` (created, never replaced), counting the bytes into
-// *total, refused beyond kMaxArgosBytes.
+// *total as they are written, refused at the first one past the budget.
 void writeMember(archive* a, const fs::path& path, const std::string& member, const std::string& origin,
-                 uint64_t* total) {
+                 const UnpackBudget& budget, uint64_t* total) {
     std::error_code ec;
     fs::create_directories(path.parent_path(), ec);
     const int fd = ec ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -113,8 +128,7 @@ void writeMember(archive* a, const fs::path& path, const std::string& member, co
     int r;
     while ((r = archive_read_data_block(a, &block, &size, &offset)) == ARCHIVE_OK) {
         *total += size;
-        if (*total > kMaxArgosBytes)
-            fail("the archive unpacks to more than " + std::to_string(kMaxArgosBytes >> 30) + " GiB");
+        if (*total > budget.bytes) fail(budget.bound);
         for (size_t done = 0; done < size;) {
             const ssize_t w = ::pwrite(fd, static_cast<const char*>(block) + done, size - done, offset + off_t(done));
             if (w <= 0)
@@ -128,10 +142,12 @@ void writeMember(archive* a, const fs::path& path, const std::string& member, co
 
 // Reads every member; each must be a file or folder inside one top folder. Writes what a model
 // needs under `into` when it is not empty.
-std::vector<std::string> extractAll(archive* a, const std::string& origin, const std::string& into) {
+std::vector<std::string> extractAll(archive* a, const std::string& origin, const std::string& into,
+                                    uint64_t archive_bytes) {
     std::vector<std::string> names;
     std::string top;
     uint64_t total = 0;
+    const UnpackBudget budget = into.empty() ? UnpackBudget{} : unpackBudget(archive_bytes, into);
     archive_entry* e = nullptr;
     for (;;) {
         const int r = archive_read_next_header(a, &e);
@@ -159,8 +175,11 @@ std::vector<std::string> extractAll(archive* a, const std::string& origin, const
         }
         fs::path target = into;
         for (const auto& p : parts) target /= p;
-        checkSpace(e, into, origin, name);
-        writeMember(a, target, name, origin, &total);
+        if (archive_entry_size_is_set(e) &&
+            uint64_t(std::max<la_int64_t>(archive_entry_size(e), 0)) > budget.bytes - total)
+            throw PackageError(origin + ": member '" + util::forMessage(name) + "' says it holds " +
+                               mib(uint64_t(archive_entry_size(e))) + ": " + budget.bound);
+        writeMember(a, target, name, origin, budget, &total);
     }
     if (names.empty()) throw PackageError(origin + ": the archive is empty");
     return names;
@@ -173,27 +192,23 @@ Archive newReader(const std::string& origin) {
     return a;
 }
 
-// The one top folder of an unpacked package.
+// The one top folder of an unpacked package (beside the staging folder's marker).
 fs::path topFolder(const fs::path& into, const std::string& origin) {
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(into, ec)) return entry.path();
+    for (const auto& entry : fs::directory_iterator(into, ec))
+        if (entry.is_directory(ec) && !entry.is_symlink(ec)) return entry.path();
     throw PackageError(origin + ": holds no package folder with a model");
 }
 
+// A fresh staging folder in TMPDIR, removed with everything in it when the model is loaded; one a
+// killed process left is removed by the next that makes one.
 std::shared_ptr<const void> temporaryFolder(const std::string& origin, std::string* path) {
     std::error_code ec;
     const fs::path tmp = fs::temp_directory_path(ec);
     if (ec) throw PackageError(origin + ": no temporary folder to unpack it into: " + ec.message() + " (TMPDIR)");
-    std::string pattern = (tmp / "attnlab-argos-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-        throw PackageError(origin + ": cannot make a temporary folder in " + tmp.string() + ": " +
-                           std::strerror(errno));
-    *path = pattern;
-    // The folder is AttnLab's own: removed with everything in it when the model is loaded.
-    return std::shared_ptr<const void>(nullptr, [pattern](const void*) {
-        std::error_code ignored;
-        fs::remove_all(pattern, ignored);
-    });
+    const std::string folder = util::makeStagingFolderIn(tmp.string(), "attnlab-argos");
+    *path = folder;
+    return std::shared_ptr<const void>(nullptr, [folder](const void*) { util::removeStagingFolder(folder); });
 }
 
 Ct2Location argosFolder(const fs::path& dir, const std::string& origin) {
@@ -241,20 +256,29 @@ bool isCtranslate2Model(const std::string& path) {
     return isFile(p / ct2_files::kModel) || isArgosFolder(p);
 }
 
+uint64_t argosUnpackLimit(uint64_t archive_bytes) {
+    const uint64_t multiple =
+        archive_bytes > kMaxArgosBytes / kArgosExpansionLimit ? kMaxArgosBytes : archive_bytes * kArgosExpansionLimit;
+    return std::min(std::max(multiple, kArgosMinUnpackBytes), kMaxArgosBytes);
+}
+
 std::vector<std::string> extractArgosArchive(const void* data, size_t size, const std::string& origin,
                                              const std::string& into) {
     Archive a = newReader(origin);
     if (archive_read_open_memory(a.get(), data, size) != ARCHIVE_OK)
         throw PackageError(origin + ": not a readable zip archive: " + archiveError(a.get()));
-    return extractAll(a.get(), origin, into);
+    return extractAll(a.get(), origin, into, size);
 }
 
 void extractArgosModel(const std::string& zip_path, const std::string& into) {
     util::requireFile(zip_path);
+    std::error_code ec;
+    const uint64_t size = fs::file_size(zip_path, ec);
+    if (ec) throw PackageError(zip_path + ": cannot read its size: " + ec.message());
     Archive a = newReader(zip_path);
     if (archive_read_open_filename(a.get(), zip_path.c_str(), 1 << 16) != ARCHIVE_OK)
         throw PackageError(zip_path + ": not a readable zip archive: " + archiveError(a.get()));
-    extractAll(a.get(), zip_path, into);
+    extractAll(a.get(), zip_path, into, size);
 }
 
 Ct2Location locateCtranslate2(const std::string& path) {

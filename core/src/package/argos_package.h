@@ -35,19 +35,33 @@ struct Ct2Location {
 // (metadata.json and model/model.bin) or an .argosmodel file.
 bool isCtranslate2Model(const std::string& path);
 
-// Where its parts are; an .argosmodel is unzipped into a fresh temporary folder first. Throws
-// PackageError naming the file and the problem.
+// Where its parts are; an .argosmodel is unzipped into a fresh folder in TMPDIR first, one of
+// util::makeStagingFolderIn's (.attnlab-argos-RANDOM.attnlab-staging-PID, marked: what a killed
+// process left there is removed by the next one that unpacks). Throws PackageError naming the file
+// and the problem.
 Ct2Location locateCtranslate2(const std::string& path);
+
+// An .argosmodel unpacks to at most kArgosExpansionLimit times its own size (kArgosMinUnpackBytes for
+// a small one, never more than kMaxArgosBytes): its weights barely compress (int8 or float32 values),
+// its SentencePiece model about twice, so a real package stays far below; a zip bomb (a 9.6 MB one
+// wrote 8.1 GB) stops there.
+inline constexpr uint64_t kArgosExpansionLimit = 20;
+inline constexpr uint64_t kArgosMinUnpackBytes = uint64_t(32) << 20;
+inline constexpr uint64_t kMaxArgosBytes = uint64_t(8) << 30;
+// What unpacking leaves free on the disk it writes to (TMPDIR's).
+inline constexpr uint64_t kArgosFreeSpaceMargin = uint64_t(128) << 20;
+uint64_t argosUnpackLimit(uint64_t archive_bytes);
 
 // Unzips an .argosmodel into `into` (an empty folder AttnLab made): only what a model needs
 // (metadata.json, sentencepiece.model, model/), not stanza/ or a README. Every member must lie inside
 // the package's one top folder (a __MACOSX/ folder of a zip made on a Mac is passed over):
-// absolute names, "..", links, devices and members outside it are refused by name, as are archives
-// larger than kMaxArgosBytes once unpacked and members larger than the free space. Throws PackageError.
-inline constexpr uint64_t kMaxArgosBytes = uint64_t(8) << 30;
+// absolute names, "..", links, devices and members outside it are refused by name. What it writes is
+// bounded by what the archive is (argosUnpackLimit) and by the free space where it goes, less
+// kArgosFreeSpaceMargin: counted as the bytes are written (a member's header may lie about its
+// size), refused with a message naming the bound at the first byte past it. Throws PackageError.
 void extractArgosModel(const std::string& zip_path, const std::string& into);
 // The same from memory (the fuzz target): the member names it would write, checked, without writing
-// when `into` is empty.
+// when `into` is empty; the bound is that of an archive of `size` bytes.
 std::vector<std::string> extractArgosArchive(const void* data, size_t size, const std::string& origin,
                                              const std::string& into);
 

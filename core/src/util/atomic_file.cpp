@@ -400,6 +400,32 @@ void removeStaleStagingIn(const std::string& folder) {
     }
 }
 
+std::string makeStagingFolderIn(const std::string& parent, const std::string& stem) {
+    removeStaleStagingIn(parent);
+    static const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::random_device rd;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        std::string random(6, 'x');
+        for (char& c : random) c = kLetters[rd() % (sizeof(kLetters) - 1)];
+        const fs::path folder =
+            fs::path(parent) / ("." + stem + "-" + random + kStagingInfix + std::to_string(::getpid()));
+        if (::mkdir(folder.c_str(), 0700) != 0) {
+            if (errno == EEXIST) continue;
+            throw PackageError(parent + ": cannot make a folder in it: " + why(errno));
+        }
+        try {
+            writeMarker(folder);
+        } catch (...) {
+            ::rmdir(folder.c_str());
+            throw;
+        }
+        return folder.string();
+    }
+    throw PackageError(parent + ": cannot make a folder in it: every name tried exists");
+}
+
+void removeStagingFolder(const std::string& folder) { removeStaging(folder); }
+
 namespace {
 // The folder writeDirectory writes: `arg` without trailing separators, through its links, in its
 // parent's real path (no "..", no linked parent left for the kernel to read otherwise than the

@@ -42,6 +42,15 @@ void markWrittenByAttnlab(const std::string& folder);
 // for names a resumed run never writes again.
 void removeStaleStagingIn(const std::string& folder);
 
+// A fresh folder in `parent` for this process's own use (an .argosmodel unpacked to be read),
+// under writeDirectory's convention for staging: named .STEM-RANDOM.attnlab-staging-PID and carrying
+// the marker before anything else is put into it, so that once its process is dead (killed while
+// unpacking) removeStaleStagingIn(parent), which this calls first, removes it. Throws PackageError
+// naming `parent`.
+std::string makeStagingFolderIn(const std::string& parent, const std::string& stem);
+// Removes a folder makeStagingFolderIn made, its marker last (a kill meanwhile leaves it marked).
+void removeStagingFolder(const std::string& folder);
+
 // A new file (inside a staging folder: a package's weights, its JSON) written piece by piece, so
 // that every failure names the file and the system's reason ("No space left on device (the disk is
 // full)"), never the source or a guess. Throws PackageError. finish() syncs and closes; a writer
