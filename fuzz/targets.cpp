@@ -641,13 +641,21 @@ bool plainName(const std::string& f) {
            f.find('\\') == std::string::npos && f.find('\0') == std::string::npos;
 }
 
-// Whatever the file list names, only plain names it holds are chosen (they become paths in the cache).
+// Whatever the file list names, only plain names it holds are chosen (they become paths in the cache), by
+// exact name (at most the 21 names the loaders read and one weights file, however many files are listed),
+// and every listed size is a size of a listed file.
 void fileList(const std::string& body) {
     try {
-        const auto [commit, siblings] = hub::parseRepoInfo(body, "fuzz");
-        if (!hub::isCommitHash(commit)) __builtin_trap();
-        for (const std::string& f : hub::selectModelFiles(siblings))
-            if (!plainName(f) || std::find(siblings.begin(), siblings.end(), f) == siblings.end()) __builtin_trap();
+        const hub::RepoInfo info = hub::parseRepoInfo(body, "fuzz");
+        if (!hub::isCommitHash(info.commit)) __builtin_trap();
+        for (const auto& [file, bytes] : info.sizes)
+            if (bytes < 0 || std::find(info.files.begin(), info.files.end(), file) == info.files.end())
+                __builtin_trap();
+        const std::vector<std::string> chosen = hub::selectModelFiles(info.files);
+        if (chosen.size() > 22) __builtin_trap();
+        for (const std::string& f : chosen)
+            if (!plainName(f) || std::find(info.files.begin(), info.files.end(), f) == info.files.end())
+                __builtin_trap();
     } catch (const attnlab::Error&) {
     }
 }

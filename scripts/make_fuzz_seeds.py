@@ -421,10 +421,13 @@ put("fuzz_argos_archive", "deflated.argosmodel", argos_zip(zipfile.ZIP_DEFLATED)
 # What the Hugging Face hub sends (fuzz_hub_answers): a file list, a sharded weights index, an ETag, a name,
 # and the shipped catalog, one input (fuzz/targets.h kPackagePartSeparator between them).
 def hub_answers():
-    listing = json.dumps({"id": "Helsinki-NLP/opus-mt-de-en", "sha": "0" * 40,
-                          "siblings": [{"rfilename": f} for f in ["config.json", "source.spm", "target.spm",
-                                                                  "vocab.json", "model.safetensors", "tf_model.h5",
-                                                                  "onnx/encoder.onnx", "README.md"]]})
+    # as GET /api/models/ORG/NAME/revision/REV?blobs=true answers: sizes, an LFS entry, the card's licence
+    files = ["config.json", "source.spm", "target.spm", "vocab.json", "model.safetensors", "tf_model.h5",
+             "onnx/encoder.onnx", "README.md", "f000001.model"]
+    siblings = [{"rfilename": f, "size": 100 + i} for i, f in enumerate(files)]
+    siblings[4]["lfs"] = {"sha256": "a" * 64, "size": 104, "pointerSize": 134}
+    listing = json.dumps({"id": "Helsinki-NLP/opus-mt-de-en", "sha": "0" * 40, "siblings": siblings,
+                          "cardData": {"license": "cc-by-4.0"}, "tags": ["license:cc-by-4.0"]})
     index = json.dumps({"metadata": {}, "weight_map": {"a.weight": "model-00001-of-00002.safetensors",
                                                        "b.weight": "model-00002-of-00002.safetensors"}})
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resources", "hub_catalog.json"),

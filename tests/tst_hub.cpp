@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -116,7 +117,9 @@ class TestHub : public QObject {
         o.endpoint = m_hub ? m_hub->endpoint() : "http://127.0.0.1:1";
         o.cache_dir = cacheDir();
         o.connect_timeout_s = 5;
-        o.stall_timeout_s = 20;
+        // a busy machine may pause the server for seconds: only a server that drips bytes is this slow
+        o.min_bytes_per_second = 1024;
+        o.slow_window_s = 20;
         return o;
     }
     FakeHub& startHub(const Files& files = smallModel(), const std::string& repo = kRepo) {
@@ -174,6 +177,14 @@ private Q_SLOTS:
     void describesProgressInWords();
     void aSnapshotIsCompleteOnlyWithWhatItsLoaderReads();
     void neverReplacesWhatItDidNotWrite();
+    void aPlantedLinkOrFifoIsNeverWrittenThrough();
+    void aPlantedLinkForACacheFolderIsRefused();
+    void theServerNeverDecidesTheBytes();
+    void aDrippingServerIsLeftWithAMessage();
+    void onlyTheLoadersFilesAreFetchedWithinCaps();
+    void aListingSaysSizeAndLicenceWithOneRequest();
+    void aMissingFolderIsNamedAsOneFirst();
+    void settingsFromTheEnvironmentAreChecked();
 };
 
 void TestHub::parsesHubNames() {
@@ -307,11 +318,16 @@ void TestHub::choosesTheFilesATranslationModelNeeds() {
                           "source_vocabulary.txt",
                           "target_vocabulary.txt",
                           "sub/config.json"};
-    QCOMPARE(selectModelFiles(everything),
-             (V{"added_tokens.json", "config.json", "generation_config.json", "metadata.json", "model.safetensors",
-                "sentencepiece.bpe.model", "shared_vocabulary.json", "source.spm", "source_vocabulary.txt",
-                "special_tokens_map.json", "target.spm", "target_vocabulary.txt", "tokenizer.json",
-                "tokenizer_config.json", "vocab.json", "vocab.txt"}));
+    // by the exact names the loaders open: tokenizer.json and vocab.txt are read by none of them
+    QCOMPARE(
+        selectModelFiles(everything),
+        (V{"added_tokens.json", "config.json", "generation_config.json", "metadata.json", "model.safetensors",
+           "sentencepiece.bpe.model", "shared_vocabulary.json", "source.spm", "source_vocabulary.txt",
+           "special_tokens_map.json", "target.spm", "target_vocabulary.txt", "tokenizer_config.json", "vocab.json"}));
+    // no pattern: names that merely end like a tokenizer's are not fetched
+    QCOMPARE(selectModelFiles({"config.json", "model.bin", "f000001.model", "x.spm", "evil_vocabulary.json",
+                               "shared_vocabulary.json.bak", "sentencepiece.model"}),
+             (V{"config.json", "model.bin", "sentencepiece.model"}));
     // one set of weights, in the order of preference
     QCOMPARE(selectModelFiles({"config.json", "pytorch_model.bin", "model.safetensors.index.json",
                                "model-00001-of-00002.safetensors", "pytorch_model.bin.index.json"}),
@@ -621,7 +637,8 @@ void TestHub::revisionsWithSlashesAndCommits() {
     const std::string commit = commitOf(kRepo);
     const std::string snapshot = attnlab::hubSnapshot(name(std::string(kRepo) + "@refs/pr/1"), options());
     QCOMPARE(readFile(repoDir() + "/refs/refs/pr/1"), commit);  // nested, as huggingface_hub writes it
-    QCOMPARE(paths(hub.requests(), "GET").front(), "/api/models/" + std::string(kRepo) + "/revision/refs%2Fpr%2F1");
+    QCOMPARE(paths(hub.requests(), "GET").front(),
+             "/api/models/" + std::string(kRepo) + "/revision/refs%2Fpr%2F1?blobs=true");
     // a commit: no ref written, its snapshot read directly
     QCOMPARE(attnlab::hubSnapshot(name(std::string(kRepo) + "@" + commit), options()), snapshot);
     QCOMPARE(namesIn(repoDir() + "/refs"), std::vector<std::string>{"refs"});
@@ -834,6 +851,270 @@ void TestHub::neverReplacesWhatItDidNotWrite() {
     QCOMPARE(readFile(partial).substr(0, 50000), weights.substr(0, 50000));
     m_hub->setFaults(nlohmann::json::object());
     QCOMPARE(readFile(attnlab::hubSnapshot(name(kRepo), options()) + "/model.safetensors"), weights);
+}
+
+namespace {
+// A file outside the cache that someone who can write to a shared cache would like AttnLab to write to.
+struct Victim {
+    std::string path;
+    std::string bytes = "my thesis, chapter 1\n";
+    explicit Victim(const std::string& dir) : path(dir + "/victim/thesis.txt") { writeInto(path, bytes); }
+    bool untouched() const { return fs::exists(path) && readFile(path) == bytes; }
+};
+
+std::vector<std::string> noticesOf(const std::function<void(const attnlab::HubProgressCallback&)>& run) {
+    std::vector<std::string> notices;
+    run([&](const HubProgress& p) {
+        if (!p.notice.empty()) notices.push_back(p.notice);
+        return true;
+    });
+    return notices;
+}
+}  // namespace
+
+// Issue 50, item 1: in a cache others can write to, a link or a FIFO planted at every name AttnLab writes is
+// set aside or refused, never written through; the victim's file outside the cache keeps its bytes.
+void TestHub::aPlantedLinkOrFifoIsNeverWrittenThrough() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    const Victim victim(m_case->path().toStdString());
+    const std::string weights_etag = sha256Hex(files.at("model.safetensors"));
+    const std::string config_etag = gitBlobSha1(files.at("config.json"));
+    const std::string spm_etag = sha256Hex(files.at("source.spm"));
+    const std::string locks = cacheDir() + "/.locks/" + attnlab::hub::repoFolderName(kRepo);
+    // the partial file of the weights: a link to the victim (appended to, before); with Range ignored (truncated)
+    fs::create_directories(repoDir() + "/blobs");
+    fs::create_symlink(victim.path, repoDir() + "/blobs/" + weights_etag + ".incomplete");
+    // the config's partial file: a FIFO (opening it for writing blocked, or wrote into a pipe)
+    QCOMPARE(::mkfifo((repoDir() + "/blobs/" + config_etag + ".incomplete").c_str(), 0600), 0);
+    // a lock file: a dangling link to where a new file would be made outside the cache
+    fs::create_directories(locks);
+    const std::string planted_target = m_case->path().toStdString() + "/victim/created-by-lock";
+    fs::create_symlink(planted_target, locks + "/" + spm_etag + ".lock");
+    // refs/main and the old temporary name: links to the victim
+    fs::create_directories(repoDir() + "/refs");
+    fs::create_symlink(victim.path, repoDir() + "/refs/main");
+    fs::create_symlink(victim.path, repoDir() + "/refs/main.attnlab-tmp-" + std::to_string(::getpid()));
+    hub.setFaults({{"ignore_range", {"model.safetensors"}}});
+
+    std::string snapshot;
+    const std::vector<std::string> notices =
+        noticesOf([&](const auto& progress) { snapshot = attnlab::hubSnapshot(name(kRepo), options(), progress); });
+    QVERIFY(victim.untouched());
+    QVERIFY(!fs::exists(planted_target));
+    for (const auto& [file, bytes] : files)
+        if (fs::exists(snapshot + "/" + file)) QCOMPARE(readFile(snapshot + "/" + file), bytes);
+    QCOMPARE(readFile(snapshot + "/model.safetensors"), files.at("model.safetensors"));
+    // refs/main is now a file of AttnLab's (the link itself replaced by a rename, its target never opened)
+    QVERIFY(!fs::is_symlink(repoDir() + "/refs/main"));
+    QCOMPARE(readFile(repoDir() + "/refs/main"), commitOf(kRepo));
+    // each planted thing set aside with a message naming it and what it was
+    QCOMPARE(notices.size(), size_t(3));
+    const std::string all = notices[0] + "\n" + notices[1] + "\n" + notices[2];
+    QVERIFY2(all.find(weights_etag + ".incomplete was a symbolic link") != std::string::npos, all.c_str());
+    QVERIFY2(all.find(config_etag + ".incomplete was a FIFO") != std::string::npos, all.c_str());
+    QVERIFY2(all.find(spm_etag + ".lock was a symbolic link") != std::string::npos, all.c_str());
+    QVERIFY2(all.find("set aside as ") != std::string::npos, all.c_str());
+    size_t set_aside = 0;
+    for (const std::string& f : namesIn(repoDir() + "/blobs")) set_aside += f.find(".set-aside-") != std::string::npos;
+    QCOMPARE(set_aside, size_t(2));
+    // nothing of AttnLab's temporaries is left behind; the planted old temporary name was never opened
+    const std::string planted_temporary = "main.attnlab-tmp-" + std::to_string(::getpid());
+    QCOMPARE(namesIn(repoDir() + "/refs"), (std::vector<std::string>{"main", planted_temporary}));
+    QVERIFY(fs::is_symlink(repoDir() + "/refs/" + planted_temporary));
+}
+
+// A folder of the cache (blobs/, snapshots/, the repository's own) that is a link: refused by name, nothing
+// written through it.
+void TestHub::aPlantedLinkForACacheFolderIsRefused() {
+    startHub();
+    const std::string elsewhere = m_case->path().toStdString() + "/victim-folder";
+    fs::create_directories(elsewhere);
+    fs::create_directories(repoDir());
+    fs::create_directory_symlink(elsewhere, repoDir() + "/blobs");
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(message.contains(QString::fromStdString(repoDir() + "/blobs is a symbolic link")) &&
+                 message.contains("never through a link"),
+             qPrintable(message));
+    QVERIFY(namesIn(elsewhere).empty());
+    fs::remove(repoDir() + "/blobs");
+    fs::remove_all(repoDir());
+    fs::create_directory_symlink(elsewhere, repoDir());  // the repository's folder itself
+    QVERIFY(
+        messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); }).contains("is a symbolic link"));
+    QVERIFY(namesIn(elsewhere).empty());
+}
+
+// Item 2: a body that does not end, or goes past the declared size, is cut at that size and not kept.
+void TestHub::theServerNeverDecidesTheBytes() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    const int64_t size = int64_t(files.at("model.safetensors").size());
+    const std::string partial = repoDir() + "/blobs/" + sha256Hex(files.at("model.safetensors")) + ".incomplete";
+    for (const nlohmann::json& fault : {nlohmann::json{{"endless", {"model.safetensors"}}},
+                                        nlohmann::json{{"too_long", {{"model.safetensors", 50'000'000}}}}}) {
+        hub.setFaults(fault);
+        QElapsedTimer timer;
+        timer.start();
+        const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+        QVERIFY2(message.contains("sent more than the " + QString::number(size) + " bytes model.safetensors has") &&
+                     message.contains("127.0.0.1"),
+                 qPrintable(message));
+        QVERIFY(!fs::exists(partial) || int64_t(fs::file_size(partial)) <= size);  // never one byte more
+        QVERIFY(timer.elapsed() < 60'000);  // it stopped at the size, not when the server did (2 GB)
+        QVERIFY(!fs::exists(repoDir() + "/refs/main"));
+    }
+    hub.setFaults(nlohmann::json::object());
+    QCOMPARE(readFile(attnlab::hubSnapshot(name(kRepo), options()) + "/model.safetensors"),
+             files.at("model.safetensors"));
+}
+
+// Item 3: a server that sends a few bytes a second is left after the window, with the host and the rate named;
+// what arrived is kept to resume from.
+void TestHub::aDrippingServerIsLeftWithAMessage() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"drip", {{"model.safetensors", {64, 100}}}}});  // 640 B/s
+    HubOptions o = options();
+    o.min_bytes_per_second = 4096;
+    o.slow_window_s = 2;
+    QElapsedTimer timer;
+    timer.start();
+    const QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), o); });
+    QVERIFY2(message.contains("model.safetensors from 127.0.0.1 was slower than 4 kB/s for 2 s") &&
+                 message.contains("on average") && message.contains("ATTNLAB_HUB_MIN_RATE") &&
+                 message.contains("resume"),
+             qPrintable(message));
+    QVERIFY(timer.elapsed() < 60'000);  // seconds, not the 5 minutes the file would take
+    const std::string partial = repoDir() + "/blobs/" + sha256Hex(files.at("model.safetensors")) + ".incomplete";
+    QVERIFY(fs::exists(partial) && fs::file_size(partial) > 0);
+    hub.setFaults(nlohmann::json::object());
+    QCOMPARE(readFile(attnlab::hubSnapshot(name(kRepo), o) + "/model.safetensors"), files.at("model.safetensors"));
+}
+
+// Item 4: 100,000 listed names that end like a tokenizer's file are not asked about; caps on the count and the
+// bytes are checked against the listing before the first byte.
+void TestHub::onlyTheLoadersFilesAreFetchedWithinCaps() {
+    FakeHub& hub = startHub();
+    hub.setFaults({{"extra_siblings", 100000}});
+    attnlab::hubSnapshot(name(kRepo), options());
+    size_t heads = 0;
+    for (const auto& r : hub.requests()) {
+        QVERIFY2(r["path"].get<std::string>().find("/f0") == std::string::npos, r.dump().c_str());
+        heads += r["method"] == "HEAD";
+    }
+    QVERIFY2(heads <= 2 * 5, std::to_string(heads).c_str());  // five files, asked about at most twice each
+    // caps: the listing's sizes say more than the cap; a lower file cap
+    fs::remove_all(cacheDir());
+    hub.clearLog();
+    hub.setFaults({{"listed_size", {{"model.safetensors", int64_t(80) << 30}}}});
+    QString message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(message.contains("its file list comes to 85.90 GB, more than AttnLab's cap of 68.72 GB") &&
+                 message.contains("ATTNLAB_HUB_MAX_BYTES"),
+             qPrintable(message));
+    QVERIFY(paths(hub.requests(), "GET").size() == 1 && paths(hub.requests(), "HEAD").empty());
+    hub.setFaults(nlohmann::json::object());
+    HubOptions few = options();
+    few.max_files = 3;
+    message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), few); });
+    QVERIFY2(message.contains("names 5 files to get, more than AttnLab's cap of 3"), qPrintable(message));
+    // a weights index naming more shards than the cap: refused once read, before any shard
+    Files sharded = {{"config.json", R"({"model_type": "marian"})"},
+                     {"vocab.json", "{}"},
+                     {"source.spm", bytesOf(1500, 1)},
+                     {"target.spm", bytesOf(1500, 2)}};
+    nlohmann::json map;
+    for (int i = 0; i < 100; ++i) {
+        const std::string shard = "model-" + std::to_string(10000 + i) + "-of-00100.safetensors";
+        map["t" + std::to_string(i)] = shard;
+        sharded[shard] = "x";
+    }
+    sharded["model.safetensors.index.json"] = nlohmann::json{{"weight_map", map}}.dump();
+    hub.addRepo("someone/sharded", sharded);
+    hub.clearLog();
+    message = messageOf<PackageError>([&] { attnlab::hubSnapshot(name("someone/sharded"), options()); });
+    QVERIFY2(message.contains("its weights index names 105 files to get, more than AttnLab's cap of 64"),
+             qPrintable(message));
+    for (const std::string& get : paths(hub.requests(), "GET"))
+        QVERIFY2(get.find("model-1") == std::string::npos, get.c_str());
+}
+
+// hubModelListing: what a question before a download shows, from one request, nothing written.
+void TestHub::aListingSaysSizeAndLicenceWithOneRequest() {
+    const Files files = smallModel();
+    FakeHub& hub = startHub(files);
+    hub.setFaults({{"licence", "cc-by-4.0"}});
+    const attnlab::HubModelListing l = attnlab::hubModelListing(name(kRepo), options());
+    QCOMPARE(l.commit, commitOf(kRepo));
+    QCOMPARE(l.licence, std::string("cc-by-4.0"));
+    QCOMPARE(l.files,
+             (std::vector<std::string>{"config.json", "model.safetensors", "source.spm", "target.spm", "vocab.json"}));
+    int64_t expected = 0;
+    for (const std::string& f : l.files) expected += int64_t(files.at(f).size());
+    QCOMPARE(l.total_bytes, expected);
+    QCOMPARE(l.cached_bytes, int64_t(0));
+    QCOMPARE(hub.requests().size(), size_t(1));
+    QVERIFY(!fs::exists(cacheDir()));
+    attnlab::hubSnapshot(name(kRepo), options());
+    QCOMPARE(attnlab::hubModelListing(name(kRepo), options()).cached_bytes, expected);
+    hub.setFaults(nlohmann::json::object());
+    QCOMPARE(attnlab::hubModelListing(name(kRepo), options()).licence, std::string());
+}
+
+// Item 8: --model A/B with no folder A/B says so first; a name that can only be a path never reaches the hub.
+void TestHub::aMissingFolderIsNamedAsOneFirst() {
+    FakeHub& hub = startHub();
+    qputenv("HF_HUB_CACHE", QByteArray::fromStdString(cacheDir()));
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(closedEndpoint()));
+    const QString message = messageOf<PackageError>([] { attnlab::resolveModelArgument("notmy/folder"); });
+    QVERIFY2(message.startsWith("no folder notmy/folder here; as a Hugging Face name: cannot get the file list"),
+             qPrintable(message));
+    std::vector<std::string> notices;
+    messageOf([&] {
+        attnlab::resolveModelArgument("notmy/folder", [&](const HubProgress& p) {
+            if (!p.notice.empty()) notices.push_back(p.notice);
+            return true;
+        });
+    });
+    QCOMPARE(notices.size(), size_t(1));
+    QVERIFY2(notices[0].rfind("no folder notmy/folder here: getting it as a Hugging Face model from http://127.0.0.1:",
+                              0) == 0,
+             notices[0].c_str());
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub.endpoint()));
+    for (const char* path : {"./notmy/folder", "../notmy/folder", "/nowhere/notmy/folder", "~/notmy/folder",
+                             "notmy/folder/sub", "notmy/model.safetensors", "notmy/pkg.argosmodel", "notmy\\folder"}) {
+        const QString m = messageOf<InputError>([&] { attnlab::resolveModelArgument(path); });
+        QVERIFY2(m.contains("no such folder or file here") && m.contains("not looked up on the Hugging Face hub"),
+                 qPrintable(m));
+    }
+    // a control character in the value is shown escaped, not acted on
+    const QString escaped = messageOf([] { attnlab::resolveModelArgument("bad\nname\x1b[31m"); });
+    QVERIFY2(escaped.contains("bad\\nname\\x1B[31m") && !escaped.contains('\n') && !escaped.contains('\x1b'),
+             qPrintable(escaped));
+    qunsetenv("HF_ENDPOINT");
+    qunsetenv("HF_HUB_CACHE");
+    QCOMPARE(hub.requests().size(), size_t(0));
+}
+
+void TestHub::settingsFromTheEnvironmentAreChecked() {
+    qputenv("ATTNLAB_HUB_MIN_RATE", "2048");
+    qputenv("ATTNLAB_HUB_SLOW_WINDOW", "5");
+    qputenv("ATTNLAB_HUB_MAX_FILES", "7");
+    qputenv("ATTNLAB_HUB_MAX_BYTES", "1000000");
+    const HubOptions o = attnlab::hubOptionsFromEnvironment();
+    QCOMPARE(o.min_bytes_per_second, 2048L);
+    QCOMPARE(o.slow_window_s, 5L);
+    QCOMPARE(o.max_files, 7);
+    QCOMPARE(o.max_total_bytes, int64_t(1000000));
+    qputenv("ATTNLAB_HUB_SLOW_WINDOW", "a minute");
+    QCOMPARE(messageOf<attnlab::ConfigError>([] { attnlab::hubOptionsFromEnvironment(); }),
+             QString("ATTNLAB_HUB_SLOW_WINDOW=a minute is not a whole number"));
+    for (const char* v :
+         {"ATTNLAB_HUB_MIN_RATE", "ATTNLAB_HUB_SLOW_WINDOW", "ATTNLAB_HUB_MAX_FILES", "ATTNLAB_HUB_MAX_BYTES"})
+        qunsetenv(v);
+    const HubOptions d = attnlab::hubOptionsFromEnvironment();
+    QCOMPARE(d.min_bytes_per_second, 1024L);
+    QCOMPARE(d.slow_window_s, 60L);
 }
 
 QTEST_GUILESS_MAIN(TestHub)

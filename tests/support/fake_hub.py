@@ -4,7 +4,9 @@
 Serves the repositories under --root (ROOT/ORG/NAME/<files>) on 127.0.0.1 at a port the system
 chooses, written to --port-file once listening. It speaks what AttnLab's hub client uses:
 
-  GET  /api/models/ORG/NAME/revision/REV   {"id", "sha", "siblings": [{"rfilename"}]}
+  GET  /api/models/ORG/NAME/revision/REV   {"id", "sha", "siblings": [{"rfilename"}]}; with ?blobs=true
+                                           each sibling's "size" (and "lfs" {"sha256", "size"} above
+                                           1 kB), and "cardData": {"license"} when the faults name one
   HEAD/GET /ORG/NAME/resolve/REV/FILE      X-Repo-Commit; small files (<= 1 kB) answered here with
                                            ETag "<git blob sha1>"; larger ones ("LFS") with a 302
                                            to /cdn/<sha256> carrying X-Linked-Etag "<sha256>" and
@@ -24,6 +26,13 @@ Faults (--faults FILE, JSON, read again on every request so a test can change it
   {"cdn_host": "localhost"}      the host the 302 to /cdn names (default 127.0.0.1): another host
                                  name for the same server, so a test sees what crosses hosts
   {"revisions": ["v1.0", "refs/pr/1"]}  more revision names that resolve to the commit
+  {"licence": "apache-2.0"}      the model card's licence in the listing (cardData.license)
+  {"extra_siblings": N}          N more names in the listing ("f000000.model", ...), files that do not exist
+  {"listed_size": {"FILE": N}}   the listing says FILE has N bytes
+  {"endless": ["FILE"]}          FILE's body without Content-Length, its bytes then more, without end
+                                 (until the client hangs up; at most 2 GB and 120 s, so a test cannot hang)
+  {"too_long": {"FILE": N}}      FILE's body N bytes longer than the file, and Content-Length saying so
+  {"drip": {"FILE": [B, MS]}}    FILE's body B bytes at a time, MS milliseconds apart
 
 --log FILE: one JSON line per request: method, path (as sent), host, range, agent (User-Agent),
 authorization (bool: whether an Authorization header came).
@@ -176,8 +185,21 @@ class Handler(BaseHTTPRequestHandler):
         repo_dir = self.check_repo(repo, revision, head)
         if repo_dir is None:
             return
-        info = {"id": repo, "sha": commit_of(repo),
-                "siblings": [{"rfilename": rel} for rel in repo_files(repo_dir)]}
+        f = faults()
+        blobs = "blobs=true" in self.path.split("?", 1)[-1].lower() if "?" in self.path else False
+        siblings = []
+        for rel in repo_files(repo_dir):
+            entry = {"rfilename": rel}
+            if blobs:
+                size = os.path.getsize(os.path.join(repo_dir, rel))
+                entry["size"] = f.get("listed_size", {}).get(rel, size)
+                if size > LFS_THRESHOLD:
+                    entry["lfs"] = {"sha256": sha256_of(os.path.join(repo_dir, rel)), "size": entry["size"]}
+            siblings.append(entry)
+        siblings += [{"rfilename": "f%06d.model" % i} for i in range(f.get("extra_siblings", 0))]
+        info = {"id": repo, "sha": commit_of(repo), "siblings": siblings}
+        if "licence" in f:
+            info["cardData"] = {"license": f["licence"]}
         body = json.dumps(info).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -226,26 +248,44 @@ class Handler(BaseHTTPRequestHandler):
         if start > size:
             self.error(416, "RangeNotSatisfiable", "range past the end", head)
             return
+        endless = rel in f.get("endless", []) and not head
         self.send_response(206 if start else 200)
         for key, value in extra.items():
             self.send_header(key, value)
         self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Content-Length", str(size - start))
+        if endless:
+            self.send_header("Connection", "close")  # the body ends when the connection does
+        else:
+            self.send_header("Content-Length", str(size - start + f.get("too_long", {}).get(rel, 0)))
         if start:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
         self.end_headers()
         if not head:
             self.send_body(path, rel, start, f)
+            if endless:
+                self.send_endlessly()
+            elif rel in f.get("too_long", {}):
+                self.wfile.write(b"x" * f["too_long"][rel])
+
+    def send_endlessly(self):
+        self.close_connection = True
+        block, sent, began = b"\0" * CHUNK, 0, time.monotonic()
+        while sent < (2 << 30) and time.monotonic() - began < 120:
+            self.wfile.write(block)
+            sent += len(block)
 
     def send_body(self, path, rel, start, f):
         cut = f.get("cut_after", {}).get(rel)
         delay = f.get("slow", {}).get(rel, 0) / 1000.0
         corrupt = rel in f.get("corrupt", [])
+        piece, pause = f.get("drip", {}).get(rel, [CHUNK, 0])
+        if pause:
+            delay = pause / 1000.0
         sent = 0
         with open(path, "rb") as src:
             src.seek(start)
-            for block in iter(lambda: src.read(CHUNK), b""):
+            for block in iter(lambda: src.read(piece), b""):
                 if corrupt and sent == 0:
                     block = bytes([block[0] ^ 0xFF]) + block[1:]
                 if cut is not None and sent + len(block) >= cut:

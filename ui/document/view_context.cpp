@@ -194,7 +194,8 @@ std::optional<QString> ViewContext::cachedModel(const QString& name) {
 }
 
 bool ViewContext::needsFetch(const QString& name) {
-    return !QFileInfo::exists(name) && parseHubModelName(name.toStdString()) && !cachedModel(name);
+    return !QFileInfo::exists(name) && !looksLikeAPath(name.toStdString()) && parseHubModelName(name.toStdString()) &&
+           !cachedModel(name);
 }
 
 void ViewContext::openModel(const QString& name_or_dir) {

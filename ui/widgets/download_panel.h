@@ -26,6 +26,7 @@ private:
     ViewContext* m_context;
     QLabel* m_title;
     QLabel* m_detail;
+    QLabel* m_notice;  // what the download had to set aside in the cache, or that no folder of that name is here
     QProgressBar* m_bar;
     QPushButton* m_cancel;
 };

@@ -52,9 +52,17 @@ struct HubOptions {
     bool offline = false;
     // Seconds to wait for a connection to be made before giving up.
     long connect_timeout_s = 10;
-    // A transfer that moves no byte for this many seconds is abandoned (a stalled network); what
-    // it got is kept to resume from.
-    long stall_timeout_s = 60;
+    // A transfer slower than `min_bytes_per_second` averaged over `slow_window_s` seconds is abandoned
+    // with a message naming the host and the rate (a stalled network, or a server dripping bytes);
+    // what it got is kept to resume from. ATTNLAB_HUB_MIN_RATE (bytes/s) and ATTNLAB_HUB_SLOW_WINDOW
+    // (seconds) set them; 0 for either turns the check off.
+    long min_bytes_per_second = 1024;
+    long slow_window_s = 60;
+    // Caps on what one model may make AttnLab fetch, checked against the listing and the files'
+    // declared sizes before the first byte: a repository cannot make it fetch without limit.
+    // ATTNLAB_HUB_MAX_FILES, ATTNLAB_HUB_MAX_BYTES set them.
+    int max_files = 64;
+    int64_t max_total_bytes = int64_t(64) << 30;  // 64 GiB: NLLB-200 3.3B is 17.6 GB
 };
 
 // HubOptions from the environment, as huggingface_hub reads it:
@@ -64,7 +72,10 @@ struct HubOptions {
 // - token: HF_TOKEN, else the file HF_TOKEN_PATH, else the file HF_HOME/token (HF_HOME defaulting
 //   as above to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface: where `huggingface-cli login`
 //   writes it); surrounding white space removed; empty when none;
-// - offline: HF_HUB_OFFLINE is 1, ON, YES or TRUE (any case).
+// - offline: HF_HUB_OFFLINE is 1, ON, YES or TRUE (any case);
+// - AttnLab's own limits: ATTNLAB_HUB_MIN_RATE (bytes a second), ATTNLAB_HUB_SLOW_WINDOW (seconds),
+//   ATTNLAB_HUB_MAX_FILES, ATTNLAB_HUB_MAX_BYTES, each a whole number; ConfigError naming the variable
+//   for anything else.
 HubOptions hubOptionsFromEnvironment();
 
 // Where a download stands, handed to a HubProgressCallback.
@@ -78,6 +89,9 @@ struct HubProgress {
     double seconds_left = -1;     // estimated from that rate; -1 while unknown
     int files_done = 0;           // files of this call completed
     int files_total = 0;          // files this call downloads
+    // Set on one call only: something the user should be told, on a line of its own (a partial file
+    // or a lock file in the cache that was a link or not this user's, set aside); empty otherwise.
+    std::string notice;
 };
 
 // Called on the downloading thread at most about ten times a second while bytes arrive or a request
@@ -99,6 +113,24 @@ using HubProgressCallback = std::function<bool(const HubProgress&)>;
 // 4. the snapshot's links, then refs/REVISION (atomically) written once every file is complete.
 // Blocking; call it off the GUI thread. Throws as the header comment says.
 std::string hubSnapshot(const HubModelName& name, const HubOptions& options, const HubProgressCallback& progress = {});
+
+// What getting a model would fetch, from the repository's file list alone (one request, nothing written):
+// for asking a person before a download they did not ask for themselves (a lesson's or a session's model).
+struct HubModelListing {
+    HubModelName name;
+    std::string commit;              // the revision's commit
+    std::vector<std::string> files;  // the files hubSnapshot would get (selectModelFiles; an index's shards
+                                     // estimated as the listed weight files of its format)
+    int64_t total_bytes = -1;        // their sizes as listed; -1 when the listing gives none
+    int64_t cached_bytes = 0;        // of those, already in the cache (not fetched again)
+    std::string licence;             // the model card's licence (cardData.license, else a "license:" tag); "" when none
+};
+
+// The listing of `name` (GET /api/models/ORG/NAME/revision/REV?blobs=true). Throws PackageError as
+// hubSnapshot does (no network, unknown repository, a gated model, more files or bytes than the caps);
+// CancelledError when `keep_going` returns false. Offline: PackageError.
+HubModelListing hubModelListing(const HubModelName& name, const HubOptions& options,
+                                const std::function<bool()>& keep_going = {});
 
 // The snapshot folder when the cache holds the model complete (no network, nothing written):
 // refs/REVISION (or the commit named) leads to a snapshot with config.json and weights

@@ -81,8 +81,16 @@ std::string reverseBundledModel(const PackageConfig& forward);
 // What a --model argument names: an existing directory (or file: an .argosmodel) as it is; else a bundled model by name
 // ("multi30k-de-en") or by direction ("en-de"); else a Hugging Face name ORG/NAME[@REVISION]: its snapshot in the
 // shared cache, downloaded where missing (attnlab/hub.h: hubSnapshot, with `progress`; the environment's HF_*
-// settings). Throws InputError listing the bundled names, or hubSnapshot's errors.
+// settings). A name that can only be a path (./, ../, /, ~, more than one '/', a file's suffix) never goes to the
+// hub: InputError "no such folder or file here". A hub name not in the cache is first announced to `progress`
+// (HubProgress::notice: "no folder ORG/NAME here: getting it as a Hugging Face model from ..."), and hubSnapshot's
+// errors begin "no folder ORG/NAME here; as a Hugging Face name: ". Else InputError listing the bundled names.
+// The value is escaped in messages (control characters as \n, \x1B, ...).
 std::string resolveModelArgument(const std::string& name_or_dir, const HubProgressCallback& progress = {});
+// Whether a --model value can only mean a path (./, ../, /, ~, a backslash, more than one '/' before any '@', a
+// file's suffix such as .json, .bin, .safetensors, .argosmodel): such a value is never asked of the hub, where
+// someone who registered a matching name could answer it.
+bool looksLikeAPath(const std::string& model_argument);
 
 // The bundled lessons' directory (resources/lessons, or share/attnlab/lessons once installed): the
 // sibling of the bundled models' directory. Empty when none is found.

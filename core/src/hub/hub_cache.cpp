@@ -6,6 +6,7 @@
 #include "package/ct2_model.h"
 #include "package/hf_config.h"
 #include "tokenizer/text_codec.h"
+#include "util/text.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -97,13 +98,27 @@ std::string hfHome() {
     return (xdg.empty() ? homeDir() + "/.cache" : expandUser(xdg)) + "/huggingface";
 }
 
+// A token file: read only when it is a regular file (O_NONBLOCK: a FIFO planted in a shared HF_HOME must not hang
+// the program at start), at most 4 kB.
 std::string readTokenFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return "";
     std::string text(4096, '\0');
-    in.read(text.data(), std::streamsize(text.size()));
-    text.resize(size_t(in.gcount()));
+    struct stat st {};
+    ssize_t n = -1;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(size_t(std::max<ssize_t>(n, 0)));
     return trimmed(text);
+}
+
+// A setting of AttnLab's from the environment: a whole number (at most 18 digits), else `fallback` when unset.
+int64_t wholeNumberFrom(const char* variable, int64_t fallback) {
+    const std::string text = trimmed(env(variable));
+    if (text.empty()) return fallback;
+    if (text.size() > 18 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw ConfigError(std::string(variable) + "=" + util::forMessage(text) + " is not a whole number");
+    return std::stoll(text);
 }
 
 std::string upper(std::string s) {
@@ -149,6 +164,10 @@ HubOptions hubOptionsFromEnvironment() {
     }
     const std::string offline = upper(trimmed(env("HF_HUB_OFFLINE")));
     o.offline = offline == "1" || offline == "ON" || offline == "YES" || offline == "TRUE";
+    o.min_bytes_per_second = long(wholeNumberFrom("ATTNLAB_HUB_MIN_RATE", o.min_bytes_per_second));
+    o.slow_window_s = long(wholeNumberFrom("ATTNLAB_HUB_SLOW_WINDOW", o.slow_window_s));
+    o.max_files = int(std::min<int64_t>(wholeNumberFrom("ATTNLAB_HUB_MAX_FILES", o.max_files), 1 << 20));
+    o.max_total_bytes = wholeNumberFrom("ATTNLAB_HUB_MAX_BYTES", o.max_total_bytes);
     return o;
 }
 
@@ -174,17 +193,30 @@ bool isLowerHex(const std::string& s, size_t length) {
 // A name that is safe as one path component in the snapshot: no folder, no hidden file.
 bool isPlainFileName(const std::string& f) { return !f.empty() && f.front() != '.' && allOf(f, "._-"); }
 
-bool isTokenizerOrConfigFile(const std::string& f) {
-    static const std::set<std::string> exact = {
-        "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-        "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt", "sentencepiece.bpe.model", "metadata.json",
-        // an AttnLab package's own (attnlab/package.h)
-        package_files::kExamples, package_files::kConfidence, package_files::kAlignments};
-    if (exact.count(f) || endsWith(f, ".spm") || endsWith(f, ".model")) return true;
-    for (const char* prefix : {"shared_vocabulary.", "source_vocabulary.", "target_vocabulary."}) {
-        if (startsWith(f, prefix)) return true;
-    }
-    return false;
+// The files a tokenizer reads (not only its settings), by the exact names the loaders open: a model
+// without one cannot turn text into ids. No pattern: a repository cannot make AttnLab fetch a file
+// of a name it does not read (a listing of 100,000 "fNNNNNN.model" gets none of them).
+const std::set<std::string>& tokenizerFiles() {
+    static const std::set<std::string> names = {
+        marian_files::kSourceSpm,           marian_files::kTargetSpm, marian_files::kVocab,  // MarianMT
+        package::kHfSentencePiece,           // M2M100, NLLB-200, mBART-50
+        package::ct2_files::kSentencePiece,  // CTranslate2 / Argos
+        package_files::kTokenizer,           // an AttnLab package
+        "shared_vocabulary.json",           "shared_vocabulary.txt",  "source_vocabulary.json", "source_vocabulary.txt",
+        "target_vocabulary.json",           "target_vocabulary.txt"};  // CTranslate2's
+    return names;
+}
+
+bool isCt2Vocabulary(const std::string& f) { return f.find("_vocabulary.") != std::string::npos; }
+
+// Every other file a loader reads beside the weights: settings, and an AttnLab package's own.
+bool isSettingsFile(const std::string& f) {
+    static const std::set<std::string> names = {"config.json", "generation_config.json", "tokenizer_config.json",
+                                                "special_tokens_map.json", "added_tokens.json", "metadata.json",
+                                                // an AttnLab package's own (attnlab/package.h)
+                                                package_files::kExamples, package_files::kConfidence,
+                                                package_files::kAlignments};
+    return names.count(f) > 0;
 }
 
 }  // namespace
@@ -199,22 +231,7 @@ const std::vector<std::string>& weightFiles() {
 }
 
 namespace {
-// A file a tokenizer reads (not only its settings): a model without one cannot turn text into ids.
-bool isTokenizerFile(const std::string& f) {
-    static const std::set<std::string> exact = {"tokenizer.json", "vocab.json", "vocab.txt", "sentencepiece.bpe.model"};
-    if (exact.count(f) || endsWith(f, ".spm") || endsWith(f, ".model")) return true;
-    for (const char* prefix : {"shared_vocabulary.", "source_vocabulary.", "target_vocabulary."})
-        if (startsWith(f, prefix)) return true;
-    return false;
-}
-
 const char* kWeightsPhrase = "the weights (model.safetensors, pytorch_model.bin, their sharded forms or model.bin)";
-
-std::string systemError(const std::string& what, const std::string& path, int error) {
-    std::string reason = std::strerror(error);
-    if (error == ENOSPC) reason += " (the disk is full)";
-    return "cannot " + what + " " + path + ": " + reason;
-}
 
 }  // namespace
 
@@ -240,7 +257,7 @@ std::vector<std::string> selectModelFiles(const std::vector<std::string>& siblin
     const std::set<std::string> present(siblings.begin(), siblings.end());
     std::set<std::string> chosen;
     for (const std::string& f : present) {
-        if (isPlainFileName(f) && isTokenizerOrConfigFile(f)) chosen.insert(f);
+        if (tokenizerFiles().count(f) || isSettingsFile(f)) chosen.insert(f);
     }
     for (const std::string& weights : weightFiles()) {
         if (present.count(weights)) {
@@ -294,12 +311,12 @@ std::vector<std::string> missingTokenizerFiles(const std::string& dir, const std
     else if (tokenizer == "sentencepiece")
         need = {package_files::kTokenizer};
     else if (has(package::ct2_files::kModel) || tokenizer == "ctranslate2")
-        return std::any_of(present.begin(), present.end(),
-                           [](const std::string& f) { return isTokenizerFile(f) && !endsWith(f, ".model"); })
+        return std::any_of(present.begin(), present.end(), isCt2Vocabulary)
                    ? std::vector<std::string>{}
                    : std::vector<std::string>{"the vocabulary (shared_vocabulary.* or source_/target_vocabulary.*)"};
-    else if (std::none_of(present.begin(), present.end(), isTokenizerFile))
-        return {"the tokenizer's files (*.spm, *.model, vocab.json, *_vocabulary.*)"};
+    else if (std::none_of(present.begin(), present.end(),
+                          [](const std::string& f) { return tokenizerFiles().count(f); }))
+        return {"the tokenizer's files (source.spm, sentencepiece.bpe.model, vocab.json, shared_vocabulary.json, ...)"};
     std::vector<std::string> missing;
     for (const std::string& f : need)
         if (!has(f)) missing.push_back(f);
@@ -353,115 +370,135 @@ std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir) {
 }
 
 RepoCache::RepoCache(const std::string& cache_dir, const std::string& repo)
-    : m_cache(cache_dir), m_folder(cache_dir + "/" + repoFolderName(repo)) {}
+    : m_cache(cache_dir), m_name(repoFolderName(repo)), m_folder(cache_dir + "/" + m_name) {}
 
 std::string RepoCache::lockPath(const std::string& etag) const {
-    return m_cache + "/.locks/" + fs::path(m_folder).filename().string() + "/" + etag + ".lock";
+    return m_cache + "/.locks/" + m_name + "/" + etag + ".lock";
 }
+
+CacheFolder RepoCache::open(const std::string& relative) const {
+    return CacheFolder::openRoot(m_cache, true).sub(relative == "." ? m_name : m_name + "/" + relative);
+}
+
+CacheFolder RepoCache::openLocks() const { return CacheFolder::openRoot(m_cache, true).sub(".locks/" + m_name); }
 
 std::optional<std::string> RepoCache::commitFor(const std::string& revision) const {
     if (isCommitHash(revision)) return revision;
-    std::ifstream in(refPath(revision), std::ios::binary);
+    // O_NONBLOCK: a FIFO planted as a ref must not hang the program; only a regular file is read
+    const int fd = ::open(refPath(revision).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
     std::string text(64, '\0');
-    in.read(text.data(), std::streamsize(text.size()));
-    text.resize(size_t(in.gcount()));
+    ssize_t n = -1;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(size_t(std::max<ssize_t>(n, 0)));
     text = trimmed(text);  // huggingface_hub writes none; a hand-edited file may end in a newline
     if (!isCommitHash(text)) return std::nullopt;
     return text;
 }
 
 namespace {
-// Writes all of `bytes` to `fd`; 0, or the errno of the failure.
-int writeAll(int fd, const char* data, size_t bytes) {
-    while (bytes > 0) {
-        const ssize_t n = ::write(fd, data, bytes);
+// "a/b/c" -> {"a/b", "c"}; {"", "c"} for "c".
+std::pair<std::string, std::string> splitLast(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return {"", path};
+    return {path.substr(0, slash), path.substr(slash + 1)};
+}
+
+std::string under(const std::string& folder, const std::string& relative) {
+    return relative.empty() ? folder : folder + "/" + relative;
+}
+
+// Copies the blob into a new file `name` of `dir` (for a file system without links), moved in only where
+// nothing is.
+void copyBlobInto(const CacheFolder& blobs, const std::string& etag, const CacheFolder& dir, const std::string& name,
+                  int link_error) {
+    const int in = ::openat(blobs.fd(), etag.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0) throw PackageError(systemError("read", blobs.pathOf(etag), errno));
+    const std::string temporary = "." + name + ".attnlab-" + unguessableSuffix();
+    const int out = dir.createExclusive(temporary);
+    int error = out < 0 ? errno : 0;
+    std::vector<char> buffer(1 << 20);
+    while (!error) {
+        const ssize_t n = ::read(in, buffer.data(), buffer.size());
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n == 0 ? EIO : errno;
-        data += n;
-        bytes -= size_t(n);
+        if (n <= 0) {
+            error = n < 0 ? errno : 0;
+            break;
+        }
+        error = writeAll(out, buffer.data(), size_t(n));
     }
-    return 0;
+    ::close(in);
+    if (out >= 0 && !error && ::fsync(out) != 0) error = errno;
+    if (out >= 0 && ::close(out) != 0 && !error) error = errno;
+    if (!error && !dir.rename(temporary, name, /*replace=*/false)) error = errno;
+    if (!error) return;
+    if (out >= 0) ::unlinkat(dir.fd(), temporary.c_str(), 0);
+    if (error == EEXIST) throw PackageError(dir.pathOf(name) + " appeared while AttnLab wrote it: run again");
+    throw PackageError(systemError("write", dir.pathOf(name), error) + " (a link: " + std::strerror(link_error) + ")");
 }
-
-// Writes `bytes` to a new file at `path` (created or truncated), synced; throws PackageError.
-void writeWhole(const std::string& path, const std::string& bytes) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) throw PackageError(systemError("write", path, errno));
-    int error = writeAll(fd, bytes.data(), bytes.size());
-    if (!error && ::fsync(fd) != 0) error = errno;
-    if (::close(fd) != 0 && !error) error = errno;
-    if (error) {
-        ::unlink(path.c_str());
-        throw PackageError(systemError("write", path, error));
-    }
-}
-
-void createDirectories(const std::string& dir) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw PackageError("cannot create the folder " + dir + ": " + ec.message());
-}
-
-void renameOver(const std::string& from, const std::string& to) {
-    if (::rename(from.c_str(), to.c_str()) != 0) {
-        const int error = errno;
-        ::unlink(from.c_str());
-        throw PackageError(systemError("write", to, error));
-    }
-}
-
-std::string temporaryBeside(const std::string& path) { return path + ".attnlab-tmp-" + std::to_string(::getpid()); }
 }  // namespace
 
 void RepoCache::writeRef(const std::string& revision, const std::string& commit) const {
-    const std::string path = refPath(revision);
-    createDirectories(fs::path(path).parent_path().string());
-    const std::string temporary = temporaryBeside(path);
-    writeWhole(temporary, commit);
-    renameOver(temporary, path);
+    const auto [folder, name] = splitLast(revision);
+    open(under("refs", folder)).replaceWith(name, commit);
 }
 
 void RepoCache::linkSnapshotFile(const std::string& commit, const std::string& file, const std::string& etag) const {
-    const std::string pointer = snapshotDir(commit) + "/" + file;
-    createDirectories(fs::path(pointer).parent_path().string());
+    const auto [folder, name] = splitLast(file);
+    const CacheFolder dir = open(under("snapshots/" + commit, folder));
     // relative, as huggingface_hub's _create_symlink makes it: the cache folder can be moved
     std::string target;
     for (size_t i = 0; i < 2 + size_t(std::count(file.begin(), file.end(), '/')); ++i) target += "../";
     target += "blobs/" + etag;
-    // Made where nothing is (symlink() never replaces): what huggingface_hub or a person put there stays.
-    if (::symlink(target.c_str(), pointer.c_str()) == 0) return;
+    // Made where nothing is (symlinkat never replaces): what huggingface_hub or a person put there stays.
+    if (::symlinkat(target.c_str(), dir.fd(), name.c_str()) == 0) return;
     const int error = errno;
-    std::error_code ec;
     if (error == EEXIST) {
-        if (fs::equivalent(pointer, blobPath(etag), ec)) return;  // already this file (huggingface_hub's link)
-        throw PackageError(pointer + " exists and is not the file the hub has for it (blobs/" + etag +
+        // already this file (huggingface_hub's link, or a copy made where links cannot be): compared by
+        // identity, reading through it (reading is all that is done through a link)
+        struct stat here {
+        }, blob{};
+        if (::fstatat(dir.fd(), name.c_str(), &here, 0) == 0 && ::stat(blobPath(etag).c_str(), &blob) == 0 &&
+            here.st_dev == blob.st_dev && here.st_ino == blob.st_ino)
+            return;
+        throw PackageError(dir.pathOf(name) + " exists and is not the file the hub has for it (blobs/" + etag +
                            "): AttnLab does not replace what it did not write; remove it to get the model again");
     }
-    // a file system without links (FAT, exFAT, some network mounts): a copy, as huggingface_hub on Windows,
-    // written beside it and moved in only where still nothing is
-    const std::string temporary = temporaryBeside(pointer);
-    fs::copy_file(blobPath(etag), temporary, fs::copy_options::overwrite_existing, ec);
-    if (ec) {
-        std::error_code ignored;
-        fs::remove(temporary, ignored);
-        throw PackageError("cannot write " + pointer + ": " + ec.message() + " (a link: " + std::strerror(error) + ")");
-    }
-    if (fs::exists(fs::symlink_status(pointer, ec))) {
-        ::unlink(temporary.c_str());
-        throw PackageError(pointer + " appeared while AttnLab wrote it: run again");
-    }
-    renameOver(temporary, pointer);
+    // a file system without links (FAT, exFAT, some network mounts): a copy, as huggingface_hub on Windows
+    copyBlobInto(open("blobs"), etag, dir, name, error);
 }
 
-BlobLock::BlobLock(const std::string& path, const std::function<bool()>& keep_waiting) {
-    createDirectories(fs::path(path).parent_path().string());
-    m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (m_fd < 0) throw PackageError(systemError("open the lock file", path, errno));
+namespace {
+// Opens `name` of `dir` for the lock (read-only: a lock file is only locked, never written), setting aside
+// whatever there is not a regular file; -1 with errno on failure.
+int openLockFile(const CacheFolder& dir, const std::string& name, std::string& notice) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        const int fd = ::openat(dir.fd(), name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+        struct stat st {};
+        if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return fd;
+        if (fd < 0 && errno != ELOOP) return -1;
+        if (fd >= 0) ::close(fd);
+        if (!dir.lstat(name, st)) return -1;
+        const std::string why = notOwnRegularFile(st);
+        notice = dir.pathOf(name) + " was " + why + ", not a lock file: set aside as " + dir.setAside(name, why);
+    }
+    errno = EEXIST;
+    return -1;
+}
+}  // namespace
+
+BlobLock::BlobLock(const RepoCache& cache, const std::string& etag, const std::function<bool()>& keep_waiting) {
+    const CacheFolder locks = cache.openLocks();
+    const std::string name = etag + ".lock";
+    m_fd = openLockFile(locks, name, m_notice);
+    if (m_fd < 0) throw PackageError(systemError("open the lock file", locks.pathOf(name), errno));
     while (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
             const int error = errno;
             ::close(m_fd);
-            throw PackageError(systemError("lock", path, error));
+            throw PackageError(systemError("lock", locks.pathOf(name), error));
         }
         if (keep_waiting && !keep_waiting()) {
             ::close(m_fd);
@@ -486,8 +523,7 @@ std::string hexOf(const unsigned char* bytes, unsigned size) {
 
 IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256,
                                const std::function<bool()>& keep_going)
-    : m_path(cache.incompletePath(etag)), m_final(cache.blobPath(etag)), m_etag(etag) {
-    createDirectories(fs::path(m_path).parent_path().string());
+    : m_blobs(cache.open("blobs")), m_name(etag + ".incomplete"), m_path(cache.incompletePath(etag)), m_etag(etag) {
     try {  // (a constructor that throws runs no destructor: the file and the hash are let go here)
         open();
         if (check_sha256) {
@@ -503,12 +539,36 @@ IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, 
     }
 }
 
+// Why the partial file already at m_name cannot be resumed (a link planted in a shared cache, a FIFO, another
+// user's file); empty when it can, with m_fd open on it.
+std::string IncompleteBlob::openExisting() {
+    struct stat st {};
+    if (!m_blobs.lstat(m_name, st)) throw PackageError(systemError("examine", m_path, errno));
+    if (std::string why = notOwnRegularFile(st); !why.empty()) return why;
+    m_fd = ::openat(m_blobs.fd(), m_name.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (m_fd < 0 && errno != ELOOP) throw PackageError(systemError("write", m_path, errno));
+    struct stat opened {};
+    if (m_fd >= 0 && ::fstat(m_fd, &opened) == 0 && opened.st_ino == st.st_ino && opened.st_dev == st.st_dev) return "";
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+    return "a file that changed while it was opened";
+}
+
 void IncompleteBlob::open() {
     // Whether this call creates it: a partial file huggingface_hub left is resumed, never deleted.
-    m_fd = ::open(m_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
+    m_fd = m_blobs.createExclusive(m_name, O_APPEND);
     m_created = m_fd >= 0;
-    if (!m_created && errno == EEXIST) m_fd = ::open(m_path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-    if (m_fd < 0) throw PackageError(systemError("write", m_path, errno));
+    if (!m_created && errno != EEXIST) throw PackageError(systemError("write", m_path, errno));
+    if (!m_created) {
+        // never written through: the file it leads to (a victim's, outside the cache) stays untouched
+        if (const std::string why = openExisting(); !why.empty()) {
+            m_notice = m_path + " was " + why + ", not a partial download of this user's: set aside as " +
+                       m_blobs.setAside(m_name, why) + "; the download starts over";
+            m_fd = m_blobs.createExclusive(m_name, O_APPEND);
+            if (m_fd < 0) throw PackageError(systemError("write", m_path, errno));
+            m_created = true;
+        }
+    }
     struct stat st {};
     if (::fstat(m_fd, &st) != 0) throw PackageError(systemError("read the size of", m_path, errno));
     m_size = m_found = st.st_size;
@@ -548,6 +608,12 @@ void IncompleteBlob::write(const char* data, size_t bytes) {
     m_size += int64_t(bytes);
 }
 
+void IncompleteBlob::removeFile() {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+    ::unlinkat(m_blobs.fd(), m_name.c_str(), 0);  // the name in blobs/: a link put there meanwhile goes, not its target
+}
+
 void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
     if (expected_size >= 0 && m_size < expected_size) {
         throw PackageError("the download of " + file + " ended early (" + std::to_string(m_size) + " of " +
@@ -566,9 +632,7 @@ void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
         if (got != m_etag) {
             // Proven wrong, whoever began the file (a resumed part may hold the bad bytes): it goes, so
             // that the next try starts over instead of failing the same way (the blob's lock is held).
-            ::close(m_fd);
-            m_fd = -1;
-            ::unlink(m_path.c_str());
+            removeFile();
             throw PackageError(file + " failed its checksum: expected sha256 " + m_etag + ", got " + got +
                                "; the bytes were not kept");
         }
@@ -580,7 +644,11 @@ void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
     }
     ::close(m_fd);
     m_fd = -1;
-    renameOver(m_path, m_final);
+    if (!m_blobs.rename(m_name, m_etag, /*replace=*/true)) {
+        const int error = errno;
+        removeFile();
+        throw PackageError(systemError("write", m_blobs.pathOf(m_etag), error));
+    }
 }
 
 void IncompleteBlob::discard() {
@@ -588,11 +656,14 @@ void IncompleteBlob::discard() {
     if (!m_created && m_fd >= 0 && m_size >= m_found && ::ftruncate(m_fd, m_found) == 0) {
         ::close(m_fd);
         m_fd = -1;
+        m_size = m_found;
         return;
     }
-    if (m_fd >= 0) ::close(m_fd);
+    if (m_created)
+        removeFile();
+    else if (m_fd >= 0)
+        ::close(m_fd);
     m_fd = -1;
-    if (m_created) ::unlink(m_path.c_str());
 }
 
 }  // namespace hub

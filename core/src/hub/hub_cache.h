@@ -19,6 +19,8 @@
 // hubOptionsFromEnvironment, cachedHubSnapshot.
 #include <attnlab/hub.h>
 
+#include "hub/cache_folder.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -39,17 +41,19 @@ std::optional<std::string> normalizeEtag(const std::string& header_value);
 // "models--ORG--NAME" for "ORG/NAME".
 std::string repoFolderName(const std::string& repo);
 
-// The files of a repository (its siblings' names) that a translation model needs, sorted; only
-// top-level names count (onnx/…, subfolders never):
-// - when present: config.json, generation_config.json, the tokenizer's files (tokenizer.json,
-//   tokenizer_config.json, special_tokens_map.json, added_tokens.json, vocab.json, vocab.txt,
-//   merges.txt, sentencepiece.bpe.model, *.spm, *.model), CTranslate2's vocabularies
-//   (shared_vocabulary.*, source_vocabulary.*, target_vocabulary.*) and Argos' metadata.json;
+// The files of a repository (its siblings' names) that a translation model needs, sorted, by the exact
+// names AttnLab's loaders open (no pattern, no subfolder: a repository cannot make it fetch what it
+// does not read):
+// - when present: config.json, generation_config.json, tokenizer_config.json, special_tokens_map.json,
+//   added_tokens.json, the tokenizers' files (MarianMT's source.spm, target.spm and vocab.json; the
+//   multilingual families' sentencepiece.bpe.model; CTranslate2's shared_/source_/target_vocabulary
+//   .json or .txt and sentencepiece.model; an AttnLab package's tokenizer.model), Argos' metadata.json
+//   and an AttnLab package's examples.tsv, confidence.json, alignments.txt;
 // - one set of weights, the first present of: model.safetensors; model.safetensors.index.json
 //   (its shards are added from it once read: shardsOfIndex); pytorch_model.bin;
 //   pytorch_model.bin.index.json; CTranslate2's model.bin.
-// Never TensorFlow, Flax, Rust, ONNX or checkpoint files (tf_model.h5, flax_model.msgpack,
-// rust_model.ot, *.onnx, *.ckpt, …): AttnLab reads none of them and they are large.
+// Never TensorFlow, Flax, Rust, ONNX or checkpoint files, nor tokenizer.json, vocab.txt, merges.txt:
+// AttnLab reads none of them.
 std::vector<std::string> selectModelFiles(const std::vector<std::string>& siblings);
 
 // The weights formats in the order they are preferred: the loader's (package/hf_config.h: kHfWeightFiles),
@@ -66,49 +70,63 @@ std::vector<std::string> shardsOfIndex(const std::string& index_json, const std:
 // phrases for a message; empty when complete. Entries must resolve to regular files.
 std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir);
 
-// One repository's folder in the cache.
+// One repository's folder in the cache. Paths for reading and for messages; every write goes through
+// a CacheFolder (cache_folder.h), so that nothing planted in a shared cache can redirect it.
 class RepoCache {
 public:
     RepoCache(const std::string& cache_dir, const std::string& repo);
     const std::string& folder() const { return m_folder; }
+    const std::string& folderName() const { return m_name; }  // models--ORG--NAME
     std::string blobPath(const std::string& etag) const { return m_folder + "/blobs/" + etag; }
     std::string incompletePath(const std::string& etag) const { return blobPath(etag) + ".incomplete"; }
     std::string snapshotDir(const std::string& commit) const { return m_folder + "/snapshots/" + commit; }
     std::string refPath(const std::string& revision) const { return m_folder + "/refs/" + revision; }
     std::string lockPath(const std::string& etag) const;
 
+    // The folder `relative` of the repository (".": itself), opened (created) without following links.
+    CacheFolder open(const std::string& relative) const;
+    // .locks/models--ORG--NAME
+    CacheFolder openLocks() const;
+
     // The commit `revision` stands for in the cache: itself when it is a commit, else refs/REVISION's
-    // content when that is a commit; nothing otherwise.
+    // content when that is a regular file holding a commit; nothing otherwise (never blocks on a FIFO).
     std::optional<std::string> commitFor(const std::string& revision) const;
-    // refs/REVISION := commit, atomically (a temporary file renamed over it).
+    // refs/REVISION := commit, atomically (an unguessable temporary renamed over it).
     void writeRef(const std::string& revision, const std::string& commit) const;
-    // snapshots/COMMIT/FILE -> ../../blobs/ETAG (relative), replacing what was there; a copy of
+    // snapshots/COMMIT/FILE -> ../../blobs/ETAG (relative), made only where nothing is; a copy of
     // the blob where the file system refuses links.
     void linkSnapshotFile(const std::string& commit, const std::string& file, const std::string& etag) const;
 
 private:
     std::string m_cache;
+    std::string m_name;
     std::string m_folder;
 };
 
 // An exclusive flock on a blob's lock file, held while the object lives; waits for another
 // process (AttnLab or huggingface_hub) writing the same blob, asking `keep_waiting` every 100 ms
-// (false: give up, CancelledError).
+// (false: give up, CancelledError). The lock file is opened read-only, without following a link,
+// and must be a regular file (another user's is fine: it is only locked); anything else is set
+// aside (notice()).
 class BlobLock {
 public:
-    BlobLock(const std::string& path, const std::function<bool()>& keep_waiting);
+    BlobLock(const RepoCache& cache, const std::string& etag, const std::function<bool()>& keep_waiting);
     BlobLock(const BlobLock&) = delete;
     BlobLock& operator=(const BlobLock&) = delete;
     ~BlobLock();
+    const std::string& notice() const { return m_notice; }
 
 private:
     int m_fd = -1;
+    std::string m_notice;
 };
 
 // blobs/ETAG.incomplete, appended to while a file arrives; renamed to blobs/ETAG when finished.
 // With `check_sha256` (an LFS file, whose ETag is its sha256) the bytes are hashed as written,
 // the partial bytes already there first, and finish() refuses bytes that do not match.
-// Every failure is a PackageError naming the path and the system's reason.
+// A partial file already there is resumed only when it is a regular file of this user's with one
+// link; anything else (a link, a FIFO, another user's file) is set aside, never written through,
+// and notice() says so. Every failure is a PackageError naming the path and the system's reason.
 class IncompleteBlob {
 public:
     // `keep_going` is asked every MiB while the bytes already there are hashed (a partial file of gigabytes
@@ -119,21 +137,28 @@ public:
     IncompleteBlob& operator=(const IncompleteBlob&) = delete;
     ~IncompleteBlob();
     int64_t size() const { return m_size; }
+    const std::string& path() const { return m_path; }
+    // What was set aside to begin, for the user; empty when nothing was.
+    const std::string& notice() const { return m_notice; }
     // Empties the file: the server answered a Range request with the whole file.
     void restart();
     void write(const char* data, size_t bytes);
     // Syncs, checks the size (when expected_size >= 0) and the sha256, renames to blobs/ETAG.
     // `file` names the repository's file in messages. A mismatch removes the bytes and throws.
     void finish(const std::string& file, int64_t expected_size);
-    // Removes the partial file (a write failed: nothing half-written is left).
+    // Removes what this call wrote (a write failed, the server sent too much: nothing half-written is left).
     void discard();
 
 private:
     void hashExisting(const std::function<bool()>& keep_going);
     void open();
+    std::string openExisting();
+    void removeFile();
+    CacheFolder m_blobs;
+    std::string m_name;  // ETAG.incomplete
     std::string m_path;
-    std::string m_final;
     std::string m_etag;
+    std::string m_notice;
     int m_fd = -1;
     int64_t m_size = 0;
     int64_t m_found = 0;             // its size when opened (a partial file left by a cut download, ours or not)

@@ -2,8 +2,10 @@
 
 #include "package/hf_config.h"
 #include "util/small_file.h"
+#include "util/text.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/hub_progress.h>
 #include <attnlab/version.h>
 
 #include <curl/curl.h>
@@ -159,7 +161,8 @@ HubClient::HubClient(const HubOptions& options)
     : m_endpoint(options.endpoint),
       m_token(options.token),
       m_connect_timeout_s(options.connect_timeout_s),
-      m_stall_timeout_s(options.stall_timeout_s) {
+      m_min_bytes_per_second(options.min_bytes_per_second),
+      m_slow_window_s(options.slow_window_s) {
     while (!m_endpoint.empty() && m_endpoint.back() == '/') m_endpoint.pop_back();
     globalInit();
     m_curl = curl_easy_init();
@@ -194,8 +197,11 @@ HttpResponse HubClient::perform(const Request& request) {
     curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, m_connect_timeout_s);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, m_stall_timeout_s);
+    // slower than the rate over the window: abandoned (what arrived is kept); with the check off, a
+    // transfer that moves nothing for ten minutes still is
+    const bool rate_checked = m_min_bytes_per_second > 0 && m_slow_window_s > 0;
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, rate_checked ? m_min_bytes_per_second : 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, rate_checked ? m_slow_window_s : 600L);
     curl_easy_setopt(c, CURLOPT_NOBODY, request.head ? 1L : 0L);
     // CURLOPT_RANGE, not RESUME_FROM: curl then lets a 200 (a server ignoring the range) through
     // to the sink, which starts the file over, instead of failing the transfer
@@ -287,11 +293,12 @@ void HubClient::throwStatus(const HttpResponse& r, const HubModelName& name, con
                        (message.empty() ? "" : ": " + message));
 }
 
-std::pair<std::string, std::vector<std::string>> HubClient::repoFiles(const HubModelName& name,
-                                                                      const std::function<bool()>& tick) {
+RepoInfo HubClient::repoFiles(const HubModelName& name, const std::function<bool()>& tick) {
     Request request;
     request.tick = tick;
-    request.url = m_endpoint + "/api/models/" + name.repo + "/revision/" + urlEncode(name.revision, false);
+    // blobs=true: each file's size too (huggingface_hub's model_info(files_metadata=True))
+    request.url =
+        m_endpoint + "/api/models/" + name.repo + "/revision/" + urlEncode(name.revision, false) + "?blobs=true";
     const HttpResponse r = performFollowing(request, [](const HttpResponse&) { return true; });
     const std::string what = "the file list of " + hubModelNameString(name);
     if (r.curl_code) throwTransport(r, what);
@@ -299,21 +306,51 @@ std::pair<std::string, std::vector<std::string>> HubClient::repoFiles(const HubM
     return parseRepoInfo(r.body, hostOf(r.url) + " sent " + what);
 }
 
-std::pair<std::string, std::vector<std::string>> parseRepoInfo(const std::string& body, const std::string& origin) {
+namespace {
+// A listed size ("size", else "lfs"."size"): a non-negative integer that fits; -1 otherwise.
+int64_t listedSize(const nlohmann::json& sibling) {
+    const auto sizeIn = [](const nlohmann::json& o) -> int64_t {
+        if (!o.is_object() || !o.contains("size") || !o["size"].is_number_unsigned()) return -1;  // (negative: signed)
+        const uint64_t v = o["size"].get<uint64_t>();
+        return v <= uint64_t(INT64_MAX) ? int64_t(v) : -1;
+    };
+    const int64_t own = sizeIn(sibling);
+    return own >= 0 || !sibling.contains("lfs") ? own : sizeIn(sibling["lfs"]);
+}
+
+// cardData.license (a string, or a list whose first string counts), else the first "license:X" tag.
+std::string listedLicence(const nlohmann::json& info) {
+    if (info.contains("cardData") && info["cardData"].is_object() && info["cardData"].contains("license")) {
+        const nlohmann::json& l = info["cardData"]["license"];
+        if (l.is_string()) return l.get<std::string>();
+        if (l.is_array() && !l.empty() && l[0].is_string()) return l[0].get<std::string>();
+    }
+    if (info.contains("tags") && info["tags"].is_array())
+        for (const nlohmann::json& tag : info["tags"])
+            if (tag.is_string() && tag.get<std::string>().rfind("license:", 0) == 0)
+                return tag.get<std::string>().substr(8);
+    return "";
+}
+}  // namespace
+
+RepoInfo parseRepoInfo(const std::string& body, const std::string& origin) {
     const nlohmann::json info = nlohmann::json::parse(body, nullptr, false);
     if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() ||
         !isCommitHash(info["sha"].get<std::string>())) {
         throw PackageError(origin + " without a commit (\"sha\")");
     }
-    std::vector<std::string> files;
+    RepoInfo out;
+    out.commit = info["sha"].get<std::string>();
     const nlohmann::json siblings = info.value("siblings", nlohmann::json::array());
     if (!siblings.is_array()) throw PackageError(origin + " with \"siblings\" that is not a list");
     for (const nlohmann::json& sibling : siblings) {
-        if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string()) {
-            files.push_back(sibling["rfilename"].get<std::string>());
-        }
+        if (!sibling.is_object() || !sibling.contains("rfilename") || !sibling["rfilename"].is_string()) continue;
+        const std::string file = sibling["rfilename"].get<std::string>();
+        out.files.push_back(file);
+        if (const int64_t size = listedSize(sibling); size >= 0) out.sizes[file] = size;
     }
-    return {info["sha"].get<std::string>(), files};
+    out.licence = listedLicence(info);
+    return out;
 }
 
 HubFileInfo HubClient::fileInfo(const HubModelName& name, const std::string& commit, const std::string& file,
@@ -356,7 +393,20 @@ void checkContentRange(const HttpResponse& r, int64_t expected_start, const std:
 }
 }  // namespace
 
-void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, const std::function<bool()>& tick) {
+namespace {
+// The body must not take the file past `max_size`: what the server declares for this answer (Content-Length,
+// from `start`) is checked before a byte is written, what it sends as it comes.
+void checkBodySize(const HttpResponse& r, int64_t start, int64_t on_disk, size_t arriving, int64_t max_size,
+                   const std::string& file) {
+    const int64_t declared = sizeHeader(header(r, "content-length"));
+    if (on_disk + int64_t(arriving) <= max_size && (declared < 0 || start + declared <= max_size)) return;
+    throw PackageError(hostOf(r.url) + " sent more than the " + std::to_string(max_size) + " bytes " + file +
+                       " has (its declared size): the download stopped there and those bytes were not kept");
+}
+}  // namespace
+
+void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, int64_t max_size,
+                         const std::function<bool()>& tick) {
     Request request;
     request.url = info.location;
     request.tick = tick;
@@ -365,13 +415,22 @@ void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, const st
         if (first && r.status == 206) checkContentRange(r, request.resume_from, info.file);
         if (first && r.status == 200 && request.resume_from > 0) blob.restart();  // the range was ignored
         first = false;
+        try {
+            checkBodySize(r, r.status == 206 ? request.resume_from : 0, blob.size(), size, max_size, info.file);
+        } catch (const PackageError&) {
+            blob.discard();  // what this call wrote of it goes: the server is not to be trusted with this file
+            throw;
+        }
         blob.write(data, size);
     };
     for (int hops = 0, restarts = 0;; ++hops) {
         request.resume_from = blob.size();
         first = true;
+        const int64_t before = blob.size();
+        const auto began = std::chrono::steady_clock::now();
         const HttpResponse r = perform(request);
         if (r.status == 0 && r.curl_code) throwTransport(r, info.file + " of " + hubModelNameString(info.name));
+        if (r.curl_code == CURLE_OPERATION_TIMEDOUT) throwTooSlow(r, info, blob.size(), blob.size() - before, began);
         if (r.curl_code) {
             throw PackageError("the download of " + info.file + " from " + hostOf(r.url) + " stopped (" + r.curl_error +
                                "): " + std::to_string(blob.size()) + " of " + std::to_string(info.size) +
@@ -389,6 +448,19 @@ void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, const st
         if (r.status != 200 && r.status != 206) throwStatus(r, info.name, info.file);
         return;
     }
+}
+
+// A transfer slower than the options' rate over their window: the host, the rate it kept up, what is kept.
+void HubClient::throwTooSlow(const HttpResponse& r, const HubFileInfo& info, int64_t kept, int64_t got,
+                             std::chrono::steady_clock::time_point began) const {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    const std::string rate = byteSizeText(int64_t(seconds > 0 ? double(got) / seconds : 0));
+    throw PackageError("the download of " + info.file + " from " + hostOf(r.url) + " was slower than " +
+                       byteSizeText(m_min_bytes_per_second) + "/s for " + std::to_string(m_slow_window_s) + " s (" +
+                       rate + "/s on average over " + std::to_string(int64_t(seconds)) +
+                       " s): " + std::to_string(kept) + " of " + std::to_string(info.size) +
+                       " bytes are kept; run again to resume (ATTNLAB_HUB_MIN_RATE and ATTNLAB_HUB_SLOW_WINDOW set "
+                       "the limit)");
 }
 
 namespace {
@@ -431,6 +503,14 @@ public:
         ++m_state.files_done;
         return update(m_state.file_done, true);
     }
+    // Something the user should know (a file set aside), handed on once. False: cancel.
+    bool notify(const std::string& notice) {
+        if (notice.empty()) return true;
+        m_state.notice = notice;
+        const bool go_on = update(m_state.file_done, true);
+        m_state.notice.clear();
+        return go_on;
+    }
 
 private:
     const HubProgressCallback& m_callback;
@@ -445,22 +525,48 @@ private:
 class SnapshotFetcher {
 public:
     SnapshotFetcher(const HubModelName& name, const HubOptions& options, const HubProgressCallback& progress)
-        : m_name(name), m_cache(options.cache_dir, name.repo), m_client(options), m_progress(progress) {}
+        : m_name(name),
+          m_options(options),
+          m_cache(options.cache_dir, name.repo),
+          m_client(options),
+          m_progress(progress) {}
     std::string run();
 
 private:
     void plan(const std::vector<std::string>& files);
+    void checkCaps(const std::vector<std::string>& files, const std::string& stage) const;
     void fetchPlanned(bool indexes_only);
     void fetchOne(const HubFileInfo& info);
+    std::vector<std::string> shardsToGet(const std::vector<std::string>& chosen);
     std::string readBlob(const std::string& file) const;
     HubModelName m_name;
+    HubOptions m_options;
     RepoCache m_cache;
     HubClient m_client;
     ProgressTracker m_progress;
-    std::string m_commit;
+    RepoInfo m_listing;
+    int64_t m_planned_bytes = 0;                 // the declared sizes of the files planned
     std::map<std::string, std::string> m_etags;  // file -> its blob's name, for the links
     std::vector<HubFileInfo> m_pending;          // files not yet in blobs/
 };
+
+// The caps of HubOptions against the files, their listed sizes and the bytes planned so far, before the first
+// byte of them.
+void checkCaps(const HubModelName& name, const HubOptions& options, const std::vector<std::string>& files,
+               const std::map<std::string, int64_t>& sizes, int64_t planned, const std::string& stage) {
+    const std::string model = hubModelNameString(name);
+    if (int64_t(files.size()) > options.max_files)
+        throw PackageError(model + ": " + stage + " names " + std::to_string(files.size()) +
+                           " files to get, more than AttnLab's cap of " + std::to_string(options.max_files) +
+                           " for one model (ATTNLAB_HUB_MAX_FILES); nothing more was downloaded");
+    int64_t listed = 0;
+    for (const std::string& f : files)
+        if (const auto it = sizes.find(f); it != sizes.end()) listed += it->second;
+    if (std::max(listed, planned) > options.max_total_bytes)
+        throw PackageError(model + ": " + stage + " comes to " + byteSizeText(std::max(listed, planned)) +
+                           ", more than AttnLab's cap of " + byteSizeText(options.max_total_bytes) +
+                           " for one model (ATTNLAB_HUB_MAX_BYTES); nothing more was downloaded");
+}
 
 // The files a model cannot do without, checked before anything is fetched.
 void requireModelFiles(const HubModelName& name, const std::vector<std::string>& chosen,
@@ -471,7 +577,7 @@ void requireModelFiles(const HubModelName& name, const std::vector<std::string>&
     });
     if (config && weights) return;
     std::string listing;
-    for (size_t i = 0; i < all.size() && i < 20; ++i) listing += (i ? ", " : "") + all[i];
+    for (size_t i = 0; i < all.size() && i < 20; ++i) listing += (i ? ", " : "") + util::forMessage(all[i]);
     if (all.size() > 20) listing += ", …";
     throw PackageError(hubModelNameString(name) + " has no " + (config ? "" : "config.json") +
                        (config || weights ? "" : " and no ") +
@@ -481,18 +587,34 @@ void requireModelFiles(const HubModelName& name, const std::vector<std::string>&
 
 }  // namespace
 
+void SnapshotFetcher::checkCaps(const std::vector<std::string>& files, const std::string& stage) const {
+    hub::checkCaps(m_name, m_options, files, m_listing.sizes, m_planned_bytes, stage);
+}
+
 void SnapshotFetcher::plan(const std::vector<std::string>& files) {
     std::error_code ec;
     for (const std::string& file : files) {
         // a commit's files never change: one already in its snapshot is not asked about again
-        if (fs::is_regular_file(m_cache.snapshotDir(m_commit) + "/" + file, ec)) continue;
+        if (fs::is_regular_file(m_cache.snapshotDir(m_listing.commit) + "/" + file, ec)) continue;
         if (!m_progress.poll()) throw CancelledError();
-        const HubFileInfo info = m_client.fileInfo(m_name, m_commit, file, [this] { return m_progress.poll(); });
+        HubFileInfo info = m_client.fileInfo(m_name, m_listing.commit, file, [this] { return m_progress.poll(); });
+        const auto listed = m_listing.sizes.find(file);
+        if (listed != m_listing.sizes.end() && info.size >= 0 && info.size != listed->second)
+            throw PackageError(hubModelNameString(m_name) + ": " + file + " is " + std::to_string(info.size) +
+                               " bytes by its headers but " + std::to_string(listed->second) +
+                               " by the file list: the hub's answers disagree; nothing was downloaded of it");
+        if (info.size < 0 && listed != m_listing.sizes.end()) info.size = listed->second;
+        if (isWeightsIndex(file) && info.size > int64_t(package::kMaxWeightsIndexBytes))
+            throw PackageError(hubModelNameString(m_name) + ": " + file + " is " + byteSizeText(info.size) +
+                               ", larger than a weights index may be (" +
+                               byteSizeText(int64_t(package::kMaxWeightsIndexBytes)) + ")");
         m_etags[file] = info.etag;
         if (fs::is_regular_file(m_cache.blobPath(info.etag), ec)) continue;
         const bool pending =
             std::any_of(m_pending.begin(), m_pending.end(), [&](const HubFileInfo& p) { return p.etag == info.etag; });
         if (pending) continue;  // the same bytes under two names (source.spm = target.spm): one blob
+        m_planned_bytes += std::max<int64_t>(info.size, 0);
+        checkCaps(files, "its files' declared sizes");
         m_progress.addFile(info.size);
         m_pending.push_back(info);
     }
@@ -510,7 +632,9 @@ void SnapshotFetcher::fetchPlanned(bool indexes_only) {
 }
 
 void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
-    const BlobLock lock(m_cache.lockPath(info.etag), [this] { return m_progress.poll(); });
+    const auto go_on = [this] { return m_progress.poll(); };
+    const BlobLock lock(m_cache, info.etag, go_on);
+    if (!m_progress.notify(lock.notice())) throw CancelledError();
     std::error_code ec;
     if (fs::is_regular_file(m_cache.blobPath(info.etag), ec)) {  // another process finished it meanwhile
         if (!m_progress.startFile(info.file, info.size, std::max<int64_t>(info.size, 0)) || !m_progress.endFile()) {
@@ -518,15 +642,18 @@ void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
         }
         return;
     }
-    IncompleteBlob blob(m_cache, info.etag, isSha256Hex(info.etag), [this] { return m_progress.poll(); });
-    if (!m_progress.startFile(info.file, info.size, blob.size())) throw CancelledError();
+    IncompleteBlob blob(m_cache, info.etag, isSha256Hex(info.etag), go_on);
+    if (!m_progress.notify(blob.notice()) || !m_progress.startFile(info.file, info.size, blob.size()))
+        throw CancelledError();
     // Asked again just before its bytes: the CDN's link is good for a while only, and the files of a large
     // model come one after the other (huggingface_hub does the same).
-    const HubFileInfo fresh = m_client.fileInfo(m_name, m_commit, info.file, [this] { return m_progress.poll(); });
-    if (fresh.etag != info.etag)
+    HubFileInfo fresh = m_client.fileInfo(m_name, m_listing.commit, info.file, go_on);
+    if (fresh.etag != info.etag || (fresh.size >= 0 && fresh.size != info.size))
         throw PackageError(info.file + " of " + hubModelNameString(m_name) + " changed while it was being got (ETag " +
                            info.etag + ", now " + fresh.etag + "): run again");
-    m_client.download(fresh, blob, [&] { return m_progress.update(blob.size(), false); });
+    // never more than its declared size; a file of no declared size within what the caps leave
+    const int64_t max_size = info.size >= 0 ? info.size : m_options.max_total_bytes - m_planned_bytes;
+    m_client.download(fresh, blob, max_size, [&] { return m_progress.update(blob.size(), false); });
     blob.finish(info.file, info.size);
     if (!m_progress.endFile()) throw CancelledError();  // this file stays complete in blobs/
 }
@@ -534,35 +661,45 @@ void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
 std::string SnapshotFetcher::readBlob(const std::string& file) const {
     const auto it = m_etags.find(file);
     const std::string path =
-        it != m_etags.end() ? m_cache.blobPath(it->second) : m_cache.snapshotDir(m_commit) + "/" + file;
+        it != m_etags.end() ? m_cache.blobPath(it->second) : m_cache.snapshotDir(m_listing.commit) + "/" + file;
     return util::readSmallFile(path, package::kMaxWeightsIndexBytes);  // (only indexes are read)
 }
 
+// The shards the chosen weights index names, each a file the repository lists.
+std::vector<std::string> SnapshotFetcher::shardsToGet(const std::vector<std::string>& chosen) {
+    std::vector<std::string> all;
+    for (const std::string& index : chosen) {
+        if (!isWeightsIndex(index)) continue;
+        for (const std::string& shard : shardsOfIndex(readBlob(index), index)) {
+            if (!std::count(m_listing.files.begin(), m_listing.files.end(), shard)) {
+                throw PackageError(index + " of " + hubModelNameString(m_name) + " names " + util::forMessage(shard) +
+                                   ", which the repository does not have");
+            }
+            all.push_back(shard);
+        }
+    }
+    return all;
+}
+
 std::string SnapshotFetcher::run() {
-    std::vector<std::string> siblings;
-    std::tie(m_commit, siblings) = m_client.repoFiles(m_name, [this] { return m_progress.poll(); });
-    const std::vector<std::string> chosen = selectModelFiles(siblings);
-    requireModelFiles(m_name, chosen, siblings);
+    m_listing = m_client.repoFiles(m_name, [this] { return m_progress.poll(); });
+    const std::vector<std::string> chosen = selectModelFiles(m_listing.files);
+    requireModelFiles(m_name, chosen, m_listing.files);
+    checkCaps(chosen, "its file list");
     plan(chosen);
     // A weights index first (a few kB): its shards are planned before the first byte of the rest, so that the
     // progress's totals hold from the start.
     fetchPlanned(/*indexes_only=*/true);
-    for (const std::string& index : chosen) {
-        if (!isWeightsIndex(index)) continue;
-        const std::vector<std::string> shards = shardsOfIndex(readBlob(index), index);
-        for (const std::string& shard : shards) {
-            if (!std::count(siblings.begin(), siblings.end(), shard)) {
-                throw PackageError(index + " of " + hubModelNameString(m_name) + " names " + shard +
-                                   ", which the repository does not have");
-            }
-        }
-        plan(shards);
-    }
+    const std::vector<std::string> shards = shardsToGet(chosen);
+    std::vector<std::string> everything = chosen;
+    everything.insert(everything.end(), shards.begin(), shards.end());
+    checkCaps(everything, "its weights index");
+    plan(shards);
     fetchPlanned(/*indexes_only=*/false);
     // every file is complete: now the snapshot's links, and the ref last (readers go by the ref)
-    for (const auto& [file, etag] : m_etags) m_cache.linkSnapshotFile(m_commit, file, etag);
-    if (m_name.revision != m_commit) m_cache.writeRef(m_name.revision, m_commit);
-    return m_cache.snapshotDir(m_commit);
+    for (const auto& [file, etag] : m_etags) m_cache.linkSnapshotFile(m_listing.commit, file, etag);
+    if (m_name.revision != m_listing.commit) m_cache.writeRef(m_name.revision, m_listing.commit);
+    return m_cache.snapshotDir(m_listing.commit);
 }
 
 namespace {
@@ -594,6 +731,56 @@ std::string hubSnapshot(const HubModelName& name, const HubOptions& options, con
     if (std::optional<std::string> cached = cachedHubSnapshot(name, options)) return *cached;
     if (options.offline) hub::throwOffline(name, options);
     return hub::SnapshotFetcher(name, options, progress).run();
+}
+
+namespace {
+// What an index will name, before it is read: the listed shards of its format ("model-00001-of-00002.safetensors").
+std::vector<std::string> listedShards(const std::string& index, const std::vector<std::string>& files) {
+    const std::string base = index.substr(0, index.size() - std::string(".index.json").size());  // model.safetensors
+    const std::string stem = base.substr(0, base.rfind('.')), extension = base.substr(base.rfind('.'));
+    std::vector<std::string> shards;
+    for (const std::string& f : files)
+        if (f.rfind(stem + "-", 0) == 0 && f.find("-of-") != std::string::npos && f.size() > extension.size() &&
+            f.compare(f.size() - extension.size(), extension.size(), extension) == 0 &&
+            f.find('/') == std::string::npos)
+            shards.push_back(f);
+    return shards;
+}
+}  // namespace
+
+HubModelListing hubModelListing(const HubModelName& name, const HubOptions& options,
+                                const std::function<bool()>& keep_going) {
+    if (!parseHubModelName(name.repo + "@" + name.revision))
+        throw InputError("not a Hugging Face model name: " + util::forMessage(name.repo + "@" + name.revision));
+    if (options.offline)
+        throw PackageError(hubModelNameString(name) +
+                           ": HF_HUB_OFFLINE is set (no network): the hub cannot be asked "
+                           "about it");
+    hub::HubClient client(options);
+    const hub::RepoInfo info = client.repoFiles(name, keep_going);
+    HubModelListing out;
+    out.name = name;
+    out.commit = info.commit;
+    out.licence = util::forMessage(info.licence, 80);
+    out.files = hub::selectModelFiles(info.files);
+    hub::requireModelFiles(name, out.files, info.files);
+    for (const std::string& f : std::vector<std::string>(out.files))
+        if (hub::isWeightsIndex(f))
+            for (std::string& shard : listedShards(f, info.files)) out.files.push_back(std::move(shard));
+    hub::checkCaps(name, options, out.files, info.sizes, 0, "its file list");
+    out.total_bytes = 0;
+    const hub::RepoCache cache(options.cache_dir, name.repo);
+    std::error_code ec;
+    for (const std::string& f : out.files) {
+        const auto size = info.sizes.find(f);
+        if (size == info.sizes.end()) {
+            out.total_bytes = -1;
+            continue;
+        }
+        if (out.total_bytes >= 0) out.total_bytes += size->second;
+        if (fs::is_regular_file(cache.snapshotDir(info.commit) + "/" + f, ec)) out.cached_bytes += size->second;
+    }
+    return out;
 }
 
 }  // namespace attnlab

@@ -12,7 +12,9 @@
 //   goes there; a redirect to the same host without an X-Linked-Etag (a renamed repository) is
 //   followed with HEAD again;
 // - its bytes: GET of that location, "Range: bytes=N-" when blobs/ETAG.incomplete has N bytes
-//   (206 appends; a 200 starts the file over), redirects followed one by one (at most 10).
+//   (206 appends; a 200 starts the file over), redirects followed one by one (at most 10); never
+//   more bytes than the file's declared size (X-Linked-Size / Content-Length of the HEAD, the
+//   listing's size), and never slower than HubOptions' rate over its window.
 // Files are asked for by commit, not by branch, so that one snapshot never mixes two commits.
 //
 // The token: "Authorization: Bearer …" goes only to a URL of the endpoint's own scheme, host and
@@ -23,6 +25,7 @@
 
 #include <attnlab/hub.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -57,9 +60,17 @@ struct HubFileInfo {
     std::string location;  // where to GET its bytes (the CDN for LFS files)
 };
 
-// The answer to GET /api/models/ORG/NAME/revision/REV: its commit ("sha", 40 hex digits) and its files'
-// names ("siblings"[].rfilename). PackageError beginning with `origin` for an answer without them.
-std::pair<std::string, std::vector<std::string>> parseRepoInfo(const std::string& body, const std::string& origin);
+// The answer to GET /api/models/ORG/NAME/revision/REV?blobs=true: its commit ("sha", 40 hex digits), its
+// files' names ("siblings"[].rfilename) with their sizes where listed ("size", else "lfs"."size"), and the
+// model card's licence ("cardData"."license", else a "license:X" tag). PackageError beginning with `origin`
+// for an answer without a commit.
+struct RepoInfo {
+    std::string commit;
+    std::vector<std::string> files;
+    std::map<std::string, int64_t> sizes;  // only the files whose size is listed
+    std::string licence;
+};
+RepoInfo parseRepoInfo(const std::string& body, const std::string& origin);
 
 class HubClient {
 public:
@@ -71,26 +82,30 @@ public:
     // The commit `name` resolves to and the repository's files; throws PackageError. `tick` is asked about
     // once a second or more while the request waits (a connection, a slow answer): false cancels
     // (CancelledError), so that a cancel is prompt in every phase, not only while bytes arrive.
-    std::pair<std::string, std::vector<std::string>> repoFiles(const HubModelName& name,
-                                                               const std::function<bool()>& tick = {});
+    RepoInfo repoFiles(const HubModelName& name, const std::function<bool()>& tick = {});
     // HEAD of one file at `commit`; throws PackageError; `tick` as for repoFiles.
     HubFileInfo fileInfo(const HubModelName& name, const std::string& commit, const std::string& file,
                          const std::function<bool()>& tick = {});
     // Its bytes appended to `blob` (resumed with Range), `tick` called while they arrive (false
-    // cancels: CancelledError). Throws PackageError when cut, naming what was kept.
-    void download(const HubFileInfo& info, IncompleteBlob& blob, const std::function<bool()>& tick);
+    // cancels: CancelledError), never more than `max_size` bytes in all (the declared size: a body
+    // that goes on past it is cut there and not kept). Throws PackageError when cut, naming what was
+    // kept, and when slower than the options' rate over their window, naming the host and the rate.
+    void download(const HubFileInfo& info, IncompleteBlob& blob, int64_t max_size, const std::function<bool()>& tick);
 
 private:
     struct Request;
     HttpResponse perform(const Request& request);
     // perform(), then again at the redirect's target while `follow` says so (at most 10 times).
     HttpResponse performFollowing(Request request, const std::function<bool(const HttpResponse&)>& follow);
+    [[noreturn]] void throwTooSlow(const HttpResponse& r, const HubFileInfo& info, int64_t kept, int64_t got,
+                                   std::chrono::steady_clock::time_point began) const;
     [[noreturn]] void throwStatus(const HttpResponse& r, const HubModelName& name, const std::string& what) const;
     bool sameOriginAsEndpoint(const std::string& url) const;
     std::string m_endpoint;
     std::string m_token;
     long m_connect_timeout_s;
-    long m_stall_timeout_s;
+    long m_min_bytes_per_second;
+    long m_slow_window_s;
     CURL* m_curl = nullptr;
 };
 

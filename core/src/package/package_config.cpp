@@ -370,18 +370,58 @@ std::string reverseBundledModel(const PackageConfig& forward) {
     return "";
 }
 
+bool looksLikeAPath(const std::string& given) {
+    const std::string repo = given.substr(0, given.find('@'));
+    if (repo.empty()) return false;
+    if (repo.front() == '/' || repo.front() == '~' || repo.front() == '.' || repo.find('\\') != std::string::npos)
+        return true;
+    if (std::count(repo.begin(), repo.end(), '/') > 1) return true;
+    static const char* suffixes[] = {".json", ".bin", ".safetensors", ".argosmodel", ".zip", ".pt",   ".pth",  ".model",
+                                     ".spm",  ".txt", ".tsv",         ".gz",         ".tar", ".onnx", ".ckpt", ".h5"};
+    return std::any_of(std::begin(suffixes), std::end(suffixes), [&](const std::string& suffix) {
+        return repo.size() > suffix.size() && repo.compare(repo.size() - suffix.size(), suffix.size(), suffix) == 0;
+    });
+}
+
+namespace {
+// A Hugging Face name: the cache (no request), else the hub, saying first that no such folder is here.
+std::string fromTheHub(const HubModelName& name, const std::string& shown, const HubProgressCallback& progress) {
+    const HubOptions options = hubOptionsFromEnvironment();
+    if (const auto cached = cachedHubSnapshot(name, options)) return *cached;
+    const std::string no_folder = "no folder " + shown + " here";
+    if (progress) {
+        HubProgress notice;
+        notice.notice = no_folder + ": getting it as a Hugging Face model from " + options.endpoint;
+        if (!progress(notice)) throw CancelledError();
+    }
+    try {
+        return hubSnapshot(name, options, progress);
+    } catch (const PackageError& e) {
+        throw PackageError(no_folder + "; as a Hugging Face name: " + e.what());
+    }
+}
+}  // namespace
+
 std::string resolveModelArgument(const std::string& name_or_dir, const HubProgressCallback& progress) {
     std::error_code ec;
     if (fs::is_directory(name_or_dir, ec) || package::isCtranslate2Model(name_or_dir)) return name_or_dir;
     const auto models = bundledModels();
     for (const auto& m : models)
         if (m.name == name_or_dir || m.direction() == name_or_dir) return m.dir;
+    const std::string shown = util::forMessage(name_or_dir);
+    if (fs::exists(fs::symlink_status(name_or_dir, ec))) {
+        if (name_or_dir.size() > 11 && name_or_dir.substr(name_or_dir.size() - 11) == ".argosmodel")
+            return name_or_dir;  // its loader says what is wrong with it
+        throw InputError("--model " + shown + ": a file, not a model folder or an .argosmodel package");
+    }
+    if (looksLikeAPath(name_or_dir))
+        throw InputError("--model " + shown + ": no such folder or file here (a path: not looked up on the " +
+                         "Hugging Face hub)");
     // ORG/NAME[@REVISION]: the Hugging Face cache, downloading what is missing (attnlab/hub.h).
-    if (const auto hub_name = parseHubModelName(name_or_dir))
-        return hubSnapshot(*hub_name, hubOptionsFromEnvironment(), progress);
+    if (const auto hub_name = parseHubModelName(name_or_dir)) return fromTheHub(*hub_name, shown, progress);
     std::string names;
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name + " (" + m.direction() + ")";
-    throw InputError("--model " + name_or_dir +
+    throw InputError("--model " + shown +
                      ": not a directory, not a Hugging Face name (ORG/NAME), and no bundled model has that name "
                      "(bundled: " +
                      (names.empty() ? std::string("none found") : names) + ")");
