@@ -1,6 +1,9 @@
 // The attnlab executable as a user runs it from a shell: the bundled model without --model, the
 // headless --export (PNG, PDF) and --screenshot, and command-line errors that name the problem and
-// write nothing. Runs offscreen (QT_QPA_PLATFORM=offscreen from CTest).
+// write nothing; a stranger's lesson gets its model only with --allow-download. Runs offscreen
+// (QT_QPA_PLATFORM=offscreen from CTest).
+#include "fake_hub_server.h"
+
 #include <QtTest/QtTest>
 
 #include <QImage>
@@ -13,10 +16,12 @@ struct Run {
     QString err;
 };
 
-Run app(const QStringList& args, bool display = true) {
+// `extra`: variables set for this run (the stand-in hub's HF_ENDPOINT, a cache of its own).
+Run app(const QStringList& args, bool display = true, const QMap<QString, QString>& extra = {}) {
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.remove("ATTNLAB_MODEL_DIR");  // the bundled model, found as a user's would be
+    for (auto it = extra.begin(); it != extra.end(); ++it) env.insert(it.key(), it.value());
     if (display) {
         env.insert("QT_QPA_PLATFORM", "offscreen");
     } else {  // a machine without a display: over SSH, in a container
@@ -44,6 +49,7 @@ private Q_SLOTS:
     void noDisplaySaysSoAndHeadlessStillWorks();
     void firstScreenTranslatesTheFirstExample();
     void bundledLessonHeadless();
+    void aStrangersLessonGetsItsModelOnlyWhenAllowed();
 
 private:
     QTemporaryDir m_dir;
@@ -100,6 +106,47 @@ void TestApp::bundledLessonHeadless() {
     QVERIFY2(r.err.contains("transformer-tour.json: step 99 is beyond the end (the lesson has 15 steps)"),
              qPrintable(r.err));
     QVERIFY(!QFile::exists(never));
+}
+
+// A lesson naming a Hugging Face model the cache lacks (issue 50): headless, nobody can be asked, so
+// the run refuses, naming --allow-download, before any request; with the flag the model is got from the
+// stand-in hub (the bundled model served as a repository) and the step renders.
+void TestApp::aStrangersLessonGetsItsModelOnlyWhenAllowed() {
+    QTemporaryDir dir;
+    attnlab::testing::FakeHub hub(dir.filePath("hub"));
+    attnlab::testing::Files files;
+    const QDir bundled(ATTNLAB_SOURCE_DIR "/resources/models/multi30k-de-en");
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model", "examples.tsv"}) {
+        QFile in(bundled.filePath(f));
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        files[f] = in.readAll().toStdString();
+    }
+    hub.addRepo("stranger-org/evil-model", files);
+    hub.start();
+    const QString lesson = dir.filePath("stranger.json");
+    QFile out(lesson);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(R"({"format": "attnlab-lesson", "version": 1, "model": "stranger-org/evil-model",
+      "steps": [{"caption": "Got.", "view": {"tab": "positional"}}]})");
+    out.close();
+    const QMap<QString, QString> env = {{"HF_ENDPOINT", QString::fromStdString(hub.endpoint())},
+                                        {"HF_HUB_CACHE", dir.filePath("cache")},
+                                        {"HF_HUB_OFFLINE", "0"},
+                                        {"HF_TOKEN", ""}};
+    const QString shot = dir.filePath("lesson.png");
+    auto r = app({"--lesson", lesson, "--screenshot", shot}, true, env);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("stranger-org/evil-model is not in the cache") && r.err.contains("--allow-download"),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(shot));
+    QCOMPARE(hub.requests().size(), size_t(0));  // refused before a single request
+    QVERIFY(!QDir(dir.filePath("cache/models--stranger-org--evil-model")).exists());
+    r = app({"--lesson", lesson, "--screenshot", shot, "--allow-download"}, true, env);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(!QImage(shot).isNull());
+    QVERIFY(!QDir(dir.filePath("cache/models--stranger-org--evil-model/snapshots"))
+                 .entryList(QDir::Dirs | QDir::NoDotAndDotDot)
+                 .isEmpty());
 }
 
 void TestApp::screenshotOfTheWindow() {

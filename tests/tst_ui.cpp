@@ -1,6 +1,7 @@
 // The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
 // the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
 // model; the positional heatmap equals the formula; a dropped package opens and is remembered.
+#include "dialogs/download_question.h"
 #include "dialogs/get_model_dialog.h"
 #include "document/file_save.h"
 #include "document/recent_models.h"
@@ -35,6 +36,7 @@
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
 #include <attnlab/hub.h>
+#include <attnlab/hub_progress.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
 
@@ -88,7 +90,9 @@ private Q_SLOTS:
     void warningKeepsTheTabsInPlace();
     void longOutputWrapsAnywhere();
     void exportDialogsOpenInTheLastFolder();
-    void getAModelByNameWithProgress();              // loads the fixture again, from a stand-in hub
+    void getAModelByNameWithProgress();       // loads the fixture again, from a stand-in hub
+    void aLessonsModelIsGotOnlyWhenAgreed();  // loads the fixture again, from a stand-in hub
+    void aFailedListingIsReported();
     void computeTypeSwitchReloadsAndIsRemembered();  // last: it reloads the model
 
 private:
@@ -1361,6 +1365,152 @@ void TestUi::exportDialogsOpenInTheLastFolder() {
     QCOMPARE(opened.size(), 2);
     QCOMPARE(opened[1], QDir(folder).absolutePath());
     QCOMPARE(QSettings().value(kExportFolderKey).toString(), QDir(folder).absolutePath());
+}
+
+namespace {
+// The question open on the window, once the hub's answer is shown in it.
+DownloadQuestion* listedQuestion(QWidget* window) {
+    DownloadQuestion* question = nullptr;
+    QElapsedTimer waited;
+    waited.start();
+    while (waited.elapsed() < 20000 && !(question && question->isVisible() && question->listed())) {
+        QTest::qWait(20);
+        question = window->findChild<DownloadQuestion*>();
+    }
+    return question && question->listed() ? question : nullptr;
+}
+
+// Nothing a person reads is cut: every label shows its whole text (wrapped where it wraps), every
+// button its caption.
+void checkNothingCut(QWidget* dialog) {
+    for (QLabel* l : dialog->findChildren<QLabel*>()) {
+        if (!l->isVisible()) continue;
+        const bool fits = l->wordWrap() ? l->heightForWidth(l->width()) <= l->height()
+                                        : l->sizeHint().width() <= l->width() && l->sizeHint().height() <= l->height();
+        QVERIFY2(fits, qPrintable(QString("%1: %2x%3").arg(l->text()).arg(l->width()).arg(l->height())));
+    }
+    for (QPushButton* b : dialog->findChildren<QPushButton*>())
+        QVERIFY2(b->sizeHint().width() <= b->width(), qPrintable(b->text()));
+}
+
+QString labelsText(QWidget* dialog) {
+    QStringList texts;
+    for (QLabel* l : dialog->findChildren<QLabel*>())
+        if (l->isVisible()) texts << l->text();
+    return texts.join('\n');
+}
+
+// Whether the stand-in hub was asked for a file's bytes (or its headers): a download began.
+bool anyFileAsked(const attnlab::testing::FakeHub& hub) {
+    for (const auto& r : hub.requests()) {
+        const auto path = r["path"].get<std::string>();
+        if (path.find("/resolve/") != std::string::npos || path.rfind("/cdn/", 0) == 0) return true;
+    }
+    return false;
+}
+}  // namespace
+
+// A stranger's lesson names a model the cache lacks (issue 50): a question opens in the window with the
+// model's name, its size and licence from the hub's listing, and nothing is downloaded before Get. Cancel
+// leaves the cache without it and the lesson says it waits; a session asks the same; Get downloads it and
+// shows the lesson's step. The question's text is not cut (a picture of it: /tmp/attnlab-download-question.png).
+void TestUi::aLessonsModelIsGotOnlyWhenAgreed() {
+    const std::string repo = "stranger-org/evil-model";
+    const QString name = QString::fromStdString(repo);
+    QTemporaryDir dir;
+    const auto hub = fixtureOnAHub(dir.path(), repo);
+    hub->setFaults({{"licence", "apache-2.0"}});  // the model card's, as the listing gives it
+    hub->clearLog();
+    const QString lesson = writeText(dir.filePath("stranger.json"), R"({"format": "attnlab-lesson", "version": 1,
+      "title": "A stranger's lesson", "model": "stranger-org/evil-model", "steps": [
+      {"title": "Got", "caption": "The stranger's step.", "view": {"tab": "positional"}}]})");
+    ViewContext* c = m_window->context();
+    const std::string before = c->model()->package_dir;
+    LessonController* lessons = m_window->lessons();
+    QVERIFY(!lessons->openLesson(lesson));
+    // Open at once, saying what it waits for, Get disabled until the hub has answered.
+    DownloadQuestion* question = m_window->findChild<DownloadQuestion*>();
+    QVERIFY(question && question->isVisible() && !question->listed());
+    QVERIFY2(labelsText(question).contains("Asking the hub about stranger-org/evil-model…"),
+             qPrintable(labelsText(question)));
+    checkNothingCut(question);
+    QVERIFY(question->grab().save(QDir::temp().filePath("attnlab-download-question-asking.png")));
+    question = listedQuestion(m_window.get());
+    QVERIFY(question);
+    QCOMPARE(question->name(), name);
+    QVERIFY(question->isModal());  // window-modal: the window behind waits for the answer
+    const auto listing =
+        attnlab::hubModelListing(*attnlab::parseHubModelName(repo), attnlab::hubOptionsFromEnvironment());
+    QVERIFY(listing.total_bytes > 0);
+    const QString shown = labelsText(question);
+    QVERIFY2(shown.contains(name), qPrintable(shown));
+    QVERIFY2(shown.contains(QString::fromStdString(attnlab::byteSizeText(listing.total_bytes))), qPrintable(shown));
+    QCOMPARE(listing.licence, std::string("apache-2.0"));
+    QVERIFY2(shown.contains("apache-2.0"), qPrintable(shown));
+    QVERIFY2(shown.contains("stranger.json"), qPrintable(shown));
+    QVERIFY(!anyFileAsked(*hub));  // only the listing was asked for
+    checkNothingCut(question);
+    QVERIFY(question->grab().save(QDir::temp().filePath("attnlab-download-question.png")));
+    // Cancel: nothing got, the lesson waits and says so, the model shown stays.
+    question->cancelButton()->click();
+    QTRY_VERIFY(!m_window->findChild<DownloadQuestion*>());
+    QVERIFY(!lessons->pending());
+    QTRY_VERIFY(lessons->pane()->captionText().contains("was not got"));
+    QVERIFY(!attnlab::cachedHubSnapshot(*attnlab::parseHubModelName(repo), attnlab::hubOptionsFromEnvironment()));
+    QVERIFY(!anyFileAsked(*hub));
+    QVERIFY(!c->fetching());
+    QCOMPARE(c->model()->package_dir, before);
+    // A session naming it asks the same.
+    const QString session = writeText(dir.filePath("session.json"), R"({"format": "attnlab-session", "version": 1,
+      "model": "stranger-org/evil-model", "title": "s", "caption": "", "view": {"tab": "positional"}})");
+    QVERIFY(!lessons->openSession(session));
+    question = listedQuestion(m_window.get());
+    QVERIFY(question);
+    question->reject();
+    QTRY_VERIFY(!m_window->findChild<DownloadQuestion*>());
+    QVERIFY(!anyFileAsked(*hub));
+    // Get: downloaded, opened, the lesson's step shown.
+    QVERIFY(!lessons->openLesson(lesson));
+    question = listedQuestion(m_window.get());
+    QVERIFY(question);
+    QSignalSpy changed(c, &ViewContext::modelChanged);
+    question->getButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
+    QVERIFY(attnlab::hubNameOfSnapshot(c->model()->package_dir));
+    QCOMPARE(attnlab::hubNameOfSnapshot(c->model()->package_dir)->repo, repo);
+    QVERIFY(anyFileAsked(*hub));
+    QTRY_COMPARE(lessons->pane()->current(), 0);
+    QVERIFY(lessons->pane()->captionText().contains("The stranger's step."));
+    QVERIFY(attnlab::cachedHubSnapshot(*attnlab::parseHubModelName(repo), attnlab::hubOptionsFromEnvironment()));
+    // Opened again, the model is in the cache: no question.
+    QVERIFY(!lessons->openLesson(lesson));
+    QTest::qWait(100);
+    QVERIFY(!m_window->findChild<DownloadQuestion*>());
+    loadAndWait(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));  // the snapshot goes with the temporary folder
+    qunsetenv("HF_ENDPOINT");
+    qunsetenv("HF_HUB_CACHE");
+}
+
+// The hub cannot list the model (no such repository): reported as any failure is, the question closes,
+// no step waits.
+void TestUi::aFailedListingIsReported() {
+    QTemporaryDir dir;
+    const auto hub = fixtureOnAHub(dir.path(), "attnlab/fixture-de-en");
+    const QString lesson = writeText(dir.filePath("missing.json"), R"({"format": "attnlab-lesson", "version": 1,
+      "model": "stranger-org/no-such-model", "steps": [{"view": {"tab": "positional"}}]})");
+    ViewContext* c = m_window->context();
+    QSignalSpy failed(c, &ViewContext::failed);
+    QVERIFY(!m_window->lessons()->openLesson(lesson));
+    QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 20000);
+    QCOMPARE(failed.first().at(0).value<Operation>(), Operation::GetModel);
+    const QString message = failed.first().at(1).toString();
+    QVERIFY2(message.startsWith("stranger-org/no-such-model: "), qPrintable(message));
+    qInfo("the listing's failure: %s", qPrintable(message));
+    QTRY_VERIFY(!m_window->findChild<DownloadQuestion*>());
+    QVERIFY(!m_window->lessons()->pending());
+    QVERIFY(!anyFileAsked(*hub));
+    qunsetenv("HF_ENDPOINT");
+    qunsetenv("HF_HUB_CACHE");
 }
 
 QTEST_MAIN(TestUi)

@@ -66,6 +66,8 @@ struct Options {
     bool presenter = false;
     bool no_live = false;  // --no-live: translate on Enter only (not remembered)
     int threads = 0;       // --threads: LibTorch threads (0 = $ATTNLAB_THREADS, else the policy of attnlab/device.h)
+    // --allow-download: headless, a lesson's or a session's model that the cache lacks is got
+    bool allow_download = false;
     bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty() || !animation.isEmpty(); }
 };
 
@@ -153,8 +155,12 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                                "n", "0");
     QCommandLineOption noLive("no-live",
                               "Translate on Enter only, not as you type (this run; the Live box remembers).");
-    parser.addOptions({model, text, textSize, device, view,       layer,     head,  exportTo, animation, screenshot,
-                       tab,   cell, step,     lesson, lessonStep, presenter, heads, ablate,   threads,   noLive});
+    QCommandLineOption allowDownload("allow-download",
+                                     "With --export / --screenshot: get the Hugging Face model a lesson or a session "
+                                     "names when the cache lacks it (the window asks first instead).");
+    parser.addOptions({model,      text,      textSize,   device, view,    layer,  head,
+                       exportTo,   animation, screenshot, tab,    cell,    step,   lesson,
+                       lessonStep, presenter, heads,      ablate, threads, noLive, allowDownload});
     parser.process(app);
 
     if (const auto error = readView(parser, o.view)) return error;
@@ -202,6 +208,7 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     }
     o.device = parser.value(device);
     o.no_live = parser.isSet(noLive);
+    o.allow_download = parser.isSet(allowDownload);
     bool threads_ok = false;
     o.threads = parser.value(threads).toInt(&threads_ok);
     if (!threads_ok || o.threads < 0 || o.threads > 4096)
@@ -242,6 +249,20 @@ std::optional<QString> viewProblem(const attnlab::ViewState& v, const attnlab::M
     return std::nullopt;
 }
 
+// Without a window nobody can be asked before a lesson's or a session's model is downloaded: only
+// --allow-download gets it; without, the run stops with a message naming the flag.
+void answerDownloadsHeadlessly(attnlab::ui::MainWindow& window, bool allowed) {
+    attnlab::ui::ViewContext* context = window.context();
+    window.lessons()->setAskToGet([context, allowed](const QString& name, const QString& origin, auto answer) {
+        if (allowed) return answer(true);
+        context->reportFailure(attnlab::ui::Operation::GetModel,
+                               QString("%1: model: %2 is not in the cache, and a run without a window gets no model "
+                                       "a lesson or a session names unasked: pass --allow-download to get it")
+                                   .arg(origin, name));
+        answer(false);
+    });
+}
+
 // --export / --screenshot: wait for the model and the translation, show the view (or the lesson's
 // step) the options name, render, quit.
 int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::MainWindow& window, const Options& o,
@@ -261,6 +282,7 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
         window.lessons()->applyView(o.view);
     }
     settle(controller, window);
+    if (!load_error.isEmpty()) return fail(load_error);  // the lesson's model: refused, not got, not loaded
     if (!context->lastError().isEmpty()) return fail(context->lastError());
     if (!o.heads_page.isEmpty()) {
         context->showHeadLab(o.heads_page, o.ablate);
@@ -321,10 +343,11 @@ int main(int argc, char** argv) {
     if (o.text_size > 0) context->setTextSize(o.text_size, /*remember=*/false);
     if (o.no_live) context->setLiveTranslation(false, /*remember=*/false);
     QString load_error;  // the first failure is the one to report headlessly
-    QObject::connect(context, &attnlab::ui::ViewContext::failed, &window,
-                     [&](attnlab::ui::Operation op, const QString& m) {
-                         if (op == attnlab::ui::Operation::LoadModel && load_error.isEmpty()) load_error = m;
-                     });
+    QObject::connect(
+        context, &attnlab::ui::ViewContext::failed, &window, [&](attnlab::ui::Operation op, const QString& m) {
+            const bool model = op == attnlab::ui::Operation::LoadModel || op == attnlab::ui::Operation::GetModel;
+            if (model && load_error.isEmpty()) load_error = m;
+        });
     context->setDevice(o.device);  // as given: "cuda:1", or an error when the model loads
     if (!o.model.isEmpty()) context->openModel(o.model);
     if (context->fetching()) {
@@ -347,7 +370,10 @@ int main(int argc, char** argv) {
         context->translateSentence(o.text);
     }
     if (o.view.tab) context->showView(*o.view.tab);
-    if (o.headless()) return renderHeadless(controller, window, o, load_error);
+    if (o.headless()) {
+        answerDownloadsHeadlessly(window, o.allow_download);
+        return renderHeadless(controller, window, o, load_error);
+    }
 
     window.show();
     if (!o.lesson.isEmpty()) {

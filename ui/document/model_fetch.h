@@ -4,14 +4,12 @@
 // signals, and cancel() stops the transfer at once (what arrived stays for the next try to resume).
 // One fetch at a time: start() while one runs cancels that one first.
 
+#include "document/hub_thread.h"
+
 #include <attnlab/hub.h>
 
 #include <QObject>
 #include <QString>
-
-#include <atomic>
-#include <memory>
-#include <thread>
 
 namespace attnlab::ui {
 
@@ -35,11 +33,9 @@ Q_SIGNALS:
     void failed(const QString& name, const QString& message, bool cancelled);
 
 private:
-    void join();
-    void run(const HubModelName& name, std::shared_ptr<std::atomic<bool>> cancelled);
+    void run(const HubModelName& name, const HubThread::Flag& cancelled);
     QString m_name;
-    std::shared_ptr<std::atomic<bool>> m_cancelled;
-    std::thread m_thread;
+    HubThread m_thread;
 };
 
 }  // namespace attnlab::ui

@@ -169,13 +169,30 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
         m_pending_step = first;  // shown once the model has loaded (showPendingStep)
         m_pending_model = !to_get.isEmpty() ? to_get : model_dir;
         if (!to_get.isEmpty())
-            m_context->openModel(to_get);
+            askToGet(to_get, origin);
         else if (other_model)
             m_context->loadModel(model_dir);
         return std::nullopt;
     }
     m_pane->show(first);
     return std::nullopt;
+}
+
+// A lesson's model is the file's choice, not the person's: asked before a byte is fetched. Cancel
+// leaves the lesson waiting for it, saying so in the pane; opening the lesson again asks again.
+void LessonController::askToGet(const QString& name, const QString& origin) {
+    auto answer = [this, self = QPointer<LessonController>(this), name](bool get) {
+        // The window went, or another lesson (or a failure) took the step's place meanwhile.
+        if (!self || m_pending_step < 0 || m_pending_model != name) return;
+        if (get) return m_context->openModel(name);
+        m_pending_step = -1;
+        m_pane->showNotice(tr("This lesson uses the model `%1`, which is not on this computer, and it was not "
+                              "got: the lesson waits for it. Open the lesson again to be asked again.")
+                               .arg(name));
+        m_context->showStatus(tr("%1 was not got: the lesson waits for its model").arg(name), 8000);
+    };
+    if (!m_ask_to_get) return answer(false);
+    m_ask_to_get(name, origin, answer);
 }
 
 // Whether the model loaded from `dir` is the one a step waits for: its folder, or its Hugging Face name.

@@ -15,6 +15,7 @@
 #include <QPointer>
 #include <QRect>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,6 +40,15 @@ class LessonController : public QObject {
 public:
     // Adds the caption pane as a dock of `window` (hidden until a lesson opens).
     LessonController(ViewContext* context, ViewTabs* tabs, QMainWindow* window);
+
+    // Asks whether to get `name`, a Hugging Face model the cache lacks that the lesson or session
+    // `origin` names (a file may come from anyone: nothing is downloaded unasked), and calls
+    // answer(true) to get it, answer(false) to leave it; it may answer later (a question in the
+    // window). The shell wires it (DownloadQuestion); headless runs answer by their --allow-download.
+    // Unwired, such a model is never got.
+    using AskToGet =
+        std::function<void(const QString& name, const QString& origin, std::function<void(bool get)> answer)>;
+    void setAskToGet(AskToGet ask) { m_ask_to_get = std::move(ask); }
 
     // The Lesson menu: open, bundled lessons, next/previous step, presenter mode, sessions.
     void fillMenu(QMenu* menu);
@@ -78,7 +88,9 @@ private:
     // with_model: also against the loaded model's shape.
     [[nodiscard]] std::optional<QString> problemWithLesson(const Lesson& lesson, const QString& origin,
                                                            bool with_model) const;
-    void showPendingStep();      // once the lesson's model has loaded
+    void showPendingStep();  // once the lesson's model has loaded
+    // The lesson's model is not in the cache: got once the person agrees (m_ask_to_get).
+    void askToGet(const QString& name, const QString& origin);
     void foldChrome(bool fold);  // presenter mode: the menu, status and tab bars away
     void showStep(int index, const ViewState& view);
     // A failure of the work a step started (its translation, the weight it opens up, its pair)
@@ -102,6 +114,7 @@ private:
     ViewStates* m_views;
     int m_pending_step = -1;
     QString m_pending_model;  // the folder or Hugging Face name that step waits for
+    AskToGet m_ask_to_get;
     bool isPendingModel(const std::string& dir) const;
     int m_showing_step = -1;  // the step whose work is under way, for nameTheStep
     std::optional<std::pair<std::string, std::string>> m_showing_focus;  // its tab and focus

@@ -62,6 +62,14 @@ bool LessonPane::show(int i) {
     return true;
 }
 
+void LessonPane::showNotice(const QString& markdown) {
+    m_current = -1;
+    showCaption(m_caption, markdown);
+    m_position->clear();
+    m_prev->setEnabled(false);
+    m_next->setEnabled(false);
+}
+
 QString stepMarkdown(const LessonStep& step) {
     QString md;
     if (!step.title.empty()) md = QStringLiteral("## %1\n\n").arg(QString::fromStdString(step.title));

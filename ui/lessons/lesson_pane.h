@@ -34,6 +34,8 @@ public:
     int count() const { return int(m_lesson.steps.size()); }
     // Shows step i's caption and emits stepShown; false when i is outside the lesson.
     bool show(int i);
+    // A word about the lesson instead of a step's caption (Markdown): why no step is shown.
+    void showNotice(const QString& markdown);
     QString captionText() const;  // as rendered (plain text; tests read it)
     // The caption's text size now: the window's, or less where the caption would otherwise scroll
     // (down to 80 % of it, 10 pt at least; a caption too long for that keeps the window's).

@@ -2,6 +2,7 @@
 
 #include "document/file_save.h"
 
+#include "dialogs/download_question.h"
 #include "dialogs/get_model_dialog.h"
 #include "dialogs/toy_trainer_dialog.h"
 #include "document/recent_models.h"
@@ -49,6 +50,10 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     statusBar()->addPermanentWidget(m_status_model);
     follow();  // first: the status bar and title update before what a loaded model sets off
     m_lessons = new LessonController(m_context, m_views, this);
+    // A lesson's or a session's model that the cache lacks: asked in the window before it is got.
+    m_lessons->setAskToGet([this](const QString& name, const QString& origin, std::function<void(bool)> answer) {
+        DownloadQuestion::ask(m_context, name, origin, this, std::move(answer));
+    });
     buildFileMenu();
     buildViewMenu();
     m_lessons->fillMenu(menuBar()->addMenu(tr("&Lesson")));
