@@ -118,6 +118,7 @@ void PackageConfig::validateLanguages() const {
 
 // ------------------------------------------------------------------ config.json
 namespace {
+constexpr size_t kMaxPackageConfigBytes = size_t(1) << 20;  // a package's config.json takes 2 kB
 struct Reader {
     const json& j;
     const std::string& origin;
@@ -263,7 +264,7 @@ PackageConfig readPackageConfig(const std::string& dir) {
     const fs::path path = fs::path(dir) / package_files::kConfig;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw PackageError(dir + ": not a directory (a model package is a directory)");
-    return packageConfigFromJson(util::readSmallFile(path.string(), 1u << 20), path.string());
+    return packageConfigFromJson(util::readSmallFile(path.string(), kMaxPackageConfigBytes), path.string());
 }
 
 namespace {
