@@ -177,7 +177,8 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
         QString message;
     };
     const QList<Case> cases = {
-        {{"--model", m_dir.filePath("no-such-model"), "--text", kSentence}, "no-such-model: not a directory"},
+        {{"--model", m_dir.filePath("no-such-model"), "--text", kSentence},
+         "no-such-model: no such folder or file here (a path: not looked up on the Hugging Face hub)"},
         {{"--text", kSentence, "--view", "sideways"}, "--view: 'sideways' is not one of encoder, decoder, cross"},
         {{"--text", kSentence, "--tab", "nope"},
          "--tab 'nope' is not one of attention, saliency, decoding, weight, inputs, pairs, heads, training, "
