@@ -1463,10 +1463,16 @@ void TestUi::aLessonsModelIsGotOnlyWhenAgreed() {
     // A session naming it asks the same.
     const QString session = writeText(dir.filePath("session.json"), R"({"format": "attnlab-session", "version": 1,
       "model": "stranger-org/evil-model", "title": "s", "caption": "", "view": {"tab": "positional"}})");
+    const double text_size = c->textSize();
+    c->setTextSize(20, /*remember=*/false);  // projector-size text: the question still shows all of it
     QVERIFY(!lessons->openSession(session));
     question = listedQuestion(m_window.get());
     QVERIFY(question);
+    QVERIFY(labelsText(question).contains("session.json"));
+    checkNothingCut(question);
+    QVERIFY(question->grab().save(QDir::temp().filePath("attnlab-download-question-20pt.png")));
     question->reject();
+    c->setTextSize(text_size, false);
     QTRY_VERIFY(!m_window->findChild<DownloadQuestion*>());
     QVERIFY(!anyFileAsked(*hub));
     // Get: downloaded, opened, the lesson's step shown.

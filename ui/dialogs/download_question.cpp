@@ -37,6 +37,7 @@ DownloadQuestion::DownloadQuestion(ViewContext* context, const QString& name, co
                                  .arg(QFileInfo(origin).fileName().toHtmlEscaped()),
                              this);
     intro->setWordWrap(true);
+    intro->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     intro->setToolTip(origin);
     m_asking->setTextFormat(Qt::PlainText);
     auto* form = new QFormLayout;
@@ -51,8 +52,10 @@ DownloadQuestion::DownloadQuestion(ViewContext* context, const QString& name, co
     m_cancel->setDefault(true);  // Enter does not download what a stranger's file names
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(intro);
+    layout->addSpacing(fontMetrics().height() / 2);
     layout->addLayout(form);
     layout->addWidget(m_asking);
+    layout->addStretch(1);  // room to spare goes above the buttons, not between the lines
     layout->addWidget(buttons);
     setMinimumWidth(fontMetrics().averageCharWidth() * 56);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -92,7 +95,6 @@ void DownloadQuestion::showListing(const HubModelListing& listing) {
     m_licence->setText(licenceText(listing));
     m_asking->hide();
     m_get->setEnabled(true);
-    adjustSize();
 }
 
 void DownloadQuestion::listingFailed(const QString& message, bool cancelled) {
