@@ -16,6 +16,8 @@
 
 #include <QtTest/QtTest>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 using attnlab::model::ComputeType;
@@ -45,8 +47,17 @@ private Q_SLOTS:
     void trainedModelTranslatesAsInFloat32();
     void droppedFloatWeightsComputeAsTheirDequantizedCopy_data();
     void droppedFloatWeightsComputeAsTheirDequantizedCopy();
+    void nonFiniteInputRowsStayNonFinite();
+    void hugeWeightsAreANumericErrorAsInFloat32_data();
+    void hugeWeightsAreANumericErrorAsInFloat32();
+    void weightsBeyondTheTypeAreRefusedAtLoad_data();
+    void weightsBeyondTheTypeAreRefusedAtLoad();
 
 private:
+    // A small package (2+2 layers, d_model 32) whose `parameter` is filled with `value`.
+    std::string hugeWeightPackage(const std::string& parameter, float value);
+    QTemporaryDir m_dir;
+    std::string m_tokenizer;
     bool m_int8 = false;
 };
 
@@ -400,6 +411,113 @@ void TestLowPrecision::droppedFloatWeightsComputeAsTheirDequantizedCopy() {
     }
     QVERIFY(emb.grad().defined() && torch::isfinite(emb.grad()).all().item<bool>() &&
             emb.grad().abs().sum().item<double>() > 0);
+}
+
+// An input row holding an infinity or a NaN: int8 quantizes each row over its own range, where such a
+// value made up numbers (an infinite scale, a range that is NaN) and the product came out finite; it
+// comes out NaN, as float32's and bfloat16's do, and the other rows are untouched.
+void TestLowPrecision::nonFiniteInputRowsStayNonFinite() {
+    torch::manual_seed(5);
+    const torch::Tensor w = torch::randn({24, 40}), b = torch::randn({24});
+    for (const auto type : {ComputeType::Int8, ComputeType::BFloat16}) {
+        if (attnlab::model::computeTypeUnavailable(type)) continue;
+        LowPrecisionMatmul m(w, b, type);
+        torch::Tensor x = torch::randn({4, 40});
+        x[1][7] = std::numeric_limits<float>::infinity();
+        x[2][0] = std::nanf("");
+        x[3][39] = -3e38f;  // finite, but int8's range for the row (max - min) overflows float32
+        x[3][38] = 3e38f;
+        const torch::Tensor y = m.forward(x);
+        QVERIFY(torch::isfinite(y[0]).all().item<bool>());
+        for (int r = 1; r < (type == ComputeType::Int8 ? 4 : 3); ++r)
+            QVERIFY2(!torch::isfinite(y[r]).any().item<bool>(),
+                     qPrintable(QString("%1 row %2").arg(attnlab::model::computeTypeName(type).c_str()).arg(r)));
+    }
+}
+
+std::string TestLowPrecision::hugeWeightPackage(const std::string& parameter, float value) {
+    if (m_tokenizer.empty()) m_tokenizer = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
+    static int made = 0;
+    auto cfg = attnlab::testing::smallConfig(400);
+    cfg.n_position = 40;
+    return attnlab::testing::writeHugeWeightPackage(m_dir.path().toStdString() + "/huge" + std::to_string(++made),
+                                                    m_tokenizer, cfg, parameter, value);
+}
+
+void TestLowPrecision::hugeWeightsAreANumericErrorAsInFloat32_data() {
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<float>("value");
+    // int8 takes up to FLT_MAX / 32 in a row of 32 (beyond: refused at load, below); 1e30 overflows later
+    QTest::newRow("int8") << "int8" << 1e30f;
+    QTest::newRow("bfloat16") << "bfloat16" << 3e38f;
+}
+
+// Finite but huge weights: float32 says which sub-layer overflowed (tst_translator); int8 translated
+// the numbers it made up of the overflow ("e e e ...", exit 0). Every compute type now gives float32's
+// message, from the search's one check per step.
+void TestLowPrecision::hugeWeightsAreANumericErrorAsInFloat32() {
+    QFETCH(QString, type);
+    QFETCH(float, value);
+    if (auto why = attnlab::model::computeTypeUnavailable(attnlab::model::parseComputeType(type.toStdString())))
+        QSKIP(why->c_str());
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"encoder.layer_stack.1.slf_attn.w_vs.weight", "the encoder's layer 2 self-attention"},
+        {"decoder.layer_stack.0.pos_ffn.w_1.weight", "the decoder's layer 1 feed-forward"}};
+    for (const auto& [parameter, stage] : cases) {
+        const std::string pkg = hugeWeightPackage(parameter, value);
+        attnlab::TranslatorOptions exact, low;
+        exact.device = low.device = "cpu";
+        low.compute_type = type.toStdString();
+        attnlab::Translator f(pkg, exact), t(pkg, low);
+        for (int beam : {1, 4}) {
+            attnlab::DecodingOptions o;
+            o.beam_size = beam;
+            auto translate = [&](attnlab::Translator& tr) { (void)tr.translate("Ein Hund läuft über die Straße.", o); };
+            const QString expected = attnlab::testing::messageOf<attnlab::NumericError>([&] { translate(f); });
+            QCOMPARE(expected, QString::fromStdString("decoding step 1: " + stage +
+                                                      " produced non-finite values (weights too large?)"));
+            QCOMPARE(attnlab::testing::messageOf<attnlab::NumericError>([&] { translate(t); }), expected);
+        }
+    }
+}
+
+void TestLowPrecision::weightsBeyondTheTypeAreRefusedAtLoad_data() {
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QString>("parameter");
+    QTest::addColumn<float>("value");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("int8, a product's weight")
+        << "int8"
+        << "encoder.layer_stack.1.slf_attn.w_vs.weight" << 3e38f
+        << "compute type int8: encoder.layer_stack.1.slf_attn.w_vs.weight: row 0 reaches 3e+38, too large for int8 "
+           "(at most 1.06e+37 in a row of 32): its products with inputs of magnitude 1 could overflow float32";
+    QTest::newRow("int8, the tied embedding and projection")
+        << "int8"
+        << "decoder.trg_word_emb.weight" << 2e37f
+        << "compute type int8: decoder.trg_word_emb.weight: row 0 reaches 2e+37";
+    QTest::newRow("bfloat16") << "bfloat16"
+                              << "decoder.layer_stack.0.pos_ffn.w_1.weight" << 3.4e38f
+                              << "compute type bfloat16: decoder.layer_stack.0.pos_ffn.w_1.weight: row 0 is not finite "
+                                 "in bfloat16 (a weight beyond its largest value, 3.39e38)";
+}
+
+// A weight int8's scale (amax / 127 per row) or bfloat16's range cannot carry is refused when the model
+// loads, naming it, instead of computing numbers that mean nothing.
+void TestLowPrecision::weightsBeyondTheTypeAreRefusedAtLoad() {
+    QFETCH(QString, type);
+    QFETCH(QString, parameter);
+    QFETCH(float, value);
+    QFETCH(QString, message);
+    if (auto why = attnlab::model::computeTypeUnavailable(attnlab::model::parseComputeType(type.toStdString())))
+        QSKIP(why->c_str());
+    const std::string pkg = hugeWeightPackage(parameter.toStdString(), value);
+    attnlab::TranslatorOptions o;
+    o.device = "cpu";
+    o.compute_type = type.toStdString();
+    const QString got = attnlab::testing::messageOf<attnlab::ConfigError>([&] { attnlab::Translator t(pkg, o); });
+    QVERIFY2(got.startsWith(message), qPrintable(got));
+    o.compute_type = "float32";  // float32 loads it (and says at run time what overflowed)
+    attnlab::Translator t(pkg, o);
 }
 
 QTEST_MAIN(TestLowPrecision)

@@ -113,11 +113,11 @@ std::string writeRandomPackage(const std::string& dir, const std::string& tokeni
 }
 
 std::string writeHugeWeightPackage(const std::string& dir, const std::string& tokenizer_model,
-                                   const ModelConfig& config, const std::string& parameter) {
+                                   const ModelConfig& config, const std::string& parameter, float value) {
     auto m = randomModel(config, 7);
     {
         torch::NoGradGuard no_grad;
-        m->named_parameters()[parameter].fill_(3e38);
+        m->named_parameters()[parameter].fill_(value);
     }
     package::savePackage(dir, packageConfig(config), m, tokenizer_model, package::SaveOptions{});
     return dir;

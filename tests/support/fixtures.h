@@ -39,10 +39,11 @@ std::string writeRandomPackage(const std::string& dir, const std::string& tokeni
                                uint64_t seed = 7, const std::string& dtype = "F32");
 
 // A package like writeRandomPackage's whose parameter `parameter` (a state-dict name, e.g.
-// "encoder.layer_stack.1.slf_attn.w_vs.weight") is filled with 3e38: finite in float32, so every
-// load-time check passes it, but what it multiplies overflows in a forward pass. Returns dir.
+// "encoder.layer_stack.1.slf_attn.w_vs.weight") is filled with `value`, 3e38 by default: finite in
+// float32, so every load-time check passes it, but what it multiplies overflows in a forward pass.
+// Returns dir.
 std::string writeHugeWeightPackage(const std::string& dir, const std::string& tokenizer_model,
-                                   const ModelConfig& config, const std::string& parameter);
+                                   const ModelConfig& config, const std::string& parameter, float value = 3e38f);
 
 // The device the tests' translators and engines run on: $ATTNLAB_TEST_DEVICE ("cuda" on a GPU
 // machine, as scripts/gpu_check.sh runs the suite), "cpu" when unset. testDeviceArg() is the same

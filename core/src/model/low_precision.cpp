@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -75,6 +78,39 @@ ExactProducts::ExactProducts() : m_before(t_exact) { t_exact = true; }
 ExactProducts::~ExactProducts() { t_exact = m_before; }
 bool ExactProducts::active() { return t_exact; }
 
+namespace {
+std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return buf;
+}
+
+// Rows first.. of a weight whose largest magnitudes are `amax` [n], `cols` wide: refused (ConfigError naming
+// the row) when int8's scale amax / 127 would mean nothing, the row not finite or so large that its product
+// with an input of ones (|x| <= 1, a normalised input's order) could overflow float32. One comparison over
+// the amax quantizeRows computes anyway.
+void checkInt8Range(const torch::Tensor& amax, int64_t first, int64_t cols) {
+    const double limit = double(FLT_MAX) / double(std::max<int64_t>(1, cols));
+    const torch::Tensor bad = (amax > limit).logical_or_(amax.isnan());
+    if (!bad.any().item<bool>()) return;
+    const int64_t row = bad.nonzero()[0][0].item<int64_t>();
+    throw ConfigError("row " + std::to_string(first + row) + " reaches " + number(amax[row].item<double>()) +
+                      ", too large for int8 (at most " + number(limit) + " in a row of " + std::to_string(cols) +
+                      "): its products with inputs of magnitude 1 could overflow float32");
+}
+
+// A weight rounded to bfloat16 (`held`): refused when an element became infinite (|w| above bfloat16's
+// largest, 3.39e38). aminmax reduces without a mask the size of the weight.
+void checkBFloat16Range(const torch::Tensor& held) {
+    if (held.numel() == 0) return;
+    const auto [lo, hi] = torch::aminmax(held);
+    if (std::isfinite(lo.item<float>()) && std::isfinite(hi.item<float>())) return;
+    const int64_t row = torch::isfinite(held).logical_not_().nonzero()[0][0].item<int64_t>();
+    throw ConfigError("row " + std::to_string(row) +
+                      " is not finite in bfloat16 (a weight beyond its largest value, 3.39e38)");
+}
+}  // namespace
+
 std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const torch::Tensor& m) {
     torch::NoGradGuard no_grad;
     // A chunk of rows at a time: the float32 temporaries of a whole output projection would be several
@@ -86,6 +122,7 @@ std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const t
         const int64_t n = std::min(chunk, rows - r);
         const torch::Tensor part = m.narrow(0, r, n);
         const torch::Tensor amax = part.abs().amax(1);
+        checkInt8Range(amax, r, m.size(1));
         const torch::Tensor s = torch::where(amax > 0, amax / 127.0, torch::ones_like(amax));
         q.narrow(0, r, n).copy_((part / s.unsqueeze(1)).round_().clamp_(-127, 127));
         scale.narrow(0, r, n).copy_(s);
@@ -142,10 +179,25 @@ float inputLevels() {
     return 127.0f;
 #endif
 }
+
+// Whether a row holds only finite numbers: no element with every exponent bit set (an integer max,
+// vectorised; quantizeRow assumes finite inputs and would turn an infinity or a NaN into numbers).
+ATTNLAB_VECTORISED bool rowFinite(const float* row, int64_t cols) {
+    uint32_t exponent = 0;
+    for (int64_t k = 0; k < cols; ++k) {
+        uint32_t bits;
+        std::memcpy(&bits, row + k, sizeof bits);
+        exponent = std::max(exponent, bits & 0x7F800000u);
+    }
+    return exponent != 0x7F800000u;
+}
 }  // namespace
 
 int LowPrecisionMatmul::inputSteps() { return static_cast<int>(inputLevels()); }
 
+// A row that is not finite, or whose range overflows float32 (an infinite scale), gets a NaN scale: every
+// output of its product is NaN, as float32's would not be finite, so that the search's check of every step
+// (decoding/search.cpp) names the layer as it does in float32 instead of translating numbers made up here.
 LowPrecisionMatmul::Activations LowPrecisionMatmul::quantizeActivations(const torch::Tensor& m) {
     const torch::Tensor x = m.to(torch::kFloat32).contiguous();
     const int64_t rows = x.size(0), cols = x.size(1);
@@ -155,7 +207,15 @@ LowPrecisionMatmul::Activations LowPrecisionMatmul::quantizeActivations(const to
     float* scale = a.scale.data_ptr<float>();
     int32_t* zero = a.zero.data_ptr<int32_t>();
     const float levels = inputLevels();
-    for (int64_t r = 0; r < rows; ++r) quantizeRow(in + r * cols, cols, levels, q + r * cols, scale + r, zero + r);
+    for (int64_t r = 0; r < rows; ++r) {
+        const bool finite = rowFinite(in + r * cols, cols);
+        if (finite) quantizeRow(in + r * cols, cols, levels, q + r * cols, scale + r, zero + r);
+        if (!finite || !std::isfinite(scale[r])) {
+            std::memset(q + r * cols, 0, size_t(cols));
+            scale[r] = std::nanf("");
+            zero[r] = 0;
+        }
+    }
     return a;
 }
 
@@ -245,6 +305,7 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch:
         }
     } else {
         stored = weight.detach().to(torch::kBFloat16).contiguous();
+        checkBFloat16Range(stored);
     }
     const dt weights_dt = type == ComputeType::Int8 ? dt::s8 : dt::bf16;
     const dnnl::memory::desc plain({m->in, m->out}, weights_dt, tag::ba);
@@ -416,6 +477,7 @@ LowPrecisionRows::LowPrecisionRows(const torch::Tensor& m, ComputeType type) {
         m_scale = scale.contiguous();
     } else if (type == ComputeType::BFloat16) {
         m_values = m.detach().to(torch::kBFloat16).contiguous();
+        checkBFloat16Range(m_values);
     } else {
         throw InternalError("LowPrecisionRows: float32 rows are the model's own");
     }

@@ -194,11 +194,26 @@ void TransformerImpl::setPackedInference(bool on) {
         if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->setPacked(on);
 }
 
+namespace {
+// make(), an int8 / bfloat16 copy of the weight `name`: a ConfigError it throws (a weight out of that
+// type's range, low_precision.cpp) names the weight and the compute type.
+template <typename F>
+auto namingWeight(const std::string& name, ComputeType type, F&& make) {
+    try {
+        return make();
+    } catch (const ConfigError& e) {
+        throw ConfigError("compute type " + computeTypeName(type) + ": " + name + ": " + e.what());
+    }
+}
+}  // namespace
+
 void TransformerImpl::setComputeType(ComputeType type) {
     m_compute = type;
-    for (const auto& module : modules(/*include_self=*/false))
-        if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->setComputeType(type);
-    m_projection_pack->prepare(projectionWeight(), {}, type);
+    for (const auto& item : named_modules("", /*include_self=*/false))
+        if (auto* linear = dynamic_cast<PackedLinearImpl*>(item.value().get()))
+            namingWeight(item.key() + ".weight", type, [&] { linear->setComputeType(type); });
+    namingWeight(trg_word_prj ? "trg_word_prj.weight" : "decoder.trg_word_emb.weight", type,
+                 [&] { m_projection_pack->prepare(projectionWeight(), {}, type); });
 }
 
 void TransformerImpl::dropFloatWeights() {
@@ -210,12 +225,15 @@ void TransformerImpl::dropFloatWeights() {
         if (auto* linear = dynamic_cast<PackedLinearImpl*>(module.get())) linear->dropFloatWeight();
     // The projection's copy (in oneDNN's layout) is the tied target embedding's rows too.
     m_projection_rows = std::make_shared<const LowPrecisionRows>(m_projection_pack->held());
-    auto trg_rows = trg_word_prj ? std::make_shared<const LowPrecisionRows>(decoder->trg_word_emb->weight, m_compute)
-                                 : m_projection_rows;
+    auto rowsOf = [&](const char* name, const torch::Tensor& weight) {
+        return namingWeight(name, m_compute,
+                            [&] { return std::make_shared<const LowPrecisionRows>(weight, m_compute); });
+    };
+    auto trg_rows =
+        trg_word_prj ? rowsOf("decoder.trg_word_emb.weight", decoder->trg_word_emb->weight) : m_projection_rows;
     decoder->setLowPrecisionRows(trg_rows);
     encoder->setLowPrecisionRows(
-        encoder->src_word_emb ? std::make_shared<const LowPrecisionRows>(encoder->src_word_emb->weight, m_compute)
-                              : trg_rows);
+        encoder->src_word_emb ? rowsOf("encoder.src_word_emb.weight", encoder->src_word_emb->weight) : trg_rows);
     m_projection_pack->dropFloatWeight(trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight);
     dropFloatStorage(decoder->trg_word_emb->weight);  // the shared source embedding is this tensor
     if (encoder->src_word_emb) dropFloatStorage(encoder->src_word_emb->weight);
