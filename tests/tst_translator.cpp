@@ -6,11 +6,15 @@
 #include "package/package_io.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
 #include <attnlab/translator.h>
 
 #include <QtTest/QtTest>
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <filesystem>
 #include <functional>
 
 using attnlab::DecodingOptions;
@@ -38,6 +42,7 @@ private Q_SLOTS:
     void ablatingAHeadRemovesItsContribution();
     void libtorchErrorsNeverReachTheCaller();
     void hugeFiniteWeightsAreANumericError();
+    void specialFileWhereTheModelShouldBeIsNamed();
 
 private:
     QTemporaryDir m_dir;
@@ -652,6 +657,30 @@ void TestTranslator::hugeFiniteWeightsAreANumericError() {
             }
         }
     }
+}
+
+// A FIFO (or a folder) where a CTranslate2 model's model.bin or a package's weights should be is named
+// as such, without opening it (a FIFO's open would wait for a writer): a FIFO model.bin was taken for
+// "no CTranslate2 model here" and reported as "config.json: missing file".
+void TestTranslator::specialFileWhereTheModelShouldBeIsNamed() {
+    namespace fs = std::filesystem;
+    using attnlab::testing::messageOf;
+    const std::string root = m_dir.path().toStdString();
+    const std::string fifo = root + "/fifo-ct2", folder = root + "/folder-ct2", package = root + "/fifo-weights";
+    fs::create_directories(fifo);
+    fs::create_directories(folder + "/model.bin");
+    QVERIFY(::mkfifo((fifo + "/model.bin").c_str(), 0600) == 0);
+    const QString is_fifo = QString::fromStdString(fifo + "/model.bin: is a FIFO (named pipe), not a regular file");
+    QCOMPARE(messageOf<attnlab::PackageError>([&] { Translator t(fifo); }), is_fifo);
+    QCOMPARE(messageOf<attnlab::PackageError>([&] { attnlab::importMarianModel(fifo, root + "/fifo-import"); }),
+             is_fifo);
+    QCOMPARE(messageOf<attnlab::PackageError>([&] { Translator t(folder); }),
+             QString::fromStdString(folder + "/model.bin: is a folder, not a file"));
+    fs::copy(root + "/pkg", package, fs::copy_options::recursive);
+    fs::remove(package + "/model.safetensors");
+    QVERIFY(::mkfifo((package + "/model.safetensors").c_str(), 0600) == 0);
+    QCOMPARE(messageOf<attnlab::PackageError>([&] { Translator t(package); }),
+             QString::fromStdString(package + "/model.safetensors: is a FIFO (named pipe), not a regular file"));
 }
 
 QTEST_APPLESS_MAIN(TestTranslator)

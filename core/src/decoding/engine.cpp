@@ -51,6 +51,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     m_threads = requestedThreads(options.num_threads);
     // An AttnLab package, a Hugging Face directory as it is downloaded (MarianMT, M2M100 / NLLB-200,
     // mBART) or a CTranslate2 model (a directory, an Argos Translate package or .argosmodel).
+    if (auto problem = package::modelBinProblem(dir)) throw PackageError(*problem);
     if (package::isCtranslate2Model(dir)) {
         loadCtranslate2(dir, options);
     } else {

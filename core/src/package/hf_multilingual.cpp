@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -77,7 +78,8 @@ std::vector<std::string> spmPieces(const std::string& path) {
 }
 
 struct Layout {
-    std::map<int64_t, std::string> pieces;  // id -> piece
+    std::map<int64_t, std::string> pieces;   // id -> piece
+    std::map<int64_t, std::string> origins;  // id -> the file that gave it
     std::vector<LanguageToken> languages;
     std::vector<int> special;
     int64_t unk = 3;
@@ -87,6 +89,15 @@ void addPiece(Layout& l, int64_t id, const std::string& piece, const std::string
     if (!l.pieces.emplace(id, piece).second)
         throw PackageError(origin + ": id " + std::to_string(id) + " is given to '" + util::forMessage(piece) +
                            "' and to '" + util::forMessage(l.pieces.at(id)) + "'");
+    l.origins.emplace(id, origin);
+}
+
+// The id `value` that the file `origin` gives the token `token`: a whole number, not negative.
+int64_t tokenId(const json& value, const std::string& origin, const std::string& token) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 0)
+        throw PackageError(origin + ": the id of '" + util::forMessage(token) + "' is " +
+                           util::forMessage(value.dump()) + ", not a whole number of 0 or more");
+    return value.get<int64_t>();
 }
 
 // M2M100Tokenizer: vocab.json's pieces, then "__xx__" language tokens (added_tokens.json's ids
@@ -105,6 +116,7 @@ Layout m2m100Layout(const std::string& dir, const json& tcfg) {
         if (!vocab.contains(needed)) throw PackageError(vocab_path + ": has no '" + std::string(needed) + "' piece");
     l.unk = vocab["<unk>"].get<int64_t>();
     const int64_t n = int64_t(vocab.size());
+    const std::string added_path = (fs::path(dir) / kAddedTokens).string();
     const json added = optionalJson(dir, kAddedTokens);
     const auto tokens = listedLanguageTokens(dir, tcfg);
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -113,8 +125,8 @@ Layout m2m100Layout(const std::string& dir, const json& tcfg) {
         if (!wrapped)
             throw PackageError((fs::path(dir) / kSpecialTokensMap).string() + ": '" + util::forMessage(t) +
                                "' is not an M2M100 language token (__xx__)");
-        const int64_t id = added.contains(t) && added[t].is_number_integer() ? added[t].get<int64_t>() : n + int64_t(i);
-        addPiece(l, id, t, kAddedTokens);
+        const int64_t id = added.contains(t) ? tokenId(added[t], added_path, t) : n + int64_t(i);
+        addPiece(l, id, t, added.contains(t) ? added_path : (fs::path(dir) / kSpecialTokensMap).string());
         l.languages.push_back({t.substr(2, t.size() - 4), t, id});
     }
     const int64_t last = n + int64_t(tokens.size());
@@ -123,35 +135,47 @@ Layout m2m100Layout(const std::string& dir, const json& tcfg) {
     return l;
 }
 
+// tokenizer_config.json's added_tokens_decoder: token -> id, each id written in decimal digits only
+// ("-5", "+5", " 5" and "5x" refused, as they are no id a tokenizer gives).
+std::map<std::string, int64_t> movedIds(const std::string& dir, const json& tcfg) {
+    const std::string origin = (fs::path(dir) / kTokenizerConfig).string();
+    std::map<std::string, int64_t> moved;
+    if (!tcfg.contains("added_tokens_decoder") || !tcfg["added_tokens_decoder"].is_object()) return moved;
+    for (const auto& [id, t] : tcfg["added_tokens_decoder"].items()) {
+        const bool digits = !id.empty() && id.size() <= 18 &&
+                            std::all_of(id.begin(), id.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+        if (!digits)
+            throw PackageError(origin + ": added_tokens_decoder has the id '" + util::forMessage(id) +
+                               "', not a whole number of 0 or more");
+        moved[tokenText(t, origin)] = std::stoll(id);
+    }
+    return moved;
+}
+
 // NllbTokenizer and MBart50Tokenizer: fairseq's ids over the SentencePiece model, the language
 // codes after it, then <mask>; tokenizer_config.json's added_tokens_decoder moves ids it names.
 Layout fairseqLayout(const std::string& dir, const json& tcfg, const std::string& spm_path) {
     Layout l;
+    const std::map<std::string, int64_t> moved = movedIds(dir, tcfg);
     const auto sp = spmPieces(spm_path);
     const std::map<std::string, int64_t> fixed = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}};
     for (const auto& [piece, id] : fixed) addPiece(l, id, piece, spm_path);
     for (size_t i = 1; i < sp.size(); ++i)
         if (!fixed.count(sp[i])) addPiece(l, int64_t(i) + kFairseqOffset, sp[i], spm_path);
-    std::map<std::string, int64_t> moved;  // added_tokens_decoder: token -> id
-    if (tcfg.contains("added_tokens_decoder") && tcfg["added_tokens_decoder"].is_object())
-        for (const auto& [id, t] : tcfg["added_tokens_decoder"].items()) {
-            try {
-                moved[tokenText(t, kTokenizerConfig)] = std::stoll(id);
-            } catch (const std::logic_error&) {
-                throw PackageError((fs::path(dir) / kTokenizerConfig).string() + ": added_tokens_decoder has the id '" +
-                                   util::forMessage(id) + "'");
-            }
-        }
     const int64_t n = int64_t(sp.size());
     const auto tokens = listedLanguageTokens(dir, tcfg);
     auto idOf = [&](const std::string& t, int64_t fallback) { return moved.count(t) ? moved.at(t) : fallback; };
+    // Where an id comes from: added_tokens_decoder where it moves the token, else the language list's order.
+    auto originOf = [&](const std::string& t) {
+        return (fs::path(dir) / (moved.count(t) ? kTokenizerConfig : kSpecialTokensMap)).string();
+    };
     for (size_t i = 0; i < tokens.size(); ++i) {
         const int64_t id = idOf(tokens[i], n + kFairseqOffset + int64_t(i));
-        addPiece(l, id, tokens[i], kSpecialTokensMap);
+        addPiece(l, id, tokens[i], originOf(tokens[i]));
         l.languages.push_back({tokens[i], tokens[i], id});
     }
     const int64_t mask = idOf("<mask>", n + kFairseqOffset + int64_t(tokens.size()));
-    addPiece(l, mask, "<mask>", kTokenizerConfig);
+    addPiece(l, mask, "<mask>", originOf("<mask>"));
     for (int s = 0; s < 4; ++s) l.special.push_back(s);
     l.special.push_back(int(mask));
     return l;
@@ -265,9 +289,10 @@ MultilingualModel readMultilingualModel(const std::string& dir) {
     const int64_t vocab = out.config.model.n_trg_vocab;
     const int64_t highest = l.pieces.empty() ? -1 : l.pieces.rbegin()->first;
     if (highest >= vocab)
-        throw PackageError(dir + ": the tokenizer (" + out.tokenizer.tokenizer_class + ") has the id " +
-                           std::to_string(highest) + " ('" + util::forMessage(l.pieces.rbegin()->second) +
-                           "'), outside config.json's vocab_size of " + std::to_string(vocab));
+        throw PackageError(l.origins.at(highest) + ": the tokenizer (" + out.tokenizer.tokenizer_class +
+                           ") has the id " + std::to_string(highest) + " ('" +
+                           util::forMessage(l.pieces.rbegin()->second) + "'), outside config.json's vocab_size of " +
+                           std::to_string(vocab));
     out.tokenizer.pieces.resize(size_t(vocab));
     for (int64_t id = 0; id < vocab; ++id) {
         auto it = l.pieces.find(id);

@@ -126,6 +126,16 @@ bool isHuggingFaceDirectory(const std::string& dir) {
     }
 }
 
+std::optional<std::string> modelBinProblem(const std::string& dir) {
+    std::error_code ec;
+    const fs::path d(dir), bin = d / ct2_files::kModel;
+    if (!fs::is_directory(d, ec) ||
+        fs::symlink_status(d / package_files::kConfig, ec).type() != fs::file_type::not_found ||
+        fs::symlink_status(bin, ec).type() == fs::file_type::not_found)
+        return std::nullopt;
+    return util::fileProblem(bin.string());
+}
+
 namespace {
 // config.json's own keys onto AttnLab's fields (what readMarianConfig then completes from the
 // directory's other files).
@@ -296,6 +306,7 @@ void checkImportTarget(const std::string& from_dir, const std::string& package_d
 }  // namespace
 
 PackageConfig importMarianModel(const std::string& from_dir, const std::string& package_dir) {
+    if (auto problem = package::modelBinProblem(from_dir)) throw PackageError(*problem);
     if (!package::isHuggingFaceDirectory(from_dir) && !package::isCtranslate2Model(from_dir))
         throw PackageError(
             from_dir +

@@ -12,6 +12,7 @@
 
 #include <attnlab/config.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ namespace attnlab::package {
 // Whether `dir` holds a Hugging Face model (a config.json with a "model_type" key) rather than an
 // AttnLab package.
 bool isHuggingFaceDirectory(const std::string& dir);
+
+// For a folder without config.json where something other than a regular file stands at model.bin
+// (a FIFO, a folder, a dangling link): what is wrong there, in util::fileProblem's words ("model.bin:
+// is a FIFO (named pipe), not a regular file"), so that it is reported as that rather than as a
+// package without config.json. Nothing for any other folder or path. Opens nothing it examines.
+std::optional<std::string> modelBinProblem(const std::string& dir);
 
 // config.json (+ generation_config.json, tokenizer_config.json, vocab.json) -> PackageConfig.
 // Throws PackageError naming the file and the problem: another model_type, pre-layer-norm,
