@@ -3,6 +3,7 @@
 #include "fixtures.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/terminal_text.h>
 #include <attnlab/tokenizer.h>
 
 #include "tokenizer/normalizer_check.h"
@@ -36,6 +37,7 @@ private Q_SLOTS:
     void trainedModelNamesNoPath();
     void specialFilesAreNamed();
     void messagesEscapeControlCharacters();
+    void terminalTextEscapesControls();
     void vocabularyCoversEveryId();
 
 private:
@@ -317,6 +319,24 @@ void TestTokenizer::messagesEscapeControlCharacters() {
 // vocab.json must give every id of the model its piece (a missing one showed as "<unused N>" in a
 // translation); the real OPUS-MT vocabulary does (Hugging Face's conversion refuses one whose
 // size is not the model's).
+// What the CLI prints of a file's or the command line's text (attnlab/terminal_text.h): the controls
+// forMessage escapes, backslashes left as they are (a message escaped by forMessage reads the same).
+void TestTokenizer::terminalTextEscapesControls() {
+    using attnlab::escapedForTerminal;
+    QCOMPARE(escapedForTerminal("de\x1b]0;owned\x07"), std::string("de\\x1B]0;owned\\x07"));  // ESC, BEL
+    QCOMPARE(escapedForTerminal("no\nsuch\r\t"), std::string("no\\nsuch\\r\\t"));
+    QCOMPARE(escapedForTerminal("\xC2\x9B"
+                                "31m\xC2\x85"),
+             std::string("\\u{009B}31m\\u{0085}"));  // C1: CSI, NEL
+    QCOMPARE(escapedForTerminal(std::string("a\0b\x7f", 4)), std::string("a\\x00b\\x7F"));
+    QCOMPARE(escapedForTerminal("\x9B"
+                                "2J"),
+             std::string("\\x9B2J"));  // a lone C1 byte: not UTF-8
+    QCOMPARE(escapedForTerminal("C:\\x1B is text ▁Hunde"), std::string("C:\\x1B is text ▁Hunde"));
+    QCOMPARE(escapedForTerminal(attnlab::util::forMessage("a\x1b")), std::string("a\\x1B"));  // escaped once
+    QCOMPARE(escapedForTerminal(std::string(300, 'x')), std::string(300, 'x'));               // never cut
+}
+
 void TestTokenizer::vocabularyCoversEveryId() {
     const std::string path = m_dir.path().toStdString() + "/holes-vocab.json";
     attnlab::testing::writeFile(path, R"({"</s>": 0, "<unk>": 1, "<pad>": 9, "a": 3})");

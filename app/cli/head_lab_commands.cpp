@@ -5,6 +5,7 @@
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
 #include <attnlab/package.h>
+#include <attnlab/terminal_text.h>
 #include <attnlab/text_io.h>
 
 #include <algorithm>
@@ -172,8 +173,8 @@ namespace {
 void reportSkipped(const std::vector<attnlab::SkippedPair>& skipped, const char* what) {
     constexpr size_t kShown = 10;
     for (size_t i = 0; i < skipped.size() && i < kShown; ++i)
-        std::cerr << "attnlab-cli: warning: line " << skipped[i].pair << " not " << what << ": " << skipped[i].reason
-                  << "\n";
+        std::cerr << "attnlab-cli: warning: line " << skipped[i].pair << " not " << what << ": "
+                  << attnlab::escapedForTerminal(skipped[i].reason) << "\n";
     if (skipped.size() > kShown)
         std::cerr << "attnlab-cli: warning: " << skipped.size() - kShown << " more lines not " << what
                   << " (every one is listed in --json's \"skipped\")\n";

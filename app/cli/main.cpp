@@ -9,6 +9,7 @@
 #include <attnlab/result_json.h>
 #include <attnlab/run_layout.h>
 #include <attnlab/teaching_json.h>
+#include <attnlab/terminal_text.h>
 #include <attnlab/text_io.h>
 #include <attnlab/trainer.h>
 #include <attnlab/translator.h>
@@ -41,6 +42,7 @@
 
 namespace {
 
+using attnlab::escapedForTerminal;
 using attnlab_cli::addCommon;
 using attnlab_cli::CommonOptions;
 using attnlab_cli::load;
@@ -74,7 +76,7 @@ int runTrain(const attnlab::TrainingOptions& options) {
     const bool tty = isatty(STDERR_FILENO);
     auto progress = [&](const attnlab::TrainingProgress& p) {
         if (!p.message.empty()) {
-            std::cerr << (tty ? "\r\033[K" : "") << p.message << "\n";
+            std::cerr << (tty ? "\r\033[K" : "") << escapedForTerminal(p.message) << "\n";
             return;
         }
         const int width = 20;
@@ -93,7 +95,7 @@ int runTrain(const attnlab::TrainingOptions& options) {
                                         : "finished after ")
               << summary.steps << " steps, " << summary.epochs_completed << " epochs, " << clock(summary.seconds)
               << "; best validation BLEU " << std::fixed << std::setprecision(2) << summary.best_valid_bleu
-              << "\nmodel package: " << summary.package_dir << "\n";
+              << "\nmodel package: " << escapedForTerminal(summary.package_dir) << "\n";
     return 0;
 }
 
@@ -113,8 +115,8 @@ int runEval(const CommonOptions& common, const std::string& src, const std::stri
     std::vector<size_t> where;
     for (size_t i = 0; i < sources.size(); ++i) {
         if (auto why = translator.inputProblem(sources[i]))
-            std::cerr << "attnlab-cli: " << src << " line " << i + 1 << ": " << *why
-                      << " (scored as an empty translation)\n";
+            std::cerr << "attnlab-cli: " << escapedForTerminal(src) << " line " << i + 1 << ": "
+                      << escapedForTerminal(*why) << " (scored as an empty translation)\n";
         else {
             valid.push_back(sources[i]);
             where.push_back(i);
@@ -154,26 +156,29 @@ int runInspect(const CommonOptions& common) {
     auto translator = load(common);
     const auto& i = translator.info();
     const auto& m = i.config.model;
-    std::cout << "package        " << i.package_dir << "\n"
-              << "languages      " << i.config.source_lang << " -> " << i.config.target_lang
+    // Every name here comes from the model's files or the command line: escaped (a language name's
+    // escape sequence would act on the terminal).
+    std::cout << "package        " << escapedForTerminal(i.package_dir) << "\n"
+              << "languages      " << escapedForTerminal(i.config.source_lang) << " -> "
+              << escapedForTerminal(i.config.target_lang)
               << (i.config.multilingual() ? "  (the default pair; --src-lang and --tgt-lang choose)" : "") << "\n";
     if (i.config.multilingual()) {  // every code, as --src-lang and --tgt-lang take them
         std::cout << "               " << i.config.languages.size() << " languages:";
-        for (const auto& l : i.config.languages) std::cout << " " << l.code;
+        for (const auto& l : i.config.languages) std::cout << " " << escapedForTerminal(l.code);
         std::cout << "\n";
     }
-    std::cout << "device         " << i.device << "\n"
-              << "stored dtype   " << i.stored_dtype << "\n"
+    std::cout << "device         " << escapedForTerminal(i.device) << "\n"
+              << "stored dtype   " << escapedForTerminal(i.stored_dtype) << "\n"
               << "vocabulary     " << i.vocab_size << " target tokens (" << tokenizerLayout(i.config.tokenizer) << ")\n"
               << "load time      " << std::fixed << std::setprecision(3) << i.load_seconds << " s\n\n"
               << "configuration\n";
     for (const auto& f : attnlab::modelConfigFields())
         // a space after the value always: "interleaved" and "sqrt_d_model" are wider than the column
-        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(13) << (f.valueText(m) + " ")
-                  << f.meaning << "\n";
+        std::cout << "  " << std::left << std::setw(28) << f.name << std::setw(13)
+                  << (escapedForTerminal(f.valueText(m)) + " ") << f.meaning << "\n";
     std::cout << "  " << std::left << std::setw(28) << "bos_idx / eos_idx / unk_idx" << i.config.bos_idx << " / "
               << i.config.eos_idx << " / " << i.config.unk_idx << "\n";
-    std::cout << "  " << std::setw(28) << "tokenizer" << i.config.tokenizer << "\n"
+    std::cout << "  " << std::setw(28) << "tokenizer" << escapedForTerminal(i.config.tokenizer) << "\n"
               << "  " << std::setw(28) << "num_beams / max_length" << i.config.num_beams << " / " << i.config.max_length
               << "   (0 = AttnLab's default)" << std::right << "\n\nparameters\n";
     const auto& p = i.parameters;
@@ -297,7 +302,7 @@ int runAverage(AverageCommand& a) {
         a.inputs.insert(a.inputs.end(), found.begin(), found.end());
     }
     attnlab::averagePackages(a.inputs, a.output);
-    std::cerr << "averaged " << a.inputs.size() << " packages into " << a.output << "\n";
+    std::cerr << "averaged " << a.inputs.size() << " packages into " << escapedForTerminal(a.output) << "\n";
     return 0;
 }
 
@@ -355,7 +360,7 @@ int runCalibrate(const CommonOptions& common, const CalibrateCommand& c) {
     attnlab::writeConfidenceCalibration(translator.info().package_dir, cal);
     std::cout << "threshold: mean log-probability per piece " << cal.threshold << " (probability "
               << std::exp(cal.threshold) << "), the " << cal.percentile << "th percentile of " << cal.sentences
-              << " validation translations; written to " << translator.info().package_dir << "/"
+              << " validation translations; written to " << escapedForTerminal(translator.info().package_dir) << "/"
               << attnlab::package_files::kConfidence << "\n";
     return 0;
 }
@@ -446,9 +451,12 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        // CLI11 prints the message (or the help); a bad option is exit status 2 like every other
-        // error (README), not CLI11's own codes (105, 107, ...).
-        return app.exit(e) == 0 ? 0 : 2;
+        // CLI11 prints the help; a bad option is exit status 2 like every other error (README), not
+        // CLI11's own codes (105, 107, ...), and CLI11's message, which quotes the command line, escaped.
+        if (e.get_exit_code() == 0) return app.exit(e);
+        const std::string what = e.what(), message = CLI::FailureMessage::simple(&app, e);
+        std::cerr << escapedForTerminal(what) << message.substr(std::min(what.size(), message.size()));
+        return 2;
     }
     try {
         if (translate.cmd->parsed()) {
@@ -465,11 +473,11 @@ int main(int argc, char** argv) {
         if (inspect->parsed()) return runInspect(common);
         if (import_cmd->parsed()) {
             const auto c = attnlab::importMarianModel(import_from, import_to);
-            std::cout << "imported " << c.source_lang << " -> " << c.target_lang
+            std::cout << "imported " << escapedForTerminal(c.source_lang) << " -> " << escapedForTerminal(c.target_lang)
                       << (c.multilingual() ? " (default; " + std::to_string(c.languages.size()) + " languages)" : "")
                       << " (" << c.model.encoderLayers() << "+" << c.model.decoderLayers() << " layers, "
-                      << c.model.n_head << " heads, vocabulary " << c.model.n_trg_vocab << ") into " << import_to
-                      << "\n";
+                      << c.model.n_head << " heads, vocabulary " << c.model.n_trg_vocab << ") into "
+                      << escapedForTerminal(import_to) << "\n";
             return 0;
         }
         if (train.cmd->parsed()) {
@@ -487,10 +495,11 @@ int main(int argc, char** argv) {
         if (toy.cmd->parsed()) return attnlab_cli::runToy(toy);
         if (score.cmd->parsed()) return attnlab_cli::runScore(common, score);
     } catch (const attnlab::Error& e) {
-        std::cerr << "attnlab-cli: " << e.what() << "\n";
+        // A message may quote a file's or the command line's text: escaped once more as a whole.
+        std::cerr << "attnlab-cli: " << escapedForTerminal(e.what()) << "\n";
         return 2;
     } catch (const std::exception& e) {
-        std::cerr << "attnlab-cli: unexpected error: " << e.what() << "\n";
+        std::cerr << "attnlab-cli: unexpected error: " << escapedForTerminal(e.what()) << "\n";
         return 3;
     }
     return 0;

@@ -5,6 +5,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/result_json.h>
 #include <attnlab/teaching_json.h>
+#include <attnlab/terminal_text.h>
 #include <attnlab/text_io.h>
 #include <attnlab/translator.h>
 
@@ -58,7 +59,7 @@ public:
     void add(std::string line, int64_t number) {
         if (auto why = m_translator.inputProblem(line)) {
             clearProgress();
-            std::cerr << "attnlab-cli: line " << number << ": " << *why << "\n";
+            std::cerr << "attnlab-cli: line " << number << ": " << attnlab::escapedForTerminal(*why) << "\n";
             m_status = 1;
             m_batch.push_back({number, {}, false});
         } else {
@@ -141,7 +142,8 @@ private:
         return s;
     }
     void report(int64_t number, const attnlab::TranslationResult& r) const {
-        for (const auto& w : r.warnings) std::cerr << "attnlab-cli: line " << number << ": " << w << "\n";
+        for (const auto& w : r.warnings)
+            std::cerr << "attnlab-cli: line " << number << ": " << attnlab::escapedForTerminal(w) << "\n";
         if (r.confidence.low)
             std::cerr << "attnlab-cli: line " << number << ": " << attnlab::lowConfidenceMessage(r.confidence) << "\n";
     }

@@ -1,5 +1,7 @@
 #include "util/text.h"
 
+#include <attnlab/terminal_text.h>
+
 #include <cstdio>
 
 namespace attnlab::util {
@@ -31,10 +33,10 @@ std::string byteEscape(unsigned char c) {
     return buf;
 }
 
-// An ASCII character as a message shows it.
-std::string asciiShown(unsigned char c) {
+// An ASCII character as a message shows it (a backslash doubled where `double_backslash`).
+std::string asciiShown(unsigned char c, bool double_backslash) {
     switch (c) {
-    case '\\': return "\\\\";
+    case '\\': return double_backslash ? "\\\\" : "\\";
     case '\n': return "\\n";
     case '\r': return "\\r";
     case '\t': return "\\t";
@@ -47,9 +49,9 @@ std::string codePointEscape(long cp) {
     std::snprintf(buf, sizeof buf, "\\u{%04lX}", static_cast<unsigned long>(cp));
     return buf;
 }
-}  // namespace
 
-std::string forMessage(std::string_view s, size_t max_bytes) {
+// forMessage and escapedForTerminal: the same escapes, backslashes doubled or not.
+std::string escaped(std::string_view s, size_t max_bytes, bool double_backslash) {
     std::string out;
     for (size_t i = 0; i < s.size();) {
         if (out.size() >= max_bytes) return out + "...";
@@ -57,7 +59,7 @@ std::string forMessage(std::string_view s, size_t max_bytes) {
         const size_t n = utf8SequenceLength(c);
         const long cp = c < 0x80 ? long(c) : decodeUtf8(s, i, n);
         if (c < 0x80) {
-            out += asciiShown(c);
+            out += asciiShown(c, double_backslash);
         } else if (cp < 0) {
             out += byteEscape(c);  // one byte of text that is not UTF-8
             ++i;
@@ -71,5 +73,14 @@ std::string forMessage(std::string_view s, size_t max_bytes) {
     }
     return out;
 }
+}  // namespace
+
+std::string forMessage(std::string_view s, size_t max_bytes) { return escaped(s, max_bytes, true); }
 
 }  // namespace attnlab::util
+
+namespace attnlab {
+std::string escapedForTerminal(std::string_view text) {
+    return util::escaped(text, std::string::npos, /*double_backslash=*/false);
+}
+}  // namespace attnlab
