@@ -1,11 +1,14 @@
 #include "cli_common.h"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 
 #include <attnlab/errors.h>
 #include <attnlab/hub.h>
 #include <attnlab/hub_progress.h>
 #include <attnlab/package.h>
+#include <attnlab/terminal_text.h>
 
 #include <unistd.h>
 
@@ -61,15 +64,40 @@ void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d) {
 }
 
 namespace {
-// A download's progress on one terminal line (stderr), redrawn in place; nothing in a script (stderr not a
-// terminal), where a progress line would only fill a log. `drawn` says whether a line was drawn (ended by
-// the caller once the download is over: shards may come after a file count looked complete).
-attnlab::HubProgressCallback terminalProgress(bool& drawn) {
-    if (!isatty(STDERR_FILENO)) return {};
-    return [&drawn](const attnlab::HubProgress& p) {
+// A download's progress on stderr. On a terminal, one line redrawn in place (at least every second or two while
+// a request waits or bytes come). In a script (stderr not a terminal), a line as each file begins, one every
+// 10 s while it arrives and one when the last has come ("· done"), so that a log shows what is going on and that it is
+// alive. A notice (the model is not a folder here; a file of the cache set aside) always on a line of its own. `drawn`
+// says whether a line is left open (ended by the caller once the download is over: shards may come after a file count
+// looked complete).
+attnlab::HubProgressCallback downloadProgress(bool& drawn) {
+    using Clock = std::chrono::steady_clock;
+    struct Shown {
+        Clock::time_point at{};
+        std::string file;
+        int files_done = -1;
+    };
+    const bool tty = isatty(STDERR_FILENO);
+    auto shown = std::make_shared<Shown>();
+    return [tty, shown, &drawn](const attnlab::HubProgress& p) {
+        if (!p.notice.empty()) {
+            std::cerr << (drawn ? "\r\033[K" : "") << "attnlab-cli: " << attnlab::escapedForTerminal(p.notice) << "\n";
+            drawn = false;
+            return true;
+        }
         if (p.files_total == 0) return true;  // still listing the files
-        std::cerr << "\r\033[K  " << attnlab::describeHubProgress(p) << std::flush;
-        drawn = true;
+        const std::string line = attnlab::escapedForTerminal(attnlab::describeHubProgress(p));
+        if (tty) {
+            std::cerr << "\r\033[K  " << line << std::flush;
+            drawn = true;
+            return true;
+        }
+        const Clock::time_point now = Clock::now();
+        const bool last = p.files_done == p.files_total;  // (shards may still follow: the caller ends the line)
+        const bool turn = p.file != shown->file || (last && p.files_done != shown->files_done);
+        if (!turn && now - shown->at < std::chrono::seconds(10)) return true;
+        *shown = {now, p.file, p.files_done};
+        std::cerr << "  " << line << (last ? " · done" : "") << std::endl;
         return true;
     };
 }
@@ -84,7 +112,7 @@ std::string resolveModel(const std::string& given) {
                 if (drawn) std::cerr << "\n";
             }
         } end{drawn};
-        return attnlab::resolveModelArgument(given, terminalProgress(drawn));
+        return attnlab::resolveModelArgument(given, downloadProgress(drawn));
     }
     const std::string dir = attnlab::defaultModelDir();
     if (dir.empty())

@@ -29,6 +29,8 @@ Faults (--faults FILE, JSON, read again on every request so a test can change it
   {"licence": "apache-2.0"}      the model card's licence in the listing (cardData.license)
   {"extra_siblings": N}          N more names in the listing ("f000000.model", ...), files that do not exist
   {"listed_size": {"FILE": N}}   the listing says FILE has N bytes
+  {"no_size": ["FILE"]}          FILE's size said nowhere: not in the listing, no X-Linked-Size, no
+                                 Content-Length (its body ends when the connection closes)
   {"endless": ["FILE"]}          FILE's body without Content-Length, its bytes then more, without end
                                  (until the client hangs up; at most 2 GB and 120 s, so a test cannot hang)
   {"too_long": {"FILE": N}}      FILE's body N bytes longer than the file, and Content-Length saying so
@@ -190,7 +192,7 @@ class Handler(BaseHTTPRequestHandler):
         siblings = []
         for rel in repo_files(repo_dir):
             entry = {"rfilename": rel}
-            if blobs:
+            if blobs and rel not in f.get("no_size", []):
                 size = os.path.getsize(os.path.join(repo_dir, rel))
                 entry["size"] = f.get("listed_size", {}).get(rel, size)
                 if size > LFS_THRESHOLD:
@@ -224,7 +226,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Location", "http://%s:%d/cdn/%s" % (host, self.server.server_port, sha))
             self.send_header("X-Repo-Commit", commit_of(repo))
             self.send_header("X-Linked-Etag", '"%s"' % sha)
-            self.send_header("X-Linked-Size", str(size))
+            if rel not in faults().get("no_size", []):
+                self.send_header("X-Linked-Size", str(size))
             self.send_header("ETag", '"%s"' % git_sha1_of(path))
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -249,13 +252,15 @@ class Handler(BaseHTTPRequestHandler):
             self.error(416, "RangeNotSatisfiable", "range past the end", head)
             return
         endless = rel in f.get("endless", []) and not head
+        unsized = rel in f.get("no_size", [])
         self.send_response(206 if start else 200)
         for key, value in extra.items():
             self.send_header(key, value)
         self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
-        if endless:
+        if endless or unsized:
             self.send_header("Connection", "close")  # the body ends when the connection does
+            self.close_connection = True
         else:
             self.send_header("Content-Length", str(size - start + f.get("too_long", {}).get(rel, 0)))
         if start:

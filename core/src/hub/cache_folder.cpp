@@ -142,9 +142,18 @@ bool CacheFolder::rename(const std::string& from, const std::string& to, bool re
     if (::renameat2(m_fd, from.c_str(), m_fd, to.c_str(), RENAME_NOREPLACE) == 0) return true;
     if (errno != EINVAL && errno != ENOSYS) return false;
     // a file system without RENAME_NOREPLACE: a hard link fails where something is, as the flag would
-    if (::linkat(m_fd, from.c_str(), m_fd, to.c_str(), 0) != 0) return false;
-    ::unlinkat(m_fd, from.c_str(), 0);
-    return true;
+    if (::linkat(m_fd, from.c_str(), m_fd, to.c_str(), 0) == 0) {
+        ::unlinkat(m_fd, from.c_str(), 0);
+        return true;
+    }
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS) return false;
+    // nor hard links (some FUSE and SMB mounts): a look, then a rename; it only ever replaces a name in the cache
+    struct stat st {};
+    if (lstat(to, st)) {
+        errno = EEXIST;
+        return false;
+    }
+    return ::renameat(m_fd, from.c_str(), m_fd, to.c_str()) == 0;
 }
 
 std::string CacheFolder::setAside(const std::string& name, const std::string& why) const {

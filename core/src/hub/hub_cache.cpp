@@ -385,7 +385,7 @@ CacheFolder RepoCache::openLocks() const { return CacheFolder::openRoot(m_cache,
 std::optional<std::string> RepoCache::commitFor(const std::string& revision) const {
     if (isCommitHash(revision)) return revision;
     // O_NONBLOCK: a FIFO planted as a ref must not hang the program; only a regular file is read
-    const int fd = ::open(refPath(revision).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const int fd = ::open(refPath(revision).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st {};
     std::string text(64, '\0');
@@ -414,8 +414,13 @@ std::string under(const std::string& folder, const std::string& relative) {
 // nothing is.
 void copyBlobInto(const CacheFolder& blobs, const std::string& etag, const CacheFolder& dir, const std::string& name,
                   int link_error) {
-    const int in = ::openat(blobs.fd(), etag.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    const int in = ::openat(blobs.fd(), etag.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0) throw PackageError(systemError("read", blobs.pathOf(etag), errno));
+    struct stat st {};
+    if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(in);
+        throw PackageError(blobs.pathOf(etag) + " is not a regular file: it cannot be copied into the snapshot");
+    }
     const std::string temporary = "." + name + ".attnlab-" + unguessableSuffix();
     const int out = dir.createExclusive(temporary);
     int error = out < 0 ? errno : 0;
@@ -471,11 +476,14 @@ void RepoCache::linkSnapshotFile(const std::string& commit, const std::string& f
 }
 
 namespace {
-// Opens `name` of `dir` for the lock (read-only: a lock file is only locked, never written), setting aside
-// whatever there is not a regular file; -1 with errno on failure.
+// Opens `name` of `dir` for the lock, never through a link and never truncating it: for reading and writing
+// (flock over NFS needs a file open for writing), else read-only (another user's lock file, 0644, is only
+// locked), setting aside first whatever there is not a regular file; -1 with errno on failure.
 int openLockFile(const CacheFolder& dir, const std::string& name, std::string& notice) {
     for (int attempt = 0; attempt < 2; ++attempt) {
-        const int fd = ::openat(dir.fd(), name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+        const int flags = O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+        int fd = ::openat(dir.fd(), name.c_str(), O_RDWR | flags, 0666);
+        if (fd < 0 && errno == EACCES) fd = ::openat(dir.fd(), name.c_str(), O_RDONLY | flags, 0666);
         struct stat st {};
         if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return fd;
         if (fd < 0 && errno != ELOOP) return -1;

@@ -10,6 +10,10 @@
 
 #include <curl/curl.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -19,13 +23,15 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <unordered_set>
 
 namespace fs = std::filesystem;
 
 namespace attnlab::hub {
 namespace {
 
-constexpr size_t kMaxSmallBody = 64u << 20;  // the file list of a repository with many files fits
+constexpr size_t kMaxSmallBody = 16u << 20;    // the file list (?blobs=true) of a repository of 50,000 files fits
+constexpr long kSmallRequestDeadline_s = 300;  // a file list or a HEAD, whatever its rate
 constexpr int kMaxRedirects = 10;
 
 std::string lower(std::string s) {
@@ -93,6 +99,7 @@ struct HubClient::Request {
     // receives the status; it may throw (the transfer is stopped and the exception rethrown).
     std::function<void(const HttpResponse& response, const char* data, size_t size)> sink;
     std::function<bool()> tick;  // false cancels
+    long deadline_s = 0;         // > 0: the whole request within this many seconds (CURLOPT_TIMEOUT)
 };
 
 namespace {
@@ -104,7 +111,24 @@ struct Transfer {
     HttpResponse* response = nullptr;
     std::exception_ptr error;  // thrown by the sink or the tick: never across curl's C frames
     bool cancelled = false;
+    // The rate over each window of `window_s` seconds (bytes received in it, not curl's rolling estimate, which
+    // a burst every minute keeps above any limit): below `min_rate`, the transfer is abandoned (too_slow).
+    long min_rate = 0, window_s = 0;
+    std::chrono::steady_clock::time_point window_start = std::chrono::steady_clock::now();
+    curl_off_t window_bytes = 0;
+    bool too_slow = false;
 };
+
+// Whether the window that just ended moved fewer bytes than its rate asks; starts the next window.
+bool windowTooSlow(Transfer& t, curl_off_t received) {
+    if (t.min_rate <= 0 || t.window_s <= 0) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - t.window_start < std::chrono::seconds(t.window_s)) return false;
+    const bool slow = received - t.window_bytes < curl_off_t(t.min_rate) * t.window_s;
+    t.window_start = now;
+    t.window_bytes = received;
+    return slow;
+}
 
 size_t onHeader(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
@@ -129,7 +153,7 @@ size_t onBody(char* data, size_t size, size_t count, void* user) {
         } else if (t->response->body.size() + bytes <= kMaxSmallBody) {
             t->response->body.append(data, bytes);
         } else {
-            throw PackageError("the hub's answer is larger than 64 MB");
+            throw PackageError("the hub's answer is larger than 16 MB");
         }
     } catch (...) {
         t->error = std::current_exception();
@@ -138,8 +162,12 @@ size_t onBody(char* data, size_t size, size_t count, void* user) {
     return bytes;
 }
 
-int onProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int onProgress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t) {
     auto* t = static_cast<Transfer*>(user);
+    if (windowTooSlow(*t, received)) {
+        t->too_slow = true;
+        return 1;
+    }
     if (!*t->tick) return 0;
     try {
         if ((*t->tick)()) return 0;
@@ -197,11 +225,13 @@ HttpResponse HubClient::perform(const Request& request) {
     curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, m_connect_timeout_s);
-    // slower than the rate over the window: abandoned (what arrived is kept); with the check off, a
-    // transfer that moves nothing for ten minutes still is
-    const bool rate_checked = m_min_bytes_per_second > 0 && m_slow_window_s > 0;
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, rate_checked ? m_min_bytes_per_second : 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, rate_checked ? m_slow_window_s : 600L);
+    // slower than the rate over a window: abandoned by onProgress (what arrived is kept); whatever the
+    // setting, a transfer that moves nothing for ten minutes is abandoned by curl
+    t.min_rate = m_min_bytes_per_second;
+    t.window_s = m_slow_window_s;
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 600L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, request.deadline_s);
     curl_easy_setopt(c, CURLOPT_NOBODY, request.head ? 1L : 0L);
     // CURLOPT_RANGE, not RESUME_FROM: curl then lets a 200 (a server ignoring the range) through
     // to the sink, which starts the file over, instead of failing the transfer
@@ -224,9 +254,12 @@ HttpResponse HubClient::perform(const Request& request) {
     curl_slist_free_all(headers);
     if (t.error) std::rethrow_exception(t.error);
     if (t.cancelled) throw CancelledError();
-    response.curl_code = code;
+    response.curl_code = t.too_slow ? CURLE_OPERATION_TIMEDOUT : code;
     response.curl_error = error[0] ? error : curl_easy_strerror(code);
     if (code != CURLE_OK) response.curl_error = std::string(curl_easy_strerror(code)) + ": " + response.curl_error;
+    if (t.too_slow)
+        response.curl_error = "slower than " + byteSizeText(m_min_bytes_per_second) + "/s for " +
+                              std::to_string(m_slow_window_s) + " s (ATTNLAB_HUB_MIN_RATE, ATTNLAB_HUB_SLOW_WINDOW)";
     char* redirect = nullptr;
     if (curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect) response.redirect = redirect;
     return response;
@@ -251,9 +284,15 @@ std::string header(const HttpResponse& r, const std::string& name) {
 
 // No answer at all: the host is named with curl's reason (DNS, refused, TLS, timeout).
 [[noreturn]] void throwTransport(const HttpResponse& r, const std::string& what) {
-    throw PackageError("cannot get " + what + " from " + hostOf(r.url) + ": " + r.curl_error +
-                       " (no network, or the host cannot be reached; with HF_HUB_OFFLINE=1 only the cache is used)");
+    const std::string hint = r.curl_code == CURLE_OPERATION_TIMEDOUT
+                                 ? " (the host answers too slowly; with HF_HUB_OFFLINE=1 only the cache is used)"
+                                 : " (no network, or the host cannot be reached; with HF_HUB_OFFLINE=1 only the cache "
+                                   "is used)";
+    throw PackageError("cannot get " + what + " from " + hostOf(r.url) + ": " + r.curl_error + hint);
 }
+
+// a + b, at most INT64_MAX (sizes from a server: a sum must not wrap round below a cap).
+int64_t saturatingSum(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
 
 int64_t sizeHeader(const std::string& value) {
     if (value.empty() || !std::all_of(value.begin(), value.end(), ::isdigit) || value.size() > 18) return -1;
@@ -288,7 +327,7 @@ void HubClient::throwStatus(const HttpResponse& r, const HubModelName& name, con
         throw PackageError("unknown repository " + name.repo + " (revision " + name.revision + ") on " + host +
                            " (HTTP 404): check the name, ORG/NAME as on its hub page");
     }
-    const std::string message = header(r, "x-error-message");
+    const std::string message = util::forMessage(header(r, "x-error-message"));
     throw PackageError(host + " answered HTTP " + status + " for " + what + " of " + model +
                        (message.empty() ? "" : ": " + message));
 }
@@ -296,6 +335,7 @@ void HubClient::throwStatus(const HttpResponse& r, const HubModelName& name, con
 RepoInfo HubClient::repoFiles(const HubModelName& name, const std::function<bool()>& tick) {
     Request request;
     request.tick = tick;
+    request.deadline_s = kSmallRequestDeadline_s;
     // blobs=true: each file's size too (huggingface_hub's model_info(files_metadata=True))
     request.url =
         m_endpoint + "/api/models/" + name.repo + "/revision/" + urlEncode(name.revision, false) + "?blobs=true";
@@ -359,6 +399,7 @@ HubFileInfo HubClient::fileInfo(const HubModelName& name, const std::string& com
     request.tick = tick;
     request.url = m_endpoint + "/" + name.repo + "/resolve/" + commit + "/" + urlEncode(file, true);
     request.head = true;
+    request.deadline_s = kSmallRequestDeadline_s;
     // huggingface_hub follows a redirect within the hub (a renamed repository), not the one to the CDN
     const HttpResponse r = performFollowing(request, [this](const HttpResponse& x) {
         return !x.headers.count("x-linked-etag") && sameOriginAsEndpoint(x.redirect);
@@ -368,8 +409,8 @@ HubFileInfo HubClient::fileInfo(const HubModelName& name, const std::string& com
     if (r.status != 200 && !redirect) throwStatus(r, name, file);
     const std::string answered = header(r, "x-repo-commit");
     if (!answered.empty() && answered != commit) {
-        throw PackageError(hostOf(r.url) + " answered " + file + " of " + name.repo + " at commit " + answered +
-                           ", not " + commit);
+        throw PackageError(hostOf(r.url) + " answered " + file + " of " + name.repo + " at commit " +
+                           util::forMessage(answered, 80) + ", not " + commit);
     }
     const std::string linked = header(r, "x-linked-etag");
     const std::optional<std::string> etag = normalizeEtag(linked.empty() ? header(r, "etag") : linked);
@@ -388,7 +429,7 @@ void checkContentRange(const HttpResponse& r, int64_t expected_start, const std:
         range.rfind("bytes ", 0) == 0 && dash != std::string::npos ? range.substr(6, dash - 6) : "";
     if (sizeHeader(start) != expected_start) {
         throw PackageError(hostOf(r.url) + " answered the resumption of " + file + " at " +
-                           std::to_string(expected_start) + " with \"Content-Range: " + range + "\"");
+                           std::to_string(expected_start) + " with \"Content-Range: " + util::forMessage(range) + "\"");
     }
 }
 }  // namespace
@@ -401,7 +442,8 @@ void checkBodySize(const HttpResponse& r, int64_t start, int64_t on_disk, size_t
     const int64_t declared = sizeHeader(header(r, "content-length"));
     if (on_disk + int64_t(arriving) <= max_size && (declared < 0 || start + declared <= max_size)) return;
     throw PackageError(hostOf(r.url) + " sent more than the " + std::to_string(max_size) + " bytes " + file +
-                       " has (its declared size): the download stopped there and those bytes were not kept");
+                       " has (its declared size): the download stopped there, and what this answer brought of it "
+                       "was not kept");
 }
 }  // namespace
 
@@ -561,7 +603,7 @@ void checkCaps(const HubModelName& name, const HubOptions& options, const std::v
                            " for one model (ATTNLAB_HUB_MAX_FILES); nothing more was downloaded");
     int64_t listed = 0;
     for (const std::string& f : files)
-        if (const auto it = sizes.find(f); it != sizes.end()) listed += it->second;
+        if (const auto it = sizes.find(f); it != sizes.end()) listed = saturatingSum(listed, it->second);
     if (std::max(listed, planned) > options.max_total_bytes)
         throw PackageError(model + ": " + stage + " comes to " + byteSizeText(std::max(listed, planned)) +
                            ", more than AttnLab's cap of " + byteSizeText(options.max_total_bytes) +
@@ -604,6 +646,9 @@ void SnapshotFetcher::plan(const std::vector<std::string>& files) {
                                " bytes by its headers but " + std::to_string(listed->second) +
                                " by the file list: the hub's answers disagree; nothing was downloaded of it");
         if (info.size < 0 && listed != m_listing.sizes.end()) info.size = listed->second;
+        if (info.size < 0)  // (the hub always says: X-Linked-Size, Content-Length, the listing's size)
+            throw PackageError(hostOf(info.location) + " declares no size for " + file + " of " +
+                               hubModelNameString(m_name) + ": AttnLab gets only files of a known size");
         if (isWeightsIndex(file) && info.size > int64_t(package::kMaxWeightsIndexBytes))
             throw PackageError(hubModelNameString(m_name) + ": " + file + " is " + byteSizeText(info.size) +
                                ", larger than a weights index may be (" +
@@ -613,7 +658,7 @@ void SnapshotFetcher::plan(const std::vector<std::string>& files) {
         const bool pending =
             std::any_of(m_pending.begin(), m_pending.end(), [&](const HubFileInfo& p) { return p.etag == info.etag; });
         if (pending) continue;  // the same bytes under two names (source.spm = target.spm): one blob
-        m_planned_bytes += std::max<int64_t>(info.size, 0);
+        m_planned_bytes = saturatingSum(m_planned_bytes, info.size);
         checkCaps(files, "its files' declared sizes");
         m_progress.addFile(info.size);
         m_pending.push_back(info);
@@ -650,35 +695,59 @@ void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
     HubFileInfo fresh = m_client.fileInfo(m_name, m_listing.commit, info.file, go_on);
     if (fresh.etag != info.etag || (fresh.size >= 0 && fresh.size != info.size))
         throw PackageError(info.file + " of " + hubModelNameString(m_name) + " changed while it was being got (ETag " +
-                           info.etag + ", now " + fresh.etag + "): run again");
-    // never more than its declared size; a file of no declared size within what the caps leave
-    const int64_t max_size = info.size >= 0 ? info.size : m_options.max_total_bytes - m_planned_bytes;
-    m_client.download(fresh, blob, max_size, [&] { return m_progress.update(blob.size(), false); });
+                           info.etag + ", now " + fresh.etag + "; " + std::to_string(info.size) + " bytes, now " +
+                           std::to_string(fresh.size) + "): run again");
+    m_client.download(fresh, blob, info.size, [&] { return m_progress.update(blob.size(), false); });  // never more
     blob.finish(info.file, info.size);
     if (!m_progress.endFile()) throw CancelledError();  // this file stays complete in blobs/
 }
+
+namespace {
+// A small file of the cache, read only when it is a regular file (O_NONBLOCK: a FIFO swapped in never hangs the
+// read) of at most `max_bytes`.
+std::string readRegularFile(const std::string& path, size_t max_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw PackageError(systemError("read", path, errno));
+    struct stat st {};
+    std::string text;
+    int error = ::fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    if (!error && uint64_t(st.st_size) > max_bytes) error = EFBIG;
+    text.resize(error ? 0 : size_t(st.st_size));
+    for (size_t done = 0; !error && done < text.size();) {
+        const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) error = n < 0 ? errno : EIO;
+        done += size_t(std::max<ssize_t>(n, 0));
+    }
+    ::close(fd);
+    if (error == EINVAL) throw PackageError(path + " is not a regular file");
+    if (error == EFBIG) throw PackageError(path + " is larger than " + byteSizeText(int64_t(max_bytes)));
+    if (error) throw PackageError(systemError("read", path, error));
+    return text;
+}
+}  // namespace
 
 std::string SnapshotFetcher::readBlob(const std::string& file) const {
     const auto it = m_etags.find(file);
     const std::string path =
         it != m_etags.end() ? m_cache.blobPath(it->second) : m_cache.snapshotDir(m_listing.commit) + "/" + file;
-    return util::readSmallFile(path, package::kMaxWeightsIndexBytes);  // (only indexes are read)
+    return readRegularFile(path, package::kMaxWeightsIndexBytes);  // (only indexes are read)
 }
 
-// The shards the chosen weights index names, each a file the repository lists.
+// The shards the chosen weights index names, counted against the caps with the rest first, then each checked to
+// be a file the repository lists.
 std::vector<std::string> SnapshotFetcher::shardsToGet(const std::vector<std::string>& chosen) {
-    std::vector<std::string> all;
-    for (const std::string& index : chosen) {
-        if (!isWeightsIndex(index)) continue;
-        for (const std::string& shard : shardsOfIndex(readBlob(index), index)) {
-            if (!std::count(m_listing.files.begin(), m_listing.files.end(), shard)) {
-                throw PackageError(index + " of " + hubModelNameString(m_name) + " names " + util::forMessage(shard) +
-                                   ", which the repository does not have");
-            }
-            all.push_back(shard);
-        }
-    }
-    return all;
+    std::vector<std::string> all = chosen;
+    for (const std::string& index : chosen)
+        if (isWeightsIndex(index))
+            for (std::string& shard : shardsOfIndex(readBlob(index), index)) all.push_back(std::move(shard));
+    checkCaps(all, "its weights index");
+    const std::unordered_set<std::string> listed(m_listing.files.begin(), m_listing.files.end());
+    for (size_t i = chosen.size(); i < all.size(); ++i)
+        if (!listed.count(all[i]))
+            throw PackageError("the weights index of " + hubModelNameString(m_name) + " names " +
+                               util::forMessage(all[i]) + ", which the repository does not have");
+    return {all.begin() + std::ptrdiff_t(chosen.size()), all.end()};
 }
 
 std::string SnapshotFetcher::run() {
@@ -690,11 +759,7 @@ std::string SnapshotFetcher::run() {
     // A weights index first (a few kB): its shards are planned before the first byte of the rest, so that the
     // progress's totals hold from the start.
     fetchPlanned(/*indexes_only=*/true);
-    const std::vector<std::string> shards = shardsToGet(chosen);
-    std::vector<std::string> everything = chosen;
-    everything.insert(everything.end(), shards.begin(), shards.end());
-    checkCaps(everything, "its weights index");
-    plan(shards);
+    plan(shardsToGet(chosen));
     fetchPlanned(/*indexes_only=*/false);
     // every file is complete: now the snapshot's links, and the ref last (readers go by the ref)
     for (const auto& [file, etag] : m_etags) m_cache.linkSnapshotFile(m_listing.commit, file, etag);

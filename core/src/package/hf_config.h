@@ -136,7 +136,7 @@ inline constexpr const char* kHfSentencePiece = "sentencepiece.bpe.model";
 // whole or sharded, before the pickled pytorch_model.bin): a single file, or an index (".index.json")
 // naming its shards. The one list the loader (hf_weights.h) and the hub client (core/src/hub) go by.
 // The largest weights index read (NLLB 3.3B's is 90 kB).
-inline constexpr size_t kMaxWeightsIndexBytes = size_t(64) << 20;
+inline constexpr size_t kMaxWeightsIndexBytes = size_t(16) << 20;
 inline constexpr std::array<const char*, 4> kHfWeightFiles = {"model.safetensors", "model.safetensors.index.json",
                                                               "pytorch_model.bin", "pytorch_model.bin.index.json"};
 

@@ -377,6 +377,9 @@ bool looksLikeAPath(const std::string& given) {
     if (repo.front() == '/' || repo.front() == '~' || repo.front() == '.' || repo.find('\\') != std::string::npos)
         return true;
     if (std::count(repo.begin(), repo.end(), '/') > 1) return true;
+    // its first part a folder here: a path mistyped below it (models/opus-mt-en-dee), not a hub name
+    std::error_code ec;
+    if (repo.find('/') != std::string::npos && fs::is_directory(repo.substr(0, repo.find('/')), ec)) return true;
     static const char* suffixes[] = {".json", ".bin", ".safetensors", ".argosmodel", ".zip", ".pt",   ".pth",  ".model",
                                      ".spm",  ".txt", ".tsv",         ".gz",         ".tar", ".onnx", ".ckpt", ".h5"};
     return std::any_of(std::begin(suffixes), std::end(suffixes), [&](const std::string& suffix) {
@@ -388,7 +391,6 @@ namespace {
 // A Hugging Face name: the cache (no request), else the hub, saying first that no such folder is here.
 std::string fromTheHub(const HubModelName& name, const std::string& shown, const HubProgressCallback& progress) {
     const HubOptions options = hubOptionsFromEnvironment();
-    if (const auto cached = cachedHubSnapshot(name, options)) return *cached;
     const std::string no_folder = "no folder " + shown + " here";
     if (progress) {
         HubProgress notice;
@@ -415,11 +417,18 @@ std::string resolveModelArgument(const std::string& name_or_dir, const HubProgre
             return name_or_dir;  // its loader says what is wrong with it
         throw InputError("--model " + shown + ": a file, not a model folder or an .argosmodel package");
     }
-    if (looksLikeAPath(name_or_dir))
-        throw InputError("--model " + shown + ": no such folder or file here (a path: not looked up on the " +
-                         "Hugging Face hub)");
+    const auto hub_name = parseHubModelName(name_or_dir);
+    if (hub_name)  // the cache: no request, whatever it looks like
+        if (const auto cached = cachedHubSnapshot(*hub_name, hubOptionsFromEnvironment())) return *cached;
+    if (looksLikeAPath(name_or_dir)) {
+        const std::string first = name_or_dir.substr(0, name_or_dir.find('/'));
+        const bool below_a_folder = first != name_or_dir && fs::is_directory(first, ec);
+        throw InputError("--model " + shown + ": no such folder or file here (a path" +
+                         (below_a_folder ? ", below the folder " + util::forMessage(first) + " here" : "") +
+                         ": not looked up on the Hugging Face hub)");
+    }
     // ORG/NAME[@REVISION]: the Hugging Face cache, downloading what is missing (attnlab/hub.h).
-    if (const auto hub_name = parseHubModelName(name_or_dir)) return fromTheHub(*hub_name, shown, progress);
+    if (hub_name) return fromTheHub(*hub_name, shown, progress);
     std::string names;
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name + " (" + m.direction() + ")";
     throw InputError("--model " + shown +
