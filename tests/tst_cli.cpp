@@ -1,6 +1,7 @@
 // attnlab-cli as a user runs it: translate from --text and stdin (order kept), the attention JSON
 // read back, inspect, train -> average -> eval on a tiny corpus, and errors on stderr with a
 // non-zero exit.
+#include "fake_hub_server.h"
 #include "fixtures.h"
 
 #include <attnlab/attention_flow.h>
@@ -66,6 +67,7 @@ class TestCli : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase();
+    void aDownloadInAScriptSaysWhatItDoes();
     void helpForEverySubcommand();
     void translateText();
     void translateStdinKeepsOrderAndReportsBadLines();
@@ -75,6 +77,7 @@ private Q_SLOTS:
     void attentionJsonReadBack();
     void outputsToLinksAndDevices();
     void inspect();
+    void controlCharactersAreEscaped();
     void errors();
     void corruptTokenizerIsAnError();
     void trainAverageEval();
@@ -377,10 +380,41 @@ void TestCli::inspect() {
     QVERIFY2(r.out.contains("device         " + autoDevice + "\n"), qPrintable(r.out));
 }
 
+// Text from a model's files or the command line never reaches the terminal raw: a language name with
+// an escape sequence (one retitles the window, one is C1's CSI) printed by inspect, a --model value with a
+// newline and an escape echoed in the error. Each control character is shown escaped, once.
+void TestCli::controlCharactersAreEscaped() {
+    namespace fs = std::filesystem;
+    const std::string hostile = m_dir.path().toStdString() + "/hostile-languages";
+    fs::copy(m_pkg.toStdString(), hostile, fs::copy_options::recursive);
+    nlohmann::json config = nlohmann::json::parse(attnlab::testing::readFile(hostile + "/config.json"));
+    config["source_lang"] = "de\x1b]0;owned\x07";
+    config["target_lang"] =
+        "en\xc2\x9b"
+        "31m";
+    attnlab::testing::writeFile(hostile + "/config.json", config.dump());
+    auto r = cli({"inspect", "--model", QString::fromStdString(hostile)});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("languages      de\\x1B]0;owned\\x07 -> en\\u{009B}31m\n"), qPrintable(r.out));
+    for (const QChar c : {QChar(0x1b), QChar(0x07), QChar(0x9b)}) QVERIFY(!r.out.contains(c));
+
+    const QString model = m_dir.path() + "/no\nsuch\x1b[31m";
+    r = cli({"translate", "--model", model, "--text", "Hallo"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("/no\\nsuch\\x1B[31m"), qPrintable(r.err));
+    QCOMPARE(r.err.count('\n'), 1);  // the message's own end only
+    QVERIFY(r.err.startsWith("attnlab-cli: ") && r.err.endsWith("\n") && !r.err.contains(QChar(0x1b)));
+    // An option's value that CLI11 refuses, quoted in its message.
+    r = cli({"translate", "--compute-type", "int4\x1b[2J", "--text", "Hallo"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("int4\\x1B[2J") && !r.err.contains(QChar(0x1b)), qPrintable(r.err));
+}
+
 void TestCli::errors() {
     auto r = cli({"translate", "--model", m_dir.path() + "/nope", "--text", "Hallo"});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("nope: not a directory"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("nope: no such folder or file here (a path: not looked up on the Hugging Face hub)"),
+             qPrintable(r.err));
     r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--beam", "0"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("beam_size = 0 is out of range"), qPrintable(r.err));
@@ -1022,6 +1056,34 @@ void TestCli::headsAndAlign() {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, QString("attnlab-cli: --method head:7:0: layer 7 is out of range (0..1)\n"));
     QVERIFY(!QFile::exists(d + "/l.txt"));
+}
+
+// Issue 50: a script (stderr not a terminal) sees that no folder of that name is here, then a line as each file
+// of the download begins and ends, with no terminal control in its log; the model then translates.
+void TestCli::aDownloadInAScriptSaysWhatItDoes() {
+    QTemporaryDir dir;
+    attnlab::testing::FakeHub hub(dir.filePath("hub"));
+    attnlab::testing::Files files;
+    const QDir bundled(QString::fromStdString(attnlab::resolveModelArgument("de-en")));
+    for (const QString& f : bundled.entryList(QDir::Files)) {
+        QFile in(bundled.filePath(f));
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        files[f.toStdString()] = in.readAll().toStdString();
+    }
+    hub.addRepo("someone/de-en", files);
+    hub.start();
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub.endpoint()));
+    qputenv("HF_HUB_CACHE", dir.filePath("cache").toUtf8());
+    qputenv("HF_HUB_OFFLINE", "0");
+    const Run r = cli({"translate", "--model", "someone/de-en", "--text", "Ein Hund läuft über die Wiese."});
+    for (const char* v : {"HF_ENDPOINT", "HF_HUB_CACHE", "HF_HUB_OFFLINE"}) qunsetenv(v);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.startsWith("attnlab-cli: no folder someone/de-en here: getting it as a Hugging Face model from "
+                              "http://127.0.0.1:"),
+             qPrintable(r.err));
+    QVERIFY2(r.err.contains("model.safetensors · ") && r.err.contains(" · done\n"), qPrintable(r.err));
+    QVERIFY2(!r.err.contains('\r') && !r.err.contains('\x1b'), qPrintable(r.err));
+    QVERIFY(!r.out.trimmed().isEmpty());
 }
 
 QTEST_GUILESS_MAIN(TestCli)
