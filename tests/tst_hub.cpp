@@ -938,6 +938,26 @@ void TestHub::aPlantedLinkOrFifoIsNeverWrittenThrough() {
     const std::string planted_temporary = "main.attnlab-tmp-" + std::to_string(::getpid());
     QCOMPARE(namesIn(repoDir() + "/refs"), (std::vector<std::string>{"main", planted_temporary}));
     QVERIFY(fs::is_symlink(repoDir() + "/refs/" + planted_temporary));
+
+    // FIFOs at refs/main and at a lock file: never opened to block on; the ref replaced by a rename, the lock
+    // set aside; a FIFO as a snapshot's entry is refused by name, not opened
+    fs::remove_all(repoDir() + "/snapshots");
+    fs::remove(repoDir() + "/refs/main");
+    fs::remove(repoDir() + "/blobs/" + config_etag);
+    fs::remove(locks + "/" + config_etag + ".lock");
+    QCOMPARE(::mkfifo((repoDir() + "/refs/main").c_str(), 0600), 0);
+    QCOMPARE(::mkfifo((locks + "/" + config_etag + ".lock").c_str(), 0600), 0);
+    const std::vector<std::string> again =
+        noticesOf([&](const auto& progress) { attnlab::hubSnapshot(name(kRepo), options(), progress); });
+    QCOMPARE(again.size(), size_t(1));
+    QVERIFY2(again[0].find(config_etag + ".lock was a FIFO") != std::string::npos, again[0].c_str());
+    QCOMPARE(readFile(repoDir() + "/refs/main"), commitOf(kRepo));
+    fs::remove(repoDir() + "/refs/main");
+    fs::remove(snapshot + "/vocab.json");
+    QCOMPARE(::mkfifo((snapshot + "/vocab.json").c_str(), 0600), 0);
+    const QString refused = messageOf<PackageError>([&] { attnlab::hubSnapshot(name(kRepo), options()); });
+    QVERIFY2(refused.contains("vocab.json exists and is not the file the hub has for it"), qPrintable(refused));
+    QVERIFY(victim.untouched());
 }
 
 // A folder of the cache (blobs/, snapshots/, the repository's own) that is a link: refused by name, nothing

@@ -473,10 +473,18 @@ void TestLowPrecision::hugeWeightsAreANumericErrorAsInFloat32() {
             attnlab::DecodingOptions o;
             o.beam_size = beam;
             auto translate = [&](attnlab::Translator& tr) { (void)tr.translate("Ein Hund läuft über die Straße.", o); };
-            const QString expected = attnlab::testing::messageOf<attnlab::NumericError>([&] { translate(f); });
-            QCOMPARE(expected, QString::fromStdString("decoding step 1: " + stage +
-                                                      " produced non-finite values (weights too large?)"));
-            QCOMPARE(attnlab::testing::messageOf<attnlab::NumericError>([&] { translate(t); }), expected);
+            // The step at which sums of 1e30s first overflow depends on the summation order, so on the OpenBLAS
+            // kernel (SkylakeX's float32 overflows a step later than the others' here): the stage named is
+            // compared, and that the error comes in the first steps, not the step's number.
+            const QRegularExpression message("^decoding step [12]: (.*)$");
+            const auto stageOf = [&](attnlab::Translator& tr) {
+                const QString m = attnlab::testing::messageOf<attnlab::NumericError>([&] { translate(tr); });
+                const QRegularExpressionMatch match = message.match(m);
+                return match.hasMatch() ? match.captured(1) : "unexpected: " + m;
+            };
+            const QString expected = stageOf(f);
+            QCOMPARE(expected, QString::fromStdString(stage + " produced non-finite values (weights too large?)"));
+            QCOMPARE(stageOf(t), expected);
         }
     }
 }
