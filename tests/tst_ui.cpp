@@ -710,6 +710,15 @@ void TestUi::getAModelByNameWithProgress() {
     bool mentions = false;
     for (QLabel* l : panel->findChildren<QLabel*>()) mentions = mentions || l->text().contains(" of ");
     QVERIFY(mentions);
+    // a notice (a file of the cache set aside) stays in sight on a line of its own, as plain text
+    attnlab::HubProgress notice;
+    notice.notice = "<b>blobs/x.incomplete</b> was a FIFO (named pipe): set aside";
+    Q_EMIT c->fetchProgress(notice);
+    bool noticed = false;
+    for (QLabel* l : panel->findChildren<QLabel*>())
+        noticed = noticed || (l->isVisible() && l->textFormat() == Qt::PlainText &&
+                              l->text() == QString::fromStdString(notice.notice));
+    QVERIFY(noticed);
     if (!shots.isEmpty()) QVERIFY(m_window->grab().save(shots + "/downloading.png"));
     panel->findChild<QPushButton*>()->click();  // Cancel
     QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 10000);
