@@ -733,6 +733,9 @@ void TestUi::getAModelByNameWithProgress() {
     for (const auto& r : hub->requests()) resumed = resumed || !r["range"].get<std::string>().empty();
     QVERIFY(resumed);
     QTRY_VERIFY_WITH_TIMEOUT(m_window->windowTitle().contains(QString::fromStdString(repo)), 10000);
+    // the model's label beside the sentence names it too, not its snapshot's commit
+    QVERIFY2(attnlab::ui::modelLabel(*c->model()).contains(QString::fromStdString(repo)),
+             qPrintable(attnlab::ui::modelLabel(*c->model())));
     QCOMPARE(RecentModels::entries().first(), QString::fromStdString(repo));
     typeAndWait("Der Hund schlaeft.");
     const auto expected = m_core->translate("Der Hund schlaeft.", m_window->translatePanel()->options());

@@ -53,7 +53,10 @@ QList<QPair<QString, QString>> bundledModelChoices() {
 
 QString modelLabel(const ModelInfo& info) {
     const QString dir = QString::fromStdString(info.package_dir);
-    const QString name = QFileInfo(QDir::cleanPath(dir)).fileName();
+    // a model of the Hugging Face cache by its name, not by its snapshot's commit
+    const auto hub = hubNameOfSnapshot(info.package_dir);
+    const QString name =
+        hub ? QString::fromStdString(hubModelNameString(*hub)) : QFileInfo(QDir::cleanPath(dir)).fileName();
     // A multilingual model's direction is chosen beside it (LanguagePicker).
     if (info.config.multilingual())
         return QObject::tr("%1 languages  (%2)").arg(info.config.languages.size()).arg(name);
