@@ -6,6 +6,7 @@
 #include "package/ct2_model.h"
 #include "package/hf_config.h"
 #include "tokenizer/text_codec.h"
+#include "util/small_file.h"
 #include "util/text.h"
 
 #include <fcntl.h>
@@ -98,18 +99,10 @@ std::string hfHome() {
     return (xdg.empty() ? homeDir() + "/.cache" : expandUser(xdg)) + "/huggingface";
 }
 
-// A token file: read only when it is a regular file (O_NONBLOCK: a FIFO planted in a shared HF_HOME must not hang
-// the program at start), at most 4 kB.
+// A token file: read only when it is a regular file (a FIFO planted in a shared HF_HOME must not hang the
+// program at start), at most 4 kB.
 std::string readTokenFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return "";
-    std::string text(4096, '\0');
-    struct stat st {};
-    ssize_t n = -1;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, text.data(), text.size());
-    ::close(fd);
-    text.resize(size_t(std::max<ssize_t>(n, 0)));
-    return trimmed(text);
+    return trimmed(util::readRegularFileHead(path, 4096).value_or(""));
 }
 
 // A setting of AttnLab's from the environment: a whole number (at most 18 digits), else `fallback` when unset.
@@ -372,10 +365,6 @@ std::vector<std::string> missingFromSnapshot(const std::string& snapshot_dir) {
 RepoCache::RepoCache(const std::string& cache_dir, const std::string& repo)
     : m_cache(cache_dir), m_name(repoFolderName(repo)), m_folder(cache_dir + "/" + m_name) {}
 
-std::string RepoCache::lockPath(const std::string& etag) const {
-    return m_cache + "/.locks/" + m_name + "/" + etag + ".lock";
-}
-
 CacheFolder RepoCache::open(const std::string& relative) const {
     return CacheFolder::openRoot(m_cache, true).sub(relative == "." ? m_name : m_name + "/" + relative);
 }
@@ -384,17 +373,9 @@ CacheFolder RepoCache::openLocks() const { return CacheFolder::openRoot(m_cache,
 
 std::optional<std::string> RepoCache::commitFor(const std::string& revision) const {
     if (isCommitHash(revision)) return revision;
-    // O_NONBLOCK: a FIFO planted as a ref must not hang the program; only a regular file is read
-    const int fd = ::open(refPath(revision).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    struct stat st {};
-    std::string text(64, '\0');
-    ssize_t n = -1;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, text.data(), text.size());
-    ::close(fd);
-    text.resize(size_t(std::max<ssize_t>(n, 0)));
-    text = trimmed(text);  // huggingface_hub writes none; a hand-edited file may end in a newline
-    if (!isCommitHash(text)) return std::nullopt;
+    // a regular file only, not through a link, never blocking (a FIFO planted as a ref must not hang the program)
+    const std::string text = trimmed(util::readRegularFileHead(refPath(revision), 64, false).value_or(""));
+    if (!isCommitHash(text)) return std::nullopt;  // (huggingface_hub writes no newline; a hand-edited file may)
     return text;
 }
 

@@ -76,12 +76,10 @@ class RepoCache {
 public:
     RepoCache(const std::string& cache_dir, const std::string& repo);
     const std::string& folder() const { return m_folder; }
-    const std::string& folderName() const { return m_name; }  // models--ORG--NAME
     std::string blobPath(const std::string& etag) const { return m_folder + "/blobs/" + etag; }
     std::string incompletePath(const std::string& etag) const { return blobPath(etag) + ".incomplete"; }
     std::string snapshotDir(const std::string& commit) const { return m_folder + "/snapshots/" + commit; }
     std::string refPath(const std::string& revision) const { return m_folder + "/refs/" + revision; }
-    std::string lockPath(const std::string& etag) const;
 
     // The folder `relative` of the repository (".": itself), opened (created) without following links.
     CacheFolder open(const std::string& relative) const;
@@ -137,7 +135,6 @@ public:
     IncompleteBlob& operator=(const IncompleteBlob&) = delete;
     ~IncompleteBlob();
     int64_t size() const { return m_size; }
-    const std::string& path() const { return m_path; }
     // What was set aside to begin, for the user; empty when nothing was.
     const std::string& notice() const { return m_notice; }
     // Empties the file: the server answered a Range request with the whole file.

@@ -10,10 +10,6 @@
 
 #include <curl/curl.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -702,36 +698,11 @@ void SnapshotFetcher::fetchOne(const HubFileInfo& info) {
     if (!m_progress.endFile()) throw CancelledError();  // this file stays complete in blobs/
 }
 
-namespace {
-// A small file of the cache, read only when it is a regular file (O_NONBLOCK: a FIFO swapped in never hangs the
-// read) of at most `max_bytes`.
-std::string readRegularFile(const std::string& path, size_t max_bytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) throw PackageError(systemError("read", path, errno));
-    struct stat st {};
-    std::string text;
-    int error = ::fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
-    if (!error && uint64_t(st.st_size) > max_bytes) error = EFBIG;
-    text.resize(error ? 0 : size_t(st.st_size));
-    for (size_t done = 0; !error && done < text.size();) {
-        const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) error = n < 0 ? errno : EIO;
-        done += size_t(std::max<ssize_t>(n, 0));
-    }
-    ::close(fd);
-    if (error == EINVAL) throw PackageError(path + " is not a regular file");
-    if (error == EFBIG) throw PackageError(path + " is larger than " + byteSizeText(int64_t(max_bytes)));
-    if (error) throw PackageError(systemError("read", path, error));
-    return text;
-}
-}  // namespace
-
 std::string SnapshotFetcher::readBlob(const std::string& file) const {
     const auto it = m_etags.find(file);
     const std::string path =
         it != m_etags.end() ? m_cache.blobPath(it->second) : m_cache.snapshotDir(m_listing.commit) + "/" + file;
-    return readRegularFile(path, package::kMaxWeightsIndexBytes);  // (only indexes are read)
+    return util::readSmallFile(path, package::kMaxWeightsIndexBytes);  // (only indexes are read)
 }
 
 // The shards the chosen weights index names, counted against the caps with the rest first, then each checked to

@@ -3,8 +3,10 @@
 #include <attnlab/errors.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -57,17 +59,46 @@ bool optionalFilePresent(const std::string& path) {
     return true;
 }
 
+namespace {
+enum class Read { Ok, Unreadable, NotRegular, TooLarge };
+
+// `path` opened without blocking; when a regular file of at most `max_bytes` (or, with `head`, any regular
+// file: its first `max_bytes`), its bytes into `out`, read into a string of that size (no stream's copy).
+Read readRegular(const std::string& path, size_t max_bytes, bool head, bool follow_links, std::string& out) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW));
+    if (fd < 0) return Read::Unreadable;
+    struct stat st {};
+    Read r = ::fstat(fd, &st) != 0 ? Read::Unreadable : !S_ISREG(st.st_mode) ? Read::NotRegular : Read::Ok;
+    if (r == Read::Ok && !head && uint64_t(st.st_size) > max_bytes) r = Read::TooLarge;
+    out.assign(r == Read::Ok ? std::min<uint64_t>(uint64_t(st.st_size), max_bytes) : 0, '\0');
+    for (size_t done = 0; r == Read::Ok && done < out.size();) {
+        const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) r = Read::Unreadable;
+        if (n == 0) out.resize(done);  // (the file shrank meanwhile)
+        done = n > 0 ? done + size_t(n) : out.size();
+    }
+    ::close(fd);
+    return r;
+}
+}  // namespace
+
 std::string readSmallFile(const std::string& path, size_t max_bytes) {
     requireFile(path);
-    std::error_code ec;
-    const auto size = fs::file_size(path, ec);
-    if (ec || size > max_bytes)
+    std::string bytes;
+    switch (readRegular(path, max_bytes, /*head=*/false, /*follow_links=*/true, bytes)) {
+    case Read::Ok: return bytes;
+    case Read::TooLarge:
         throw PackageError(path + ": unreadable or larger than " + std::to_string(max_bytes) + " bytes");
-    // Read into a string of the file's size: no stream's copy, whose growth doubled what it took.
-    std::ifstream in(path, std::ios::binary);
-    std::string bytes(size_t(size), '\0');
-    in.read(bytes.data(), std::streamsize(size));
-    if (!in || in.gcount() != std::streamsize(size)) throw PackageError(path + ": cannot be read");
+    case Read::NotRegular: throw PackageError(fileProblem(path).value_or(path + ": is not a regular file"));
+    case Read::Unreadable: break;
+    }
+    throw PackageError(path + ": cannot be read");
+}
+
+std::optional<std::string> readRegularFileHead(const std::string& path, size_t max_bytes, bool follow_links) {
+    std::string bytes;
+    if (readRegular(path, max_bytes, /*head=*/true, follow_links, bytes) != Read::Ok) return std::nullopt;
     return bytes;
 }
 

@@ -23,8 +23,14 @@ void requireFile(const std::string& path);
 bool optionalFilePresent(const std::string& path);
 
 // The bytes of `path`; throws PackageError with fileProblem(path), or "unreadable or larger than
-// N bytes" / "cannot be read".
+// N bytes" / "cannot be read". The file is opened without blocking and must still be a regular file
+// of at most `max_bytes` once open (a FIFO swapped in after the check never hangs the read).
 std::string readSmallFile(const std::string& path, size_t max_bytes);
+
+// At most the first `max_bytes` of `path` when it is a regular file (opened O_NONBLOCK; a link not
+// followed unless `follow_links`); nothing when it is missing, not a regular file or unreadable. For
+// the small files that may be absent or planted (a cache's refs, a token file): never an error.
+std::optional<std::string> readRegularFileHead(const std::string& path, size_t max_bytes, bool follow_links = true);
 
 // A regular file opened for reading, with its size (the weight readers read it in parts); throws
 // PackageError with fileProblem(path), or "cannot read its size: ..." / "cannot be opened".
