@@ -11,7 +11,7 @@ packages=(
   libdnnl-dev                       # oneDNN: the int8 / bfloat16 compute types (core/src/model/low_precision.h)
   libsentencepiece-dev              # tokenizer (loaded through libattnlab_spm.so)
   nlohmann-json3-dev libcli11-dev zlib1g-dev
-  libarchive-dev                    # Argos Translate packages (.argosmodel zips): core/src/package/argos_package.cpp
+  libarchive-dev                    # Argos Translate packages (.argosmodel zips): core/src/formats/argos/argos_package.cpp
   libcurl4-openssl-dev libssl-dev   # models by Hugging Face hub name: downloads, sha256 (core/src/hub)
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
   libgif-dev                        # animated GIF export of the Training tab

@@ -13,8 +13,8 @@
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
 
-#include "package/argos_package.h"
-#include "package/ct2_model.h"
+#include "formats/argos/argos_package.h"
+#include "formats/ctranslate2/ct2_model.h"
 #include "util/atomic_file.h"
 
 #include <QtTest/QtTest>

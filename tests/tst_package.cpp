@@ -2,9 +2,9 @@
 // flipping and truncating bytes at many offsets never crashes the loader.
 #include "decoding/engine.h"
 #include "fixtures.h"
-#include "package/marian_import.h"
+#include "formats/huggingface/marian_import.h"
+#include "formats/safetensors/safetensors.h"
 #include "package/package_io.h"
-#include "package/safetensors.h"
 #include "tokenizer/text_codec.h"
 
 #include <attnlab/confidence.h>

@@ -1,6 +1,6 @@
 // The safetensors reader: round trip, and each malformed file with its own message.
 #include "fixtures.h"
-#include "package/safetensors.h"
+#include "formats/safetensors/safetensors.h"
 
 #include <attnlab/errors.h>
 

@@ -3,8 +3,8 @@
 // read back compared to what Python wrote; then each file it must refuse, by its message.
 // The tests that need python3-torch are skipped, with a message, where it is not installed,
 // except under CI (CI=true), where that fails.
-#include "package/torch_bin.h"
-#include "package/torch_pickle.h"
+#include "formats/torch/torch_bin.h"
+#include "formats/torch/torch_pickle.h"
 
 #include <attnlab/errors.h>
 

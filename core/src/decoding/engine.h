@@ -32,7 +32,7 @@ namespace attnlab::decoding {
 
 class Engine {
 public:
-    // Loads and checks a package, or a Hugging Face MarianMT directory (package/marian_import.h);
+    // Loads and checks a package, or a Hugging Face MarianMT directory (formats/huggingface/marian_import.h);
     // throws PackageError / DeviceError / ConfigError.
     Engine(const std::string& package_dir, const TranslatorOptions& options);
     // Around a model in memory (the trainer's validation): the model is shared, not copied.

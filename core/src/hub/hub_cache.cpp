@@ -3,8 +3,8 @@
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 
-#include "package/ct2_model.h"
-#include "package/hf_config.h"
+#include "formats/ctranslate2/ct2_model.h"
+#include "formats/huggingface/hf_config.h"
 #include "tokenizer/text_codec.h"
 #include "util/small_file.h"
 #include "util/text.h"

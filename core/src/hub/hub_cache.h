@@ -56,7 +56,7 @@ std::string repoFolderName(const std::string& repo);
 // AttnLab reads none of them.
 std::vector<std::string> selectModelFiles(const std::vector<std::string>& siblings);
 
-// The weights formats in the order they are preferred: the loader's (package/hf_config.h: kHfWeightFiles),
+// The weights formats in the order they are preferred: the loader's (formats/huggingface/hf_config.h: kHfWeightFiles),
 // then CTranslate2's model.bin.
 const std::vector<std::string>& weightFiles();
 bool isWeightsIndex(const std::string& file);  // model.safetensors.index.json, pytorch_model.bin.index.json

@@ -1,6 +1,6 @@
 #include "hub/hub_client.h"
 
-#include "package/hf_config.h"
+#include "formats/huggingface/hf_config.h"
 #include "util/small_file.h"
 #include "util/text.h"
 

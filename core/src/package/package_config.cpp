@@ -7,7 +7,7 @@
 #include <attnlab/package.h>
 #include <attnlab/text_io.h>
 
-#include "package/argos_package.h"
+#include "formats/argos/argos_package.h"
 #include "util/atomic_file.h"
 #include "util/checks.h"
 #include "util/json_parse.h"

@@ -1,8 +1,8 @@
 #include "package/package_io.h"
 
-#include "package/tensor_copy.h"
+#include "formats/safetensors/tensor_copy.h"
 
-#include "package/safetensors.h"
+#include "formats/safetensors/safetensors.h"
 #include "util/atomic_file.h"
 #include "util/text.h"
 

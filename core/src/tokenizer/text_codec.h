@@ -67,7 +67,7 @@ std::unique_ptr<TextCodec> marianCodec(const std::string& dir, int64_t vocab_siz
                                        const std::vector<int>& special = {});
 
 // The same codec over one SentencePiece model for both sides and a vocabulary given id by id (a
-// Hugging Face multilingual directory: package/hf_multilingual.h builds it from its tokenizer's files).
+// Hugging Face multilingual directory: formats/huggingface/hf_multilingual.h builds it from its tokenizer's files).
 struct PieceVocabulary {
     std::string spm_path;
     std::vector<std::string> pieces;  // id -> piece, every id of the model

@@ -1,9 +1,9 @@
-#include "package/hf_weights.h"
+#include "formats/huggingface/hf_weights.h"
 
+#include "formats/safetensors/safetensors.h"
+#include "formats/safetensors/tensor_copy.h"
+#include "formats/torch/torch_bin.h"
 #include "package/package_io.h"
-#include "package/safetensors.h"
-#include "package/tensor_copy.h"
-#include "package/torch_bin.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
 #include "util/text.h"

@@ -1,12 +1,12 @@
 #pragma once
-// The weights of a CTranslate2 model.bin into AttnLab's Transformer (package/ct2_model.h says where
+// The weights of a CTranslate2 model.bin into AttnLab's Transformer (formats/ctranslate2/ct2_model.h says where
 // each tensor is): float32, float16 and bfloat16 converted, int8 and int16 dequantized (q / scale:
 // a scale per output row for int8, one for int16), the fused projections split; every shape checked
 // against the config before the model is built, and each variable copied in chunks of rows (at
 // most kChunkBytes), so that loading peaks at the model's size plus a chunk.
 
+#include "formats/ctranslate2/ct2_model.h"
 #include "model/transformer.h"
-#include "package/ct2_model.h"
 
 namespace attnlab::package {
 

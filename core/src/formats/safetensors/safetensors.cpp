@@ -1,4 +1,4 @@
-#include "package/safetensors.h"
+#include "formats/safetensors/safetensors.h"
 
 #include "util/atomic_file.h"
 #include "util/small_file.h"

@@ -3,7 +3,7 @@
 // converted and checked in chunks of at most kChunkBytes, so that loading a model peaks at its own
 // size plus a chunk (a 1 GB embedding read whole, converted and checked whole had cost 2.7 GB more).
 
-#include "package/safetensors.h"
+#include "formats/safetensors/safetensors.h"
 
 #include <torch/types.h>
 

@@ -1,7 +1,7 @@
-#include "package/hf_multilingual.h"
+#include "formats/huggingface/hf_multilingual.h"
 
-#include "package/hf_config.h"
-#include "package/hf_weights.h"
+#include "formats/huggingface/hf_config.h"
+#include "formats/huggingface/hf_weights.h"
 #include "util/text.h"
 
 #include <attnlab/errors.h>

@@ -9,8 +9,8 @@
 // a safetensors tensor in chunks of at most 64 MB, converted on the way, so that loading peaks at
 // the model's size plus a chunk (a .bin file is read whole by LibTorch's zip reader).
 
+#include "formats/huggingface/hf_config.h"  // kHfWeightFiles
 #include "model/transformer.h"
-#include "package/hf_config.h"  // kHfWeightFiles
 
 #include <attnlab/config.h>
 

@@ -1,4 +1,4 @@
-#include "package/tensor_copy.h"
+#include "formats/safetensors/tensor_copy.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "package/ct2_model_bin.h"
+#include "formats/ctranslate2/ct2_model_bin.h"
 
 #include "util/small_file.h"
 #include "util/text.h"

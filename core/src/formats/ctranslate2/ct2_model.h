@@ -21,13 +21,14 @@
 // rotary, ALiBi, multi-query attention, gated feed-forward, RMS norm, source features, a decoder
 // that starts from a zero embedding, a decoder-only or another spec).
 
-#include "package/ct2_model_bin.h"
+#include "formats/ctranslate2/ct2_model_bin.h"
 #include "tokenizer/text_codec.h"
 
 #include <attnlab/config.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ inline constexpr const char* kModel = "model.bin";
 inline constexpr const char* kConfig = "config.json";
 inline constexpr const char* kSentencePiece = "sentencepiece.model";  // Argos Translate's name
 }  // namespace ct2_files
+
+// For a folder without config.json where something other than a regular file stands at model.bin
+// (a FIFO, a folder, a dangling link): what is wrong there, in util::fileProblem's words ("model.bin:
+// is a FIFO (named pipe), not a regular file"), so that it is reported as that rather than as a
+// package without config.json. Nothing for any other folder or path. Opens nothing it examines.
+std::optional<std::string> modelBinProblem(const std::string& dir);
 
 struct Ct2Vocabularies {
     std::vector<std::string> source, target;
@@ -71,7 +78,7 @@ struct Ct2Model {
 };
 
 // model.bin's header, config.json and the vocabularies of the CTranslate2 model `path` names (a
-// model directory, an installed Argos package or an .argosmodel: package/argos_package.h) -> the
+// model directory, an installed Argos package or an .argosmodel: formats/argos/argos_package.h) -> the
 // package config and where each tensor is. Throws PackageError naming the file and the problem.
 Ct2Model readCtranslate2Model(const std::string& path);
 

@@ -1,6 +1,6 @@
-#include "package/torch_pickle.h"
+#include "formats/torch/torch_pickle.h"
 
-#include "package/safetensors.h"
+#include "formats/safetensors/safetensors.h"
 
 #include <attnlab/errors.h>
 

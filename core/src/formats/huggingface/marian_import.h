@@ -22,12 +22,6 @@ namespace attnlab::package {
 // AttnLab package.
 bool isHuggingFaceDirectory(const std::string& dir);
 
-// For a folder without config.json where something other than a regular file stands at model.bin
-// (a FIFO, a folder, a dangling link): what is wrong there, in util::fileProblem's words ("model.bin:
-// is a FIFO (named pipe), not a regular file"), so that it is reported as that rather than as a
-// package without config.json. Nothing for any other folder or path. Opens nothing it examines.
-std::optional<std::string> modelBinProblem(const std::string& dir);
-
 // config.json (+ generation_config.json, tokenizer_config.json, vocab.json) -> PackageConfig.
 // Throws PackageError naming the file and the problem: another model_type, pre-layer-norm,
 // different encoder and decoder head counts, an unknown activation, ...

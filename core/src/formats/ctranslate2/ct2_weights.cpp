@@ -1,7 +1,7 @@
-#include "package/ct2_weights.h"
+#include "formats/ctranslate2/ct2_weights.h"
 
+#include "formats/safetensors/tensor_copy.h"
 #include "package/package_io.h"
-#include "package/tensor_copy.h"
 #include "util/text.h"
 
 #include <attnlab/errors.h>

@@ -1,9 +1,9 @@
-#include "package/torch_bin.h"
+#include "formats/torch/torch_bin.h"
 
 #include "util/small_file.h"
 
-#include "package/safetensors.h"
-#include "package/torch_pickle.h"
+#include "formats/safetensors/safetensors.h"
+#include "formats/torch/torch_pickle.h"
 #include "util/text.h"
 
 #include <attnlab/errors.h>

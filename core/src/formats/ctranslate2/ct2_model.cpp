@@ -1,12 +1,13 @@
-#include "package/ct2_model.h"
+#include "formats/ctranslate2/ct2_model.h"
 
-#include "package/argos_package.h"
-#include "package/hf_config.h"
+#include "formats/argos/argos_package.h"
+#include "formats/huggingface/hf_config.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
 #include "util/text.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/package.h>
 
 #include <algorithm>
 #include <cmath>
@@ -723,6 +724,16 @@ std::string ctranslate2ModelCard(const std::string& dir, const Ct2Model& m) {
       << "; tokens: " << (m.spm_path.empty() ? "whitespace-separated" : "SentencePiece pieces (sentencepiece.model)")
       << ", " << (m.vocabularies.shared ? "one shared vocabulary" : "separate source and target vocabularies") << "\n";
     return o.str();
+}
+
+std::optional<std::string> modelBinProblem(const std::string& dir) {
+    std::error_code ec;
+    const fs::path d(dir), bin = d / ct2_files::kModel;
+    if (!fs::is_directory(d, ec) ||
+        fs::symlink_status(d / package_files::kConfig, ec).type() != fs::file_type::not_found ||
+        fs::symlink_status(bin, ec).type() == fs::file_type::not_found)
+        return std::nullopt;
+    return util::fileProblem(bin.string());
 }
 
 }  // namespace attnlab::package

@@ -1,7 +1,7 @@
-#include "package/argos_package.h"
+#include "formats/argos/argos_package.h"
 
-#include "package/ct2_model.h"
-#include "package/hf_config.h"
+#include "formats/ctranslate2/ct2_model.h"
+#include "formats/huggingface/hf_config.h"
 #include "util/atomic_file.h"
 #include "util/small_file.h"
 #include "util/text.h"
