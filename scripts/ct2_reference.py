@@ -800,11 +800,12 @@ def _sample_sentences(A, rng, src, sp):
     return out + [words[0] + " qqqunknownqqq " + words[1]]
 
 
-def build_variables(A, cfg, src, tgt):
+def build_variables(A, cfg, src, tgt, unk=None):
     if A.decoder_layers is None:
         A.decoder_layers = A.layers
     rng = np.random.default_rng(A.seed)
-    W, tied = make_weights(A, rng, len(src), len(tgt), tgt.index(cfg["eos_token"]))
+    n_src, n_tgt = len(src) + (unk not in src and unk is not None), len(tgt) + (unk not in tgt and unk is not None)
+    W, tied = make_weights(A, rng, n_src, n_tgt, tgt.index(cfg["eos_token"]))
     V = layout_variables(A, W, A.spec_revision)
     if A.binary_version < 6:
         V.update(legacy_config_attributes(cfg))
@@ -826,10 +827,12 @@ def cmd_make(A):
     rng = np.random.default_rng(A.seed + 1000)
     (src, tgt), sp = _vocabularies(A, rng, specials)
     cfg = converter_config(A)
-    for k in ("unk_token", "bos_token", "eos_token"):
+    for k in ("bos_token", "eos_token"):
         if cfg[k] not in tgt:
             raise SystemExit(f"make: {cfg[k]!r} is not in the vocabulary (--specials)")
-    variables, aliases = build_variables(A, cfg, src, tgt)
+    # A vocabulary without the unk token (--specials without <unk>): the embeddings have a row more, the one
+    # of the <unk> that vocabulary.cc appends (as a real trained model's files are).
+    variables, aliases = build_variables(A, cfg, src, tgt, cfg["unk_token"])
     write_model_bin(os.path.join(A.out, "model.bin"), spec_name(A, A.spec_revision), A.spec_revision, variables,
                     aliases, A.binary_version)
     files = _write_vocabularies(A, src, tgt)
@@ -2107,12 +2110,16 @@ def build_parser():
     s.add_argument("--targets", required=True)
     s.add_argument("--out", required=True)
     sub.add_parser("selftest", help="check the script against itself and torch.nn")
+    import ct2_converters  # noqa: E402  the Marian converters (convert-transformers, marian-npz, convert-marian)
+    ct2_converters.add_parsers(sub)
     return ap
 
 
 def main():
     a = build_parser().parse_args()
     torch.set_num_threads(1)
+    if hasattr(a, "fn"):
+        return a.fn(a)
     {"make": cmd_make, "run": cmd_run, "score": cmd_score, "selftest": cmd_selftest}[a.cmd](a)
 
 

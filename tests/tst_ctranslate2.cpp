@@ -44,6 +44,8 @@ private Q_SLOTS:
     void importedPackageGivesTheSameResults();
     void cliScoresAndTranslatesTokens();
     void windowsLineEndingsReadAsCTranslate2ReadsThem();
+    void vocabularyWithoutUnknownTokenGetsItAppended();
+    void duplicateTokenTakesItsFirstId();
     void refusedByMessage_data();
     void refusedByMessage();
     void vocabularyCountedBeforeItIsStored_data();
@@ -406,6 +408,55 @@ void TestCtranslate2::windowsLineEndingsReadAsCTranslate2ReadsThem() {
     QCOMPARE(attnlab::package::readCt2Vocabularies(dir.toStdString()).source, before);
     attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
     QVERIFY(!t.translate(before[5] + " " + before[6], greedy(kMaxLength)).best.ids.empty());
+}
+
+void TestCtranslate2::vocabularyWithoutUnknownTokenGetsItAppended() {
+    // A trained model's vocabulary files often have no <unk> line: CTranslate2 appends it
+    // (src/vocabulary.cc), so the embeddings have one row more than the file has lines. The reference
+    // writes such a model (its embeddings' last row is the appended <unk>'s) and maps tokens as vocabulary.cc.
+    const QString dir =
+        make("no-unk", {"--layers", "2", "--d-model", "32", "--heads", "4", "--ffn", "64", "--vocab-size", "120",
+                        "--specials", "<blank> <s> </s>", "--vocab-format", "txt", "--eos-bias", "2", "--seed", "71"});
+    const auto v = attnlab::package::readCt2Vocabularies(dir.toStdString());
+    QVERIFY(std::find(v.source.begin(), v.source.end(), "<unk>") == v.source.end());
+    const auto unk = int(v.source.size());  // the appended token's id: the last
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    QCOMPARE(t.info().config.unk_idx, int64_t(unk));
+    QCOMPARE(t.info().config.model.n_src_vocab, int64_t(unk) + 1);
+    const auto sentences = sentencesFor(dir);  // the third holds a word the vocabulary lacks
+    const json ref = reference(dir, sentences, kMaxLength);
+    const auto results = t.translateBatch(sentences, greedy(kMaxLength));
+    compare(results, ref);
+    QCOMPARE(results[2].source_ids.at(1), unk);
+    QCOMPARE(results[2].source_pieces.at(1), std::string("<unk>"));
+    // Imported, the vocabulary is written as CTranslate2 holds it, the <unk> last, and reads back the same.
+    const std::string pkg = m_dir.path().toStdString() + "/no-unk-imported";
+    (void)attnlab::importMarianModel(dir.toStdString(), pkg);
+    const auto written = json::parse(attnlab::testing::readFile(pkg + "/shared_vocabulary.json"));
+    QCOMPARE(written.size(), size_t(unk) + 1);
+    QCOMPARE(written.back().get<std::string>(), std::string("<unk>"));
+    attnlab::Translator imported(pkg, {attnlab::testing::testDevice()});
+    compare(imported.translateBatch(sentences, greedy(kMaxLength)), ref);
+}
+
+void TestCtranslate2::duplicateTokenTakesItsFirstId() {
+    // vocabulary.cc add_token: a token listed twice keeps its first id; the later line still takes a row.
+    const QString dir =
+        make("duplicate", {"--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "32", "--vocab-size", "60",
+                           "--vocab-format", "txt", "--eos-bias", "2", "--seed", "81"});
+    const std::string file = dir.toStdString() + "/shared_vocabulary.txt";
+    auto tokens = attnlab::package::readCt2Vocabularies(dir.toStdString()).source;
+    tokens[30] = tokens[20];
+    std::string text;
+    for (const auto& t : tokens) text += t + "\n";
+    attnlab::testing::writeFile(file, text);
+    const std::vector<std::string> sentences = {tokens[20] + " " + tokens[21], tokens[22] + " " + tokens[20]};
+    const json ref = reference(dir, sentences, kMaxLength);
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    const auto results = t.translateBatch(sentences, greedy(kMaxLength));
+    compare(results, ref);
+    QCOMPARE(results[0].source_ids.at(0), 20);
+    QCOMPARE(results[1].source_ids.at(1), 20);
 }
 
 void TestCtranslate2::refusedByMessage_data() {

@@ -66,6 +66,10 @@ struct ModelConfig {
     std::string norm_position = "post";  // post: x = norm(x + sublayer(x)) (the paper, the reference);
                                          // pre: x = x + sublayer(norm(x))
     bool final_layer_norm = false;       // a layer norm after the last encoder and the last decoder layer
+    // Format 5: the decoder's first input is a zero vector, not a token's embedding (Marian's models, as
+    // CTranslate2 runs them: src/layers/transformer.cc TransformerDecoder::decode zeroes step 0's
+    // embedding, leaves it unscaled and adds its position as any step's). docs/ctranslate2.md.
+    bool start_from_zero_embedding = false;
 
     int64_t encoderLayers() const { return n_layers; }
     int64_t decoderLayers() const { return n_dec_layers > 0 ? n_dec_layers : n_layers; }
@@ -103,7 +107,8 @@ struct PackageConfig {
     // `max_length`; 3 added norm_position, final_layer_norm, the positions fairseq and learned, and
     // the languages of multilingual models. An older file reads with their defaults.
     // 4 added the "ctranslate2" tokenizer layout, source_bos_idx / source_eos_idx and gelu_tanh.
-    static constexpr int kFormatVersion = 4;
+    // 5 added start_from_zero_embedding.
+    static constexpr int kFormatVersion = 5;
     static constexpr int kOldestFormatVersion = 1;
 
     int format_version = kFormatVersion;

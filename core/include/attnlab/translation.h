@@ -108,6 +108,10 @@ struct TranslationResult {
     std::vector<DecodingStep> steps;     // one per generated token of the best hypothesis
     int forced_tokens = 0;               // leading tokens of best forced: by the model, then by force_prefix
     int forced_by_model = 0;             // of those, the target language's token (a multilingual model)
+    // The decoder's first input was a zero vector plus position 0, not a token's embedding
+    // (ModelConfig::start_from_zero_embedding: Marian's models converted by CTranslate2);
+    // decoder_input_pieces[0] is then kZeroStartPiece.
+    bool decoder_starts_from_zero = false;
     int prefixTokens() const { return forced_tokens - forced_by_model; }  // forced by force_prefix
     std::string forced_text;                                              // those tokens as text (what a session saves)
     std::vector<TraceStep> trace;  // DecodingOptions::record_trace: the search, step by step
@@ -117,6 +121,9 @@ struct TranslationResult {
     std::vector<std::string> warnings;  // e.g. characters the vocabulary lacks (left out)
     double seconds = 0.0;               // wall time of this sentence's translation
 };
+
+// The label of a decoder input that is a zero vector plus its position (decoder_starts_from_zero).
+inline constexpr const char* kZeroStartPiece = "\u2205+pos";  // "∅+pos"
 
 // Reported after every decoding step; return false from the callback to cancel.
 struct StepProgress {

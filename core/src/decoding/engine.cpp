@@ -636,7 +636,11 @@ void Engine::fillResult(TranslationResult& r, const Source& src, const std::vect
     r.best = r.nbest.front();
     r.confidence = judgeConfidence(r.best, m_info.confidence, r.forced_tokens);
     r.words = wordsOf(r.best);
-    r.decoder_input_pieces.push_back(m_tokenizer->idToPiece(static_cast<int>(m_config.bos_idx)));
+    // A decoder that starts from a zero vector: its first input is labelled as what it is.
+    r.decoder_starts_from_zero = m_config.model.start_from_zero_embedding;
+    r.decoder_input_pieces.push_back(r.decoder_starts_from_zero
+                                         ? std::string(kZeroStartPiece)
+                                         : m_tokenizer->idToPiece(static_cast<int>(m_config.bos_idx)));
     for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) r.decoder_input_pieces.push_back(r.best.pieces[i]);
     if (o.return_attention || o.top_k_candidates > 0) analyse(r, o);
 }

@@ -248,6 +248,10 @@ TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int pos
         auto norm = target ? model->decoder->layer_norm : model->encoder->layer_norm;  // null: no layer norm there
         const auto id = torch::tensor({ids[position]}, torch::kInt64).to(m_device);
         auto emb = (target ? model->decoder->wordEmbedding(id) : model->encoder->wordEmbedding(id))[0];
+        if (target && position == 0 && r.decoder_starts_from_zero) {  // as DecoderImpl::embed: a zero vector
+            emb = torch::zeros_like(emb);
+            t.piece = kZeroStartPiece;
+        }
         t.scale = m_config.model.scaleEmb() ? std::sqrt(double(m_config.model.d_model)) : 1.0;
         // As the model's forward: the scaled embedding (the multiply skipped when the scale is 1), plus the table row.
         auto scaled = t.scale != 1.0 ? emb * t.scale : emb;

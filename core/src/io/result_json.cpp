@@ -107,6 +107,7 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
         s["source_ids"] = r.source_ids;
         s["source_pieces"] = r.source_pieces;
         s["decoder_input_pieces"] = r.decoder_input_pieces;
+        s["decoder_starts_from_zero"] = r.decoder_starts_from_zero;
         s["translation"] = r.best.text;
         s["target_ids"] = r.best.ids;
         s["target_pieces"] = r.best.pieces;

@@ -46,6 +46,7 @@ std::string traceJson(const std::vector<TranslationResult>& results, const Model
                              {"normalized_score", r.best.normalized_score},
                              {"forced_tokens", r.forced_tokens},
                              {"forced_by_model", r.forced_by_model},
+                             {"decoder_starts_from_zero", r.decoder_starts_from_zero},
                              {"steps", traceStepsJson(r.trace)}});
     }
     root["sentences"] = std::move(sentences);

@@ -100,7 +100,8 @@ void DecoderState::select(const torch::Tensor& index) {
     src_mask = src_mask.index_select(0, index);
 }
 
-DecoderImpl::DecoderImpl(const ModelConfig& cfg) : m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
+DecoderImpl::DecoderImpl(const ModelConfig& cfg)
+    : m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0), m_zero_start(cfg.start_from_zero_embedding) {
     trg_word_emb = register_module("trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx));
     position_enc = register_module("position_enc", makePositional(cfg));
     dropout = register_module("dropout", FastDropout(cfg.dropout));
@@ -117,6 +118,10 @@ torch::Tensor DecoderImpl::wordEmbedding(const torch::Tensor& ids) const {
 torch::Tensor DecoderImpl::embed(const torch::Tensor& seq, int64_t offset) {
     auto x = wordEmbedding(seq);
     if (m_emb_scale != 1.0) x = x * m_emb_scale;
+    // src/layers/decoder.cc zero_first_timestep: the first step's vector zeroed (its scale then changes
+    // nothing); the position is added next as at every step.
+    if (m_zero_start && offset == 0 && x.size(1) > 0)
+        x = torch::cat({torch::zeros_like(x.narrow(1, 0, 1)), x.narrow(1, 1, x.size(1) - 1)}, 1);
     if (embedded) *embedded = x = x.detach().requires_grad_(true);
     return normalized(layer_norm, dropout(position_enc->forwardAt(x, offset)));
 }

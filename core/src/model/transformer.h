@@ -88,7 +88,8 @@ public:
     torch::nn::LayerNorm final_layer_norm{nullptr};  // after the last layer; null without final_layer_norm
     // As EncoderImpl::embedded, for the target's scaled word embeddings.
     torch::Tensor* embedded = nullptr;
-    // The first stage of forward() and step(): tokens at positions offset, offset + 1, ...
+    // The first stage of forward() and step(): tokens at positions offset, offset + 1, ... (with
+    // start_from_zero_embedding, the token at position 0 contributes a zero vector, not its embedding).
     torch::Tensor embed(const torch::Tensor& seq, int64_t offset);
     // As EncoderImpl::setLowPrecisionRows and EncoderImpl::wordEmbedding.
     void setLowPrecisionRows(std::shared_ptr<const LowPrecisionRows> rows) { m_rows = std::move(rows); }
@@ -97,6 +98,7 @@ public:
 private:
     std::shared_ptr<const LowPrecisionRows> m_rows;
     double m_emb_scale;
+    bool m_zero_start;  // ModelConfig::start_from_zero_embedding
 };
 TORCH_MODULE(Decoder);
 

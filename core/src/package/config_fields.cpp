@@ -65,6 +65,10 @@ const std::vector<ModelConfigField>& modelConfigFields() {
          0, 0, "post|pre", 3},
         {"final_layer_norm", &C::final_layer_norm,
          "a layer norm after the last encoder and the last decoder layer (the pre-norm models: true)", 0, 0, "", 3},
+        {"start_from_zero_embedding", &C::start_from_zero_embedding,
+         "the decoder's first input is a zero vector plus its position, not the start token's embedding (Marian's "
+         "models converted by CTranslate2: start_from_zero_embedding)",
+         0, 0, "", 5},
     };
     return fields;
 }

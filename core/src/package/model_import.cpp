@@ -40,15 +40,16 @@ PackageConfig importMultilingual(const std::string& from_dir, const std::string&
     return mm.config;
 }
 
-// A CTranslate2 model (a directory, an Argos package or .argosmodel): the vocabulary files and the
-// SentencePiece model are copied under their own names (the "ctranslate2" tokenizer layout).
+// A CTranslate2 model (a directory, an Argos package or .argosmodel): the vocabularies written as
+// CTranslate2 holds them, the SentencePiece model copied (the "ctranslate2" tokenizer layout).
 PackageConfig importCtranslate2(const std::string& from, const std::string& package_dir) {
     const package::Ct2Model m = package::readCtranslate2Model(from);
     (void)package::ctranslate2Codec(m.config, m.vocabularies, m.spm_path);  // checked before anything is written
     model::Transformer model = package::loadCt2Weights(m);
     package::SaveOptions so;
     so.extra_files[package_files::kModelCard] = package::ctranslate2ModelCard(from, m);
-    so.copied_files = m.vocabularies.files;
+    // As CTranslate2 read them (the <unk> it appends where a file lacks one): JSON lists under its names.
+    for (auto& [name, text] : package::ct2VocabularyFiles(m.vocabularies)) so.extra_files[name] = text;
     if (!m.spm_path.empty()) so.copied_as[package::ct2_files::kSentencePiece] = m.spm_path;
     package::savePackage(package_dir, m.config, model, "", so);
     return m.config;

@@ -2,6 +2,7 @@
 
 #include "formats/argos/argos_package.h"
 #include "formats/huggingface/hf_config.h"
+#include "formats/huggingface/hf_multilingual.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
 #include "util/text.h"
@@ -147,10 +148,6 @@ void refuseUnsupported(const Spec& s) {
             s.fail(std::string(scope) + ": multi-query attention is not implemented in AttnLab");
         if (s.flag(scope, "alibi", false)) s.fail(std::string(scope) + ": ALiBi is not implemented in AttnLab");
     }
-    if (s.flag("decoder", "start_from_zero_embedding", false))
-        s.fail(
-            "the decoder starts from a zero embedding (start_from_zero_embedding: Marian's own models); AttnLab's "
-            "decoder starts from a token");
 }
 
 void checkSpecName(const ModelBin& bin) {
@@ -345,6 +342,8 @@ ModelConfig mapArchitecture(Spec& s, Builder& b) {
     c.emb_src_trg_weight_sharing = s.bin.resolve(enc_emb) == s.bin.resolve(dec_emb);
     c.trg_emb_prj_weight_sharing = s.bin.resolve("decoder/projection/weight") == s.bin.resolve(dec_emb);
     c.logits_bias = s.has("decoder/projection/bias");
+    // TransformerDecoder's _start_from_zero_embedding (src/layers/transformer.cc); Marian's converters set it.
+    c.start_from_zero_embedding = s.flag("decoder", "start_from_zero_embedding", false);
     c.src_pad_idx = c.trg_pad_idx = 0;  // set from the vocabularies
     b.d = c.d_model;
     mapPositions(s, b, c);
@@ -467,43 +466,149 @@ struct TokenIds {
         if (id < 0) throw PackageError(file + ": has no " + role + " token '" + util::forMessage(t) + "'");
         return id;
     }
-    int64_t padding() const {
-        for (const char* p : {"<blank>", "<pad>"})
-            if (int64_t id = find(p); id >= 0) return id;
-        throw PackageError(file +
-                           ": has neither <blank> nor <pad>: AttnLab needs a padding token that no sentence holds");
+    // src/vocabulary.cc Vocabulary::to_id: a token the vocabulary lacks is the unknown token's id
+    // (the special tokens included: make_target_ids and make_source_ids look them up so).
+    int64_t idOr(const std::string& t, int64_t unk) const {
+        const int64_t id = find(t);
+        return id >= 0 ? id : unk;
     }
 };
+
+// The id of the first <blank> or <pad>; without either (Marian's vocabularies: MarianMTLoader.get_vocabulary
+// drops the <pad> Transformers added, marian.py's never had one) a "<pad>" appended. CTranslate2 pads by
+// lengths; AttnLab masks by an id, which no sentence may hold. True when appended.
+bool findOrAppendPadding(std::vector<std::string>& tokens, std::vector<std::string>& added, int64_t& id) {
+    for (const char* p : {"<blank>", "<pad>"})
+        if (auto it = std::find(tokens.begin(), tokens.end(), p); it != tokens.end()) {
+            id = it - tokens.begin();
+            return false;
+        }
+    id = int64_t(tokens.size());
+    tokens.push_back("<pad>");
+    added.push_back("<pad>");
+    return true;
+}
+
+// The padding ids; a side whose <pad> AttnLab appended gets a row more in its tensors (zero, and the
+// logit kPaddingLogit: ct2_weights.cpp), so that the softmax stays CTranslate2's.
+void addPadding(Ct2Model& m) {
+    ModelConfig& c = m.config.model;
+    auto& v = m.vocabularies;
+    const bool src_added = findOrAppendPadding(v.source, v.source_added, c.src_pad_idx);
+    bool trg_added = src_added;
+    if (v.shared) {
+        v.target = v.source;
+        v.target_added = v.source_added;
+        c.trg_pad_idx = c.src_pad_idx;
+    } else {
+        trg_added = findOrAppendPadding(v.target, v.target_added, c.trg_pad_idx);
+    }
+    if (c.emb_src_trg_weight_sharing && src_added != trg_added)
+        throw PackageError(v.files.front() +
+                           ": the shared embeddings' vocabularies differ in their padding token (<blank> or <pad>)");
+    if (src_added) {
+        c.n_src_vocab += 1;
+        if (!c.emb_src_trg_weight_sharing) m.padding_rows.insert("encoder.src_word_emb.weight");
+    }
+    if (trg_added) {
+        c.n_trg_vocab += 1;
+        c.logits_bias = true;
+        m.padding_rows.insert({"decoder.trg_word_emb.weight", "final_logits_bias"});
+        if (!c.trg_emb_prj_weight_sharing) m.padding_rows.insert("trg_word_prj.weight");
+    }
+}
 
 void applyVocabularies(Ct2Model& m, const Ct2Config& cc) {
     ModelConfig& c = m.config.model;
     const auto& v = m.vocabularies;
     const std::string& src_file = v.files.front();
     const std::string& trg_file = v.files.back();
-    auto check = [](const std::vector<std::string>& tokens, int64_t rows, const std::string& file, const char* side) {
+    auto check = [](const std::vector<std::string>& tokens, size_t added, int64_t rows, const std::string& file,
+                    const char* side) {
         if (int64_t(tokens.size()) != rows)
-            throw PackageError(file + ": has " + std::to_string(tokens.size()) + " tokens but model.bin's " + side +
-                               " embeddings have " + std::to_string(rows) + " rows");
+            throw PackageError(file + ": has " + std::to_string(tokens.size() - added) + " tokens" +
+                               (added ? " (" + std::to_string(tokens.size()) + " with the <unk> CTranslate2 appends)"
+                                      : std::string()) +
+                               " but model.bin's " + side + " embeddings have " + std::to_string(rows) + " rows");
     };
-    check(v.source, c.n_src_vocab, src_file, "encoder");
-    check(v.target, c.n_trg_vocab, trg_file, "decoder");
+    appendUnknownToken(m.vocabularies, cc.unk);
+    check(v.source, v.source_added.size(), c.n_src_vocab, src_file, "encoder");
+    check(v.target, v.target_added.size(), c.n_trg_vocab, trg_file, "decoder");
+    addPadding(m);
     const TokenIds src{v.source, src_file}, trg{v.target, trg_file};
-    c.src_pad_idx = src.padding();
-    c.trg_pad_idx = trg.padding();
     c.layer_norm_eps = cc.layer_norm_epsilon;
     PackageConfig& p = m.config;
     p.tokenizer = "ctranslate2";
-    p.bos_idx = trg.require(cc.start, "decoder start");
-    p.eos_idx = trg.require(cc.eos, "end-of-sentence");
-    p.unk_idx = trg.require(cc.unk, "unknown");
-    src.require(cc.unk, "unknown");
+    p.unk_idx = trg.require(cc.unk, "unknown");  // there since appendUnknownToken
+    const int64_t src_unk = src.require(cc.unk, "unknown");
+    p.eos_idx = trg.idOr(cc.eos, p.unk_idx);
+    p.bos_idx = trg.idOr(cc.start, p.unk_idx);
+    // A decoder that starts from zero never reads its start token's embedding; marian.py leaves config.json's
+    // default "<s>", which a Marian vocabulary lacks (CTranslate2 maps it to <unk>): </s> stands there instead,
+    // so that AttnLab blocks no real token as the start token.
+    if (c.start_from_zero_embedding && trg.find(cc.start) < 0) p.bos_idx = p.eos_idx;
     p.source_bos = cc.add_source_bos;
     p.source_eos = cc.add_source_eos;
-    p.source_bos_idx = cc.add_source_bos ? src.require(cc.bos, "start-of-sentence") : -1;
-    p.source_eos_idx = cc.add_source_eos ? src.require(cc.eos, "end-of-sentence") : -1;
+    p.source_bos_idx = cc.add_source_bos ? src.idOr(cc.bos, src_unk) : -1;
+    p.source_eos_idx = cc.add_source_eos ? src.idOr(cc.eos, src_unk) : -1;
     p.num_beams = 2;     // translate_batch's default beam_size
     p.max_length = 256;  // and max_decoding_length
     p.min_length = 1;    // and min_decoding_length: no </s> as the first token
+}
+
+// A converted multilingual model's language tokens, as ct2-transformers-converter writes its vocabulary
+// (converters/transformers.py): M2M100Loader.get_vocabulary keeps the tokenizer's ids and appends its
+// additional_special_tokens, "__de__" for M2M100 and "deu_Latn" for NLLB (both M2M100Config); MBartLoader
+// keeps mBART-50's "de_DE". The family is the pattern its tokens follow; code = what a user names.
+struct LanguagePattern {
+    bool (*is)(const std::string&);
+    std::string (*code)(const std::string&);
+};
+
+bool isLower(char c) { return c >= 'a' && c <= 'z'; }
+bool isUpper(char c) { return c >= 'A' && c <= 'Z'; }
+
+const std::vector<LanguagePattern>& languagePatterns() {
+    static const std::vector<LanguagePattern> patterns = {
+        {[](const std::string& t) {  // M2M100: __xx__ or __xxx__
+             return (t.size() == 6 || t.size() == 7) && t.rfind("__", 0) == 0 &&
+                    t.compare(t.size() - 2, 2, "__") == 0 && std::all_of(t.begin() + 2, t.end() - 2, isLower);
+         },
+         [](const std::string& t) { return t.substr(2, t.size() - 4); }},
+        {[](const std::string& t) {  // NLLB: xxx_Xxxx
+             return t.size() == 8 && isLower(t[0]) && isLower(t[1]) && isLower(t[2]) && t[3] == '_' && isUpper(t[4]) &&
+                    isLower(t[5]) && isLower(t[6]) && isLower(t[7]);
+         },
+         [](const std::string& t) { return t; }},
+        {[](const std::string& t) {  // mBART-50: xx_XX
+             return t.size() == 5 && isLower(t[0]) && isLower(t[1]) && t[2] == '_' && isUpper(t[3]) && isUpper(t[4]);
+         },
+         [](const std::string& t) { return t; }},
+    };
+    return patterns;
+}
+
+// The languages of one family's tokens (two at least) in a shared vocabulary; the tokenizer's layout around
+// them: the source language's token first, </s> after the pieces (M2M100Tokenizer, NllbTokenizer without
+// legacy_behaviour, MBart50Tokenizer), the target language's token forced first (CTranslate2's target_prefix).
+void mapLanguages(Ct2Model& m) {
+    const auto& tokens = m.vocabularies.target;
+    if (!m.vocabularies.shared) return;
+    for (const auto& pattern : languagePatterns()) {
+        std::vector<LanguageToken> found;
+        std::set<std::string> seen;
+        for (size_t id = 0; id < tokens.size(); ++id)
+            if (pattern.is(tokens[id]) && seen.insert(tokens[id]).second)  // a duplicate keeps its first id
+                found.push_back({pattern.code(tokens[id]), tokens[id], int64_t(id)});
+        if (found.size() < 2 || found.size() > PackageConfig::kMaxLanguages) continue;
+        PackageConfig& p = m.config;
+        p.languages = std::move(found);
+        p.language_token_position = "first";
+        p.source_eos = true;  // the tokenizer's </s>, which the converted config leaves to the caller
+        p.source_eos_idx = p.eos_idx;
+        defaultLanguages(p, nlohmann::json::object());
+        return;
+    }
 }
 
 std::vector<std::string> generatedTokens(int64_t n) {
@@ -633,6 +738,27 @@ std::string vocabularyFile(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
+void appendUnknownToken(Ct2Vocabularies& v, const std::string& unk) {
+    auto append = [&](std::vector<std::string>& tokens, std::vector<std::string>& added) {
+        if (std::find(tokens.begin(), tokens.end(), unk) != tokens.end()) return;
+        tokens.push_back(unk);
+        added.push_back(unk);
+    };
+    append(v.source, v.source_added);
+    if (v.shared) {  // one Vocabulary object in SequenceToSequenceModel::load_vocabularies
+        v.target = v.source;
+        v.target_added = v.source_added;
+    } else {
+        append(v.target, v.target_added);
+    }
+}
+
+std::map<std::string, std::string> ct2VocabularyFiles(const Ct2Vocabularies& v) {
+    auto text = [](const std::vector<std::string>& tokens) { return nlohmann::json(tokens).dump(2) + "\n"; };
+    if (v.shared) return {{"shared_vocabulary.json", text(v.source)}};
+    return {{"source_vocabulary.json", text(v.source)}, {"target_vocabulary.json", text(v.target)}};
+}
+
 Ct2Vocabularies readCt2Vocabularies(const std::string& dir) {
     Ct2Vocabularies v;
     if (const std::string shared = vocabularyFile(dir, "shared_vocabulary"); !shared.empty()) {
@@ -682,6 +808,7 @@ Ct2Model readCtranslate2Model(const std::string& path) {
     m.config.target_lang = where.target_lang;
     m.vocabularies = readCt2Vocabularies(where.model_dir);
     applyVocabularies(m, readCt2Config(where.model_dir, m.bin));
+    mapLanguages(m);
     if (where.argos) m.config.num_beams = 4;  // argos-translate's beam_size (its length penalty 0.2 is not AttnLab's)
     validate(m, bin_path);
     return m;
@@ -705,6 +832,7 @@ std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const C
     v.source_unk = static_cast<int>(src.require(unk, "unknown"));
     v.target_unk = static_cast<int>(c.unk_idx);
     v.special = {int(c.eos_idx), int(c.bos_idx), int(c.model.trg_pad_idx)};
+    for (const auto& l : c.languages) v.special.push_back(int(l.id));  // left out of decoded text
     return tokenVocabularyCodec(std::move(v));
 }
 

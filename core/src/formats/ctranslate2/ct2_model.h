@@ -18,8 +18,9 @@
 //   - layer norm epsilon: config.json's layer_norm_epsilon, else 1e-5;
 //   - int8 weights are w * scale rounded (scale per output row), int16 one scale: read as q / scale.
 // Variants AttnLab does not implement are refused by name (relative positions, T5's attention bias,
-// rotary, ALiBi, multi-query attention, gated feed-forward, RMS norm, source features, a decoder
-// that starts from a zero embedding, a decoder-only or another spec).
+// rotary, ALiBi, multi-query attention, gated feed-forward, RMS norm, source features, a decoder-only
+// or another spec). A decoder that starts from a zero embedding (Marian's, start_from_zero_embedding)
+// maps onto ModelConfig::start_from_zero_embedding.
 
 #include "formats/ctranslate2/ct2_model_bin.h"
 #include "tokenizer/text_codec.h"
@@ -29,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,11 +52,24 @@ struct Ct2Vocabularies {
     std::vector<std::string> source, target;
     std::vector<std::string> files;  // the files they were read from (one when shared)
     bool shared = false;
+    // What CTranslate2 adds to them when it loads them (appendUnknownToken) and AttnLab for its masks
+    // (ct2_model.cpp addPadding): the tokens the files lack, in the order appended.
+    std::vector<std::string> source_added, target_added;
 };
 
-// The vocabulary files of `dir`: shared_vocabulary.{json,txt} or source_ and target_vocabulary.
-// Throws PackageError naming the file and the problem.
+// The vocabulary files of `dir`: shared_vocabulary.{json,txt} or source_ and target_vocabulary, as
+// src/models/model_reader.cc load_vocabulary reads them (.json first, then .txt; one token a line,
+// empty lines kept as empty tokens, a final \r dropped only when every line has one). Nothing is
+// appended here. Throws PackageError naming the file and the problem.
 Ct2Vocabularies readCt2Vocabularies(const std::string& dir);
+
+// CTranslate2's rule (src/vocabulary.cc, Vocabulary::Vocabulary: "Append the unknown token if not
+// found in the vocabulary file"): `unk` appended to each vocabulary that lacks it (once to a shared one).
+void appendUnknownToken(Ct2Vocabularies& v, const std::string& unk);
+
+// The vocabularies as files of an imported package, with what was appended: file name -> its text
+// (a JSON list of tokens, as model_spec.py _save_vocabulary writes it).
+std::map<std::string, std::string> ct2VocabularyFiles(const Ct2Vocabularies& v);
 
 // Where one of AttnLab's tensors is in model.bin: a variable (aliases resolved) or rows of it (the
 // fused projections).
@@ -75,7 +90,13 @@ struct Ct2Model {
     std::string stored_dtypes;               // "float32", "int8+float32", ...
     std::string model_dir;                   // where model.bin is (inside an unpacked .argosmodel: a temporary folder)
     std::shared_ptr<const void> keep_alive;  // that temporary folder, removed with the last copy
+    // AttnLab's tensors that have one row more than their variable: a vocabulary without <blank> or
+    // <pad> (Marian's, converted) gets a <pad> for AttnLab's masks, its embedding row zero and its
+    // logit kPaddingLogit, so that it takes no share of the softmax CTranslate2 computes without it.
+    std::set<std::string> padding_rows;
 };
+
+inline constexpr float kPaddingLogit = -1e30f;
 
 // model.bin's header, config.json and the vocabularies of the CTranslate2 model `path` names (a
 // model directory, an installed Argos package or an .argosmodel: formats/argos/argos_package.h) -> the

@@ -117,12 +117,14 @@ void checkShapes(const Ct2Model& m) {
         expected_names.insert(name);
         auto it = m.sources.find(name);
         const bool table = util::endsWith(name, ".pos_table");
+        const bool padded = m.padding_rows.count(name) > 0;  // its last row AttnLab's <pad>'s
         if (it == m.sources.end()) {
-            if ((table && m.config.model.pos_encoding != "learned") || mayBeAbsent(name)) continue;
+            if ((table && m.config.model.pos_encoding != "learned") || mayBeAbsent(name) || padded) continue;
             throw PackageError(bin.path + ": no variable holds AttnLab's '" + name + "'");
         }
         std::vector<int64_t> want = shape;
         if (table) want.erase(want.begin());  // [1, rows, d] here, [rows, d] there
+        if (padded) want[0] -= 1;
         const auto got = sourceShape(bin, it->second);
         const std::string fused = it->second.rows >= 0 ? " (rows " + std::to_string(it->second.row_begin) + "+" +
                                                              std::to_string(it->second.rows) + " of it)"
@@ -156,6 +158,17 @@ model::Transformer loadCt2Weights(const Ct2Model& m) {
         }
         if (!copySource(m.bin, it->second, dst))
             throw PackageError(m.bin.path + ": variable '" + it->second.variable + "' contains NaN or infinite values");
+    }
+    // The <pad> AttnLab appended: a zero embedding, and a logit far below any other, whose share of the
+    // softmax is 0 in float32 (CTranslate2's vocabulary has no such row).
+    for (const auto& name : m.padding_rows) {
+        torch::Tensor& t = targets.at(name);
+        if (name == "final_logits_bias") {
+            if (!m.sources.count(name)) t.zero_();
+            t[-1] = kPaddingLogit;
+        } else {
+            t[-1].zero_();
+        }
     }
     return model;
 }

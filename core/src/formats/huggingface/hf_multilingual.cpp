@@ -195,20 +195,6 @@ std::string tokenizerClass(const std::string& dir, const json& tcfg, const std::
     return name;
 }
 
-// The codes used when none is asked for: tokenizer_config.json's src_lang / tgt_lang, else English
-// into German where the model has both, else its first two languages.
-void defaultLanguages(PackageConfig& pc, const json& tcfg) {
-    auto pick = [&](const char* key, std::vector<std::string> preferred, size_t fallback) {
-        if (tcfg.contains(key) && tcfg[key].is_string())
-            preferred.insert(preferred.begin(), tcfg[key].get<std::string>());
-        for (const auto& p : preferred)
-            if (const LanguageToken* l = pc.findLanguage(p)) return l->code;
-        return pc.languages[std::min(fallback, pc.languages.size() - 1)].code;
-    };
-    pc.source_lang = pick("src_lang", {"en", "eng_Latn", "en_XX"}, 0);
-    pc.target_lang = pick("tgt_lang", {"de", "deu_Latn", "de_DE"}, 1);
-}
-
 PackageConfig mapConfig(const HfConfig& c) {
     if (!c.j.is_object()) c.fail("expected a JSON object");
     const std::string type = c.string("model_type", "");
@@ -257,6 +243,20 @@ std::string familyOf(const PackageConfig& pc) {
 }
 
 }  // namespace
+
+// The codes used when none is asked for: tokenizer_config.json's src_lang / tgt_lang, else English
+// into German where the model has both, else its first two languages.
+void defaultLanguages(PackageConfig& pc, const json& tcfg) {
+    auto pick = [&](const char* key, std::vector<std::string> preferred, size_t fallback) {
+        if (tcfg.contains(key) && tcfg[key].is_string())
+            preferred.insert(preferred.begin(), tcfg[key].get<std::string>());
+        for (const auto& p : preferred)
+            if (const LanguageToken* l = pc.findLanguage(p)) return l->code;
+        return pc.languages[std::min(fallback, pc.languages.size() - 1)].code;
+    };
+    pc.source_lang = pick("src_lang", {"en", "eng_Latn", "en_XX"}, 0);
+    pc.target_lang = pick("tgt_lang", {"de", "deu_Latn", "de_DE"}, 1);
+}
 
 bool isMultilingualDirectory(const std::string& dir) {
     const fs::path p = fs::path(dir) / package_files::kConfig;

@@ -22,6 +22,8 @@
 
 #include <attnlab/config.h>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <vector>
 
@@ -54,5 +56,9 @@ PackageConfig multilingualConfigFromJson(const std::string& json_text, const std
 
 // A few lines for the model card of an imported package.
 std::string multilingualModelCard(const std::string& dir, const MultilingualModel& m);
+
+// source_lang and target_lang of a model with languages: tokenizer_config.json's src_lang / tgt_lang (an
+// empty object: none), else English into German where the model has both, else its first two languages.
+void defaultLanguages(PackageConfig& pc, const nlohmann::json& tokenizer_config);
 
 }  // namespace attnlab::package
