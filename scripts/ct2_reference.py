@@ -126,7 +126,10 @@ CTranslate2 semantics implemented here (file each comes from):
     <scope>/queries_scale attribute, default 1 / sqrt(head_dim)), causal mask in decoder self-attention,
     softmax, weights v. Cross-attention keys / values come from the encoder output (the final-normed memory),
     layer norm on the queries only. Relative positions (Shaw): pos(i, j) = clip(j - i - (Tk - Tq), -N, N) + N,
-    scores += queries_scale * q . K_rel[pos], output += sum_j p_ij V_rel[pos]. Multi-query (num_heads_kv 1):
+    scores += queries_scale * q . K_rel[pos], output += sum_j p_ij V_rel[pos]; computed with OpenNMT-py's
+    generate_relative_positions_matrix and relative_matmul (onmt/utils/misc.py, copied as written: the full
+    matrix, or the cache=True row of a decoding step, decode_incremental); make --relative-position N writes
+    the values as the converter does (an alias of the keys), --relative-separate-values a table of their own. Multi-query (num_heads_kv 1):
     one k / v head shared by all query heads (self: fused [q (d); k (hd); v (hd)]; cross: [k; v]).
   FFN (layers/transformer.cc FeedForwardNetwork): linear_1(act(linear_0(x)) [* linear_0_noact(x)]) with the
     same pre/post-norm residual rule. Activations (ops/activation.cc, common_spec.Activation): 0 relu, 1 gelu
@@ -465,7 +468,9 @@ class _WeightMaker:
             if A.relative_position:
                 keys = self.normal((2 * A.relative_position + 1, self.hd), 0.5)
                 self.W[p + "/relative_position_keys"] = keys
-                self.W[p + "/relative_position_values"] = keys.copy()  # opennmt_py.py: values = keys
+                # opennmt_py.py: values = keys; the spec allows two tables (--relative-separate-values)
+                self.W[p + "/relative_position_values"] = (self.normal(keys.shape, 0.5) if A.relative_separate_values
+                                                           else keys.copy())
         else:
             self.linear(p + "/linear_0", d, d, A.attn_bias)
             self.linear(p + "/linear_1", 2 * self.kv, d, A.attn_bias)
@@ -1134,6 +1139,40 @@ def activation(act_id):
     return torch.tanh if act_id == 5 else torch.sigmoid
 
 
+def onmt_generate_relative_positions_matrix(length, max_relative_positions, cache=False):
+    """OpenNMT-py onmt/utils/misc.py generate_relative_positions_matrix, as written there: the clipped offset
+    j - i (+ max_relative_positions) of every (query i, key j) of `length` positions, [length, length]; with
+    cache (a decoding step: one query, the last of `length`): [1, length], offsets -(length-1)..0."""
+    if cache:
+        distance_mat = torch.arange(-length + 1, 1, 1).unsqueeze(0)
+    else:
+        range_vec = torch.arange(length)
+        range_mat = range_vec.unsqueeze(-1).expand(-1, length).transpose(0, 1)
+        distance_mat = range_mat - range_mat.transpose(0, 1)
+    distance_mat_clipped = torch.clamp(distance_mat, min=-max_relative_positions, max=max_relative_positions)
+    return distance_mat_clipped + max_relative_positions
+
+
+def onmt_relative_matmul(x, z, transpose):
+    """OpenNMT-py onmt/utils/misc.py relative_matmul (CTranslate2's matmul_with_relative_representations):
+    x [batch, heads, length, n] times z[i] for each query i (z [length, keys, d]; transposed: z[i]^T)."""
+    batch_size, heads, length = x.shape[0], x.shape[1], x.shape[2]
+    x_t_r = x.permute(2, 0, 1, 3).reshape(length, heads * batch_size, -1)
+    x_tz_matmul = torch.matmul(x_t_r, z.transpose(1, 2) if transpose else z)
+    return x_tz_matmul.reshape(length, batch_size, heads, -1).permute(1, 2, 0, 3)
+
+
+def relative_positions_for(tq, tk, n):
+    """The positions matrix of tq queries over tk keys as OpenNMT-py builds it: the full matrix when every key
+    position is a query (an encoder, a whole causal decoder pass), the cache=True row for a decoding step
+    (tq = 1); other shapes do not occur here."""
+    if tq == tk:
+        return onmt_generate_relative_positions_matrix(tk, n)
+    if tq == 1:
+        return onmt_generate_relative_positions_matrix(tk, n, cache=True)
+    raise RefusedError(f"relative positions for {tq} queries over {tk} keys")
+
+
 class Forward:
     """The forward pass of a CT2Model: encoder, full causal decoder pass, maps."""
 
@@ -1178,16 +1217,16 @@ class Forward:
         q, k, v = self._project(a, q_in, memory)
         s = torch.matmul(q, k.transpose(1, 2)) * a["queries_scale"]
         tq, tk = s.shape[1], s.shape[2]
-        if a["rel_k"] is not None:
-            pos = self._rel_positions(tq, tk, (a["rel_k"].shape[0] - 1) // 2)
-            s = s + torch.einsum("htd,tkd->htk", q, a["rel_k"][pos]) * a["queries_scale"]
+        if a["rel_k"] is not None:  # OpenNMT-py MultiHeadedAttention.forward: query_key + relative_matmul(...)
+            pos = relative_positions_for(tq, tk, (a["rel_k"].shape[0] - 1) // 2)
+            s = s + onmt_relative_matmul(q.unsqueeze(0), a["rel_k"][pos], True)[0] * a["queries_scale"]
         if causal:
             allowed = torch.arange(tk)[None, :] <= torch.arange(tq)[:, None] + (tk - tq)
             s = s.masked_fill(~allowed, float("-inf"))
         p = torch.softmax(s, dim=-1)
         o = torch.matmul(p, v)
-        if a["rel_v"] is not None:
-            o = o + torch.einsum("htk,tkd->htd", p, a["rel_v"][pos])
+        if a["rel_v"] is not None:  # context_original + relative_matmul(drop_attn, relations_values, False)
+            o = o + onmt_relative_matmul(p.unsqueeze(0), a["rel_v"][pos], False)[0]
         out = self.linear(o.transpose(0, 1).reshape(tq, -1), a["lin"][-1])
         if a["ln"] is not None:
             out = x + out
@@ -1955,6 +1994,72 @@ def _check_relative(check, tr):
     ref = x + tr.fw.linear(o.transpose(0, 1).reshape(6, -1), a["lin"][-1])
     check("relative positions == a loop over (i, j) (keys and values)", (ref - out).abs().max().item() < 1e-12
           and (pr - p).abs().max().item() < 1e-12)
+    _check_relative_incremental(check, tr)
+
+
+def _self_attention_step(fw, a, xs):
+    """OpenNMT-py's MultiHeadedAttention.forward with a layer_cache (type "self"; CTranslate2's attention.cc with
+    cached keys): the last row of xs (the layer's inputs of steps 0..t) queries the keys and values of every row,
+    relative positions from generate_relative_positions_matrix(t + 1, k, cache=True). Returns (the new row's
+    output incl. residual / norm, its probabilities [H, 1, t + 1])."""
+    pre, x = a["pre_norm"], xs[-1:]
+    h = fw.norm(xs, a["ln"]) if (a["ln"] is not None and pre) else xs
+    q, k, v = fw._project(a, h, None)
+    q = q[:, -1:]
+    s = torch.matmul(q, k.transpose(1, 2)) * a["queries_scale"]
+    if a["rel_k"] is not None:
+        pos = onmt_generate_relative_positions_matrix(xs.shape[0], (a["rel_k"].shape[0] - 1) // 2, cache=True)
+        s = s + onmt_relative_matmul(q.unsqueeze(0), a["rel_k"][pos], True)[0] * a["queries_scale"]
+    p = torch.softmax(s, dim=-1)
+    o = torch.matmul(p, v)
+    if a["rel_v"] is not None:
+        o = o + onmt_relative_matmul(p.unsqueeze(0), a["rel_v"][pos], False)[0]
+    out = fw.linear(o.transpose(0, 1).reshape(1, -1), a["lin"][-1])
+    if a["ln"] is not None:
+        out = x + out
+        if not pre:
+            out = fw.norm(out, a["ln"])
+    return out, p
+
+
+def decode_incremental(fw, ids, memory):
+    """The decoder one token at a time with cached layer inputs (OpenNMT-py's and CTranslate2's step-by-step
+    decoding): logits [T, V] and each layer's self-attention rows [H, T, T] (row t over keys 0..t, zeros after)."""
+    S = fw.m.dec
+    if S["positions"] is not None or S.get("project_in") is not None or S.get("zero_start"):
+        raise RefusedError("decode_incremental: a decoder without absolute positions, project_in or zero start only")
+    emb, act, T = fw.embed(S, ids), activation(S["activation_id"]), len(ids)
+    inputs = [[] for _ in S["layers"]]
+    maps = [torch.zeros(S["heads"], T, T, dtype=torch.float64) for _ in S["layers"]]
+    rows = []
+    for t in range(T):
+        x = emb[t:t + 1]
+        for li, L in enumerate(S["layers"]):
+            inputs[li].append(x)
+            x, p = _self_attention_step(fw, dict(L["self"], pre_norm=S["pre_norm"]), torch.cat(inputs[li]))
+            maps[li][:, t, :t + 1] = p[:, 0]
+            x, _ = fw.attention(dict(L["cross"], pre_norm=S["pre_norm"]), x, memory=memory)
+            x = fw.ffn(L["ffn"], x, S["pre_norm"], act)
+        if S["final_norm"] is not None:
+            x = fw.norm(x, S["final_norm"])
+        rows.append(fw.linear(x, S["proj"]))
+    return torch.cat(rows), maps
+
+
+def _check_relative_incremental(check, tr):
+    """OpenNMT-py's matrices equal CTranslate2's make_relative_positions; step-by-step decoding (cache=True rows)
+    equals the full causal pass."""
+    same = all(torch.equal(onmt_generate_relative_positions_matrix(n, k), Forward._rel_positions(n, n, k)) and
+               torch.equal(onmt_generate_relative_positions_matrix(n, k, cache=True), Forward._rel_positions(1, n, k))
+               for n in (1, 2, 5, 9) for k in (1, 2, 4))
+    check("relative: OpenNMT-py's positions matrices == CTranslate2's make_relative_positions", same)
+    memory, _ = tr.fw.encode([5, 9, 4, 12, 7, 3])
+    ids = [2, 8, 15, 6, 11, 20, 9, 13]  # longer than 2k + 1 for k = 4 (both clipped ends used)
+    full, maps_full, _ = tr.fw.decode(ids, memory)
+    inc, maps_inc = decode_incremental(tr.fw, ids, memory)
+    worst = max((a - b).abs().max().item() for a, b in zip(maps_full, maps_inc))
+    check("relative: step-by-step decoding == the full causal pass (logits, self-attention rows)",
+          (full - inc).abs().max().item() < 1e-10 and worst < 1e-12)
 
 
 def _check_mqa(check):
@@ -2068,6 +2173,8 @@ def _add_make_architecture_arguments(m):
     m.add_argument("--eos-bias", type=float, default=0.0, help="added to the projection bias of </s>")
     m.add_argument("--relative-position", type=int, default=0, help="Shaw relative positions, max distance N "
                    "(implies --no-scale-embeddings, as the OpenNMT-py converter sets it)")
+    m.add_argument("--relative-separate-values", action="store_true",
+                   help="relative_position_values a table of its own (OpenNMT-py's converter stores the keys' table)")
     for f in ("rotary", "multi-query", "ffn-glu", "rms-norm", "alibi"):
         m.add_argument("--" + f, action="store_true")
 

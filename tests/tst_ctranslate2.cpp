@@ -463,8 +463,6 @@ void TestCtranslate2::refusedByMessage_data() {
     QTest::addColumn<QStringList>("options");
     QTest::addColumn<QString>("edit");
     QTest::addColumn<QString>("message");
-    QTest::newRow("relative positions") << QStringList{"--relative-position", "8"} << ""
-                                        << "relative position representations";
     QTest::newRow("rotary") << QStringList{"--rotary"} << ""
                             << "rotary position embeddings";
     QTest::newRow("multi-query") << QStringList{"--multi-query"} << ""

@@ -59,13 +59,20 @@ struct ModelConfig {
                                                // paper); half: sines in the first half, cosines in the
                                                // second, timescale ln(10000)/(d/2) (Marian); fairseq: the
                                                // same halves, timescale ln(10000)/(d/2 - 1) (M2M100,
-                                               // NLLB); learned: a table stored with the weights (mBART)
+                                               // NLLB); learned: a table stored with the weights (mBART);
+                                               // none: no absolute positions (format 5: relative ones)
     int64_t pos_offset = 0;                    // the position of the first token
     bool logits_bias = false;                  // a bias vector added to the logits (final_logits_bias)
     // Format 3: the pre-layer-norm Transformers (M2M100, NLLB-200, mBART).
     std::string norm_position = "post";  // post: x = norm(x + sublayer(x)) (the paper, the reference);
                                          // pre: x = x + sublayer(norm(x))
     bool final_layer_norm = false;       // a layer norm after the last encoder and the last decoder layer
+    // Format 5: relative position representations (Shaw et al. 2018; OpenNMT-py's max_relative_positions,
+    // CTranslate2's relative_position_keys / _values) in every self-attention of both stacks: the offset
+    // j - i of key j from query i, clipped to [-k, k], selects a learned key vector (added to k_j in the
+    // score) and a learned value vector (added to v_j in the output), per layer, shared by the heads.
+    // 0 = none. docs/ctranslate2.md "Relative positions".
+    int64_t max_relative_positions = 0;
     // Format 5: the decoder's first input is a zero vector, not a token's embedding (Marian's models, as
     // CTranslate2 runs them: src/layers/transformer.cc TransformerDecoder::decode zeroes step 0's
     // embedding, leaves it unscaled and adds its position as any step's). docs/ctranslate2.md.
@@ -90,6 +97,7 @@ struct ModelConfig {
     }
     bool scalePrj() const { return trg_emb_prj_weight_sharing && scale_emb_or_prj == "prj"; }
     bool preNorm() const { return norm_position == "pre"; }
+    bool relativePositions() const { return max_relative_positions > 0; }
 };
 
 // A multilingual model's language: the code a user names it by ("en", "eng_Latn", "en_XX"), the
@@ -107,7 +115,8 @@ struct PackageConfig {
     // `max_length`; 3 added norm_position, final_layer_norm, the positions fairseq and learned, and
     // the languages of multilingual models. An older file reads with their defaults.
     // 4 added the "ctranslate2" tokenizer layout, source_bos_idx / source_eos_idx and gelu_tanh.
-    // 5 added start_from_zero_embedding.
+    // 5 added max_relative_positions (its tables in model.safetensors), pos_encoding "none" and
+    // start_from_zero_embedding.
     static constexpr int kFormatVersion = 5;
     static constexpr int kOldestFormatVersion = 1;
 

@@ -44,6 +44,20 @@ struct AttentionExplanation {
     double weight = 0.0;                            // row_weights[key]
     std::vector<std::vector<float>> value_vectors;  // v_j of this head for every key [lk][d_v]
     std::vector<float> head_output;                 // sum_j row_weights[j] * v_j (d_v values)
+    // A self-attention with relative positions (ModelConfig::max_relative_positions = k > 0): the score is
+    // scaled + relative_scaled, i.e. q.k/sqrt(d_k) + q.a^K_ij/sqrt(d_k), where a^K_ij is the learned key vector of
+    // the offset j - i clipped to [-k, k]; the head output adds sum_j weight_j a^V_ij. Empty / 0 otherwise.
+    bool relative = false;
+    int max_relative_positions = 0;          // k
+    int relative_offset = 0;                 // j - i (the query's own position counts as i)
+    int relative_clipped = 0;                // clip(j - i, -k, k): the table row is relative_clipped + k
+    std::vector<float> relative_key;         // a^K_ij (d_k values)
+    std::vector<double> relative_products;   // q_i[d] * a^K_ij[d]
+    double relative_dot = 0.0;               // their sum, q_i . a^K_ij
+    double relative_scaled = 0.0;            // relative_dot / temperature
+    double score = 0.0;                      // scaled + relative_scaled: what the softmax sees (unmasked)
+    std::vector<float> row_relative_scaled;  // q_i . a^K_ij / temperature for every key j of the row
+    std::vector<float> relative_value;       // a^V_ij (d_v values)
 };
 
 // One piece before the first layer, in the reference's order: embedding row, times sqrt(d_model)

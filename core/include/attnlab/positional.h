@@ -15,4 +15,13 @@ std::vector<std::vector<float>> halfSinusoidTable(int n_position, int d_hid);
 // only on i - j, which is what lets attention read relative positions.
 std::vector<std::vector<float>> positionalDotProducts(int n_position, int d_hid);
 
+// A model's relative position representations (Shaw et al.; ModelConfig::max_relative_positions): per layer of
+// each stack's self-attention, the learned key vectors a^K and value vectors a^V of the offsets -k..k, row r for
+// offset r - k ([2k+1][d_k] and [2k+1][d_v]). Empty when the model has none (max_distance 0).
+struct RelativePositionTables {
+    int max_distance = 0;  // k: offsets beyond +-k use the rows of +-k
+    std::vector<std::vector<std::vector<float>>> encoder_keys, encoder_values, decoder_keys, decoder_values;
+    bool empty() const { return max_distance == 0; }
+};
+
 }  // namespace attnlab

@@ -10,6 +10,7 @@
 #include <attnlab/explain.h>
 #include <attnlab/gradients.h>
 #include <attnlab/package.h>
+#include <attnlab/positional.h>
 #include <attnlab/translation.h>
 
 #include <functional>
@@ -62,7 +63,8 @@ struct ModelInfo {
     double load_seconds = 0.0;
     // The package's confidence calibration (confidence.json); absent in packages made before it.
     std::optional<ConfidenceCalibration> confidence;
-    std::vector<Example> examples;  // the package's examples.tsv (none when absent)
+    std::vector<Example> examples;              // the package's examples.tsv (none when absent)
+    RelativePositionTables relative_positions;  // the learned relative position tables (none: empty)
 };
 
 class Translator {

@@ -41,6 +41,25 @@ bool isBlank(const std::string& s) {
 }
 
 using util::translatingTorchErrors;
+
+// The learned relative position tables of every self-attention (attnlab/positional.h), as float32 copies.
+RelativePositionTables relativePositionTables(model::TransformerImpl& m) {
+    RelativePositionTables t;
+    t.max_distance = static_cast<int>(m.config().max_relative_positions);
+    if (t.empty()) return t;
+    torch::NoGradGuard no_grad;
+    for (AttentionKind kind : {AttentionKind::EncoderSelf, AttentionKind::DecoderSelf}) {
+        const bool enc = kind == AttentionKind::EncoderSelf;
+        for (int64_t l = 0; l < m.config().layers(kind); ++l) {
+            const auto a = m.attention(kind, l);
+            (enc ? t.encoder_keys : t.decoder_keys)
+                .push_back(util::toMatrix(a->relative_position_keys.to(torch::kCPU)));
+            (enc ? t.encoder_values : t.decoder_values)
+                .push_back(util::toMatrix(a->relative_position_values.to(torch::kCPU)));
+        }
+    }
+    return t;
+}
 }  // namespace
 
 // ---------------------------------------------------------------- loading
@@ -64,6 +83,7 @@ Engine::Engine(const std::string& dir, const TranslatorOptions& options) : m_dev
     m_info.vocab_size = m_tokenizer->vocabSize();
     m_info.device = m_device.str();
     m_info.parameters = countParameters();
+    m_info.relative_positions = relativePositionTables(*m_model);
     m_info.load_seconds = secondsSince(t0);
 }
 
@@ -128,6 +148,7 @@ Engine::Engine(const PackageConfig& cfg, model::Transformer m, std::unique_ptr<T
     m_info.vocab_size = m_tokenizer->vocabSize();
     m_info.device = m_device.str();
     m_info.parameters = countParameters();
+    m_info.relative_positions = relativePositionTables(*m_model);
 }
 
 Engine::~Engine() = default;

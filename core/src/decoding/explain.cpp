@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnlab {
@@ -100,6 +101,25 @@ public:
 private:
     model::MultiHeadAttention m_module;
 };
+
+// The relative term of one score (a self-attention with relative positions), from the pass's own tensors: the
+// key vector a^K of the clipped offset, q . a^K and its scaled value, the row's relative scores, a^V.
+void explainRelative(AttentionExplanation& e, const model::AttentionCapture& cap, int64_t k) {
+    const int h = e.cell.head, i = e.cell.query, j = e.cell.key;
+    e.relative = true;
+    e.max_relative_positions = static_cast<int>(k);
+    e.relative_offset = j - i;
+    e.relative_clipped = static_cast<int>(std::clamp<int64_t>(j - i, -k, k));
+    e.relative_key = toVector(cap.relative_keys[i][j]);
+    for (size_t d = 0; d < e.query_vector.size(); ++d) {
+        e.relative_products.push_back(double(e.query_vector[d]) * double(e.relative_key.at(d)));
+        e.relative_dot += e.relative_products.back();
+    }
+    e.relative_scaled = e.relative_dot / e.temperature;
+    e.score = e.scaled + e.relative_scaled;
+    e.row_relative_scaled = toVector(cap.relative_scores[0][h][i]);
+    e.relative_value = toVector(cap.relative_values[i][j]);
+}
 
 // The decoder's input for a result: <s> then the best hypothesis's tokens but the last.
 std::vector<int64_t> decoderInput(const TranslationResult& r, int64_t bos) {
@@ -226,6 +246,8 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
         e.weight = e.row_weights.at(j);
         for (int64_t k = 0; k < cap.v.size(2); ++k) e.value_vectors.push_back(toVector(cap.v[0][h][k]));
         e.head_output = toVector(cap.heads_out[0][h][i]);
+        e.score = e.scaled;
+        if (cap.relative_scores.defined()) explainRelative(e, cap, cfg.max_relative_positions);
         return e;
     });
 }
@@ -255,6 +277,7 @@ TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int pos
         t.scale = m_config.model.scaleEmb() ? std::sqrt(double(m_config.model.d_model)) : 1.0;
         // As the model's forward: the scaled embedding (the multiply skipped when the scale is 1), plus the table row.
         auto scaled = t.scale != 1.0 ? emb * t.scale : emb;
+        // pos_encoding "none" (relative positions only): the table holds zeros and nothing is added.
         auto pe = table[0][position + m_config.model.pos_offset];
         auto sum = scaled + pe;
         t.embedding = toVector(emb);

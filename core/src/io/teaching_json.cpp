@@ -82,6 +82,18 @@ std::string explanationJson(const AttentionExplanation& e) {
     j["weight"] = e.weight;
     j["value_vectors"] = e.value_vectors;
     j["head_output"] = e.head_output;
+    j["score"] = e.score;  // scaled, plus relative_scaled with relative positions
+    if (e.relative) {      // a self-attention with relative positions (docs/ctranslate2.md)
+        j["relative"] = {{"max_relative_positions", e.max_relative_positions},
+                         {"offset", e.relative_offset},
+                         {"clipped_offset", e.relative_clipped},
+                         {"key_vector", e.relative_key},
+                         {"products", e.relative_products},
+                         {"dot", e.relative_dot},
+                         {"scaled", e.relative_scaled},
+                         {"row_scaled", e.row_relative_scaled},
+                         {"value_vector", e.relative_value}};
+    }
     return j.dump(1) + "\n";
 }
 

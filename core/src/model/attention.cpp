@@ -82,10 +82,51 @@ std::pair<torch::Tensor, torch::Tensor> singleQueryAttention(const torch::Tensor
 }
 }  // namespace
 
+torch::Tensor relativePositionIndex(int64_t lq, int64_t lk, int64_t k) {
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    const auto queries = torch::arange(lq, i64).unsqueeze(1) + (lk - lq);  // each query's own position
+    return torch::clamp(torch::arange(lk, i64).unsqueeze(0) - queries, -k, k) + k;
+}
+
+namespace {
+// CTranslate2's matmul_with_relative_representations (OpenNMT-py's relative_matmul): x [b,h,lq,n] times, for
+// each query i, the matrix a[i] ([lk,d]; transposed: x . a[i]^T, [b,h,lq,lk]; else x . a[i], [b,h,lq,d]).
+torch::Tensor relativeMatmul(const torch::Tensor& x, const torch::Tensor& a, bool transpose) {
+    const int64_t b = x.size(0), h = x.size(1), lq = x.size(2);
+    auto xt = x.permute({2, 0, 1, 3}).reshape({lq, b * h, x.size(3)});
+    auto out = torch::matmul(xt, transpose ? a.transpose(1, 2) : a);  // [lq, b*h, lk | d]
+    return out.view({lq, b, h, -1}).permute({1, 2, 0, 3});
+}
+
+// scaledDotProductAttention with the relative terms, in CTranslate2's order (dot_product_attention):
+// scores = (q / t) k^T + (q / t) . a^K_ij, the mask, softmax, then p v + sum_j p_ij a^V_ij.
+std::pair<torch::Tensor, torch::Tensor> relativeAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                                          const torch::Tensor& v, const torch::Tensor& mask,
+                                                          double temperature, FastDropout& dropout,
+                                                          AttentionCapture* capture, const RelativeTerms& rel) {
+    const auto qs = q / temperature;
+    const auto relative_scores = relativeMatmul(qs, rel.keys, /*transpose=*/true);
+    auto scores = torch::matmul(qs, k.transpose(2, 3)) + relative_scores;
+    if (capture) {
+        capture->scores = scores, capture->mask = mask;
+        capture->relative_scores = relative_scores;
+        capture->relative_keys = rel.keys, capture->relative_values = rel.values;
+    }
+    if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -1e9);  // ref: mask == 0
+    auto probs = torch::softmax(scores, -1);
+    auto p = dropout->is_training() ? dropout(probs) : probs;
+    auto out = torch::matmul(p, v) + relativeMatmul(p, rel.values, /*transpose=*/false);
+    if (capture) capture->q = q, capture->k = k, capture->v = v, capture->weights = probs, capture->heads_out = out;
+    return {out, probs};
+}
+}  // namespace
+
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                                                   const torch::Tensor& v, const torch::Tensor& mask,
                                                                   double temperature, FastDropout& dropout,
-                                                                  AttentionCapture* capture) {
+                                                                  AttentionCapture* capture,
+                                                                  const RelativeTerms* relative) {
+    if (relative) return relativeAttention(q, k, v, mask, temperature, dropout, capture, *relative);
     if (fusable(q, k, v, mask, dropout, capture)) return singleQueryAttention(q, k, v, mask, temperature);
     // One query per row (a cached decoding step) while training or capturing: LibTorch 1.13's CPU bmm loops over the
     // batch x heads matrices one small GEMM at a time, which made these products most of a
@@ -114,6 +155,12 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const AttentionOptions& o)
     attn_dropout = register_module("attention_dropout", FastDropout(o.attn_dropout));
     dropout = register_module("dropout", FastDropout(o.dropout));
     layer_norm = register_module("layer_norm", makeLayerNorm(d_model, o.layer_norm_eps));
+    max_relative_positions = o.max_relative_positions;
+    if (max_relative_positions > 0) {
+        const int64_t rows = 2 * max_relative_positions + 1;
+        relative_position_keys = register_parameter("relative_position_keys", torch::zeros({rows, d_k}));
+        relative_position_values = register_parameter("relative_position_values", torch::zeros({rows, d_v}));
+    }
 }
 
 torch::nn::LayerNorm makeLayerNorm(int64_t d, double eps) {
@@ -135,8 +182,16 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
     const auto sz_b = q.size(0), len_q = q.size(1);
     auto qh = splitHeads(w_qs(pre_norm ? layer_norm(q) : q), n_head, d_k);
     auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
-    auto [out, attn] =
-        scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout, capture);
+    RelativeTerms relative;
+    if (max_relative_positions > 0) {
+        const auto rows = relativePositionIndex(len_q, k_heads.size(2), max_relative_positions)
+                              .to(relative_position_keys.device())
+                              .view({-1});
+        relative.keys = relative_position_keys.index_select(0, rows).view({len_q, k_heads.size(2), d_k});
+        relative.values = relative_position_values.index_select(0, rows).view({len_q, k_heads.size(2), d_v});
+    }
+    auto [out, attn] = scaledDotProductAttention(qh, k_heads, v_heads, head_mask, std::sqrt(double(d_k)), attn_dropout,
+                                                 capture, relative.keys.defined() ? &relative : nullptr);
     if (head_keep.defined())  // ablated heads contribute zeros; a gate per row scales each row's heads
         out = out * (head_keep.dim() == 2 ? head_keep.view({sz_b, -1, 1, 1}) : head_keep.view({1, -1, 1, 1}));
     out = out.transpose(1, 2).contiguous().view({sz_b, len_q, -1});

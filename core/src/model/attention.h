@@ -16,21 +16,40 @@ torch::nn::LayerNorm makeLayerNorm(int64_t d, double eps);
 // What one attention module computed in its last forward pass, kept while
 // MultiHeadAttentionImpl::capture points here (to explain one weight from the model's own numbers).
 struct AttentionCapture {
-    torch::Tensor q, k, v;    // the heads' queries and keys (before the temperature), values [b,h,l,d]
-    torch::Tensor scores;     // (q / temperature) k^T before the mask [b,h,lq,lk]
+    torch::Tensor q, k, v;  // the heads' queries and keys (before the temperature), values [b,h,l,d]
+    torch::Tensor scores;   // (q / temperature) k^T before the mask [b,h,lq,lk], the relative term included
+    // With relative positions (RelativeTerms): (q / temperature) . a^K_ij [b,h,lq,lk] (a part of scores), the key
+    // and value vectors of each (query, key) offset [lq,lk,d]; undefined otherwise.
+    torch::Tensor relative_scores, relative_keys, relative_values;
     torch::Tensor mask;       // as given, broadcastable to scores; undefined = no mask
     torch::Tensor weights;    // softmax of the masked scores [b,h,lq,lk]
     torch::Tensor heads_out;  // each head's weighted sum of values, before fc [b,h,lq,dv]
 };
 
+// Relative position representations (Shaw et al. 2018) as CTranslate2 computes them
+// (src/layers/attention.cc make_relative_positions, add_relative_representations,
+// matmul_with_relative_representations; OpenNMT-py onmt/utils/misc.py generate_relative_positions_matrix,
+// relative_matmul): the row of each (query i, key j) in a table of 2k+1 rows, clip(j - (i + lk - lq), -k, k) + k,
+// [lq, lk] int64. The queries are the last lq of lk positions: a cached decoding step (lq = 1) sees offsets
+// -(lk-1)..0, as OpenNMT-py's cache=True matrix.
+torch::Tensor relativePositionIndex(int64_t lq, int64_t lk, int64_t k);
+
+// The table rows each (query, key) pair uses, [lq, lk, d_k] and [lq, lk, d_v].
+struct RelativeTerms {
+    torch::Tensor keys, values;
+};
+
 // ref: ScaledDotProductAttention. q [b,h,lq,dk], k [b,h,lk,dk], v [b,h,lk,dv];
 // mask broadcastable to [b,h,lq,lk], true = may attend. Returns (output [b,h,lq,dv],
 // attention probabilities [b,h,lq,lk]) — probabilities after softmax, before dropout is applied
-// to the copy used for the output, so that what is returned always sums to 1 per row.
+// to the copy used for the output, so that what is returned always sums to 1 per row. With `relative`
+// (self-attention with relative positions): scores += (q / temperature) . a^K_ij and
+// output_i += sum_j p_ij a^V_ij.
 std::pair<torch::Tensor, torch::Tensor> scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                                                   const torch::Tensor& v, const torch::Tensor& mask,
                                                                   double temperature, FastDropout& dropout,
-                                                                  AttentionCapture* capture = nullptr);
+                                                                  AttentionCapture* capture = nullptr,
+                                                                  const RelativeTerms* relative = nullptr);
 
 // The shape of one attention module.
 struct AttentionOptions {
@@ -39,9 +58,10 @@ struct AttentionOptions {
     // The reference's ScaledDotProductAttention default (0.1), which the reference does not tie
     // to `dropout`.
     double attn_dropout = 0.1;
-    bool bias = false;             // biases on w_qs, w_ks, w_vs and fc (Marian)
-    double layer_norm_eps = 1e-6;  // the reference's
-    bool pre_norm = false;         // ModelConfig::norm_position "pre": x + attention(norm(x))
+    bool bias = false;                   // biases on w_qs, w_ks, w_vs and fc (Marian)
+    double layer_norm_eps = 1e-6;        // the reference's
+    bool pre_norm = false;               // ModelConfig::norm_position "pre": x + attention(norm(x))
+    int64_t max_relative_positions = 0;  // k of the relative position tables (self-attention only); 0 = none
 };
 
 // ref: MultiHeadAttention — projections w_qs, w_ks, w_vs, fc (bias-free in the reference);
@@ -81,6 +101,11 @@ public:
     // output before fc; undefined = every head kept. Set by the engine around a translation.
     // [batch, n_head]: a gate per sentence and head (gradient importance, decoding/gradients.cpp).
     torch::Tensor head_keep;
+    // Relative position representations (AttentionOptions::max_relative_positions = k > 0): learned rows for
+    // the offsets -k..k (row r: offset r - k), shared by the heads, [2k+1, d_k] and [2k+1, d_v]; the
+    // parameters "relative_position_keys" / "relative_position_values". Undefined without.
+    int64_t max_relative_positions = 0;
+    torch::Tensor relative_position_keys, relative_position_values;
 };
 TORCH_MODULE(MultiHeadAttention);
 

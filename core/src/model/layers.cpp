@@ -41,7 +41,9 @@ std::pair<torch::Tensor, torch::Tensor> EncoderLayerImpl::forward(const torch::T
 
 DecoderLayerImpl::DecoderLayerImpl(const LayerOptions& o) {
     slf_attn = register_module("slf_attn", MultiHeadAttention(o.attention));
-    enc_attn = register_module("enc_attn", MultiHeadAttention(o.attention));
+    AttentionOptions cross = o.attention;
+    cross.max_relative_positions = 0;  // relative positions are the self-attentions' (CTranslate2's spec)
+    enc_attn = register_module("enc_attn", MultiHeadAttention(cross));
     pos_ffn = register_module("pos_ffn", PositionwiseFeedForward(o));
 }
 

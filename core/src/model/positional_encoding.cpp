@@ -51,7 +51,8 @@ PositionLayout positionLayout(const std::string& name) {
     if (name == "half") return PositionLayout::Half;
     if (name == "fairseq") return PositionLayout::Fairseq;
     if (name == "learned") return PositionLayout::Learned;
-    throw ConfigError("pos_encoding '" + name + "' is not one of interleaved | half | fairseq | learned");
+    if (name == "none") return PositionLayout::None;
+    throw ConfigError("pos_encoding '" + name + "' is not one of interleaved | half | fairseq | learned | none");
 }
 
 namespace {
@@ -59,7 +60,8 @@ torch::Tensor tableOf(PositionLayout layout, int64_t rows, int64_t d_hid) {
     switch (layout) {
     case PositionLayout::Half: return halfSinusoidTable(rows, d_hid);
     case PositionLayout::Fairseq: return fairseqSinusoidTable(rows, d_hid);
-    case PositionLayout::Learned: return torch::zeros({rows, d_hid});
+    case PositionLayout::Learned:
+    case PositionLayout::None: return torch::zeros({rows, d_hid});
     case PositionLayout::Interleaved: break;
     }
     return sinusoidTable(rows, d_hid);
@@ -67,13 +69,14 @@ torch::Tensor tableOf(PositionLayout layout, int64_t rows, int64_t d_hid) {
 }  // namespace
 
 PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_hid, int64_t n_position, PositionLayout layout, int64_t offset)
-    : first_position(offset) {
+    : first_position(offset), adds(layout != PositionLayout::None) {
     pos_table = register_buffer("pos_table", tableOf(layout, n_position + offset, d_hid).unsqueeze(0));
 }
 
 torch::Tensor PositionalEncodingImpl::forward(const torch::Tensor& x) { return forwardAt(x, 0); }
 
 torch::Tensor PositionalEncodingImpl::forwardAt(const torch::Tensor& x, int64_t offset) {
+    if (!adds) return x;
     return x + pos_table.narrow(1, first_position + offset, x.size(1)).detach();
 }
 

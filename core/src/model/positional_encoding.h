@@ -21,7 +21,9 @@ torch::Tensor halfSinusoidTable(int64_t n_position, int64_t d_hid);
 torch::Tensor fairseqSinusoidTable(int64_t n_position, int64_t d_hid);
 
 // ModelConfig::pos_encoding.
-enum class PositionLayout { Interleaved, Half, Fairseq, Learned };
+// None: no absolute positions (a model with relative positions only): the table holds zeros and
+// nothing is added.
+enum class PositionLayout { Interleaved, Half, Fairseq, Learned, None };
 PositionLayout positionLayout(const std::string& pos_encoding);  // throws ConfigError for another name
 
 // ref: PositionalEncoding — the table is a (persistent) buffer named pos_table, 1 x n_position x d_hid.
@@ -39,6 +41,7 @@ public:
 
     torch::Tensor pos_table;
     int64_t first_position = 0;
+    bool adds = true;  // false for PositionLayout::None
 };
 TORCH_MODULE(PositionalEncoding);
 

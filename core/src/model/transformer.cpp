@@ -28,6 +28,7 @@ LayerOptions layerOptions(const ModelConfig& cfg, bool decoder) {
     o.attention.bias = cfg.attn_bias;
     o.attention.layer_norm_eps = cfg.layer_norm_eps;
     o.attention.pre_norm = cfg.preNorm();
+    o.attention.max_relative_positions = cfg.max_relative_positions;
     o.d_inner = decoder ? cfg.decoderInner() : cfg.d_inner;
     o.activation = cfg.ffn_activation;
     return o;

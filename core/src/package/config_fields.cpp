@@ -55,8 +55,9 @@ const std::vector<ModelConfigField>& modelConfigFields() {
         {"pos_encoding", &C::pos_encoding,
          "positions: interleaved = sin on even, cos on odd dimensions (the paper); half = sines in the first half, "
          "cosines in the second, timescale ln(10000)/(d/2) (Marian); fairseq = the same halves, timescale "
-         "ln(10000)/(d/2 - 1) (M2M100, NLLB); learned = a table stored with the weights (mBART)",
-         0, 0, "interleaved|half|fairseq|learned", 2},
+         "ln(10000)/(d/2 - 1) (M2M100, NLLB); learned = a table stored with the weights (mBART); none = no absolute "
+         "positions (format 5: models with relative positions only)",
+         0, 0, "interleaved|half|fairseq|learned|none", 2},
         {"pos_offset", &C::pos_offset, "the position of the first token in the sinusoid table", 0, 8192, "", 2},
         {"logits_bias", &C::logits_bias, "a bias vector added to the logits (Marian's final_logits_bias)", 0, 0, "", 2},
         {"norm_position", &C::norm_position,
@@ -65,6 +66,10 @@ const std::vector<ModelConfigField>& modelConfigFields() {
          0, 0, "post|pre", 3},
         {"final_layer_norm", &C::final_layer_norm,
          "a layer norm after the last encoder and the last decoder layer (the pre-norm models: true)", 0, 0, "", 3},
+        {"max_relative_positions", &C::max_relative_positions,
+         "relative position representations (Shaw et al.; OpenNMT-py's max_relative_positions) in every "
+         "self-attention: key offsets clipped to +-k select a learned key and value vector per layer; 0 = none",
+         0, 4096, "", 5},
         {"start_from_zero_embedding", &C::start_from_zero_embedding,
          "the decoder's first input is a zero vector plus its position, not the start token's embedding (Marian's "
          "models converted by CTranslate2: start_from_zero_embedding)",

@@ -38,6 +38,12 @@ TensorShapes expectedTensors(const ModelConfig& c) {
         linear(p + ".fc", D, hv, c.attn_bias);
         ln(p + ".layer_norm");
     };
+    // Format 5: the relative position tables of a self-attention, one row per offset -k..k.
+    auto relative = [&](const std::string& p) {
+        if (!c.relativePositions()) return;
+        t.push_back({p + ".relative_position_keys", {2 * c.max_relative_positions + 1, c.d_k}});
+        t.push_back({p + ".relative_position_values", {2 * c.max_relative_positions + 1, c.d_v}});
+    };
     auto ffn = [&](const std::string& p, int64_t inner) {
         linear(p + ".w_1", inner, D, true);
         linear(p + ".w_2", D, inner, true);
@@ -47,6 +53,7 @@ TensorShapes expectedTensors(const ModelConfig& c) {
     for (int64_t i = 0; i < c.decoderLayers(); ++i) {
         const std::string p = "decoder.layer_stack." + std::to_string(i);
         mha(p + ".slf_attn");
+        relative(p + ".slf_attn");
         mha(p + ".enc_attn");
         ffn(p + ".pos_ffn", c.decoderInner());
     }
@@ -56,6 +63,7 @@ TensorShapes expectedTensors(const ModelConfig& c) {
     for (int64_t i = 0; i < c.encoderLayers(); ++i) {
         const std::string p = "encoder.layer_stack." + std::to_string(i);
         mha(p + ".slf_attn");
+        relative(p + ".slf_attn");
         ffn(p + ".pos_ffn", c.d_inner);
     }
     if (c.emb_layer_norm) ln("encoder.layer_norm");

@@ -117,8 +117,6 @@ struct Spec {
 // Features of CTranslate2 that AttnLab's layers do not have: refused by name before anything is mapped.
 void refuseUnsupported(const Spec& s) {
     static const std::vector<std::pair<std::string, std::string>> by_name = {
-        {"/relative_position_keys",
-         "relative position representations (Shaw et al., OpenNMT's max_relative_positions)"},
         {"/relative_asymmetric_position_keys", "asymmetric relative positions"},
         {"/relative_attention_bias", "T5's relative attention bias"},
         {"/rotary_dim", "rotary position embeddings"},
@@ -279,7 +277,59 @@ bool bothOrNeither(const Spec& s, const std::string& suffix, const char* what) {
     return enc;
 }
 
+// Relative position representations (OpenNMT-py's max_relative_positions; converters/opennmt_py.py
+// set_multi_head_attention stores relative_positions_embeddings as relative_position_keys and the same tensor as
+// relative_position_values): every self-attention of both stacks has both, [2k+1, d_head], one k for all
+// (attention.cc MultiHeadAttention: _maximum_relative_position = (keys.dim(0) - 1) / 2). 0 when none has them.
+int64_t relativeDistance(const Spec& s, const ModelConfig& c) {
+    std::vector<std::string> scopes;
+    for (int64_t i = 0; i < c.n_layers; ++i) scopes.push_back("encoder/layer_" + std::to_string(i) + "/self_attention");
+    for (int64_t i = 0; i < c.n_dec_layers; ++i) {
+        const std::string layer = "decoder/layer_" + std::to_string(i);
+        if (s.has(layer + "/attention/relative_position_keys") || s.has(layer + "/attention/relative_position_values"))
+            s.fail("'" + layer +
+                   "/attention' (a cross-attention) has relative positions: CTranslate2's converters give them to "
+                   "self-attention only, and AttnLab implements them there");
+        scopes.push_back(layer + "/self_attention");
+    }
+    int64_t k = -1;
+    for (const auto& scope : scopes) {
+        const bool keys = s.has(scope + "/relative_position_keys"), values = s.has(scope + "/relative_position_values");
+        if (keys != values)
+            s.fail("'" + scope + "' has relative_position_" + (keys ? "keys" : "values") +
+                   " without relative_position_" + (keys ? "values" : "keys") + "; AttnLab needs both");
+        const int64_t rows = keys ? s.rows(scope + "/relative_position_keys") : 0;
+        if (keys && (rows % 2 == 0 || rows < 3))
+            s.fail("'" + scope + "/relative_position_keys' has " + std::to_string(rows) +
+                   " rows; relative positions need 2k + 1 (offsets -k..k)");
+        const int64_t here = keys ? (rows - 1) / 2 : 0;
+        if (k >= 0 && here != k)
+            s.fail("'" + scope + "' clips relative positions at " + std::to_string(here) + " but an earlier layer at " +
+                   std::to_string(k) + "; AttnLab needs one distance for every self-attention");
+        k = here;
+    }
+    return std::max<int64_t>(k, 0);
+}
+
+void mapRelativeTables(Builder& b, const std::string& stack, int64_t layer) {
+    const std::string ours = stack + ".layer_stack." + std::to_string(layer) + ".slf_attn",
+                      var = stack + "/layer_" + std::to_string(layer) + "/self_attention";
+    b.map(ours + ".relative_position_keys", var + "/relative_position_keys");
+    b.map(ours + ".relative_position_values", var + "/relative_position_values");
+}
+
 void mapPositions(const Spec& s, Builder& b, ModelConfig& c) {
+    if (c.relativePositions()) {
+        // transformer.cc: no position encoder when layer 0's self-attention has relative positions (a stored table
+        // is then left unread, as here).
+        for (const char* stack : {"encoder", "decoder"})
+            if (const Variable* t = s.bin.find(std::string(stack) + "/position_encodings/encodings"))
+                b.s.used.insert(t->name);
+        c.pos_encoding = "none";
+        c.pos_offset = 0;
+        c.n_position = kGeneratedPositions;
+        return;
+    }
     if (bothOrNeither(s, "position_encodings/encodings", "a stored position table")) {
         const auto enc = s.shape("encoder/position_encodings/encodings"),
                    dec = s.shape("decoder/position_encodings/encodings");
@@ -346,6 +396,7 @@ ModelConfig mapArchitecture(Spec& s, Builder& b) {
     c.start_from_zero_embedding = s.flag("decoder", "start_from_zero_embedding", false);
     c.src_pad_idx = c.trg_pad_idx = 0;  // set from the vocabularies
     b.d = c.d_model;
+    c.max_relative_positions = relativeDistance(s, c);
     mapPositions(s, b, c);
     return c;
 }
@@ -359,7 +410,10 @@ void mapTensors(Spec& s, Builder& b, ModelConfig& c) {
     if (c.logits_bias) b.map("final_logits_bias", "decoder/projection/bias");
     for (const char* stack : {"encoder", "decoder"}) {
         const int64_t n = std::string(stack) == "encoder" ? c.n_layers : c.n_dec_layers;
-        for (int64_t i = 0; i < n; ++i) b.layer(stack, i);
+        for (int64_t i = 0; i < n; ++i) {
+            b.layer(stack, i);
+            if (c.relativePositions()) mapRelativeTables(b, stack, i);
+        }
         if (c.emb_layer_norm) b.norm(std::string(stack) + ".layer_norm", std::string(stack) + "/layernorm_embedding");
         if (c.final_layer_norm) b.norm(std::string(stack) + ".final_layer_norm", std::string(stack) + "/layer_norm");
     }
@@ -848,7 +902,10 @@ std::string ctranslate2ModelCard(const std::string& dir, const Ct2Model& m) {
       << c.n_head << " heads, " << c.ffn_activation << ", layer norm " << c.norm_position << " each sub-layer"
       << (c.final_layer_norm ? " and after each stack" : "") << "\n"
       << "- positions: "
-      << (c.pos_encoding == "learned" ? "the stored tables" : "CTranslate2's sinusoids (from position 1)")
+      << (c.relativePositions() ? "relative (Shaw et al.), offsets clipped to ±" +
+                                      std::to_string(c.max_relative_positions) + ", no absolute positions"
+          : c.pos_encoding == "learned" ? "the stored tables"
+                                        : "CTranslate2's sinusoids (from position 1)")
       << "; tokens: " << (m.spm_path.empty() ? "whitespace-separated" : "SentencePiece pieces (sentencepiece.model)")
       << ", " << (m.vocabularies.shared ? "one shared vocabulary" : "separate source and target vocabularies") << "\n";
     return o.str();

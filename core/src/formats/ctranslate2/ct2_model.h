@@ -16,8 +16,10 @@
 //   - self-attention linear_0 = q|k|v (d rows each), linear_1 = out; cross-attention linear_0 = q,
 //     linear_1 = k|v, linear_2 = out; queries scaled by 1/sqrt(d_head);
 //   - layer norm epsilon: config.json's layer_norm_epsilon, else 1e-5;
-//   - int8 weights are w * scale rounded (scale per output row), int16 one scale: read as q / scale.
-// Variants AttnLab does not implement are refused by name (relative positions, T5's attention bias,
+//   - int8 weights are w * scale rounded (scale per output row), int16 one scale: read as q / scale;
+//   - relative_position_keys / _values in every self-attention (OpenNMT-py's max_relative_positions; no
+//     position table then): ModelConfig::max_relative_positions, pos_encoding "none" (docs/ctranslate2.md).
+// Variants AttnLab does not implement are refused by name (asymmetric relative positions, T5's attention bias,
 // rotary, ALiBi, multi-query attention, gated feed-forward, RMS norm, source features, a decoder-only
 // or another spec). A decoder that starts from a zero embedding (Marian's, start_from_zero_embedding)
 // maps onto ModelConfig::start_from_zero_embedding.
