@@ -154,6 +154,7 @@ private Q_SLOTS:
     void toyTrainerPausesContinuesAndFinishes();
     void failuresTravelOneSignal();
     void layersAndHeadsCountFromOne();
+    void relativePositionsShownWhenTheModelHasThem();
 
 private:
     attnlab::ui::ResultPtr translate(const std::string& sentence) const;
@@ -1239,6 +1240,57 @@ void TestViews::languagePicker() {
     QCOMPARE(m_context->decodingOptions().target_language, std::string("fra_Latn"));
     o.target_language.clear();
     m_context->setDecodingOptions(o);
+}
+
+// A model with relative position representations (docs/ctranslate2.md): the Positions tab shows its learned key
+// and value tables per offset (-k..k) for the chosen stack and layer, k stated; the sinusoids again for a model
+// without. The Weight tab names the score's relative term.
+void TestViews::relativePositionsShownWhenTheModelHasThem() {
+    PositionalEncodingView positional(m_context.get());
+    auto info = std::make_shared<attnlab::ModelInfo>(*m_controller->modelInfo());
+    auto& rel = info->relative_positions;
+    rel.max_distance = 2;
+    auto table = [](int stack, int layer, int kind) {
+        std::vector<std::vector<float>> t(5, std::vector<float>(4));
+        for (int r = 0; r < 5; ++r)
+            for (int d = 0; d < 4; ++d) t[r][d] = float(stack * 1000 + layer * 100 + kind * 50 + r * 10 + d) / 1000;
+        return t;
+    };
+    for (int l = 0; l < 2; ++l) {
+        rel.encoder_keys.push_back(table(0, l, 0));
+        rel.encoder_values.push_back(table(0, l, 1));
+        rel.decoder_keys.push_back(table(1, l, 0));
+        rel.decoder_values.push_back(table(1, l, 1));
+    }
+    info->config.model.max_relative_positions = 2;
+    m_context->setModel(info);
+    QVERIFY(positional.showsRelative());
+    QCOMPARE(positional.figure(), positional.relativeKeysPlot());
+    QVERIFY2(positional.relativeText().contains("clipped to ±2"), qPrintable(positional.relativeText()));
+    QCOMPARE(positional.relativeKeys(), rel.encoder_keys[0]);
+    positional.setRelativeLayer(/*decoder=*/true, 1);
+    QCOMPARE(positional.relativeKeys(), rel.decoder_keys[1]);
+    QCOMPARE(positional.relativeValues(), rel.decoder_values[1]);
+    QVERIFY(positional.relativeKeysPlot()->yAxis->range().lower <= -2 &&
+            positional.relativeKeysPlot()->yAxis->range().upper >= 2);  // rows are offsets, not row numbers
+    m_context->setModel(m_controller->modelInfo());
+    QVERIFY(!positional.showsRelative());
+    QCOMPARE(positional.figure(), positional.heatmap());
+
+    attnlab::AttentionExplanation e;
+    QVERIFY(WeightView::relativeTermText(e).isEmpty());
+    e.relative = true;
+    e.max_relative_positions = 2;
+    e.relative_offset = 5;
+    e.relative_clipped = 2;
+    e.relative_dot = 1.5;
+    e.relative_scaled = 0.75;
+    e.scaled = 0.25;
+    e.score = 1.0;
+    const QString text = WeightView::relativeTermText(e);
+    QVERIFY2(text.contains("offset j − i = 5, clipped to 2") && text.contains("relative score <b>0.7500</b>") &&
+                 text.contains("content q·k/√d<sub>k</sub> 0.2500") && text.contains("= <b>1.0000</b>"),
+             qPrintable(text));
 }
 
 QTEST_MAIN(TestViews)

@@ -74,6 +74,24 @@ void WeightView::clear(const QString& message) {
 QString WeightView::summaryText() const { return m_arithmetic->text() + "\n" + m_mask->text(); }
 QString WeightView::headingText() const { return m_heading->text(); }
 
+// A self-attention with relative positions: the score's second part, q · a^K of the clipped offset, named.
+QString WeightView::relativeTermText(const AttentionExplanation& e) {
+    if (!e.relative) return {};
+    const QString clipped = e.relative_clipped == e.relative_offset ? tr("within ±%1").arg(e.max_relative_positions)
+                                                                    : tr("clipped to %1").arg(e.relative_clipped);
+    return tr("<p><b>3b. Relative position term</b>: the key is %1 position(s) from the query (offset j − i = %2, "
+              "%3), whose learned key vector a<sup>K</sup> this layer adds:<br>q · a<sup>K</sup> = <b>%4</b> "
+              "÷ √d<sub>k</sub> = relative score <b>%5</b><br>score = content q·k/√d<sub>k</sub> %6 + relative "
+              "q·a<sup>K</sup>/√d<sub>k</sub> %5 = <b>%7</b> (what the softmax sees)</p>")
+        .arg(std::abs(e.relative_offset))
+        .arg(e.relative_offset)
+        .arg(clipped)
+        .arg(e.relative_dot, 0, 'f', 4)
+        .arg(e.relative_scaled, 0, 'f', 4)
+        .arg(e.scaled, 0, 'f', 4)
+        .arg(e.score, 0, 'f', 4);
+}
+
 void WeightView::setExplanation(ExplanationPtr e) {
     if (!e) return clear(tr("Nothing to explain."));
     m_e = e;
@@ -96,7 +114,8 @@ void WeightView::setExplanation(ExplanationPtr e) {
                               .arg(e->dot, 0, 'f', 4)
                               .arg(dk)
                               .arg(e->temperature, 0, 'f', 4)
-                              .arg(e->scaled, 0, 'f', 4));
+                              .arg(e->scaled, 0, 'f', 4) +
+                          relativeTermText(*e));
     m_mask->setText(e->masked ? tr("<p><b>4. Masked</b> (%1): the score is replaced by −10<sup>9</sup> before the "
                                    "softmax, so the weight is 0.</p>")
                                     .arg(e->mask_reason == "future position"
@@ -109,14 +128,15 @@ void WeightView::setExplanation(ExplanationPtr e) {
         keys << QString::fromStdString(e->row_pieces.at(j));
         scaled.push_back(e->row_masked[j] ? 0.0 : double(e->row_scaled[j]));
     }
-    m_scores->setTitle(tr("5. The whole row of scaled scores (masked keys shown as 0)"));
+    m_scores->setTitle(e->relative ? tr("5. The whole row of scores, content + relative (masked keys shown as 0)")
+                                   : tr("5. The whole row of scaled scores (masked keys shown as 0)"));
     m_scores->setBars({{tr("scaled score"), scaled, kNeutral}}, keys, c.key);
     m_weights->setTitle(tr("6. softmax → the map's row (this cell %1)").arg(e->weight, 0, 'f', 4));
     m_weights->setBars({{tr("weight"), toDoubles(e->row_weights), kQuery}}, keys, c.key);
     m_output_text->setText(tr("<p><b>7.</b> The head's output for this query is the sum over keys of weight × "
                               "value row (%1 values), before the heads are joined and projected.</p>")
                                .arg(e->head_output.size()));
-    m_output->setTitle(tr("7. Head output = Σ weight × v"));
+    m_output->setTitle(e->relative ? tr("7. Head output = Σ weight × (v + a^V)") : tr("7. Head output = Σ weight × v"));
     m_output->setBars({{tr("output"), toDoubles(e->head_output), kKey}}, {});
 }
 

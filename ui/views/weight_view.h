@@ -2,7 +2,8 @@
 // WeightView: one attention weight opened up, in the reference implementation's order: the query
 // row q_i and the key row k_j of the head, their element-wise products and their sum, the division
 // by the temperature sqrt(d_k), the mask (and why), the whole row of scaled scores and its softmax
-// with this cell highlighted, and the head's output as the weighted sum of the value rows. Every
+// with this cell highlighted, and the head's output as the weighted sum of the value rows. With relative
+// positions (Shaw et al.) the score's second part, q . a^K of the clipped offset over sqrt(d_k), is named. Every
 // number comes from the core (Translator::explain); this widget only shows them.
 
 #include "document/view.h"
@@ -31,6 +32,8 @@ public:
     Parts parts() const override;
 
     QString summaryText() const;  // the worked arithmetic, as shown (tests read it)
+    // The relative position term of a score (q · a^K / sqrt(d_k)) in words; empty without relative positions.
+    static QString relativeTermText(const AttentionExplanation& e);
     QString headingText() const;  // the line above it: which weight, or why there is none
     BarPlot* vectors() const { return m_vectors; }
     BarPlot* products() const { return m_products; }
