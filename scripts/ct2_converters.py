@@ -168,7 +168,7 @@ def _hf_stack(W, sd, side, n, decoder):
 def cmd_convert_transformers(a):
     with open(os.path.join(a.src, "config.json"), encoding="utf-8") as f:
         raw = json.load(f)
-    if raw.get("model_type") == "m2m_100":
+    if raw.get("model_type") in ("m2m_100", "mbart"):
         return cmd_convert_m2m100(a, raw)
     if raw.get("model_type") != "marian":
         raise SystemExit(f"convert-transformers: model_type {raw.get('model_type')!r}: this writer follows "
@@ -217,28 +217,40 @@ def _hf_get_vocab(tok):
 
 
 def cmd_convert_m2m100(a, cfg):
+    """M2M100Loader, and MBartLoader for mBART-50 (BartLoader: normalize_before and normalize_embedding from
+    config.json, the learned positions from offset 2 on, a nonzero final_logits_bias as the projection's bias)."""
     import hf_multilingual_reference as H
+    mbart = cfg["model_type"] == "mbart"
     sd = {k: v.numpy() for k, v in H.read_weights(a.src)[0].items()}
     shared = sd["model.shared.weight"]
     for name in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"):
         sd.setdefault(name, shared)
-    full = dict(H.CONFIG_DEFAULTS["m2m_100"])
+    full = dict(H.CONFIG_DEFAULTS[cfg["model_type"]])
     full.update(cfg)
     d, pad = full["d_model"], full["pad_token_id"]
-    # M2M100Loader.set_position_encodings: module.weights[module.offset:], the table of max_position_embeddings
-    # + offset (2) rows whose row pad + 1 + i is token i's
-    table = H.m2m100_sinusoids(full["max_position_embeddings"] + 2, d, pad).numpy()[2:]
     for side in ("encoder", "decoder"):
-        sd[f"model.{side}.embed_positions.weight"] = table
+        if mbart:  # ModelLoader.set_position_encodings: module.weight[offset:] (MBartLearnedPositionalEmbedding)
+            sd[f"model.{side}.embed_positions.weight"] = sd[f"model.{side}.embed_positions.weight"][2:]
+        else:  # M2M100Loader.set_position_encodings: module.weights[module.offset:] of max_position_embeddings
+            # + offset (2) rows, whose row pad + 1 + i is token i's
+            sd[f"model.{side}.embed_positions.weight"] = \
+                H.m2m100_sinusoids(full["max_position_embeddings"] + 2, d, pad).numpy()[2:]
     embed_scale = math.sqrt(d) if full["scale_embedding"] else 1.0
     arch = _Arch(d, full["encoder_layers"], full["decoder_layers"], full["encoder_attention_heads"],
                  HF_ACTIVATIONS[full["activation_function"]], True, True, embed_scale != 1.0)
+    arch.layernorm_embedding = mbart
     W = collections.OrderedDict()
     _hf_stack(W, sd, "encoder", full["encoder_layers"], False)
     _hf_stack(W, sd, "decoder", full["decoder_layers"], True)
     for side in ("encoder", "decoder"):  # set_common_layers: the module's layer_norm (pre-norm: the final one)
         W[f"{side}/layer_norm/gamma"], W[f"{side}/layer_norm/beta"] = _hf_ln(sd, f"model.{side}.layer_norm")
+        if mbart:
+            W[f"{side}/layernorm_embedding/gamma"], W[f"{side}/layernorm_embedding/beta"] = \
+                _hf_ln(sd, f"model.{side}.layernorm_embedding")
     W["decoder/projection/weight"] = sd["lm_head.weight"]
+    flb = np.asarray(sd.get("final_logits_bias", np.zeros(1)))
+    if np.count_nonzero(flb):
+        W["decoder/projection/bias"] = flb.reshape(-1)
     tok = H.load_tokenizer(a.src)
     vocab = _hf_get_vocab(tok)
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda item: item[1])]

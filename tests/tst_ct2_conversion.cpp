@@ -190,6 +190,10 @@ void TestCt2Conversion::multilingualConversionTakesTheLanguages_data() {
                           << "nllb-200-distilled-600M"
                           << "eng_Latn"
                           << "fra_Latn";
+    QTest::newRow("mBART-50") << "mbart50"
+                              << "mbart-large-50-many-to-many-mmt"
+                              << "en_XX"
+                              << "de_DE";
 }
 
 void TestCt2Conversion::multilingualConversionTakesTheLanguages() {

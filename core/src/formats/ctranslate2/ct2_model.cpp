@@ -809,21 +809,23 @@ void appendUnknownToken(Ct2Vocabularies& v, const std::string& unk) {
 
 std::map<std::string, std::string> ct2VocabularyFiles(const Ct2Vocabularies& v) {
     auto text = [](const std::vector<std::string>& tokens) { return nlohmann::json(tokens).dump(2) + "\n"; };
-    if (v.shared) return {{"shared_vocabulary.json", text(v.source)}};
-    return {{"source_vocabulary.json", text(v.source)}, {"target_vocabulary.json", text(v.target)}};
+    const std::string ext = ".json";
+    if (v.shared) return {{ct2_files::kSharedVocabulary + ext, text(v.source)}};
+    return {{ct2_files::kSourceVocabulary + ext, text(v.source)}, {ct2_files::kTargetVocabulary + ext, text(v.target)}};
 }
 
 Ct2Vocabularies readCt2Vocabularies(const std::string& dir) {
     Ct2Vocabularies v;
-    if (const std::string shared = vocabularyFile(dir, "shared_vocabulary"); !shared.empty()) {
+    if (const std::string shared = vocabularyFile(dir, ct2_files::kSharedVocabulary); !shared.empty()) {
         v.source = v.target = readVocabularyFile(shared);
         v.files = {shared};
         v.shared = true;
         return v;
     }
-    const std::string src = vocabularyFile(dir, "source_vocabulary"), trg = vocabularyFile(dir, "target_vocabulary");
+    const std::string src = vocabularyFile(dir, ct2_files::kSourceVocabulary),
+                      trg = vocabularyFile(dir, ct2_files::kTargetVocabulary);
     if (src.empty() || trg.empty()) {
-        if (!vocabularyFile(dir, "source_1_vocabulary").empty())
+        if (!vocabularyFile(dir, ct2_files::kFirstFeatureVocabulary).empty())
             throw PackageError(dir +
                                ": has several source vocabularies (source features), which AttnLab does not read");
         throw PackageError(dir +
@@ -908,6 +910,19 @@ std::string ctranslate2ModelCard(const std::string& dir, const Ct2Model& m) {
                                         : "CTranslate2's sinusoids (from position 1)")
       << "; tokens: " << (m.spm_path.empty() ? "whitespace-separated" : "SentencePiece pieces (sentencepiece.model)")
       << ", " << (m.vocabularies.shared ? "one shared vocabulary" : "separate source and target vocabularies") << "\n";
+    for (const auto& [side, added] :
+         {std::pair{"source", &m.vocabularies.source_added}, std::pair{"target", &m.vocabularies.target_added}}) {
+        if (added->empty() || (m.vocabularies.shared && std::string(side) == "target")) continue;
+        o << "- appended to the " << (m.vocabularies.shared ? "shared" : side) << " vocabulary:";
+        for (const auto& t : *added) o << " " << t;
+        o << " (<unk> as CTranslate2 appends it, <pad> for AttnLab's masks)\n";
+    }
+    if (c.start_from_zero_embedding)
+        o << "- the decoder starts from a zero vector plus its position (start_from_zero_embedding: a converted "
+             "Marian model)\n";
+    if (m.config.multilingual())
+        o << "- " << m.config.languages.size()
+          << " languages from the vocabulary's language tokens; the target language's token is forced first\n";
     return o.str();
 }
 

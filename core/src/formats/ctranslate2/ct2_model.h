@@ -42,6 +42,11 @@ namespace ct2_files {
 inline constexpr const char* kModel = "model.bin";
 inline constexpr const char* kConfig = "config.json";
 inline constexpr const char* kSentencePiece = "sentencepiece.model";  // Argos Translate's name
+// The vocabularies' names without their extension (.json, else .txt: model_reader.cc load_vocabulary).
+inline constexpr const char* kSharedVocabulary = "shared_vocabulary";
+inline constexpr const char* kSourceVocabulary = "source_vocabulary";
+inline constexpr const char* kTargetVocabulary = "target_vocabulary";
+inline constexpr const char* kFirstFeatureVocabulary = "source_1_vocabulary";  // source features (refused)
 }  // namespace ct2_files
 
 // For a folder without config.json where something other than a regular file stands at model.bin
