@@ -28,24 +28,9 @@
 #include <filesystem>
 
 namespace {
-struct Run {
-    int code = -1;
-    QString out, err;
-};
+using Run = attnlab::testing::CliRun;
 
-Run cli(const QStringList& args, const QByteArray& input = {}) {
-    QProcess p;
-    p.start(ATTNLAB_CLI_PATH, args);
-    p.waitForStarted();
-    if (!input.isEmpty()) p.write(input);
-    p.closeWriteChannel();
-    p.waitForFinished(120000);
-    Run r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
+Run cli(const QStringList& args, const QByteArray& input = {}) { return attnlab::testing::runCli(args, input); }
 
 // attnlab-cli with its stdin as a shell redirection makes it (`0<&-` closes it, `< DIR` opens a
 // directory: QProcess can do neither).

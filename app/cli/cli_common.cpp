@@ -63,7 +63,6 @@ void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d) {
                     "the model's");
 }
 
-namespace {
 // A download's progress on stderr. On a terminal, one line redrawn in place (at least every second or two while
 // a request waits or bytes come). In a script (stderr not a terminal), a line as each file begins, one every
 // 10 s while it arrives and one when the last has come ("· done"), so that a log shows what is going on and that it is
@@ -101,18 +100,15 @@ attnlab::HubProgressCallback downloadProgress(bool& drawn) {
         return true;
     };
 }
-}  // namespace
+
+DownloadProgressLine::~DownloadProgressLine() {
+    if (m_drawn) std::cerr << "\n";
+}
 
 std::string resolveModel(const std::string& given) {
     if (!given.empty()) {
-        bool drawn = false;
-        struct EndLine {  // also when the download fails: the error goes on a line of its own
-            bool& drawn;
-            ~EndLine() {
-                if (drawn) std::cerr << "\n";
-            }
-        } end{drawn};
-        return attnlab::resolveModelArgument(given, downloadProgress(drawn));
+        DownloadProgressLine line;
+        return attnlab::resolveModelArgument(given, line.callback());
     }
     const std::string dir = attnlab::defaultModelDir();
     if (dir.empty())

@@ -1,6 +1,7 @@
 #pragma once
 // What every attnlab-cli subcommand shares: the model options and loading, and progress on stderr.
 #include <attnlab/head_lab.h>
+#include <attnlab/hub.h>
 #include <attnlab/translator.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,22 @@ struct CommonOptions {
 void addCommon(CLI::App* cmd, CommonOptions& o);
 // --src-lang / --tgt-lang: a multilingual model's languages, as the model names them.
 void addLanguages(CLI::App* cmd, attnlab::DecodingOptions& d);
+// A download's progress on stderr: a line redrawn in place on a terminal; in a script a line as each file begins,
+// one every 10 s and "· done" at the end. `drawn`: a line is left open (the caller ends it).
+attnlab::HubProgressCallback downloadProgress(bool& drawn);
+// downloadProgress's open line ended when the object goes, also when the download fails (the error then goes
+// on a line of its own).
+class DownloadProgressLine {
+public:
+    DownloadProgressLine() = default;
+    DownloadProgressLine(const DownloadProgressLine&) = delete;
+    DownloadProgressLine& operator=(const DownloadProgressLine&) = delete;
+    ~DownloadProgressLine();
+    attnlab::HubProgressCallback callback() { return downloadProgress(m_drawn); }
+
+private:
+    bool m_drawn = false;
+};
 // --model as given, or the bundled default; throws InputError when there is none.
 std::string resolveModel(const std::string& given);
 attnlab::Translator load(const CommonOptions& o);

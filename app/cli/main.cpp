@@ -15,6 +15,7 @@
 #include <attnlab/translator.h>
 #include <attnlab/version.h>
 
+#include "argos_command.h"
 #include "cli_common.h"
 #include "head_lab_commands.h"
 #include "history_command.h"
@@ -423,6 +424,7 @@ int main(int argc, char** argv) {
     attnlab_cli::AlignCommand align;
     attnlab_cli::HistoryCommand history;
     attnlab_cli::ToyCommand toy;
+    attnlab_cli::ArgosCommand argos;
     attnlab_cli::ScoreCommand score;
     attnlab_cli::addTranslate(app, common, translate);
     auto* inspect = app.add_subcommand("inspect", "Show a model package's configuration and parameter counts");
@@ -447,6 +449,7 @@ int main(int argc, char** argv) {
     attnlab_cli::addAlign(app, common, align);
     attnlab_cli::addHistory(app, history);
     attnlab_cli::addToy(app, toy);
+    attnlab_cli::addArgos(app, argos);
     attnlab_cli::addScore(app, common, score);
     try {
         app.parse(argc, argv);
@@ -493,6 +496,7 @@ int main(int argc, char** argv) {
         if (align.cmd->parsed()) return attnlab_cli::runAlign(common, align);
         if (history.cmd->parsed()) return attnlab_cli::runHistory(history);
         if (toy.cmd->parsed()) return attnlab_cli::runToy(toy);
+        if (argos.cmd->parsed()) return attnlab_cli::runArgos(argos);
         if (score.cmd->parsed()) return attnlab_cli::runScore(common, score);
     } catch (const attnlab::Error& e) {
         // A message may quote a file's or the command line's text: escaped once more as a whole.

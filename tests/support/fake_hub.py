@@ -12,6 +12,9 @@ chooses, written to --port-file once listening. It speaks what AttnLab's hub cli
                                            to /cdn/<sha256> carrying X-Linked-Etag "<sha256>" and
                                            X-Linked-Size, as the real hub redirects to its CDN
   HEAD/GET /cdn/<sha256>                   the bytes; "Range: bytes=N-" answered with 206
+  HEAD/GET /files/PATH                     ROOT/PATH as a plain web server serves a file (Range as for
+                                           /cdn; faults name it as PATH): the stand-in for an Argos
+                                           package index and its packages (tst_argos_index)
 
 REV is "main" or the repository's commit (the sha1 of "ORG/NAME", fixed), or one listed in the
 faults file's "revisions". Errors carry X-Error-Code as the hub's do (RepoNotFound,
@@ -147,6 +150,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.resolve(parts[0] + "/" + parts[1], urllib.parse.unquote(parts[3]), rel, head)
             elif len(parts) == 2 and parts[0] == "cdn":
                 self.cdn(parts[1], head)
+            elif len(parts) >= 2 and parts[0] == "files":
+                self.plain_file(urllib.parse.unquote("/".join(parts[1:])), head)
             else:
                 self.error(404, "EntryNotFound", "no such endpoint", head)
         except (BrokenPipeError, ConnectionResetError):
@@ -240,6 +245,13 @@ class Handler(BaseHTTPRequestHandler):
             self.error(404, "EntryNotFound", "no such blob", head)
             return
         self.send_file(path, rel, '"%s"' % sha, head, {})
+
+    def plain_file(self, rel, head):
+        path = os.path.realpath(os.path.join(ARGS.root, rel))
+        if not path.startswith(os.path.realpath(ARGS.root) + os.sep) or not os.path.isfile(path):
+            self.error(404, "EntryNotFound", "no such file", head)
+            return
+        self.send_file(path, rel, '"%s"' % git_sha1_of(path), head, {})
 
     def send_file(self, path, rel, etag, head, extra):
         f = faults()

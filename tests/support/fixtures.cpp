@@ -142,6 +142,54 @@ void runScript(const QString& python, const QString& script, const QStringList& 
         qFatal("%s %s failed: %s", qPrintable(script), qPrintable(args.value(0)), p.readAllStandardError().constData());
 }
 
+std::string makeSmallArgosPackage(const QString& dir, const QString& from, const QString& to, int seed) {
+    const QString python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
+    QProcess probe;
+    probe.start(python, {"-c", "import torch, numpy, sentencepiece"});
+    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) return {};
+    const QString name = QString("translate-%1_%2-1_0").arg(from, to), zip = dir + "/" + name + ".argosmodel";
+    std::filesystem::create_directories(dir.toStdString());
+    runScript(python, "ct2_reference.py",
+              {"make",
+               "--out",
+               dir + "/" + name + "-ct2",
+               "--layers",
+               "1",
+               "--d-model",
+               "16",
+               "--heads",
+               "2",
+               "--ffn",
+               "32",
+               "--vocab-size",
+               "300",
+               "--spm",
+               "--seed",
+               QString::number(seed),
+               "--argos",
+               zip,
+               "--from-code",
+               from,
+               "--to-code",
+               to});
+    return zip.toStdString();
+}
+
+CliRun runCli(const QStringList& args, const QByteArray& input, const QProcessEnvironment& env) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(ATTNLAB_CLI_PATH, args);
+    p.waitForStarted();
+    if (!input.isEmpty()) p.write(input);
+    p.closeWriteChannel();
+    p.waitForFinished(120000);
+    CliRun r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
 double worstMapDifference(const LayerHeadMaps& ours, const nlohmann::json& theirs, size_t rows) {
     double worst = 0;
     if (ours.size() != theirs.size()) return 1e9;

@@ -9,6 +9,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/translation.h>
 
+#include <QProcessEnvironment>
 #include <QString>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,20 @@ QString testDeviceArg();
 // Runs scripts/<script> with `python` and `args`, waiting up to `seconds`; a failure stops the test
 // run with the script's stderr (qFatal): the reference scripts make what the tests compare with.
 void runScript(const QString& python, const QString& script, const QStringList& args, int seconds = 300);
+
+// An .argosmodel of a small random CTranslate2 model (1 layer, width 16, 2 heads, a SentencePiece model of 300
+// pieces) translating `from` into `to`, written by scripts/ct2_reference.py under `dir`; its path. Empty when
+// python3 (ATTNLAB_PYTHON) cannot import torch, numpy and sentencepiece: the caller skips, or fails under CI=true.
+std::string makeSmallArgosPackage(const QString& dir, const QString& from, const QString& to, int seed);
+
+// attnlab-cli run with `args`, `input` on its standard input (then closed) and `env`, waited for up to 120 s:
+// its exit status (-1 when it did not end normally) and what it printed.
+struct CliRun {
+    int code = -1;
+    QString out, err;
+};
+CliRun runCli(const QStringList& args, const QByteArray& input = {},
+              const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
 
 // The message of the exception of type E that `f` throws, or "(no exception)" (tests assert
 // errors by message).

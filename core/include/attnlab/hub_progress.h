@@ -1,6 +1,7 @@
 #pragma once
 // A download's progress in words, one line, for the terminal (attnlab-cli) and the window's download panel:
-// "model.safetensors · 45.2 of 298.0 MB · 12.3 MB/s · 0:21 left · file 3 of 7".
+// "model.safetensors · 45.2 of 298.0 MB · 12.3 MB/s · 0:21 left · file 3 of 7" ("45.2 MB so far" when no
+// size was said).
 
 #include <attnlab/hub.h>
 

@@ -512,13 +512,22 @@ std::string hexOf(const unsigned char* bytes, unsigned size) {
 
 IncompleteBlob::IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256,
                                const std::function<bool()>& keep_going)
-    : m_blobs(cache.open("blobs")), m_name(etag + ".incomplete"), m_path(cache.incompletePath(etag)), m_etag(etag) {
+    : IncompleteBlob(cache.open("blobs"), etag,
+                     check_sha256 ? std::optional<ExpectedDigest>(ExpectedDigest{"sha256", etag}) : std::nullopt,
+                     keep_going) {}
+
+IncompleteBlob::IncompleteBlob(CacheFolder folder, const std::string& name, const std::optional<ExpectedDigest>& digest,
+                               const std::function<bool()>& keep_going)
+    : m_blobs(std::move(folder)), m_name(name + ".incomplete"), m_final(name), m_digest(digest) {
+    m_path = m_blobs.pathOf(m_name);
     try {  // (a constructor that throws runs no destructor: the file and the hash are let go here)
         open();
-        if (check_sha256) {
+        if (m_digest) {
+            const EVP_MD* md = EVP_get_digestbyname(m_digest->algorithm.c_str());
+            if (!md) throw PackageError("OpenSSL has no digest " + m_digest->algorithm);
             m_sha = EVP_MD_CTX_new();
-            if (!m_sha || EVP_DigestInit_ex(m_sha, EVP_sha256(), nullptr) != 1)
-                throw InternalError("OpenSSL: no sha256");
+            if (!m_sha || EVP_DigestInit_ex(m_sha, md, nullptr) != 1)
+                throw InternalError("OpenSSL: no " + m_digest->algorithm);
             hashExisting(keep_going);
         }
     } catch (...) {
@@ -585,7 +594,7 @@ void IncompleteBlob::hashExisting(const std::function<bool()>& keep_going) {
 void IncompleteBlob::restart() {
     if (::ftruncate(m_fd, 0) != 0) throw PackageError(systemError("write", m_path, errno));
     m_size = 0;
-    if (m_sha) EVP_DigestInit_ex(m_sha, EVP_sha256(), nullptr);
+    if (m_sha) EVP_DigestInit_ex(m_sha, EVP_get_digestbyname(m_digest->algorithm.c_str()), nullptr);
 }
 
 void IncompleteBlob::write(const char* data, size_t bytes) {
@@ -618,12 +627,12 @@ void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
         unsigned size = 0;
         EVP_DigestFinal_ex(m_sha, digest, &size);
         const std::string got = hexOf(digest, size);
-        if (got != m_etag) {
+        if (got != m_digest->hex) {
             // Proven wrong, whoever began the file (a resumed part may hold the bad bytes): it goes, so
             // that the next try starts over instead of failing the same way (the blob's lock is held).
             removeFile();
-            throw PackageError(file + " failed its checksum: expected sha256 " + m_etag + ", got " + got +
-                               "; the bytes were not kept");
+            throw PackageError(file + " failed its checksum: expected " + m_digest->algorithm + " " + m_digest->hex +
+                               ", got " + got + "; the bytes were not kept");
         }
     }
     if (::fsync(m_fd) != 0) {
@@ -633,10 +642,10 @@ void IncompleteBlob::finish(const std::string& file, int64_t expected_size) {
     }
     ::close(m_fd);
     m_fd = -1;
-    if (!m_blobs.rename(m_name, m_etag, /*replace=*/true)) {
+    if (!m_blobs.rename(m_name, m_final, /*replace=*/true)) {
         const int error = errno;
         removeFile();
-        throw PackageError(systemError("write", m_blobs.pathOf(m_etag), error));
+        throw PackageError(systemError("write", m_blobs.pathOf(m_final), error));
     }
 }
 

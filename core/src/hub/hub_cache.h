@@ -20,6 +20,7 @@
 #include <attnlab/hub.h>
 
 #include "hub/cache_folder.h"
+#include "hub/download_target.h"
 
 #include <cstdint>
 #include <functional>
@@ -119,32 +120,42 @@ private:
     std::string m_notice;
 };
 
+// The digest finished bytes must have: OpenSSL's name for it ("sha256", "md5", ...) and its lower-case hex.
+struct ExpectedDigest {
+    std::string algorithm;
+    std::string hex;
+};
+
 // blobs/ETAG.incomplete, appended to while a file arrives; renamed to blobs/ETAG when finished.
 // With `check_sha256` (an LFS file, whose ETag is its sha256) the bytes are hashed as written,
 // the partial bytes already there first, and finish() refuses bytes that do not match.
 // A partial file already there is resumed only when it is a regular file of this user's with one
 // link; anything else (a link, a FIFO, another user's file) is set aside, never written through,
 // and notice() says so. Every failure is a PackageError naming the path and the system's reason.
-class IncompleteBlob {
+// The second constructor is the same for any folder (an Argos package's download): NAME.incomplete in
+// `folder`, renamed to NAME, checked against `digest` when there is one.
+class IncompleteBlob : public DownloadTarget {
 public:
     // `keep_going` is asked every MiB while the bytes already there are hashed (a partial file of gigabytes
     // takes seconds): false stops with CancelledError.
     IncompleteBlob(const RepoCache& cache, const std::string& etag, bool check_sha256,
                    const std::function<bool()>& keep_going = {});
+    IncompleteBlob(CacheFolder folder, const std::string& name, const std::optional<ExpectedDigest>& digest,
+                   const std::function<bool()>& keep_going = {});
     IncompleteBlob(const IncompleteBlob&) = delete;
     IncompleteBlob& operator=(const IncompleteBlob&) = delete;
-    ~IncompleteBlob();
-    int64_t size() const { return m_size; }
+    ~IncompleteBlob() override;
+    int64_t size() const override { return m_size; }
     // What was set aside to begin, for the user; empty when nothing was.
     const std::string& notice() const { return m_notice; }
     // Empties the file: the server answered a Range request with the whole file.
-    void restart();
-    void write(const char* data, size_t bytes);
-    // Syncs, checks the size (when expected_size >= 0) and the sha256, renames to blobs/ETAG.
+    void restart() override;
+    void write(const char* data, size_t bytes) override;
+    // Syncs, checks the size (when expected_size >= 0) and the digest, renames to blobs/ETAG (NAME).
     // `file` names the repository's file in messages. A mismatch removes the bytes and throws.
     void finish(const std::string& file, int64_t expected_size);
     // Removes what this call wrote (a write failed, the server sent too much: nothing half-written is left).
-    void discard();
+    void discard() override;
 
 private:
     void hashExisting(const std::function<bool()>& keep_going);
@@ -154,7 +165,8 @@ private:
     CacheFolder m_blobs;
     std::string m_name;  // ETAG.incomplete
     std::string m_path;
-    std::string m_etag;
+    std::string m_final;  // ETAG (NAME): what it is renamed to when finished
+    std::optional<ExpectedDigest> m_digest;
     std::string m_notice;
     int m_fd = -1;
     int64_t m_size = 0;

@@ -1,5 +1,7 @@
 #include "hub/hub_client.h"
 
+#include "hub/progress_tracker.h"
+
 #include "formats/huggingface/hf_config.h"
 #include "util/small_file.h"
 #include "util/text.h"
@@ -279,11 +281,12 @@ std::string header(const HttpResponse& r, const std::string& name) {
 }
 
 // No answer at all: the host is named with curl's reason (DNS, refused, TLS, timeout).
-[[noreturn]] void throwTransport(const HttpResponse& r, const std::string& what) {
+// `hub`: the hint names HF_HUB_OFFLINE (a download that is not the hub's has no cache to fall back on).
+[[noreturn]] void throwTransport(const HttpResponse& r, const std::string& what, bool hub = true) {
+    const std::string offline = hub ? "; with HF_HUB_OFFLINE=1 only the cache is used" : "";
     const std::string hint = r.curl_code == CURLE_OPERATION_TIMEDOUT
-                                 ? " (the host answers too slowly; with HF_HUB_OFFLINE=1 only the cache is used)"
-                                 : " (no network, or the host cannot be reached; with HF_HUB_OFFLINE=1 only the cache "
-                                   "is used)";
+                                 ? " (the host answers too slowly" + offline + ")"
+                                 : " (no network, or the host cannot be reached" + offline + ")";
     throw PackageError("cannot get " + what + " from " + hostOf(r.url) + ": " + r.curl_error + hint);
 }
 
@@ -445,51 +448,94 @@ void checkBodySize(const HttpResponse& r, int64_t start, int64_t on_disk, size_t
 
 void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, int64_t max_size,
                          const std::function<bool()>& tick) {
+    transfer({info.location, info.file, info.size}, blob, max_size, tick,
+             {info.file + " of " + hubModelNameString(info.name), true},
+             [&](const HttpResponse& r) { throwStatus(r, info.name, info.file); });
+}
+
+namespace {
+// An HTTP error from a server that is not the hub: the host, the status and what was asked for.
+[[noreturn]] void throwPlainStatus(const HttpResponse& r, const std::string& what) {
+    throw PackageError(hostOf(r.url) + " answered HTTP " + std::to_string(r.status) + " for " + what + " (" +
+                       util::forMessage(r.url, 200) + ")");
+}
+}  // namespace
+
+void HubClient::downloadUrl(const UrlDownload& file, DownloadTarget& target, int64_t max_size,
+                            const std::function<bool()>& tick) {
+    transfer(file, target, max_size, tick, {file.file, false},
+             [&](const HttpResponse& r) { throwPlainStatus(r, file.file); });
+}
+
+std::string HubClient::getSmall(const std::string& url, const std::string& what, size_t max_bytes,
+                                const std::function<bool()>& tick) {
     Request request;
-    request.url = info.location;
+    request.url = url;
+    request.tick = tick;
+    request.deadline_s = kSmallRequestDeadline_s;
+    std::string body;
+    request.sink = [&](const HttpResponse& r, const char* data, size_t size) {
+        const int64_t declared = sizeHeader(header(r, "content-length"));
+        if (body.size() + size > max_bytes || declared > int64_t(max_bytes))
+            throw PackageError(hostOf(r.url) + " sent more than " + byteSizeText(int64_t(max_bytes)) + " for " + what +
+                               ", more than it can be");
+        body.append(data, size);
+    };
+    const HttpResponse r = performFollowing(request, [](const HttpResponse&) { return true; });
+    if (r.curl_code) throwTransport(r, what, /*hub=*/false);
+    if (r.status != 200) throwPlainStatus(r, what);
+    return body;
+}
+
+void HubClient::transfer(const UrlDownload& file, DownloadTarget& target, int64_t max_size,
+                         const std::function<bool()>& tick, const TransferSource& source,
+                         const std::function<void(const HttpResponse&)>& status) {
+    Request request;
+    request.url = file.url;
     request.tick = tick;
     bool first = true;
     request.sink = [&](const HttpResponse& r, const char* data, size_t size) {
-        if (first && r.status == 206) checkContentRange(r, request.resume_from, info.file);
-        if (first && r.status == 200 && request.resume_from > 0) blob.restart();  // the range was ignored
+        if (first && r.status == 206) checkContentRange(r, request.resume_from, file.file);
+        if (first && r.status == 200 && request.resume_from > 0) target.restart();  // the range was ignored
         first = false;
         try {
-            checkBodySize(r, r.status == 206 ? request.resume_from : 0, blob.size(), size, max_size, info.file);
+            checkBodySize(r, r.status == 206 ? request.resume_from : 0, target.size(), size, max_size, file.file);
         } catch (const PackageError&) {
-            blob.discard();  // what this call wrote of it goes: the server is not to be trusted with this file
+            target.discard();  // what this call wrote of it goes: the server is not to be trusted with this file
             throw;
         }
-        blob.write(data, size);
+        target.write(data, size);
     };
     for (int hops = 0, restarts = 0;; ++hops) {
-        request.resume_from = blob.size();
+        request.resume_from = target.size();
         first = true;
-        const int64_t before = blob.size();
+        const int64_t before = target.size();
         const auto began = std::chrono::steady_clock::now();
         const HttpResponse r = perform(request);
-        if (r.status == 0 && r.curl_code) throwTransport(r, info.file + " of " + hubModelNameString(info.name));
-        if (r.curl_code == CURLE_OPERATION_TIMEDOUT) throwTooSlow(r, info, blob.size(), blob.size() - before, began);
+        if (r.status == 0 && r.curl_code) throwTransport(r, source.what, source.hub);
+        if (r.curl_code == CURLE_OPERATION_TIMEDOUT)
+            throwTooSlow(r, file, target.size(), target.size() - before, began);
         if (r.curl_code) {
-            throw PackageError("the download of " + info.file + " from " + hostOf(r.url) + " stopped (" + r.curl_error +
-                               "): " + std::to_string(blob.size()) + " of " + std::to_string(info.size) +
+            throw PackageError("the download of " + file.file + " from " + hostOf(r.url) + " stopped (" + r.curl_error +
+                               "): " + std::to_string(target.size()) + " of " + std::to_string(file.size) +
                                " bytes are kept; run again to resume");
         }
         if (r.status >= 300 && r.status < 400 && !r.redirect.empty() && hops < kMaxRedirects) {
             request.url = r.redirect;  // the Authorization header only where it is the endpoint
             continue;
         }
-        if (r.status == 416 && blob.size() == info.size) return;  // all there already: finish() checks it
+        if (r.status == 416 && target.size() == file.size) return;  // all there already: the caller checks it
         if (r.status == 416 && restarts++ == 0) {
-            blob.restart();  // more bytes than the file has: not this file's start; fetch it whole
+            target.restart();  // more bytes than the file has: not this file's start; fetch it whole
             continue;
         }
-        if (r.status != 200 && r.status != 206) throwStatus(r, info.name, info.file);
+        if (r.status != 200 && r.status != 206) status(r);
         return;
     }
 }
 
 // A transfer slower than the options' rate over their window: the host, the rate it kept up, what is kept.
-void HubClient::throwTooSlow(const HttpResponse& r, const HubFileInfo& info, int64_t kept, int64_t got,
+void HubClient::throwTooSlow(const HttpResponse& r, const UrlDownload& info, int64_t kept, int64_t got,
                              std::chrono::steady_clock::time_point began) const {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     const std::string rate = byteSizeText(int64_t(seconds > 0 ? double(got) / seconds : 0));
@@ -502,62 +548,6 @@ void HubClient::throwTooSlow(const HttpResponse& r, const HubFileInfo& info, int
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Sums the files of one hubSnapshot call and calls the user's callback: at most every 100 ms
-// while bytes arrive, and always at a file's start and end. False from it cancels.
-class ProgressTracker {
-public:
-    explicit ProgressTracker(const HubProgressCallback& callback) : m_callback(callback) {}
-    void addFile(int64_t size) {
-        ++m_state.files_total;
-        m_state.total += std::max<int64_t>(size, 0);
-    }
-    // False: cancel.
-    bool startFile(const std::string& file, int64_t size, int64_t on_disk) {
-        m_state.file = file;
-        m_state.file_total = std::max<int64_t>(size, 0);
-        m_file_base = m_state.done;
-        m_resumed += on_disk;
-        return update(on_disk, true);
-    }
-    bool poll() { return update(m_state.file_done, false); }
-    // `file_done`: the file's bytes on disk now. False: cancel.
-    bool update(int64_t file_done, bool force) {
-        m_state.file_done = file_done;
-        m_state.done = m_file_base + file_done;
-        const Clock::time_point now = Clock::now();
-        if (!m_callback || (!force && now - m_last < std::chrono::milliseconds(100))) return true;
-        m_last = now;
-        const double seconds = std::chrono::duration<double>(now - m_start).count();
-        const double transferred = double(m_state.done - m_resumed);
-        m_state.bytes_per_second = seconds > 0 ? std::max(transferred, 0.0) / seconds : 0;
-        m_state.seconds_left =
-            m_state.bytes_per_second > 0 ? double(m_state.total - m_state.done) / m_state.bytes_per_second : -1;
-        return m_callback(m_state);
-    }
-    bool endFile() {
-        ++m_state.files_done;
-        return update(m_state.file_done, true);
-    }
-    // Something the user should know (a file set aside), handed on once. False: cancel.
-    bool notify(const std::string& notice) {
-        if (notice.empty()) return true;
-        m_state.notice = notice;
-        const bool go_on = update(m_state.file_done, true);
-        m_state.notice.clear();
-        return go_on;
-    }
-
-private:
-    const HubProgressCallback& m_callback;
-    HubProgress m_state;
-    int64_t m_file_base = 0;
-    int64_t m_resumed = 0;  // bytes that were on disk before this call: not part of the rate
-    Clock::time_point m_start = Clock::now();
-    Clock::time_point m_last{};
-};
 
 // Fetches a snapshot's files into blobs/, then makes its links and its ref.
 class SnapshotFetcher {

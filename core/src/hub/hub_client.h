@@ -21,6 +21,7 @@
 // port. Redirects are followed here, not by curl, so this holds whatever curl's version does with
 // custom headers (curl 7.58+ also drops them on a host change, but a port change was only fixed in
 // 7.83; this does not depend on it).
+#include "hub/download_target.h"
 #include "hub/hub_cache.h"
 
 #include <attnlab/hub.h>
@@ -72,6 +73,13 @@ struct RepoInfo {
 };
 RepoInfo parseRepoInfo(const std::string& body, const std::string& origin);
 
+// A file got from any URL (HubClient::downloadUrl: an Argos package), as messages name it.
+struct UrlDownload {
+    std::string url;
+    std::string file;   // its name ("translate-en_de-1_9.argosmodel")
+    int64_t size = -1;  // its declared size; -1 when none is known
+};
+
 class HubClient {
 public:
     explicit HubClient(const HubOptions& options);
@@ -92,12 +100,31 @@ public:
     // kept, and when slower than the options' rate over their window, naming the host and the rate.
     void download(const HubFileInfo& info, IncompleteBlob& blob, int64_t max_size, const std::function<bool()>& tick);
 
+    // The same client for files that are not the hub's (an Argos index and its packages); no token is sent
+    // unless the URL is the endpoint's. getSmall: GET of `url`, redirects followed (at most 10), its body of at
+    // most `max_bytes`; PackageError naming `what` and the host for no answer, an HTTP status other than 200 or
+    // a larger body. `tick` as for repoFiles.
+    std::string getSmall(const std::string& url, const std::string& what, size_t max_bytes,
+                         const std::function<bool()>& tick = {});
+    // download() for any URL, with the same guards: `target` resumed with Range from its size, never more
+    // than `max_size` bytes, the options' minimum rate, redirects followed (at most 10), `tick` cancels.
+    void downloadUrl(const UrlDownload& file, DownloadTarget& target, int64_t max_size,
+                     const std::function<bool()>& tick);
+
 private:
     struct Request;
     HttpResponse perform(const Request& request);
     // perform(), then again at the redirect's target while `follow` says so (at most 10 times).
     HttpResponse performFollowing(Request request, const std::function<bool(const HttpResponse&)>& follow);
-    [[noreturn]] void throwTooSlow(const HttpResponse& r, const HubFileInfo& info, int64_t kept, int64_t got,
+    // What download() and downloadUrl() share: `source.what` names the file for a failed connection (`hub`: with
+    // the HF_HUB_OFFLINE hint), `status` throws for an HTTP error.
+    struct TransferSource {
+        std::string what;
+        bool hub = false;
+    };
+    void transfer(const UrlDownload& file, DownloadTarget& target, int64_t max_size, const std::function<bool()>& tick,
+                  const TransferSource& source, const std::function<void(const HttpResponse&)>& status);
+    [[noreturn]] void throwTooSlow(const HttpResponse& r, const UrlDownload& file, int64_t kept, int64_t got,
                                    std::chrono::steady_clock::time_point began) const;
     [[noreturn]] void throwStatus(const HttpResponse& r, const HubModelName& name, const std::string& what) const;
     bool sameOriginAsEndpoint(const std::string& url) const;

@@ -19,8 +19,9 @@ std::string byteSizeText(int64_t bytes) {
 
 std::string describeHubProgress(const HubProgress& p) {
     if (p.files_total == 0) return "Asking which files the model has…";
-    std::string line =
-        (p.file.empty() ? std::string() : p.file + " · ") + byteSizeText(p.done) + " of " + byteSizeText(p.total);
+    // a total of 0: no size was said (an Argos index without "size"): what arrived so far
+    std::string line = (p.file.empty() ? std::string() : p.file + " · ") + byteSizeText(p.done) +
+                       (p.total > 0 ? " of " + byteSizeText(p.total) : " so far");
     if (p.bytes_per_second > 0) line += " · " + byteSizeText(int64_t(p.bytes_per_second)) + "/s";
     if (p.seconds_left >= 0) {
         const long s = long(p.seconds_left + 0.5);

@@ -8,6 +8,8 @@
 
 #include <attnlab/errors.h>
 
+#include <nlohmann/json.hpp>
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -143,7 +145,7 @@ void writeMember(archive* a, const fs::path& path, const std::string& member, co
 // Reads every member; each must be a file or folder inside one top folder. Writes what a model
 // needs under `into` when it is not empty.
 std::vector<std::string> extractAll(archive* a, const std::string& origin, const std::string& into,
-                                    uint64_t archive_bytes) {
+                                    uint64_t archive_bytes, bool whole_package) {
     std::vector<std::string> names;
     std::string top;
     uint64_t total = 0;
@@ -169,7 +171,7 @@ std::vector<std::string> extractAll(archive* a, const std::string& origin, const
                                "' lies outside the package's folder '" + util::forMessage(top) + "'");
         names.push_back(name);
         if (names.size() > 100000) throw PackageError(origin + ": holds more than 100000 members");
-        if (into.empty() || type == AE_IFDIR || !needed(parts)) {
+        if (into.empty() || type == AE_IFDIR || !(whole_package || needed(parts))) {
             archive_read_data_skip(a);
             continue;
         }
@@ -267,10 +269,10 @@ std::vector<std::string> extractArgosArchive(const void* data, size_t size, cons
     Archive a = newReader(origin);
     if (archive_read_open_memory(a.get(), data, size) != ARCHIVE_OK)
         throw PackageError(origin + ": not a readable zip archive: " + archiveError(a.get()));
-    return extractAll(a.get(), origin, into, size);
+    return extractAll(a.get(), origin, into, size, false);
 }
 
-void extractArgosModel(const std::string& zip_path, const std::string& into) {
+void extractArgosModel(const std::string& zip_path, const std::string& into, bool whole_package) {
     util::requireFile(zip_path);
     std::error_code ec;
     const uint64_t size = fs::file_size(zip_path, ec);
@@ -278,8 +280,12 @@ void extractArgosModel(const std::string& zip_path, const std::string& into) {
     Archive a = newReader(zip_path);
     if (archive_read_open_filename(a.get(), zip_path.c_str(), 1 << 16) != ARCHIVE_OK)
         throw PackageError(zip_path + ": not a readable zip archive: " + archiveError(a.get()));
-    extractAll(a.get(), zip_path, into, size);
+    extractAll(a.get(), zip_path, into, size, whole_package);
 }
+
+std::string argosTopFolder(const std::string& into, const std::string& origin) { return topFolder(into, origin); }
+
+bool isArgosPackageFolder(const std::string& dir) { return isArgosFolder(dir); }
 
 Ct2Location locateCtranslate2(const std::string& path) {
     const fs::path p(path);
@@ -312,21 +318,56 @@ Ct2Location locateCtranslate2(const std::string& path) {
     return l;
 }
 
-std::string argosPackagesDir() {
-    if (const char* d = std::getenv("ARGOS_PACKAGES_DIR"); d && *d) return d;
-    fs::path data;
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
-        data = x;
-    else if (const char* h = std::getenv("HOME"); h && *h)
-        data = fs::path(h) / ".local" / "share";
+std::optional<std::string> argosSetting(const std::string& key) {
+    if (const char* v = std::getenv(key.c_str()); v && *v) return std::string(v);
+    fs::path config;
+    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x)
+        config = x;
+    else if (const std::string home = argosHomeDir(); !home.empty())
+        config = fs::path(home) / ".config";
     else
-        return {};
-    return (data / "argos-translate" / "packages").string();
+        return std::nullopt;
+    const auto text = util::readRegularFileHead((config / "argos-translate" / "settings.json").string(), 1 << 20);
+    if (!text) return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_object() && j.contains(key) && j[key].is_string() && !j[key].get<std::string>().empty())
+        return j[key].get<std::string>();
+    return std::nullopt;
 }
 
-std::vector<InstalledArgosPackage> installedArgosPackages() {
+std::string argosHomeDir() {
+    if (std::getenv("SNAP"))
+        if (const char* d = std::getenv("SNAP_USER_DATA"); d && *d) return d;
+    const char* h = std::getenv("HOME");
+    return h && *h ? h : "";
+}
+
+namespace {
+// $VARIABLE/argos-translate, else HOME/FALLBACK/argos-translate (settings.py's data_dir and cache_dir).
+std::string argosFolder(const char* variable, const char* fallback) {
+    fs::path base;
+    if (const char* x = std::getenv(variable); x && *x)
+        base = x;
+    else if (const std::string home = argosHomeDir(); !home.empty())
+        base = fs::path(home) / fallback;
+    else
+        return {};
+    return (base / "argos-translate").string();
+}
+}  // namespace
+
+std::string argosPackagesDir() {
+    if (auto dir = argosSetting("ARGOS_PACKAGES_DIR")) return *dir;
+    const std::string data = argosFolder("XDG_DATA_HOME", ".local/share");
+    return data.empty() ? data : data + "/packages";
+}
+
+std::string argosCacheDir() { return argosFolder("XDG_CACHE_HOME", ".local/cache"); }
+
+std::vector<InstalledArgosPackage> installedArgosPackages() { return installedArgosPackagesIn(argosPackagesDir()); }
+
+std::vector<InstalledArgosPackage> installedArgosPackagesIn(const std::string& root) {
     std::vector<InstalledArgosPackage> out;
-    const std::string root = argosPackagesDir();
     std::error_code ec;
     if (root.empty() || !isDir(root)) return out;
     for (const auto& entry : fs::directory_iterator(root, ec)) {

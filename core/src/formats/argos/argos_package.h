@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,17 @@ uint64_t argosUnpackLimit(uint64_t archive_bytes);
 // Unzips an .argosmodel into `into` (an empty folder AttnLab made): only what a model needs
 // (metadata.json, sentencepiece.model, model/), not stanza/ or a README. Every member must lie inside
 // the package's one top folder (a __MACOSX/ folder of a zip made on a Mac is passed over):
+// with `whole_package` every file of that folder is written (an install that argos-translate also reads:
+// stanza/, README.md);
 // absolute names, "..", links, devices and members outside it are refused by name. What it writes is
 // bounded by what the archive is (argosUnpackLimit) and by the free space where it goes, less
 // kArgosFreeSpaceMargin: counted as the bytes are written (a member's header may lie about its
 // size), refused with a message naming the bound at the first byte past it. Throws PackageError.
-void extractArgosModel(const std::string& zip_path, const std::string& into);
+void extractArgosModel(const std::string& zip_path, const std::string& into, bool whole_package = false);
+// The one top folder an archive was unpacked into under `into`; PackageError naming `origin` when none.
+std::string argosTopFolder(const std::string& into, const std::string& origin);
+// Whether `dir` is an installed package: metadata.json and model/model.bin.
+bool isArgosPackageFolder(const std::string& dir);
 // The same from memory (the fuzz target): the member names it would write, checked, without writing
 // when `into` is empty; the bound is that of an archive of `size` bytes.
 std::vector<std::string> extractArgosArchive(const void* data, size_t size, const std::string& origin,
@@ -69,9 +76,23 @@ struct InstalledArgosPackage {
     std::string dir;
     ArgosMetadata metadata;
 };
-// The packages argos-translate installed (folders with metadata.json and model/model.bin), sorted by
-// language pair; a folder whose metadata.json cannot be read is left out.
+// The packages argos-translate installed (folders with metadata.json and model/model.bin) in argosPackagesDir()
+// (or `packages_dir`), sorted by language pair; a folder whose metadata.json cannot be read is left out.
 std::vector<InstalledArgosPackage> installedArgosPackages();
+std::vector<InstalledArgosPackage> installedArgosPackagesIn(const std::string& packages_dir);
+
+// argos-translate's settings (argostranslate/settings.py, get_setting): the environment variable `key`, else
+// the string of that key in $XDG_CONFIG_HOME/argos-translate/settings.json (~/.config/...), else nothing.
+// An empty value counts as none. A settings.json that cannot be read or parsed is passed over, as
+// load_settings_dict does.
+std::optional<std::string> argosSetting(const std::string& key);
+// argos-translate's home: $SNAP_USER_DATA when $SNAP is set, else $HOME; empty when neither is.
+std::string argosHomeDir();
+// ARGOS_PACKAGES_DIR (argosSetting), else $XDG_DATA_HOME/argos-translate/packages, else
+// HOME/.local/share/argos-translate/packages (settings.package_data_dir); empty without a home.
 std::string argosPackagesDir();
+// $XDG_CACHE_HOME/argos-translate, else HOME/.local/cache/argos-translate (settings.cache_dir: .local/cache,
+// not .cache); empty without a home.
+std::string argosCacheDir();
 
 }  // namespace attnlab::package
