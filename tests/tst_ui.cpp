@@ -1,6 +1,7 @@
 // The desktop app's widgets, offscreen: typing a sentence yields maps whose sizes and values are
 // the core's; layer/head selection; PNG/PDF export read back; a corrupt package keeps the old
 // model; the positional heatmap equals the formula; a dropped package opens and is remembered.
+#include "dialogs/argos_index_panel.h"
 #include "dialogs/download_question.h"
 #include "dialogs/get_model_dialog.h"
 #include "document/file_save.h"
@@ -90,7 +91,8 @@ private Q_SLOTS:
     void warningKeepsTheTabsInPlace();
     void longOutputWrapsAnywhere();
     void exportDialogsOpenInTheLastFolder();
-    void getAModelByNameWithProgress();       // loads the fixture again, from a stand-in hub
+    void getAModelByNameWithProgress();  // loads the fixture again, from a stand-in hub
+    void argosTabInstallsAndRemoves();
     void aLessonsModelIsGotOnlyWhenAgreed();  // loads the fixture again, from a stand-in hub
     void aFailedListingIsReported();
     void computeTypeSwitchReloadsAndIsRemembered();  // last: it reloads the model
@@ -743,6 +745,82 @@ void TestUi::getAModelByNameWithProgress() {
     loadAndWait(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));  // the snapshot goes with the temporary folder
     qunsetenv("HF_ENDPOINT");
     qunsetenv("HF_HUB_CACHE");
+}
+
+// File › Get a model… › Argos Translate against a stand-in index (fake_hub.py's /files/ route): the index listed
+// with what is installed, filtered, a package installed with the bar moving and then removed, and after each the
+// window's direction switch as the packages folder is (the archive holds metadata.json and model/model.bin as
+// bytes: installing reads no model). ATTNLAB_SHOTS=DIR keeps a picture of the tab.
+void TestUi::argosTabInstallsAndRemoves() {
+    QTemporaryDir dir;
+    attnlab::testing::FakeHub hub(dir.filePath("hub"));
+    const QString archive = QString::fromStdString(hub.root()) + "/argos/translate-en_xx-1_0.argosmodel";
+    QDir().mkpath(QFileInfo(archive).absolutePath());
+    QProcess zip;
+    zip.start("/usr/bin/python3",
+              {"-c",
+               "import sys, zipfile\n"
+               "z = zipfile.ZipFile(sys.argv[1], 'w')\n"
+               "z.writestr('translate-en_xx-1_0/metadata.json', '{\"from_code\": \"en\", \"to_code\": \"xx\", "
+               "\"from_name\": \"English\", \"to_name\": \"Xish\", \"package_version\": \"1.0\"}')\n"
+               "z.writestr('translate-en_xx-1_0/model/model.bin', b'\\0' * 300000)\n"
+               "z.close()\n",
+               archive});
+    QVERIFY(zip.waitForFinished(30000) && zip.exitCode() == 0);
+    hub.start();
+    const nlohmann::json index =
+        nlohmann::json::array({{{"from_code", "en"},
+                                {"from_name", "English"},
+                                {"to_code", "xx"},
+                                {"to_name", "Xish"},
+                                {"package_version", "1.0"},
+                                {"size", QFileInfo(archive).size()},
+                                {"license", "CC0-1.0"},
+                                {"links", {hub.endpoint() + "/files/argos/translate-en_xx-1_0.argosmodel"}}}});
+    attnlab::testing::writeInto(hub.root() + "/argos/index.json", index.dump());
+    qputenv("ARGOS_PACKAGE_INDEX", QByteArray::fromStdString(hub.endpoint() + "/files/argos/"));
+    qputenv("ARGOS_PACKAGES_DIR", dir.filePath("packages").toUtf8());
+    qputenv("XDG_CACHE_HOME", dir.filePath("cache").toUtf8());
+    qputenv("XDG_CONFIG_HOME", dir.filePath("config").toUtf8());
+    GetModelDialog dialog(m_window->context(), {catalogEntry("attnlab/x", "German → English", "de")}, m_window.get());
+    connect(&dialog, &GetModelDialog::argosPackagesChanged, m_window.get(), &MainWindow::fillModelsMenu);
+    dialog.showArgos();
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    ArgosIndexPanel* panel = dialog.argosPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy() && panel->table()->rowCount() == 1, 20000);
+    QCOMPARE(panel->status(), QString("1 package in the index."));
+    panel->setFilter("fr");
+    QCOMPARE(panel->visibleRows(), 0);
+    panel->setFilter("en-xx");
+    QVERIFY(panel->select("en-xx"));
+    QTableWidget* table = panel->table();
+    QCOMPARE(table->item(0, ArgosIndexPanel::Licence)->text(), QString("CC0-1.0"));
+    const QFontMetrics fm(table->font());
+    for (int c = 0; c < ArgosIndexPanel::ColumnCount; ++c)
+        QVERIFY2(table->columnWidth(c) >= fm.horizontalAdvance(table->horizontalHeaderItem(c)->text()),
+                 qPrintable(table->horizontalHeaderItem(c)->text()));
+    const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS");
+    if (!shots.isEmpty()) QVERIFY(dialog.grab().save(shots + "/argos-tab.png"));
+    const auto listed = [this] {
+        return m_window->translatePanel()->directions().join('\n').contains("en → xx  (Argos: translate-en_xx-1_0)");
+    };
+    QVERIFY(!listed());
+    panel->install();
+    QVERIFY(panel->busy());
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 30000);
+    const QString installed = dir.filePath("packages") + "/translate-en_xx-1_0";
+    QCOMPARE(panel->status(), "Installed en-xx into " + installed + ".");
+    QCOMPARE(table->item(0, ArgosIndexPanel::Installed)->text(), QObject::tr("yes"));
+    QVERIFY(listed());
+    if (!shots.isEmpty()) QVERIFY(dialog.grab().save(shots + "/argos-tab-installed.png"));
+    panel->remove();
+    QCOMPARE(panel->status(), "Removed " + installed + ".");
+    QVERIFY(!QFileInfo::exists(installed));
+    QVERIFY(!listed());
+    QVERIFY(table->item(0, ArgosIndexPanel::Installed)->text().isEmpty());
+    for (const char* v : {"ARGOS_PACKAGE_INDEX", "ARGOS_PACKAGES_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"})
+        qunsetenv(v);
 }
 
 void TestUi::computeTypeSwitchReloadsAndIsRemembered() {

@@ -1,5 +1,6 @@
 #include "dialogs/get_model_dialog.h"
 
+#include "dialogs/argos_index_panel.h"
 #include "document/view_context.h"
 
 #include <attnlab/hub_progress.h>
@@ -9,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -38,7 +40,9 @@ GetModelDialog::GetModelDialog(ViewContext* context, std::vector<HubCatalogEntry
       m_catalog(std::move(catalog)),
       m_filter(new QLineEdit(this)),
       m_table(new QTableWidget(this)),
-      m_notes(new QLabel(this)) {
+      m_notes(new QLabel(this)),
+      m_tabs(new QTabWidget(this)),
+      m_argos(new ArgosIndexPanel(this)) {
     setWindowTitle(tr("Get a model"));
     m_filter->setPlaceholderText(tr("Filter: a language (German, de), a pair (de-en), a family (NLLB) or a name"));
     m_filter->setClearButtonEnabled(true);
@@ -52,12 +56,24 @@ GetModelDialog::GetModelDialog(ViewContext* context, std::vector<HubCatalogEntry
                                 "network, here and there."),
                              this);
     intro->setWordWrap(true);
+    auto* hub = new QWidget(this);
+    auto* hub_layout = new QVBoxLayout(hub);
+    hub_layout->setContentsMargins(0, 0, 0, 0);
+    hub_layout->addWidget(intro);
+    hub_layout->addWidget(m_filter);
+    hub_layout->addWidget(m_table, 1);
+    hub_layout->addWidget(m_notes);
+    m_tabs->addTab(hub, tr("&Hugging Face"));
+    m_tabs->addTab(m_argos, tr("&Argos Translate"));
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(intro);
-    layout->addWidget(m_filter);
-    layout->addWidget(m_table, 1);
-    layout->addWidget(m_notes);
+    layout->addWidget(m_tabs, 1);
     layout->addWidget(buttons);
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) { m_get->setVisible(tab == 0); });
+    connect(m_argos, &ArgosIndexPanel::packagesChanged, this, &GetModelDialog::argosPackagesChanged);
+    connect(m_argos, &ArgosIndexPanel::openRequested, this, [this](const QString& dir) {
+        accept();
+        m_context->loadModel(dir);
+    });
     fill();
     connect(m_filter, &QLineEdit::textChanged, this, &GetModelDialog::setFilter);
     connect(m_table, &QTableWidget::itemSelectionChanged, this, &GetModelDialog::selectionMoved);
@@ -68,34 +84,25 @@ GetModelDialog::GetModelDialog(ViewContext* context, std::vector<HubCatalogEntry
     selectionMoved();
 }
 
+void GetModelDialog::showArgos() { m_tabs->setCurrentWidget(m_argos); }
+
 QString GetModelDialog::sizeText(int64_t bytes, bool estimate) {
     const QString s = QString::fromStdString(byteSizeText(bytes));
     return estimate ? QStringLiteral("≈ ") + s : s;
 }
 
 void GetModelDialog::fill() {
-    const QStringList headers = {tr("Model"), tr("Languages"), tr("Family"), tr("Size"), tr("Licence"), tr("In cache")};
-    m_table->setColumnCount(ColumnCount);
-    m_table->setHorizontalHeaderLabels(headers);
+    setUpTable(m_table, {tr("Model"), tr("Languages"), tr("Family"), tr("Size"), tr("Licence"), tr("In cache")});
     m_table->setRowCount(int(m_catalog.size()));
-    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->verticalHeader()->setVisible(false);
     for (int r = 0; r < int(m_catalog.size()); ++r) {
         const HubCatalogEntry& e = m_catalog[size_t(r)];
         const bool cached = ViewContext::cachedModel(QString::fromStdString(e.repo)).has_value();
         const QStringList cells = {QString::fromStdString(e.repo),    QString::fromStdString(e.languages),
                                    QString::fromStdString(e.family),  sizeText(e.size_bytes, e.size_is_estimate),
                                    QString::fromStdString(e.licence), cached ? tr("yes") : tr("no")};
-        for (int c = 0; c < ColumnCount; ++c) {
-            auto* item = new QTableWidgetItem(cells[c]);
-            if (c == Size) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            m_table->setItem(r, c, item);
-        }
+        setTableRow(m_table, r, cells, Size);
     }
-    m_table->resizeColumnsToContents();
-    m_table->horizontalHeader()->setSectionResizeMode(Languages, QHeaderView::Stretch);
+    fitColumns(m_table, Languages);
 }
 
 void GetModelDialog::setFilter(const QString& text) {
@@ -110,11 +117,35 @@ void GetModelDialog::setFilter(const QString& text) {
     selectionMoved();
 }
 
-int GetModelDialog::visibleRows() const {
+void setUpTable(QTableWidget* table, const QStringList& headers) {
+    table->setColumnCount(int(headers.size()));
+    table->setHorizontalHeaderLabels(headers);
+    table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table->setSelectionMode(QAbstractItemView::SingleSelection);
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->verticalHeader()->setVisible(false);
+}
+
+void setTableRow(QTableWidget* table, int row, const QStringList& cells, int size_column) {
+    for (int c = 0; c < int(cells.size()); ++c) {
+        auto* item = new QTableWidgetItem(cells[c]);
+        if (c == size_column) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        table->setItem(row, c, item);
+    }
+}
+
+void fitColumns(QTableWidget* table, int stretched) {
+    table->resizeColumnsToContents();
+    table->horizontalHeader()->setSectionResizeMode(stretched, QHeaderView::Stretch);
+}
+
+int visibleRowsOf(const QTableWidget* table) {
     int n = 0;
-    for (int r = 0; r < m_table->rowCount(); ++r) n += !m_table->isRowHidden(r);
+    for (int r = 0; r < table->rowCount(); ++r) n += !table->isRowHidden(r);
     return n;
 }
+
+int GetModelDialog::visibleRows() const { return visibleRowsOf(m_table); }
 
 bool GetModelDialog::select(const QString& repo) {
     for (int r = 0; r < int(m_catalog.size()); ++r)

@@ -119,12 +119,7 @@ void MainWindow::buildFileMenu() {
     });
     file->addAction(tr("&Get a model…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::showGetModelDialog);
     m_models_menu = file->addMenu(tr("&Models"));
-    for (const auto& [label, dir] : bundledModelChoices()) {
-        QAction* a = m_models_menu->addAction(label, this, [this, dir = dir] { m_context->loadModel(dir); });
-        a->setData(dir);
-        a->setCheckable(true);
-    }
-    m_models_menu->setEnabled(!m_models_menu->isEmpty());
+    fillModelsMenu();
     file->addAction(tr("&Train a small model…"), this, [this] {
         if (!m_toy) {
             const QString work = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/toy";
@@ -237,6 +232,22 @@ void MainWindow::rebuildRecentMenu() {
     m_recent->setEnabled(!recent.isEmpty());
 }
 
+// The bundled models and the installed Argos packages, the current one checked (again after an install or a
+// removal, as the sentence row's direction switch).
+void MainWindow::fillModelsMenu() {
+    m_models_menu->clear();
+    const ModelInfoPtr info = m_context->model();
+    const QString current = info ? QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath() : QString();
+    for (const auto& [label, dir] : bundledModelChoices()) {
+        QAction* a = m_models_menu->addAction(label, this, [this, dir = dir] { m_context->loadModel(dir); });
+        a->setData(dir);
+        a->setCheckable(true);
+        a->setChecked(dir == current);
+    }
+    m_models_menu->setEnabled(!m_models_menu->isEmpty());
+    if (info) m_translate->setModels(bundledModelChoices(), current, modelLabel(*info));
+}
+
 void MainWindow::showGetModelDialog() {
     const std::string path = bundledHubCatalogPath();
     try {
@@ -246,6 +257,7 @@ void MainWindow::showGetModelDialog() {
         if (!file.open(QIODevice::ReadOnly)) throw PackageError(path + ": " + file.errorString().toStdString());
         if (file.size() > (qint64(4) << 20)) throw PackageError(path + ": larger than 4 MB, not a catalog");
         GetModelDialog dialog(m_context, parseHubCatalog(file.readAll().toStdString(), path), this);
+        connect(&dialog, &GetModelDialog::argosPackagesChanged, this, &MainWindow::fillModelsMenu);
         dialog.exec();
     } catch (const Error& e) {
         report(Operation::GetModel, QString::fromUtf8(e.what()));

@@ -30,6 +30,9 @@ public:
     ViewContext* context() const { return m_context; }
     ViewTabs* views() const { return m_views; }
     TranslatePanel* translatePanel() const { return m_translate; }
+    // File › Models and the direction switch listed again: the bundled models and the installed Argos packages
+    // (after File › Get a model… installed or removed one).
+    void fillModelsMenu();
     LessonController* lessons() const { return m_lessons; }
 
     // File > Export: the current view's figure (.png or .pdf), the attention as JSON.
