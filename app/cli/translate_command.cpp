@@ -4,6 +4,7 @@
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
 #include <attnlab/result_json.h>
+#include <attnlab/route.h>
 #include <attnlab/teaching_json.h>
 #include <attnlab/terminal_text.h>
 #include <attnlab/text_io.h>
@@ -43,27 +44,34 @@ std::string scoreColumns(const attnlab::TranslationResult& r) {
     return out;
 }
 
-// Translates lines batch by batch and prints each batch's translations in input order as soon as
-// they are done: one output line per input line (an invalid line is reported on stderr and left
-// empty). Keeps the results only where a JSON file needs them all.
+// One model of the route a line goes through: the whole translation, or a leg of a pivot (the first
+// leg's output is the second's input). Keeps its results where a JSON file needs them all.
+struct Leg {
+    attnlab::Translator* translator = nullptr;
+    attnlab::DecodingOptions d;
+    std::string attention_path, trace_path;  // this leg's files (legFileName for a pivot's legs)
+    std::string name;                        // "leg 2 (en -> fr)" in messages; empty for a direct route
+    std::vector<attnlab::TranslationResult> kept;
+};
+
+// Translates lines batch by batch through every leg and prints each batch's translations in input
+// order as soon as they are done: one output line per input line (an invalid line is reported on
+// stderr and left empty); through a pivot, the middle sentence, a tab, then the translation.
 class Translation {
 public:
-    Translation(attnlab::Translator& translator, const attnlab::DecodingOptions& d, const TranslateCommand& t)
-        : m_translator(translator),
-          m_d(d),
+    Translation(std::vector<Leg>& legs, const TranslateCommand& t)
+        : m_legs(legs),
           m_t(t),
           m_keep(!t.attention_path.empty() || !t.trace_path.empty()),
           m_progress(isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO)) {}
 
     // Line `number` (1-based): checked now, translated with its batch.
     void add(std::string line, int64_t number) {
-        if (auto why = m_translator.inputProblem(line)) {
-            clearProgress();
-            std::cerr << "attnlab-cli: line " << number << ": " << attnlab::escapedForTerminal(*why) << "\n";
-            m_status = 1;
-            m_batch.push_back({number, {}, false});
+        if (auto why = m_legs.front().translator->inputProblem(line)) {
+            problem(number, *why);
+            m_batch.push_back({number, {}, false, {}});
         } else {
-            m_batch.push_back({number, std::move(line), true});
+            m_batch.push_back({number, std::move(line), true, {}});
         }
     }
     size_t pendingLines() const { return m_batch.size(); }  // invalid ones too: memory is bounded by all
@@ -73,25 +81,14 @@ public:
     void capKeptResults() { m_cap_kept = true; }
 
     void translatePending() {
-        std::vector<std::string> valid;
-        for (auto& l : m_batch)
-            if (l.valid) valid.push_back(std::move(l.text));
-        if (m_keep && m_cap_kept && m_kept.size() + valid.size() > kMaxKeptResults)  // before the work
-            throw attnlab::InputError(std::string(m_t.attention_path.empty() ? "--trace" : "--attention") +
-                                      " keeps every translation for one JSON file: at most " +
-                                      std::to_string(kMaxKeptResults) +
-                                      " sentences from stdin (split the input; the translations printed so far "
-                                      "are complete)");
-        auto results = m_translator.translateBatch(valid, m_d);
+        checkKeptRoom();
+        for (size_t k = 0; k < m_legs.size(); ++k) translateLeg(k);
         clearProgress();
-        size_t next = 0;
         std::string out;
-        for (const auto& l : m_batch) {
-            if (l.valid) {
-                report(l.number, results[next]);
-                out += text(results[next]);
-                ++next;
-            }
+        for (auto& l : m_batch) {
+            for (size_t k = 0; k < l.results.size(); ++k) report(l.number, l.results[k], m_legs[k].name);
+            if (m_legs.size() > 1 && !l.results.empty()) out += l.results.front().best.text + "\t";
+            if (l.valid) out += text(l.results.back());
             out += "\n";
         }
         errno = 0;
@@ -100,15 +97,62 @@ public:
             throw attnlab::InputError(std::string("stdout: write failed") +
                                       (errno ? ": " + std::string(std::strerror(errno)) : std::string()));
         m_done += m_batch.size();
-        m_batch.clear();
         if (m_progress) std::cerr << "\rtranslated " << m_done << " lines" << std::flush;
-        if (m_keep) keep(std::move(results));
+        if (m_keep)
+            for (auto& l : m_batch)
+                for (size_t k = 0; k < l.results.size(); ++k) m_legs[k].kept.push_back(std::move(l.results[k]));
+        m_batch.clear();
     }
 
     void writeFiles() {
         clearProgress();
+        for (const auto& leg : m_legs) writeLegFiles(leg);
+    }
+    int status() const { return m_status; }
+
+private:
+    struct Line {
+        int64_t number;
+        std::string text;  // the input of the next leg
+        bool valid;
+        std::vector<attnlab::TranslationResult> results;  // one per leg done
+    };
+
+    void checkKeptRoom() const {
+        size_t valid = 0;
+        for (const auto& l : m_batch) valid += l.valid;
+        if (m_keep && m_cap_kept && m_legs.front().kept.size() + valid > kMaxKeptResults)  // before the work
+            throw attnlab::InputError(std::string(m_t.attention_path.empty() ? "--trace" : "--attention") +
+                                      " keeps every translation for one JSON file: at most " +
+                                      std::to_string(kMaxKeptResults) +
+                                      " sentences from stdin (split the input; the translations printed so far "
+                                      "are complete)");
+    }
+
+    // The lines still valid through leg k; each result's text becomes the next leg's input, checked
+    // by that leg's model (an empty middle sentence is reported and its line left empty).
+    void translateLeg(size_t k) {
+        std::vector<std::string> texts;
+        for (const auto& l : m_batch)
+            if (l.valid) texts.push_back(l.text);
+        if (texts.empty()) return;
+        auto results = m_legs[k].translator->translateBatch(texts, m_legs[k].d);
+        size_t next = 0;
+        for (auto& l : m_batch) {
+            if (!l.valid) continue;
+            l.text = results[next].best.text;
+            l.results.push_back(std::move(results[next++]));
+            if (k + 1 == m_legs.size()) continue;
+            if (auto why = m_legs[k + 1].translator->inputProblem(l.text)) {
+                problem(l.number, m_legs[k].name + "'s output, the middle sentence, cannot go on: " + *why);
+                l.valid = false;
+            }
+        }
+    }
+
+    void writeLegFiles(const Leg& leg) const {
         const auto& t = m_t;
-        if (!t.attention_path.empty()) {
+        if (!leg.attention_path.empty()) {
             attnlab::AttentionJsonExtras extras;
             bool norms = false;
             bool saliency = false;
@@ -119,49 +163,42 @@ public:
                 extras.rollout |= m == attnlab::MapMeasure::Rollout;
             }
             if (norms)
-                for (const auto& r : m_kept) extras.value_norms.push_back(m_translator.valueNorms(r));
+                for (const auto& r : leg.kept) extras.value_norms.push_back(leg.translator->valueNorms(r));
             if (saliency)
-                for (const auto& r : m_kept) extras.saliency.push_back(m_translator.saliency(r));
-            attnlab::writeAttentionJson(t.attention_path, m_kept, m_translator.info(), m_d, extras);
+                for (const auto& r : leg.kept) extras.saliency.push_back(leg.translator->saliency(r));
+            attnlab::writeAttentionJson(leg.attention_path, leg.kept, leg.translator->info(), leg.d, extras);
         }
-        if (!t.trace_path.empty()) attnlab::writeTraceJson(t.trace_path, m_kept, m_translator.info(), m_d);
+        if (!leg.trace_path.empty()) attnlab::writeTraceJson(leg.trace_path, leg.kept, leg.translator->info(), leg.d);
     }
-    int status() const { return m_status; }
 
-private:
-    struct Line {
-        int64_t number;
-        std::string text;
-        bool valid;
-    };
-
+    void problem(int64_t number, const std::string& why) {
+        clearProgress();
+        std::cerr << "attnlab-cli: line " << number << ": " << attnlab::escapedForTerminal(why) << "\n";
+        m_status = 1;
+    }
     std::string text(const attnlab::TranslationResult& r) const {
         std::string s = r.best.text;
         for (size_t k = 1; k < r.nbest.size(); ++k) s += "\t" + r.nbest[k].text;
         if (m_t.scores) s += scoreColumns(r);
         return s;
     }
-    void report(int64_t number, const attnlab::TranslationResult& r) const {
-        for (const auto& w : r.warnings)
-            std::cerr << "attnlab-cli: line " << number << ": " << attnlab::escapedForTerminal(w) << "\n";
-        if (r.confidence.low)
-            std::cerr << "attnlab-cli: line " << number << ": " << attnlab::lowConfidenceMessage(r.confidence) << "\n";
-    }
-    void keep(std::vector<attnlab::TranslationResult> results) {
-        for (auto& r : results) m_kept.push_back(std::move(r));
+    // A leg's warnings name it ("line 2: leg 2 (en -> fr): ..."); a direct route's do not.
+    void report(int64_t number, const attnlab::TranslationResult& r, const std::string& leg) const {
+        const std::string where = "attnlab-cli: line " + std::to_string(number) + ": " +
+                                  (leg.empty() ? std::string() : attnlab::escapedForTerminal(leg) + ": ");
+        for (const auto& w : r.warnings) std::cerr << where << attnlab::escapedForTerminal(w) << "\n";
+        if (r.confidence.low) std::cerr << where << attnlab::lowConfidenceMessage(r.confidence) << "\n";
     }
     void clearProgress() const {
         if (m_progress && m_done) std::cerr << "\r\033[K" << std::flush;
     }
 
-    attnlab::Translator& m_translator;
-    const attnlab::DecodingOptions& m_d;
+    std::vector<Leg>& m_legs;
     const TranslateCommand& m_t;
     const bool m_keep, m_progress;
     bool m_cap_kept = false;
     std::vector<Line> m_batch;
     size_t m_done = 0;
-    std::vector<attnlab::TranslationResult> m_kept;
     int m_status = 0;
 };
 
@@ -196,6 +233,25 @@ void translateStream(attnlab::LineStream& in, Translation& translation, size_t b
 
 }  // namespace
 
+namespace {
+// --from / --to: the route among the installed models (attnlab/route.h), said on stderr.
+attnlab::TranslationRoute routeOf(const TranslateCommand& t) {
+    auto route = attnlab::chooseInstalledRoute(t.from, t.to);
+    std::string legs;
+    for (const auto& m : route.legs) legs += (legs.empty() ? "" : ", then ") + m.name;
+    std::cerr << "attnlab-cli: " << attnlab::escapedForTerminal(t.from + " -> " + t.to)
+              << (route.pivot() ? attnlab::escapedForTerminal(" through " + route.middle()) : std::string()) << ": "
+              << attnlab::escapedForTerminal(legs) << "\n";
+    return route;
+}
+
+// What a pivot's legs share and what only the last takes (the forced prefix is target text).
+void checkPivotOptions(const TranslateCommand& t) {
+    if (!t.ablate.empty())
+        throw attnlab::ConfigError("--ablate names heads of one model, and this route has two: leave it out");
+}
+}  // namespace
+
 int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     attnlab::DecodingOptions d = t.decoding;
     d.validate();
@@ -209,9 +265,35 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     CommonOptions options = common;
     if (in && !isatty(STDIN_FILENO) && attnlab::requestedThreads(common.threads) == 0)
         options.threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    auto translator = load(options);
-    useModelDefaults(d, translator, t.cmd);
-    Translation translation(translator, d, t);
+    attnlab::TranslationRoute route;
+    if (!t.from.empty()) route = routeOf(t);
+    if (route.pivot()) checkPivotOptions(t);
+    const size_t count = std::max<size_t>(route.legs.size(), 1);
+    std::vector<attnlab::Translator> translators;
+    std::vector<Leg> legs(count);
+    for (size_t k = 0; k < count; ++k) {
+        if (!route.legs.empty()) options.model = route.legs[k].dir;
+        translators.push_back(load(options));
+        Leg& leg = legs[k];
+        leg.d = d;
+        if (k + 1 < count) {  // the middle sentence: the best translation, nothing forced
+            leg.d.nbest = 1;
+            leg.d.force_prefix.clear();
+        }
+        leg.attention_path = t.attention_path;
+        leg.trace_path = t.trace_path;
+        if (route.pivot()) {
+            const auto& m = route.legs[k];
+            leg.name = "leg " + std::to_string(k + 1) + " (" + m.source_lang + " -> " + m.target_lang + ")";
+            if (!t.attention_path.empty()) leg.attention_path = attnlab::legFileName(t.attention_path, k + 1, m);
+            if (!t.trace_path.empty()) leg.trace_path = attnlab::legFileName(t.trace_path, k + 1, m);
+        }
+    }
+    for (size_t k = 0; k < count; ++k) {
+        legs[k].translator = &translators[k];
+        useModelDefaults(legs[k].d, translators[k], t.cmd);
+    }
+    Translation translation(legs, t);
     if (in) {
         translateStream(*in, translation, size_t(d.max_batch_size));
     } else {
@@ -232,6 +314,18 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
                           "Sentence to translate (repeatable); stdin when absent (translated as lines arrive)");
     translate->add_option("--beam", decoding.beam_size, "Beam size (1 = greedy)")->capture_default_str();
     addLanguages(translate, decoding);
+    auto* from = translate->add_option(
+        "--from", t.from,
+        "Source language among the installed models (bundled, Argos Translate packages), instead of --model: a "
+        "model of the pair, else two chained through English (pivot translation: each line prints the middle "
+        "sentence, a tab, the translation)");
+    auto* to = translate->add_option("--to", t.to, "Target language, with --from");
+    from->needs(to);
+    to->needs(from);
+    for (const char* other : {"--model", "--src-lang", "--tgt-lang"}) {
+        from->excludes(translate->get_option(other));
+        to->excludes(translate->get_option(other));
+    }
     translate->add_option("--alpha", decoding.length_penalty, "Length penalty: score / length^alpha")
         ->capture_default_str();
     translate->add_option("--max-len", decoding.max_length, "Longest output in tokens")->capture_default_str();
@@ -251,7 +345,9 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->add_option("--batch-size", decoding.max_batch_size,
                      "Sentences decoded together (stdin: a batch also ends 100 ms after its first line)")
         ->capture_default_str();
-    translate->add_option("--attention", attention_path, "Write pieces and every attention map to this JSON file");
+    translate->add_option("--attention", attention_path,
+                          "Write pieces and every attention map to this JSON file (through a pivot, one file per "
+                          "leg: FILE's name with .leg1-de-en, .leg2-en-fr before its extension)");
     translate
         ->add_option("--maps", t.maps,
                      "With --attention, also: value-norm (each weight times its key's value norm, Kobayashi et al.), "

@@ -21,6 +21,9 @@ struct TranslateCommand {
     std::string trace_path;
     std::string ablate;
     bool scores = false;
+    // --from / --to: the languages, the route among the installed models chosen for them
+    // (attnlab/route.h); empty = --model.
+    std::string from, to;
 };
 
 void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t);
