@@ -6,6 +6,7 @@
 // (1e-4); teacher-forced scores; the quantized variants against their float32 originals within the
 // bound quantization allows; .argosmodel as a file and unpacked; `import`; what is refused, by
 // message. Skipped, with a message, where python3-torch is missing (failed under CI=true).
+#include "ct2_reference_run.h"
 #include "fixtures.h"
 #include "memory_limit.h"
 
@@ -66,32 +67,14 @@ private:
     static constexpr int kMaxLength = 12;
 };
 
-void TestCtranslate2::initTestCase() {
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-        if (qEnvironmentVariable("CI") == "true")
-            QFAIL("CI=true but python3-torch / python3-sentencepiece cannot be imported: the cross-check must run");
-        QSKIP("python3-torch or python3-sentencepiece is not installed: CTranslate2 cross-check skipped");
-    }
-}
+void TestCtranslate2::initTestCase() { ATTNLAB_REQUIRE_REFERENCE_PYTHON(m_python, "CTranslate2 cross-check"); }
 
 QString TestCtranslate2::make(const QString& name, const QStringList& options) {
-    const QString out = m_dir.path() + "/" + name;
-    attnlab::testing::runScript(m_python, "ct2_reference.py", QStringList{"make", "--out", out} + options);
-    return out;
+    return attnlab::testing::makeCt2Model(m_python, m_dir.path(), name, options);
 }
 
 json TestCtranslate2::reference(const QString& model, const std::vector<std::string>& sentences, int max_length) {
-    static int n = 0;
-    const QString in = m_dir.path() + QString("/sentences-%1.txt").arg(++n), out = in + ".json";
-    std::string text;
-    for (const auto& s : sentences) text += s + "\n";
-    attnlab::testing::writeFile(in.toStdString(), text);
-    attnlab::testing::runScript(
-        m_python, "ct2_reference.py",
-        {"run", "--model", model, "--sentences", in, "--out", out, "--max-length", QString::number(max_length)});
-    return json::parse(attnlab::testing::readFile(out.toStdString()));
+    return attnlab::testing::runCt2Reference(m_python, m_dir.path(), model, sentences, max_length);
 }
 
 // Text the model can read: plain sentences for a SentencePiece model; for a whitespace one, runs of
@@ -108,12 +91,7 @@ std::vector<std::string> TestCtranslate2::sentencesFor(const QString& dir) const
 }
 
 attnlab::DecodingOptions TestCtranslate2::greedy(int max_length) {
-    attnlab::DecodingOptions o;
-    o.beam_size = 1;
-    o.max_length = max_length;
-    o.max_length_ratio = 0;
-    o.top_k_candidates = 0;
-    return o;
+    return attnlab::testing::referenceGreedy(max_length);
 }
 
 using attnlab::testing::worstMapDifference;

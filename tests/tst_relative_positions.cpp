@@ -6,6 +6,7 @@
 // explanation's relative term against the reference's own reading of the tables; a package round trip
 // (format 5, the tables in model.safetensors); what is refused, by message. Skipped, with a message, where
 // python3-torch is missing (failed under CI=true).
+#include "ct2_reference_run.h"
 #include "fixtures.h"
 
 #include <attnlab/errors.h>
@@ -67,31 +68,15 @@ constexpr double kMapTolerance = 1e-5, kLogProbTolerance = 1e-4;
 }  // namespace
 
 void TestRelativePositions::initTestCase() {
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-        if (qEnvironmentVariable("CI") == "true")
-            QFAIL("CI=true but python3-torch / python3-sentencepiece cannot be imported: the cross-check must run");
-        QSKIP("python3-torch or python3-sentencepiece is not installed: relative positions cross-check skipped");
-    }
+    ATTNLAB_REQUIRE_REFERENCE_PYTHON(m_python, "relative positions cross-check");
 }
 
 QString TestRelativePositions::make(const QString& name, const QStringList& options) {
-    const QString out = m_dir.path() + "/" + name;
-    attnlab::testing::runScript(m_python, "ct2_reference.py", QStringList{"make", "--out", out} + options);
-    return out;
+    return attnlab::testing::makeCt2Model(m_python, m_dir.path(), name, options);
 }
 
 json TestRelativePositions::reference(const QString& model, const std::vector<std::string>& sentences) {
-    static int n = 0;
-    const QString in = m_dir.path() + QString("/sentences-%1.txt").arg(++n), out = in + ".json";
-    std::string text;
-    for (const auto& s : sentences) text += s + "\n";
-    attnlab::testing::writeFile(in.toStdString(), text);
-    attnlab::testing::runScript(
-        m_python, "ct2_reference.py",
-        {"run", "--model", model, "--sentences", in, "--out", out, "--max-length", QString::number(kMaxLength)});
-    return json::parse(attnlab::testing::readFile(out.toStdString()));
+    return attnlab::testing::runCt2Reference(m_python, m_dir.path(), model, sentences, kMaxLength);
 }
 
 // The tables as the reference reads them from model.bin: {"encoder"|"decoder": [layer]{"keys", "values"}}.
@@ -122,14 +107,7 @@ std::vector<std::string> TestRelativePositions::sentencesFor(const QString& dir)
                 token(8)};
 }
 
-attnlab::DecodingOptions TestRelativePositions::greedy() {
-    attnlab::DecodingOptions o;
-    o.beam_size = 1;
-    o.max_length = kMaxLength;
-    o.max_length_ratio = 0;
-    o.top_k_candidates = 0;
-    return o;
-}
+attnlab::DecodingOptions TestRelativePositions::greedy() { return attnlab::testing::referenceGreedy(kMaxLength); }
 
 void TestRelativePositions::compare(const std::vector<attnlab::TranslationResult>& results, const json& ref) {
     using attnlab::testing::worstMapDifference;

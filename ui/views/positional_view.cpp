@@ -210,7 +210,8 @@ void PositionalEncodingView::rebuildRelative() {
         fill(map, *table, -top, top);
         const int cols = table->empty() ? 0 : int(table->front().size());
         map->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(-k, k));  // row r is offset r − k
-        plot->rescaleAxes();
+        plot->xAxis->setRange(-0.5, cols - 0.5);                                     // whole cells at the edges
+        plot->yAxis->setRange(-k - 0.5, k + 0.5);
         plot->replot();
     }
 }
