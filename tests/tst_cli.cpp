@@ -35,16 +35,8 @@ Run cli(const QStringList& args, const QByteArray& input = {}) { return attnlab:
 // attnlab-cli with its stdin as a shell redirection makes it (`0<&-` closes it, `< DIR` opens a
 // directory: QProcess can do neither).
 Run cliWithStdin(const QString& redirection, const QStringList& args) {
-    QProcess p;
-    p.start("/bin/sh", QStringList{"-c", "exec \"$0\" \"$@\" " + redirection, ATTNLAB_CLI_PATH} + args);
-    p.waitForStarted();
-    p.closeWriteChannel();
-    p.waitForFinished(120000);
-    Run r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return attnlab::testing::runProgram(
+        "/bin/sh", QStringList{"-c", "exec \"$0\" \"$@\" " + redirection, ATTNLAB_CLI_PATH} + args);
 }
 }  // namespace
 

@@ -806,9 +806,27 @@ void TestUi::argosTabInstallsAndRemoves() {
         return m_window->translatePanel()->directions().join('\n').contains("en → xx  (Argos: translate-en_xx-1_0)");
     };
     QVERIFY(!listed());
+    // slowly, then cancelled: what arrived stays for the next Install, which asks for the rest
+    const std::string served = "argos/translate-en_xx-1_0.argosmodel";
+    hub.setFaults({{"drip", {{served, {4096, 40}}}}});
     panel->install();
     QVERIFY(panel->busy());
+    auto* bar = panel->findChild<QProgressBar*>();
+    QTRY_VERIFY_WITH_TIMEOUT(bar->value() > 0, 20000);  // bytes arrive, shown
+    QVERIFY2(panel->status().contains(" of "), qPrintable(panel->status()));
+    if (!shots.isEmpty()) QVERIFY(dialog.grab().save(shots + "/argos-tab-downloading.png"));
+    panel->cancel();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 10000);
+    QCOMPARE(panel->status(), QObject::tr("Cancelled; what was downloaded is kept, and the next Install resumes it."));
+    QVERIFY(QFileInfo(dir.filePath("cache") + "/argos-translate/downloads/translate-en_xx-1.0.argosmodel.incomplete")
+                .size() > 0);
+    QVERIFY(!listed());
+    hub.setFaults(nlohmann::json::object());
+    hub.clearLog();
+    panel->install();
     QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 30000);
+    QVERIFY2(hub.requests().back()["range"].get<std::string>().rfind("bytes=", 0) == 0,
+             qPrintable(QString::fromStdString(hub.requests().back().dump())));
     const QString installed = dir.filePath("packages") + "/translate-en_xx-1_0";
     QCOMPARE(panel->status(), "Installed en-xx into " + installed + ".");
     QCOMPARE(table->item(0, ArgosIndexPanel::Installed)->text(), QObject::tr("yes"));

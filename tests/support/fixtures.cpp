@@ -176,9 +176,14 @@ std::string makeSmallArgosPackage(const QString& dir, const QString& from, const
 }
 
 CliRun runCli(const QStringList& args, const QByteArray& input, const QProcessEnvironment& env) {
+    return runProgram(ATTNLAB_CLI_PATH, args, input, env);
+}
+
+CliRun runProgram(const QString& program, const QStringList& args, const QByteArray& input,
+                  const QProcessEnvironment& env) {
     QProcess p;
     p.setProcessEnvironment(env);
-    p.start(ATTNLAB_CLI_PATH, args);
+    p.start(program, args);
     p.waitForStarted();
     if (!input.isEmpty()) p.write(input);
     p.closeWriteChannel();

@@ -61,12 +61,14 @@ void runScript(const QString& python, const QString& script, const QStringList& 
 // python3 (ATTNLAB_PYTHON) cannot import torch, numpy and sentencepiece: the caller skips, or fails under CI=true.
 std::string makeSmallArgosPackage(const QString& dir, const QString& from, const QString& to, int seed);
 
-// attnlab-cli run with `args`, `input` on its standard input (then closed) and `env`, waited for up to 120 s:
-// its exit status (-1 when it did not end normally) and what it printed.
+// `program` (runCli: attnlab-cli) run with `args`, `input` on its standard input (then closed) and `env`,
+// waited for up to 120 s: its exit status (-1 when it did not end normally) and what it printed.
 struct CliRun {
     int code = -1;
     QString out, err;
 };
+CliRun runProgram(const QString& program, const QStringList& args, const QByteArray& input = {},
+                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
 CliRun runCli(const QStringList& args, const QByteArray& input = {},
               const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
 
