@@ -81,13 +81,10 @@ void TranslationController::loadModel(const QString& package_dir, const QString&
             o.num_threads = m_threads;
             auto t = std::make_shared<Translator>(dir, o);
             auto info = std::make_shared<const ModelInfo>(t->info());
-            m_translator = std::move(t);
             m_cache.clear();
-            m_cache_model = dir + "@" + dev + "@" + ct;
-            {
-                std::lock_guard<std::mutex> lock(m_info_mutex);
-                m_info = info;
-            }
+            m_legs.clear();
+            m_leg_keys.clear();
+            setTranslator(std::move(t), dir + "@" + dev + "@" + ct);
             Q_EMIT modelLoaded(info);
         } catch (const std::exception& e) {
             Q_EMIT failed(Operation::LoadModel, QString::fromStdString(e.what()));
@@ -97,13 +94,120 @@ void TranslationController::loadModel(const QString& package_dir, const QString&
     });
 }
 
-void TranslationController::translate(const QString& sentence, const DecodingOptions& options) {
+void TranslationController::setTranslator(std::shared_ptr<Translator> t, const std::string& cache_key) {
+    auto info = std::make_shared<const ModelInfo>(t->info());
+    m_translator = std::move(t);
+    m_cache_model = cache_key;
+    std::lock_guard<std::mutex> lock(m_info_mutex);
+    m_info = std::move(info);
+}
+
+void TranslationController::loadPivot(const QStringList& package_dirs, const QString& device,
+                                      const QString& compute_type) {
+    std::vector<std::string> dirs;
+    for (const auto& d : package_dirs) dirs.push_back(d.toStdString());
+    const std::string dev = device.toStdString(), ct = compute_type.toStdString();
+    post([this, dirs, dev, ct] {
+        try {
+            if (dirs.size() != 2) throw InputError("a pivot has two legs, not " + std::to_string(dirs.size()));
+            TranslatorOptions o;
+            o.device = dev;
+            o.compute_type = ct;
+            o.num_threads = m_threads;
+            std::vector<std::shared_ptr<Translator>> legs;
+            std::vector<std::string> keys;
+            for (const auto& dir : dirs) {
+                legs.push_back(std::make_shared<Translator>(dir, o));
+                keys.push_back(dir + "@" + dev + "@" + ct);
+            }
+            m_cache.clear();
+            m_legs = std::move(legs);
+            m_leg_keys = std::move(keys);
+            m_shown_leg = 0;
+            setTranslator(m_legs[0], m_leg_keys[0]);
+            Q_EMIT pivotLoaded(std::make_shared<const ModelInfo>(m_legs[0]->info()),
+                               std::make_shared<const ModelInfo>(m_legs[1]->info()));
+        } catch (const std::exception& e) {
+            Q_EMIT failed(Operation::LoadModel, QString::fromStdString(e.what()));
+        }
+    });
+}
+
+void TranslationController::showLeg(int leg) {
+    post([this, leg] {
+        if (leg < 0 || size_t(leg) >= m_legs.size()) return;
+        m_shown_leg = size_t(leg);
+        setTranslator(m_legs[m_shown_leg], m_leg_keys[m_shown_leg]);
+        Q_EMIT legShown(leg, modelInfo());
+    });
+}
+
+DecodingOptions TranslationController::legOptions(size_t leg, DecodingOptions o) const {
+    if (leg != m_shown_leg) {
+        o.ablate.clear();
+        o.force_prefix.clear();
+        o.force_prefix_ids.clear();
+    }
+    if (leg + 1 < m_legs.size()) o.nbest = 1;  // the middle sentence is the best translation
+    o.source_language.clear();
+    o.target_language.clear();
+    return o;
+}
+
+ResultPtr TranslationController::translateLegNow(size_t leg, const std::string& text, const DecodingOptions& options,
+                                                 int generation) {
+    const DecodingOptions o = legOptions(leg, options);
+    if (auto cached = m_cache.find(m_leg_keys[leg], text, o)) return cached;
+    Q_EMIT translationStarted();
+    ResultPtr result = std::make_shared<const TranslationResult>(
+        m_legs[leg]->translate(text, o, [this, generation](const StepProgress& p) {
+            if (generation != m_generation.load()) return false;
+            Q_EMIT translationProgress(p.step + 1, p.max_steps);
+            return true;
+        }));
+    m_cache.insert(m_leg_keys[leg], text, o, result);
+    return result;
+}
+
+void TranslationController::translateLeg(int leg, const QString& text, const DecodingOptions& options) {
     const int generation = ++m_generation;
-    const std::string text = sentence.toStdString();
-    post([this, text, options, generation] {
+    const std::string input = text.toStdString();
+    post([this, leg, input, options, generation] {
+        if (generation != m_generation.load() || leg < 0 || size_t(leg) >= m_legs.size()) return;
+        try {
+            auto result = translateLegNow(size_t(leg), input, options, generation);
+            if (generation == m_generation.load()) Q_EMIT legTranslated(leg, std::move(result));
+        } catch (const CancelledError&) {
+        } catch (const std::exception& e) {
+            Q_EMIT failed(Operation::Translate, QString::fromStdString(e.what()));
+        }
+    });
+}
+
+void TranslationController::translate(const QString& sentence, const DecodingOptions& options, const QString& middle) {
+    const int generation = ++m_generation;
+    const std::string text = sentence.toStdString(), given_middle = middle.toStdString();
+    post([this, text, given_middle, options, generation] {
         if (generation != m_generation.load()) return;  // superseded while queued
         if (!m_translator) {
             Q_EMIT failed(Operation::Translate, tr("no model is loaded (File > Open model…)"));
+            return;
+        }
+        if (!m_legs.empty()) {
+            try {
+                auto first = translateLegNow(0, text, options, generation);
+                ResultPtr second;
+                try {
+                    second =
+                        translateLegNow(1, given_middle.empty() ? first->best.text : given_middle, options, generation);
+                } catch (const InputError& e) {
+                    throw InputError(std::string("the middle sentence (the second leg's input): ") + e.what());
+                }
+                if (generation == m_generation.load()) Q_EMIT pivotTranslated(std::move(first), std::move(second));
+            } catch (const CancelledError&) {
+            } catch (const std::exception& e) {
+                Q_EMIT failed(Operation::Translate, QString::fromStdString(e.what()));
+            }
             return;
         }
         if (auto cached = m_cache.find(m_cache_model, text, options)) {

@@ -18,12 +18,15 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QThread>
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace attnlab::ui {
 
@@ -64,7 +67,20 @@ public:
     void setThreads(int threads) { m_threads = threads; }
     // Asynchronous; answered by translationFinished or failed(Translate) (or nothing, when a newer
     // request superseded it). A translation in the cache is answered without translationStarted.
-    void translate(const QString& sentence, const DecodingOptions& options);
+    // With a pivot loaded, through both legs: answered by pivotTranslated; the second leg translates
+    // `middle` when it is not empty (a middle sentence the user edited), else the first leg's output.
+    void translate(const QString& sentence, const DecodingOptions& options, const QString& middle = {});
+
+    // Pivot translation (attnlab/route.h): the legs' packages, loaded together; the first leg's model
+    // is the loaded one until showLeg. Answered by pivotLoaded or failed(LoadModel) (the model before
+    // stays). Loading a single model (loadModel) leaves the pivot.
+    void loadPivot(const QStringList& package_dirs, const QString& device, const QString& compute_type);
+    // The leg whose model every later request (explanations, norms, statistics, ...) goes to, and whose
+    // heads an options' `ablate` and forced prefix name; answered by legShown.
+    void showLeg(int leg);
+    // Leg `leg` alone on `text` (the second leg on an edited middle sentence); answered by
+    // legTranslated or failed(Translate); superseded as translate() is.
+    void translateLeg(int leg, const QString& text, const DecodingOptions& options);
     // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
     // by explained or failed(Explain). Queued behind translations, never cancelling them.
     void explain(ResultPtr result, const CellRef& cell);
@@ -130,6 +146,10 @@ Q_SIGNALS:
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
     void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
+    void pivotLoaded(attnlab::ui::ModelInfoPtr first, attnlab::ui::ModelInfoPtr second);
+    void legShown(int leg, attnlab::ui::ModelInfoPtr info);
+    void pivotTranslated(attnlab::ui::ResultPtr first, attnlab::ui::ResultPtr second);
+    void legTranslated(int leg, attnlab::ui::ResultPtr result);
     // The one failure signal: what was being done, and why it failed.
     void failed(attnlab::ui::Operation op, const QString& message);
 
@@ -142,6 +162,17 @@ private:
     void postInspection(std::function<void(const Translator&)> work, Operation op);
     // On the worker: the cached translation of `text`, or a new one (then cached).
     ResultPtr translateCached(const Translator& t, const std::string& text, const DecodingOptions& options);
+    // On the worker: leg `leg` of the pivot on `text` (cached), reporting progress while `generation` is
+    // the newest request; throws CancelledError when a newer one came.
+    ResultPtr translateLegNow(size_t leg, const std::string& text, const DecodingOptions& options, int generation);
+    // A leg's options: the ablated heads and the forced prefix only for the leg shown, the model's own
+    // languages, one hypothesis before the last leg.
+    DecodingOptions legOptions(size_t leg, DecodingOptions options) const;
+    void setTranslator(std::shared_ptr<Translator> t, const std::string& cache_key);  // worker: the model shown
+    // Worker thread: the pivot's legs (empty without one), their cache keys and the leg shown.
+    std::vector<std::shared_ptr<Translator>> m_legs;
+    std::vector<std::string> m_leg_keys;
+    size_t m_shown_leg = 0;
 
     QThread m_thread;
     QObject* m_worker = nullptr;               // lives in m_thread

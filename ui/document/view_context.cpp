@@ -63,7 +63,14 @@ ViewContext::ViewContext(TranslationController* controller, QObject* parent)
     qRegisterMetaType<Operation>("attnlab::ui::Operation");
     followFetch();
     m_live = QSettings().value("liveTranslation", true).toBool();
-    connect(controller, &TranslationController::modelLoaded, this, &ViewContext::setModel);
+    connect(controller, &TranslationController::modelLoaded, this, [this](ModelInfoPtr info) {
+        if (pivoting()) {
+            m_pivot = {};
+            Q_EMIT pivotChanged();
+        }
+        setModel(std::move(info));
+    });
+    followPivot();
     connect(controller, &TranslationController::translationFinished, this, [this](ResultPtr r) {
         if (m_awaiting) setResult(std::move(r), m_result_options);  // not one cleared since
     });
@@ -119,7 +126,10 @@ void ViewContext::setDevice(const QString& device) {
     if (device == m_device) return;
     m_device = device;
     Q_EMIT deviceChanged(device);
-    if (const auto info = model()) loadModel(QString::fromStdString(info->package_dir));
+    if (pivoting())
+        loadPivot(pivotDirs());
+    else if (const auto info = model())
+        loadModel(QString::fromStdString(info->package_dir));
 }
 
 void ViewContext::setPalette(Palette palette, bool remember) {
@@ -234,6 +244,12 @@ void ViewContext::loadModelAs(const QString& package_dir, const QString& compute
 
 void ViewContext::setComputeType(const QString& compute_type) {
     if (compute_type == m_compute_type) return;
+    if (pivoting()) {  // both legs in it (not remembered per model: a pivot is chosen afresh each time)
+        m_compute_type = compute_type;
+        Q_EMIT computeTypeChanged(compute_type);
+        loadPivot(pivotDirs());
+        return;
+    }
     // The model being loaded, else the loaded one; remembered once it loads (setModel).
     const QString dir = !m_loading_dir.isEmpty() ? m_loading_dir
                         : model()                ? QString::fromStdString(model()->package_dir)
@@ -251,6 +267,60 @@ void ViewContext::translateSentence(const QString& sentence) {
     translate(sentence, m_options);
 }
 
+void ViewContext::followPivot() {
+    connect(m_controller, &TranslationController::pivotLoaded, this, [this](ModelInfoPtr first, ModelInfoPtr second) {
+        m_pivot = {};
+        m_pivot.models = {first, std::move(second)};
+        Q_EMIT pivotChanged();
+        setModel(std::move(first));
+    });
+    connect(m_controller, &TranslationController::pivotTranslated, this, [this](ResultPtr first, ResultPtr second) {
+        if (!m_awaiting || !pivoting()) return;  // cleared since, or the pivot left
+        if (!m_pivot.middle_edited) m_pivot.middle = QString::fromStdString(first->best.text);
+        m_pivot.results = {std::move(first), std::move(second)};
+        Q_EMIT pivotChanged();
+        setResult(m_pivot.results[size_t(m_pivot.leg)], m_result_options);
+    });
+    connect(m_controller, &TranslationController::legTranslated, this, [this](int leg, ResultPtr result) {
+        if (!pivoting() || !m_pivot.results[0]) return;
+        m_pivot.results[size_t(leg)] = std::move(result);
+        Q_EMIT pivotChanged();
+        if (leg == m_pivot.leg) setResult(m_pivot.results[size_t(leg)], m_result_options);
+    });
+    // Another leg's model and its translation: the views follow as for a model loaded, without
+    // translating again.
+    connect(m_controller, &TranslationController::legShown, this, [this](int leg, ModelInfoPtr info) {
+        if (!pivoting() || leg != m_pivot.leg) return;
+        m_last_error.clear();
+        if (m_result) dropResult();
+        Q_EMIT modelChanged(std::move(info));
+        Q_EMIT pivotChanged();
+        if (const auto r = m_pivot.results[size_t(leg)]) setResult(r, m_result_options);
+    });
+}
+
+void ViewContext::loadPivot(const QStringList& package_dirs) {
+    if (m_fetch->running()) m_fetch->cancel();
+    m_loading_dir = package_dirs.value(0);
+    Q_EMIT modelLoading(m_loading_dir);
+    m_controller->loadPivot(package_dirs, m_device, m_compute_type);
+}
+
+void ViewContext::showLeg(int leg) {
+    if (!pivoting() || leg == m_pivot.leg || leg < 0 || leg > 1) return;
+    m_pivot.leg = leg;
+    m_ablated.clear();  // heads of the other leg's model
+    m_controller->showLeg(leg);
+}
+
+void ViewContext::setMiddleSentence(const QString& middle) {
+    if (!pivoting() || middle.trimmed().isEmpty()) return;
+    m_pivot.middle = middle;
+    m_pivot.middle_edited = true;
+    Q_EMIT pivotChanged();
+    m_controller->translateLeg(1, middle, m_result_options);
+}
+
 void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
     m_sentence = sentence;
     m_awaiting = true;
@@ -259,7 +329,11 @@ void ViewContext::translate(const QString& sentence, const DecodingOptions& opti
     m_result_options.record_trace = true;  // the Decoding tab shows the search
     m_result_options.ablate = m_ablated;
     Q_EMIT translationRequested(sentence, !options.force_prefix.empty() || !options.force_prefix_ids.empty());
-    m_controller->translate(sentence, m_result_options);
+    if (pivoting() && sentence != m_pivot.source) {  // another sentence: its own middle sentence
+        m_pivot.source = sentence;
+        m_pivot.middle_edited = false;
+    }
+    m_controller->translate(sentence, m_result_options, m_pivot.middle_edited ? m_pivot.middle : QString());
 }
 
 void ViewContext::reportFailure(Operation op, const QString& message) {
@@ -276,6 +350,10 @@ void ViewContext::reportFailure(Operation op, const QString& message) {
         }
     }
     if (op == Operation::Translate) {
+        if (pivoting()) {  // the translations go; the middle sentence stays as it was written
+            m_pivot.results = {};
+            Q_EMIT pivotChanged();
+        }
         m_result.reset();
         Q_EMIT resultChanged(nullptr);
     }
@@ -286,7 +364,24 @@ void ViewContext::reportFailure(Operation op, const QString& message) {
     Q_EMIT failed(op, message);
 }
 
+QStringList ViewContext::pivotDirs() const {
+    QStringList dirs;
+    for (const auto& m : m_pivot.models)
+        if (m) dirs << QString::fromStdString(m->package_dir);
+    return dirs;
+}
+
+void ViewContext::dropPivotResults() {
+    if (!pivoting()) return;
+    m_pivot.results = {};
+    m_pivot.middle.clear();
+    m_pivot.middle_edited = false;
+    m_pivot.source.clear();
+    Q_EMIT pivotChanged();
+}
+
 void ViewContext::clearResult() {
+    dropPivotResults();
     m_sentence.clear();
     m_awaiting = false;
     m_last_error.clear();

@@ -15,6 +15,7 @@
 #include <attnlab/attention_kind.h>
 
 #include <QObject>
+#include <QStringList>
 
 #include <array>
 #include <memory>
@@ -90,6 +91,24 @@ public:
     // they have been computed and the rollout when it is shown; the problem, or nothing.
     [[nodiscard]] std::optional<QString> exportAttentionJson(const QString& path) const;
 
+    // Pivot translation (attnlab/route.h): two models chained through a middle language, the first
+    // leg's translation the second leg's input. The views show one leg at a time: model() and result()
+    // are the shown leg's, and showLeg switches (modelChanged, then resultChanged with that leg's
+    // translation, nothing translated again). A single model loaded leaves the pivot.
+    bool pivoting() const { return m_pivot.models[0] != nullptr; }
+    int leg() const { return m_pivot.leg; }                                          // 0 or 1
+    ModelInfoPtr legModel(int leg) const { return m_pivot.models.at(size_t(leg)); }  // null without a pivot
+    ResultPtr legResult(int leg) const { return m_pivot.results.at(size_t(leg)); }
+    // The second leg's input: the first leg's translation, or what the user wrote in its place.
+    QString middleSentence() const { return m_pivot.middle; }
+    // Loads a route's legs (their package folders, in order); answered by modelChanged (the first
+    // leg's model) and pivotChanged, or failed(LoadModel).
+    void loadPivot(const QStringList& package_dirs);
+    void showLeg(int leg);
+    // The middle sentence edited: the second leg alone translates it (the first leg's stays); kept
+    // while the same sentence is translated again (other options, heads switched off).
+    void setMiddleSentence(const QString& middle);
+
     // Requests.
     void loadModel(const QString& package_dir);
     // A folder, a file (an .argosmodel) or a Hugging Face name ORG/NAME[@REVISION]: a name is loaded from
@@ -155,8 +174,22 @@ Q_SIGNALS:
     void fetchProgress(const attnlab::HubProgress& progress);
     // Got (`got`: it loads next), failed (failed(GetModel, …) says why) or cancelled.
     void fetchEnded(const QString& name, bool got);
+    // A pivot loaded or left, another leg shown, a leg's translation or the middle sentence changed.
+    void pivotChanged();
 
 private:
+    struct Pivot {
+        std::array<ModelInfoPtr, 2> models;
+        std::array<ResultPtr, 2> results;
+        int leg = 0;
+        QString middle;
+        bool middle_edited = false;  // by the user: the second leg translates it, not the first leg's output
+        QString source;              // the sentence the middle sentence belongs to
+    };
+    Pivot m_pivot;
+    void followPivot();
+    QStringList pivotDirs() const;  // the legs' package folders
+    void dropPivotResults();        // the legs' translations and the middle sentence, with pivotChanged
     void followFetch();
     TranslationController* m_controller;
     ModelFetch* m_fetch;

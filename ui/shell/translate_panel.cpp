@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shell/pivot_row.h"
 #include "widgets/confidence_text.h"
 #include "widgets/language_picker.h"
 
@@ -28,6 +29,7 @@
 #include <QFileInfo>
 
 #include <attnlab/package.h>
+#include <attnlab/route.h>
 
 #include <cmath>
 
@@ -49,6 +51,21 @@ QList<QPair<QString, QString>> bundledModelChoices() {
             {directionLabel(m.source_lang, m.target_lang, QObject::tr("Argos: %1").arg(QString::fromStdString(m.name))),
              QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()});
     return out;
+}
+
+QList<QPair<QString, QStringList>> pivotChoices() {
+    QList<QPair<QString, QStringList>> out;
+    for (const auto& route : pivotRoutes(installedModels())) {
+        QStringList dirs;
+        for (const auto& m : route.legs) dirs << QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath();
+        out.append({pivotLabel(route.from(), route.middle(), route.to()), dirs});
+    }
+    return out;
+}
+
+QString pivotLabel(const std::string& from, const std::string& middle, const std::string& to) {
+    return QObject::tr("%1 → %2  via %3")
+        .arg(QString::fromStdString(from), QString::fromStdString(to), QString::fromStdString(middle));
 }
 
 QString modelLabel(const ModelInfo& info) {
@@ -172,8 +189,10 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_show_details->setToolTip(tr("Show the pieces, the score, the time and the confidence figures"));
     connect(m_show_details, &QToolButton::toggled, m_details, &QWidget::setVisible);
     opts->addWidget(m_show_details);
+    m_pivot = new PivotRow(context, this);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(row);
+    layout->addWidget(m_pivot);
     layout->addWidget(m_options_row);
     layout->addWidget(m_progress);
     layout->addWidget(m_translation);
@@ -185,8 +204,13 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     connect(m_sentence, &QLineEdit::textEdited, this, &TranslatePanel::typed);
     connect(m_live_timer, &QTimer::timeout, this, &TranslatePanel::liveDue);
     connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
-    connect(m_direction, &QComboBox::activated, this,
-            [this] { Q_EMIT modelChosen(m_direction->currentData().toString()); });
+    connect(m_direction, &QComboBox::activated, this, [this] {
+        const QVariant data = m_direction->currentData();
+        if (data.typeId() == QMetaType::QStringList)
+            Q_EMIT pivotChosen(data.toStringList());
+        else
+            Q_EMIT modelChosen(data.toString());
+    });
     connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
     follow(context);
 }
@@ -256,6 +280,7 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(this, &TranslatePanel::translateRequested, c,
             [c](const QString& s, const DecodingOptions& o) { c->translate(s, o); });
     connect(this, &TranslatePanel::modelChosen, c, &ViewContext::loadModel);
+    connect(this, &TranslatePanel::pivotChosen, c, &ViewContext::loadPivot);
     m_live->setChecked(c->liveTranslation());
     connect(m_live, &QCheckBox::toggled, c, [c](bool on) { c->setLiveTranslation(on); });
     connect(c, &ViewContext::liveTranslationChanged, this, [this](bool on) {
@@ -289,10 +314,14 @@ void TranslatePanel::follow(ViewContext* c) {
         m_languages->setModel(info->config, QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath());
         c->setDecodingOptions(options());
         QStringList examples;
-        for (const auto& e : info->examples) examples << QString::fromStdString(e.source);
+        // a pivot's sentences are the first leg's source language, whichever leg is shown
+        for (const auto& e : (c->pivoting() ? c->legModel(0) : info)->examples)
+            examples << QString::fromStdString(e.source);
         setExamples(examples);
-        setModels(bundledModelChoices(), QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath(),
+        setModels(bundledModelChoices(),
+                  c->pivoting() ? QString() : QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath(),
                   modelLabel(*info));
+        addPivotChoices();
         // An imported model's own decoding defaults (num_beams; max_length counts the start token);
         // a model without them gets AttnLab's back, so the last model's beam does not linger.
         const bool own = info->config.num_beams > 0 || info->config.max_length > 1;
@@ -379,6 +408,27 @@ void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, con
     if (i < 0 && !current.isEmpty()) m_direction->addItem(current_label, current);
     m_direction->setCurrentIndex(i >= 0 ? i : m_direction->count() - 1);
     m_direction->setVisible(!models.isEmpty());
+}
+
+// The pairs only a pivot translates, after the models; the loaded pivot selected (added when it is
+// none of them).
+void TranslatePanel::addPivotChoices() {
+    const QSignalBlocker block(m_direction);
+    QStringList loaded;
+    if (m_context->pivoting())
+        for (int leg = 0; leg < 2; ++leg)
+            loaded << QFileInfo(QString::fromStdString(m_context->legModel(leg)->package_dir)).canonicalFilePath();
+    for (const auto& [label, dirs] : pivotChoices()) m_direction->addItem(label, dirs);
+    if (loaded.isEmpty()) return;
+    int i = m_direction->findData(loaded);
+    if (i < 0) {
+        const auto& first = m_context->legModel(0)->config;
+        m_direction->addItem(
+            pivotLabel(first.source_lang, first.target_lang, m_context->legModel(1)->config.target_lang), loaded);
+        i = m_direction->count() - 1;
+    }
+    m_direction->setCurrentIndex(i);
+    m_direction->setVisible(true);
 }
 
 QStringList TranslatePanel::directions() const {

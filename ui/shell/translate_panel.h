@@ -23,11 +23,17 @@ namespace attnlab::ui {
 
 class ConfidenceText;
 class LanguagePicker;
+class PivotRow;
 
 // The models the direction switch offers, as (label, canonical directory): the bundled ones
 // ("de → en  (multi30k-de-en)"), then the Argos Translate packages argos-translate installed
 // ("en → de  (Argos: translate-en_de-1_0)").
 QList<QPair<QString, QString>> bundledModelChoices();
+// The pairs no model translates but two chained through a middle language do (attnlab/route.h:
+// pivotRoutes over the bundled models and the Argos packages), as (label, the legs' directories):
+// "de → fr  via en".
+QList<QPair<QString, QStringList>> pivotChoices();
+QString pivotLabel(const std::string& from, const std::string& middle, const std::string& to);
 // Any model as the direction switch names it: its languages (config.json) and its folder's name.
 QString modelLabel(const ModelInfo& info);
 
@@ -54,6 +60,7 @@ public:
     QStringList directions() const;  // the switch's entries, as shown
     QString currentDirection() const;
     QLineEdit* sentenceEdit() const { return m_sentence; }
+    PivotRow* pivotRow() const { return m_pivot; }
     const ConfidenceText* translationView() const { return m_translation; }
     // The low-confidence warning in words; empty when the last translation was not flagged.
     QString confidenceWarning() const;
@@ -73,6 +80,7 @@ Q_SIGNALS:
     void translateRequested(const QString& sentence, const attnlab::DecodingOptions& options);
     void deviceChanged(const QString& device);
     void modelChosen(const QString& package_dir);
+    void pivotChosen(const QStringList& package_dirs);  // a pivot's legs, in order
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -83,6 +91,7 @@ private:
     void typed();    // a keystroke: (re)starts the live timer
     void liveDue();  // the pause after typing: translate what is there, once
     void follow(ViewContext* context);
+    void addPivotChoices();
     void present(bool on);
     void showWarning();     // the shown translation's low-confidence warning, if any
     void cutWarning();      // its text cut to the label's width
@@ -98,6 +107,7 @@ private:
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;
+    PivotRow* m_pivot;  // the leg switch and the middle sentence (shown for a pivot)
     LanguagePicker* m_languages;
     QPushButton* m_go;
     QCheckBox* m_live;

@@ -1,0 +1,168 @@
+// Pivot translation in the app (attnlab/route.h): the direction switch offers a pair that only two
+// installed models chained through English translate; a pivot of the fixture's two packages (de -> en,
+// en -> de with 3 layers) translates in two legs on the worker, the middle sentence shown and edited in
+// the sentence row (the second leg alone translates it again), and the views follow the leg switch
+// through ViewContext. Each leg's translation is checked against that leg's model run here alone.
+#include "document/view_context.h"
+#include "shell/main_window.h"
+#include "shell/pivot_row.h"
+#include "shell/translate_panel.h"
+
+#include <attnlab/translator.h>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QLineEdit>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QToolButton>
+#include <QtTest/QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace attnlab::ui;
+
+class TestPivotUi : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void switchOffersThePivot();
+    void twoLegsAndTheMiddleSentence();
+    void viewsFollowTheLeg();
+    void aSingleModelLeavesThePivot();
+
+private:
+    std::string translatedAlone(const std::string& package, const std::string& sentence) const;
+    QTemporaryDir m_dir;
+    QString m_first, m_second;  // de -> en (2 layers), en -> de (3 layers)
+    std::unique_ptr<TranslationController> m_controller;
+    std::unique_ptr<MainWindow> m_window;
+};
+
+void TestPivotUi::initTestCase() {
+    QCoreApplication::setOrganizationName("AttnLab");
+    QCoreApplication::setApplicationName("tst_pivot_ui");
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().remove("computeType");
+    m_first = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    QVERIFY2(!m_first.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
+    m_second = m_first + "-deep";
+    m_controller = std::make_unique<TranslationController>();
+    m_window = std::make_unique<MainWindow>(m_controller.get(), /*error_dialogs=*/false);
+    m_window->resize(1200, 800);
+    m_window->show();
+}
+
+// The leg's model alone, in this process, as the app's worker runs it (greedy: the same search either
+// way, no tie a beam could break otherwise).
+std::string TestPivotUi::translatedAlone(const std::string& package, const std::string& sentence) const {
+    attnlab::Translator t(package, attnlab::TranslatorOptions{"cpu"});
+    attnlab::DecodingOptions o;
+    o.beam_size = 1;
+    return t.translate(sentence, o).best.text;
+}
+
+void TestPivotUi::switchOffersThePivot() {
+    // Two installed Argos packages, xa -> en and en -> xb (folders as argos-translate installs them;
+    // listed, not loaded): the switch offers "xa → xb  via en" with both folders, after the models.
+    const std::string root = m_dir.path().toStdString() + "/argos";
+    for (const auto& [name, from, to] :
+         {std::tuple{"translate-xa_en-1_0", "xa", "en"}, std::tuple{"translate-en_xb-1_0", "en", "xb"}}) {
+        const std::string dir = root + "/" + name;
+        std::filesystem::create_directories(dir + "/model");
+        std::ofstream(dir + "/model/model.bin").flush();
+        std::ofstream(dir + "/metadata.json") << R"({"from_code": ")" << from << R"(", "to_code": ")" << to << "\"}";
+    }
+    qputenv("ARGOS_PACKAGES_DIR", QByteArray::fromStdString(root));
+    const auto choices = pivotChoices();
+    qunsetenv("ARGOS_PACKAGES_DIR");
+    const QString label = QString::fromUtf8("xa → xb  via en");
+    bool found = false;
+    for (const auto& [text, dirs] : choices)
+        if (text == label) {
+            found = true;
+            QCOMPARE(dirs, (QStringList{QDir(QString::fromStdString(root + "/translate-xa_en-1_0")).canonicalPath(),
+                                        QDir(QString::fromStdString(root + "/translate-en_xb-1_0")).canonicalPath()}));
+        }
+    QVERIFY2(found, "the pivot pair is not offered");
+}
+
+void TestPivotUi::twoLegsAndTheMiddleSentence() {
+    ViewContext* c = m_window->context();
+    TranslatePanel* panel = m_window->translatePanel();
+    QSignalSpy changed(c, &ViewContext::modelChanged);
+    c->loadPivot({m_first, m_second});
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0 && c->pivoting(), 30000);
+    QVERIFY(panel->pivotRow()->isVisible());
+    QCOMPARE(panel->currentDirection(), QString::fromUtf8("de → de  via en"));
+    QCOMPARE(c->model()->package_dir, m_first.toStdString());  // the first leg's model is shown
+    auto o = c->decodingOptions();
+    o.beam_size = 1;
+    c->setDecodingOptions(o);
+    const std::string sentence = "Ein Hund läuft im Park.";
+    c->translateSentence(QString::fromStdString(sentence));
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(0) && c->legResult(1) && c->result(), 30000);
+    // Leg 1 is the first model on the sentence; its output is the middle sentence, leg 2's input.
+    const auto first = c->legResult(0), second = c->legResult(1);
+    QCOMPARE(first->source_text, sentence);
+    QCOMPARE(first->best.text, translatedAlone(m_first.toStdString(), sentence));
+    QCOMPARE(c->middleSentence().toStdString(), first->best.text);
+    QCOMPARE(second->source_text, first->best.text);
+    QCOMPARE(second->best.text, translatedAlone(m_second.toStdString(), first->best.text));
+    QCOMPARE(c->result(), first);  // the views show leg 1
+    QLineEdit* middle = panel->pivotRow()->middleEdit();
+    QCOMPARE(middle->text(), c->middleSentence());
+    QCOMPARE(panel->pivotRow()->finalTranslation().toStdString(), second->best.text);
+    // The middle sentence edited: the second leg alone translates it; leg 1's translation stays.
+    const QString edited = "A man reads a book.";
+    middle->setFocus();
+    middle->selectAll();
+    QTest::keyClicks(middle, edited);
+    QTest::keyClick(middle, Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(1) && c->legResult(1)->source_text == edited.toStdString(), 30000);
+    QCOMPARE(c->legResult(0), first);
+    QCOMPARE(c->legResult(1)->best.text, translatedAlone(m_second.toStdString(), edited.toStdString()));
+    QCOMPARE(panel->pivotRow()->finalTranslation().toStdString(), c->legResult(1)->best.text);
+    QCOMPARE(c->middleSentence(), edited);
+    const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS");
+    QApplication::processEvents();
+    if (!shots.isEmpty()) QVERIFY(m_window->grab().save(shots + "/pivot-leg1.png"));
+}
+
+void TestPivotUi::viewsFollowTheLeg() {
+    ViewContext* c = m_window->context();
+    QVERIFY(c->pivoting() && c->legResult(1));
+    QSignalSpy models(c, &ViewContext::modelChanged);
+    QSignalSpy asked(c, &ViewContext::translationRequested);
+    m_window->translatePanel()->pivotRow()->legButton(1)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() == c->legResult(1), 30000);
+    QCOMPARE(models.count(), 1);
+    QCOMPARE(asked.count(), 0);  // shown, not translated again
+    QCOMPARE(c->model()->package_dir, m_second.toStdString());
+    QCOMPARE(c->model()->config.model.n_layers, 3);  // the views' model is the second leg's
+    QCOMPARE(int(c->result()->cross.size()), 3);
+    QVERIFY(m_window->translatePanel()->pivotRow()->legButton(1)->isChecked());
+    // The pivot stays chosen in the switch, whichever leg is shown.
+    QCOMPARE(m_window->translatePanel()->currentDirection(), QString::fromUtf8("de → de  via en"));
+    const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS");
+    QApplication::processEvents();  // the layout's pass after the new result
+    if (!shots.isEmpty()) QVERIFY(m_window->grab().save(shots + "/pivot-leg2.png"));
+    m_window->translatePanel()->pivotRow()->legButton(0)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() == c->legResult(0), 30000);
+    QCOMPARE(c->model()->package_dir, m_first.toStdString());
+}
+
+void TestPivotUi::aSingleModelLeavesThePivot() {
+    ViewContext* c = m_window->context();
+    QSignalSpy changed(c, &ViewContext::modelChanged);
+    c->loadModel(m_second);
+    QTRY_VERIFY_WITH_TIMEOUT(changed.count() > 0, 30000);
+    QVERIFY(!c->pivoting());
+    QVERIFY(!m_window->translatePanel()->pivotRow()->isVisible());
+    QVERIFY(!c->legResult(0) && !c->legResult(1));
+}
+
+QTEST_MAIN(TestPivotUi)
+#include "tst_pivot_ui.moc"
