@@ -31,6 +31,7 @@ private Q_SLOTS:
     void transformersConverterEqualsTheFolder();
     void marianConverterEqualsTheFolderAndCTranslate2();
     void importedConversionStartsFromZero();
+    void padOfARealFolderIsRenormalisedAway();
     void multilingualConversionTakesTheLanguages_data();
     void multilingualConversionTakesTheLanguages();
 
@@ -175,6 +176,45 @@ void TestCt2Conversion::importedConversionStartsFromZero() {
     QCOMPARE(b[0].best.ids, a[0].best.ids);
     QCOMPARE(b[0].best.token_log_probs, a[0].best.token_log_probs);
     QCOMPARE(b[0].decoder_input_pieces.at(0), std::string(attnlab::kZeroStartPiece));
+}
+
+void TestCt2Conversion::padOfARealFolderIsRenormalisedAway() {
+    // A real OPUS-MT folder's <pad> logit is 0 (a zero row, a zero bias): its softmax gives <pad> a share that
+    // the converted model's, without the row, spreads over the other tokens. At each step every token's
+    // probability is then the folder's divided by 1 - p(<pad>): one factor, above 1, for all of them. The <pad>
+    // logit here is 12, not 0, so that its share (tiny at 0 against these random logits) is large enough to see.
+    const QString dir = m_dir.path() + "/hf-pad0", out = m_dir.path() + "/ct2-pad0";
+    script("marian_reference.py", {"make", "--from", m_opus, "--out", dir, "--seed", "8", "--final-logits-bias"});
+    script("ct2_reference.py", {"pad-row", "--dir", dir, "--pad-logit", "12"});
+    script("ct2_reference.py", {"convert-transformers", "--from", dir, "--out", out});
+    const auto device = attnlab::testing::testDevice();
+    attnlab::Translator folder(dir.toStdString(), {device}), converted(out.toStdString(), {device});
+    attnlab::DecodingOptions o = greedy();
+    o.top_k_candidates = 4;
+    const auto f = folder.translate("The cat sat on the mat.", o);
+    std::string pieces;
+    for (const auto& p : f.source_pieces) pieces += (pieces.empty() ? "" : " ") + p;
+    const auto c = converted.translate(pieces, o);
+    QCOMPARE(c.best.ids, f.best.ids);  // one factor per step: the same argmax
+    QVERIFY(worstMapDifference(c.cross, f.cross) < 1e-6);
+    double worst = 0, largest = 1;
+    int compared = 0;
+    for (size_t t = 0; t < f.steps.size(); ++t) {
+        const double factor = c.steps[t].chosen_probability / f.steps[t].chosen_probability;
+        largest = std::max(largest, factor);
+        QVERIFY2(factor > 1.0, qPrintable(QString::number(factor)));
+        for (const auto& theirs : f.steps[t].candidates)  // the folder's may hold <pad> itself
+            for (const auto& mine : c.steps[t].candidates)
+                if (mine.id == theirs.id) {
+                    worst = std::max(worst, std::abs(mine.probability / theirs.probability / factor - 1));
+                    ++compared;
+                }
+    }
+    qInfo("factors 1/(1 - p(<pad>)) up to %.4f; the candidates' ratios differ from their step's by at most %.2e",
+          largest, worst);
+    QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));      // float32 probabilities
+    QVERIFY2(largest > 1.05, qPrintable(QString::number(largest)));  // a share large enough to tell
+    QVERIFY(compared >= int(2 * f.steps.size()));
 }
 
 void TestCt2Conversion::multilingualConversionTakesTheLanguages_data() {
