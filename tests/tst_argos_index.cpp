@@ -151,6 +151,12 @@ void TestArgosIndex::settingsFromEnvironmentAndSettingsFile() {
     QCOMPARE(from_file.packages_dir, std::string("/s/p"));
     QCOMPARE(packages_default.substr(0, 3), std::string("/d/"));
     QCOMPARE(packages_default, std::string("/d/argos-translate/packages"));
+    qputenv("ATTNLAB_ARGOS_MAX_BYTES", "12x");
+    QCOMPARE(messageOf<attnlab::ConfigError>([&] { options(); }),
+             QString("ATTNLAB_ARGOS_MAX_BYTES=12x: not a whole number of bytes"));
+    qputenv("ATTNLAB_ARGOS_MAX_BYTES", "1000");
+    QCOMPARE(options().max_package_bytes, int64_t(1000));
+    qunsetenv("ATTNLAB_ARGOS_MAX_BYTES");
 }
 
 void TestArgosIndex::listsAndSearchesTheIndex() {
@@ -271,6 +277,15 @@ void TestArgosIndex::wrongChecksumIsRefused() {
              QString::fromStdString("127.0.0.1 answered HTTP 404 for translate-en_de-1.0.argosmodel (" +
                                     missing.links[0] + ")"));
     QVERIFY(!fs::exists(o.downloads_dir + "/translate-en_de-1.0.argosmodel.incomplete"));
+    // no size in the index: AttnLab's cap is the most the server may send, refused before a byte is kept
+    attnlab::ArgosPackageEntry unsized = attnlab::findArgosEntry(index, "en-de", "");
+    unsized.size = -1;
+    o.max_package_bytes = 1000;
+    QCOMPARE(messageOf<attnlab::PackageError>([&] { attnlab::installArgosPackage(unsized, o); }),
+             QString("127.0.0.1 sent more than the 1000 bytes translate-en_de-1.0.argosmodel may have (AttnLab's cap "
+                     "for a file of no declared size, ATTNLAB_ARGOS_MAX_BYTES): the download stopped there, and what "
+                     "this answer brought of it was not kept"));
+    QVERIFY(!fs::exists(o.packages_dir + "/translate-en_de-1_0"));
 }
 
 void TestArgosIndex::removeTakesOnlyPackageFolders() {

@@ -437,18 +437,20 @@ namespace {
 // The body must not take the file past `max_size`: what the server declares for this answer (Content-Length,
 // from `start`) is checked before a byte is written, what it sends as it comes.
 void checkBodySize(const HttpResponse& r, int64_t start, int64_t on_disk, size_t arriving, int64_t max_size,
-                   const std::string& file) {
+                   const UrlDownload& file) {
     const int64_t declared = sizeHeader(header(r, "content-length"));
     if (on_disk + int64_t(arriving) <= max_size && (declared < 0 || start + declared <= max_size)) return;
-    throw PackageError(hostOf(r.url) + " sent more than the " + std::to_string(max_size) + " bytes " + file +
-                       " has (its declared size): the download stopped there, and what this answer brought of it "
-                       "was not kept");
+    const std::string bound = file.size >= 0 ? " has (its declared size)"
+                                             : " may have (AttnLab's cap for a file of no declared size" +
+                                                   (file.cap_setting.empty() ? "" : ", " + file.cap_setting) + ")";
+    throw PackageError(hostOf(r.url) + " sent more than the " + std::to_string(max_size) + " bytes " + file.file +
+                       bound + ": the download stopped there, and what this answer brought of it was not kept");
 }
 }  // namespace
 
 void HubClient::download(const HubFileInfo& info, IncompleteBlob& blob, int64_t max_size,
                          const std::function<bool()>& tick) {
-    transfer({info.location, info.file, info.size}, blob, max_size, tick,
+    transfer({info.location, info.file, info.size, ""}, blob, max_size, tick,
              {info.file + " of " + hubModelNameString(info.name), true},
              [&](const HttpResponse& r) { throwStatus(r, info.name, info.file); });
 }
@@ -499,7 +501,7 @@ void HubClient::transfer(const UrlDownload& file, DownloadTarget& target, int64_
         if (first && r.status == 200 && request.resume_from > 0) target.restart();  // the range was ignored
         first = false;
         try {
-            checkBodySize(r, r.status == 206 ? request.resume_from : 0, target.size(), size, max_size, file.file);
+            checkBodySize(r, r.status == 206 ? request.resume_from : 0, target.size(), size, max_size, file);
         } catch (const PackageError&) {
             target.discard();  // what this call wrote of it goes: the server is not to be trusted with this file
             throw;

@@ -76,8 +76,9 @@ RepoInfo parseRepoInfo(const std::string& body, const std::string& origin);
 // A file got from any URL (HubClient::downloadUrl: an Argos package), as messages name it.
 struct UrlDownload {
     std::string url;
-    std::string file;   // its name ("translate-en_de-1_9.argosmodel")
-    int64_t size = -1;  // its declared size; -1 when none is known
+    std::string file;         // its name ("translate-en_de-1_9.argosmodel")
+    int64_t size = -1;        // its declared size; -1 when none is known
+    std::string cap_setting;  // what sets the cap on a file of no declared size, for messages
 };
 
 class HubClient {

@@ -114,7 +114,8 @@ std::string downloadArchive(const ArgosPackageEntry& entry, const ArgosOptions& 
     if (!tracker.notify(part.notice()) || !tracker.startFile(name, entry.size, part.size())) throw CancelledError();
     const int64_t cap = entry.size >= 0 ? entry.size : options.max_package_bytes;
     try {
-        client.downloadUrl({url, name, entry.size}, part, cap, [&] { return tracker.update(part.size(), false); });
+        client.downloadUrl({url, name, entry.size, "ATTNLAB_ARGOS_MAX_BYTES"}, part, cap,
+                           [&] { return tracker.update(part.size(), false); });
     } catch (...) {
         if (part.size() == 0) part.discard();  // nothing came (an HTTP error): no empty partial file stays
         throw;

@@ -104,8 +104,8 @@ UnpackBudget unpackBudget(uint64_t archive_bytes, const std::string& into) {
     if (usable < b.bytes)
         b = {usable, "unpacking it needs more than the " + mib(free_bytes) + " free in " + into + " less the " +
                          mib(kArgosFreeSpaceMargin) +
-                         " AttnLab leaves free (TMPDIR chooses where packages are "
-                         "unpacked)"};
+                         " AttnLab leaves free (TMPDIR chooses where a package that is opened is unpacked; one "
+                         "that is installed goes to the packages folder)"};
     return b;
 }
 
