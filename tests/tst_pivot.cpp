@@ -3,6 +3,7 @@
 // a folder of its own (ARGOS_PACKAGES_DIR). The route goes through English; each leg's output is what
 // its model alone gives (AttnLab's, and the ids of the independent float64 reference's), each leg's
 // attention JSON is read back, and a pair no installed model reaches is refused by name.
+#include "ct2_reference_run.h"
 #include "fixtures.h"
 
 #include <QtTest/QtTest>
@@ -40,13 +41,7 @@ private:
 };
 
 void TestPivot::initTestCase() {
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-        if (qEnvironmentVariable("CI") == "true")
-            QFAIL("CI=true but python3-torch / python3-sentencepiece cannot be imported: the packages must be made");
-        QSKIP("python3-torch or python3-sentencepiece is not installed: the packages cannot be made");
-    }
+    ATTNLAB_REQUIRE_REFERENCE_PYTHON(m_python, "pivot translation through two Argos packages");
     m_packages = m_dir.path() + "/packages";
     makePackage("xa", "en", 51);
     makePackage("en", "xb", 52);
@@ -56,14 +51,12 @@ void TestPivot::initTestCase() {
 // sentencepiece.model and model/. Codes no bundled model uses ("xa", "xb"), so only these count.
 QString TestPivot::makePackage(const QString& from, const QString& to, int seed) {
     const QString name = QString("translate-%1_%2-1_0").arg(from, to);
-    const QString model = m_dir.path() + "/ct2-" + name, installed = m_packages + "/" + name;
-    attnlab::testing::runScript(m_python, "ct2_reference.py",
-                                {"make",        "--out",     model,         "--layers",
-                                 "1",           "--d-model", "32",          "--heads",
-                                 "4",           "--ffn",     "64",          "--vocab-size",
-                                 "300",         "--spm",     "--seed",      QString::number(seed),
-                                 "--eos-bias",  "1",         "--argos-dir", installed,
-                                 "--from-code", from,        "--to-code",   to});
+    const QString installed = m_packages + "/" + name;
+    const QStringList small =
+        QString("--layers 1 --d-model 32 --heads 4 --ffn 64 --vocab-size 300 --spm --eos-bias 1").split(' ');
+    attnlab::testing::makeCt2Model(m_python, m_dir.path(), "ct2-" + name,
+                                   small + QStringList{"--seed", QString::number(seed), "--argos-dir", installed,
+                                                       "--from-code", from, "--to-code", to});
     return installed;
 }
 
@@ -75,13 +68,8 @@ Run TestPivot::cli(const QStringList& args) const {
 
 // The float64 reference's greedy translation of one sentence by a package (ct2_reference.py run).
 json TestPivot::reference(const QString& package, const QString& sentence) {
-    static int n = 0;
-    const QString in = m_dir.path() + QString("/sentence-%1.txt").arg(++n), out = in + ".json";
-    attnlab::testing::writeFile(in.toStdString(), sentence.toStdString() + "\n");
-    attnlab::testing::runScript(
-        m_python, "ct2_reference.py",
-        {"run", "--model", package, "--sentences", in, "--out", out, "--max-length", QString::number(kMaxLength)});
-    return json::parse(attnlab::testing::readFile(out.toStdString()))["sentences"][0];
+    return attnlab::testing::runCt2Reference(m_python, m_dir.path(), package, {sentence.toStdString()},
+                                             kMaxLength)["sentences"][0];
 }
 
 void TestPivot::pivotThroughEnglish() {
