@@ -252,8 +252,11 @@ void TestArgosIndex::installIsResumedCheckedAndSeen() {
                                     " (version 1.0); install it again with --replace, or remove it first "
                                     "(attnlab-cli argos remove en-de)"));
     QCOMPARE(attnlab::findArgosEntry(attnlab::fetchArgosIndex(options()), "en-de", "").installed_dir, dir);
+    // --replace: the new folder in place of the old one, and a copy of the pair under another name removed
+    fs::copy(dir, m_packages + "/translate-en_de-copy", fs::copy_options::recursive);
     QCOMPARE(attnlab::installArgosPackage(entry, options(), {}, /*replace=*/true), dir);
     QVERIFY(fs::is_regular_file(dir + "/model/model.bin"));
+    QVERIFY(!fs::exists(m_packages + "/translate-en_de-copy"));
 }
 
 void TestArgosIndex::wrongChecksumIsRefused() {
