@@ -20,6 +20,7 @@
 namespace attnlab {
 
 namespace {
+namespace argos_keys = package::argos_keys;
 // settings.py: package_index's default (argos-translate 1.9; earlier versions wrote it without the last '/').
 constexpr const char* kDefaultIndexBase = "https://raw.githubusercontent.com/argosopentech/argospm-index/main/";
 
@@ -49,25 +50,25 @@ std::string text(const nlohmann::json& entry, const char* key) {
 
 ArgosPackageEntry parseEntry(const nlohmann::json& e) {
     ArgosPackageEntry p;
-    p.from_code = text(e, "from_code");
-    p.to_code = text(e, "to_code");
-    p.from_name = text(e, "from_name");
-    p.to_name = text(e, "to_name");
-    p.package_version = text(e, "package_version");
-    p.argos_version = text(e, "argos_version");
-    p.type = text(e, "type");
-    p.code = text(e, "code");
+    p.from_code = text(e, argos_keys::kFromCode);
+    p.to_code = text(e, argos_keys::kToCode);
+    p.from_name = text(e, argos_keys::kFromName);
+    p.to_name = text(e, argos_keys::kToName);
+    p.package_version = text(e, argos_keys::kPackageVersion);
+    p.argos_version = text(e, argos_keys::kArgosVersion);
+    p.type = text(e, argos_keys::kType);
+    p.code = text(e, argos_keys::kCode);
     // set_metadata: a code made from the languages when the entry has none
     if (p.code.empty() && !p.from_code.empty() && !p.to_code.empty())
         p.code = "translate-" + p.from_code + "_" + p.to_code;
     if (p.type.empty()) p.type = "translate";  // argospm_package_name's reading of an entry without one
-    if (const auto links = e.find("links"); links != e.end() && links->is_array())
+    if (const auto links = e.find(argos_keys::kLinks); links != e.end() && links->is_array())
         for (const auto& l : *links)
             if (l.is_string()) p.links.push_back(l.get<std::string>());
-    if (const auto size = e.find("size"); size != e.end() && size->is_number_unsigned())
+    if (const auto size = e.find(argos_keys::kSize); size != e.end() && size->is_number_unsigned())
         p.size = size->get<uint64_t>() <= uint64_t(INT64_MAX) ? int64_t(size->get<uint64_t>()) : -1;
-    p.checksum = text(e, "checksum");
-    p.licence = text(e, "license");
+    p.checksum = text(e, argos_keys::kChecksum);
+    p.licence = text(e, argos_keys::kLicense);
     return p;
 }
 

@@ -143,8 +143,9 @@ void removeInstalledFolder(const fs::path& dir, const std::string& packages_dir)
     const bool inside = fs::equivalent(fs::absolute(dir, ec).parent_path(), fs::path(packages_dir), ec);
     struct stat meta {
     }, model{};
-    const bool shaped = S_ISDIR(st.st_mode) && ::lstat((dir / "metadata.json").c_str(), &meta) == 0 &&
-                        S_ISREG(meta.st_mode) && ::lstat((dir / "model").c_str(), &model) == 0 &&
+    const bool shaped = S_ISDIR(st.st_mode) && ::lstat((dir / package::argos_files::kMetadata).c_str(), &meta) == 0 &&
+                        S_ISREG(meta.st_mode) &&
+                        ::lstat((dir / package::argos_files::kModelFolder).c_str(), &model) == 0 &&
                         S_ISDIR(model.st_mode);
     if (!inside || !shaped)
         throw PackageError(dir.string() + " is not a package folder of " + packages_dir +
@@ -183,7 +184,7 @@ std::string unpackIntoPlace(const std::string& archive, const ArgosPackageEntry&
     const fs::path top = package::argosTopFolder(staging, archive);
     if (!package::isArgosPackageFolder(top.string()))
         throw PackageError(archive + ": holds no metadata.json and model/model.bin: not a translation package");
-    const package::ArgosMetadata m = package::readArgosMetadata((top / "metadata.json").string());
+    const package::ArgosMetadata m = package::readArgosMetadata((top / package::argos_files::kMetadata).string());
     if (m.from_code != entry.from_code || m.to_code != entry.to_code)
         throw PackageError(archive + ": holds a " + m.from_code + "-" + m.to_code + " package, but the index says " +
                            entry.pair());

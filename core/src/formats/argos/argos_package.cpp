@@ -28,8 +28,8 @@ namespace attnlab::package {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr const char* kMetadata = "metadata.json";
-constexpr const char* kModelFolder = "model";
+using argos_files::kMetadata;
+using argos_files::kModelFolder;
 constexpr const char* kBpeModel = "bpe.model";  // argos-translate's BPETokenizer (Moses + subword-nmt)
 
 bool isFile(const fs::path& p) {
@@ -241,13 +241,13 @@ ArgosMetadata readArgosMetadata(const std::string& path) {
     const HfConfig j{readJson(path), path};
     if (!j.j.is_object()) j.fail("expected a JSON object");
     ArgosMetadata m;
-    m.from_code = j.string("from_code", "");
-    m.to_code = j.string("to_code", "");
-    m.from_name = j.string("from_name", m.from_code);
-    m.to_name = j.string("to_name", m.to_code);
-    m.package_version = j.string("package_version", "");
+    m.from_code = j.string(argos_keys::kFromCode, "");
+    m.to_code = j.string(argos_keys::kToCode, "");
+    m.from_name = j.string(argos_keys::kFromName, m.from_code);
+    m.to_name = j.string(argos_keys::kToName, m.to_code);
+    m.package_version = j.string(argos_keys::kPackageVersion, "");
     if (m.from_code.empty() || m.to_code.empty()) j.fail("has no from_code / to_code (the package's languages)");
-    if (!j.string("target_prefix", "").empty())
+    if (!j.string(argos_keys::kTargetPrefix, "").empty())
         j.fail("has a target_prefix (a token every translation must begin with), which AttnLab does not yet force");
     return m;
 }

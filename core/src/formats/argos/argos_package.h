@@ -14,6 +14,30 @@
 
 namespace attnlab::package {
 
+// What argos-translate names a package's parts and the keys of its metadata (argostranslate/package.py:
+// IPackage.set_metadata reads an installed package's metadata.json and an index.json entry alike); every
+// reader here (readArgosMetadata, parseArgosIndex, the installer) uses these names.
+namespace argos_files {
+inline constexpr const char* kMetadata = "metadata.json";
+inline constexpr const char* kModelFolder = "model";
+}  // namespace argos_files
+namespace argos_keys {
+inline constexpr const char* kFromCode = "from_code";
+inline constexpr const char* kToCode = "to_code";
+inline constexpr const char* kFromName = "from_name";
+inline constexpr const char* kToName = "to_name";
+inline constexpr const char* kPackageVersion = "package_version";
+inline constexpr const char* kArgosVersion = "argos_version";
+inline constexpr const char* kCode = "code";
+inline constexpr const char* kType = "type";
+inline constexpr const char* kLinks = "links";
+inline constexpr const char* kTargetPrefix = "target_prefix";
+// An index entry's keys that argos-translate itself does not read; AttnLab uses them where an index has them.
+inline constexpr const char* kSize = "size";
+inline constexpr const char* kChecksum = "checksum";
+inline constexpr const char* kLicense = "license";
+}  // namespace argos_keys
+
 struct ArgosMetadata {
     std::string from_code, from_name, to_code, to_name, package_version;
 };
