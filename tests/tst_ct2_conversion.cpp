@@ -138,6 +138,18 @@ void TestCt2Conversion::marianConverterEqualsTheFolderAndCTranslate2() {
     QVERIFY(converted.info().config.source_eos);  // add_source_eos: text in, </s> appended
     const auto results = converted.translateBatch(m_sentences, greedy());
     compare(results, folder.translateBatch(m_sentences, greedy()));
+    // Packed as LibreTranslate's Locomotive opus_mt_convert.py packs it for Argos: metadata.json, the source
+    // SentencePiece model as sentencepiece.model beside model/ (the converter's output).
+    const fs::path argos = fs::path(m_dir.path().toStdString()) / "translate-en_mg-1_0";
+    fs::create_directories(argos);
+    fs::copy(out.toStdString(), argos / "model", fs::copy_options::recursive);
+    fs::rename(argos / "model" / "sentencepiece.model", argos / "sentencepiece.model");
+    attnlab::testing::writeFile((argos / "metadata.json").string(),
+                                R"({"package_version": "1.0", "argos_version": "1.9.0", "from_code": "en", )"
+                                R"("from_name": "English", "to_code": "mg", "to_name": "Malagasy"})");
+    attnlab::Translator packed(argos.string(), {device});
+    QCOMPARE(packed.info().config.target_lang, std::string("mg"));
+    compare(packed.translateBatch(m_sentences, greedy()), folder.translateBatch(m_sentences, greedy()));
     // And as CTranslate2 computes it (ct2_reference.py: float64, its vocabulary without a <pad>).
     const QString in = m_dir.path() + "/sentences.txt", ref_out = m_dir.path() + "/ct2-marian.json";
     std::string text;
