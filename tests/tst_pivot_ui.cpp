@@ -31,6 +31,9 @@ private Q_SLOTS:
     void switchOffersThePivot();
     void twoLegsAndTheMiddleSentence();
     void viewsFollowTheLeg();
+    void aMiddleSentenceOfTheSentenceBeforeIsNotTaken();
+    void switchedOffHeadsLeaveWithTheirLeg();
+    void aLegFailureNamesTheLeg();
     void aSingleModelLeavesThePivot();
 
 private:
@@ -152,6 +155,63 @@ void TestPivotUi::viewsFollowTheLeg() {
     m_window->translatePanel()->pivotRow()->legButton(0)->click();
     QTRY_VERIFY_WITH_TIMEOUT(c->result() == c->legResult(0), 30000);
     QCOMPARE(c->model()->package_dir, m_first.toStdString());
+}
+
+// Another sentence asked for: the row no longer shows the sentence before's middle sentence and final
+// translation, and a middle sentence entered before this sentence's first leg has come belongs to the
+// sentence before: it is not taken (its second leg never pairs with this sentence's first).
+void TestPivotUi::aMiddleSentenceOfTheSentenceBeforeIsNotTaken() {
+    ViewContext* c = m_window->context();
+    QVERIFY(c->pivoting() && c->legResult(0));
+    const std::string sentence = "Die Katze schläft.";
+    c->translateSentence(QString::fromStdString(sentence));
+    QVERIFY(!c->legResult(0) && !c->legResult(1));  // no event processed yet: nothing of this sentence came
+    QVERIFY(c->middleSentence().isEmpty());
+    QVERIFY(m_window->translatePanel()->pivotRow()->finalTranslation().isEmpty());
+    c->setMiddleSentence("A man reads a book.");
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(0) && c->legResult(1), 30000);
+    const std::string middle = translatedAlone(m_first.toStdString(), sentence);
+    QCOMPARE(c->legResult(0)->best.text, middle);
+    QCOMPARE(c->legResult(1)->source_text, middle);
+    QCOMPARE(c->middleSentence().toStdString(), middle);
+}
+
+// Heads switched off in the leg shown go when another leg is shown (the Heads tab lists that leg's
+// model): both legs are translated again with every head on, so that coming back to the first leg shows
+// its translation without the heads, the one the cache kept from before.
+void TestPivotUi::switchedOffHeadsLeaveWithTheirLeg() {
+    ViewContext* c = m_window->context();
+    QVERIFY(c->pivoting() && c->leg() == 0 && c->legResult(0));
+    const auto free = c->legResult(0);
+    c->setAblated({attnlab::HeadRef{attnlab::AttentionKind::Cross, 0, 0}});
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(0) && c->legResult(0) != free, 30000);
+    QCOMPARE(c->resultOptions().ablate.size(), size_t(1));
+    PivotRow* row = m_window->translatePanel()->pivotRow();
+    row->legButton(1)->click();
+    QVERIFY(c->ablated().empty());
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(0) == free && c->result() == c->legResult(1), 30000);
+    QVERIFY(c->resultOptions().ablate.empty());
+    row->legButton(0)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() == free, 30000);
+}
+
+// A leg that fails says which one, its languages and that its input was the middle sentence; the
+// translations go, the middle sentence as written stays.
+void TestPivotUi::aLegFailureNamesTheLeg() {
+    ViewContext* c = m_window->context();
+    QVERIFY(c->pivoting() && c->legResult(0));
+    QSignalSpy failed(c, &ViewContext::failed);
+    const QString middle = QString(70 * 1024, QLatin1Char('a'));  // over the 64 KiB a sentence may have
+    c->setMiddleSentence(middle);
+    QTRY_VERIFY_WITH_TIMEOUT(failed.count() == 1, 30000);
+    const QString message = failed.at(0).at(1).toString();
+    const auto second = c->legModel(1)->config;
+    const QString leg = QStringLiteral("leg 2 (%1 → %2) on the middle sentence: the sentence is %3 bytes long")
+                            .arg(QString::fromStdString(second.source_lang), QString::fromStdString(second.target_lang))
+                            .arg(middle.size());
+    QVERIFY2(message.startsWith(leg), qPrintable(message));
+    QVERIFY(!c->legResult(0) && !c->legResult(1) && !c->result());
+    QCOMPARE(c->middleSentence(), middle);
 }
 
 void TestPivotUi::aSingleModelLeavesThePivot() {

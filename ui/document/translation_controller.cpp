@@ -169,19 +169,24 @@ ResultPtr TranslationController::translateLegNow(size_t leg, const std::string& 
     return result;
 }
 
-void TranslationController::translateLeg(int leg, const QString& text, const DecodingOptions& options) {
-    const int generation = ++m_generation;
-    const std::string input = text.toStdString();
-    post([this, leg, input, options, generation] {
-        if (generation != m_generation.load() || leg < 0 || size_t(leg) >= m_legs.size()) return;
-        try {
-            auto result = translateLegNow(size_t(leg), input, options, generation);
-            if (generation == m_generation.load()) Q_EMIT legTranslated(leg, std::move(result));
-        } catch (const CancelledError&) {
-        } catch (const std::exception& e) {
-            Q_EMIT failed(Operation::Translate, QString::fromStdString(e.what()));
-        }
-    });
+// On the worker: both legs, the second on `middle` when given, else on the first leg's best translation;
+// a failure names its leg and that leg's languages (the second leg's input is the middle sentence).
+void TranslationController::translatePivotNow(const std::string& text, const std::string& middle,
+                                              const DecodingOptions& options, int generation) {
+    size_t leg = 0;
+    try {
+        auto first = translateLegNow(0, text, options, generation);
+        leg = 1;
+        auto second = translateLegNow(1, middle.empty() ? first->best.text : middle, options, generation);
+        if (generation == m_generation.load()) Q_EMIT pivotTranslated(std::move(first), std::move(second));
+    } catch (const CancelledError&) {
+    } catch (const std::exception& e) {
+        const auto& c = m_legs[leg]->info().config;
+        const std::string input = leg == 0 ? "" : " on the middle sentence";
+        Q_EMIT failed(Operation::Translate,
+                      QString::fromStdString("leg " + std::to_string(leg + 1) + " (" + c.source_lang + " → " +
+                                             c.target_lang + ")" + input + ": " + e.what()));
+    }
 }
 
 void TranslationController::translate(const QString& sentence, const DecodingOptions& options, const QString& middle) {
@@ -194,20 +199,7 @@ void TranslationController::translate(const QString& sentence, const DecodingOpt
             return;
         }
         if (!m_legs.empty()) {
-            try {
-                auto first = translateLegNow(0, text, options, generation);
-                ResultPtr second;
-                try {
-                    second =
-                        translateLegNow(1, given_middle.empty() ? first->best.text : given_middle, options, generation);
-                } catch (const InputError& e) {
-                    throw InputError(std::string("the middle sentence (the second leg's input): ") + e.what());
-                }
-                if (generation == m_generation.load()) Q_EMIT pivotTranslated(std::move(first), std::move(second));
-            } catch (const CancelledError&) {
-            } catch (const std::exception& e) {
-                Q_EMIT failed(Operation::Translate, QString::fromStdString(e.what()));
-            }
+            translatePivotNow(text, given_middle, options, generation);
             return;
         }
         if (auto cached = m_cache.find(m_cache_model, text, options)) {

@@ -78,9 +78,6 @@ public:
     // The leg whose model every later request (explanations, norms, statistics, ...) goes to, and whose
     // heads an options' `ablate` and forced prefix name; answered by legShown.
     void showLeg(int leg);
-    // Leg `leg` alone on `text` (the second leg on an edited middle sentence); answered by
-    // legTranslated or failed(Translate); superseded as translate() is.
-    void translateLeg(int leg, const QString& text, const DecodingOptions& options);
     // Asynchronous: how one weight of `result`'s maps came to be (Translator::explain); answered
     // by explained or failed(Explain). Queued behind translations, never cancelling them.
     void explain(ResultPtr result, const CellRef& cell);
@@ -149,7 +146,6 @@ Q_SIGNALS:
     void pivotLoaded(attnlab::ui::ModelInfoPtr first, attnlab::ui::ModelInfoPtr second);
     void legShown(int leg, attnlab::ui::ModelInfoPtr info);
     void pivotTranslated(attnlab::ui::ResultPtr first, attnlab::ui::ResultPtr second);
-    void legTranslated(int leg, attnlab::ui::ResultPtr result);
     // The one failure signal: what was being done, and why it failed.
     void failed(attnlab::ui::Operation op, const QString& message);
 
@@ -165,6 +161,8 @@ private:
     // On the worker: leg `leg` of the pivot on `text` (cached), reporting progress while `generation` is
     // the newest request; throws CancelledError when a newer one came.
     ResultPtr translateLegNow(size_t leg, const std::string& text, const DecodingOptions& options, int generation);
+    void translatePivotNow(const std::string& text, const std::string& middle, const DecodingOptions& options,
+                           int generation);
     // A leg's options: the ablated heads and the forced prefix only for the leg shown, the model's own
     // languages, one hypothesis before the last leg.
     DecodingOptions legOptions(size_t leg, DecodingOptions options) const;

@@ -281,12 +281,6 @@ void ViewContext::followPivot() {
         Q_EMIT pivotChanged();
         setResult(m_pivot.results[size_t(m_pivot.leg)], m_result_options);
     });
-    connect(m_controller, &TranslationController::legTranslated, this, [this](int leg, ResultPtr result) {
-        if (!pivoting() || !m_pivot.results[0]) return;
-        m_pivot.results[size_t(leg)] = std::move(result);
-        Q_EMIT pivotChanged();
-        if (leg == m_pivot.leg) setResult(m_pivot.results[size_t(leg)], m_result_options);
-    });
     // Another leg's model and its translation: the views follow as for a model loaded, without
     // translating again.
     connect(m_controller, &TranslationController::legShown, this, [this](int leg, ModelInfoPtr info) {
@@ -309,16 +303,25 @@ void ViewContext::loadPivot(const QStringList& package_dirs) {
 void ViewContext::showLeg(int leg) {
     if (!pivoting() || leg == m_pivot.leg || leg < 0 || leg > 1) return;
     m_pivot.leg = leg;
+    const bool ablated = !m_ablated.empty();
     m_ablated.clear();  // heads of the other leg's model
     m_controller->showLeg(leg);
+    // The leg left was translated with heads switched off: both legs again with every head on (from the
+    // cache where they were), so that no leg shows maps of heads the Heads tab no longer lists as off.
+    if (ablated && !m_sentence.isEmpty()) translate(m_sentence, m_result_options);
 }
 
+// Through the whole pivot again with the middle sentence given: the first leg comes from the cache
+// (the same sentence and options), the second translates the edited middle sentence. A middle sentence
+// edited while its sentence's first leg has not come yet (another sentence typed since) is not taken:
+// it belongs to the sentence before.
 void ViewContext::setMiddleSentence(const QString& middle) {
-    if (!pivoting() || middle.trimmed().isEmpty()) return;
+    if (!pivoting() || middle.trimmed().isEmpty() || m_sentence.isEmpty()) return;
+    if (!m_pivot.results[0] || m_pivot.source != m_sentence) return;  // results go when the sentence changes
     m_pivot.middle = middle;
     m_pivot.middle_edited = true;
     Q_EMIT pivotChanged();
-    m_controller->translateLeg(1, middle, m_result_options);
+    translate(m_sentence, m_result_options);
 }
 
 void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
@@ -332,6 +335,11 @@ void ViewContext::translate(const QString& sentence, const DecodingOptions& opti
     if (pivoting() && sentence != m_pivot.source) {  // another sentence: its own middle sentence
         m_pivot.source = sentence;
         m_pivot.middle_edited = false;
+        // Neither the middle sentence nor the final translation of the sentence before stays in the row
+        // while this one's legs run.
+        m_pivot.results = {};
+        m_pivot.middle.clear();
+        Q_EMIT pivotChanged();
     }
     m_controller->translate(sentence, m_result_options, m_pivot.middle_edited ? m_pivot.middle : QString());
 }
