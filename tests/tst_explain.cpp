@@ -1,6 +1,7 @@
 // The teaching explanations (core/src/decoding/explain.cpp) against independent computations from
 // the model's weights: one attention weight opened up, one token before the first layer, the
 // masks of a two-sentence batch, and the errors for indices out of range.
+#include "ct2_reference_run.h"
 #include "decoding/engine.h"
 #include "fixtures.h"
 
@@ -62,6 +63,7 @@ private Q_SLOTS:
     void masksOfTwoSentences();
     void outOfRangeIsNamed();
     void explanationJsonKeys();
+    void relativeExplanationJsonKeys();
     void minimalPairDifference();
     void valueNormsFromTheWeights();
 
@@ -342,6 +344,49 @@ void TestExplain::explanationJsonKeys() {
     QCOMPARE(j["weight"].get<double>(), e.weight);
     QCOMPARE(j["row_weights"].size(), e.row_weights.size());
     QCOMPARE(j["query_vector"][0].get<float>(), e.query_vector[0]);
+    // No relative positions: the score is the content score alone, and there is no "relative" part.
+    QCOMPARE(j["score"].get<double>(), j["scaled"].get<double>());
+    QVERIFY(!j.contains("relative"));
+    QVERIFY(m_t->tokenInside(r, false, 0).absolute_positions);
+}
+
+// A model with relative positions (scripts/ct2_reference.py, width 16, one layer): "score" is "scaled" +
+// "relative.scaled"; "row_scaled" holds every key's whole score and "relative.row" its relative part, each key's
+// checked against that key's own explanation (its content score q.k/sqrt(d_k) from its vectors, and its q.a^K).
+void TestExplain::relativeExplanationJsonKeys() {
+    const QString python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
+    ATTNLAB_REQUIRE_REFERENCE_PYTHON(python, "a model with relative positions");
+    const QString dir = attnlab::testing::makeCt2Model(
+        python, m_dir.path(), "relative",
+        {"--layers", "1", "--d-model", "16", "--heads", "2", "--ffn", "32", "--vocab-size", "60", "--relative-position",
+         "1", "--relative-separate-values", "--seed", "5"});
+    const auto vocab =
+        nlohmann::json::parse(attnlab::testing::readFile((dir + "/shared_vocabulary.json").toStdString()));
+    std::string text;
+    for (int i = 10; i < 15; ++i) text += (text.empty() ? "" : " ") + vocab.at(i).get<std::string>();
+    Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    const auto r = t.translate(text, attnlab::testing::referenceGreedy(6));
+    const int n = int(r.source_ids.size());
+    QCOMPARE(n, 5);
+    const auto e = t.explain(r, {AttentionKind::EncoderSelf, 0, 1, 1, 4});
+    const auto j = nlohmann::json::parse(attnlab::explanationJson(e));
+    QVERIFY(j.contains("relative"));
+    const auto& rel = j["relative"];
+    QVERIFY2(!rel.contains("row_scaled"), "the relative part's row is \"row\"");
+    QCOMPARE(rel["max_relative_positions"].get<int>(), 1);
+    QCOMPARE(rel["offset"].get<int>(), 3);
+    QCOMPARE(rel["clipped_offset"].get<int>(), 1);
+    QCOMPARE(j["score"].get<double>(), j["scaled"].get<double>() + rel["scaled"].get<double>());
+    QCOMPARE(int(j["row_scaled"].size()), n);
+    QCOMPARE(int(rel["row"].size()), n);
+    for (int k = 0; k < n; ++k) {
+        const auto ek = t.explain(r, {AttentionKind::EncoderSelf, 0, 1, 1, k});
+        // float32 sums in the pass against double sums of the same float32 vectors: 1e-5 is hundreds of ulps of
+        // these scores (|score| < 10), and a missing or misplaced part moves them by 1e-2 or more.
+        QVERIFY2(std::abs(rel["row"][k].get<double>() - ek.relative_scaled) < 1e-5, qPrintable(QString::number(k)));
+        QVERIFY2(std::abs(j["row_scaled"][k].get<double>() - (ek.scaled + ek.relative_scaled)) < 1e-5,
+                 qPrintable(QString::number(k)));
+    }
 }
 
 void TestExplain::minimalPairDifference() {

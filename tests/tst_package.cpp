@@ -62,6 +62,7 @@ private Q_SLOTS:
     void fuzzNeverCrashes();
     void configFieldTableCoversTheStruct();
     void formatOneLoadsWithDefaults();
+    void noPositionsAtAllRefused();
     void confidenceCalibrationRoundTrips();
     void percentileIsNearestRank();
     void specialFilesAreNamed_data();
@@ -545,6 +546,38 @@ void TestPackage::formatOneLoadsWithDefaults() {
         attnlab::packageConfigFromJson(j.dump(), "old.json");
     } catch (const attnlab::PackageError& e) {
         QVERIFY2(QString(e.what()).contains("'ffn_activation' needs format_version 2"), e.what());
+    }
+}
+
+// pos_encoding "none" (format 5) is for models with relative positions: with max_relative_positions 0 the model
+// would know no positions at all, and a file of an older format cannot say "none" (its relative positions
+// cannot be stored there). Both refused by name; "none" with k >= 1 in format 5 is read.
+void TestPackage::noPositionsAtAllRefused() {
+    const auto base = nlohmann::json::parse(attnlab::packageConfigToJson(attnlab::testing::packageConfig(m_cfg)));
+    auto message = [](const nlohmann::json& j) {
+        return attnlab::testing::messageOf<attnlab::PackageError>(
+            [&] { attnlab::packageConfigFromJson(j.dump(), "pkg/config.json"); });
+    };
+    auto j = base;
+    j["pos_encoding"] = "none";
+    j["max_relative_positions"] = 2;
+    QCOMPARE(attnlab::packageConfigFromJson(j.dump(), "pkg/config.json").model.max_relative_positions, int64_t(2));
+    j["max_relative_positions"] = 0;
+    QString got = message(j);
+    QVERIFY2(got.contains("pkg/config.json: model config: pos_encoding 'none' with max_relative_positions 0 leaves "
+                          "the model no positions at all"),
+             qPrintable(got));
+    for (int format : {2, 4}) {
+        auto old = base;
+        old["format_version"] = format;
+        for (const auto& f : attnlab::modelConfigFields())
+            if (f.since > format) old.erase(f.name);
+        old["pos_encoding"] = "none";
+        got = message(old);
+        QVERIFY2(got.contains("pkg/config.json: package config: pos_encoding 'none' needs format_version 5 or later "
+                              "(this one is " +
+                              QString::number(format) + ")"),
+                 qPrintable(got));
     }
 }
 

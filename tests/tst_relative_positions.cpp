@@ -42,8 +42,14 @@ private Q_SLOTS:
     void packageRoundTrip();
     void refusedByMessage_data();
     void refusedByMessage();
+    void refusedTablesByMessage_data();
+    void refusedTablesByMessage();
+    void shiftedOffsetsDiffer();
+    void valueNormsRefused();
+    void tokenInsideSaysNoAbsolutePositions();
 
 private:
+    void runPython(const QString& code, const QStringList& args);
     QString make(const QString& name, const QStringList& options);
     json reference(const QString& model, const std::vector<std::string>& sentences);
     json referenceTables(const QString& model);
@@ -82,19 +88,24 @@ json TestRelativePositions::reference(const QString& model, const std::vector<st
 // The tables as the reference reads them from model.bin: {"encoder"|"decoder": [layer]{"keys", "values"}}.
 json TestRelativePositions::referenceTables(const QString& model) {
     const QString out = m_dir.path() + "/tables.json";
-    const QString code = QString(R"(import json, sys
-sys.path.insert(0, "%1/scripts")
-import ct2_reference as r
-m = r.Translator(sys.argv[1], None).m
+    runPython(R"(m = r.Translator(sys.argv[1], None).m
 t = {s["name"]: [{"keys": L["self"]["rel_k"].tolist(), "values": L["self"]["rel_v"].tolist()}
                  for L in s["layers"]] for s in (m.enc, m.dec)}
 json.dump(t, open(sys.argv[2], "w"))
-)")
+)",
+              {model, out});
+    return json::parse(attnlab::testing::readFile(out.toStdString()));
+}
+
+// `code` run with scripts/ct2_reference.py imported as r (and json, sys, torch, numpy as np), argv[1..] = args.
+void TestRelativePositions::runPython(const QString& code, const QStringList& args) {
+    const QString head = QString(
+                             "import json, sys\nimport numpy as np\nimport torch\nsys.path.insert(0, \"%1/scripts\")\n"
+                             "import ct2_reference as r\n")
                              .arg(ATTNLAB_SOURCE_DIR);
     QProcess p;
-    p.start(m_python, {"-c", code, model, out});
-    if (!p.waitForFinished(120000) || p.exitCode() != 0) qFatal("tables: %s", p.readAllStandardError().constData());
-    return json::parse(attnlab::testing::readFile(out.toStdString()));
+    p.start(m_python, QStringList{"-c", head + code} + args);
+    if (!p.waitForFinished(120000) || p.exitCode() != 0) qFatal("python: %s", p.readAllStandardError().constData());
 }
 
 // Runs of the model's own tokens, 5 to 7 of them (one the vocabulary lacks: <unk>).
@@ -360,6 +371,121 @@ void TestRelativePositions::refusedByMessage() {
     const QString got = attnlab::testing::messageOf<attnlab::PackageError>(
         [&] { attnlab::Translator(dir.toStdString(), {attnlab::testing::testDevice()}); });
     QVERIFY2(got.contains(message), qPrintable(got));
+}
+
+// Tables of a shape AttnLab cannot read, written into model.bin by the reference's own reader and writer
+// (`edit` changes v: name -> (dtype, array)); each refused by its message.
+void TestRelativePositions::refusedTablesByMessage_data() {
+    QTest::addColumn<QString>("edit");
+    QTest::addColumn<QString>("message");
+    const QString both = "for n in ('keys', 'values'):\n    name = '%1/relative_position_' + n\n    d, a = v[name]\n";
+    QTest::newRow("an even row count")
+        << both.arg("encoder/layer_0/self_attention") + "    v[name] = (d, a[:4])\n"
+        << "'encoder/layer_0/self_attention/relative_position_keys' has 4 rows, an even count; relative positions "
+           "need 2k + 1 (offsets -k..k)";
+    QTest::newRow("one row") << both.arg("decoder/layer_1/self_attention") + "    v[name] = (d, a[:1])\n"
+                             << "'decoder/layer_1/self_attention/relative_position_keys' has 1 row(s); relative "
+                                "positions need at least 3 rows (k >= 1: offsets -k..k)";
+    QTest::newRow("another k in a later layer")
+        << both.arg("encoder/layer_1/self_attention") + "    v[name] = (d, a[1:4])\n"
+        << "'encoder/layer_1/self_attention' clips relative positions at 1 while 'encoder/layer_0/self_attention' "
+           "clips them at 2; AttnLab needs one distance for every self-attention";
+    QTest::newRow("tables in a cross-attention")
+        << both.arg("decoder/layer_0/self_attention") + "    v[name.replace('self_attention', 'attention')] = (d, a)\n"
+        << "'decoder/layer_0/attention' (a cross-attention) has relative positions: CTranslate2's converters give "
+           "them to self-attention only";
+    QTest::newRow("an encoder without tables")
+        << "for n in [n for n in v if n.startswith('encoder/') and 'relative_position' in n]:\n    del v[n]\n"
+        << "'decoder/layer_0/self_attention' clips relative positions at 2 while 'encoder/layer_0/self_attention' "
+           "has none";
+    QTest::newRow("a decoder without tables")
+        << "for n in [n for n in v if n.startswith('decoder/') and 'relative_position' in n]:\n    del v[n]\n"
+        << "'decoder/layer_0/self_attention' has no relative positions while 'encoder/layer_0/self_attention' "
+           "clips them at 2";
+    // max_relative_positions' bound in the field table (config_fields.cpp): 4096, so 2 x 4097 + 1 rows.
+    QTest::newRow("k over the package field's bound")
+        << both.arg("encoder/layer_0/self_attention") + "    v[name] = (d, np.resize(a, (8195, a.shape[1])))\n"
+        << "'encoder/layer_0/self_attention/relative_position_keys' has 8195 rows: k = 4097 exceeds "
+           "max_relative_positions' maximum 4096";
+}
+
+void TestRelativePositions::refusedTablesByMessage() {
+    QFETCH(QString, edit);
+    QFETCH(QString, message);
+    static int made = 0;
+    // --no-alias: the values a variable of their own, so that each table can be changed alone.
+    const QString dir = make(QString("refused-tables-%1").arg(++made),
+                             kSmall + QStringList{"--relative-position", "2", "--no-alias", "--seed", "28"});
+    runPython("path = sys.argv[1]\nm = r.read_model_bin(path)\nv = m['variables']\n" + edit +
+                  "r.write_model_bin(path, m['spec'], m['revision'], v, dict(m['aliases']), m['binary_version'])\n",
+              {dir + "/model.bin"});
+    const QString got = attnlab::testing::messageOf<attnlab::PackageError>(
+        [&] { attnlab::Translator(dir.toStdString(), {attnlab::testing::testDevice()}); });
+    QVERIFY2(got.contains(message), qPrintable(got));
+}
+
+// The negative control: the reference run with every offset j - i read one further (clip(j - i + 1, -k, k)) gives
+// encoder maps far from AttnLab's, while the reference as written agrees within kMapTolerance: the comparison
+// can fail, and an offset off by one would not pass it.
+void TestRelativePositions::shiftedOffsetsDiffer() {
+    const QString dir =
+        make("shifted", kSmall + QStringList{"--relative-position", "2", "--relative-separate-values", "--seed", "26"});
+    const auto sentences = sentencesFor(dir);
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    const auto results = t.translateBatch(sentences, greedy());
+    const json right = reference(dir, sentences);
+    const QString in = m_dir.path() + "/shifted.txt", out = m_dir.path() + "/shifted.json";
+    std::string text;
+    for (const auto& s : sentences) text += s + "\n";
+    attnlab::testing::writeFile(in.toStdString(), text);
+    runPython(R"(plain = r.relative_positions_for
+def shifted(tq, tk, n):  # plain with k + 1 is clip(j - i, -k-1, k+1) + k + 1; this is clip(j - i + 1, -k, k) + k
+    return torch.clamp(plain(tq, tk, n + 1) - n, -n, n) + n
+r.relative_positions_for = shifted
+sys.argv = ["ct2_reference.py", "run", "--model", sys.argv[1], "--sentences", sys.argv[2], "--out", sys.argv[3],
+            "--max-length", sys.argv[4]]
+r.main()
+)",
+              {dir, in, out, QString::number(kMaxLength)});
+    const json wrong = json::parse(attnlab::testing::readFile(out.toStdString()));
+    double agree = 0, differ = 0;
+    for (size_t s = 0; s < results.size(); ++s) {
+        using attnlab::testing::worstMapDifference;
+        agree = std::max(agree,
+                         worstMapDifference(results[s].encoder_self, right["sentences"][s]["attentions"]["encoder"]));
+        differ = std::max(differ,
+                          worstMapDifference(results[s].encoder_self, wrong["sentences"][s]["attentions"]["encoder"]));
+    }
+    qInfo("encoder maps: %.2e from the reference, %.2e from the reference with offsets shifted by one", agree, differ);
+    QVERIFY2(agree < kMapTolerance, qPrintable(QString::number(agree)));
+    QVERIFY2(differ > 100 * kMapTolerance, qPrintable(QString::number(differ)));
+}
+
+// Weight x value norm assumes one contribution per key; with relative values it depends on the query: refused.
+void TestRelativePositions::valueNormsRefused() {
+    const QString dir = make("norms", kSmall + QStringList{"--relative-position", "1", "--seed", "30"});
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    const auto r = t.translate(sentencesFor(dir)[0], greedy());
+    const QString got = attnlab::testing::messageOf<attnlab::InputError>([&] { t.valueNorms(r); });
+    QVERIFY2(got.contains("value norms: this model's self-attention adds relative position values "
+                          "(max_relative_positions 1)"),
+             qPrintable(got));
+    QVERIFY2(got.contains("not available for it"), qPrintable(got));
+}
+
+// What a token is before the first layer: nothing is added for its position; the result says so, and that k is the
+// model's (the Inputs tab's wording rests on it).
+void TestRelativePositions::tokenInsideSaysNoAbsolutePositions() {
+    const QString dir = make("inside", kSmall + QStringList{"--relative-position", "3", "--seed", "31"});
+    attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
+    const auto r = t.translate(sentencesFor(dir)[1], greedy());
+    for (bool target : {false, true}) {
+        const auto inside = t.tokenInside(r, target, 2);
+        QVERIFY(!inside.absolute_positions);
+        QCOMPARE(inside.max_relative_positions, 3);
+        for (float x : inside.positional) QCOMPARE(x, 0.0f);
+        QCOMPARE(inside.sum, inside.scaled);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestRelativePositions)

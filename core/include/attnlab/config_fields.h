@@ -28,5 +28,7 @@ struct ModelConfigField {
 };
 
 const std::vector<ModelConfigField>& modelConfigFields();
+// The field of that name; InternalError when the table has none (a name in code, not a user's).
+const ModelConfigField& findModelConfigField(const std::string& name);
 
 }  // namespace attnlab

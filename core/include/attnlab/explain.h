@@ -35,7 +35,8 @@ struct AttentionExplanation {
     double scaled = 0.0;                 // dot / temperature
     bool masked = false;                 // the mask removes this key for this query
     std::string mask_reason;             // "padding" | "future position" | "" when not masked
-    // The whole row as the model computed it: (q_i / temperature) . k_j for every key j, which
+    // The whole row as the model computed it: the score of every key j, (q_i / temperature) . k_j, plus
+    // (q_i / temperature) . a^K_ij with relative positions (row_relative_scaled holds that part alone); which
     // keys the mask removes (their score becomes -1e9), and the softmax = the map's row.
     std::vector<std::string> row_pieces;  // the keys' pieces
     std::vector<float> row_scaled;
@@ -68,12 +69,16 @@ struct TokenInside {
     int position = 0;
     int token_id = 0;
     std::string piece;
-    std::vector<float> embedding;          // the embedding row
-    double scale = 1.0;                    // sqrt(d_model) or 1
-    std::vector<float> scaled;             // embedding * scale
-    std::vector<float> positional;         // PE(position)
-    std::vector<float> sum;                // scaled + positional
-    std::vector<float> normalized;         // layer_norm(sum): the first layer's input
+    std::vector<float> embedding;   // the embedding row
+    double scale = 1.0;             // sqrt(d_model) or 1
+    std::vector<float> scaled;      // embedding * scale
+    std::vector<float> positional;  // PE(position); zeros without absolute positions
+    std::vector<float> sum;         // scaled + positional
+    std::vector<float> normalized;  // layer_norm(sum): the first layer's input
+    // How the model knows positions: absolute = a position vector added here (pos_encoding is not "none");
+    // otherwise only relative position terms inside every self-attention, offsets clipped to +-max_relative_positions.
+    bool absolute_positions = true;
+    int max_relative_positions = 0;        // k, 0 without relative positions
     double sum_mean = 0.0, sum_std = 0.0;  // what the layer norm subtracts and divides by
 };
 

@@ -176,6 +176,16 @@ const Engine::CaptureCache& Engine::captured(const TranslationResult& r) const {
 
 ValueNorms Engine::valueNorms(const TranslationResult& r) const {
     if (r.source_ids.empty() || r.best.ids.empty()) throw InputError("value norms: the translation is empty");
+    // With relative values key j adds p_ij W_O (v_j + a^V_ij) to query i (attention.cpp relativeAttention): its
+    // length depends on the query, so one norm per key, which every value-norm map multiplies by, would be wrong.
+    if (const int64_t k = m_config.model.max_relative_positions; k > 0)
+        throw InputError(
+            "value norms: this model's self-attention adds relative position values "
+            "(max_relative_positions " +
+            std::to_string(k) +
+            "): what key j adds to query i, "
+            "p_ij W_O (v_j + a^V_ij), depends on the query, so the weight x value norm measure (one "
+            "norm per key) is not available for it; use the weights or the rollout");
     return util::translatingTorchErrors("computing value norms", [&] {
         util::ThreadScope threads(threadsFor(m_threads, 1));
         torch::NoGradGuard no_grad;
@@ -284,6 +294,8 @@ TokenInside Engine::tokenInside(const TranslationResult& r, bool target, int pos
         t.scaled = toVector(scaled);
         t.positional = toVector(pe);
         t.sum = toVector(sum);
+        t.absolute_positions = m_config.model.pos_encoding != "none";
+        t.max_relative_positions = static_cast<int>(m_config.model.max_relative_positions);
         t.normalized = norm ? toVector(norm(sum.view({1, 1, -1}))) : t.sum;
         t.sum_mean = sum.mean().item<double>();
         t.sum_std = std::sqrt(sum.var(/*unbiased=*/false).item<double>() + m_config.model.layer_norm_eps);

@@ -76,7 +76,7 @@ std::string explanationJson(const AttentionExplanation& e) {
     j["masked"] = e.masked;
     j["mask_reason"] = e.mask_reason;
     j["row_pieces"] = e.row_pieces;
-    j["row_scaled"] = e.row_scaled;
+    j["row_scaled"] = e.row_scaled;  // every key's whole score: content, plus the relative part below
     j["row_masked"] = e.row_masked;
     j["row_weights"] = e.row_weights;
     j["weight"] = e.weight;
@@ -91,7 +91,7 @@ std::string explanationJson(const AttentionExplanation& e) {
                          {"products", e.relative_products},
                          {"dot", e.relative_dot},
                          {"scaled", e.relative_scaled},
-                         {"row_scaled", e.row_relative_scaled},
+                         {"row", e.row_relative_scaled},  // the relative part of every key's score
                          {"value_vector", e.relative_value}};
     }
     return j.dump(1) + "\n";

@@ -82,8 +82,8 @@ std::pair<torch::Tensor, torch::Tensor> singleQueryAttention(const torch::Tensor
 }
 }  // namespace
 
-torch::Tensor relativePositionIndex(int64_t lq, int64_t lk, int64_t k) {
-    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+torch::Tensor relativePositionIndex(int64_t lq, int64_t lk, int64_t k, const torch::Device& device) {
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
     const auto queries = torch::arange(lq, i64).unsqueeze(1) + (lk - lq);  // each query's own position
     return torch::clamp(torch::arange(lk, i64).unsqueeze(0) - queries, -k, k) + k;
 }
@@ -184,9 +184,9 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::attend(const tor
     auto head_mask = mask.defined() ? mask.unsqueeze(1) : mask;  // broadcast over heads
     RelativeTerms relative;
     if (max_relative_positions > 0) {
-        const auto rows = relativePositionIndex(len_q, k_heads.size(2), max_relative_positions)
-                              .to(relative_position_keys.device())
-                              .view({-1});
+        const auto rows =
+            relativePositionIndex(len_q, k_heads.size(2), max_relative_positions, relative_position_keys.device())
+                .view({-1});
         relative.keys = relative_position_keys.index_select(0, rows).view({len_q, k_heads.size(2), d_k});
         relative.values = relative_position_values.index_select(0, rows).view({len_q, k_heads.size(2), d_v});
     }

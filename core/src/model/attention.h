@@ -31,8 +31,8 @@ struct AttentionCapture {
 // matmul_with_relative_representations; OpenNMT-py onmt/utils/misc.py generate_relative_positions_matrix,
 // relative_matmul): the row of each (query i, key j) in a table of 2k+1 rows, clip(j - (i + lk - lq), -k, k) + k,
 // [lq, lk] int64. The queries are the last lq of lk positions: a cached decoding step (lq = 1) sees offsets
-// -(lk-1)..0, as OpenNMT-py's cache=True matrix.
-torch::Tensor relativePositionIndex(int64_t lq, int64_t lk, int64_t k);
+// -(lk-1)..0, as OpenNMT-py's cache=True matrix. Built on `device` (the table's), nothing copied per layer and step.
+torch::Tensor relativePositionIndex(int64_t lq, int64_t lk, int64_t k, const torch::Device& device = torch::kCPU);
 
 // The table rows each (query, key) pair uses, [lq, lk, d_k] and [lq, lk, d_v].
 struct RelativeTerms {

@@ -1,4 +1,5 @@
 #include <attnlab/config_fields.h>
+#include <attnlab/errors.h>
 
 #include <sstream>
 
@@ -76,6 +77,12 @@ const std::vector<ModelConfigField>& modelConfigFields() {
          0, 0, "", 5},
     };
     return fields;
+}
+
+const ModelConfigField& findModelConfigField(const std::string& name) {
+    for (const auto& f : modelConfigFields())
+        if (name == f.name) return f;
+    throw InternalError("the model config's field table has no field '" + name + "'");
 }
 
 const char* ModelConfigField::typeName() const {

@@ -58,12 +58,22 @@ void ModelConfig::validate() const {
     if (emb_src_trg_weight_sharing && n_src_vocab != n_trg_vocab)
         throw ConfigError("model config: emb_src_trg_weight_sharing needs n_src_vocab == n_trg_vocab (" +
                           std::to_string(n_src_vocab) + " vs " + std::to_string(n_trg_vocab) + ")");
+    if (pos_encoding == "none" && !relativePositions())
+        throw ConfigError(
+            "model config: pos_encoding 'none' with max_relative_positions 0 leaves the model no "
+            "positions at all; 'none' is for models with relative positions (max_relative_positions "
+            ">= 1)");
 }
 
 void PackageConfig::validate() const {
     if (format_version < kOldestFormatVersion || format_version > kFormatVersion)
         throw ConfigError("format_version " + std::to_string(format_version) + " is not supported (this build reads " +
                           std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")");
+    // pos_encoding "none" came with relative positions: the format that added max_relative_positions.
+    const int relative_since = findModelConfigField("max_relative_positions").since;
+    if (model.pos_encoding == "none" && format_version < relative_since)
+        throw ConfigError("package config: pos_encoding 'none' needs format_version " + std::to_string(relative_since) +
+                          " or later (this one is " + std::to_string(format_version) + ")");
     model.validate();
     const char* o = "package config";
     requireRange<int64_t>("bos_idx", bos_idx, 0, model.n_trg_vocab - 1, o);

@@ -7,6 +7,7 @@
 #include "util/small_file.h"
 #include "util/text.h"
 
+#include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 
@@ -277,38 +278,66 @@ bool bothOrNeither(const Spec& s, const std::string& suffix, const char* what) {
     return enc;
 }
 
+// CTranslate2's converters give relative positions to self-attention only (converters/opennmt_py.py
+// set_multi_head_attention is called with self_attention=True for them; specs/attention_spec.py
+// MultiHeadAttentionSpec adds the two variables only with relative_position): a cross-attention with them is refused.
+void refuseCrossAttentionTables(const Spec& s, const ModelConfig& c) {
+    for (int64_t i = 0; i < c.n_dec_layers; ++i) {
+        const std::string layer = "decoder/layer_" + std::to_string(i) + "/attention";
+        if (s.has(layer + "/relative_position_keys") || s.has(layer + "/relative_position_values"))
+            s.fail("'" + layer +
+                   "' (a cross-attention) has relative positions: CTranslate2's converters give them to "
+                   "self-attention only, and AttnLab implements them there");
+    }
+}
+
+// One self-attention's k: 0 without tables; with them both tables, 2k + 1 rows (attention.cc MultiHeadAttention:
+// _maximum_relative_position = (relative_position_keys.dim(0) - 1) / 2), k at most what a package holds.
+int64_t scopeDistance(const Spec& s, const std::string& scope) {
+    const bool keys = s.has(scope + "/relative_position_keys"), values = s.has(scope + "/relative_position_values");
+    if (keys != values)
+        s.fail("'" + scope + "' has relative_position_" + (keys ? "keys" : "values") + " without relative_position_" +
+               (keys ? "values" : "keys") + "; AttnLab needs both");
+    if (!keys) return 0;
+    const std::string name = scope + "/relative_position_keys";
+    const int64_t rows = s.rows(name);
+    if (rows < 3)
+        s.fail("'" + name + "' has " + std::to_string(rows) +
+               " row(s); relative positions need at least 3 rows (k >= 1: offsets -k..k)");
+    if (rows % 2 == 0)
+        s.fail("'" + name + "' has " + std::to_string(rows) +
+               " rows, an even count; relative positions need 2k + 1 (offsets -k..k)");
+    // The largest k a package can hold: the field table's bound (config_fields.cpp owns it).
+    const int64_t k = (rows - 1) / 2, most = int64_t(findModelConfigField("max_relative_positions").max);
+    if (k > most)
+        s.fail("'" + name + "' has " + std::to_string(rows) + " rows: k = " + std::to_string(k) +
+               " exceeds max_relative_positions' maximum " + std::to_string(most) + " (what a package holds)");
+    return k;
+}
+
 // Relative position representations (OpenNMT-py's max_relative_positions; converters/opennmt_py.py
 // set_multi_head_attention stores relative_positions_embeddings as relative_position_keys and the same tensor as
-// relative_position_values): every self-attention of both stacks has both, [2k+1, d_head], one k for all
-// (attention.cc MultiHeadAttention: _maximum_relative_position = (keys.dim(0) - 1) / 2). 0 when none has them.
+// relative_position_values): every self-attention of both stacks has both, [2k+1, d_head], one k for all. 0 when
+// none has them.
 int64_t relativeDistance(const Spec& s, const ModelConfig& c) {
+    refuseCrossAttentionTables(s, c);
     std::vector<std::string> scopes;
     for (int64_t i = 0; i < c.n_layers; ++i) scopes.push_back("encoder/layer_" + std::to_string(i) + "/self_attention");
-    for (int64_t i = 0; i < c.n_dec_layers; ++i) {
-        const std::string layer = "decoder/layer_" + std::to_string(i);
-        if (s.has(layer + "/attention/relative_position_keys") || s.has(layer + "/attention/relative_position_values"))
-            s.fail("'" + layer +
-                   "/attention' (a cross-attention) has relative positions: CTranslate2's converters give them to "
-                   "self-attention only, and AttnLab implements them there");
-        scopes.push_back(layer + "/self_attention");
+    for (int64_t i = 0; i < c.n_dec_layers; ++i)
+        scopes.push_back("decoder/layer_" + std::to_string(i) + "/self_attention");
+    const int64_t k = scopeDistance(s, scopes.front());
+    for (size_t i = 1; i < scopes.size(); ++i) {
+        const int64_t here = scopeDistance(s, scopes[i]);
+        if (here == k) continue;
+        const auto clips = [](int64_t d) {
+            return d == 0 ? std::string("has no relative positions")
+                          : "clips relative positions at " + std::to_string(d);
+        };
+        s.fail("'" + scopes[i] + "' " + clips(here) + " while '" + scopes.front() + "' " +
+               (k == 0 ? std::string("has none") : "clips them at " + std::to_string(k)) +
+               "; AttnLab needs one distance for every self-attention");
     }
-    int64_t k = -1;
-    for (const auto& scope : scopes) {
-        const bool keys = s.has(scope + "/relative_position_keys"), values = s.has(scope + "/relative_position_values");
-        if (keys != values)
-            s.fail("'" + scope + "' has relative_position_" + (keys ? "keys" : "values") +
-                   " without relative_position_" + (keys ? "values" : "keys") + "; AttnLab needs both");
-        const int64_t rows = keys ? s.rows(scope + "/relative_position_keys") : 0;
-        if (keys && (rows % 2 == 0 || rows < 3))
-            s.fail("'" + scope + "/relative_position_keys' has " + std::to_string(rows) +
-                   " rows; relative positions need 2k + 1 (offsets -k..k)");
-        const int64_t here = keys ? (rows - 1) / 2 : 0;
-        if (k >= 0 && here != k)
-            s.fail("'" + scope + "' clips relative positions at " + std::to_string(here) + " but an earlier layer at " +
-                   std::to_string(k) + "; AttnLab needs one distance for every self-attention");
-        k = here;
-    }
-    return std::max<int64_t>(k, 0);
+    return k;
 }
 
 void mapRelativeTables(Builder& b, const std::string& stack, int64_t layer) {
