@@ -245,7 +245,7 @@ void MainWindow::fillModelsMenu() {
         a->setChecked(dir == current);
     }
     m_models_menu->setEnabled(!m_models_menu->isEmpty());
-    if (info) m_translate->setModels(bundledModelChoices(), current, modelLabel(*info));
+    m_translate->refreshModels();
 }
 
 void MainWindow::showGetModelDialog() {

@@ -318,10 +318,7 @@ void TranslatePanel::follow(ViewContext* c) {
         for (const auto& e : (c->pivoting() ? c->legModel(0) : info)->examples)
             examples << QString::fromStdString(e.source);
         setExamples(examples);
-        setModels(bundledModelChoices(),
-                  c->pivoting() ? QString() : QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath(),
-                  modelLabel(*info));
-        addPivotChoices();
+        refreshModels();
         // An imported model's own decoding defaults (num_beams; max_length counts the start token);
         // a model without them gets AttnLab's back, so the last model's beam does not linger.
         const bool own = info->config.num_beams > 0 || info->config.max_length > 1;
@@ -412,6 +409,16 @@ void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, con
 
 // The pairs only a pivot translates, after the models; the loaded pivot selected (added when it is
 // none of them).
+void TranslatePanel::refreshModels() {
+    const ModelInfoPtr info = m_context ? m_context->model() : nullptr;
+    if (!info) return;
+    setModels(
+        bundledModelChoices(),
+        m_context->pivoting() ? QString() : QFileInfo(QString::fromStdString(info->package_dir)).canonicalFilePath(),
+        modelLabel(*info));
+    addPivotChoices();
+}
+
 void TranslatePanel::addPivotChoices() {
     const QSignalBlocker block(m_direction);
     QStringList loaded;

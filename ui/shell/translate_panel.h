@@ -57,6 +57,9 @@ public:
     // them (modelLabel); hidden when there are no bundled models.
     void setModels(const QList<QPair<QString, QString>>& label_and_dir, const QString& current,
                    const QString& current_label);
+    // The switch listed again from what is installed now (an Argos package installed or removed): the models,
+    // then the pivots, the loaded model or pivot selected.
+    void refreshModels();
     QStringList directions() const;  // the switch's entries, as shown
     QString currentDirection() const;
     QLineEdit* sentenceEdit() const { return m_sentence; }
