@@ -191,8 +191,9 @@ def cmd_convert_transformers(a):
                  "decoder/projection/bias"):
         if name in W and W[name].shape[0] == n + 1:
             W[name] = W[name][:-1]
-    # ModelLoader.get_vocabulary: tokenizer.get_vocab() by id; MarianMTLoader: without the trailing <pad>
-    tokens = [t for t, _ in sorted(vocab.items(), key=lambda item: item[1])]
+    # ModelLoader.get_vocabulary: tokenizer.get_vocab() by id; BartLoader.get_vocabulary: at most vocab_size of
+    # them; MarianMTLoader.get_vocabulary: without the trailing <pad>
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda item: item[1])][:cfg["vocab_size"]]
     if tokens[-1] == "<pad>":
         tokens.pop()
     config = collections.OrderedDict(R.DEFAULT_CONFIG)  # TransformerConfig(); MarianMTLoader.set_config:
@@ -261,11 +262,18 @@ def cmd_convert_m2m100(a, cfg):
     for t in tok.lang_codes if hasattr(tok, "vocab") else []:  # additional_special_tokens not in the vocabulary
         if f"__{t}__" not in tokens:
             tokens.append(f"__{t}__")
-    tokens += ["madeupword%d" % i for i in range(V - len(tokens))]
-    config = collections.OrderedDict(R.DEFAULT_CONFIG)  # BartLoader.set_config
+    # num_madeup_words = getattr(tokenizer, "num_madeup_words", vocab_size - len(tokens)): M2M100Tokenizer has the
+    # attribute (its tokenizer_config.json's, 8 by default), NllbTokenizer and MBart50Tokenizer have not
+    madeup = int(tok.tcfg.get("num_madeup_words", 8)) if isinstance(tok, H.M2M100Tok) else V - len(tokens)
+    tokens += ["madeupword%d" % i for i in range(madeup)]
+    config = collections.OrderedDict(R.DEFAULT_CONFIG)
     inv = {i: t for t, i in vocab.items()}
-    config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                  decoder_start_token=inv[full["decoder_start_token_id"]])
+    if mbart:  # MBartLoader.set_config: mBART-25 (tokenizer_class MBartTokenizer or none) passes the language
+        # code as the start token (null, which AttnLab refuses by name); mBART-50 starts with </s>
+        start = None if full.get("tokenizer_class") in ("MBartTokenizer", None) else "</s>"
+    else:  # BartLoader.set_config: convert_ids_to_tokens(decoder_start_token_id)
+        start = inv[full["decoder_start_token_id"]]
+    config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>", decoder_start_token=start)
     config["multi_query_attention"] = False
     _save(a.out, arch, W, config, tokens, tokens, a.quantization, zero_start=False)
 
