@@ -4,10 +4,12 @@
 // the sentence row (the second leg alone translates it again), and the views follow the leg switch
 // through ViewContext. Each leg's translation is checked against that leg's model run here alone.
 #include "document/view_context.h"
+#include "lessons/lesson_controller.h"
 #include "shell/main_window.h"
 #include "shell/pivot_row.h"
 #include "shell/translate_panel.h"
 
+#include <attnlab/lesson.h>
 #include <attnlab/translator.h>
 
 #include <QApplication>
@@ -32,6 +34,7 @@ private Q_SLOTS:
     void twoLegsAndTheMiddleSentence();
     void viewsFollowTheLeg();
     void aMiddleSentenceOfTheSentenceBeforeIsNotTaken();
+    void aSessionRecordsTheLegShown();
     void switchedOffHeadsLeaveWithTheirLeg();
     void aLegFailureNamesTheLeg();
     void aSingleModelLeavesThePivot();
@@ -174,6 +177,25 @@ void TestPivotUi::aMiddleSentenceOfTheSentenceBeforeIsNotTaken() {
     QCOMPARE(c->legResult(0)->best.text, middle);
     QCOMPARE(c->legResult(1)->source_text, middle);
     QCOMPARE(c->middleSentence().toStdString(), middle);
+}
+
+// A session saved with a pivot records the leg shown, as every view shows it: that leg's model and its
+// input (for the second leg, the middle sentence). Reopening it shows that leg's model alone on that
+// sentence, the same maps, not the pivot (docs/ctranslate2.md, "Pivot translation").
+void TestPivotUi::aSessionRecordsTheLegShown() {
+    ViewContext* c = m_window->context();
+    PivotRow* row = m_window->translatePanel()->pivotRow();
+    row->legButton(1)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(1) && c->result() == c->legResult(1), 30000);
+    const QString path = m_dir.path() + "/pivot-session.json";
+    const auto problem = m_window->lessons()->saveSession(path);
+    QVERIFY2(!problem, qPrintable(problem.value_or(QString())));
+    const auto session = attnlab::readSession(path.toStdString());
+    QCOMPARE(QString::fromStdString(session.model), QFileInfo(m_second).canonicalFilePath());
+    QCOMPARE(session.steps.size(), size_t(1));
+    QCOMPARE(session.steps[0].view.sentence.value_or(""), c->middleSentence().toStdString());
+    row->legButton(0)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() == c->legResult(0), 30000);
 }
 
 // Heads switched off in the leg shown go when another leg is shown (the Heads tab lists that leg's

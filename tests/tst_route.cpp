@@ -88,8 +88,10 @@ void TestRoute::noRouteNamesWhatIsInstalled() {
                            "en first, as argos-translate pivots); installed: de -> en (translate-de_en), en -> es "
                            "(translate-en_es)"));
     QVERIFY2(messageOf([&] { chooseRoute({}, "de", "fr"); }).endsWith("installed: none"), "nothing installed");
+    // argos-translate gives the text back (IdentityTranslation); AttnLab has no attention to show.
     QCOMPARE(messageOf([&] { chooseRoute(models, "de", "de"); }),
-             QString("--from and --to name the same language (de)"));
+             QString("--from and --to name the same language (de): no model translates it, so there is no "
+                     "attention to show (argos-translate gives the text back unchanged)"));
     // A route is never longer than two legs: de -> en -> es exists, de -> en -> es -> fr is not taken.
     const std::vector<BundledModel> chain = {model("de-en", "de", "en"), model("en-es", "en", "es"),
                                              model("es-fr", "es", "fr")};
@@ -125,7 +127,10 @@ void TestRoute::installedArgosPackagesRoute() {
     qputenv("ARGOS_PACKAGES_DIR", QByteArray::fromStdString(root));
     const auto route = attnlab::chooseInstalledRoute("xa", "xb");
     const QString none = messageOf([] { attnlab::chooseInstalledRoute("xb", "xa"); });
+    const QString same = messageOf([] { attnlab::chooseInstalledRoute("xa", "xa"); });
     qunsetenv("ARGOS_PACKAGES_DIR");
+    QVERIFY2(same.startsWith("--from and --to name the same language (xa)") && !same.contains(dir.path()),
+             qPrintable(same));  // no folder named: none is concerned
     QCOMPARE(names(route), (Names{"translate-xa_en-1_0", "translate-en_xb-1_0"}));
     QCOMPARE(route.legs[0].dir, root + "/translate-xa_en-1_0");
     QVERIFY2(none.contains("no installed model translates xb -> xa"), qPrintable(none));

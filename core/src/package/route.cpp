@@ -63,11 +63,22 @@ std::string installedText(const std::vector<BundledModel>& models) {
     return out;
 }
 
+// Not a question of what is installed: two languages, and different ones. argos-translate answers a
+// language to itself with an IdentityTranslation (translate.py, get_installed_languages: "Add
+// translations so everything can translate to itself"), the text given back; AttnLab refuses, as no
+// model's attention would be there to show.
+void checkPair(const std::string& from, const std::string& to) {
+    if (from.empty() || to.empty()) throw InputError("a route needs both languages (--from and --to)");
+    if (from == to)
+        throw InputError("--from and --to name the same language (" + util::forMessage(from) +
+                         "): no model translates it, so there is no attention to show (argos-translate gives "
+                         "the text back unchanged)");
+}
+
 }  // namespace
 
 TranslationRoute chooseRoute(const std::vector<BundledModel>& models, const std::string& from, const std::string& to) {
-    if (from.empty() || to.empty()) throw InputError("a route needs both languages (--from and --to)");
-    if (from == to) throw InputError("--from and --to name the same language (" + util::forMessage(from) + ")");
+    checkPair(from, to);
     if (auto route = findRoute(models, from, to)) return *route;
     throw InputError("no installed model translates " + pairText(from, to) +
                      ", directly or through a middle language (through " + kPivotLanguage +
@@ -82,6 +93,7 @@ std::vector<BundledModel> installedModels() {
 }
 
 TranslationRoute chooseInstalledRoute(const std::string& from, const std::string& to) {
+    checkPair(from, to);  // its message names no folder: none is concerned
     try {
         return chooseRoute(installedModels(), from, to);
     } catch (const InputError& e) {
