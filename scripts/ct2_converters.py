@@ -13,8 +13,10 @@ CTranslate2, no transformers: Debian's python3 + numpy + torch + yaml). Used thr
       vocab.json's tokens by id without the trailing <pad> (MarianMTLoader.get_vocabulary).
   ct2_reference.py convert-transformers --from HF_M2M100_OR_NLLB_DIR --out CT2_DIR
       the same for hf_multilingual_reference.py's folders (M2M100Loader: pre-norm, the final layer norms, the
-      position table from row offset 2 on, the tokenizer's ids + its language tokens + madeupwords to vocab_size,
-      decoder_start_token = the token of decoder_start_token_id; nothing added to the source).
+      position table from row offset 2 on, the tokenizer's ids + its language tokens + M2M100Tokenizer's
+      num_madeup_words madeupwords (NLLB: up to vocab_size), decoder_start_token = the token of
+      decoder_start_token_id (BartLoader.set_config; mBART: MBartLoader.set_config's </s>, null for mBART-25);
+      nothing added to the source).
   ct2_reference.py pad-row --dir HF_MARIAN_DIR [--pad-logit X]
       marian_reference.py make's folder with the <pad> row zero, as convert_marian_to_pytorch leaves a real one.
   ct2_reference.py marian-npz --from HF_MARIAN_DIR --out NPZ_DIR

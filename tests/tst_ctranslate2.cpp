@@ -400,19 +400,22 @@ void TestCtranslate2::vocabularyWithoutUnknownTokenGetsItAppended() {
     const auto unk = int(v.source.size());  // the appended token's id: the last
     attnlab::Translator t(dir.toStdString(), {attnlab::testing::testDevice()});
     QCOMPARE(t.info().config.unk_idx, int64_t(unk));
-    QCOMPARE(t.info().config.model.n_src_vocab, int64_t(unk) + 1);
+    QCOMPARE(t.info().config.model.n_src_vocab, int64_t(unk) + 2);  // and AttnLab's <pad> after it
+    QCOMPARE(t.info().config.model.src_pad_idx, int64_t(unk) + 1);
     const auto sentences = sentencesFor(dir);  // the third holds a word the vocabulary lacks
     const json ref = reference(dir, sentences, kMaxLength);
     const auto results = t.translateBatch(sentences, greedy(kMaxLength));
     compare(results, ref);
     QCOMPARE(results[2].source_ids.at(1), unk);
     QCOMPARE(results[2].source_pieces.at(1), std::string("<unk>"));
-    // Imported, the vocabulary is written as CTranslate2 holds it, the <unk> last, and reads back the same.
+    // Imported, the vocabulary is written as CTranslate2 holds it, the <unk> last, then AttnLab's <pad>, and reads
+    // back the same.
     const std::string pkg = m_dir.path().toStdString() + "/no-unk-imported";
     (void)attnlab::importMarianModel(dir.toStdString(), pkg);
     const auto written = json::parse(attnlab::testing::readFile(pkg + "/shared_vocabulary.json"));
-    QCOMPARE(written.size(), size_t(unk) + 1);
-    QCOMPARE(written.back().get<std::string>(), std::string("<unk>"));
+    QCOMPARE(written.size(), size_t(unk) + 2);
+    QCOMPARE(written.at(size_t(unk)).get<std::string>(), std::string("<unk>"));
+    QCOMPARE(written.back().get<std::string>(), std::string("<pad>"));
     attnlab::Translator imported(pkg, {attnlab::testing::testDevice()});
     compare(imported.translateBatch(sentences, greedy(kMaxLength)), ref);
 }

@@ -95,8 +95,8 @@ void TestPivot::pivotThroughEnglish() {
     QCOMPARE(second.out, final_text + "\n");
     // Both legs' maps, one file each, the leg and its languages in the name; the second leg's source is
     // the middle sentence. Each leg's ids are what the independent float64 reference computes for that
-    // leg's model on that leg's input (its length cap is ours: a prefix of ours, all of it where it
-    // stopped at </s>).
+    // leg's model on that leg's input (the same length cap), all of them.
+    std::ptrdiff_t blanks = 0;
     for (const auto& [file, package, source, translation] :
          {std::tuple{QString("/pivot.leg1-xa-en.json"), QString("translate-xa_en-1_0"), sentence, middle},
           std::tuple{QString("/pivot.leg2-en-xb.json"), QString("translate-en_xb-1_0"), middle, final_text}}) {
@@ -108,15 +108,14 @@ void TestPivot::pivotThroughEnglish() {
         QVERIFY(!leg["attention"]["cross"].empty());
         const json ref = reference(m_packages + "/" + package, source);
         QCOMPARE(leg["source_ids"].get<std::vector<int>>(), ref["source_ids"].get<std::vector<int>>());
+        // Whole: <blank> (id 0 here) is an ordinary token to CTranslate2's search and the reference's, which
+        // forbid only </s> before min_decoding_length, and to AttnLab's for a CTranslate2 model, whose padding
+        // is a row of AttnLab's own (docs/ctranslate2.md, "What the search may generate").
         const auto ours = leg["target_ids"].get<std::vector<int>>(), theirs = ref["target_ids"].get<std::vector<int>>();
-        // The reference's greedy step may choose <blank> (id 0 here), which AttnLab's search never emits
-        // (padding is blocked): compared up to there, and whole where the reference has none.
-        const auto blank = std::find(theirs.begin(), theirs.end(), 0);
-        QVERIFY2(blank != theirs.begin(), "nothing to compare");
-        QVERIFY2(ours.size() >= size_t(blank - theirs.begin()) && std::equal(theirs.begin(), blank, ours.begin()),
-                 qPrintable(file));
-        if (blank == theirs.end() && ref["stop_reason"] == "eos") QCOMPARE(ours.size(), theirs.size());
+        QCOMPARE(ours, theirs);
+        blanks += std::count(theirs.begin(), theirs.end(), 0);
     }
+    QVERIFY2(blanks > 0, "no leg generates <blank>: the rule above is not exercised (seeds changed?)");
     QVERIFY2(!fs::exists(attention.toStdString()), "a pivot writes its legs' files, not the one named");
     // Heads name one model's; a route of two refuses them.
     const Run ablate = cli({"translate", "--from", "xa", "--to", "xb", "--text", sentence, "--ablate", "cross:0:0"});

@@ -557,48 +557,35 @@ struct TokenIds {
     }
 };
 
-// The id of the first <blank> or <pad>; without either (Marian's vocabularies: MarianMTLoader.get_vocabulary
-// drops the <pad> Transformers added, marian.py's never had one) a "<pad>" appended. CTranslate2 pads by
-// lengths; AttnLab masks by an id, which no sentence may hold. True when appended.
-bool findOrAppendPadding(std::vector<std::string>& tokens, std::vector<std::string>& added, int64_t& id) {
-    for (const char* p : {"<blank>", "<pad>"})
-        if (auto it = std::find(tokens.begin(), tokens.end(), p); it != tokens.end()) {
-            id = it - tokens.begin();
-            return false;
-        }
+// CTranslate2 pads by lengths (layers::make_sequence_inputs): its <blank> or <pad> is an ordinary token, which a
+// sentence may hold and its search may generate (src/decoding.cc forbids only the end token before
+// min_decoding_length; MarianMTLoader.get_vocabulary drops Marian's <pad> to keep it from being generated). AttnLab
+// masks by an id, which no sentence may hold: a "<pad>" of its own, appended to each vocabulary (after the <unk>
+// CTranslate2 appends), its embedding row zero and its logit kPaddingLogit (ct2_weights.cpp), so that the softmax
+// stays CTranslate2's and every real token keeps its id and its role.
+void appendPadding(std::vector<std::string>& tokens, std::vector<std::string>& added, int64_t& id) {
     id = int64_t(tokens.size());
     tokens.push_back("<pad>");
     added.push_back("<pad>");
-    return true;
 }
 
-// The padding ids; a side whose <pad> AttnLab appended gets a row more in its tensors (zero, and the
-// logit kPaddingLogit: ct2_weights.cpp), so that the softmax stays CTranslate2's.
 void addPadding(Ct2Model& m) {
     ModelConfig& c = m.config.model;
     auto& v = m.vocabularies;
-    const bool src_added = findOrAppendPadding(v.source, v.source_added, c.src_pad_idx);
-    bool trg_added = src_added;
+    appendPadding(v.source, v.source_added, c.src_pad_idx);
     if (v.shared) {
         v.target = v.source;
         v.target_added = v.source_added;
         c.trg_pad_idx = c.src_pad_idx;
     } else {
-        trg_added = findOrAppendPadding(v.target, v.target_added, c.trg_pad_idx);
+        appendPadding(v.target, v.target_added, c.trg_pad_idx);
     }
-    if (c.emb_src_trg_weight_sharing && src_added != trg_added)
-        throw PackageError(v.files.front() +
-                           ": the shared embeddings' vocabularies differ in their padding token (<blank> or <pad>)");
-    if (src_added) {
-        c.n_src_vocab += 1;
-        if (!c.emb_src_trg_weight_sharing) m.padding_rows.insert("encoder.src_word_emb.weight");
-    }
-    if (trg_added) {
-        c.n_trg_vocab += 1;
-        c.logits_bias = true;
-        m.padding_rows.insert({"decoder.trg_word_emb.weight", "final_logits_bias"});
-        if (!c.trg_emb_prj_weight_sharing) m.padding_rows.insert("trg_word_prj.weight");
-    }
+    c.n_src_vocab += 1;
+    c.n_trg_vocab += 1;
+    c.logits_bias = true;
+    if (!c.emb_src_trg_weight_sharing) m.padding_rows.insert("encoder.src_word_emb.weight");
+    m.padding_rows.insert({"decoder.trg_word_emb.weight", "final_logits_bias"});
+    if (!c.trg_emb_prj_weight_sharing) m.padding_rows.insert("trg_word_prj.weight");
 }
 
 void applyVocabularies(Ct2Model& m, const Ct2Config& cc) {
@@ -917,6 +904,11 @@ std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const C
     v.source_unk = static_cast<int>(src.require(unk, "unknown"));
     v.target_unk = static_cast<int>(c.unk_idx);
     v.special = {int(c.eos_idx), int(c.bos_idx), int(c.model.trg_pad_idx)};
+    // The vocabulary's own padding token, which CTranslate2 may generate (addPadding), is left out of the text
+    // as the other special tokens are.
+    const TokenIds trg{vocabularies.target, vocabularies.files.back()};
+    for (const char* p : {"<blank>", "<pad>"})
+        if (const int64_t id = trg.find(p); id >= 0 && id != c.model.trg_pad_idx) v.special.push_back(int(id));
     for (const auto& l : c.languages) v.special.push_back(int(l.id));  // left out of decoded text
     return tokenVocabularyCodec(std::move(v));
 }

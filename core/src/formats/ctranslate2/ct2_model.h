@@ -97,9 +97,10 @@ struct Ct2Model {
     std::string stored_dtypes;               // "float32", "int8+float32", ...
     std::string model_dir;                   // where model.bin is (inside an unpacked .argosmodel: a temporary folder)
     std::shared_ptr<const void> keep_alive;  // that temporary folder, removed with the last copy
-    // AttnLab's tensors that have one row more than their variable: a vocabulary without <blank> or
-    // <pad> (Marian's, converted) gets a <pad> for AttnLab's masks, its embedding row zero and its
-    // logit kPaddingLogit, so that it takes no share of the softmax CTranslate2 computes without it.
+    // AttnLab's tensors that have one row more than their variable: every vocabulary gets a <pad> of AttnLab's
+    // own for its masks (the model's <blank> or <pad> stays an ordinary token, as CTranslate2 pads by lengths),
+    // its embedding row zero and its logit kPaddingLogit, so that it takes no share of the softmax
+    // CTranslate2 computes without it.
     std::set<std::string> padding_rows;
 };
 
