@@ -41,6 +41,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QCompleter>
+#include <QLabel>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTextBrowser>
@@ -1291,6 +1292,65 @@ void TestViews::relativePositionsShownWhenTheModelHasThem() {
     QVERIFY2(text.contains("offset j − i = 5, clipped to 2") && text.contains("relative score <b>0.7500</b>") &&
                  text.contains("content q·k/√d<sub>k</sub> 0.2500") && text.contains("= <b>1.0000</b>"),
              qPrintable(text));
+    QVERIFY2(text.contains("the key is 5 position(s) after the query"), qPrintable(text));
+    e.relative_offset = e.relative_clipped = 0;
+    QVERIFY2(WeightView::relativeTermText(e).contains("the key is the query's own position (offset j − i = 0, "
+                                                      "within ±2)"),
+             qPrintable(WeightView::relativeTermText(e)));
+
+    // The whole explanation shown: the row's bars are named as the title names them (content + relative), and step 7
+    // says what the title's (v + a^V) is.
+    WeightView weight(m_context.get());
+    e.query_vector = e.key_vector = e.relative_key = {0.5f, 0.25f};
+    e.products = e.relative_products = {0.25, 0.0625};
+    e.row_pieces = {"a", "b"};
+    e.row_scaled = {1.0f, 0.5f};
+    e.row_masked = {false, false};
+    e.row_weights = {0.6f, 0.4f};
+    e.head_output = e.relative_value = {0.1f, 0.2f};
+    weight.setExplanation(std::make_shared<const attnlab::AttentionExplanation>(e));
+    QCOMPARE(weight.scores()->plot()->plottable(0)->name(), QString("score (content + relative)"));
+    QStringList labels;
+    for (const auto* l : weight.findChildren<QLabel*>()) labels << l->text();
+    QVERIFY2(labels.join("\n").contains("weight × (value row v + the learned value vector a<sup>V</sup>"),
+             qPrintable(labels.join("\n")));
+
+    // The Inputs tab: no absolute positions, so no position bars and the words say where positions act.
+    InputsView inputs(m_context.get());
+    auto token = std::make_shared<attnlab::TokenInside>();
+    token->piece = "a";
+    token->embedding = token->scaled = token->positional = token->sum = token->normalized = {0.5f, 0.25f};
+    token->absolute_positions = false;
+    token->max_relative_positions = 2;
+    inputs.showToken(token);
+    QVERIFY2(inputs.tokenText().contains("No absolute positions: nothing is added to the scaled embedding; relative "
+                                         "position terms act inside self-attention (k = 2)"),
+             qPrintable(inputs.tokenText()));
+    QVERIFY(!inputs.tokenText().contains("sinusoid"));
+    QCOMPARE(inputs.positional()->plot()->plottableCount(), 0);
+    token->absolute_positions = true;
+    inputs.showToken(token);
+    QVERIFY2(inputs.tokenText().contains("add the position's sinusoid"), qPrintable(inputs.tokenText()));
+    QCOMPARE(inputs.positional()->plot()->plottableCount(), 1);
+    // ATTNLAB_SHOTS=DIR keeps pictures of the Weight and Positions tabs at half a 1920-pixel screen's width, to
+    // look at: no text or plot cut at the right edge.
+    if (const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS"); !shots.isEmpty()) {
+        m_context->setModel(info);
+        positional.setRelativeLayer(/*decoder=*/false, 1);
+        weight.setExplanation(std::make_shared<const attnlab::AttentionExplanation>(e));
+        for (QWidget* w : {static_cast<QWidget*>(&weight), static_cast<QWidget*>(&positional)}) {
+            w->resize(960, 1000);
+            w->show();
+            QVERIFY(QTest::qWaitForWindowExposed(w));
+        }
+        QVERIFY(weight.grab().save(shots + "/relative-weight-half-width.png"));
+        QVERIFY(positional.grab().save(shots + "/relative-positions-half-width.png"));
+        // Hidden while whole: a top-level PositionalEncodingView closed by its destructor loses focus there, and its
+        // spin boxes' editingFinished then calls rebuild() on a half-destroyed view (seen as free(): invalid pointer).
+        weight.hide();
+        positional.hide();
+        m_context->setModel(m_controller->modelInfo());
+    }
 }
 
 QTEST_MAIN(TestViews)

@@ -140,22 +140,36 @@ void InputsView::showToken(TokenInsidePtr t) {
                              .arg(piece, t->target ? tr("target") : tr("source"))
                              .arg(t->position)
                              .arg(t->token_id);
+    // A model with relative positions only (TokenInside::absolute_positions false) adds nothing for the position.
+    const QString positions = t->absolute_positions
+                                  ? tr("The encoder and decoder add the position's sinusoid to the scaled embedding")
+                                  : tr("No absolute positions: nothing is added to the scaled embedding; relative "
+                                       "position terms act inside self-attention (k = %1)")
+                                        .arg(t->max_relative_positions);
     m_token_text->setText(
-        what + (norm ? tr("The encoder and decoder add the position's sinusoid to the scaled embedding, then "
-                          "normalise: the sum's mean %1 is subtracted and the result divided by its standard "
-                          "deviation %2, then scaled and shifted by the layer norm's weights.")
+        what + (norm ? tr("%1, then normalise: the sum's mean %2 is subtracted and the result divided by its "
+                          "standard deviation %3, then scaled and shifted by the layer norm's weights.")
+                           .arg(positions)
                            .arg(t->sum_mean, 0, 'f', 4)
                            .arg(t->sum_std, 0, 'f', 4)
-                     : tr("The encoder and decoder add the position's sinusoid to the scaled embedding. This model "
-                          "has no layer norm after the embedding (emb_layer_norm is false, as in Marian): the sum "
-                          "is the first layer's input as it is.")));
+                     : tr("%1. This model has no layer norm after the embedding (emb_layer_norm is false, as in "
+                          "Marian): the sum "
+                          "is the first layer's input as it is.")
+                           .arg(positions)));
     m_embedding->setTitle(tr("1. Embedding row of %1").arg(QString::fromStdString(t->piece)));
     m_embedding->setBars({{tr("embedding"), doubles(t->embedding), kEmb}}, {});
     m_scaled->setTitle(t->scale != 1.0 ? tr("2. × √d_model = %1").arg(t->scale, 0, 'f', 2)
                                        : tr("2. not scaled (this model does not scale its embeddings)"));
     m_scaled->setBars({{tr("scaled"), doubles(t->scaled), kEmb}}, {});
-    m_positional->setTitle(tr("3. + positional encoding of position %1").arg(t->position));
-    m_positional->setBars({{tr("PE"), doubles(t->positional), kPe}}, {});
+    m_positional->setTitle(t->absolute_positions
+                               ? tr("3. + positional encoding of position %1").arg(t->position)
+                               : tr("3. no absolute positions: relative position terms act inside self-attention "
+                                    "(k = %1)")
+                                     .arg(t->max_relative_positions));
+    if (t->absolute_positions)
+        m_positional->setBars({{tr("PE"), doubles(t->positional), kPe}}, {});
+    else
+        m_positional->clear();  // nothing added: no bars of zeros
     if (norm) {
         m_normalized->setTitle(tr("4. layer norm of the sum: the first layer's input"));
         m_normalized->setBars(

@@ -45,6 +45,7 @@ public:
     QString tokenText() const;  // the words above the token's plots
 
     BarPlot* embedding() const { return m_embedding; }
+    BarPlot* positional() const { return m_positional; }
     BarPlot* normalized() const { return m_normalized; }
     // [sentence][0 = encoder padding mask, 1 = decoder mask]
     AttentionView* maskView(int sentence, int which) const { return m_mask_views[sentence][which]; }

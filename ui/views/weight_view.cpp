@@ -79,11 +79,15 @@ QString WeightView::relativeTermText(const AttentionExplanation& e) {
     if (!e.relative) return {};
     const QString clipped = e.relative_clipped == e.relative_offset ? tr("within ±%1").arg(e.max_relative_positions)
                                                                     : tr("clipped to %1").arg(e.relative_clipped);
-    return tr("<p><b>3b. Relative position term</b>: the key is %1 position(s) from the query (offset j − i = %2, "
-              "%3), whose learned key vector a<sup>K</sup> this layer adds:<br>q · a<sup>K</sup> = <b>%4</b> "
-              "÷ √d<sub>k</sub> = relative score <b>%5</b><br>score = content q·k/√d<sub>k</sub> %6 + relative "
-              "q·a<sup>K</sup>/√d<sub>k</sub> %5 = <b>%7</b> (what the softmax sees)</p>")
-        .arg(std::abs(e.relative_offset))
+    const QString where = e.relative_offset == 0 ? tr("the key is the query's own position")
+                                                 : tr("the key is %1 position(s) %2 the query")
+                                                       .arg(std::abs(e.relative_offset))
+                                                       .arg(e.relative_offset > 0 ? tr("after") : tr("before"));
+    return tr("<p><b>3b. Relative position term</b>: %1 (offset j − i = %2, %3), whose learned key vector "
+              "a<sup>K</sup> this layer adds:<br>q · a<sup>K</sup> = <b>%4</b> ÷ √d<sub>k</sub> = relative score "
+              "<b>%5</b><br>score = content q·k/√d<sub>k</sub> %6 + relative q·a<sup>K</sup>/√d<sub>k</sub> %5 = "
+              "<b>%7</b> (what the softmax sees)</p>")
+        .arg(where)
         .arg(e.relative_offset)
         .arg(clipped)
         .arg(e.relative_dot, 0, 'f', 4)
@@ -130,12 +134,17 @@ void WeightView::setExplanation(ExplanationPtr e) {
     }
     m_scores->setTitle(e->relative ? tr("5. The whole row of scores, content + relative (masked keys shown as 0)")
                                    : tr("5. The whole row of scaled scores (masked keys shown as 0)"));
-    m_scores->setBars({{tr("scaled score"), scaled, kNeutral}}, keys, c.key);
+    m_scores->setBars({{e->relative ? tr("score (content + relative)") : tr("scaled score"), scaled, kNeutral}}, keys,
+                      c.key);
     m_weights->setTitle(tr("6. softmax → the map's row (this cell %1)").arg(e->weight, 0, 'f', 4));
     m_weights->setBars({{tr("weight"), toDoubles(e->row_weights), kQuery}}, keys, c.key);
-    m_output_text->setText(tr("<p><b>7.</b> The head's output for this query is the sum over keys of weight × "
-                              "value row (%1 values), before the heads are joined and projected.</p>")
-                               .arg(e->head_output.size()));
+    m_output_text->setText(
+        (e->relative ? tr("<p><b>7.</b> The head's output for this query is the sum over keys of weight × (value "
+                          "row v + the learned value vector a<sup>V</sup> of the key's clipped offset) (%1 values), "
+                          "before the heads are joined and projected.</p>")
+                     : tr("<p><b>7.</b> The head's output for this query is the sum over keys of weight × value row "
+                          "(%1 values), before the heads are joined and projected.</p>"))
+            .arg(e->head_output.size()));
     m_output->setTitle(e->relative ? tr("7. Head output = Σ weight × (v + a^V)") : tr("7. Head output = Σ weight × v"));
     m_output->setBars({{tr("output"), toDoubles(e->head_output), kKey}}, {});
 }
