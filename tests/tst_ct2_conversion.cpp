@@ -9,6 +9,7 @@
 // model equals scripts/ct2_reference.py's float64 CTranslate2. Skipped, with a message, where the OPUS-MT
 // files or python3-torch are missing (failed under CI=true).
 #include "fixtures.h"
+#include "python_probe.h"
 
 #include <attnlab/package.h>
 #include <attnlab/translation.h>
@@ -56,13 +57,7 @@ void TestCt2Conversion::initTestCase() {
     m_opus = qEnvironmentVariable("ATTNLAB_OPUS_MT_DIR", QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/opus-mt-en-mg");
     if (!QFileInfo(m_opus + "/vocab.json").exists())
         QSKIP(qPrintable("no OPUS-MT tokenizer files at " + m_opus + " (set ATTNLAB_OPUS_MT_DIR): skipped"));
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece, yaml"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-        if (qEnvironmentVariable("CI") == "true")
-            QFAIL("CI=true but python3-torch / -sentencepiece / -yaml cannot be imported: the cross-check must run");
-        QSKIP("python3-torch, python3-sentencepiece or python3-yaml is not installed: conversion check skipped");
-    }
+    ATTNLAB_REQUIRE_PYTHON(m_python, (QStringList{"torch", "numpy", "sentencepiece", "yaml"}), "conversion check");
     m_folder = m_dir.path() + "/hf";
     script("marian_reference.py",
            {"make", "--from", m_opus, "--out", m_folder, "--seed", "7", "--final-logits-bias", "--eos-bias", "2"});

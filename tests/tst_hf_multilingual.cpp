@@ -12,6 +12,7 @@
 // trains small SentencePiece models and writes random weights of small dimensions in Hugging Face's
 // layout. Skipped, with a message, where either is missing (failed under CI=true).
 #include "fixtures.h"
+#include "python_probe.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
@@ -64,11 +65,10 @@ void TestHfMultilingual::initTestCase() {
         m_skip = "no real configuration files at " + m_real + " (set ATTNLAB_HF_MULTILINGUAL_DIR): skipped";
         return;
     }
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-        if (ci) QFAIL("CI=true but python3-torch / python3-sentencepiece cannot be imported: the cross-check must run");
-        m_skip = "python3-torch or python3-sentencepiece is not installed: multilingual cross-check skipped";
+    if (const QString problem = attnlab::testing::pythonProblem(m_python, {"torch", "numpy", "sentencepiece"});
+        !problem.isEmpty()) {
+        if (ci) QFAIL(qPrintable("CI=true but " + problem + ": the cross-check must run"));
+        m_skip = problem + ": multilingual cross-check skipped";
     }
 }
 

@@ -8,6 +8,7 @@
 // without its weights; ATTNLAB_OPUS_MT_DIR overrides the place); the weights are random ones of
 // small dimensions made by the Python script. Skipped, with a message, where either is missing.
 #include "fixtures.h"
+#include "python_probe.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
@@ -51,15 +52,7 @@ void TestMarian::initTestCase() {
     m_opus = qEnvironmentVariable("ATTNLAB_OPUS_MT_DIR", QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/opus-mt-en-mg");
     if (!QFileInfo(m_opus + "/vocab.json").exists())
         QSKIP(qPrintable("no OPUS-MT tokenizer files at " + m_opus + " (set ATTNLAB_OPUS_MT_DIR): skipped"));
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy, sentencepiece"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-        if (qEnvironmentVariable("CI") == "true")
-            QFAIL(
-                "CI=true but python3-torch / python3-sentencepiece cannot be imported: the Marian cross-check must "
-                "run");
-        QSKIP("python3-torch or python3-sentencepiece is not installed: Marian cross-check skipped");
-    }
+    ATTNLAB_REQUIRE_PYTHON(m_python, (QStringList{"torch", "numpy", "sentencepiece"}), "Marian cross-check");
 }
 
 QString TestMarian::make(const QString& name, const QStringList& options) {

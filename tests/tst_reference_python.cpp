@@ -4,6 +4,7 @@
 // message, where python3-torch is not installed, except under CI (CI=true), where that fails.
 #include "decoding/engine.h"
 #include "fixtures.h"
+#include "python_probe.h"
 
 #include <attnlab/translator.h>
 
@@ -29,15 +30,7 @@ private:
 };
 
 void TestReferencePython::initTestCase() {
-    QProcess probe;
-    probe.start(m_python, {"-c", "import torch, numpy"});
-    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
-        // On a developer's machine a missing python3-torch skips with a message; under CI
-        // (CI=true, where scripts/setup.sh installs it) it is a failure: the cross-check must run.
-        if (qEnvironmentVariable("CI") == "true")
-            QFAIL("CI=true but python3-torch cannot be imported: the reference cross-check must run in CI");
-        QSKIP("python3-torch is not installed (apt-get install python3-torch): reference cross-check skipped");
-    }
+    ATTNLAB_REQUIRE_PYTHON(m_python, (QStringList{"torch", "numpy"}), "reference cross-check");
     m_tok = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
 }
 

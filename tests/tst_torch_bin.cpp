@@ -9,6 +9,7 @@
 #include <attnlab/errors.h>
 
 #include "memory_limit.h"
+#include "python_probe.h"
 
 #include <QtTest/QtTest>
 
@@ -331,12 +332,8 @@ private:
 
 void TestTorchBin::initTestCase() {
     QVERIFY(m_dir.isValid());
-    QProcess probe;
-    probe.start("/usr/bin/python3", {"-c", "import torch"});
-    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
-        m_python_problem = "python3-torch cannot be imported by /usr/bin/python3";
-        return;
-    }
+    m_python_problem = attnlab::testing::pythonProblem("/usr/bin/python3", {"torch"});
+    if (!m_python_problem.isEmpty()) return;
     QProcess make;
     make.start("/usr/bin/python3", {"-c", kMakeFixtures, m_dir.path()});
     QVERIFY(make.waitForFinished(120000));

@@ -8,14 +8,6 @@
 
 namespace attnlab::testing {
 
-QString referencePythonProblem(const QString& python) {
-    QProcess probe;
-    probe.start(python, {"-c", "import torch, numpy, sentencepiece"});
-    if (!probe.waitForFinished(60000) || probe.exitCode() != 0)
-        return "python3-torch or python3-sentencepiece cannot be imported by " + python;
-    return {};
-}
-
 QString makeCt2Model(const QString& python, const QString& dir, const QString& name, const QStringList& options) {
     const QString out = dir + "/" + name;
     runScript(python, "ct2_reference.py", QStringList{"make", "--out", out} + options);

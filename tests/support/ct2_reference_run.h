@@ -2,6 +2,8 @@
 // scripts/ct2_reference.py driven from a test (tst_ctranslate2, tst_relative_positions): the Python it needs
 // probed, models made with `make`, sentences translated with `run`.
 
+#include "python_probe.h"
+
 #include <attnlab/decoding_options.h>
 
 #include <QString>
@@ -14,9 +16,6 @@
 #include <vector>
 
 namespace attnlab::testing {
-
-// Why `python` cannot run the reference (python3-torch, numpy or sentencepiece cannot be imported), or "".
-QString referencePythonProblem(const QString& python);
 
 // ct2_reference.py make --out DIR/NAME OPTIONS; returns the model directory.
 QString makeCt2Model(const QString& python, const QString& dir, const QString& name, const QStringList& options);
@@ -31,14 +30,7 @@ DecodingOptions referenceGreedy(int max_length);
 
 }  // namespace attnlab::testing
 
-// In initTestCase: skips the test when the reference's Python is missing, and fails it under CI=true, where
-// the cross-check must run. `what` names the cross-check in the message.
-#define ATTNLAB_REQUIRE_REFERENCE_PYTHON(python, what)                                       \
-    do {                                                                                     \
-        const QString problem_ = attnlab::testing::referencePythonProblem(python);           \
-        if (!problem_.isEmpty()) {                                                           \
-            if (qEnvironmentVariable("CI") == "true")                                        \
-                QFAIL(qPrintable("CI=true but " + problem_ + ": the cross-check must run")); \
-            QSKIP(qPrintable(problem_ + ": " + QString(what) + " skipped"));                 \
-        }                                                                                    \
-    } while (false)
+// In initTestCase: skips the test when the reference's Python (torch, numpy, sentencepiece) is missing, and fails
+// it under CI=true, where the cross-check must run. `what` names the cross-check in the message.
+#define ATTNLAB_REQUIRE_REFERENCE_PYTHON(python, what) \
+    ATTNLAB_REQUIRE_PYTHON(python, (QStringList{"torch", "numpy", "sentencepiece"}), what)
