@@ -1328,10 +1328,12 @@ void TestViews::relativePositionsShownWhenTheModelHasThem() {
              qPrintable(inputs.tokenText()));
     QVERIFY(!inputs.tokenText().contains("sinusoid"));
     QCOMPARE(inputs.positional()->plot()->plottableCount(), 0);
+    QVERIFY(!inputs.positional()->plot()->xAxis->visible() && !inputs.positional()->plot()->yAxis->visible());
     token->absolute_positions = true;
     inputs.showToken(token);
     QVERIFY2(inputs.tokenText().contains("add the position's sinusoid"), qPrintable(inputs.tokenText()));
     QCOMPARE(inputs.positional()->plot()->plottableCount(), 1);
+    QVERIFY(inputs.positional()->plot()->xAxis->visible() && inputs.positional()->plot()->yAxis->visible());
     // ATTNLAB_SHOTS=DIR keeps pictures of the Weight and Positions tabs at half a 1920-pixel screen's width, to
     // look at: no text or plot cut at the right edge.
     if (const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS"); !shots.isEmpty()) {

@@ -12,6 +12,8 @@
 #include <QScrollArea>
 #include <QVBoxLayout>
 
+#include <qcustomplot.h>
+
 namespace attnlab::ui {
 
 namespace {
@@ -166,10 +168,13 @@ void InputsView::showToken(TokenInsidePtr t) {
                                : tr("3. no absolute positions: relative position terms act inside self-attention "
                                     "(k = %1)")
                                      .arg(t->max_relative_positions));
+    // Nothing added without absolute positions: no bars of zeros, and no empty axes either, only the title.
+    for (QCPAxis* axis : {m_positional->plot()->xAxis, m_positional->plot()->yAxis})
+        axis->setVisible(t->absolute_positions);
     if (t->absolute_positions)
         m_positional->setBars({{tr("PE"), doubles(t->positional), kPe}}, {});
     else
-        m_positional->clear();  // nothing added: no bars of zeros
+        m_positional->clear();
     if (norm) {
         m_normalized->setTitle(tr("4. layer norm of the sum: the first layer's input"));
         m_normalized->setBars(
