@@ -15,6 +15,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
 #include <QStandardPaths>
@@ -36,6 +37,8 @@ private Q_SLOTS:
     void aMiddleSentenceOfTheSentenceBeforeIsNotTaken();
     void aSessionRecordsTheLegShown();
     void switchedOffHeadsLeaveWithTheirLeg();
+    void anEditUndoneGoesBackToTheFirstLeg();
+    void aLongSentenceInANarrowWindow();
     void aLegFailureNamesTheLeg();
     void aSingleModelLeavesThePivot();
 
@@ -215,6 +218,57 @@ void TestPivotUi::switchedOffHeadsLeaveWithTheirLeg() {
     QVERIFY(c->resultOptions().ablate.empty());
     row->legButton(0)->click();
     QTRY_VERIFY_WITH_TIMEOUT(c->result() == free, 30000);
+}
+
+// "Undo edit" (shown only while the middle sentence is the user's): the second leg translates the
+// first leg's output again.
+void TestPivotUi::anEditUndoneGoesBackToTheFirstLeg() {
+    ViewContext* c = m_window->context();
+    PivotRow* row = m_window->translatePanel()->pivotRow();
+    QVERIFY(c->pivoting() && c->legResult(0) && !c->middleEdited());
+    QVERIFY(row->undoEditButton()->isHidden());
+    QVERIFY2(row->middleLabel()->text().endsWith("editable:"), qPrintable(row->middleLabel()->text()));
+    const std::string output = c->legResult(0)->best.text;
+    const QString edited = "A man reads a book.";
+    c->setMiddleSentence(edited);
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(1) && c->legResult(1)->source_text == edited.toStdString(), 30000);
+    QVERIFY(c->middleEdited() && !row->undoEditButton()->isHidden());
+    QVERIFY2(row->middleLabel()->text().endsWith("edited:"), qPrintable(row->middleLabel()->text()));
+    row->undoEditButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(1) && c->legResult(1)->source_text == output, 30000);
+    QVERIFY(!c->middleEdited() && row->undoEditButton()->isHidden());
+    QCOMPARE(c->middleSentence().toStdString(), output);
+    QCOMPARE(row->middleEdit()->text().toStdString(), output);
+}
+
+// A long sentence in a narrow window: the leg switch and the middle sentence's label are shown whole,
+// the middle sentence keeps room to be edited, and the final translation is elided (whole in its
+// tooltip) rather than cut. A picture under ATTNLAB_SHOTS.
+void TestPivotUi::aLongSentenceInANarrowWindow() {
+    ViewContext* c = m_window->context();
+    PivotRow* row = m_window->translatePanel()->pivotRow();
+    const QSize before = m_window->size();
+    m_window->resize(760, 600);
+    auto o = c->decodingOptions();
+    o.max_length = 50;
+    c->setDecodingOptions(o);
+    // Long for the row, within the fixture's 64 positions (its pieces are characters and bytes).
+    const QString sentence = "Ein Mann mit rotem Hut geht durch den Park.";
+    c->translateSentence(sentence);
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(0) && c->legResult(1), 30000);
+    QApplication::processEvents();
+    for (QWidget* w : std::initializer_list<QWidget*>{row->legButton(0), row->legButton(1), row->middleLabel()})
+        QVERIFY2(w->width() >= w->sizeHint().width(), qPrintable(w->objectName() + " is cut"));
+    QVERIFY2(row->middleEdit()->width() >= 120, "no room left to edit the middle sentence");
+    QVERIFY(row->geometry().right() <= m_window->width());
+    const auto* final_label = row->findChildren<QLabel*>().last();
+    const QString whole = final_label->toolTip();
+    QVERIFY2(whole.endsWith(row->finalTranslation()) && !row->finalTranslation().isEmpty(), qPrintable(whole));
+    QVERIFY(final_label->fontMetrics().horizontalAdvance(final_label->text()) <= final_label->width());
+    if (final_label->text() != whole) QVERIFY(final_label->text().endsWith(QChar(0x2026)));  // "…"
+    const QString shots = qEnvironmentVariable("ATTNLAB_SHOTS");
+    if (!shots.isEmpty()) QVERIFY(m_window->grab().save(shots + "/pivot-narrow.png"));
+    m_window->resize(before);
 }
 
 // A leg that fails says which one, its languages and that its input was the middle sentence; the

@@ -324,6 +324,13 @@ void ViewContext::setMiddleSentence(const QString& middle) {
     translate(m_sentence, m_result_options);
 }
 
+void ViewContext::useFirstLegOutput() {
+    if (!pivoting() || !m_pivot.middle_edited || m_sentence.isEmpty()) return;
+    m_pivot.middle_edited = false;
+    Q_EMIT pivotChanged();
+    translate(m_sentence, m_result_options);
+}
+
 void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
     m_sentence = sentence;
     m_awaiting = true;

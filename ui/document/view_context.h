@@ -101,6 +101,7 @@ public:
     ResultPtr legResult(int leg) const { return m_pivot.results.at(size_t(leg)); }
     // The second leg's input: the first leg's translation, or what the user wrote in its place.
     QString middleSentence() const { return m_pivot.middle; }
+    bool middleEdited() const { return m_pivot.middle_edited; }  // by the user, not the first leg's output
     // Loads a route's legs (their package folders, in order); answered by modelChanged (the first
     // leg's model) and pivotChanged, or failed(LoadModel).
     void loadPivot(const QStringList& package_dirs);
@@ -108,6 +109,8 @@ public:
     // The middle sentence edited: the second leg alone translates it (the first leg's stays); kept
     // while the same sentence is translated again (other options, heads switched off).
     void setMiddleSentence(const QString& middle);
+    // The edited middle sentence given up: the second leg translates the first leg's output again.
+    void useFirstLegOutput();
 
     // Requests.
     void loadModel(const QString& package_dir);

@@ -1,8 +1,9 @@
 #pragma once
 // PivotRow: the sentence row's line for a pivot translation (ViewContext::pivoting; attnlab/route.h):
 // the leg switch (the views show one leg's model and maps at a time: "1  de → en", "2  en → fr"),
-// the middle sentence, editable (Enter translates the second leg alone from it), and the final
-// translation. Follows the context like a view; hidden without a pivot.
+// the middle sentence, editable (Enter translates the second leg from it; "Undo edit" goes back to the
+// first leg's output), and the final translation (elided on a narrow window, whole in its tooltip).
+// Follows the context like a view; hidden without a pivot.
 
 #include "document/view_context.h"
 
@@ -23,14 +24,21 @@ public:
 
     QLineEdit* middleEdit() const { return m_middle; }
     QToolButton* legButton(int leg) const { return m_legs.at(size_t(leg)); }
-    QString finalTranslation() const;  // the second leg's, as shown
+    QToolButton* undoEditButton() const { return m_undo; }
+    QLabel* middleLabel() const { return m_middle_label; }
+    QString finalTranslation() const;  // the second leg's, whole (the label may show it elided)
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;  // the final translation's label resized
 
 private:
-    void follow();  // the context's pivot, its legs and translations
+    void follow();     // the context's pivot, its legs and translations
+    void showFinal();  // the final translation, elided to the label's width
     ViewContext* m_context;
     std::array<QToolButton*, 2> m_legs{};
     QLabel* m_middle_label;
     QLineEdit* m_middle;
+    QToolButton* m_undo;
     QLabel* m_final;
     QString m_final_text;
 };
