@@ -326,6 +326,12 @@ void TestCt2Conversion::multilingualConversionTakesTheLanguages() {
     qInfo("%s converted vs folder: attention %.2e, log-probability %.2e", qPrintable(family), worst_map, worst_logp);
     QVERIFY2(worst_map < 1e-5, qPrintable(QString::number(worst_map)));
     QVERIFY2(worst_logp < 1e-5, qPrintable(QString::number(worst_logp)));
+    // The same vocabulary with another start token (<s>, as an OpenNMT model's) is not read as a multilingual
+    // conversion: every converter of these families starts the decoder with </s>.
+    json config = json::parse(attnlab::testing::readFile(out.toStdString() + "/config.json"));
+    config["decoder_start_token"] = "<s>";
+    attnlab::testing::writeFile(out.toStdString() + "/config.json", config.dump(2));
+    QVERIFY(attnlab::Translator(out.toStdString(), {device}).info().config.languages.empty());
 }
 
 QTEST_GUILESS_MAIN(TestCt2Conversion)

@@ -661,9 +661,12 @@ const std::vector<LanguagePattern>& languagePatterns() {
 // The languages of one family's tokens (two at least) in a shared vocabulary; the tokenizer's layout around
 // them: the source language's token first, </s> after the pieces (M2M100Tokenizer, NllbTokenizer without
 // legacy_behaviour, MBart50Tokenizer), the target language's token forced first (CTranslate2's target_prefix).
+// Only where the decoder starts with </s>, as every such conversion does (BartLoader.set_config: M2M100's and NLLB's
+// decoder_start_token_id is </s>'s; MBartLoader.set_config: </s> for mBART-50): a model of one pair whose word
+// vocabulary happens to hold two tokens of such a shape (OpenNMT's, starting with <s>) is not taken for one.
 void mapLanguages(Ct2Model& m) {
     const auto& tokens = m.vocabularies.target;
-    if (!m.vocabularies.shared) return;
+    if (!m.vocabularies.shared || m.config.bos_idx != m.config.eos_idx) return;
     for (const auto& pattern : languagePatterns()) {
         std::vector<LanguageToken> found;
         std::set<std::string> seen;
