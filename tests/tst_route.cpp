@@ -128,6 +128,8 @@ void TestRoute::installedArgosPackagesRoute() {
     const auto route = attnlab::chooseInstalledRoute("xa", "xb");
     const QString none = messageOf([] { attnlab::chooseInstalledRoute("xb", "xa"); });
     const QString same = messageOf([] { attnlab::chooseInstalledRoute("xa", "xa"); });
+    qputenv("ARGOS_PACKAGES_DIR", QByteArray::fromStdString(root + "/absent"));
+    const QString absent = messageOf([] { attnlab::chooseInstalledRoute("xa", "xb"); });
     qunsetenv("ARGOS_PACKAGES_DIR");
     QVERIFY2(same.startsWith("--from and --to name the same language (xa)") && !same.contains(dir.path()),
              qPrintable(same));  // no folder named: none is concerned
@@ -136,6 +138,9 @@ void TestRoute::installedArgosPackagesRoute() {
     QVERIFY2(none.contains("no installed model translates xb -> xa"), qPrintable(none));
     QVERIFY2(none.contains("xa -> en (translate-xa_en-1_0)"), qPrintable(none));
     QVERIFY2(none.endsWith(QString::fromStdString(" Argos Translate packages in " + root + ")")), qPrintable(none));
+    QVERIFY2(absent.endsWith(
+                 QString::fromStdString(" Argos Translate packages in " + root + "/absent, which does not exist)")),
+             qPrintable(absent));
 }
 
 void TestRoute::legFileNames() {

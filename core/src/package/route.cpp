@@ -98,9 +98,12 @@ TranslationRoute chooseInstalledRoute(const std::string& from, const std::string
         return chooseRoute(installedModels(), from, to);
     } catch (const InputError& e) {
         const std::string folder = package::argosPackagesDir();
-        throw InputError(std::string(e.what()) + " (the bundled models and the Argos Translate packages in " +
-                         (folder.empty() ? std::string("no folder: neither ARGOS_PACKAGES_DIR nor HOME is set")
-                                         : util::forMessage(folder)) +
+        std::error_code ec;
+        const std::string where = folder.empty() ? std::string("no folder: neither ARGOS_PACKAGES_DIR nor HOME is set")
+                                  : std::filesystem::is_directory(folder, ec)
+                                      ? util::forMessage(folder)
+                                      : util::forMessage(folder) + ", which does not exist";
+        throw InputError(std::string(e.what()) + " (the bundled models and the Argos Translate packages in " + where +
                          ")");
     }
 }
