@@ -15,6 +15,9 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
@@ -40,6 +43,7 @@ private Q_SLOTS:
     void anEditUndoneGoesBackToTheFirstLeg();
     void aLongSentenceInANarrowWindow();
     void aLegFailureNamesTheLeg();
+    void showingALegChangesNoOption();
     void aSingleModelLeavesThePivot();
 
 private:
@@ -288,6 +292,38 @@ void TestPivotUi::aLegFailureNamesTheLeg() {
     QVERIFY2(message.startsWith(leg), qPrintable(message));
     QVERIFY(!c->legResult(0) && !c->legResult(1) && !c->result());
     QCOMPARE(c->middleSentence(), middle);
+}
+
+// A pivot's decoding defaults are its first leg's: showing a second leg with a beam of its own
+// (config.json num_beams, as CTranslate2 conversions carry) changes no option, as its translation was
+// made with the options shown, and translates nothing again.
+void TestPivotUi::showingALegChangesNoOption() {
+    ViewContext* c = m_window->context();
+    const QString second = m_dir.path() + "/second-with-beam";
+    std::filesystem::copy(m_second.toStdString(), second.toStdString(), std::filesystem::copy_options::recursive);
+    QFile file(second + "/config.json");
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QJsonObject config = QJsonDocument::fromJson(file.readAll()).object();
+    file.close();
+    config["num_beams"] = 3;
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write(QJsonDocument(config).toJson());
+    file.close();
+    QSignalSpy loaded(c, &ViewContext::pivotChanged);
+    c->loadPivot({m_first, second});
+    QTRY_VERIFY_WITH_TIMEOUT(c->pivoting() && c->legModel(1)->config.num_beams == 3, 30000);
+    auto o = c->decodingOptions();
+    o.beam_size = 1;
+    c->setDecodingOptions(o);
+    c->translateSentence("Ein Hund läuft im Park.");
+    QTRY_VERIFY_WITH_TIMEOUT(c->legResult(0) && c->legResult(1) && c->result(), 30000);
+    QSignalSpy asked(c, &ViewContext::translationRequested);
+    m_window->translatePanel()->pivotRow()->legButton(1)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() == c->legResult(1), 30000);
+    QCOMPARE(c->model()->config.num_beams, 3);
+    QCOMPARE(c->decodingOptions().beam_size, 1);
+    QCOMPARE(c->resultOptions().beam_size, 1);
+    QCOMPARE(asked.count(), 0);
 }
 
 void TestPivotUi::aSingleModelLeavesThePivot() {

@@ -320,15 +320,17 @@ void TranslatePanel::follow(ViewContext* c) {
         setExamples(examples);
         refreshModels();
         // An imported model's own decoding defaults (num_beams; max_length counts the start token);
-        // a model without them gets AttnLab's back, so the last model's beam does not linger.
-        const bool own = info->config.num_beams > 0 || info->config.max_length > 1;
+        // a model without them gets AttnLab's back, so the last model's beam does not linger. A pivot's
+        // are its first leg's, whichever leg is shown: showing a leg changes no option (its translation was
+        // made with the options shown).
+        const PackageConfig& config = (c->pivoting() ? c->legModel(0) : info)->config;
+        const bool own = config.num_beams > 0 || config.max_length > 1;
         if (own || m_model_defaults) {
             const DecodingOptions defaults;
             DecodingOptions o = options();
-            o.beam_size =
-                info->config.num_beams > 0 ? std::min(info->config.num_beams, m_beam->maximum()) : defaults.beam_size;
-            o.max_length = info->config.max_length > 1 ? std::min(defaults.max_length, info->config.max_length - 1)
-                                                       : defaults.max_length;
+            o.beam_size = config.num_beams > 0 ? std::min(config.num_beams, m_beam->maximum()) : defaults.beam_size;
+            o.max_length =
+                config.max_length > 1 ? std::min(defaults.max_length, config.max_length - 1) : defaults.max_length;
             setOptions(o);
         }
         m_model_defaults = own;
@@ -407,8 +409,6 @@ void TranslatePanel::setModels(const QList<QPair<QString, QString>>& models, con
     m_direction->setVisible(!models.isEmpty());
 }
 
-// The pairs only a pivot translates, after the models; the loaded pivot selected (added when it is
-// none of them).
 void TranslatePanel::refreshModels() {
     const ModelInfoPtr info = m_context ? m_context->model() : nullptr;
     if (!info) return;
@@ -419,6 +419,8 @@ void TranslatePanel::refreshModels() {
     addPivotChoices();
 }
 
+// The pairs only a pivot translates, after the models; the loaded pivot selected (added when it is
+// none of them).
 void TranslatePanel::addPivotChoices() {
     const QSignalBlocker block(m_direction);
     QStringList loaded;
