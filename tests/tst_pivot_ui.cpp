@@ -37,6 +37,7 @@ private Q_SLOTS:
     void switchOffersThePivot();
     void twoLegsAndTheMiddleSentence();
     void viewsFollowTheLeg();
+    void aTranslationBeforeTheLegSwitchKeepsItsModel();
     void aMiddleSentenceOfTheSentenceBeforeIsNotTaken();
     void aSessionRecordsTheLegShown();
     void switchedOffHeadsLeaveWithTheirLeg();
@@ -165,6 +166,31 @@ void TestPivotUi::viewsFollowTheLeg() {
     m_window->translatePanel()->pivotRow()->legButton(0)->click();
     QTRY_VERIFY_WITH_TIMEOUT(c->result() == c->legResult(0), 30000);
     QCOMPARE(c->model()->package_dir, m_first.toStdString());
+}
+
+// A translation the worker finishes before it switches to the leg asked for (asked first, then the
+// leg) is shown under the model the views have (the leg shown until then), never the new leg's maps
+// under the old leg's model; then the leg switch comes with its own.
+void TestPivotUi::aTranslationBeforeTheLegSwitchKeepsItsModel() {
+    ViewContext* c = m_window->context();
+    QVERIFY(c->pivoting() && c->leg() == 0 && c->legResult(1));
+    int layers = c->model()->config.model.n_layers;  // the views' model, as modelChanged told them
+    QStringList mismatches;
+    auto m =
+        connect(c, &ViewContext::modelChanged, this, [&](ModelInfoPtr info) { layers = info->config.model.n_layers; });
+    auto r = connect(c, &ViewContext::resultChanged, this, [&](ResultPtr result) {
+        if (result && int(result->cross.size()) != layers)
+            mismatches << QString("%1 layers shown under a %2-layer model").arg(result->cross.size()).arg(layers);
+    });
+    c->translateSentence(c->sentence());  // the same sentence: both legs from the cache
+    m_window->translatePanel()->pivotRow()->legButton(1)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() && c->result() == c->legResult(1), 30000);
+    QCOMPARE(c->model()->package_dir, m_second.toStdString());
+    m_window->translatePanel()->pivotRow()->legButton(0)->click();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() && c->result() == c->legResult(0), 30000);
+    disconnect(m);
+    disconnect(r);
+    QVERIFY2(mismatches.isEmpty(), qPrintable(mismatches.join("; ")));
 }
 
 // Another sentence asked for: the row no longer shows the sentence before's middle sentence and final

@@ -279,12 +279,15 @@ void ViewContext::followPivot() {
         if (!m_pivot.middle_edited) m_pivot.middle = QString::fromStdString(first->best.text);
         m_pivot.results = {std::move(first), std::move(second)};
         Q_EMIT pivotChanged();
-        setResult(m_pivot.results[size_t(m_pivot.leg)], m_result_options);
+        // The leg whose model the views have: a translation finished while the worker had not yet switched
+        // to a leg asked for must not show that leg's maps under the other leg's model.
+        setResult(m_pivot.results[size_t(m_pivot.shown)], m_result_options);
     });
     // Another leg's model and its translation: the views follow as for a model loaded, without
     // translating again.
     connect(m_controller, &TranslationController::legShown, this, [this](int leg, ModelInfoPtr info) {
         if (!pivoting() || leg != m_pivot.leg) return;
+        m_pivot.shown = leg;
         m_last_error.clear();
         if (m_result) dropResult();
         Q_EMIT modelChanged(std::move(info));

@@ -184,7 +184,8 @@ private:
     struct Pivot {
         std::array<ModelInfoPtr, 2> models;
         std::array<ResultPtr, 2> results;
-        int leg = 0;
+        int leg = 0;    // asked for (showLeg)
+        int shown = 0;  // the views' model: set when the worker has switched to it (legShown)
         QString middle;
         bool middle_edited = false;  // by the user: the second leg translates it, not the first leg's output
         QString source;              // the sentence the middle sentence belongs to
