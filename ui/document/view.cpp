@@ -4,6 +4,10 @@ namespace attnlab::ui {
 
 View::View(ViewContext* context, QWidget* parent) : QWidget(parent), m_context(context) {}
 
+View::~View() {
+    for (QObject* child : findChildren<QObject*>()) QObject::disconnect(child, nullptr, this, nullptr);
+}
+
 QString View::noFigureReason() const { return tr("this tab has no figure to export"); }
 
 std::optional<QString> View::exportAnimation(const QString&) {

@@ -24,6 +24,10 @@ class View : public QWidget {
     Q_OBJECT
 public:
     View(ViewContext* context, QWidget* parent);
+    // Disconnects the view's own controls from it: QWidget deletes them after every destructor of the
+    // view has run, and a control that loses focus then (a spin box's editingFinished) would call the
+    // view's handlers on a half-destroyed object.
+    ~View() override;
 
     ViewContext* context() const { return m_context; }
     // What File > Export writes; null when there is nothing to export now (noFigureReason says why).

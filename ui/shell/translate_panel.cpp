@@ -205,11 +205,11 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     connect(m_live_timer, &QTimer::timeout, this, &TranslatePanel::liveDue);
     connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
     connect(m_direction, &QComboBox::activated, this, [this] {
-        const QVariant data = m_direction->currentData();
-        if (data.typeId() == QMetaType::QStringList)
-            Q_EMIT pivotChosen(data.toStringList());
+        const QVariant chosen = m_direction->currentData();
+        if (chosen.typeId() == QMetaType::QStringList)
+            Q_EMIT pivotChosen(chosen.toStringList());
         else
-            Q_EMIT modelChosen(data.toString());
+            Q_EMIT modelChosen(chosen.toString());
     });
     connect(m_device, &QComboBox::activated, this, [this] { Q_EMIT deviceChanged(device()); });
     follow(context);
