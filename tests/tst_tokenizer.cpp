@@ -38,6 +38,7 @@ private Q_SLOTS:
     void specialFilesAreNamed();
     void messagesEscapeControlCharacters();
     void terminalTextEscapesControls();
+    void argosTextIsMadeAsArgosTranslateMakesIt();
     void vocabularyCoversEveryId();
 
 private:
@@ -348,6 +349,28 @@ void TestTokenizer::vocabularyCoversEveryId() {
     if (!QFileInfo(opus + "/vocab.json").exists())
         QSKIP(qPrintable("no OPUS-MT vocab.json at " + opus + " (set ATTNLAB_OPUS_MT_DIR): the real one not read"));
     QCOMPARE(attnlab::readMarianVocab((opus + "/vocab.json").toStdString(), 54688).size(), size_t(54688));
+}
+
+void TestTokenizer::argosTextIsMadeAsArgosTranslateMakesIt() {
+    // argos-translate's text (translate.py apply_packaged_translation): "".join(tokens), every "▁" a space, one
+    // leading space dropped. A piece the SentencePiece model lacks ("▁läuft▁weg": an OPUS-MT package's
+    // sentencepiece.model is the source side's, so a target piece need not be in it) keeps its "▁" in
+    // SentencePiece's own decoding, which a CTranslate2 model that is not an Argos package still uses.
+    attnlab::TokenVocabularies v;
+    v.spm_path = std::string(ATTNLAB_SOURCE_DIR) + "/resources/models/multi30k-de-en/tokenizer.model";
+    v.source =
+        v.target = {"<unk>", "</s>", "\u2581Ein", "\u2581Hund", "\u2581l\u00e4uft\u2581weg", ".", "\u2581\u2581"};
+    v.special = {1};
+    v.join_pieces = true;
+    const auto argos = attnlab::tokenVocabularyCodec(v);
+    QCOMPARE(argos->decode({2, 3, 4, 5, 1}), std::string("Ein Hund l\u00e4uft weg."));
+    QCOMPARE(argos->decode({6, 2}),
+             std::string("  Ein"));  // three spaces, of which only one goes, as in argos-translate
+    QCOMPARE(argos->decode({1}), std::string());
+    v.join_pieces = false;
+    const auto spm = attnlab::tokenVocabularyCodec(v);
+    const std::string spm_text = spm->decode({2, 3, 4, 5, 1});
+    QVERIFY2(spm_text.find("\u2581") != std::string::npos, spm_text.c_str());
 }
 
 QTEST_APPLESS_MAIN(TestTokenizer)

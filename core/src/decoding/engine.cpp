@@ -112,7 +112,7 @@ void Engine::loadHuggingFaceOrPackage(const std::string& dir, const TranslatorOp
 void Engine::loadCtranslate2(const std::string& path, const TranslatorOptions& options) {
     const package::Ct2Model ct2 = package::readCtranslate2Model(path);
     m_config = ct2.config;
-    m_tokenizer = package::ctranslate2Codec(m_config, ct2.vocabularies, ct2.spm_path);
+    m_tokenizer = package::ctranslate2Codec(m_config, ct2.vocabularies, ct2.spm_path, ct2.argos);
     m_info.stored_dtype = ct2.stored_dtypes;
     translatingTorchErrors("loading the model", [&] {
         m_device = util::resolveDevice(options.device);

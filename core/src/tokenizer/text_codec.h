@@ -87,6 +87,11 @@ struct TokenVocabularies {
     std::vector<std::string> source, target;
     std::vector<int> special;  // target ids left out of decoded text (</s>, padding, the start token)
     int source_unk = 0, target_unk = 0;
+    // An Argos package's text, as argos-translate makes it (translate.py apply_packaged_translation): the
+    // pieces joined, every "▁" a space, one leading space dropped, rather than SentencePiece's decoding
+    // (which keeps the "▁" of a piece its model lacks: an OPUS-MT package's sentencepiece.model is the
+    // source side's, so target pieces need not be in it).
+    bool join_pieces = false;
 };
 std::unique_ptr<TextCodec> tokenVocabularyCodec(TokenVocabularies vocabularies);
 

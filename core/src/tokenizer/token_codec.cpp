@@ -14,6 +14,24 @@ namespace {
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
+// argos-translate's detokenization (translate.py apply_packaged_translation): "".join(tokens), "▁" -> " ",
+// then one leading space removed.
+std::string joinedPieces(const std::vector<std::string>& pieces) {
+    static const std::string kSpaceSymbol = "\xE2\x96\x81";  // U+2581
+    std::string joined, text;
+    for (const auto& p : pieces) joined += p;
+    for (size_t i = 0; i < joined.size();) {
+        if (joined.compare(i, kSpaceSymbol.size(), kSpaceSymbol) == 0) {
+            text += ' ';
+            i += kSpaceSymbol.size();
+        } else {
+            text += joined[i++];
+        }
+    }
+    if (!text.empty() && text.front() == ' ') text.erase(0, 1);
+    return text;
+}
+
 class Lookup {
 public:
     Lookup(const std::vector<std::string>& tokens, int unk) : m_unk(unk) {
@@ -69,6 +87,7 @@ public:
         std::vector<std::string> tokens;
         for (int id : ids)
             if (!m_special.count(id)) tokens.push_back(idToPiece(id));
+        if (m_v.join_pieces) return joinedPieces(tokens);
         if (m_spm) return m_spm->decodePieces(tokens);
         std::string text;
         for (const auto& t : tokens) text += (text.empty() ? "" : " ") + t;

@@ -884,13 +884,14 @@ Ct2Model readCtranslate2Model(const std::string& path) {
     m.vocabularies = readCt2Vocabularies(where.model_dir);
     applyVocabularies(m, readCt2Config(where.model_dir, m.bin));
     mapLanguages(m);
+    m.argos = where.argos;
     if (where.argos) m.config.num_beams = 4;  // argos-translate's beam_size (its length penalty 0.2 is not AttnLab's)
     validate(m, bin_path);
     return m;
 }
 
 std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const Ct2Vocabularies& vocabularies,
-                                            const std::string& spm_path) {
+                                            const std::string& spm_path, bool argos) {
     const auto& c = config;
     if (int64_t(vocabularies.source.size()) != c.model.n_src_vocab ||
         int64_t(vocabularies.target.size()) != c.model.n_trg_vocab)
@@ -902,6 +903,7 @@ std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const C
     const TokenIds src{vocabularies.source, vocabularies.files.front()};
     TokenVocabularies v;
     v.spm_path = spm_path;
+    v.join_pieces = argos;
     v.source = vocabularies.source;
     v.target = vocabularies.target;
     v.source_unk = static_cast<int>(src.require(unk, "unknown"));

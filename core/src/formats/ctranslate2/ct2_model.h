@@ -91,6 +91,7 @@ struct Ct2Model {
     ct2::ModelBin bin;
     Ct2Vocabularies vocabularies;
     std::string spm_path;  // the SentencePiece model beside it; empty: whitespace-separated tokens
+    bool argos = false;  // an Argos package: its text made as argos-translate makes it (TokenVocabularies::join_pieces)
     // AttnLab tensor name -> where it is stored; a bias with no entry is zero (CTranslate2 leaves out
     // a bias a model does not have).
     std::map<std::string, TensorSource> sources;
@@ -111,9 +112,10 @@ inline constexpr float kPaddingLogit = -1e30f;
 // package config and where each tensor is. Throws PackageError naming the file and the problem.
 Ct2Model readCtranslate2Model(const std::string& path);
 
-// The text codec of such a model or of a package imported from one (tokenizer "ctranslate2").
+// The text codec of such a model or of a package imported from one (tokenizer "ctranslate2"); `argos`: an
+// Argos package's, whose text is made as argos-translate makes it.
 std::unique_ptr<TextCodec> ctranslate2Codec(const PackageConfig& config, const Ct2Vocabularies& vocabularies,
-                                            const std::string& spm_path);
+                                            const std::string& spm_path, bool argos = false);
 
 // The part of it model.bin decides, from its header alone (the fuzz target): vocabularies of
 // generated tokens of the embeddings' sizes, CTranslate2's config defaults.
