@@ -27,6 +27,7 @@
 #include "util/text.h"
 
 #include <attnlab/alignment.h>
+#include <attnlab/argos_index.h>
 #include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/errors.h>
@@ -618,6 +619,21 @@ void argosArchive(const uint8_t* data, size_t size) {
     }
     for (const auto& e : fs::recursive_directory_iterator(into, ec))
         if (e.is_symlink()) __builtin_trap();  // nothing but files and folders is ever written
+}
+
+// An Argos package index (index.json, from whatever server ARGOS_PACKAGE_INDEX names): parsed, searched and
+// looked up as the CLI and the app do; an empty search matches every entry, a size is -1 or more.
+void argosIndex(const uint8_t* data, size_t size) {
+    try {
+        const auto index = attnlab::parseArgosIndex(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+        for (const auto& e : index) {
+            if (e.size < -1 || !attnlab::argosEntryMatches(e, "")) __builtin_trap();
+            (void)attnlab::argosEntryMatches(e, "en-de");
+            (void)attnlab::argosEntryMatches(e, "germ");
+        }
+        (void)attnlab::findArgosEntry(index, "en-de", "fuzz");
+    } catch (const attnlab::Error&) {
+    }
 }
 
 namespace {

@@ -29,7 +29,9 @@ void lessonAtSize(const uint8_t* data, size_t size);           // a lesson expan
 void multilingualDirectory(const uint8_t* data, size_t size);  // an M2M100 / NLLB / mBART directory's config,
                                                                // tokenizer files and sharded index
 void ctranslate2ModelBin(const uint8_t* data, size_t size);    // a CTranslate2 model.bin: header, spec, weights
-void argosArchive(const uint8_t* data, size_t size);           // an Argos Translate .argosmodel (zip)
+void argosArchive(const uint8_t* data, size_t size);
+void argosIndex(const uint8_t* data,
+                size_t size);  // the Argos package index (index.json)           // an Argos Translate .argosmodel (zip)
 void hubAnswers(const uint8_t* data, size_t size);  // what the Hugging Face hub sends: a file list, a weights
                                                     // index, an ETag, a name; and the models catalog
 

@@ -417,6 +417,15 @@ def argos_zip(compression):
 put("fuzz_argos_archive", "stored.argosmodel", argos_zip(zipfile.ZIP_STORED))
 put("fuzz_argos_archive", "deflated.argosmodel", argos_zip(zipfile.ZIP_DEFLATED))
 
+# The Argos package index (fuzz_argos_index): entries shaped as argospm-index's index.json has them, one with
+# the optional keys (size, checksum, license, type) and one with only its languages.
+put("fuzz_argos_index", "index.json", json.dumps([
+    {"package_version": "1.9", "argos_version": "1.9.0", "from_code": "en", "from_name": "English",
+     "to_code": "de", "to_name": "German", "links": ["https://argos-net.com/v1/translate-en_de-1_9.argosmodel"],
+     "code": "translate-en_de", "size": 104857600, "checksum": "sha256:" + "0" * 64, "license": "CC-BY-4.0",
+     "type": "translate"},
+    {"from_code": "de", "to_code": "en"}]))
+
 
 # What the Hugging Face hub sends (fuzz_hub_answers): a file list, a sharded weights index, an ETag, a name,
 # and the shipped catalog, one input (fuzz/targets.h kPackagePartSeparator between them).
