@@ -1274,6 +1274,11 @@ void TestViews::relativePositionsShownWhenTheModelHasThem() {
     QCOMPARE(positional.relativeValues(), rel.decoder_values[1]);
     QVERIFY(positional.relativeKeysPlot()->yAxis->range().lower <= -2 &&
             positional.relativeKeysPlot()->yAxis->range().upper >= 2);  // rows are offsets, not row numbers
+    // The clipping distance on the offset axis, and a title short enough for one line at half a screen's width.
+    QCOMPARE(positional.relativeKeysPlot()->yAxis->label(), QString("offset j − i (clipped at ±2)"));
+    auto* title = qobject_cast<QCPTextElement*>(positional.relativeKeysPlot()->plotLayout()->element(0, 0));
+    QVERIFY(title);
+    QCOMPARE(title->text(), QString("Relative keys aᴷ — decoder, layer 2"));
     m_context->setModel(m_controller->modelInfo());
     QVERIFY(!positional.showsRelative());
     QCOMPARE(positional.figure(), positional.heatmap());

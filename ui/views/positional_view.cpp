@@ -137,8 +137,8 @@ QWidget* PositionalEncodingView::buildRelativePage() {
     m_rel_text->setTextFormat(Qt::RichText);
     m_rel_keys_plot = new QCustomPlot(page);
     m_rel_values_plot = new QCustomPlot(page);
-    m_rel_keys_map = makeMap(m_rel_keys_plot, tr("dimension"), tr("offset j − i"), tr("a^K"));
-    m_rel_values_map = makeMap(m_rel_values_plot, tr("dimension"), tr("offset j − i"), tr("a^V"));
+    m_rel_keys_map = makeMap(m_rel_keys_plot, tr("dimension"), tr("offset j − i"), tr("relative keys aᴷ"));
+    m_rel_values_map = makeMap(m_rel_values_plot, tr("dimension"), tr("offset j − i"), tr("relative values aⱽ"));
     for (QCustomPlot* plot : {m_rel_keys_plot, m_rel_values_plot}) followTextSize(plot);
     auto* form = new QHBoxLayout;
     form->addWidget(new QLabel(tr("Relative positions of the"), page));
@@ -200,13 +200,14 @@ void PositionalEncodingView::rebuildRelative() {
             .arg(k));
     const QString where = (decoder ? tr("decoder") : tr("encoder")) + ", " + layerLabel(layer);
     for (auto [plot, map, table, name] :
-         {std::tuple{m_rel_keys_plot, m_rel_keys_map, &m_rel_keys, tr("a^K: relative keys")},
-          std::tuple{m_rel_values_plot, m_rel_values_map, &m_rel_values, tr("a^V: relative values")}}) {
+         {std::tuple{m_rel_keys_plot, m_rel_keys_map, &m_rel_keys, tr("Relative keys aᴷ")},
+          std::tuple{m_rel_values_plot, m_rel_values_map, &m_rel_values, tr("Relative values aⱽ")}}) {
         double top = 1e-12;
         for (const auto& row : *table)
             for (float v : row) top = std::max(top, double(std::abs(v)));
         if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0)))
-            title->setText(tr("%1 (%2; offsets −%3…%3)").arg(name, where).arg(k));
+            title->setText(tr("%1 — %2").arg(name, where));  // one line at half width; k goes on the axis
+        plot->yAxis->setLabel(tr("offset j − i (clipped at ±%1)").arg(k));
         fill(map, *table, -top, top);
         const int cols = table->empty() ? 0 : int(table->front().size());
         map->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(-k, k));  // row r is offset r − k
