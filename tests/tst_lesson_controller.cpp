@@ -9,6 +9,7 @@
 #include "views/attention_explorer.h"
 #include "views/decoding_view.h"
 #include "views/pair_view.h"
+#include "views/training_view.h"
 #include "views/weight_view.h"
 #include "widgets/head_picker.h"
 
@@ -46,8 +47,10 @@ private Q_SLOTS:
     void aCaptionShrinksToFit();
     void aLessonIsWrittenInTheApp();
     void aStepsPointIsCheckedAgainstTheHistory();
+    void aStepsPointHoldsWhileItsModelLoads();
 
 private:
+    QString packageWithHistory(const QString& name, int points);
     QString write(const QString& name, const QByteArray& json);
     void settle();
     std::unique_ptr<TranslationController> m_controller;
@@ -420,24 +423,33 @@ void TestLessonController::aLessonIsWrittenInTheApp() {
 
 // A step's point is checked against the model's attention history once the history has been read
 // (after the model: the lesson was shown by then), and when the lesson is opened once it is known.
-void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
+// A copy of the fixture package whose attention history has `points` points of one-piece maps (what
+// matters in these tests is their number); empty when it could not be made.
+QString TestLessonController::packageWithHistory(const QString& name, int points) {
     const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
-    const QString dir = m_dir.filePath("with-history");
-    QVERIFY(QDir().mkpath(dir));
+    const QString dir = m_dir.filePath(name);
+    if (!QDir().mkpath(dir)) return {};
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
-        QVERIFY(QFile::copy(package + "/" + f, dir + "/" + f));
-    attnlab::AttentionHistory h;  // two points of one-piece maps: what matters here is their number
+        if (!QFile::copy(package + "/" + f, dir + "/" + f)) return {};
+    attnlab::AttentionHistory h;
     h.n_layers = 2;
     h.n_head = 4;
     h.probes.push_back({"a", "b", {"</s>"}, {"</s>"}, {"<s>"}});
     const attnlab::LayerHeadMaps one(2, std::vector<attnlab::Matrix>(4, attnlab::Matrix{{1.0f}}));
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < points; ++i) {
         attnlab::HistoryPoint p;
         p.step = 10 * i;
         p.maps.push_back({one, one, one});
         h.points.push_back(p);
     }
     attnlab::writeAttentionHistory((dir + "/").toStdString() + attnlab::package_files::kAttentionHistory, h);
+    return dir;
+}
+
+void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QString dir = packageWithHistory("with-history", 2);
+    QVERIFY(!dir.isEmpty());
     const QString path = write("far.json", QStringLiteral(R"({"format": "attnlab-lesson", "version": 1,
         "model": "%1", "steps": [{"view": {"tab": "training", "point": 5}}]})")
                                                .arg(dir)
@@ -451,6 +463,44 @@ void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
     settle();
     QCOMPARE(m_lessons->openLesson(path).value_or(""), why);  // the history known: refused at once
     QSignalSpy loaded(m_context, &ViewContext::modelChanged);
+    m_context->loadModel(package);  // the fixture again, for what follows
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    settle();
+}
+
+// `attnlab --lesson F` (issue 52): the app starts loading its model, and the lesson, opened before
+// that model has arrived, names the same one. Its first step's point 1 was shown, then the model's
+// second load read the history again and showed the last point. The step holds whichever way the
+// lesson was opened, and its model is loaded once.
+void TestLessonController::aStepsPointHoldsWhileItsModelLoads() {
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QString dir = packageWithHistory("three-points", 3);
+    QVERIFY(!dir.isEmpty());
+    const QString path = write("first-point.json", QStringLiteral(R"({"format": "attnlab-lesson", "version": 1,
+        "model": "%1", "steps": [{"view": {"tab": "training", "point": 1}}]})")
+                                                       .arg(dir)
+                                                       .toUtf8());
+    QSignalSpy loading(m_context, &ViewContext::modelLoading);
+    m_context->loadModel(dir);  // the command line's model, still loading
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QTRY_VERIFY_WITH_TIMEOUT(!m_controller->busy(), 30000);
+    settle();
+    auto* training = qobject_cast<TrainingView*>(m_tabs->view("training"));
+    QVERIFY(training && training->history());
+    QCOMPARE(training->history()->points.size(), size_t(3));
+    QCOMPARE(m_tabs->currentName(), std::string("training"));
+    QVERIFY2(training->pointText().startsWith("point 1 of 3"), qPrintable(training->pointText()));
+    QCOMPARE(loading.count(), 1);
+    // A reload of the same model (another compute type) keeps the point shown.
+    training->showPoint(1);
+    QSignalSpy loaded(m_context, &ViewContext::modelChanged);
+    m_context->loadModel(dir);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    settle();
+    QTRY_VERIFY_WITH_TIMEOUT(training->history(), 30000);
+    QVERIFY2(training->pointText().startsWith("point 2 of 3"), qPrintable(training->pointText()));
+    loaded.clear();
     m_context->loadModel(package);  // the fixture again, for what follows
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     settle();

@@ -51,10 +51,20 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
     connect(context->controller(), &TranslationController::busyChanged, this, [this](bool busy) {
         if (!busy) stepSettled();
     });
-    connect(context, &ViewContext::modelChanged, this, &LessonController::showPendingStep);
+    // A model on its way (the command line's, opened before the lesson): a lesson naming it waits
+    // for that load rather than asking for a second one, which would reset the views its first step
+    // had set once the first load had arrived.
+    connect(context, &ViewContext::modelLoading, this, [this](const QString& dir) { m_loading = dir; });
+    connect(context, &ViewContext::modelChanged, this, [this] {
+        m_loading.clear();
+        showPendingStep();
+    });
     connect(context, &ViewContext::failed, this, [this](Operation op) {
         // the lesson's model did not load (or could not be got): no step waits
-        if (op == Operation::LoadModel || op == Operation::GetModel) m_pending_step = -1;
+        if (op == Operation::LoadModel || op == Operation::GetModel) {
+            m_pending_step = -1;
+            m_loading.clear();
+        }
     });
     connect(context, &ViewContext::fetchEnded, this, [this](const QString& name, bool got) {
         if (!got && name == m_pending_model) m_pending_step = -1;  // the lesson's model was not got
@@ -168,9 +178,11 @@ std::optional<QString> LessonController::start(const Lesson& lesson, const QStri
     if (other_model || !info) {
         m_pending_step = first;  // shown once the model has loaded (showPendingStep)
         m_pending_model = !to_get.isEmpty() ? to_get : model_dir;
+        const bool on_its_way =
+            !m_loading.isEmpty() && canonical(m_loading.toStdString()) == canonical(model_dir.toStdString());
         if (!to_get.isEmpty())
             askToGet(to_get, origin);
-        else if (other_model)
+        else if (other_model && !on_its_way)
             m_context->loadModel(model_dir);
         return std::nullopt;
     }

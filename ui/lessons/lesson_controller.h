@@ -114,6 +114,7 @@ private:
     ViewStates* m_views;
     int m_pending_step = -1;
     QString m_pending_model;  // the folder or Hugging Face name that step waits for
+    QString m_loading;        // the folder being loaded now (asked by anyone), until it loads or fails
     AskToGet m_ask_to_get;
     bool isPendingModel(const std::string& dir) const;
     int m_showing_step = -1;  // the step whose work is under way, for nameTheStep

@@ -111,7 +111,12 @@ TrainingView::TrainingView(ViewContext* context, QWidget* parent) : View(context
 void TrainingView::follow(ViewContext* c) {
     TranslationController* controller = c->controller();
     connect(c, &ViewContext::modelChanged, this, [this, controller](ModelInfoPtr info) {
-        m_package_dir = QString::fromStdString(info->package_dir);
+        const QString dir = QString::fromStdString(info->package_dir);
+        // The same package again (another compute type): its history is read again, and the point
+        // shown (a lesson step's) is kept unless a step asked for another meanwhile.
+        if (dir == m_package_dir && m_history && !m_history->points.empty() && !m_wanted_point)
+            m_wanted_point = point();
+        m_package_dir = dir;
         setHistory(nullptr);
         m_map->clear(tr("Reading the attention history…"));
         controller->loadHistory(m_package_dir);
