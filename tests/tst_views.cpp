@@ -135,6 +135,7 @@ private Q_SLOTS:
     void attentionViewFollowsRequestsAndStates();
     void attentionViewShowsOtherMeasures();
     void decodingViewStepsAndForcesABeginning();
+    void anEmptyDecodingViewDrawsNoPlot();
     void weightViewExplainsTheCellAskedFor();
     void inputsViewInspectsOnlyWhenShown();
     void saliencyViewComputesWhenShown();
@@ -817,6 +818,24 @@ void TestViews::headsViewOpensOnItsExamplesComputed() {
         view.statistics()->stats() && view.statistics()->stats()->measure == attnlab::MapMeasure::Rollout, 60000);
     QCOMPARE(view.statistics()->stats()->heads.size(), size_t(2 + 2 + 2));
     QVERIFY2(view.statistics()->statusText().startsWith("Rollout"), qPrintable(view.statistics()->statusText()));
+}
+
+// Issue 52: before a translation the Decoding tab drew a bar plot with axes from 0 to 1e-6; it
+// says what will be there instead, and draws its axes once there are bars.
+void TestViews::anEmptyDecodingViewDrawsNoPlot() {
+    m_context->clearResult();
+    DecodingView view(m_context.get());
+    const QCustomPlot* plot = view.candidates()->plot();
+    QVERIFY(!plot->xAxis->visible() && !plot->yAxis->visible());
+    QVERIFY(!plot->xAxis->grid()->visible() && !plot->yAxis->grid()->visible());
+    const auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    QVERIFY(title);
+    QVERIFY2(title->text().contains("Translate a sentence"), qPrintable(title->text()));
+    m_context->setResult(translate("Ein Hund rennt."), {});
+    QVERIFY(plot->xAxis->visible() && plot->yAxis->visible());
+    QVERIFY2(title->text().startsWith("Next token at step"), qPrintable(title->text()));
+    m_context->clearResult();  // an emptied sentence: nothing drawn again
+    QVERIFY(!plot->xAxis->visible() && !plot->yAxis->visible());
 }
 
 void TestViews::headsViewWithoutExamplesSaysWhatToDo() {

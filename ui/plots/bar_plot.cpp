@@ -50,7 +50,11 @@ void BarPlot::setTitle(const QString& title) {
 
 void BarPlot::setValueAxisTitle(const QString& title) { m_plot->yAxis->setLabel(title); }
 
-void BarPlot::clear() { setBars({}, {}); }
+void BarPlot::clear(const QString& message) {
+    setBars({}, {});
+    setTitle(message);
+    m_plot->replot();
+}
 
 void BarPlot::setBars(const std::vector<Series>& series, const QStringList& labels, int highlight) {
     m_series = series;
@@ -100,6 +104,10 @@ void BarPlot::setBars(const std::vector<Series>& series, const QStringList& labe
         m_plot->xAxis->setTickLabelRotation(0);
     }
     fitMinimumHeight();
+    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
+        axis->setVisible(m_count > 0);
+        axis->grid()->setVisible(m_count > 0);
+    }
     m_plot->xAxis->setRange(-0.6, std::max(1, m_count) - 0.4);
     const double pad = std::max(1e-6, (hi - lo) * 0.08);
     m_plot->yAxis->setRange(lo < 0 ? lo - pad : 0, hi + pad);

@@ -28,7 +28,9 @@ public:
     void setBars(const std::vector<Series>& series, const QStringList& labels, int highlight = -1);
     void setTitle(const QString& title);
     void setValueAxisTitle(const QString& title);
-    void clear();
+    // No bars: no axes either (an empty plot's range is meaningless), and `message` where the title
+    // goes, saying what will be there.
+    void clear(const QString& message = {});
 
     int count() const { return m_count; }
     QString toolTipAt(int position) const;  // what hovering over a position shows

@@ -132,7 +132,7 @@ void DecodingView::clear(const QString& message) {
     m_step_label->clear();
     m_prefix->setText(message.toHtmlEscaped());
     m_comparison->clear();
-    m_candidates->clear();
+    m_candidates->clear(message);
     m_tree->clear();
     m_cross->clear(message);
 }
