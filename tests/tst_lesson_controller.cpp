@@ -46,6 +46,7 @@ private Q_SLOTS:
     void presenterTextFollowsTheScreen();
     void aCaptionShrinksToFit();
     void aLessonIsWrittenInTheApp();
+    void aWrittenStepsFocusIsSavedAndRead();
     void aStepsPointIsCheckedAgainstTheHistory();
     void aStepsPointHoldsWhileItsModelLoads();
 
@@ -423,6 +424,48 @@ void TestLessonController::aLessonIsWrittenInTheApp() {
 
 // A step's point is checked against the model's attention history once the history has been read
 // (after the model: the lesson was shown by then), and when the lesson is opened once it is known.
+// Issue 52: a step written in the app names its focus, one of the parts its tab has (none: the
+// view's first part), saved with the lesson and offered again when the lesson is read back.
+void TestLessonController::aWrittenStepsFocusIsSavedAndRead() {
+    LessonEditor* editor = m_lessons->editor();
+    editor->setLesson({}, {});
+    attnlab::ViewState v;
+    v.tab = "decoding";
+    v.sentence = "Zwei Hunde spielen.";
+    m_lessons->applyView(v);
+    settle();
+    QVERIFY(!m_lessons->addViewAsStep());
+    QCOMPARE(editor->selected(), 0);
+    QCOMPARE(editor->focusChoices(), QStringList({"", "candidates", "beams", "strip"}));
+    QCOMPARE(editor->stepFocus(), QString());
+    QVERIFY(!editor->lesson().steps[0].view.focus);
+    editor->setStepFocus("strip");
+    QCOMPARE(*editor->lesson().steps[0].view.focus, std::string("strip"));
+    QVERIFY2(editor->stepText(0).contains("strip"), qPrintable(editor->stepText(0)));
+    v.tab = "inputs";
+    m_lessons->applyView(v);
+    settle();
+    QVERIFY(!m_lessons->addViewAsStep());  // another tab: its own parts offered
+    QCOMPARE(editor->focusChoices().mid(1), QStringList({"embedding", "scaled", "positional", "normalized", "masks"}));
+    editor->setStepFocus("masks");
+    editor->setStepFocus("");  // back to none
+    QVERIFY(!editor->lesson().steps[1].view.focus);
+    const QString path = m_dir.filePath("focus.json");
+    QVERIFY(!m_lessons->saveLesson(path));
+    const attnlab::Lesson back = attnlab::readLesson(path.toStdString());
+    QCOMPARE(back.steps.size(), size_t(2));
+    QCOMPARE(back.steps[0].view.focus.value_or(""), std::string("strip"));
+    QVERIFY(!back.steps[1].view.focus);
+    QVERIFY(!m_lessons->openLesson(path));
+    settle();
+    QVERIFY(!m_lessons->editOpenLesson());
+    QCOMPARE(editor->selected(), 0);
+    QCOMPARE(editor->stepFocus(), QString("strip"));
+    editor->select(1);
+    QCOMPARE(editor->stepFocus(), QString());
+    editor->setLesson({}, {});
+}
+
 // A copy of the fixture package whose attention history has `points` points of one-piece maps (what
 // matters in these tests is their number); empty when it could not be made.
 QString TestLessonController::packageWithHistory(const QString& name, int points) {

@@ -72,6 +72,7 @@ LessonController::LessonController(ViewContext* context, ViewTabs* tabs, QMainWi
     connect(context->controller(), &TranslationController::historyLoaded, this,
             [this](const QString& dir, HistoryPtr h) { historyRead(dir, h ? int(h->points.size()) : 0); });
     m_editor = new LessonEditor(window);
+    m_editor->setPartNames(tabs->partNames());
     m_editor_dock = new QDockWidget(tr("Lesson editor"), window);
     m_editor_dock->setObjectName("lesson-editor");
     m_editor_dock->setWidget(m_editor);

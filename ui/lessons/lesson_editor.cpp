@@ -2,6 +2,7 @@
 
 #include "lessons/lesson_pane.h"
 
+#include <QComboBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -25,6 +26,7 @@ QString viewSummary(const ViewState& v) {
     parts << (v.tab ? QString::fromStdString(*v.tab) : LessonEditor::tr("the tab shown"));
     if (v.sentence) parts << QStringLiteral("“%1”").arg(QString::fromStdString(*v.sentence));
     if (v.point) parts << LessonEditor::tr("point %1").arg(*v.point);
+    if (v.focus) parts << LessonEditor::tr("focus: %1").arg(QString::fromStdString(*v.focus));
     return parts.join(QStringLiteral(" · "));
 }
 
@@ -46,6 +48,10 @@ LessonEditor::LessonEditor(QWidget* parent) : QWidget(parent) {
     m_steps->setWordWrap(true);
     m_step_title = new QLineEdit(this);
     m_step_title->setPlaceholderText(tr("The step's title"));
+    m_focus = new QComboBox(this);
+    m_focus->setToolTip(
+        tr("The part of the step's tab its caption is about: presented, it gets the room and stays in "
+           "sight"));
     m_caption = new QPlainTextEdit(this);
     m_caption->setPlaceholderText(tr("The caption, in Markdown: **bold**, *italic*, `code`, lists"));
     m_preview = new QTextBrowser(this);
@@ -66,6 +72,7 @@ LessonEditor::LessonEditor(QWidget* parent) : QWidget(parent) {
     auto* step_layout = new QFormLayout(step);
     step_layout->setContentsMargins(0, 0, 0, 0);
     step_layout->addRow(tr("Step"), m_step_title);
+    step_layout->addRow(tr("Focus"), m_focus);
     auto* text = new QSplitter(Qt::Vertical, step);
     text->addWidget(labelled(tr("Caption (Markdown)"), m_caption));
     text->addWidget(labelled(tr("As the lesson pane shows it"), m_preview));
@@ -85,6 +92,7 @@ LessonEditor::LessonEditor(QWidget* parent) : QWidget(parent) {
     connect(m_title, &QLineEdit::textEdited, this, [this](const QString& t) { m_lesson.title = t.toStdString(); });
     connect(m_steps, &QListWidget::currentRowChanged, this, [this] { showSelected(); });
     connect(m_step_title, &QLineEdit::textEdited, this, &LessonEditor::setStepTitle);
+    connect(m_focus, &QComboBox::activated, this, [this] { setStepFocus(m_focus->currentData().toString()); });
     connect(m_caption, &QPlainTextEdit::textChanged, this, [this] {
         if (selected() < 0) return;
         m_lesson.steps[size_t(selected())].caption = m_caption->toPlainText().toStdString();
@@ -138,6 +146,49 @@ void LessonEditor::setStepTitle(const QString& title) {
 
 void LessonEditor::setCaption(const QString& markdown) { m_caption->setPlainText(markdown); }
 
+void LessonEditor::setPartNames(std::map<std::string, std::vector<std::string>> parts) {
+    m_parts = std::move(parts);
+    fillFocus();
+}
+
+void LessonEditor::setStepFocus(const QString& part) {
+    const int i = selected();
+    if (i < 0 || !focusChoices().contains(part)) return;
+    auto& focus = m_lesson.steps[size_t(i)].view.focus;
+    if (part.isEmpty())
+        focus.reset();
+    else
+        focus = part.toStdString();
+    m_steps->item(i)->setText(stepText(i));
+    fillFocus();
+}
+
+QString LessonEditor::stepFocus() const {
+    const int i = selected();
+    return i < 0 ? QString() : QString::fromStdString(m_lesson.steps[size_t(i)].view.focus.value_or(""));
+}
+
+QStringList LessonEditor::focusChoices() const {
+    QStringList out;
+    for (int k = 0; k < m_focus->count(); ++k) out << m_focus->itemData(k).toString();
+    return out;
+}
+
+// A step without a tab keeps the tab shown: no part can be named (core's reader refuses a focus
+// without a tab).
+void LessonEditor::fillFocus() {
+    const QSignalBlocker block(m_focus);
+    m_focus->clear();
+    const int i = selected();
+    if (i < 0) return;
+    const ViewState& v = m_lesson.steps[size_t(i)].view;
+    m_focus->addItem(tr("(none: the view's first part)"), QString());
+    if (const auto it = v.tab ? m_parts.find(*v.tab) : m_parts.end(); it != m_parts.end())
+        for (const auto& p : it->second) m_focus->addItem(QString::fromStdString(p), QString::fromStdString(p));
+    m_focus->setCurrentIndex(std::max(0, m_focus->findData(QString::fromStdString(v.focus.value_or("")))));
+    m_focus->setEnabled(m_focus->count() > 1);
+}
+
 void LessonEditor::moveSelected(int delta) {
     const int from = selected(), to = from + delta;
     if (from < 0 || to < 0 || to >= int(m_lesson.steps.size())) return;
@@ -178,6 +229,7 @@ void LessonEditor::showSelected() {
     const QSignalBlocker a(m_step_title), b(m_caption);
     m_step_title->setText(any ? QString::fromStdString(m_lesson.steps[size_t(i)].title) : QString());
     m_caption->setPlainText(any ? QString::fromStdString(m_lesson.steps[size_t(i)].caption) : QString());
+    fillFocus();
     refreshPreview();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // LessonEditor: a lesson written in the app (Lesson > Add this view as a step). The lesson's title,
-// its steps listed (number, title, view), and the selected step's title and caption edited in
+// its steps listed (number, title, view), and the selected step's title, focus and caption edited in
 // place beside a live preview rendered as the lesson pane renders it; Move up / Move down / Delete,
 // Save lesson…, Present. It holds the lesson being written; the lesson controller captures the
 // views, saves (core's writeLesson) and presents it.
@@ -9,6 +9,11 @@
 
 #include <QWidget>
 
+#include <map>
+#include <string>
+#include <vector>
+
+class QComboBox;
 class QLineEdit;
 class QListWidget;
 class QPlainTextEdit;
@@ -35,6 +40,13 @@ public:
     void setStepTitle(const QString& title);
     void setCaption(const QString& markdown);
     void setLessonTitle(const QString& title);
+    // The parts each view names (ViewTabs::partNames): what a step of that tab may focus on.
+    void setPartNames(std::map<std::string, std::vector<std::string>> parts);
+    // The selected step's focus, as if chosen in its list: a part of the step's tab, "" for none
+    // (the view's first part); the choices offered, "" first.
+    void setStepFocus(const QString& part);
+    QString stepFocus() const;
+    QStringList focusChoices() const;
     // The selected step moved by `delta` places (stays within the lesson), or deleted.
     void moveSelected(int delta);
     void deleteSelected();
@@ -49,11 +61,14 @@ private:
     void fillList();
     void showSelected();  // the selected step in the fields and the preview
     void refreshPreview();
+    void fillFocus();  // the selected step's tab's parts, its focus chosen
     Lesson m_lesson;
+    std::map<std::string, std::vector<std::string>> m_parts;
     QString m_path;
     QLineEdit* m_title;
     QListWidget* m_steps;
     QLineEdit* m_step_title;
+    QComboBox* m_focus;
     QPlainTextEdit* m_caption;
     QTextBrowser* m_preview;
     QPushButton* m_up;
