@@ -25,6 +25,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<ValueNormsPtr>("attnlab::ui::ValueNormsPtr");
     qRegisterMetaType<SaliencyPtr>("attnlab::ui::SaliencyPtr");
     qRegisterMetaType<AlignmentReportPtr>("attnlab::ui::AlignmentReportPtr");
+    qRegisterMetaType<DecodingOptions>("attnlab::DecodingOptions");
     m_worker = new QObject;
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -287,6 +288,32 @@ void TranslationController::translatePair(const QString& a, const QString& b, co
             Q_EMIT pairTranslated(std::move(ra), std::move(rb));
         },
         Operation::TranslatePair);
+}
+
+void TranslationController::translateBaseline(const QString& sentence, const DecodingOptions& options) {
+    const int baseline = ++m_baseline_generation, generation = m_generation.load();
+    const std::string text = sentence.toStdString();
+    postInspection(
+        [this, text, options, baseline, generation](const Translator& t) {
+            const auto newest = [this, baseline, generation] {
+                return baseline == m_baseline_generation.load() && generation == m_generation.load();
+            };
+            if (!newest()) return;
+            DecodingOptions o = m_legs.empty() ? options : legOptions(m_shown_leg, options);
+            o.ablate.clear();
+            ResultPtr result = m_cache.find(m_cache_model, text, o);
+            try {
+                if (!result) {
+                    result = std::make_shared<const TranslationResult>(
+                        t.translate(text, o, [&newest](const StepProgress&) { return newest(); }));
+                    m_cache.insert(m_cache_model, text, o, result);
+                }
+            } catch (const CancelledError&) {
+                return;  // a newer request answers for itself
+            }
+            if (newest()) Q_EMIT baselineTranslated(std::move(result), options);
+        },
+        Operation::Translate);
 }
 
 ResultPtr TranslationController::translateCached(const Translator& t, const std::string& text,

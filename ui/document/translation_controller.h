@@ -90,6 +90,10 @@ public:
     // Asynchronous: two sentences (a minimal pair) translated with the same options; answered by
     // pairTranslated or failed(TranslatePair). Does not cancel, and is not cancelled by, translate().
     void translatePair(const QString& a, const QString& b, const DecodingOptions& options);
+    // Asynchronous: `sentence` with every head on and otherwise `options` (with a pivot, as the leg shown
+    // translates it), for the Ablation page's "Before"; answered by baselineTranslated(result, options as
+    // given) or failed(Translate). Only the newest request is answered; a newer translate() cancels it.
+    void translateBaseline(const QString& sentence, const DecodingOptions& options);
     // Asynchronous: statistics (and importance) over a corpus; reports headLabProgress, answered
     // by headLabFinished or failed(HeadLab) ("cancelled" after cancelHeadLab()). Translations
     // requested meanwhile wait for it.
@@ -132,6 +136,7 @@ Q_SIGNALS:
     void tokenInspected(attnlab::ui::TokenInsidePtr token);
     void masksReady(attnlab::ui::MasksPtr masks);
     void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
+    void baselineTranslated(attnlab::ui::ResultPtr result, const attnlab::DecodingOptions& options);
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     // Just before headLabFinished: the other model's statistics of HeadLabRequest::compare_model (null
@@ -185,6 +190,7 @@ private:
     mutable std::mutex m_info_mutex;
     std::atomic<int> m_threads{0};
     std::atomic<int> m_generation{0};
+    std::atomic<int> m_baseline_generation{0};  // translateBaseline's newest request
     std::atomic<int> m_pending{0};
     int m_unanswered = 0;  // GUI thread only
     std::atomic<bool> m_cancel_head_lab{false};

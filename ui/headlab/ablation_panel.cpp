@@ -9,6 +9,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include "document/numbering.h"
+#include "document/translation_cache.h"
 
 #include <algorithm>
 
@@ -29,9 +30,9 @@ QString scored(const TranslationResult& r) {
 AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
     m_summary = new QLabel(tr("Translate a sentence, then click heads to switch them off."), this);
     m_summary->setWordWrap(true);
-    m_before = new QLabel(this);
-    m_after = new QLabel(this);
-    for (auto* l : {m_before, m_after}) {
+    m_before_label = new QLabel(this);
+    m_after_label = new QLabel(this);
+    for (auto* l : {m_before_label, m_after_label}) {
         l->setWordWrap(true);
         l->setTextInteractionFlags(Qt::TextSelectableByMouse);
     }
@@ -47,13 +48,15 @@ AblationPanel::AblationPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(clear, 0, Qt::AlignLeft);
     layout->addWidget(m_summary);
     layout->addWidget(new QLabel(tr("<b>Before</b> (every head on):"), this));
-    layout->addWidget(m_before);
+    layout->addWidget(m_before_label);
     layout->addWidget(new QLabel(tr("<b>After</b> (the heads switched off; new words in bold):"), this));
-    layout->addWidget(m_after);
+    layout->addWidget(m_after_label);
     layout->addStretch(0);  // what the grids (stretch 1, up to their height) leave
 }
 
 void AblationPanel::setShape(int enc_layers, int dec_layers, int heads) {
+    m_before = m_after = {};  // another model's
+    showComparison();
     m_grid_host = new QWidget;
     m_grids = new QGridLayout(m_grid_host);
     m_grids->setContentsMargins(0, 0, 0, 0);
@@ -148,15 +151,33 @@ void AblationPanel::emitChange() {
     Q_EMIT ablationChanged(heads);
 }
 
-void AblationPanel::setResult(ResultPtr r) {
-    if (!r) return;
-    if (r->ablated.empty()) {
-        m_r_before = r;
+AblationPanel::Shown AblationPanel::shown(ResultPtr result, const DecodingOptions& options) {
+    DecodingOptions o = options;
+    o.ablate.clear();
+    std::string key = TranslationCache::key({}, result->source_text, o);
+    return {std::move(result), std::move(key)};
+}
+
+void AblationPanel::setResult(ResultPtr r, const DecodingOptions& options) {
+    if (!r) {
+        m_before = m_after = {};
+    } else if (r->ablated.empty()) {
+        m_before = shown(std::move(r), options);
         // Another sentence, or every head on again ("All heads on"): no ablated translation to show.
-        if (m_r_after && (m_r_after->source_text != r->source_text || ablated().empty())) m_r_after.reset();
+        if (m_after.result && (m_after.key != m_before.key || ablated().empty())) m_after = {};
     } else {
-        m_r_after = r;
+        m_after = shown(std::move(r), options);
+        if (m_before.key != m_after.key)
+            Q_EMIT baselineNeeded(QString::fromStdString(m_after.result->source_text), options);
     }
+    showComparison();
+}
+
+void AblationPanel::setBaseline(ResultPtr r, const DecodingOptions& options) {
+    if (!r || !m_after.result) return;
+    Shown s = shown(std::move(r), options);
+    if (s.key != m_after.key) return;  // of a sentence (or options) no longer shown
+    m_before = std::move(s);
     showComparison();
 }
 
@@ -183,27 +204,34 @@ std::vector<bool> AblationPanel::changedWords(const QStringList& before, const Q
 }
 
 void AblationPanel::showComparison() {
-    m_before->setText(m_r_before ? scored(*m_r_before) : QString());
-    if (!m_r_after || !m_r_before || m_r_after->source_text != m_r_before->source_text) {
-        m_after->setText(m_r_after ? scored(*m_r_after) : tr("(no head switched off yet)"));
+    if (m_after.result && m_before.key != m_after.key) {
+        m_before_label->setText(tr("<i>(translating this sentence with every head on…)</i>"));
+        m_after_label->setText(scored(*m_after.result));
         return;
     }
-    const QStringList b = QString::fromStdString(m_r_before->best.text).split(' ', Qt::SkipEmptyParts);
-    const QStringList a = QString::fromStdString(m_r_after->best.text).split(' ', Qt::SkipEmptyParts);
+    m_before_label->setText(m_before.result ? scored(*m_before.result) : QString());
+    if (!m_after.result) {
+        m_after_label->setText(tr("(no head switched off yet)"));
+        return;
+    }
+    const TranslationResult& before = *m_before.result;
+    const TranslationResult& after = *m_after.result;
+    const QStringList b = QString::fromStdString(before.best.text).split(' ', Qt::SkipEmptyParts);
+    const QStringList a = QString::fromStdString(after.best.text).split(' ', Qt::SkipEmptyParts);
     const auto changed = changedWords(b, a);
     QStringList words;
     for (int i = 0; i < a.size(); ++i)
         words << (changed[size_t(i)] ? "<b style='color:#c0392b'>" + a[i].toHtmlEscaped() + "</b>"
                                      : a[i].toHtmlEscaped());
-    m_after->setText(tr("%1  <span style='color:gray'>(score %2, per piece %3; %4 of %5 words changed)</span>")
-                         .arg(words.join(' '))
-                         .arg(m_r_after->best.score, 0, 'f', 2)
-                         .arg(m_r_after->confidence.mean_log_prob, 0, 'f', 3)
-                         .arg(std::count(changed.begin(), changed.end(), true))
-                         .arg(a.size()));
+    m_after_label->setText(tr("%1  <span style='color:gray'>(score %2, per piece %3; %4 of %5 words changed)</span>")
+                               .arg(words.join(' '))
+                               .arg(after.best.score, 0, 'f', 2)
+                               .arg(after.confidence.mean_log_prob, 0, 'f', 3)
+                               .arg(std::count(changed.begin(), changed.end(), true))
+                               .arg(a.size()));
 }
 
-QString AblationPanel::beforeText() const { return m_before->text(); }
-QString AblationPanel::afterText() const { return m_after->text(); }
+QString AblationPanel::beforeText() const { return m_before_label->text(); }
+QString AblationPanel::afterText() const { return m_after_label->text(); }
 
 }  // namespace attnlab::ui

@@ -2,16 +2,20 @@
 // AblationPanel (Heads tab, "Ablation"): switch heads off in a layer x head grid of toggles, one
 // grid per kind; every change asks for the sentence again with those heads ablated, and the
 // translation and score before (no head off) and after are shown side by side, the words of
-// "after" that are not in "before" marked. The three grids stand side by side where the width
-// allows and wrap below one another where it does not (6 layers x 16 heads: two, then one), in a
-// scroll area, so that no model's shape widens the window.
+// "after" that are not in "before" marked. Both lines are always of one sentence and one set of
+// options: an "after" with no "before" of its own asks for one (baselineNeeded) and says so meanwhile. The three grids
+// stand side by side where the width allows and wrap below one another where it does not (6 layers x 16 heads: two,
+// then one), in a scroll area, so that no model's shape widens the window.
 
 #include "document/translation_controller.h"
+
+#include <attnlab/decoding_options.h>
 
 #include <attnlab/attention_kind.h>
 
 #include <QWidget>
 
+#include <string>
 #include <vector>
 
 class QGridLayout;
@@ -28,9 +32,11 @@ public:
     explicit AblationPanel(QWidget* parent = nullptr);
 
     void setShape(int enc_layers, int dec_layers, int heads);  // rebuilds the grids, every head on
-    // Every translation result: one with no head ablated becomes "before", one with heads
-    // ablated "after" (when it is the same sentence).
-    void setResult(ResultPtr result);
+    // Every translation result the context shows, with the options it was asked with: one with no
+    // head ablated becomes "before", one with heads ablated "after"; null empties both lines.
+    void setResult(ResultPtr result, const DecodingOptions& options);
+    // The answer to baselineNeeded: "before", when it is still of the sentence and options of "after".
+    void setBaseline(ResultPtr result, const DecodingOptions& options);
     void setAblated(const std::vector<HeadRef>& heads);  // toggles the buttons; emits ablationChanged
     std::vector<HeadRef> ablated() const;
     QToolButton* toggle(const HeadRef& head) const;  // nullptr when out of range
@@ -45,6 +51,8 @@ public:
 
 Q_SIGNALS:
     void ablationChanged(const std::vector<attnlab::HeadRef>& heads);
+    // "After" is shown without a "before" of its sentence and options: translate it with every head on.
+    void baselineNeeded(const QString& sentence, const attnlab::DecodingOptions& options);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;  // the scroll area's width: arrange
@@ -61,9 +69,14 @@ private:
     int m_per_row = 0;
     QVBoxLayout* m_layout;
     QLabel* m_summary;
-    QLabel* m_before;
-    QLabel* m_after;
-    ResultPtr m_r_before, m_r_after;
+    QLabel* m_before_label;
+    QLabel* m_after_label;
+    struct Shown {
+        ResultPtr result;
+        std::string key;  // the sentence and every option but the heads off (TranslationCache::key)
+    };
+    static Shown shown(ResultPtr result, const DecodingOptions& options);
+    Shown m_before, m_after;
     bool m_quiet = false;
 };
 

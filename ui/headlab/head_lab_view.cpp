@@ -94,9 +94,12 @@ void HeadLabView::wireStatistics(ViewContext* c) {
 
 void HeadLabView::wireAblation(ViewContext* c) {
     connect(m_ablation, &AblationPanel::ablationChanged, c, &ViewContext::setAblated);
-    connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
-        if (r) m_ablation->setResult(std::move(r));
-    });
+    connect(c, &ViewContext::resultChanged, this,
+            [this, c](ResultPtr r) { m_ablation->setResult(std::move(r), c->resultOptions()); });
+    // "Before" of the sentence and options of "after" (another sentence typed with heads off).
+    TranslationController* controller = c->controller();
+    connect(m_ablation, &AblationPanel::baselineNeeded, controller, &TranslationController::translateBaseline);
+    connect(controller, &TranslationController::baselineTranslated, m_ablation, &AblationPanel::setBaseline);
 }
 
 void HeadLabView::wireAlignment(ViewContext* c) {
