@@ -95,6 +95,9 @@ private Q_SLOTS:
     void argosTabInstallsAndRemoves();
     void aLessonsModelIsGotOnlyWhenAgreed();  // loads the fixture again, from a stand-in hub
     void aFailedListingIsReported();
+    // issue 52 (Engineer B)
+    void ablationBeforeIsOfTheSentenceShown();
+    void statusMessagesKeepToTheirRoom();
     void computeTypeSwitchReloadsAndIsRemembered();  // last: it reloads the model
 
 private:
@@ -1405,6 +1408,95 @@ void TestUi::headTogglesRecomputeTheSentenceAsked() {
     QCOMPARE(c->result()->best.ids,
              m_core->translate("Eine Frau singt.", m_window->translatePanel()->options()).best.ids);
     c->setLiveTranslation(true, /*remember=*/false);
+}
+
+// Issue 52: heads switched off, Live on, another sentence typed: "Before (every head on)" is never the
+// sentence before's; while that sentence's own plain translation is on its way the line says so, then
+// it is the core's translation of the sentence with the same options, every head on, and the words of
+// "After" it lacks are marked. (It read "A man rides a bicycle…" 11 s after another sentence.)
+void TestUi::ablationBeforeIsOfTheSentenceShown() {
+    ViewContext* c = m_window->context();
+    HeadLabView* heads = m_window->views()->find<HeadLabView>();
+    AblationPanel* a = heads->ablation();
+    m_window->views()->showView("heads");
+    heads->pages()->setCurrentWidget(a);
+    QVERIFY(c->liveTranslation());
+    const QString first = "Ein Kind springt in einen See.", second = "Zwei Hunde spielen im Schnee.";
+    typeAndWait(first);
+    std::vector<attnlab::HeadRef> off;
+    for (int l = 0; l < 2; ++l)
+        for (int h = 0; h < 4; ++h) off.push_back({AttentionKind::Cross, l, h});
+    a->setAblated(off);
+    m_controller->waitForIdle();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result() && c->result()->ablated.size() == off.size(), 30000);
+    attnlab::DecodingOptions plain = c->resultOptions();
+    plain.ablate.clear();
+    const QString old_before = QString::fromStdString(m_core->translate(first.toStdString(), plain).best.text);
+    QTRY_VERIFY_WITH_TIMEOUT(a->beforeText().contains(old_before.toHtmlEscaped()), 30000);
+    // What "Before" says at the moment the new sentence's ablated translation is shown.
+    QStringList seen;
+    QMetaObject::Connection watch = connect(c, &ViewContext::resultChanged, this, [&](ResultPtr r) {
+        if (r && r->source_text == second.toStdString() && !r->ablated.empty()) seen << a->beforeText();
+    });
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    edit->clear();
+    QTest::keyClicks(edit, second);  // Live: no Return
+    QTRY_VERIFY_WITH_TIMEOUT(!seen.isEmpty(), 30000);
+    disconnect(watch);
+    for (const QString& s : seen) QVERIFY2(!s.contains(old_before.toHtmlEscaped()), qPrintable(s));
+    const auto expected_after = m_core->translate(second.toStdString(), c->resultOptions());
+    const auto expected_before = m_core->translate(second.toStdString(), plain);
+    QVERIFY2(expected_before.best.text != expected_after.best.text, "the heads off change this sentence");
+    QTRY_VERIFY_WITH_TIMEOUT(
+        a->beforeText().contains(QString::fromStdString(expected_before.best.text).toHtmlEscaped()), 30000);
+    QVERIFY(!a->beforeText().contains(old_before.toHtmlEscaped()));
+    // The changed words, counted against the sentence's own "Before".
+    const QStringList b = QString::fromStdString(expected_before.best.text).split(' ', Qt::SkipEmptyParts);
+    const QStringList af = QString::fromStdString(expected_after.best.text).split(' ', Qt::SkipEmptyParts);
+    const auto changed = AblationPanel::changedWords(b, af);
+    const auto n = std::count(changed.begin(), changed.end(), true);
+    QVERIFY(n > 0);
+    QVERIFY2(a->afterText().contains(QString("%1 of %2 words changed").arg(n).arg(af.size())),
+             qPrintable(a->afterText()));
+    QCOMPARE(a->afterText().count("<b style"), int(n));
+    a->setAblated({});
+    m_controller->waitForIdle();
+    QTRY_VERIFY_WITH_TIMEOUT(c->result()->ablated.empty(), 30000);
+}
+
+// Issue 52: a long message (a 404 and its address) has a room of its own in the status bar at 1280 wide:
+// a label left of the model label, not over it, cut with an ellipsis, the whole message in its tooltip;
+// the model label stays whole.
+void TestUi::statusMessagesKeepToTheirRoom() {
+    const QSize size = m_window->size();
+    m_window->resize(1280, 720);
+    QApplication::processEvents();
+    const QString message =
+        "Get a model: HTTP 404 Not Found for https://huggingface.co/api/models/Helsinki-NLP/"
+        "opus-mt-de-en-a-name-that-is-not-there/revision/main/resolve/main/config.json — the repository "
+        "or its revision is not on the hub; check the name and the revision and try again";
+    QStatusBar* bar = m_window->statusBar();
+    bar->showMessage(message, 0);
+    QApplication::processEvents();
+    QLabel *model = nullptr, *shown = nullptr;
+    for (QLabel* l : bar->findChildren<QLabel*>()) {
+        if (!l->isVisible()) continue;
+        if (l->text().contains("loaded in")) model = l;
+        if (l->toolTip() == message) shown = l;
+    }
+    QVERIFY(model);
+    QVERIFY2(shown, "no label in the status bar shows the message, with all of it in its tooltip");
+    const QRect m_at(shown->mapTo(bar, QPoint(0, 0)), shown->size());
+    const QRect model_at(model->mapTo(bar, QPoint(0, 0)), model->size());
+    QVERIFY2(m_at.right() < model_at.left(),
+             qPrintable(QString("message to x %1, model label from x %2").arg(m_at.right()).arg(model_at.left())));
+    QVERIFY(m_at.width() > 300);  // most of the bar is the message's
+    QVERIFY2(shown->text().endsWith(QChar(0x2026)), qPrintable(shown->text()));
+    QVERIFY(shown->fontMetrics().horizontalAdvance(shown->text()) <= shown->contentsRect().width());
+    QVERIFY(model->width() >= model->sizeHint().width());  // the model's name is not cut
+    QVERIFY(model_at.right() <= bar->width());
+    bar->clearMessage();
+    m_window->resize(size);
 }
 
 // The low-confidence warning has its room while a translation is shown: the tabs stay where they

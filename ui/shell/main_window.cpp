@@ -7,6 +7,7 @@
 #include "dialogs/toy_trainer_dialog.h"
 #include "document/recent_models.h"
 #include "lessons/lesson_controller.h"
+#include "shell/status_bar.h"
 #include "shell/translate_panel.h"
 #include "shell/view_registry.h"
 #include "widgets/download_panel.h"
@@ -46,6 +47,7 @@ MainWindow::MainWindow(TranslationController* controller, bool error_dialogs, QW
     layout->addWidget(m_translate);
     layout->addWidget(m_views, 1);
     setCentralWidget(central);
+    setStatusBar(new StatusBar(this));  // messages in a room of their own, beside the model label
     m_status_model = new QLabel(tr("no model"), this);
     statusBar()->addPermanentWidget(m_status_model);
     follow();  // first: the status bar and title update before what a loaded model sets off
