@@ -1,15 +1,50 @@
 #!/usr/bin/env bash
-# The README's screenshots, made by the app itself (--screenshot saves the window, --export one view).
-#   scripts/make_screenshots.sh [MODEL_DIR]   (default: the bundled model)
-# Writes docs/screenshots/*.png. Runs offscreen; needs build/bin/attnlab.
+# The README's screenshots, made by the app itself (--screenshot saves the window, --export one view),
+# and every step of every bundled lesson in presenter mode on a 1280 x 720 and a 1920 x 1080 screen.
+#   scripts/make_screenshots.sh [MODEL_DIR] [--lessons-to DIR]
+#   scripts/make_screenshots.sh --lessons-only [--lessons-to DIR]
+# Writes docs/screenshots/*.png (the README's), and the lessons' steps to DIR (default
+# build/lesson-screenshots) as LESSON/WIDTHxHEIGHT/step-NN.png: looked at, not committed.
+# Runs offscreen; needs build/bin/attnlab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
 app=build/bin/attnlab
 model=()
-[ $# -gt 0 ] && model=(--model "$1")
+lessons_to=build/lesson-screenshots
+lessons_only=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --lessons-to) lessons_to=$2; shift 2 ;;
+    --lessons-only) lessons_only=true; shift ;;
+    *) model=(--model "$1"); shift ;;
+  esac
+done
 out=docs/screenshots
 mkdir -p "$out"
+screen=$(mktemp --suffix=.json)
+screen_size() {
+  echo "{\"screens\": [{\"name\": \"s\", \"x\": 0, \"y\": 0, \"width\": $1, \"height\": $2, \"logicalDpi\": 96, \"logicalBaseDpi\": 96}]}" >"$screen"
+}
+# Every step of every bundled lesson at both projector sizes: one app per lesson and screen, which
+# steps through the lesson as PageDown does (--screenshot-steps).
+every_lesson_step() {
+  for size in "1280 720" "1920 1080"; do
+    set -- $size
+    screen_size "$1" "$2"
+    for file in resources/lessons/*.json; do
+      dir="$lessons_to/$(basename "$file" .json)/${1}x${2}"
+      rm -rf "$dir"
+      QT_QPA_PLATFORM="offscreen:configfile=$screen" "$app" "${model[@]}" --lesson "$file" --presenter \
+        --screenshot-steps "$dir"
+    done
+  done
+  echo "every lesson step: $(find "$lessons_to" -name 'step-*.png' | wc -l) pictures under $lessons_to"
+}
+if $lessons_only; then
+  every_lesson_step
+  exit 0
+fi
 text="Zwei junge Männer spielen Fußball auf einer Wiese."
 shot() { "$app" "${model[@]}" --text "$text" "$@"; }
 shot --view cross --layer 2 --head 8 --screenshot "$out/attention-cross.png"
@@ -25,8 +60,7 @@ shot --tab model --export "$out/training.png"
 # Teaching: steps of the bundled lessons in presenter mode on a 1920 x 1080 screen, as a class sees
 # them (the lesson sets sentence, tab, view and the part in sight; the offscreen screen's size comes
 # from a config file).
-screen=$(mktemp --suffix=.json)
-echo '{"screens": [{"name": "s", "x": 0, "y": 0, "width": 1920, "height": 1080, "logicalDpi": 96, "logicalBaseDpi": 96}]}' >"$screen"
+screen_size 1920 1080
 lesson() {
   QT_QPA_PLATFORM="offscreen:configfile=$screen" "$app" "${model[@]}" --lesson "resources/lessons/$1.json" \
     --lesson-step "$2" --presenter --screenshot "$out/$3"
@@ -39,7 +73,7 @@ lesson transformer-tour 14 what-if.png
 lesson minimal-pairs 3 minimal-pairs.png
 lesson attention-learned 2 lesson-attention-learned.png
 # and one on a 1280 x 720 projector (text sized to the screen: 12 pt)
-echo '{"screens": [{"name": "s", "x": 0, "y": 0, "width": 1280, "height": 720, "logicalDpi": 96, "logicalBaseDpi": 96}]}' >"$screen"
+screen_size 1280 720
 lesson attention-learned 1 lesson-720p.png
 # Head lab (issue 12): statistics over the examples, the first example's alignment with its gold,
 # and the last layer's cross-attention heads switched off.
@@ -67,3 +101,4 @@ if build/bin/attnlab-cli history "${model[@]}" >/dev/null 2>&1; then
     <(pnmcat -lr <(half "$(pick 800)") <(half "$last")) | pnmtopng >"$out/cross-attention-learned.png"
 fi
 ls -l "$out"
+every_lesson_step

@@ -10,6 +10,7 @@
 #include "document/file_save.h"
 #include "document/translation_controller.h"
 #include "lessons/lesson_controller.h"
+#include "lessons/lesson_pane.h"
 #include "shell/main_window.h"
 #include "shell/view_registry.h"
 
@@ -48,7 +49,8 @@ bool displayAvailable() {
 bool needsNoScreen(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const QByteArray a(argv[i]);
-        for (const char* o : {"--export", "--export-animation", "--screenshot", "--help", "-h", "--version", "-v"})
+        for (const char* o : {"--export", "--export-animation", "--screenshot", "--screenshot-steps", "--help", "-h",
+                              "--version", "-v"})
             if (a == o || a.startsWith(QByteArray(o) + "=")) return true;
     }
     return false;
@@ -56,7 +58,8 @@ bool needsNoScreen(int argc, char** argv) {
 // The command line, checked before anything is loaded: a wrong option is an error, not a default.
 struct Options {
     QString model, text, device, export_to, screenshot, animation;
-    double text_size = 0;  // 0 = the remembered size, or the desktop's
+    QString screenshot_steps;  // --screenshot-steps DIR: every step of the lesson, one process
+    double text_size = 0;      // 0 = the remembered size, or the desktop's
     // --tab, --view, --layer, --head, --step, --cell: one view state, applied as a lesson step is
     attnlab::ViewState view;
     QString heads_page;                    // --heads statistics|ablation|alignment
@@ -68,7 +71,9 @@ struct Options {
     int threads = 0;       // --threads: LibTorch threads (0 = $ATTNLAB_THREADS, else the policy of attnlab/device.h)
     // --allow-download: headless, a lesson's or a session's model that the cache lacks is got
     bool allow_download = false;
-    bool headless() const { return !export_to.isEmpty() || !screenshot.isEmpty() || !animation.isEmpty(); }
+    bool headless() const {
+        return !export_to.isEmpty() || !screenshot.isEmpty() || !animation.isEmpty() || !screenshot_steps.isEmpty();
+    }
 };
 
 // The registered views' names: "attention, decoding, ..., model".
@@ -136,6 +141,10 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                                  "animated GIF, or a PNG series (NAME-001.png, ...), and quit.",
                                  "file");
     QCommandLineOption screenshot("screenshot", "Save the whole window to this PNG file and quit.", "file");
+    QCommandLineOption screenshotSteps("screenshot-steps",
+                                       "With --lesson: save the window at each of its steps (from --lesson-step on) "
+                                       "to DIR/step-01.png, step-02.png, ... and quit.",
+                                       "dir");
     QCommandLineOption tab("tab", "Tab to show: " + viewList() + ".", "name", "attention");
     QCommandLineOption cell("cell", "Open up this weight of the shown map (query row, key column; 0-based).",
                             "row,column");
@@ -158,9 +167,9 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption allowDownload("allow-download",
                                      "With --export / --screenshot: get the Hugging Face model a lesson or a session "
                                      "names when the cache lacks it (the window asks first instead).");
-    parser.addOptions({model,      text,      textSize,   device, view,    layer,  head,
-                       exportTo,   animation, screenshot, tab,    cell,    step,   lesson,
-                       lessonStep, presenter, heads,      ablate, threads, noLive, allowDownload});
+    parser.addOptions({model,     text,       textSize, device, view,          layer,          head,       exportTo,
+                       animation, screenshot, tab,      cell,   step,          lesson,         lessonStep, presenter,
+                       heads,     ablate,     threads,  noLive, allowDownload, screenshotSteps});
     parser.process(app);
 
     if (const auto error = readView(parser, o.view)) return error;
@@ -216,6 +225,8 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     o.export_to = parser.value(exportTo);
     o.animation = parser.value(animation);
     o.screenshot = parser.value(screenshot);
+    o.screenshot_steps = parser.value(screenshotSteps);
+    if (!o.screenshot_steps.isEmpty() && o.lesson.isEmpty()) return QString("--screenshot-steps goes with --lesson");
     if (!o.export_to.isEmpty() && o.view.tab.value_or("attention") == "attention" && o.text.isEmpty())
         return QString("--export of the attention view needs a sentence: --text \"...\" (or --tab positional)");
     return std::nullopt;
@@ -263,6 +274,33 @@ void answerDownloadsHeadlessly(attnlab::ui::MainWindow& window, bool allowed) {
     });
 }
 
+// Results arrive as queued signals, and the text they set re-lays out the window through further
+// posted events: every round of them runs before a grab.
+void layOut() {
+    for (int round = 0; round < 5; ++round) {
+        QApplication::processEvents();
+        QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    }
+}
+
+// --screenshot-steps DIR: the lesson shown, each of its steps from the first shown on, as PageDown
+// reaches it, saved as DIR/step-NN.png (1-based, as the pane counts).
+int screenshotSteps(attnlab::ui::TranslationController& controller, attnlab::ui::MainWindow& window, const Options& o) {
+    if (!QDir().mkpath(o.screenshot_steps)) return fail(QString("%1: cannot make this folder").arg(o.screenshot_steps));
+    attnlab::ui::LessonController* lessons = window.lessons();
+    for (int step = o.lesson_step - 1; step < lessons->pane()->count(); ++step) {
+        if (step != o.lesson_step - 1) {
+            if (const auto error = lessons->goToStep(step)) return fail(*error);
+            settle(controller, window);
+            if (!window.context()->lastError().isEmpty()) return fail(window.context()->lastError());
+            layOut();
+        }
+        const QString file = QDir(o.screenshot_steps).filePath(QString("step-%1.png").arg(step + 1, 2, 10, QChar('0')));
+        if (const auto error = attnlab::ui::saveImage(file, window.grab().toImage())) return fail(*error);
+    }
+    return 0;
+}
+
 // --export / --screenshot: wait for the model and the translation, show the view (or the lesson's
 // step) the options name, render, quit.
 int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::MainWindow& window, const Options& o,
@@ -289,18 +327,14 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
         settle(controller, window);
         if (!context->lastError().isEmpty()) return fail(context->lastError());
     }
-    // Results arrive as queued signals, and the text they set re-lays out the window through
-    // further posted events: let every round of them run before grabbing.
-    for (int round = 0; round < 5; ++round) {
-        QApplication::processEvents();
-        QApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
-    }
+    layOut();
     if (!o.export_to.isEmpty())
         if (const auto error = window.exportCurrentView(o.export_to)) return fail(*error);
     if (!o.animation.isEmpty())
         if (const auto error = window.exportCurrentAnimation(o.animation)) return fail(*error);
     if (!o.screenshot.isEmpty())
         if (const auto error = attnlab::ui::saveImage(o.screenshot, window.grab().toImage())) return fail(*error);
+    if (!o.screenshot_steps.isEmpty()) return screenshotSteps(controller, window, o);
     return 0;
 }
 }  // namespace
