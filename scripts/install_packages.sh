@@ -15,6 +15,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev   # models by Hugging Face hub name: downloads, sha256 (core/src/hub)
   qt6-base-dev libqcustomplot-dev   # desktop app and Qt Test
   libgif-dev                        # animated GIF export of the Training tab
+  libcld2-dev                       # the source language detected (core/src/util/language_detect.cpp)
   libbenchmark-dev                  # micro-benchmarks
   python3-torch                     # the Python reference cross-check (tests/tst_reference_python.cpp)
   python3-sentencepiece             # scripts/marian_reference.py: MarianTokenizer reference (MarianMT checks)

@@ -2,12 +2,17 @@
 
 #include <QComboBox>
 #include <QCompleter>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLineEdit>
 #include <QLocale>
 #include <QSettings>
 #include <QSignalBlocker>
+#include <QStyle>
+#include <QStyleOptionComboBox>
 #include <QToolButton>
+
+#include <algorithm>
 
 namespace attnlab::ui {
 
@@ -47,8 +52,6 @@ QString languageName(const QString& code) {
 LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
     m_source = new QComboBox(this);
     m_target = new QComboBox(this);
-    m_source->setToolTip(tr("The language of the sentence (its token is the source's first)"));
-    m_target->setToolTip(tr("The language to translate into (its token is forced as the first output)"));
     m_swap = new QToolButton(this);
     m_swap->setText(QStringLiteral("⇄"));
     m_swap->setToolTip(tr("Swap the languages"));
@@ -57,10 +60,12 @@ LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
         box->setInsertPolicy(QComboBox::NoInsert);
         box->completer()->setFilterMode(Qt::MatchContains);
         box->completer()->setCompletionMode(QCompleter::PopupCompletion);
+        // Sized to its longest entry by fitToEntries (not to a number of characters: "English (Lati").
         box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-        box->setMinimumContentsLength(14);
+        box->setMinimumContentsLength(kMinimumCharacters);
         connect(box, &QComboBox::currentIndexChanged, this, [this, box] {
             box->lineEdit()->setCursorPosition(0);  // the code, not the name's end
+            showWholeInTip(box);
             remember();
             Q_EMIT changed();
         });
@@ -79,6 +84,47 @@ LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
     setVisible(false);
 }
 
+// Wide enough for its longest entry, up to kMaximumCharacters average characters (beyond, the shown text
+// is cut and its tooltip holds it whole). The field never shrinks below that in the sentence row.
+void LanguagePicker::fitToEntries(QComboBox* box) {
+    const QFontMetrics metrics = box->lineEdit()->fontMetrics();
+    int longest = 0;
+    for (int i = 0; i < box->count(); ++i) longest = std::max(longest, metrics.horizontalAdvance(box->itemText(i)));
+    const int most = metrics.averageCharWidth() * kMaximumCharacters;
+    const QMargins margins = box->lineEdit()->textMargins();
+    // The line edit's own frame and cursor room (2 px each side in Qt's QLineEdit), its text margins.
+    const int text = std::min(longest, most) + margins.left() + margins.right() + 2 * kLineEditPadding;
+    QStyleOptionComboBox option;
+    option.initFrom(box);
+    option.editable = true;
+    const int width =
+        box->style()->sizeFromContents(QStyle::CT_ComboBox, &option, QSize(text, metrics.height()), box).width();
+    box->setMinimumWidth(width);
+    showWholeInTip(box);
+}
+
+// The field's tooltip: what it is for, and its text whole when the field cuts it.
+void LanguagePicker::showWholeInTip(QComboBox* box) {
+    const QString purpose = box == m_source
+                                ? tr("The language of the sentence (its token is the source's first)")
+                                : tr("The language to translate into (its token is forced as the first output)");
+    QLineEdit* edit = box->lineEdit();
+    const QString text = box->currentText();
+    const bool cut = edit->fontMetrics().horizontalAdvance(text) > edit->contentsRect().width() - 2 * kLineEditPadding;
+    box->setToolTip(cut && !text.isEmpty() ? text + "\n" + purpose : purpose);
+}
+
+void LanguagePicker::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::FontChange)
+        for (QComboBox* box : {m_source, m_target}) fitToEntries(box);
+    QWidget::changeEvent(event);
+}
+
+void LanguagePicker::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    for (QComboBox* box : {m_source, m_target}) showWholeInTip(box);
+}
+
 void LanguagePicker::fill(QComboBox* box) {
     const QSignalBlocker block(box);
     box->clear();
@@ -88,6 +134,7 @@ void LanguagePicker::fill(QComboBox* box) {
         // The code first: it is what the field shows when the name does not fit.
         box->addItem(name == code ? code : QStringLiteral("%1  %2").arg(code, name), code);
     }
+    fitToEntries(box);
 }
 
 void LanguagePicker::setModel(const PackageConfig& config, const QString& model_dir) {
@@ -115,7 +162,10 @@ bool LanguagePicker::choose(const QString& source, const QString& target) {
     const QSignalBlocker a(m_source), b(m_target);
     m_source->setCurrentIndex(s);
     m_target->setCurrentIndex(t);
-    for (QComboBox* box : {m_source, m_target}) box->lineEdit()->setCursorPosition(0);
+    for (QComboBox* box : {m_source, m_target}) {
+        box->lineEdit()->setCursorPosition(0);
+        showWholeInTip(box);
+    }
     return true;
 }
 

@@ -2,8 +2,9 @@
 // LanguagePicker: a multilingual model's source and target languages (PackageConfig::languages),
 // two searchable lists beside the sentence: type "ger", "deu" or "German" and the matching
 // languages are offered. Each language shows its code and name (from QLocale: "deu_Latn  German
-// (Latin)") and is kept by its code. The choice is remembered per model; the picker is hidden for a model of one
-// language pair.
+// (Latin)") and is kept by its code. Each field is as wide as its longest entry (up to a maximum, beyond which
+// the shown text is cut and its tooltip holds it whole). The choice is remembered per model; the picker is hidden
+// for a model of one language pair.
 
 #include <attnlab/config.h>
 
@@ -36,8 +37,17 @@ public:
 Q_SIGNALS:
     void changed();  // a language was chosen (not emitted by setModel or choose)
 
+protected:
+    void changeEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
+    static constexpr int kMinimumCharacters = 14;  // before a model's languages are known
+    static constexpr int kMaximumCharacters = 40;  // the widest a field grows (NLLB's longest names fit)
+    static constexpr int kLineEditPadding = 2;     // QLineEdit's room around its text (qlineedit_p.h)
     void fill(QComboBox* box);
+    void fitToEntries(QComboBox* box);
+    void showWholeInTip(QComboBox* box);
     void remember();
     QComboBox* m_source;
     QComboBox* m_target;

@@ -7,20 +7,6 @@
 namespace attnlab::util {
 
 namespace {
-// The code point of the well-formed UTF-8 sequence of length n at s[i], or -1.
-long decodeUtf8(std::string_view s, size_t i, size_t n) {
-    if (n < 2 || i + n > s.size()) return -1;
-    long cp = static_cast<unsigned char>(s[i]) & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-        const auto c = static_cast<unsigned char>(s[i + k]);
-        if ((c & 0xC0) != 0x80) return -1;
-        cp = (cp << 6) | (c & 0x3F);
-    }
-    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
-    return cp;
-}
-
 // C1 controls, U+2028/U+2029, and the bidirectional marks, embeddings, overrides and isolates.
 bool invisibleControl(long cp) {
     return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) ||

@@ -14,6 +14,20 @@ inline size_t utf8SequenceLength(unsigned char lead) {
     return lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : (lead >> 3) == 30 ? 4 : 1;
 }
 
+// The code point of the well-formed UTF-8 sequence of length n at s[i], or -1.
+inline long decodeUtf8(std::string_view s, size_t i, size_t n) {
+    if (n < 2 || i + n > s.size()) return -1;
+    long cp = static_cast<unsigned char>(s[i]) & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        if ((c & 0xC0) != 0x80) return -1;
+        cp = (cp << 6) | (c & 0x3F);
+    }
+    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+    return cp;
+}
+
 inline bool endsWith(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
