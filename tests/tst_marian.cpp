@@ -13,6 +13,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
+#include <attnlab/unknown_languages.h>
 
 #include <QtTest/QtTest>
 
@@ -34,6 +35,7 @@ private Q_SLOTS:
     void brokenDirectoriesAreNamed();
     void importNeverReplacesTheSourceOrForeignFiles();
     void languageCodes();
+    void hubSnapshotLanguagesComeFromTheRepositoryName();
 
 private:
     QString make(const QString& name, const QStringList& options);
@@ -291,6 +293,25 @@ void TestMarian::languageCodes() {
     const json ref = reference(dir, texts);
     for (size_t i = 0; i < texts.size(); ++i)
         QCOMPARE(t.translate(texts[i], o).source_ids, ref["sentences"][i]["source_ids"].get<std::vector<int>>());
+}
+
+// A snapshot of the Hugging Face cache (models--ORG--NAME/snapshots/COMMIT) whose tokenizer files and
+// card name no languages: they are guessed from the repository's name, not from the commit's folder;
+// a name that says none gives the codes of unknown languages.
+void TestMarian::hubSnapshotLanguagesComeFromTheRepositoryName() {
+    const QString made = make("snapshot", {"--seed", "2"});
+    const std::string commit(40, 'a');
+    for (const auto& [repo_folder, source, target] :
+         {std::tuple<std::string, std::string, std::string>{"models--some-org--opus-mt-de-fr", "de", "fr"},
+          {"models--some-org--plainmodel", attnlab::unknown_language::kSource, attnlab::unknown_language::kTarget}}) {
+        const fs::path snapshot = fs::path(m_dir.path().toStdString()) / "hub" / repo_folder / "snapshots" / commit;
+        fs::create_directories(snapshot);
+        for (const auto& f : fs::directory_iterator(made.toStdString()))
+            fs::copy(f.path(), snapshot / f.path().filename());
+        const attnlab::Translator t(snapshot.string(), {attnlab::testing::testDevice()});
+        QCOMPARE(t.info().config.source_lang, source);
+        QCOMPARE(t.info().config.target_lang, target);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestMarian)

@@ -10,6 +10,7 @@
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
+#include <attnlab/unknown_languages.h>
 
 #include <algorithm>
 #include <cmath>
@@ -707,8 +708,8 @@ Ct2Model mapSpec(ModelBin bin) {
 }
 
 void validate(Ct2Model& m, const std::string& origin) {
-    if (m.config.source_lang.empty()) m.config.source_lang = "src";
-    if (m.config.target_lang.empty()) m.config.target_lang = "tgt";
+    if (m.config.source_lang.empty()) m.config.source_lang = unknown_language::kSource;
+    if (m.config.target_lang.empty()) m.config.target_lang = unknown_language::kTarget;
     try {
         m.config.validate();
     } catch (const ConfigError& e) {

@@ -7,6 +7,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/tokenizer.h>
+#include <attnlab/unknown_languages.h>
 
 #include <nlohmann/json.hpp>
 
@@ -228,8 +229,8 @@ PackageConfig mapConfig(const HfConfig& c) {
     pc.tokenizer = "marian";  // a piece vocabulary over a SentencePiece model
     pc.num_beams = static_cast<int>(std::clamp<int64_t>(c.integer("num_beams", 0), 0, 64));
     pc.max_length = static_cast<int>(std::clamp<int64_t>(c.integer("max_length", 0), 0, 4096));
-    pc.source_lang = "src";
-    pc.target_lang = "tgt";
+    pc.source_lang = unknown_language::kSource;
+    pc.target_lang = unknown_language::kTarget;
     try {
         pc.validate();
     } catch (const ConfigError& e) {

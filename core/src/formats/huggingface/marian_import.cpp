@@ -12,7 +12,9 @@
 #include "util/text.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/hub.h>
 #include <attnlab/package.h>
+#include <attnlab/unknown_languages.h>
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
@@ -77,7 +79,8 @@ std::optional<std::pair<std::string, std::string>> cardLanguages(const std::stri
 }
 
 // The languages: tokenizer_config.json's source_lang/target_lang, else the model card's, else the
-// directory's name (opus-mt-en-de -> en, de), else "src"/"tgt".
+// directory's name (opus-mt-en-de -> en, de; a snapshot of the Hugging Face cache, whose folder is a
+// commit, by its repository's: hubNameOfSnapshot), else the codes of unknown languages.
 std::pair<std::string, std::string> languagesOf(const std::string& dir) {
     const fs::path tc = fs::path(dir) / kTokenizerConfig;
     if (util::optionalFilePresent(tc.string())) {
@@ -88,11 +91,12 @@ std::pair<std::string, std::string> languagesOf(const std::string& dir) {
     if (const auto card = cardLanguages(dir)) return *card;
     std::string name = fs::path(dir).lexically_normal().filename().string();
     if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
+    if (const auto hub = hubNameOfSnapshot(dir)) name = fs::path(hub->repo).filename().string();  // ORG/NAME
     const size_t dash2 = name.rfind('-');
     const size_t dash1 = dash2 == std::string::npos || dash2 == 0 ? std::string::npos : name.rfind('-', dash2 - 1);
     if (dash1 != std::string::npos && dash2 > dash1 + 1 && dash2 + 1 < name.size())
         return {name.substr(dash1 + 1, dash2 - dash1 - 1), name.substr(dash2 + 1)};
-    return {"src", "tgt"};
+    return {unknown_language::kSource, unknown_language::kTarget};
 }
 
 // Multilingual tc-big models with a target vocabulary of their own (target_vocab.json,
@@ -141,8 +145,8 @@ PackageConfig mapMarianConfig(const HfConfig& c) {
         c.fail("decoder_vocab_size differs from vocab_size: separate target vocabularies are not supported yet");
 
     PackageConfig pc;
-    pc.source_lang = "src";
-    pc.target_lang = "tgt";
+    pc.source_lang = unknown_language::kSource;
+    pc.target_lang = unknown_language::kTarget;
     ModelConfig& m = pc.model;
     m.n_src_vocab = m.n_trg_vocab = vocab;
     mapBartDimensions(c, d_model, heads, m);
