@@ -15,13 +15,13 @@ bool stillThere(const QString& entry) {
     if (QFileInfo::exists(entry)) return true;
     return parseHubModelName(entry.toStdString()) && ViewContext::cachedModel(entry).has_value();
 }
+}  // namespace
 
-QString entryFor(const QString& dir) {
+QString RecentModels::entryFor(const QString& dir) {
     if (const auto name = hubNameOfSnapshot(dir.toStdString()))
         return QString::fromStdString(hubModelNameString(*name));
     return dir;
 }
-}  // namespace
 
 QStringList RecentModels::entries() {
     QSettings s;

@@ -18,6 +18,9 @@ public:
     static QStringList entries();
     // A model loaded from `dir` goes first.
     static void remember(const QString& dir);
+    // How a model loaded from `dir` is opened again (ViewContext::openModel): its hub name for a snapshot
+    // of the Hugging Face cache, else `dir` (what is remembered here and in the translation history).
+    static QString entryFor(const QString& dir);
     // For a menu: the name as it is for a hub model, "FOLDER — PATH" for a path.
     static QString label(const QString& entry);
     // How the window names a model loaded from `dir`: its hub name (ORG/NAME[@REVISION]) for a snapshot of

@@ -217,7 +217,7 @@ QString MainWindow::shortcutsHtml() const {
     row(tr("Up / Down"), tr("Previous / next layer (focus in the attention view)"));
     row(tr("Left / Right"), tr("Previous / next head (focus in the attention view)"));
     row(tr("1 / 2 / 3"), tr("Encoder / decoder / cross-attention (focus in the attention view)"));
-    row(tr("Enter"), tr("Translate the sentence (focus in the sentence field)"));
+    for (const auto& [keys, what] : TranslatePanel::keyList()) row(keys, what);
     return QStringLiteral("<table cellspacing='6'>%1</table>").arg(rows);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dialogs/translation_history_dialog.h"
+#include "document/recent_models.h"
 #include "shell/pivot_row.h"
 #include "widgets/confidence_text.h"
 #include "widgets/language_picker.h"
@@ -10,16 +12,19 @@
 #include <attnlab/translator.h>
 
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QEvent>
 #include <QGridLayout>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QShortcut>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QTimer>
@@ -30,6 +35,7 @@
 
 #include <attnlab/package.h>
 #include <attnlab/route.h>
+#include <attnlab/unknown_languages.h>
 
 #include <cmath>
 
@@ -77,6 +83,9 @@ QString modelLabel(const ModelInfo& info) {
     // A multilingual model's direction is chosen beside it (LanguagePicker).
     if (info.config.multilingual())
         return QObject::tr("%1 languages  (%2)").arg(info.config.languages.size()).arg(name);
+    // "src → tgt" would read as if it were a direction: nothing names the languages, the name alone
+    if (!unknown_language::known(info.config.source_lang) || !unknown_language::known(info.config.target_lang))
+        return name;
     return directionLabel(info.config.source_lang, info.config.target_lang, name);
 }
 
@@ -159,6 +168,17 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_progress->setMaximumHeight(6);
     m_progress->setTextVisible(false);
     m_progress->setVisible(false);
+    m_copy = new QToolButton(this);
+    m_copy->setText(tr("Copy"));
+    m_copy->setToolTip(tr("Copy the translation (%1)").arg(copyKey().toString(QKeySequence::NativeText)));
+    m_copy->setEnabled(false);
+    m_show_history = new QToolButton(this);
+    m_show_history->setText(tr("History…"));
+    m_show_history->setToolTip(
+        tr("What was translated here: search it, open an entry again with its model, "
+           "languages and options, clear it, or stop keeping it"));
+    m_history = new TranslationHistory(TranslationHistory::defaultPath(), this);
+    if (const auto problem = m_history->load()) m_history_problem = *problem;
 
     auto* row = new QHBoxLayout;
     row->addWidget(m_direction);
@@ -189,18 +209,33 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
     m_show_details->setToolTip(tr("Show the pieces, the score, the time and the confidence figures"));
     connect(m_show_details, &QToolButton::toggled, m_details, &QWidget::setVisible);
     opts->addWidget(m_show_details);
+    opts->addWidget(m_show_history);
     m_pivot = new PivotRow(context, this);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(row);
     layout->addWidget(m_pivot);
     layout->addWidget(m_options_row);
     layout->addWidget(m_progress);
-    layout->addWidget(m_translation);
+    auto* translation_row = new QHBoxLayout;
+    translation_row->addWidget(m_translation, 1);
+    translation_row->addWidget(m_copy, 0, Qt::AlignTop);
+    layout->addLayout(translation_row);
     layout->addWidget(m_legend);
     layout->addWidget(m_warning_slot);
     layout->addWidget(m_details);
 
     connect(m_sentence, &QLineEdit::returnPressed, this, &TranslatePanel::request);
+    // Ctrl+Enter translates wherever the focus is in the window (Live off: the way to ask without Enter
+    // in the sentence field); the keypad's Enter too.
+    for (const QKeySequence& key : {translateKey(), QKeySequence(Qt::CTRL | Qt::Key_Enter)})
+        connect(new QShortcut(key, this), &QShortcut::activated, this, [this] {
+            if (!m_sentence->text().trimmed().isEmpty()) request();
+        });
+    m_go->setToolTip(tr("Translate the sentence (Enter in the field, %1 anywhere in the window)")
+                         .arg(translateKey().toString(QKeySequence::NativeText)));
+    connect(new QShortcut(copyKey(), this), &QShortcut::activated, this, &TranslatePanel::copyTranslation);
+    connect(m_copy, &QToolButton::clicked, this, &TranslatePanel::copyTranslation);
+    connect(m_show_history, &QToolButton::clicked, this, &TranslatePanel::showHistory);
     connect(m_sentence, &QLineEdit::textEdited, this, &TranslatePanel::typed);
     connect(m_live_timer, &QTimer::timeout, this, &TranslatePanel::liveDue);
     connect(m_go, &QPushButton::clicked, this, &TranslatePanel::request);
@@ -225,6 +260,12 @@ void TranslatePanel::showWarning() {
                                   .arg(std::exp(m_confidence.threshold), 0, 'f', 2);
     m_warning->setToolTip(full);
     m_warning->setVisible(m_confidence.low);
+    if (m_only_end_mark) {  // nothing to read in the translation's place: the line says why, before all else
+        const QString end = tr("⚠ the model produced only the end-of-sentence mark (</s>): no words to show");
+        m_warning->setToolTip(m_confidence.low ? end + "\n" + full : end);
+        m_warning_text = m_confidence.low && !brief ? end + "; " + full.mid(2) : end;
+        m_warning->setVisible(true);
+    }
     cutWarning();
 }
 
@@ -295,10 +336,9 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(c, &ViewContext::computeTypeChanged, this, &TranslatePanel::setComputeType);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
     connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
-        if (r)
-            showResult(std::move(r));
-        else
-            showNote({});  // a failure says why next (failed)
+        if (!r) return showNote({});  // a failure says why next (failed)
+        remember(r);
+        showResult(std::move(r));
     });
     // An emptied sentence has no translation: the context drops it and every view clears itself.
     connect(m_sentence, &QLineEdit::textChanged, this, [this, c](const QString& text) {
@@ -306,7 +346,12 @@ void TranslatePanel::follow(ViewContext* c) {
     });
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op == Operation::Translate) showError(m);
+        if (op == Operation::LoadModel || op == Operation::GetModel) m_reopening.reset();  // its model is not coming
     });
+    connect(c, &ViewContext::pivotChanged, this, &TranslatePanel::resumeReopening);
+    // The history's file could not be read: said once the window listens (and in the history's window).
+    if (!m_history_problem.isEmpty())
+        QTimer::singleShot(0, this, [this] { m_context->showStatus(m_history_problem, 20000); });
     connect(c->controller(), &TranslationController::translationProgress, this, &TranslatePanel::showProgress);
     connect(c->controller(), &TranslationController::busyChanged, this, &TranslatePanel::setBusy);
     connect(c, &ViewContext::modelChanged, this, [this, c](ModelInfoPtr info) {
@@ -338,6 +383,7 @@ void TranslatePanel::follow(ViewContext* c) {
         if (!m_context->liveTranslation() && !m_context->sentence().isEmpty())
             showNote(tr("<i>%1 is loaded: press Enter or Translate to translate the sentence with it.</i>")
                          .arg(modelLabel(*info).toHtmlEscaped()));
+        resumeReopening();
     });
 }
 
@@ -484,9 +530,12 @@ QString confidenceLine(const Confidence& c) {
 
 void TranslatePanel::showResult(ResultPtr r) {
     m_translation->setResult(*r);
+    m_copy->setEnabled(!m_translation->text().isEmpty());
     m_legend->setVisible(!m_context || !m_context->presenting());
     m_warning_slot->setVisible(true);
     m_confidence = r->confidence;
+    m_only_end_mark =
+        QString::fromStdString(r->best.text).trimmed().isEmpty() && r->best.finished && r->best.pieces.size() == 1;
     showWarning();
     QStringList src, tgt;
     for (const auto& p : r->source_pieces) src << QString::fromStdString(p);
@@ -510,8 +559,10 @@ void TranslatePanel::showError(const QString& message) {
 // No translation shown: the sentence row says why (a failure, a model waiting to be used) or nothing.
 void TranslatePanel::showNote(const QString& html, const QString& tooltip) {
     m_translation->clear();
+    m_copy->setEnabled(false);
     m_legend->setVisible(false);
     m_confidence = {};
+    m_only_end_mark = false;
     m_warning->setVisible(false);
     m_warning_slot->setVisible(false);
     m_details->setText(html);
@@ -527,6 +578,97 @@ void TranslatePanel::showProgress(int step, int max_steps) {
 
 void TranslatePanel::setBusy(bool busy) {
     if (!busy) m_progress->setVisible(false);
+}
+
+QList<QPair<QString, QString>> TranslatePanel::keyList() {
+    return {{tr("Enter"), tr("Translate the sentence (focus in the sentence field)")},
+            {translateKey().toString(QKeySequence::NativeText), tr("Translate the sentence (from anywhere)")},
+            {copyKey().toString(QKeySequence::NativeText), tr("Copy the translation")}};
+}
+
+void TranslatePanel::copyTranslation() {
+    const QString text = m_translation->text();
+    if (text.isEmpty()) return;
+    QGuiApplication::clipboard()->setText(text);
+    if (m_context) m_context->showStatus(tr("The translation is on the clipboard"), 3000);
+}
+
+QStringList TranslatePanel::loadedModels() const {
+    QStringList out;
+    if (!m_context || !m_context->model()) return out;
+    if (!m_context->pivoting())
+        return {RecentModels::entryFor(QString::fromStdString(m_context->model()->package_dir))};
+    for (int leg = 0; leg < 2; ++leg)
+        if (const ModelInfoPtr m = m_context->legModel(leg))
+            out << RecentModels::entryFor(QString::fromStdString(m->package_dir));
+    return out;
+}
+
+// A result of what this row asked for (not a lesson's, an ablation's or a forced beginning's):
+// the sentence, the translation (a pivot's: the second leg's), the model, languages and options.
+void TranslatePanel::remember(const ResultPtr& r) {
+    if (!m_context || m_context->presenting() || m_context->sentence() != m_last_requested) return;
+    if (QString::fromStdString(r->source_text) != m_last_requested) return;
+    const ResultPtr last = m_context->pivoting() && m_context->legResult(1) ? m_context->legResult(1) : r;
+    const DecodingOptions o = m_context->resultOptions();
+    HistoryEntry e;
+    e.when = QDateTime::currentDateTime();
+    e.sentence = m_last_requested;
+    e.translation = QString::fromStdString(last->best.text);
+    e.models = loadedModels();
+    if (e.models.isEmpty()) return;
+    e.model_label = m_context->pivoting() ? currentDirection() : modelLabel(*m_context->model());
+    e.source_language = QString::fromStdString(o.source_language);
+    e.target_language = QString::fromStdString(o.target_language);
+    e.beam_size = o.beam_size;
+    e.length_penalty = o.length_penalty;
+    e.max_length = o.max_length;
+    if (const auto problem = m_history->add(e)) {
+        m_history_problem = *problem;
+        m_context->showStatus(tr("The translation history could not be written: %1").arg(*problem), 10000);
+        if (m_history_dialog) m_history_dialog->setNotice(m_history_problem);
+    }
+}
+
+TranslationHistoryDialog* TranslatePanel::showHistory() {
+    if (!m_history_dialog) {
+        m_history_dialog = new TranslationHistoryDialog(m_history, this);
+        m_history_dialog->setNotice(m_history_problem);
+        connect(m_history_dialog, &TranslationHistoryDialog::reopen, this, &TranslatePanel::reopen);
+    }
+    m_history_dialog->show();
+    m_history_dialog->raise();
+    m_history_dialog->activateWindow();
+    return m_history_dialog;
+}
+
+void TranslatePanel::reopen(const HistoryEntry& entry) {
+    m_reopening.reset();
+    if (loadedModels() == entry.models) return applyEntry(entry);
+    m_reopening = entry;
+    if (entry.models.size() > 1)
+        m_context->loadPivot(entry.models);
+    else
+        m_context->openModel(entry.models.first());
+}
+
+void TranslatePanel::resumeReopening() {
+    if (!m_reopening || loadedModels() != m_reopening->models) return;
+    const HistoryEntry entry = *m_reopening;
+    m_reopening.reset();
+    applyEntry(entry);
+}
+
+void TranslatePanel::applyEntry(const HistoryEntry& e) {
+    DecodingOptions o = options();
+    o.beam_size = e.beam_size;
+    o.length_penalty = e.length_penalty;
+    o.max_length = e.max_length;
+    o.source_language = e.source_language.toStdString();
+    o.target_language = e.target_language.toStdString();
+    m_sentence->setText(e.sentence);  // first: a change of languages translates what the field holds
+    setOptions(o);
+    request();
 }
 
 }  // namespace attnlab::ui

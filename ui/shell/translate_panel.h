@@ -4,9 +4,14 @@
 // a warning in words when the model's confidence is below its calibrated threshold, the pieces,
 // the score and the time taken.
 
+#include "document/translation_history.h"
 #include "document/view_context.h"
 
+#include <QKeySequence>
+#include <QPointer>
 #include <QWidget>
+
+#include <optional>
 
 class QCheckBox;
 class QDoubleSpinBox;
@@ -16,6 +21,7 @@ class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QShortcut;
 class QSpinBox;
 class QToolButton;
 
@@ -24,6 +30,7 @@ namespace attnlab::ui {
 class ConfidenceText;
 class LanguagePicker;
 class PivotRow;
+class TranslationHistoryDialog;
 
 // The models the direction switch offers, as (label, canonical directory): the bundled ones
 // ("de → en  (multi30k-de-en)"), then the Argos Translate packages argos-translate installed
@@ -34,7 +41,9 @@ QList<QPair<QString, QString>> bundledModelChoices();
 // "de → fr  via en".
 QList<QPair<QString, QStringList>> pivotChoices();
 QString pivotLabel(const std::string& from, const std::string& middle, const std::string& to);
-// Any model as the direction switch names it: its languages (config.json) and its folder's name.
+// Any model as the direction switch names it: its languages (config.json), when they are known
+// (attnlab/unknown_languages.h), and its name: a Hugging Face cache's snapshot by its repository
+// (ORG/NAME, hubNameOfSnapshot), any other by its folder's name.
 QString modelLabel(const ModelInfo& info);
 
 class TranslatePanel : public QWidget {
@@ -65,8 +74,22 @@ public:
     QLineEdit* sentenceEdit() const { return m_sentence; }
     PivotRow* pivotRow() const { return m_pivot; }
     const ConfidenceText* translationView() const { return m_translation; }
-    // The low-confidence warning in words; empty when the last translation was not flagged.
+    // The warning in words: the low confidence, or a translation that is only the end-of-sentence mark;
+    // empty when the last translation was neither.
     QString confidenceWarning() const;
+    // The shown translation on the clipboard (the Copy button beside it, kCopyKey anywhere in the window).
+    void copyTranslation();
+    static QKeySequence copyKey() { return QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C); }  // Cmd on macOS
+    QToolButton* copyButton() const { return m_copy; }
+    // The sentence row's own keys, as Help › Keyboard shortcuts lists them: (keys, what they do).
+    static QList<QPair<QString, QString>> keyList();
+    static QKeySequence translateKey() { return QKeySequence(Qt::CTRL | Qt::Key_Return); }  // and the keypad's
+    // What was translated here (the History… button opens it); each result this row asked for is added.
+    TranslationHistory* history() const { return m_history; }
+    TranslationHistoryDialog* showHistory();  // opened (once), raised
+    // An entry translated again: its model loaded first when another is (its languages and options
+    // applied once it is), then its sentence.
+    void reopen(const HistoryEntry& entry);
     LanguagePicker* languages() const { return m_languages; }  // a multilingual model's (hidden otherwise)
     QString device() const;                 // "auto", "cpu" or "cuda" (offered only when LibTorch sees a GPU)
     void setDevice(const QString& device);  // shown only: the context holds the device (ViewContext::setDevice)
@@ -100,6 +123,10 @@ private:
     void cutWarning();      // its text cut to the label's width
     void fitWarningSlot();  // its room: one line of the current font
     void showNote(const QString& html, const QString& tooltip = {});
+    void remember(const ResultPtr& result);  // into the history
+    QStringList loadedModels() const;        // as HistoryEntry::models names them
+    void resumeReopening();                  // the entry waiting for its model, once it is loaded
+    void applyEntry(const HistoryEntry& entry);
     static constexpr int kWarningPadding = 4;
     QString m_warning_text;   // the warning in full (the label shows it cut to its width)
     QWidget* m_warning_slot;  // the warning's room, kept while a translation is shown
@@ -107,6 +134,7 @@ private:
     bool m_details_before_presenting = true;  // presenter mode: the detail lines fold away, and come back after
     QWidget* m_options_row;                   // beam, alpha, max length, device, Details
     Confidence m_confidence;                  // the shown translation's
+    bool m_only_end_mark = false;             // the shown translation is </s> alone
     QLineEdit* m_sentence;
     QPushButton* m_examples;
     QComboBox* m_direction;
@@ -129,6 +157,12 @@ private:
     QLabel* m_details;
     QToolButton* m_show_details;
     QProgressBar* m_progress;
+    QToolButton* m_copy;
+    QToolButton* m_show_history;
+    TranslationHistory* m_history;
+    QString m_history_problem;  // the file could not be read or written: said in the history's window
+    QPointer<TranslationHistoryDialog> m_history_dialog;
+    std::optional<HistoryEntry> m_reopening;  // waiting for its model
 };
 
 }  // namespace attnlab::ui

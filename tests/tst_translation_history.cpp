@@ -1,0 +1,403 @@
+// The sentence row as a translator uses it (issue 52): the translation history (kept, read back, bounded,
+// searched, a file that cannot be read set aside and said, turned off, cleared, an entry opened again with
+// its model and options), the Copy button and key (the clipboard read back), Ctrl+Enter with Live off, a
+// translation that is only </s> said in words, and a Hugging Face snapshot named by its repository.
+// A TranslatePanel on a ViewContext (no MainWindow), translations checked against an in-process
+// Translator of the same package.
+#include "dialogs/translation_history_dialog.h"
+#include "document/translation_history.h"
+#include "document/view_context.h"
+#include "shell/translate_panel.h"
+
+#include <attnlab/translator.h>
+#include <attnlab/unknown_languages.h>
+
+#include <QCheckBox>
+#include <QClipboard>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QTreeWidget>
+#include <QtTest/QtTest>
+
+using namespace attnlab::ui;
+
+namespace {
+HistoryEntry entry(const QString& sentence, const QString& model = "/models/a", int beam = 2) {
+    HistoryEntry e;
+    e.when = QDateTime(QDate(2026, 11, 28), QTime(21, 5, 7, 250), Qt::UTC);
+    e.sentence = sentence;
+    e.translation = "translated: " + sentence;
+    e.models = {model};
+    e.model_label = "de → en  (a)";
+    e.source_language = "deu_Latn";
+    e.target_language = "eng_Latn";
+    e.beam_size = beam;
+    e.length_penalty = 0.6;
+    e.max_length = 77;
+    return e;
+}
+
+QByteArray readAll(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+void writeAll(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    QCOMPARE(f.write(bytes), bytes.size());
+}
+}  // namespace
+
+class TestTranslationHistory : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void keptAndReadBack();
+    void typingReplacesTheNewestAndSearchFinds();
+    void boundedToTheLastEntries();
+    void anUnreadableFileIsSetAsideAndSaid();
+    void offKeepsNothingAndClearRemovesTheFile();
+    void copyButtonAndKeyFillTheClipboard();
+    void ctrlEnterTranslatesWithLiveOff();
+    void anEntryOpensAgainWithItsModelAndOptions();
+    void onlyTheEndMarkIsSaidInWords();
+    void aHubSnapshotIsNamedByItsRepository();
+
+private:
+    void translateAndWait(const QString& sentence);
+    QString m_package;
+    QTemporaryDir m_dir;
+    std::unique_ptr<attnlab::Translator> m_core;
+    std::unique_ptr<TranslationController> m_controller;
+    std::unique_ptr<ViewContext> m_context;
+    std::unique_ptr<TranslatePanel> m_panel;
+};
+
+void TestTranslationHistory::initTestCase() {
+    QCoreApplication::setOrganizationName("AttnLab");
+    QCoreApplication::setApplicationName("tst_translation_history");
+    QStandardPaths::setTestModeEnabled(true);  // the data folder and the settings away from the user's own
+    QSettings().remove(TranslationHistory::kEnabledKey);
+    QFile::remove(TranslationHistory::defaultPath());
+    m_package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    QVERIFY2(!m_package.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
+    m_core = std::make_unique<attnlab::Translator>(m_package.toStdString(), attnlab::TranslatorOptions{"cpu"});
+    m_controller = std::make_unique<TranslationController>();
+    m_context = std::make_unique<ViewContext>(m_controller.get());
+    m_context->setLiveTranslation(false, /*remember=*/false);
+    m_panel = std::make_unique<TranslatePanel>(m_context.get());
+    m_panel->resize(900, 300);
+    m_panel->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_panel.get()));
+    QSignalSpy loaded(m_context.get(), &ViewContext::modelChanged);
+    m_context->loadModel(QFileInfo(m_package).canonicalFilePath());
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+}
+
+void TestTranslationHistory::init() { QSettings().remove(TranslationHistory::kEnabledKey); }
+
+void TestTranslationHistory::translateAndWait(const QString& sentence) {
+    m_panel->sentenceEdit()->setText(sentence);
+    QTest::keyClick(m_panel->sentenceEdit(), Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        m_context->result() && QString::fromStdString(m_context->result()->source_text) == sentence, 30000);
+}
+
+// Every field of every entry read back from the file, newest first; the file is JSON.
+void TestTranslationHistory::keptAndReadBack() {
+    const QString path = m_dir.filePath("kept/history.json");  // the folder is made
+    TranslationHistory h(path);
+    QVERIFY(!h.load());  // no file yet: empty, no problem
+    QVERIFY(!h.add(entry("Der Hund schläft.")));
+    QVERIFY(!h.add(entry("Eine Katze.", "ORG/NAME@refs/pr/1", 5)));
+    TranslationHistory again(path);
+    QVERIFY(!again.load());
+    QCOMPARE(again.entries().size(), 2);
+    const HistoryEntry& newest = again.entries().at(0);
+    const HistoryEntry expected = entry("Eine Katze.", "ORG/NAME@refs/pr/1", 5);
+    QCOMPARE(newest.sentence, expected.sentence);
+    QCOMPARE(newest.translation, expected.translation);
+    QCOMPARE(newest.models, expected.models);
+    QCOMPARE(newest.model_label, expected.model_label);
+    QCOMPARE(newest.source_language, expected.source_language);
+    QCOMPARE(newest.target_language, expected.target_language);
+    QCOMPARE(newest.beam_size, 5);
+    QCOMPARE(newest.length_penalty, 0.6);
+    QCOMPARE(newest.max_length, 77);
+    QCOMPARE(newest.when, expected.when);
+    QCOMPARE(again.entries().at(1).sentence, QString("Der Hund schläft."));
+    const QJsonDocument doc = QJsonDocument::fromJson(readAll(path));
+    QVERIFY(doc.isObject());
+    QCOMPARE(doc.object().value("entries").toArray().size(), 2);
+}
+
+// Live typing: "Der", "Der Hu", "Der Hund" with the same model and options are one entry, the last;
+// another setting is another entry; the same sentence again moves to the front. Search ignores case.
+void TestTranslationHistory::typingReplacesTheNewestAndSearchFinds() {
+    TranslationHistory h(m_dir.filePath("typing.json"));
+    for (const QString s : {"Der", "Der Hu", "Der Hund", "Der Hun"}) QVERIFY(!h.add(entry(s)));
+    QCOMPARE(h.entries().size(), 1);
+    QCOMPARE(h.entries().first().sentence, QString("Der Hun"));
+    QVERIFY(!h.add(entry("Der Hund", "/models/a", 4)));  // another beam: another entry
+    QVERIFY(!h.add(entry("Eine Katze.")));
+    QVERIFY(!h.add(entry("Der Hun")));  // again: to the front, not twice
+    QCOMPARE(h.entries().size(), 3);
+    QCOMPARE(h.entries().first().sentence, QString("Der Hun"));
+    QCOMPARE(h.search("KATZE").size(), 1);
+    QCOMPARE(h.search("katze").first().sentence, QString("Eine Katze."));
+    QCOMPARE(h.search("translated: der").size(), 2);  // in the translations
+    QCOMPARE(h.search("eng_latn").size(), 3);         // the languages
+    QCOMPARE(h.search("").size(), 3);
+    QVERIFY(h.search("Pferd").isEmpty());
+}
+
+// At most kMaxEntries: a full file read, one more added, the oldest dropped, in the file too.
+void TestTranslationHistory::boundedToTheLastEntries() {
+    const QString path = m_dir.filePath("bounded.json");
+    {
+        TranslationHistory one(path);
+        QVERIFY(!one.add(entry("sentence 0")));
+    }
+    QJsonObject root = QJsonDocument::fromJson(readAll(path)).object();
+    const QJsonObject first = root.value("entries").toArray().at(0).toObject();
+    QJsonArray full;
+    for (int i = 0; i < TranslationHistory::kMaxEntries + 3; ++i) {  // more than kept: read as the first 1000
+        QJsonObject e = first;
+        e["sentence"] = QString("sentence %1").arg(i);
+        full.append(e);
+    }
+    root["entries"] = full;
+    writeAll(path, QJsonDocument(root).toJson());
+    TranslationHistory h(path);
+    QVERIFY(!h.load());
+    QCOMPARE(h.entries().size(), TranslationHistory::kMaxEntries);
+    QVERIFY(!h.add(entry("the newest")));
+    QCOMPARE(h.entries().size(), TranslationHistory::kMaxEntries);
+    TranslationHistory again(path);
+    QVERIFY(!again.load());
+    QCOMPARE(again.entries().size(), TranslationHistory::kMaxEntries);
+    QCOMPARE(again.entries().first().sentence, QString("the newest"));
+    QCOMPARE(again.entries().last().sentence, QString("sentence %1").arg(TranslationHistory::kMaxEntries - 2));
+}
+
+// Not JSON, or an entry without its fields: renamed .corrupt (.corrupt.2 the next time), never written
+// over, the message names both files and the problem; a new history begins beside it. The panel says it
+// in the status bar.
+void TestTranslationHistory::anUnreadableFileIsSetAsideAndSaid() {
+    const QString path = m_dir.filePath("corrupt.json");
+    const QByteArray broken = "{\"format\": \"attnlab-translation-history\", \"entries\": [{\"sent";
+    writeAll(path, broken);
+    TranslationHistory h(path);
+    const auto problem = h.load();
+    QVERIFY(problem);
+    QVERIFY2(problem->contains(path) && problem->contains(path + ".corrupt") && problem->contains("not JSON"),
+             qPrintable(*problem));
+    QVERIFY(!QFileInfo::exists(path));
+    QCOMPARE(readAll(path + ".corrupt"), broken);
+    QVERIFY(h.entries().isEmpty());
+    QVERIFY(!h.add(entry("Neu.")));
+    QCOMPARE(readAll(path + ".corrupt"), broken);  // kept as it was
+    // an entry missing a field: set aside too, beside the first
+    QByteArray missing = readAll(path).replace("\"max_length\"", "\"max_lengthx\"");
+    writeAll(path, missing);
+    const auto second = h.load();
+    QVERIFY(second && second->contains("entry 1") && second->contains("max_length"));
+    QCOMPARE(readAll(path + ".corrupt.2"), missing);
+    QCOMPARE(readAll(path + ".corrupt"), broken);
+
+    // the app's own file, unreadable when the sentence row starts: the status bar says so
+    QVERIFY(QDir().mkpath(QFileInfo(TranslationHistory::defaultPath()).absolutePath()));
+    writeAll(TranslationHistory::defaultPath(), "not a history");
+    QSignalSpy status(m_context.get(), &ViewContext::status);
+    TranslatePanel panel(m_context.get());
+    QTRY_VERIFY(!status.isEmpty());
+    const QString said = status.first().first().toString();
+    QVERIFY2(said.contains(".corrupt") && said.contains("a new history begins"), qPrintable(said));
+    QCOMPARE(readAll(TranslationHistory::defaultPath() + ".corrupt"), QByteArray("not a history"));
+    QVERIFY(panel.history()->entries().isEmpty());
+    QFile::remove(TranslationHistory::defaultPath() + ".corrupt");
+}
+
+// Off (remembered in the settings): nothing added, nothing written. Clear: no entry, no file.
+void TestTranslationHistory::offKeepsNothingAndClearRemovesTheFile() {
+    const QString path = m_dir.filePath("off.json");
+    TranslationHistory h(path);
+    h.setEnabled(false);
+    QCOMPARE(QSettings().value(TranslationHistory::kEnabledKey).toBool(), false);
+    QVERIFY(!TranslationHistory::enabled());
+    QVERIFY(!h.add(entry("Geheim.")));
+    QVERIFY(h.entries().isEmpty());
+    QVERIFY(!QFileInfo::exists(path));
+    h.setEnabled(true);
+    QVERIFY(!h.add(entry("Offen.")));
+    QVERIFY(QFileInfo::exists(path));
+    QVERIFY(!h.clear());
+    QVERIFY(h.entries().isEmpty());
+    QVERIFY(!QFileInfo::exists(path));
+}
+
+// The Copy button and the key (named in the button's tooltip) put the translation on the clipboard.
+void TestTranslationHistory::copyButtonAndKeyFillTheClipboard() {
+    QClipboard* clipboard = QGuiApplication::clipboard();
+    clipboard->setText("before");
+    QVERIFY(!m_panel->copyButton()->isEnabled() || m_context->result());
+    const QString sentence = "Ein Hund spielt im Park.";
+    translateAndWait(sentence);
+    const QString expected =
+        QString::fromStdString(m_core->translate(sentence.toStdString(), m_panel->options()).best.text);
+    QVERIFY(!expected.isEmpty());
+    QVERIFY(m_panel->copyButton()->isEnabled());
+    QVERIFY2(m_panel->copyButton()->toolTip().contains(TranslatePanel::copyKey().toString(QKeySequence::NativeText)),
+             qPrintable(m_panel->copyButton()->toolTip()));
+    QVERIFY(m_panel->grab().save(QDir::temp().filePath("attnlab-sentence-row.png")));
+    m_panel->copyButton()->click();
+    QCOMPARE(clipboard->text(), expected);
+    clipboard->setText("before");
+    m_panel->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_panel.get()));
+    QTest::keyClick(m_panel->sentenceEdit(), Qt::Key_C, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(clipboard->text(), expected);
+    // no translation: nothing to copy, the clipboard keeps what it had
+    m_panel->sentenceEdit()->clear();
+    QTRY_VERIFY(!m_context->result());
+    QVERIFY(!m_panel->copyButton()->isEnabled());
+    clipboard->setText("kept");
+    QTest::keyClick(m_panel->sentenceEdit(), Qt::Key_C, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(clipboard->text(), QString("kept"));
+}
+
+// Live off: Ctrl+Enter translates from wherever the focus is in the window (here the Beam box, where a
+// plain Enter does not).
+void TestTranslationHistory::ctrlEnterTranslatesWithLiveOff() {
+    QVERIFY(!m_context->liveTranslation());
+    m_panel->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_panel.get()));
+    const QString sentence = "Zwei Hunde spielen im Schnee.";
+    m_panel->sentenceEdit()->setText(sentence);
+    QSpinBox* beam = nullptr;
+    for (QSpinBox* box : m_panel->findChildren<QSpinBox*>())
+        if (box->toolTip().startsWith("Beam")) beam = box;
+    QVERIFY(beam);
+    beam->setFocus();
+    QTRY_VERIFY(beam->hasFocus());
+    QTest::keyClick(beam, Qt::Key_Return);
+    QTest::qWait(300);
+    QVERIFY(!m_context->result() || QString::fromStdString(m_context->result()->source_text) != sentence);
+    QTest::keyClick(beam, Qt::Key_Return, Qt::ControlModifier);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        m_context->result() && QString::fromStdString(m_context->result()->source_text) == sentence, 30000);
+    QCOMPARE(QString::fromStdString(m_context->result()->best.text),
+             QString::fromStdString(m_core->translate(sentence.toStdString(), m_panel->options()).best.text));
+}
+
+// Two sentences with two models (the package and a copy of it in another folder) and two beams; the
+// window searches them; the older opened again loads its model back, with its beam, and translates it.
+// Off, nothing more is kept; Clear empties the window and removes the file.
+void TestTranslationHistory::anEntryOpensAgainWithItsModelAndOptions() {
+    QVERIFY(!m_panel->history()->clear());
+    const QString first_model = QFileInfo(m_package).canonicalFilePath();
+    QCOMPARE(QString::fromStdString(m_context->model()->package_dir), first_model);
+    QDir().mkpath(m_dir.filePath("copy"));
+    for (const QFileInfo& f : QDir(m_package).entryInfoList(QDir::Files))
+        QVERIFY(QFile::copy(f.filePath(), m_dir.filePath("copy/" + f.fileName())));
+    const QString second_model = QFileInfo(m_dir.filePath("copy")).canonicalFilePath();
+    attnlab::DecodingOptions o = m_panel->options();
+    o.beam_size = 2;
+    m_panel->setOptions(o);
+    translateAndWait("Ein Mann fährt Fahrrad.");
+    QSignalSpy loaded(m_context.get(), &ViewContext::modelChanged);
+    m_context->loadModel(second_model);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    o = m_panel->options();
+    o.beam_size = 3;
+    m_panel->setOptions(o);
+    translateAndWait("Eine Frau liest ein Buch.");
+    QCOMPARE(m_panel->history()->entries().size(), 2);
+    TranslationHistoryDialog* dialog = m_panel->showHistory();
+    QVERIFY(QTest::qWaitForWindowExposed(dialog));
+    QCOMPARE(dialog->list()->topLevelItemCount(), 2);
+    QVERIFY(dialog->grab().save(QDir::temp().filePath("attnlab-translation-history.png")));
+    QCOMPARE(dialog->list()->topLevelItem(0)->text(2), QString("Eine Frau liest ein Buch."));
+    // on disk too
+    QVERIFY(readAll(TranslationHistory::defaultPath()).contains("Eine Frau liest ein Buch."));
+    dialog->searchField()->setText("fahrrad");
+    QCOMPARE(dialog->list()->topLevelItemCount(), 1);
+    QCOMPARE(dialog->list()->topLevelItem(0)->text(2), QString("Ein Mann fährt Fahrrad."));
+    loaded.clear();
+    dialog->openButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QCOMPARE(QString::fromStdString(m_context->model()->package_dir), first_model);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        m_context->result() && QString::fromStdString(m_context->result()->source_text) == "Ein Mann fährt Fahrrad.",
+        30000);
+    QCOMPARE(m_panel->options().beam_size, 2);
+    QCOMPARE(m_context->resultOptions().beam_size, 2);
+    QCOMPARE(m_panel->sentence(), QString("Ein Mann fährt Fahrrad."));
+    // Off: the next translation is not kept (the switch is in the window, remembered in the settings).
+    dialog->searchField()->clear();
+    dialog->keepBox()->setChecked(false);
+    QCOMPARE(QSettings().value(TranslationHistory::kEnabledKey).toBool(), false);
+    const QByteArray before = readAll(TranslationHistory::defaultPath());
+    translateAndWait("Ein Kind isst einen Apfel.");
+    QCOMPARE(m_panel->history()->entries().size(), 2);
+    QCOMPARE(readAll(TranslationHistory::defaultPath()), before);
+    dialog->keepBox()->setChecked(true);
+    dialog->clearButton()->click();
+    QCOMPARE(dialog->list()->topLevelItemCount(), 0);
+    QVERIFY(!QFileInfo::exists(TranslationHistory::defaultPath()));
+    dialog->close();
+}
+
+// A translation that is only </s>: the warning line says so in words (it left a blank line).
+void TestTranslationHistory::onlyTheEndMarkIsSaidInWords() {
+    attnlab::TranslationResult r;
+    r.source_text = "Hallo.";
+    r.source_pieces = {"▁Hallo", ".", "</s>"};
+    r.best.ids = {3};
+    r.best.pieces = {"</s>"};
+    r.best.token_log_probs = {-0.1};
+    r.best.finished = true;
+    m_panel->showResult(std::make_shared<const attnlab::TranslationResult>(r));
+    QVERIFY2(m_panel->confidenceWarning().contains("only the end-of-sentence mark"),
+             qPrintable(m_panel->confidenceWarning()));
+    QVERIFY(!m_panel->copyButton()->isEnabled());
+    // a translation with words: no such line
+    r.best.ids = {10, 3};
+    r.best.pieces = {"▁Hello", "</s>"};
+    r.best.token_log_probs = {-0.1, -0.1};
+    r.best.text = "Hello";
+    m_panel->showResult(std::make_shared<const attnlab::TranslationResult>(r));
+    QVERIFY(!m_panel->confidenceWarning().contains("end-of-sentence"));
+}
+
+// A snapshot of the Hugging Face cache is named ORG/NAME (not by its commit); "src → tgt" is not
+// shown as a direction when nothing names the languages.
+void TestTranslationHistory::aHubSnapshotIsNamedByItsRepository() {
+    const QString repo = m_dir.filePath("hub/models--some-org--plain-model"), commit(40, 'b');
+    const QString snapshot = repo + "/snapshots/" + commit;
+    QVERIFY(QDir().mkpath(snapshot));
+    QVERIFY(QDir().mkpath(repo + "/refs"));
+    writeAll(repo + "/refs/main", commit.toLatin1());  // as huggingface_hub leaves it: main is that commit
+    attnlab::ModelInfo info;
+    info.package_dir = snapshot.toStdString();
+    info.config.source_lang = attnlab::unknown_language::kSource;
+    info.config.target_lang = attnlab::unknown_language::kTarget;
+    QCOMPARE(modelLabel(info), QString("some-org/plain-model"));
+    info.config.source_lang = "de";
+    info.config.target_lang = "en";
+    QCOMPARE(modelLabel(info), QString("de → en  (some-org/plain-model)"));
+    info.package_dir = m_dir.filePath("my-model").toStdString();
+    info.config.target_lang = attnlab::unknown_language::kTarget;
+    QCOMPARE(modelLabel(info), QString("my-model"));
+}
+
+QTEST_MAIN(TestTranslationHistory)
+#include "tst_translation_history.moc"
