@@ -38,6 +38,8 @@
 
 #include <gif_lib.h>
 
+#include <climits>
+
 #include <QAction>
 #include <QComboBox>
 #include <QCompleter>
@@ -141,6 +143,7 @@ private Q_SLOTS:
     void saliencyViewComputesWhenShown();
     void importanceShowsIntervalsAndGradients();
     void alignmentMethodsOverTheExamples();
+    void alignmentDotsAreRound();  // issue 52
     void headStatisticsComparedWithAnotherModel();
     void headStatisticsHeatmapTakesTheRoom();
     void importanceOverFewSentencesSaysSo();
@@ -659,6 +662,46 @@ void TestViews::alignmentMethodsOverTheExamples() {
     QVERIFY2(
         panel.map()->title().startsWith(attnlab::ui::alignmentMethodLabel(attnlab::parseAlignmentMethod("layer:1"))),
         qPrintable(panel.map()->title()));
+}
+
+// Issue 52: the model's links are round dots whatever the map's aspect: on a wide, low page (cells
+// far wider than tall) each dot's red disc in the grab is as wide as it is tall (they were ellipses
+// of a cell's quarter in plot coordinates, stretched with the cells).
+void TestViews::alignmentDotsAreRound() {
+    AlignmentPanel panel;
+    panel.setModelShape(2, 4);
+    panel.resize(1600, 560);
+    panel.show();
+    // Two source words, eight target words: cells far wider than tall on this page.
+    auto forced = m_core->teacherForce({"Hund rennt"}, {"a dog runs fast in the big park ."});
+    panel.setForced(std::make_shared<const attnlab::TranslationResult>(std::move(forced.front())));
+    QApplication::processEvents();
+    QCustomPlot* plot = panel.map()->plot();
+    plot->replot();
+    const auto& links = panel.alignment().links;
+    QVERIFY(!links.empty());
+    const QImage image = plot->grab().toImage();
+    const double dpr = image.devicePixelRatio();
+    const double cell_w = std::abs(plot->xAxis->coordToPixel(1) - plot->xAxis->coordToPixel(0));
+    const double cell_h = std::abs(plot->yAxis->coordToPixel(1) - plot->yAxis->coordToPixel(0));
+    QVERIFY2(cell_w > 1.5 * cell_h || cell_h > 1.5 * cell_w,
+             qPrintable(QString("cells %1 x %2 px: not the aspect this test is about").arg(cell_w).arg(cell_h)));
+    const auto red = [](QRgb p) {  // the dot's fill, #e74c3c (the colour map has no such red)
+        return std::abs(qRed(p) - 0xe7) < 24 && std::abs(qGreen(p) - 0x4c) < 24 && std::abs(qBlue(p) - 0x3c) < 24;
+    };
+    for (const auto& l : links) {
+        const double cx = plot->xAxis->coordToPixel(l.first) * dpr, cy = plot->yAxis->coordToPixel(l.second) * dpr;
+        int left = INT_MAX, right = -1, top = INT_MAX, bottom = -1;
+        for (int y = int(cy - cell_h * dpr / 2); y <= int(cy + cell_h * dpr / 2); ++y)
+            for (int x = int(cx - cell_w * dpr / 2); x <= int(cx + cell_w * dpr / 2); ++x) {
+                if (!image.valid(x, y) || !red(image.pixel(x, y))) continue;
+                left = std::min(left, x), right = std::max(right, x);
+                top = std::min(top, y), bottom = std::max(bottom, y);
+            }
+        QVERIFY2(right >= 0, qPrintable(QString("no dot at link %1-%2").arg(l.first).arg(l.second)));
+        const int w = right - left + 1, h = bottom - top + 1;
+        QVERIFY2(w >= 4 && std::abs(w - h) <= 1, qPrintable(QString("dot %1 x %2 px").arg(w).arg(h)));
+    }
 }
 
 // Compare with another model: the run's second report is that model's statistics of the same pairs

@@ -8,6 +8,7 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFontMetricsF>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -209,10 +210,14 @@ void AlignmentPanel::drawOverlays(const GoldAlignment* gold) {
         for (const auto& l : gold->possible)
             frame(l, std::binary_search(gold->sure.begin(), gold->sure.end(), l) ? Qt::SolidLine : Qt::DashLine);
     }
+    // The model's links: round dots, their size in pixels (half a line of the plot's text), whatever
+    // the cells' aspect (an ellipse in plot coordinates was stretched with them).
+    const double diameter = 0.6 * QFontMetricsF(plot->font()).height();
     for (const auto& l : m_alignment.links) {
-        auto* dot = new QCPItemEllipse(plot);
-        dot->topLeft->setCoords(l.first - 0.12, l.second - 0.12);
-        dot->bottomRight->setCoords(l.first + 0.12, l.second + 0.12);
+        auto* dot = new QCPItemTracer(plot);
+        dot->setStyle(QCPItemTracer::tsCircle);
+        dot->setSize(diameter);
+        dot->position->setCoords(l.first, l.second);
         dot->setPen(QPen(Qt::black));
         dot->setBrush(QBrush(QColor("#e74c3c")));
         ++m_overlays;
