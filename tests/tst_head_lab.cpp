@@ -10,6 +10,7 @@
 #include <attnlab/head_lab_json.h>
 #include <attnlab/head_stats.h>
 #include <attnlab/metrics.h>
+#include <attnlab/model_comparison.h>
 #include <attnlab/translator.h>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +101,7 @@ private Q_SLOTS:
     void removableHeadsByHand();
     void statisticsOfOtherMeasures();
     void jsonAndCsv();
+    void comparedModelsMatchLanguagesAcrossSchemes();  // issue 52, item 5
 
 private:
     QTemporaryDir m_dir;
@@ -934,6 +936,56 @@ void TestHeadLab::jsonAndCsv() {
     const auto path = m_dir.filePath("heads.csv").toStdString();
     attnlab::writeHeadLabFile(path, attnlab::headStatsCsv(rep));
     QCOMPARE(attnlab::testing::readFile(path), attnlab::headStatsCsv(rep));
+}
+
+// Issue 52, item 5: the languages a compared model reads, matched to the loaded model's across the
+// schemes (eng_Latn ↔ en ↔ __en__ ↔ en_XX), a one-pair model in its direction or the other way round,
+// and a comparison that cannot be made says why (it said "this model translates en into de only; the
+// source language 'eng_Latn' is not one of its languages" after the run).
+void TestHeadLab::comparedModelsMatchLanguagesAcrossSchemes() {
+    using attnlab::planComparison;
+    using attnlab::sameLanguage;
+    const auto multilingual = [](std::vector<std::string> codes) {
+        attnlab::PackageConfig c;
+        for (size_t i = 0; i < codes.size(); ++i) c.languages.push_back({codes[i], codes[i], int64_t(10 + i)});
+        return c;
+    };
+    const auto one_pair = [](const std::string& from, const std::string& to) {
+        attnlab::PackageConfig c;
+        c.source_lang = from;
+        c.target_lang = to;
+        return c;
+    };
+    QCOMPARE(sameLanguage("eng_Latn", {"de", "en", "fr"}), std::optional<std::string>("en"));
+    QCOMPARE(sameLanguage("en", {"deu_Latn", "eng_Latn"}), std::optional<std::string>("eng_Latn"));
+    QCOMPARE(sameLanguage("__en__", {"de_DE", "en_XX"}), std::optional<std::string>("en_XX"));
+    QCOMPARE(sameLanguage("ar_AR", {"ary_Arab", "arb_Arab"}), std::optional<std::string>("arb_Arab"));
+    QCOMPARE(sameLanguage("zh_CN", {"zho_Hant", "zho_Hans"}), std::optional<std::string>("zho_Hans"));
+    QCOMPARE(sameLanguage("eng_Latn", {"eng_Arab"}), std::nullopt);
+    QCOMPARE(sameLanguage("de", {"en", "fr"}), std::nullopt);
+    // NLLB's chosen pair against M2M100, mBART-50 and NLLB itself.
+    auto p = planComparison("eng_Latn", "deu_Latn", multilingual({"de", "en", "fr"}), "m2m");
+    QVERIFY2(p.problem.empty(), p.problem.c_str());
+    QCOMPARE(p.source_language, std::string("en"));
+    QCOMPARE(p.target_language, std::string("de"));
+    QVERIFY(!p.reversed);
+    p = planComparison("eng_Latn", "deu_Latn", multilingual({"de_DE", "en_XX"}), "mbart");
+    QCOMPARE(p.source_language + " " + p.target_language, std::string("en_XX de_DE"));
+    p = planComparison("en", "de", multilingual({"deu_Latn", "eng_Latn"}), "nllb");
+    QCOMPARE(p.source_language + " " + p.target_language, std::string("eng_Latn deu_Latn"));
+    p = planComparison("eng_Latn", "fra_Latn", multilingual({"de_DE", "en_XX"}), "mbart");
+    QCOMPARE(p.problem, std::string("mbart has no language matching 'fra_Latn' among its 2 languages"));
+    // One-pair models: their own direction, the other way round, or why not.
+    p = planComparison("eng_Latn", "deu_Latn", one_pair("en", "de"), "opus-mt-en-de");
+    QVERIFY(p.problem.empty() && !p.reversed && p.source_language.empty() && p.target_language.empty());
+    p = planComparison("eng_Latn", "deu_Latn", one_pair("de", "en"), "multi30k-de-en");
+    QVERIFY(p.problem.empty() && p.reversed);
+    p = planComparison("eng_Latn", "deu_Latn", one_pair("fr", "de"), "opus-mt-fr-de");
+    QCOMPARE(p.problem,
+             std::string("opus-mt-fr-de translates fr → de only; the comparison needs eng_Latn → deu_Latn or the "
+                         "other way round"));
+    p = planComparison("en", "de", one_pair("src", "tgt"), "snapshot");
+    QVERIFY2(p.problem.find("snapshot does not say which languages it translates") == 0, p.problem.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestHeadLab)

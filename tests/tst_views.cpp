@@ -1,6 +1,7 @@
 // Each view alone: built on a ViewContext (no MainWindow), given a translation result made here by
 // an in-process Translator of the same package, and checked against that result's numbers. The
 // window's wiring is tst_ui's; the lesson controller is tst_lesson_controller's.
+#include "document/recent_models.h"
 #include "headlab/ablation_panel.h"
 #include "headlab/alignment_methods_table.h"
 #include "headlab/alignment_panel.h"
@@ -145,6 +146,7 @@ private Q_SLOTS:
     void alignmentMethodsOverTheExamples();
     void alignmentDotsAreRound();  // issue 52
     void headStatisticsComparedWithAnotherModel();
+    void compareWithAMultilingualModel();  // issue 52
     void headStatisticsHeatmapTakesTheRoom();
     void importanceOverFewSentencesSaysSo();
     void pairViewComparesAStepsPair();
@@ -163,6 +165,8 @@ private Q_SLOTS:
 
 private:
     attnlab::ui::ResultPtr translate(const std::string& sentence) const;
+    // A copy of the fixture package whose config.json has each (from, to) text replaced.
+    QString packageVariant(const QString& name, const QList<QPair<QString, QString>>& edits);
     std::unique_ptr<attnlab::Translator> m_core;
     std::unique_ptr<TranslationController> m_controller;
     std::unique_ptr<ViewContext> m_context;
@@ -186,6 +190,23 @@ attnlab::ui::ResultPtr TestViews::translate(const std::string& sentence) const {
     attnlab::DecodingOptions o;
     o.record_trace = true;
     return std::make_shared<const attnlab::TranslationResult>(m_core->translate(sentence, o));
+}
+
+QString TestViews::packageVariant(const QString& name, const QList<QPair<QString, QString>>& edits) {
+    const QString dir = m_dir.filePath("variant-" + name);
+    if (QFileInfo::exists(dir)) return dir;
+    std::filesystem::copy(m_package.toStdString(), dir.toStdString(), std::filesystem::copy_options::recursive);
+    QFile file(dir + "/config.json");
+    if (!file.open(QIODevice::ReadOnly)) return {};
+    QString config = QString::fromUtf8(file.readAll());
+    file.close();
+    for (const auto& [from, to] : edits) {
+        if (!config.contains(from)) qWarning("packageVariant: no %s in config.json", qPrintable(from));
+        config.replace(from, to);
+    }
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) return {};
+    file.write(config.toUtf8());
+    return dir;
 }
 
 void TestViews::registryIsTheOneListOfViews() {
@@ -713,13 +734,16 @@ void TestViews::headStatisticsComparedWithAnotherModel() {
     HeadLabRequest r;
     r.sources = src;
     r.references = ref;
-    r.compare_model = m_package.toStdString();
-    r.compare_reversed = true;
+    // The fixture's weights as an en → de model: compared the other way round, reading the references.
+    r.compare_model = packageVariant("en-de", {{"\"source_lang\": \"de\"", "\"source_lang\": \"en\""},
+                                               {"\"target_lang\": \"en\"", "\"target_lang\": \"de\""}})
+                          .toStdString();
     QSignalSpy compared(m_controller.get(), &TranslationController::headsCompared);
     QSignalSpy finished(m_controller.get(), &TranslationController::headLabFinished);
     m_controller->runHeadLab(r);
     QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 60000);
     QCOMPARE(compared.count(), 1);
+    QVERIFY(compared.first().at(2).toBool());  // reversed
     const auto other = compared.first().at(0).value<HeadStatsPtr>();
     const auto stats = finished.first().at(0).value<HeadStatsPtr>();
     QVERIFY(other && stats);
@@ -728,11 +752,11 @@ void TestViews::headStatisticsComparedWithAnotherModel() {
     QVERIFY(std::abs(other->heads[5].value(attnlab::HeadStatistic::Entropy) -
                      expected.heads[5].value(attnlab::HeadStatistic::Entropy)) < kSameKernelsMargin);
     HeadStatsPanel panel;
-    panel.setCompareChoices(attnlab::bundledModels(), *m_controller->modelInfo());
-    QVERIFY(panel.compareChoice()->count() >= 1);
+    panel.setCompareChoices(*m_controller->modelInfo());
+    QVERIFY(panel.compareChoice()->count() >= 2);
     QCOMPARE(panel.compareChoice()->itemData(0).toString(), QString());  // "nothing" first
     for (int i = 1; i < panel.compareChoice()->count(); ++i)
-        QVERIFY(panel.compareChoice()->itemData(i).toString() != m_package);
+        QVERIFY(panel.compareChoice()->itemData(i).toString() != QFileInfo(m_package).canonicalFilePath());
     panel.setReport(stats, nullptr, m_controller->modelInfo());
     const int columns = panel.table()->columnCount();
     QVERIFY(panel.differenceMap()->isHidden());
@@ -767,6 +791,71 @@ void TestViews::headStatisticsComparedWithAnotherModel() {
     panel.setReport(stats, nullptr, m_controller->modelInfo());
     QCOMPARE(table->columnCount(), columns);
     QVERIFY(panel.differenceMap()->isHidden());
+}
+
+// Issue 52, item 5: "Compare with" offers the models the app knows and "Other folder…"; a multilingual
+// model chosen there is checked before the run and compared in its codes for the loaded model's
+// languages (de → en: deu_Latn → eng_Latn), its statistics those of that model in those languages; a
+// model of other languages is refused when chosen, saying why, and the run goes without it. (Picking a
+// model said "this model translates en into de only; the source language 'eng_Latn' is not one of its
+// languages" after the run.)
+void TestViews::compareWithAMultilingualModel() {
+    const QString languages =
+        "\"languages\": [{\"code\": \"deu_Latn\", \"id\": 390, \"token\": \"deu_Latn\"}, "
+        "{\"code\": \"eng_Latn\", \"id\": 391, \"token\": \"eng_Latn\"}, "
+        "{\"code\": \"fra_Latn\", \"id\": 392, \"token\": \"fra_Latn\"}]";
+    const QString multi = packageVariant("nllb-like", {{"\"languages\": []", languages},
+                                                       {"\"source_lang\": \"de\"", "\"source_lang\": \"fra_Latn\""},
+                                                       {"\"target_lang\": \"en\"", "\"target_lang\": \"deu_Latn\""}});
+    const QString french = packageVariant("fr-de", {{"\"source_lang\": \"de\"", "\"source_lang\": \"fr\""},
+                                                    {"\"target_lang\": \"en\"", "\"target_lang\": \"de\""}});
+    HeadStatsPanel panel;
+    connect(&panel, &HeadStatsPanel::compareCheckRequested, m_controller.get(),
+            [this](const QString& dir) { m_controller->checkComparison(dir, {}, {}); });
+    connect(m_controller.get(), &TranslationController::comparisonChecked, &panel, &HeadStatsPanel::setComparisonCheck);
+    RecentModels::remember(multi);
+    panel.setCompareChoices(*m_controller->modelInfo());
+    QComboBox* choice = panel.compareChoice();
+    QCOMPARE(choice->itemText(choice->count() - 1), QString("Other folder…"));
+    QVERIFY(choice->findData(QFileInfo(multi).canonicalFilePath()) > 0);  // a recent model
+    for (const auto& m : attnlab::bundledModels())
+        QVERIFY(choice->findData(QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()) > 0);
+    QSignalSpy checked(m_controller.get(), &TranslationController::comparisonChecked);
+    panel.chooseCompareModel(multi);
+    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
+    QVERIFY2(panel.comparisonText().contains("in deu_Latn → eng_Latn"), qPrintable(panel.comparisonText()));
+    // The run: the other statistics are the multilingual model's in deu_Latn → eng_Latn.
+    const std::vector<std::string> src{"Ein Hund rennt.", "Zwei Kinder spielen im Park."};
+    panel.setCorpus(src, {}, "two sentences");
+    HeadLabRequest request;
+    connect(&panel, &HeadStatsPanel::runRequested, this, [&](const HeadLabRequest& r) { request = r; });
+    panel.startRun(false);
+    QCOMPARE(request.compare_model, QFileInfo(multi).canonicalFilePath().toStdString());
+    QSignalSpy compared(m_controller.get(), &TranslationController::headsCompared);
+    m_controller->runHeadLab(request);
+    QTRY_VERIFY_WITH_TIMEOUT(compared.count() == 1, 60000);
+    const auto other = compared.first().at(0).value<HeadStatsPtr>();
+    QVERIFY(other);
+    QVERIFY(!compared.first().at(2).toBool());
+    attnlab::DecodingOptions o = request.decoding;
+    o.source_language = "deu_Latn";
+    o.target_language = "eng_Latn";
+    const attnlab::Translator nllb_like(multi.toStdString(), attnlab::TranslatorOptions{"cpu"});
+    const auto expected = attnlab::corpusHeadStatistics(nllb_like, src, nullptr, o, 8);
+    QCOMPARE(other->sentences, 2);
+    for (size_t i = 0; i < expected.heads.size(); ++i)
+        QVERIFY(std::abs(other->heads[i].value(attnlab::HeadStatistic::Entropy) -
+                         expected.heads[i].value(attnlab::HeadStatistic::Entropy)) < kSameKernelsMargin);
+    // A model of other languages: refused when chosen, with why; the run goes without it.
+    checked.clear();
+    panel.chooseCompareModel(french);
+    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
+    QVERIFY2(panel.comparisonText().contains("translates fr → de only; the comparison needs de → en"),
+             qPrintable(panel.comparisonText()));
+    panel.startRun(false);
+    QCOMPARE(request.compare_model, std::string());
+    QVERIFY2(panel.statusText().contains("no comparison: "), qPrintable(panel.statusText()));
+    m_controller->waitForIdle();
 }
 
 void TestViews::pairViewComparesAStepsPair() {

@@ -1,5 +1,7 @@
 #include "document/translation_controller.h"
 
+#include "document/recent_models.h"
+
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 
@@ -333,6 +335,14 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
                 return !m_cancel_head_lab.load();
             };
             const auto* refs = request.references.empty() ? nullptr : &request.references;
+            // The comparison is planned before anything runs: one that cannot be made stops the run.
+            const Translator* o = request.compare_model.empty() ? nullptr : &otherModel(request.compare_model, t);
+            const ComparisonPlan plan = o ? comparisonPlan(t, *o, request.decoding) : ComparisonPlan{};
+            if (!plan.problem.empty()) throw InputError("cannot compare: " + plan.problem);
+            if (plan.reversed && !refs)
+                throw InputError(
+                    "cannot compare: " + request.compare_model +
+                    " translates the other way round and so reads the references, which this corpus lacks");
             auto stats = std::make_shared<const HeadStatsReport>(
                 corpusHeadStatistics(t, request.sources, refs, request.decoding, 8, progress, request.measure));
             ImportancePtr importance;
@@ -344,20 +354,49 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
                     headImportance(t, request.sources, request.references, io, progress));
             }
             HeadStatsPtr other;
-            if (!request.compare_model.empty()) {
-                if (request.compare_reversed && !refs)
-                    throw InputError("comparing the other direction needs references");
-                const Translator& o = otherModel(request.compare_model, t);
-                const auto& other_src = request.compare_reversed ? request.references : request.sources;
-                const auto* other_refs = !refs ? nullptr : request.compare_reversed ? &request.sources : refs;
+            if (o) {
+                DecodingOptions od = request.decoding;
+                od.source_language = plan.source_language;
+                od.target_language = plan.target_language;
+                const auto& other_src = plan.reversed ? request.references : request.sources;
+                const auto* other_refs = !refs ? nullptr : plan.reversed ? &request.sources : refs;
                 other = std::make_shared<const HeadStatsReport>(
-                    corpusHeadStatistics(o, other_src, other_refs, request.decoding, 8, progress, request.measure));
+                    corpusHeadStatistics(*o, other_src, other_refs, od, 8, progress, request.measure));
             }
-            Q_EMIT headsCompared(std::move(other), QString::fromStdString(request.compare_model),
-                                 request.compare_reversed);
+            Q_EMIT headsCompared(std::move(other), QString::fromStdString(request.compare_model), plan.reversed);
             Q_EMIT headLabFinished(std::move(stats), std::move(importance));
         },
         Operation::HeadLab);
+}
+
+ComparisonPlan TranslationController::comparisonPlan(const Translator& loaded, const Translator& other,
+                                                     const DecodingOptions& options) {
+    const auto& c = loaded.info().config;
+    const std::string source = options.source_language.empty() ? c.source_lang : options.source_language;
+    const std::string target = options.target_language.empty() ? c.target_lang : options.target_language;
+    const QString name = RecentModels::displayName(QString::fromStdString(other.info().package_dir));
+    return planComparison(source, target, other.info().config, name.toStdString());
+}
+
+void TranslationController::checkComparison(const QString& dir, const QString& source, const QString& target) {
+    DecodingOptions languages;
+    languages.source_language = source.toStdString();
+    languages.target_language = target.toStdString();
+    post([this, dir, languages] {
+        ComparisonPlan plan;
+        QString from, to;
+        try {
+            if (!m_translator) throw InputError("no model is loaded");
+            const Translator& o = otherModel(dir.toStdString(), *m_translator);
+            plan = comparisonPlan(*m_translator, o, languages);
+            const auto& c = o.info().config;
+            from = QString::fromStdString(plan.source_language.empty() ? c.source_lang : plan.source_language);
+            to = QString::fromStdString(plan.target_language.empty() ? c.target_lang : plan.target_language);
+        } catch (const std::exception& e) {
+            plan.problem = e.what();
+        }
+        Q_EMIT comparisonChecked(dir, plan.reversed, from, to, QString::fromStdString(plan.problem));
+    });
 }
 
 const Translator& TranslationController::otherModel(const std::string& dir, const Translator& loaded) {

@@ -10,6 +10,7 @@
 #include <attnlab/decoding_options.h>
 #include <attnlab/explain.h>
 #include <attnlab/head_lab.h>
+#include <attnlab/model_comparison.h>
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
 
@@ -49,10 +50,10 @@ struct HeadLabRequest {
     bool importance = false;                   // needs references
     DecodingOptions decoding;                  // the model's own translations and the importance runs
     MapMeasure measure = MapMeasure::Weights;  // what the statistics are taken of
-    // Another model's statistics on the same corpus (a package directory; empty = none); reversed: it
-    // reads the references as its sources and the sources as its references (the other direction).
+    // Another model's statistics on the same corpus (a model directory; empty = none), in its languages
+    // for those of `decoding` (planComparison, attnlab/model_comparison.h): a one-pair model of the other
+    // direction reads the references as its sources and the sources as its references.
     std::string compare_model;
-    bool compare_reversed = false;
 };
 
 class TranslationController : public QObject {
@@ -98,6 +99,10 @@ public:
     // by headLabFinished or failed(HeadLab) ("cancelled" after cancelHeadLab()). Translations
     // requested meanwhile wait for it.
     void runHeadLab(const HeadLabRequest& request);
+    // Asynchronous: whether the model in `dir` can be compared with the loaded one translating `source`
+    // into `target` (empty: its own pair), loading it for the run; answered by comparisonChecked with the
+    // languages it would read and write (and `reversed`: the other way round), or the problem in words.
+    void checkComparison(const QString& dir, const QString& source, const QString& target);
     void cancelHeadLab() { m_cancel_head_lab.store(true); }
     // Asynchronous: `source` teacher-forced through `target` (Translator::teacherForce); answered
     // by pairAligned or failed(Align).
@@ -142,6 +147,8 @@ Q_SIGNALS:
     // Just before headLabFinished: the other model's statistics of HeadLabRequest::compare_model (null
     // when the run compares with none).
     void headsCompared(attnlab::ui::HeadStatsPtr other, const QString& model_dir, bool reversed);
+    void comparisonChecked(const QString& dir, bool reversed, const QString& source, const QString& target,
+                           const QString& problem);
     void pairAligned(attnlab::ui::ResultPtr forced);
     void pairScored(attnlab::ui::ResultPtr scored);
     void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
@@ -184,6 +191,9 @@ private:
     // kept for the next request that names the same directory.
     std::shared_ptr<Translator> m_other;
     const Translator& otherModel(const std::string& dir, const Translator& loaded);  // throws as Translator
+    // Worker: how `other` is compared with `loaded` translating as `options` name (their languages, or its pair).
+    static ComparisonPlan comparisonPlan(const Translator& loaded, const Translator& other,
+                                         const DecodingOptions& options);
     TranslationCache m_cache;   // worker thread only; emptied when a model loads
     std::string m_cache_model;  // the loaded model's key in it (package and device)
     ModelInfoPtr m_info;        // written on the worker, read under m_info_mutex

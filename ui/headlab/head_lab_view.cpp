@@ -29,7 +29,7 @@ HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, 
         const int heads = int(m.n_head);
         m_ablation->setShape(int(m.encoderLayers()), int(m.decoderLayers()), heads);
         m_stats->setExamples(info->examples);
-        m_stats->setCompareChoices(bundledModels(), *info);
+        m_stats->setCompareChoices(*info);
         m_alignment->setModelShape(int(m.decoderLayers()), heads);  // alignments read cross-attention
         m_alignment->setExamples(info->examples);
         m_examples_due = true;
@@ -72,6 +72,13 @@ void HeadLabView::wireStatistics(ViewContext* c) {
     connect(m_stats, &HeadStatsPanel::cancelRequested, controller, &TranslationController::cancelHeadLab);
     connect(controller, &TranslationController::headLabProgress, m_stats, &HeadStatsPanel::showProgress);
     connect(controller, &TranslationController::headsCompared, m_stats, &HeadStatsPanel::setComparison);
+    // A model chosen to compare with is checked against the languages chosen beside the sentence.
+    connect(m_stats, &HeadStatsPanel::compareCheckRequested, controller, [c, controller](const QString& dir) {
+        const DecodingOptions shown = c->decodingOptions();
+        controller->checkComparison(dir, QString::fromStdString(shown.source_language),
+                                    QString::fromStdString(shown.target_language));
+    });
+    connect(controller, &TranslationController::comparisonChecked, m_stats, &HeadStatsPanel::setComparisonCheck);
     connect(controller, &TranslationController::headLabFinished, this, [this, c](HeadStatsPtr s, ImportancePtr i) {
         // Lines the model cannot read are left out of the run, not a reason to stop it.
         const QString skipped = s && !s->skipped.empty()

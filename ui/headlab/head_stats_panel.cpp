@@ -1,6 +1,7 @@
 #include "headlab/head_stats_panel.h"
 
 #include "document/numbering.h"
+#include "document/recent_models.h"
 #include "document/view_context.h"
 #include "headlab/head_heatmaps.h"
 #include "plots/attention_view.h"
@@ -9,6 +10,7 @@
 
 #include <attnlab/errors.h>
 #include <attnlab/head_lab_json.h>
+#include <attnlab/hub.h>
 #include <attnlab/text_io.h>
 
 #include <qcustomplot.h>
@@ -17,6 +19,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -112,8 +115,10 @@ void HeadStatsPanel::buildControls() {
            "value norm (rows normalised), or the rollout (one map per layer)"));
     m_compare = new QComboBox(this);
     m_compare->setToolTip(
-        tr("The next run also takes the statistics of this model on the same corpus: its "
-           "difference, other minus this, gets a column per statistic and a map of its own"));
+        tr("The next run also takes the statistics of this model on the same corpus, in its languages for "
+           "those of the loaded model: its difference, other minus this, gets a column per statistic and a "
+           "map of its own"));
+    connect(m_compare, &QComboBox::activated, this, &HeadStatsPanel::compareChosen);
     m_kind = new QComboBox(this);
     for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k));  // index = AttentionKind
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
@@ -181,20 +186,112 @@ void HeadStatsPanel::buildControls() {
 
 void HeadStatsPanel::setExamples(const std::vector<Example>& examples) { m_examples = examples; }
 
-void HeadStatsPanel::setCompareChoices(const std::vector<BundledModel>& models, const ModelInfo& current) {
+namespace {
+const QString kOtherFolder = QStringLiteral("\x01other");  // the data of "Other folder…"
+
+// The Hugging Face cache's complete snapshots, as (name, folder).
+QList<QPair<QString, QString>> cachedHubModels() {
+    QList<QPair<QString, QString>> out;
+    try {
+        const HubOptions options = hubOptionsFromEnvironment();
+        const QDir cache(QString::fromStdString(options.cache_dir));
+        for (const QString& folder : cache.entryList({"models--*"}, QDir::Dirs)) {
+            const QString name = folder.mid(8).replace("--", "/");
+            const auto hub = parseHubModelName(name.toStdString());
+            if (!hub) continue;
+            if (const auto dir = cachedHubSnapshot(*hub, options)) out.append({name, QString::fromStdString(*dir)});
+        }
+    } catch (const std::exception&) {
+        // settings the hub cannot work with (ConfigError): no cached models to offer
+    }
+    return out;
+}
+}  // namespace
+
+QList<QPair<QString, QString>> HeadStatsPanel::knownModels() {
+    QList<QPair<QString, QString>> out;
+    QStringList seen;
+    const auto add = [&](const QString& label, const QString& dir) {
+        const QString canonical = QFileInfo(dir).canonicalFilePath();
+        if (canonical.isEmpty() || seen.contains(canonical)) return;
+        seen << canonical;
+        out.append({label, canonical});
+    };
+    const auto pair = [](const BundledModel& m) {
+        return QStringLiteral("%1 → %2").arg(QString::fromStdString(m.source_lang),
+                                             QString::fromStdString(m.target_lang));
+    };
+    for (const auto& m : bundledModels())
+        add(tr("%1 (%2)").arg(QString::fromStdString(m.name), pair(m)), QString::fromStdString(m.dir));
+    for (const auto& m : installedArgosModels())
+        add(tr("Argos: %1 (%2)").arg(QString::fromStdString(m.name), pair(m)), QString::fromStdString(m.dir));
+    for (const QString& entry : RecentModels::entries()) {
+        const auto hub = QFileInfo::exists(entry) ? std::nullopt : parseHubModelName(entry.toStdString());
+        const auto dir = hub ? cachedHubSnapshot(*hub, hubOptionsFromEnvironment()) : std::optional<std::string>();
+        const QString folder = hub ? QString::fromStdString(dir.value_or("")) : entry;
+        add(tr("%1 (recent)").arg(RecentModels::displayName(folder)), folder);
+    }
+    for (const auto& [name, dir] : cachedHubModels()) add(tr("%1 (Hugging Face cache)").arg(name), dir);
+    return out;
+}
+
+void HeadStatsPanel::setCompareChoices(const ModelInfo& current) {
+    const QSignalBlocker block(m_compare);
     m_compare->clear();
     m_compare->addItem(tr("nothing"), QString());
     const QString loaded = QFileInfo(QString::fromStdString(current.package_dir)).canonicalFilePath();
-    for (const auto& m : models) {
-        if (QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath() == loaded) continue;  // itself
-        const auto& c = current.config;
-        const bool reversed = m.source_lang == c.target_lang && m.target_lang == c.source_lang;
-        m_compare->addItem(reversed
-                               ? tr("%1 (the other direction of the same pairs)").arg(QString::fromStdString(m.name))
-                               : QString::fromStdString(m.name),
-                           QString::fromStdString(m.dir));
-        m_compare->setItemData(m_compare->count() - 1, reversed, Qt::UserRole + 1);
+    for (const auto& [label, dir] : knownModels())
+        if (dir != loaded) m_compare->addItem(label, dir);  // not itself
+    m_compare->addItem(tr("Other folder…"), kOtherFolder);
+    m_compare_problem.clear();
+    m_compare_text.clear();
+}
+
+void HeadStatsPanel::compareChosen(int index) {
+    const QString dir = m_compare->itemData(index).toString();
+    m_compare_problem.clear();
+    m_compare_text.clear();
+    if (dir == kOtherFolder) {
+        const QString chosen = QFileDialog::getExistingDirectory(this, tr("A model to compare with"));
+        if (chosen.isEmpty()) {
+            m_compare->setCurrentIndex(0);
+            return;
+        }
+        chooseCompareModel(chosen);
+        return;
     }
+    if (dir.isEmpty()) return;
+    m_status->setText(tr("Checking %1…").arg(m_compare->itemText(index)));
+    Q_EMIT compareCheckRequested(dir);
+}
+
+void HeadStatsPanel::chooseCompareModel(const QString& dir) {
+    const QString canonical = QFileInfo(dir).canonicalFilePath();
+    const QString data = canonical.isEmpty() ? dir : canonical;
+    int i = m_compare->findData(data);
+    if (i < 0) {
+        i = m_compare->count() - 1;  // before "Other folder…"
+        m_compare->insertItem(i, tr("%1 (folder)").arg(RecentModels::displayName(data)), data);
+        m_compare->setItemData(i, data, Qt::ToolTipRole);
+    }
+    {
+        const QSignalBlocker block(m_compare);
+        m_compare->setCurrentIndex(i);
+    }
+    compareChosen(i);
+}
+
+void HeadStatsPanel::setComparisonCheck(const QString& dir, bool reversed, const QString& source, const QString& target,
+                                        const QString& problem) {
+    if (m_compare->currentData().toString() != dir) return;  // another was chosen since
+    m_compare_problem = problem;
+    const QString name = m_compare->currentText();
+    m_compare_text =
+        !problem.isEmpty() ? tr("Cannot compare with %1: %2").arg(name, problem)
+        : reversed
+            ? tr("Compared with %1 in %2 → %3, the other way round (it reads the references)").arg(name, source, target)
+            : tr("Compared with %1 in %2 → %3").arg(name, source, target);
+    m_status->setText(m_compare_text);
 }
 
 void HeadStatsPanel::setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed) {
@@ -242,17 +339,16 @@ void HeadStatsPanel::startRun(bool importance) {
     m_importance_box->setChecked(r.importance);
     m_pending_sources = m_sources;
     r.measure = MapMeasure(m_measure->currentData().toInt());
-    r.compare_model = m_compare->currentData().toString().toStdString();
-    r.compare_reversed = m_compare->currentData(Qt::UserRole + 1).toBool();
-    const bool dropped = r.compare_reversed && m_refs.empty();  // the other direction reads the references
-    if (dropped) r.compare_model.clear();
+    const QString compare = m_compare->currentData().toString();
+    const bool refused = !m_compare_problem.isEmpty();  // said when it was chosen; the run goes without it
+    if (compare != kOtherFolder && !refused) r.compare_model = compare.toStdString();
     r.decoding.beam_size = 1;  // greedy: the importance runs translate the corpus once per head
     r.decoding.max_batch_size = 128;
     m_run->setEnabled(false);
     m_cancel->setEnabled(true);
     m_progress->setRange(0, 0);
     m_progress->show();
-    m_status->setText(dropped ? tr("Running… (no comparison: the other direction needs references)") : tr("Running…"));
+    m_status->setText(refused ? tr("Running… (no comparison: %1)").arg(m_compare_problem) : tr("Running…"));
     Q_EMIT runRequested(r);
 }
 

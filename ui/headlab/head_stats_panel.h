@@ -34,9 +34,19 @@ public:
     explicit HeadStatsPanel(QWidget* parent = nullptr);
 
     void setExamples(const std::vector<Example>& examples);  // "Use the model's examples"
-    // "Compare with": the bundled models other than `current` (one of the other direction reads the
-    // references as its sources).
-    void setCompareChoices(const std::vector<BundledModel>& models, const ModelInfo& current);
+    // "Compare with": the models the app knows other than `current` (knownModels()), then "Other folder…"
+    // (any model directory, chosen in a dialog). Choosing one asks for its check (compareCheckRequested).
+    void setCompareChoices(const ModelInfo& current);
+    // The model in `dir` chosen to compare with (as "Other folder…" does; added to the list when missing).
+    void chooseCompareModel(const QString& dir);
+    // The answer to compareCheckRequested (TranslationController::comparisonChecked): the languages the
+    // other model will read and write, or why it cannot be compared (then the run goes without it).
+    void setComparisonCheck(const QString& dir, bool reversed, const QString& source, const QString& target,
+                            const QString& problem);
+    QString comparisonText() const { return m_compare_text; }  // what the last check said
+    // The models the app knows, as (label, folder): the bundled ones, the Argos packages installed, the
+    // recent models and the complete snapshots of the Hugging Face cache; each folder once.
+    static QList<QPair<QString, QString>> knownModels();
     // The other model's statistics of the run about to be reported (null: none; TranslationController
     // sends them just before the run's own): with them setReport adds a "Δ" column per statistic and
     // the difference map, other minus this.
@@ -82,6 +92,8 @@ Q_SIGNALS:
     // A table row was activated: show this sentence (the head's most typical one for the chosen
     // statistic) with the head selected.
     void sentenceRequested(const QString& sentence, const attnlab::HeadRef& head);
+    // A model was chosen to compare with: can it be, and in which languages?
+    void compareCheckRequested(const QString& dir);
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
@@ -106,7 +118,10 @@ private:
     ModelInfoPtr m_model;
     QLabel* m_corpus;
     QCheckBox* m_importance_box;
-    QComboBox* m_compare;  // data: the package directory ("" = none); UserRole + 1: reversed
+    QComboBox* m_compare;  // data: the model directory ("" = none; kOtherFolder: choose one)
+    void compareChosen(int index);
+    QString m_compare_problem;  // of the model chosen: why it cannot be compared ("" = it can, or unchecked)
+    QString m_compare_text;
     HeadStatsPtr m_other;
     std::vector<HeadStatsDifference> m_differences;  // of m_stats and m_other (compareHeadStatistics)
     QString m_other_name;
