@@ -1,15 +1,26 @@
 // A whole text translated sentence by sentence (issue 52, item 9): the text read and checked and split
-// into sentences (attnlab/sentences.h).
+// into sentences (attnlab/sentences.h), translated on the controller's thread with progress and Cancel,
+// each sentence's maps shown in the window as if typed, the whole translation copied and saved
+// (TextTranslationDialog).
+#include "dialogs/text_translation.h"
+#include "document/view_context.h"
+
 #include <attnlab/errors.h>
 #include <attnlab/sentences.h>
+#include <attnlab/translator.h>
 
+#include <QApplication>
+#include <QClipboard>
 #include <QFile>
+#include <QProgressBar>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <zlib.h>
 
 using namespace attnlab;
+using namespace attnlab::ui;
 
 namespace {
 const QString kShared = QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/";
@@ -51,14 +62,54 @@ private Q_SLOTS:
     void keepsAbbreviationsInitialsAndNumbers();
     void newlinesAreHardBreaks();
     void badTextSaysWhatIsWrong();
+    void translatesATextSentenceBySentence();
+    void cancelKeepsWhatWasDone();
+    void dialogSaysWhatIsWrongWithItsInput();
+
+private:
+    // Multi30k's German descriptions from `from` on that end with a stop and that the fixture model takes (it
+    // reads at most 64 pieces).
+    QStringList acceptedLines(int count, int from = 0) const;
+    // Six of them as two paragraphs (the fixture model is de -> en, random weights).
+    QString paragraphs() const;
+    std::unique_ptr<Translator> m_alone;  // the same package, for the translations expected
+    std::unique_ptr<TranslationController> m_controller;
+    std::unique_ptr<ViewContext> m_context;
+    DecodingOptions m_options;
 };
 
-void TestTextTranslation::initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+void TestTextTranslation::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    QVERIFY2(!package.isEmpty(), "ATTNLAB_TEST_PACKAGE must name the fixture package (set by CTest)");
+    m_alone = std::make_unique<Translator>(package.toStdString(), TranslatorOptions{"cpu"});
+    m_controller = std::make_unique<TranslationController>();
+    m_context = std::make_unique<ViewContext>(m_controller.get());
+    QSignalSpy loaded(m_context.get(), &ViewContext::modelChanged);
+    m_context->loadModel(package);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    m_options.beam_size = 2;  // small work: a random model writes up to its length cap
+    m_options.max_length = 12;
+    m_context->setDecodingOptions(m_options);
+}
+
+QStringList TestTextTranslation::acceptedLines(int count, int from) const {
+    QStringList out;
+    const QStringList lines = corpusLines("val.de.gz");
+    for (int i = from; i < lines.size() && out.size() < count; ++i)
+        if (lines[i].endsWith('.') && !m_alone->inputProblem(lines[i].toStdString())) out << lines[i];
+    return out;
+}
+
+QString TestTextTranslation::paragraphs() const {
+    const QStringList lines = acceptedLines(6);
+    return lines.mid(0, 3).join(' ') + "\n\n" + lines.mid(3, 3).join(' ');
+}
 
 // Multi30k's validation descriptions (one sentence a line, German and English, with "usw.", "bzw.",
 // "ca.", "J.P." and "..." inside) joined five at a time into paragraphs: each paragraph comes back as its
-// lines wherever a line ends with . ! ? (closing quotes may follow) and the next begins with a capital or a digit (the corpus's own
-// boundaries, the only ones a reader could see); a line without a final stop runs on into the next.
+// lines wherever a line ends with . ! ? (closing quotes may follow) and the next begins with a capital or a digit (the
+// corpus's own boundaries, the only ones a reader could see); a line without a final stop runs on into the next.
 void TestTextTranslation::splitsRealParagraphsIntoTheirSentences() {
     static const QRegularExpression ends("[.!?…][\"'”’“»)]*$");  // a stop, closing quotes after it
     for (const QString& file : {QString("val.de.gz"), QString("val.en.gz")}) {
@@ -147,6 +198,128 @@ void TestTextTranslation::badTextSaysWhatIsWrong() {
     QCOMPARE(QString::fromStdString(readTextToTranslate(bom)), QString("Zwei Hunde. Ein Mann."));
     QCOMPARE(QString::fromStdString(*textProblem("", "the pasted text")),
              QString("the pasted text: the text is empty"));
+}
+
+// Each sentence translated on the worker (the window's event loop runs meanwhile: progress comes sentence by
+// sentence), its translation the one the model gives the sentence alone (a Translator of the same package,
+// the context's options), kept in the controller's cache: clicking the sentence shows it in every view as if
+// typed, without translating again. The whole translation keeps the paragraphs; copied and saved.
+void TestTextTranslation::translatesATextSentenceBySentence() {
+    TextTranslationDialog dialog(m_context.get());
+    dialog.setText(paragraphs());
+    QSignalSpy sentences(m_controller.get(), &TranslationController::textSentenceTranslated);
+    QSignalSpy ended(m_controller.get(), &TranslationController::textTranslationEnded);
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    QCOMPARE(dialog.sentenceCount(), 6);
+    QVERIFY(dialog.running());
+    QCOMPARE(dialog.progress()->maximum(), 6);
+    QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1 && !dialog.running(), 60000);  // the spy hears it first
+    QVERIFY(!dialog.running());
+    QCOMPARE(sentences.count(), 6);
+    QCOMPARE(dialog.progress()->value(), 6);
+    const Translator& alone = *m_alone;
+    const DecodingOptions options = m_context->translationOptions(m_context->decodingOptions());
+    QStringList expected;
+    for (int i = 0; i < 6; ++i) {
+        QCOMPARE(dialog.sentence(i), acceptedLines(6)[i]);
+        expected << QString::fromStdString(alone.translate(dialog.sentence(i).toStdString(), options).best.text);
+        QCOMPARE(dialog.translationOf(i), expected.last());
+        QCOMPARE(dialog.table()->item(i, 1)->text(), expected.last());
+    }
+    QCOMPARE(dialog.translation(), expected.mid(0, 3).join(' ') + "\n\n" + expected.mid(3, 3).join(' '));
+    // A sentence clicked: the window shows its result as if it had been typed, from the cache.
+    QSignalSpy started(m_controller.get(), &TranslationController::translationStarted);
+    QSignalSpy shown(m_context.get(), &ViewContext::sentenceShown);
+    dialog.showSentence(4);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        m_context->result() && m_context->result()->source_text == dialog.sentence(4).toStdString(), 30000);
+    QCOMPARE(QString::fromStdString(m_context->result()->best.text), expected[4]);
+    QCOMPARE(m_context->sentence(), dialog.sentence(4));
+    QCOMPARE(shown.count(), 1);
+    QCOMPARE(started.count(), 0);                                                         // not translated again
+    QVERIFY(!m_context->result()->cross.empty() && !m_context->result()->trace.empty());  // maps and the search
+    dialog.copyTranslation();
+    QCOMPARE(QApplication::clipboard()->text(), dialog.translation());
+    QTemporaryDir dir;
+    const QString path = dir.filePath("translation.txt");
+    QVERIFY(!dialog.saveTranslation(path));
+    QFile saved(path);
+    QVERIFY(saved.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(saved.readAll()), dialog.translation() + "\n");
+    QVERIFY(dialog.saveTranslation(dir.path()).value_or("").contains(dir.path()));  // a folder: refused, named
+}
+
+// Cancel stops the text within the batch running: the sentences answered by then stay, no later ones come,
+// and the note says how many were done. Another text can be translated at once.
+void TestTextTranslation::cancelKeepsWhatWasDone() {
+    TextTranslationDialog dialog(m_context.get());
+    const QStringList many = acceptedLines(12 * TranslationController::kTextBatch, 100);
+    dialog.setText(many.join('\n'));
+    QSignalSpy sentences(m_controller.get(), &TranslationController::textSentenceTranslated);
+    QSignalSpy ended(m_controller.get(), &TranslationController::textTranslationEnded);
+    int at_cancel = -1;  // cancelled as the first batch's first answer comes (polling would let more batches run)
+    connect(m_controller.get(), &TranslationController::textSentenceTranslated, &dialog, [&] {
+        if (at_cancel >= 0) return;
+        dialog.cancel();
+        at_cancel = sentences.count();
+    });
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1 && !dialog.running(), 60000);     // the spy hears it first
+    QVERIFY(ended.first().at(2).toBool());                                        // cancelled
+    QVERIFY(sentences.count() <= at_cancel + TranslationController::kTextBatch);  // at most the batch then done
+    QVERIFY(sentences.count() < dialog.sentenceCount());
+    QCOMPARE(ended.first().at(0).toInt(), sentences.count());
+    QVERIFY2(dialog.note().contains(QString("Cancelled: %1 of %2 sentences translated (kept).")
+                                        .arg(sentences.count())
+                                        .arg(dialog.sentenceCount())),
+             qPrintable(dialog.note()));
+    for (int i = 0; i < dialog.sentenceCount(); ++i) {
+        const bool answered = std::any_of(sentences.begin(), sentences.end(),
+                                          [i](const QList<QVariant>& s) { return s.at(0).toInt() == i; });
+        QCOMPARE(!dialog.translationOf(i).isEmpty(), answered);
+    }
+    dialog.setText(many[3]);
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.running(), 60000);
+    QVERIFY(!dialog.translationOf(0).isEmpty());
+}
+
+// Bad input in the dialog: each a clear message naming the file and the problem; too many sentences: the
+// first kMaxTextSentences, said in the note; a sentence the model cannot take: greyed with why.
+void TestTextTranslation::dialogSaysWhatIsWrongWithItsInput() {
+    TextTranslationDialog dialog(m_context.get());
+    QTemporaryDir dir;
+    QFile latin1(dir.filePath("latin1.txt"));
+    QVERIFY(latin1.open(QIODevice::WriteOnly));
+    latin1.write("Gr\xfc\xdf Gott.");
+    latin1.close();
+    QVERIFY(dialog.openFile(latin1.fileName()).value_or("").startsWith(latin1.fileName() + ": it is not UTF-8 text"));
+    QVERIFY(dialog.openFile(dir.filePath("none.txt")).value_or("").startsWith(dir.filePath("none.txt")));
+    dialog.setText(" \n ");
+    QCOMPARE(dialog.translate().value_or(""), QString("the text: the text is empty"));
+    QStringList many;
+    for (size_t i = 0; i < kMaxTextSentences + 20; ++i) many << QString("Hund Nummer %1 spielt.").arg(i);
+    dialog.setText(many.join(' '));
+    QSignalSpy ended(m_controller.get(), &TranslationController::textTranslationEnded);
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    dialog.cancel();
+    QCOMPARE(dialog.sentenceCount(), int(kMaxTextSentences));
+    QVERIFY2(dialog.note().contains("The text has 520 sentences: the first 500 are translated"),
+             qPrintable(dialog.note()));
+    QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1 && !dialog.running(), 60000);  // the spy hears it first
+    // A sentence longer than the model accepts: not translated, and why; the others are.
+    const Translator& alone = *m_alone;
+    QString longest = "Ein Hund";
+    while (!alone.inputProblem(longest.toStdString())) longest += " und ein Hund";
+    dialog.setText("Ein Mann. " + longest + ". Eine Frau.");
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.running(), 60000);
+    QCOMPARE(dialog.sentenceCount(), 3);
+    QVERIFY(dialog.translationOf(1).isEmpty());
+    QVERIFY(!dialog.translationOf(0).isEmpty() && !dialog.translationOf(2).isEmpty());
+    const QString why = QString::fromStdString(*alone.inputProblem((longest + ".").toStdString()));
+    QCOMPARE(dialog.table()->item(1, 1)->toolTip(), why);
+    QVERIFY2(dialog.note().contains("1 of 3 sentences could not be translated"), qPrintable(dialog.note()));
 }
 
 QTEST_MAIN(TestTextTranslation)

@@ -5,6 +5,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <QCoreApplication>
@@ -324,6 +325,57 @@ ResultPtr TranslationController::translateCached(const Translator& t, const std:
     ResultPtr result = std::make_shared<const TranslationResult>(t.translate(text, options));
     m_cache.insert(m_cache_model, text, options, result);
     return result;
+}
+
+void TranslationController::translateText(const QStringList& sentences, const DecodingOptions& options) {
+    const int generation = ++m_text_generation;
+    std::vector<std::string> texts;
+    for (const QString& s : sentences) texts.push_back(s.toStdString());
+    post([this, texts, options, generation] {
+        int translated = 0;
+        QString problem;
+        try {
+            if (!m_translator) throw InputError("no model is loaded (File > Open model…)");
+            if (!m_legs.empty())
+                throw InputError(
+                    "a whole text is translated by one model; a pivot (two models) translates one "
+                    "sentence at a time");
+            std::vector<int> batch;
+            const size_t most = size_t(std::clamp(options.max_batch_size, 1, kTextBatch));
+            for (size_t i = 0; i < texts.size() && generation == m_text_generation.load(); ++i) {
+                if (auto why = m_translator->inputProblem(texts[i]))
+                    Q_EMIT textSentenceFailed(int(i), QString::fromStdString(*why));
+                else
+                    batch.push_back(int(i));
+                if (batch.empty() || (batch.size() < most && i + 1 < texts.size())) continue;
+                if (!translateTextBatch(texts, batch, options, generation)) break;
+                translated += int(batch.size());
+                batch.clear();
+            }
+        } catch (const std::exception& e) {
+            problem = QString::fromStdString(e.what());
+        }
+        Q_EMIT textTranslationEnded(translated, int(texts.size()), generation != m_text_generation.load(), problem);
+    });
+}
+
+bool TranslationController::translateTextBatch(const std::vector<std::string>& sentences, const std::vector<int>& batch,
+                                               const DecodingOptions& options, int generation) {
+    std::vector<std::string> texts;
+    for (int i : batch) texts.push_back(sentences[size_t(i)]);
+    std::vector<TranslationResult> results;
+    try {
+        results = m_translator->translateBatch(
+            texts, options, [this, generation](const StepProgress&) { return generation == m_text_generation.load(); });
+    } catch (const CancelledError&) {
+        return false;
+    }
+    for (size_t k = 0; k < batch.size(); ++k) {
+        auto result = std::make_shared<const TranslationResult>(std::move(results[k]));
+        m_cache.insert(m_cache_model, texts[k], options, result);
+        Q_EMIT textSentenceTranslated(batch[k], std::move(result));
+    }
+    return true;
 }
 
 void TranslationController::runHeadLab(const HeadLabRequest& request) {

@@ -95,6 +95,16 @@ public:
     // translates it), for the Ablation page's "Before"; answered by baselineTranslated(result, options as
     // given) or failed(Translate). Only the newest request is answered; a newer translate() cancels it.
     void translateBaseline(const QString& sentence, const DecodingOptions& options);
+    // Asynchronous: the sentences of a whole text (File › Translate a text…) translated in batches of at most
+    // kTextBatch (Translator::translateBatch), each result cached as a typed sentence's would be (the same
+    // sentence and options later come from the cache) and answered by textSentenceTranslated; a sentence the
+    // model cannot take (too long) by textSentenceFailed; at the end textTranslationEnded, with the problem
+    // that stopped it if one did (no model, a pivot loaded, a failure). Queued behind other requests, and
+    // translations typed meanwhile wait for it; cancelText() stops it within the decoding step running, the
+    // batches done staying answered.
+    static constexpr int kTextBatch = 8;
+    void translateText(const QStringList& sentences, const DecodingOptions& options);
+    void cancelText() { ++m_text_generation; }
     // Asynchronous: statistics (and importance) over a corpus; reports headLabProgress, answered
     // by headLabFinished or failed(HeadLab) ("cancelled" after cancelHeadLab()). Translations
     // requested meanwhile wait for it.
@@ -142,6 +152,10 @@ Q_SIGNALS:
     void masksReady(attnlab::ui::MasksPtr masks);
     void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
     void baselineTranslated(attnlab::ui::ResultPtr result, const attnlab::DecodingOptions& options);
+    void textSentenceTranslated(int index, attnlab::ui::ResultPtr result);
+    void textSentenceFailed(int index, const QString& message);
+    // `problem`: why it stopped before the end (no model, a pivot, a failure), empty otherwise.
+    void textTranslationEnded(int translated, int total, bool cancelled, const QString& problem);
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     // Just before headLabFinished: the other model's statistics of HeadLabRequest::compare_model (null
@@ -201,6 +215,10 @@ private:
     std::atomic<int> m_threads{0};
     std::atomic<int> m_generation{0};
     std::atomic<int> m_baseline_generation{0};  // translateBaseline's newest request
+    std::atomic<int> m_text_generation{0};      // translateText's newest request; cancelText() moves it on
+    // On the worker: one batch of a text's sentences (their indices in `sentences`); false when cancelled.
+    bool translateTextBatch(const std::vector<std::string>& sentences, const std::vector<int>& batch,
+                            const DecodingOptions& options, int generation);
     std::atomic<int> m_pending{0};
     int m_unanswered = 0;  // GUI thread only
     std::atomic<bool> m_cancel_head_lab{false};

@@ -334,13 +334,21 @@ void ViewContext::useFirstLegOutput() {
     translate(m_sentence, m_result_options);
 }
 
+DecodingOptions ViewContext::translationOptions(DecodingOptions options) const {
+    options.record_trace = true;  // the Decoding tab shows the search
+    options.ablate = m_ablated;
+    return options;
+}
+
+void ViewContext::translateText(const QStringList& sentences) {
+    m_controller->translateText(sentences, translationOptions(m_options));
+}
+
 void ViewContext::translate(const QString& sentence, const DecodingOptions& options) {
     m_sentence = sentence;
     m_awaiting = true;
     ++m_requests;
-    m_result_options = options;
-    m_result_options.record_trace = true;  // the Decoding tab shows the search
-    m_result_options.ablate = m_ablated;
+    m_result_options = translationOptions(options);
     Q_EMIT translationRequested(sentence, !options.force_prefix.empty() || !options.force_prefix_ids.empty());
     if (pivoting() && sentence != m_pivot.source) {  // another sentence: its own middle sentence
         m_pivot.source = sentence;

@@ -129,6 +129,12 @@ public:
     void translateSentence(const QString& sentence);
     // Translate with these options; the trace is always recorded and the ablated heads apply.
     void translate(const QString& sentence, const DecodingOptions& options);
+    // The options a translation asked here is made with: `options`, the trace recorded, the ablated heads off.
+    DecodingOptions translationOptions(DecodingOptions options) const;
+    // A whole text's sentences translated with the user's options as each typed sentence would be
+    // (TranslationController::translateText: its answers come from the controller; each result is cached,
+    // so translateSentence of one of them shows it at once in every view).
+    void translateText(const QStringList& sentences);
     void explainCell(const CellRef& cell) { Q_EMIT explainRequested(cell); }
     void showView(const std::string& name) { Q_EMIT viewRequested(name); }
     void showHead(const HeadRef& head, bool mean = false) { Q_EMIT headRequested(head, mean); }

@@ -4,6 +4,7 @@
 
 #include "dialogs/download_question.h"
 #include "dialogs/get_model_dialog.h"
+#include "dialogs/text_translation.h"
 #include "dialogs/toy_trainer_dialog.h"
 #include "document/recent_models.h"
 #include "lessons/lesson_controller.h"
@@ -122,6 +123,7 @@ void MainWindow::buildFileMenu() {
     file->addAction(tr("&Get a model…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::showGetModelDialog);
     m_models_menu = file->addMenu(tr("&Models"));
     fillModelsMenu();
+    file->addAction(tr("Translate a &text…"), this, [this] { TextTranslationDialog::showFor(m_context, this); });
     file->addAction(tr("&Train a small model…"), this, [this] {
         if (!m_toy) {
             const QString work = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/toy";
