@@ -14,6 +14,7 @@
 #include <QJsonObject>
 #include <QLineEdit>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QtTest/QtTest>
 
 #include <zlib.h>
@@ -70,6 +71,8 @@ private Q_SLOTS:
     void detectsTheCorpusLanguage();
     void saysWhyItCannotTell();
     void matchesEachFamilysCodes();
+    void pickerDetectsTheSource();
+    void sentenceRowFollowsTheDetectedLanguage();
     void pickerShowsWholeNames_data();
     void pickerShowsWholeNames();
 };
@@ -172,6 +175,71 @@ void TestLanguageDetection::matchesEachFamilysCodes() {
             QCOMPARE(choice.problem.empty(), !expected.empty());
         }
     }
+}
+
+// "Detect language" as the source: the language of the text given, among the model's; when it cannot be told,
+// the model's default source with the reason in the note; remembered per model like any choice.
+void TestLanguageDetection::pickerDetectsTheSource() {
+    QSettings().remove("languages");
+    LanguagePicker picker;
+    const PackageConfig nllb = configOf(realCodes("nllb-200-distilled-600M"), "eng_Latn", "fra_Latn");
+    picker.setModel(nllb, "/models/nllb");
+    QVERIFY(!picker.detecting());
+    QSignalSpy detected(&picker, &LanguagePicker::detected);
+    QSignalSpy changed(&picker, &LanguagePicker::changed);
+    picker.detectFrom("Zwei Hunde spielen im Schnee.");
+    QCOMPARE(picker.source(), QString("eng_Latn"));  // not detecting: nothing changes
+    QCOMPARE(detected.count(), 0);
+    QVERIFY(picker.choose(LanguagePicker::kDetect, "fra_Latn"));
+    QVERIFY(picker.detecting());
+    QCOMPARE(picker.source(), QString("deu_Latn"));  // the text given before
+    QCOMPARE(picker.detectionNote(), QString("Detected in the sentence: German (Latin) (deu_Latn)"));
+    picker.detectFrom("一個男人在橋上騎自行車，天氣很好，他很高興。");
+    QCOMPARE(picker.source(), QString("zho_Hant"));
+    QCOMPARE(detected.count(), 1);
+    picker.detectFrom("Hund");
+    QCOMPARE(picker.source(), QString("eng_Latn"));
+    QCOMPARE(picker.detectionNote(),
+             QString("Cannot detect the language: too short to tell its language (4 letters; at least 12 are needed); "
+                     "translating from English (Latin) (eng_Latn), the model's default"));
+    QCOMPARE(detected.count(), 2);
+    QCOMPARE(changed.count(), 0);  // detection is not a person's choice: no translation asked by it
+    // The sentence's language chosen elsewhere (the text dialog) while it is the one detected: Detect stays.
+    picker.detectFrom("Zwei Hunde spielen im Schnee.");
+    QVERIFY(picker.choose("deu_Latn", "fra_Latn"));
+    QVERIFY(picker.detecting());
+    // A language the model lacks, in words.
+    LanguagePicker small;
+    small.setModel(configOf({"eng_Latn", "fra_Latn"}, "eng_Latn", "fra_Latn"), "/models/small");
+    QVERIFY(small.choose(LanguagePicker::kDetect, "fra_Latn"));
+    small.detectFrom("Zwei Hunde spielen im Schnee neben einem See.");
+    QCOMPARE(small.source(), QString("eng_Latn"));
+    QVERIFY2(small.detectionNote().startsWith(
+                 "Cannot detect the language: German (de), which is not one of the model's languages; translating "
+                 "from English (Latin)"),
+             qPrintable(small.detectionNote()));
+    // Chosen by a person: remembered for the model.
+    auto* source = picker.findChildren<QComboBox*>().at(0);
+    source->setCurrentIndex(source->findData("spa_Latn"));
+    source->setCurrentIndex(source->findData(QString(LanguagePicker::kDetect)));
+    LanguagePicker again;
+    again.setModel(nllb, "/models/nllb");
+    QVERIFY(again.detecting());
+}
+
+// The sentence row: what is typed is detected, and the options the row hands on carry its language.
+void TestLanguageDetection::sentenceRowFollowsTheDetectedLanguage() {
+    QSettings().remove("languages");
+    TranslationController controller;
+    MainWindow window(&controller, false);
+    TranslatePanel* panel = window.translatePanel();
+    panel->languages()->setModel(configOf(realCodes("m2m100_418M"), "__en__", "__fr__"), "/models/m2m");
+    QVERIFY(panel->languages()->choose(LanguagePicker::kDetect, "__fr__"));
+    panel->sentenceEdit()->setText("Ein Mann fährt mit dem Fahrrad über eine Brücke.");
+    QCOMPARE(panel->options().source_language, std::string("__de__"));
+    QCOMPARE(window.context()->decodingOptions().source_language, std::string("__de__"));
+    panel->sentenceEdit()->setText("Un homme traverse un pont à vélo ce soir.");
+    QCOMPARE(window.context()->decodingOptions().source_language, std::string("__fr__"));
 }
 
 void TestLanguageDetection::pickerShowsWholeNames_data() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dialogs/text_translation.h"
 #include "dialogs/translation_history_dialog.h"
 #include "document/recent_models.h"
 #include "shell/pivot_row.h"
@@ -27,6 +28,7 @@
 #include <QShortcut>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTimer>
 #include <QToolButton>
 
@@ -335,6 +337,14 @@ void TranslatePanel::follow(ViewContext* c) {
     connect(m_compute, &QComboBox::activated, c, [this, c] { c->setComputeType(m_compute->currentData().toString()); });
     connect(c, &ViewContext::computeTypeChanged, this, &TranslatePanel::setComputeType);
     connect(c, &ViewContext::sentenceShown, this, &TranslatePanel::setSentence);
+    // Issue 52, item 9 (engineer D): the picker's "Detect language" follows what is typed (the options follow,
+    // no translation asked); a whole text from the field's own button (File › Translate a text… too).
+    connect(m_sentence, &QLineEdit::textChanged, m_languages, &LanguagePicker::detectFrom);
+    connect(m_languages, &LanguagePicker::detected, this, push);
+    QAction* whole_text =
+        m_sentence->addAction(style()->standardIcon(QStyle::SP_FileIcon), QLineEdit::TrailingPosition);
+    whole_text->setToolTip(tr("Translate a whole text or a file, sentence by sentence…"));
+    connect(whole_text, &QAction::triggered, this, [this, c] { TextTranslationDialog::showFor(c, window()); });
     connect(c, &ViewContext::resultChanged, this, [this](ResultPtr r) {
         if (!r) return showNote({});  // a failure says why next (failed)
         remember(r);

@@ -1,9 +1,12 @@
 #include "widgets/language_picker.h"
 
+#include <attnlab/language_detect.h>
+
 #include <QComboBox>
 #include <QCompleter>
 #include <QEvent>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
 #include <QSettings>
@@ -66,6 +69,7 @@ LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
         connect(box, &QComboBox::currentIndexChanged, this, [this, box] {
             box->lineEdit()->setCursorPosition(0);  // the code, not the name's end
             showWholeInTip(box);
+            if (box == m_source) detect();
             remember();
             Q_EMIT changed();
         });
@@ -76,9 +80,12 @@ LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
             Q_EMIT changed();
         }
     });
+    m_note = new QLabel(this);
+    m_note->setVisible(false);
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_source);
+    layout->addWidget(m_note);
     layout->addWidget(m_swap);
     layout->addWidget(m_target);
     setVisible(false);
@@ -128,6 +135,7 @@ void LanguagePicker::resizeEvent(QResizeEvent* event) {
 void LanguagePicker::fill(QComboBox* box) {
     const QSignalBlocker block(box);
     box->clear();
+    if (box == m_source && !m_languages.empty()) box->addItem(tr("Detect language"), QString::fromLatin1(kDetect));
     for (const auto& l : m_languages) {
         const QString code = QString::fromStdString(l.code);
         const QString name = languageName(code);
@@ -140,6 +148,7 @@ void LanguagePicker::fill(QComboBox* box) {
 void LanguagePicker::setModel(const PackageConfig& config, const QString& model_dir) {
     m_model_dir = model_dir;
     m_languages = config.languages;
+    m_default_source = QString::fromStdString(config.source_lang);
     fill(m_source);
     fill(m_target);
     setVisible(!m_languages.empty());
@@ -149,15 +158,18 @@ void LanguagePicker::setModel(const PackageConfig& config, const QString& model_
     if (kept.size() == 2) choose(kept[0], kept[1]);  // ignored where the model no longer has them
 }
 
+int LanguagePicker::rowOf(QComboBox* box, const QString& code_or_token) const {
+    if (box == m_source && code_or_token == QLatin1String(kDetect)) return box->findData(code_or_token);
+    for (const auto& l : m_languages)
+        if (QString::fromStdString(l.code) == code_or_token || QString::fromStdString(l.token) == code_or_token)
+            return box->findData(QString::fromStdString(l.code));
+    return -1;
+}
+
 bool LanguagePicker::choose(const QString& source, const QString& target) {
-    auto index = [this](const QString& name) {
-        for (size_t i = 0; i < m_languages.size(); ++i)
-            if (QString::fromStdString(m_languages[i].code) == name ||
-                QString::fromStdString(m_languages[i].token) == name)
-                return int(i);
-        return -1;
-    };
-    const int s = index(source), t = index(target);
+    const bool keep_detecting = detecting() && !m_detected.isEmpty() && rowOf(m_source, source) >= 0 &&
+                                m_source->itemData(rowOf(m_source, source)).toString() == m_detected;
+    const int s = keep_detecting ? m_source->currentIndex() : rowOf(m_source, source), t = rowOf(m_target, target);
     if (s < 0 || t < 0) return false;
     const QSignalBlocker a(m_source), b(m_target);
     m_source->setCurrentIndex(s);
@@ -166,15 +178,57 @@ bool LanguagePicker::choose(const QString& source, const QString& target) {
         box->lineEdit()->setCursorPosition(0);
         showWholeInTip(box);
     }
+    detect();
     return true;
 }
 
-QString LanguagePicker::source() const { return m_languages.empty() ? QString() : m_source->currentData().toString(); }
+bool LanguagePicker::detecting() const {
+    return !m_languages.empty() && m_source->currentData().toString() == QLatin1String(kDetect);
+}
+
+void LanguagePicker::detectFrom(const QString& text) {
+    m_text = text;
+    if (!detecting()) return;
+    const QString before = source();
+    detect();
+    if (source() != before) Q_EMIT detected();
+}
+
+void LanguagePicker::detect() {
+    m_note->setVisible(detecting());
+    m_detected.clear();
+    m_note_text.clear();
+    if (!detecting()) return;
+    std::vector<std::string> codes;
+    for (const auto& l : m_languages) codes.push_back(l.code);
+    const DetectedLanguage found = detectLanguage(m_text.toStdString());
+    const LanguageChoice choice = modelLanguageFor(found, codes);
+    m_detected = QString::fromStdString(choice.code);
+    if (!m_detected.isEmpty()) {
+        m_note->setText(QStringLiteral("→ %1").arg(languageName(m_detected)));
+        m_note_text = tr("Detected in the sentence: %1 (%2)").arg(languageName(m_detected), m_detected);
+    } else {
+        m_note->setText(tr("→ ? %1").arg(languageName(m_default_source)));
+        m_note_text =
+            tr("Cannot detect the language: %1; translating from %2 (%3), the model's default")
+                .arg(QString::fromStdString(choice.problem), languageName(m_default_source), m_default_source);
+    }
+    m_note->setToolTip(m_note_text);
+}
+
+QString LanguagePicker::source() const {
+    if (m_languages.empty()) return {};
+    const QString chosen = m_source->currentData().toString();
+    if (chosen != QLatin1String(kDetect)) return chosen;
+    return m_detected.isEmpty() ? m_default_source : m_detected;
+}
+
 QString LanguagePicker::target() const { return m_languages.empty() ? QString() : m_target->currentData().toString(); }
 int LanguagePicker::count() const { return int(m_languages.size()); }
 
 void LanguagePicker::remember() {
-    if (!m_model_dir.isEmpty()) QSettings().setValue(settingsKey(m_model_dir), source() + "\t" + target());
+    const QString chosen = detecting() ? QString::fromLatin1(kDetect) : source();
+    if (!m_model_dir.isEmpty()) QSettings().setValue(settingsKey(m_model_dir), chosen + "\t" + target());
 }
 
 }  // namespace attnlab::ui
