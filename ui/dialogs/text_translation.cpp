@@ -42,7 +42,8 @@ TextTranslationDialog::TextTranslationDialog(ViewContext* context, QWidget* pare
     m_table = new QTableWidget(0, 2, this);
     m_table->setHorizontalHeaderLabels({tr("Sentence"), tr("Translation")});
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Rows as high as their wrapped text at the columns' width now (not at the width they had when filled).
+    connect(m_table->horizontalHeader(), &QHeaderView::sectionResized, m_table, &QTableWidget::resizeRowsToContents);
     m_table->setWordWrap(true);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -154,6 +155,7 @@ std::optional<QString> TextTranslationDialog::translate() {
     m_table->setRowCount(0);
     m_table->setRowCount(sentenceCount());
     for (int i = 0; i < sentenceCount(); ++i) m_table->setItem(i, 0, new QTableWidgetItem(m_sentences[i]));
+    m_table->resizeRowsToContents();
     m_answered = 0;
     m_progress->setRange(0, sentenceCount());
     m_progress->setValue(0);
@@ -198,6 +200,7 @@ void TextTranslationDialog::answered(int index, const QString& translation, cons
         item->setForeground(palette().brush(QPalette::Disabled, QPalette::Text));
     }
     m_table->setItem(index, 1, item);
+    m_table->resizeRowToContents(index);
     m_progress->setValue(++m_answered);
     updateButtons();
 }
