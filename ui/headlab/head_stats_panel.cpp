@@ -17,6 +17,7 @@
 
 #include <cmath>
 
+#include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -119,6 +120,10 @@ void HeadStatsPanel::buildControls() {
            "those of the loaded model: its difference, other minus this, gets a column per statistic and a "
            "map of its own"));
     connect(m_compare, &QComboBox::activated, this, &HeadStatsPanel::compareChosen);
+    // As wide as 40 characters whatever the models' names (a hub name with its origin can be 80): the
+    // row fits a 1280 px window; the list that opens shows them whole.
+    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_compare->setMinimumContentsLength(40);
     m_kind = new QComboBox(this);
     for (const auto k : attentionKinds()) m_kind->addItem(kindTitle(k));  // index = AttentionKind
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
@@ -240,11 +245,21 @@ void HeadStatsPanel::setCompareChoices(const ModelInfo& current) {
     m_compare->clear();
     m_compare->addItem(tr("nothing"), QString());
     const QString loaded = QFileInfo(QString::fromStdString(current.package_dir)).canonicalFilePath();
-    for (const auto& [label, dir] : knownModels())
-        if (dir != loaded) m_compare->addItem(label, dir);  // not itself
+    for (const auto& [label, dir] : knownModels()) {
+        if (dir == loaded) continue;  // not itself
+        m_compare->addItem(label, dir);
+        m_compare->setItemData(m_compare->count() - 1, dir, Qt::ToolTipRole);
+    }
     m_compare->addItem(tr("Other folder…"), kOtherFolder);
+    fitCompareList();
     m_compare_problem.clear();
     m_compare_text.clear();
+}
+
+// The list that opens is as wide as its longest name (the box itself is 40 characters wide).
+void HeadStatsPanel::fitCompareList() {
+    QAbstractItemView* list = m_compare->view();
+    list->setMinimumWidth(list->sizeHintForColumn(0) + 2 * list->frameWidth() + 24);
 }
 
 void HeadStatsPanel::compareChosen(int index) {
@@ -273,6 +288,7 @@ void HeadStatsPanel::chooseCompareModel(const QString& dir) {
         i = m_compare->count() - 1;  // before "Other folder…"
         m_compare->insertItem(i, tr("%1 (folder)").arg(RecentModels::displayName(data)), data);
         m_compare->setItemData(i, data, Qt::ToolTipRole);
+        fitCompareList();
     }
     {
         const QSignalBlocker block(m_compare);
@@ -286,11 +302,10 @@ void HeadStatsPanel::setComparisonCheck(const QString& dir, bool reversed, const
     if (m_compare->currentData().toString() != dir) return;  // another was chosen since
     m_compare_problem = problem;
     const QString name = m_compare->currentText();
-    m_compare_text =
-        !problem.isEmpty() ? tr("Cannot compare with %1: %2").arg(name, problem)
-        : reversed
-            ? tr("Compared with %1 in %2 → %3, the other way round (it reads the references)").arg(name, source, target)
-            : tr("Compared with %1 in %2 → %3").arg(name, source, target);
+    m_compare_text = !problem.isEmpty() ? tr("Cannot compare with %1: %2").arg(name, problem)
+                     : reversed ? tr("%1 will be compared in %2 → %3, the other way round (it reads the references)")
+                                      .arg(name, source, target)
+                                : tr("%1 will be compared in %2 → %3").arg(name, source, target);
     m_status->setText(m_compare_text);
 }
 

@@ -120,6 +120,7 @@ private:
     QCheckBox* m_importance_box;
     QComboBox* m_compare;  // data: the model directory ("" = none; kOtherFolder: choose one)
     void compareChosen(int index);
+    void fitCompareList();
     QString m_compare_problem;  // of the model chosen: why it cannot be compared ("" = it can, or unchecked)
     QString m_compare_text;
     HeadStatsPtr m_other;
