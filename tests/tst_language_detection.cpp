@@ -17,13 +17,13 @@
 #include <QSignalSpy>
 #include <QtTest/QtTest>
 
-#include <zlib.h>
+#include "support/multi30k.h"
 
 using namespace attnlab;
 using namespace attnlab::ui;
 
 namespace {
-const QString kShared = QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/";
+const QString kShared = attnlab::testing::sharedDataDir();
 
 // A multilingual model's language codes as its tokenizer's files list them (the real files of
 // ../shared/data/hf-multilingual): NLLB's and mBART's special_tokens_map.json, M2M100's added_tokens.json.
@@ -43,17 +43,7 @@ std::vector<std::string> realCodes(const QString& model) {
     return codes;
 }
 
-// The lines of one of Multi30k's gzip files.
-QStringList corpusLines(const QString& name) {
-    gzFile f = gzopen((kShared + "multi30k/" + name).toLocal8Bit().constData(), "rb");
-    if (!f) return {};
-    QByteArray all;
-    char buffer[65536];
-    int n;
-    while ((n = gzread(f, buffer, sizeof buffer)) > 0) all.append(buffer, n);
-    gzclose(f);
-    return QString::fromUtf8(all).split('\n', Qt::SkipEmptyParts);
-}
+QStringList corpusLines(const QString& name) { return attnlab::testing::multi30kLines(name); }
 
 PackageConfig configOf(const std::vector<std::string>& codes, const std::string& source, const std::string& target) {
     PackageConfig c;

@@ -17,24 +17,14 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
-#include <zlib.h>
+#include "support/multi30k.h"
 
 using namespace attnlab;
 using namespace attnlab::ui;
 
 namespace {
-const QString kShared = QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/";
 
-QStringList corpusLines(const QString& name) {
-    gzFile f = gzopen((kShared + "multi30k/" + name).toLocal8Bit().constData(), "rb");
-    if (!f) return {};
-    QByteArray all;
-    char buffer[65536];
-    int n;
-    while ((n = gzread(f, buffer, sizeof buffer)) > 0) all.append(buffer, n);
-    gzclose(f);
-    return QString::fromUtf8(all).split('\n', Qt::SkipEmptyParts);
-}
+QStringList corpusLines(const QString& name) { return attnlab::testing::multi30kLines(name); }
 
 QStringList texts(const std::vector<TextSentence>& sentences) {
     QStringList out;
