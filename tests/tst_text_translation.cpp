@@ -17,6 +17,8 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include <random>
+
 #include "support/multi30k.h"
 
 using namespace attnlab;
@@ -51,6 +53,7 @@ private Q_SLOTS:
     void splitsRealParagraphsIntoTheirSentences();
     void keepsAbbreviationsInitialsAndNumbers();
     void newlinesAreHardBreaks();
+    void anyBytesStayInsideTheText();
     void badTextSaysWhatIsWrong();
     void translatesATextSentenceBySentence();
     void cancelKeepsWhatWasDone();
@@ -155,6 +158,29 @@ void TestTextTranslation::newlinesAreHardBreaks() {
     const std::string text = "One. Two.";
     QCOMPARE(splitSentences(text)[1].offset, size_t(5));
     QVERIFY(splitSentences(" \n\t\n").empty());
+}
+
+// Any bytes (a file's, pasted): every sentence is the text at its offset, nothing read outside the text. The
+// first input read one byte before the buffer (AddressSanitizer: heap-buffer-overflow in codePointBefore,
+// found by random inputs): "？" then a stray continuation byte before "J.P.".
+void TestTextTranslation::anyBytesStayInsideTheText() {
+    std::vector<std::string> inputs{std::string("\xef\xbc\x9f\xa9J.P. \xe2\x80\x9eZ\xe3\x80\x82\te.g\xe4\xb8\xadZ")};
+    const char* pieces[] = {".", "!", "?", "…",    "。",   " ",    "\n", "A",  "a",   "1",        "\"",
+                            "„", "“", "(", "\xff", "\xc3", "\xa9", "É",  "Dr", "e.g", "\xe2\x80", "J.P."};
+    std::mt19937 random(52);
+    for (int i = 0; i < 20000; ++i) {
+        std::string s;
+        for (int k = int(random() % 40); k > 0; --k) s += pieces[random() % std::size(pieces)];
+        inputs.push_back(s);
+    }
+    for (const std::string& text : inputs) {
+        for (const TextSentence& sentence : splitSentences(text)) {
+            QVERIFY(sentence.offset + sentence.text.size() <= text.size());
+            QVERIFY(text.compare(sentence.offset, sentence.text.size(), sentence.text) == 0);
+            QVERIFY(!sentence.text.empty());
+        }
+        QVERIFY(textProblem(text, "x") || !splitSentences(text).empty());
+    }
 }
 
 // Bad input, each with a message naming the file and the problem.

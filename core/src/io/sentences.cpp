@@ -38,11 +38,14 @@ CodePoint codePointAt(std::string_view s, size_t i) {
     return {cp, cp < 0 ? 1 : n};
 }
 
-// The code point ending just before byte i (i > 0).
+// The code point ending just before byte i (i > 0); a byte that ends no well-formed sequence is one
+// code point of its own (-1), so that stepping back never passes what stepping forward would read.
 CodePoint codePointBefore(std::string_view s, size_t i) {
     size_t start = i - 1;
     while (start > 0 && i - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
-    return codePointAt(s, start);
+    const CodePoint c = codePointAt(s, start);
+    if (c.cp >= 0 && start + c.length == i) return c;
+    return {-1, 1};
 }
 
 bool isSpace(long cp) {
