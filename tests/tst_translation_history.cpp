@@ -8,6 +8,7 @@
 #include "document/translation_history.h"
 #include "document/view_context.h"
 #include "shell/translate_panel.h"
+#include "widgets/confidence_text.h"
 
 #include <attnlab/translator.h>
 #include <attnlab/unknown_languages.h>
@@ -269,6 +270,27 @@ void TestTranslationHistory::copyButtonAndKeyFillTheClipboard() {
     m_panel->sentenceEdit()->clear();
     QTRY_VERIFY(!m_context->result());
     QVERIFY(!m_panel->copyButton()->isEnabled());
+    // beside the translation, it never makes the line taller (the maps below keep their room), at the
+    // smallest and the largest text size
+    const double text_size = m_context->textSize();
+    for (const double points : {ViewContext::kMinTextSize, ViewContext::kMaxTextSize}) {
+        m_context->setTextSize(points, /*remember=*/false);
+        QApplication::processEvents();
+        m_panel->resize(1400, std::max(300, m_panel->sizeHint().height()));  // room for all of it at 28 pt
+        QApplication::processEvents();
+        QVERIFY2(m_panel->copyButton()->height() <= m_panel->translationView()->height(),
+                 qPrintable(QString("%1 pt: Copy %2 px high, the empty translation's line %3 px")
+                                .arg(points)
+                                .arg(m_panel->copyButton()->height())
+                                .arg(m_panel->translationView()->height())));
+        QVERIFY2(m_panel->copyButton()->height() >= m_panel->copyButton()->fontMetrics().height(),  // text in sight
+                 qPrintable(QString("%1 pt: Copy %2 px high for %3 px text")
+                                .arg(points)
+                                .arg(m_panel->copyButton()->height())
+                                .arg(m_panel->copyButton()->fontMetrics().height())));
+    }
+    m_context->setTextSize(text_size, /*remember=*/false);
+    m_panel->resize(900, 300);
     clipboard->setText("kept");
     QTest::keyClick(m_panel->sentenceEdit(), Qt::Key_C, Qt::ControlModifier | Qt::ShiftModifier);
     QCOMPARE(clipboard->text(), QString("kept"));
