@@ -327,10 +327,23 @@ void TestTranslationHistory::anEntryOpensAgainWithItsModelAndOptions() {
     QVERIFY(!m_panel->history()->clear());
     const QString first_model = QFileInfo(m_package).canonicalFilePath();
     QCOMPARE(QString::fromStdString(m_context->model()->package_dir), first_model);
+    // the second: a copy made multilingual (three language tokens; fra_Latn -> deu_Latn when none is chosen)
     QDir().mkpath(m_dir.filePath("copy"));
     for (const QFileInfo& f : QDir(m_package).entryInfoList(QDir::Files))
         QVERIFY(QFile::copy(f.filePath(), m_dir.filePath("copy/" + f.fileName())));
     const QString second_model = QFileInfo(m_dir.filePath("copy")).canonicalFilePath();
+    QString config = QString::fromUtf8(readAll(second_model + "/config.json"));
+    for (const auto& [from, to] : QList<QPair<QString, QString>>{
+             {"\"languages\": []",
+              "\"languages\": [{\"code\": \"deu_Latn\", \"id\": 390, \"token\": \"deu_Latn\"}, "
+              "{\"code\": \"eng_Latn\", \"id\": 391, \"token\": \"eng_Latn\"}, "
+              "{\"code\": \"fra_Latn\", \"id\": 392, \"token\": \"fra_Latn\"}]"},
+             {"\"source_lang\": \"de\"", "\"source_lang\": \"fra_Latn\""},
+             {"\"target_lang\": \"en\"", "\"target_lang\": \"deu_Latn\""}}) {
+        QVERIFY2(config.contains(from), qPrintable(from));
+        config.replace(from, to);
+    }
+    writeAll(second_model + "/config.json", config.toUtf8());
     attnlab::DecodingOptions o = m_panel->options();
     o.beam_size = 2;
     m_panel->setOptions(o);
@@ -338,11 +351,20 @@ void TestTranslationHistory::anEntryOpensAgainWithItsModelAndOptions() {
     QSignalSpy loaded(m_context.get(), &ViewContext::modelChanged);
     m_context->loadModel(second_model);
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    m_panel->sentenceEdit()->clear();  // another language chosen translates what the field holds
     o = m_panel->options();
     o.beam_size = 3;
+    o.source_language = "eng_Latn";
+    o.target_language = "fra_Latn";
     m_panel->setOptions(o);
     translateAndWait("Eine Frau liest ein Buch.");
+    QCOMPARE(m_context->resultOptions().target_language, std::string("fra_Latn"));
     QCOMPARE(m_panel->history()->entries().size(), 2);
+    // another pair chosen afterwards (the picker remembers it for this model): the entry keeps its own
+    m_panel->sentenceEdit()->clear();
+    o.source_language = "deu_Latn";
+    o.target_language = "eng_Latn";
+    m_panel->setOptions(o);
     TranslationHistoryDialog* dialog = m_panel->showHistory();
     QVERIFY(QTest::qWaitForWindowExposed(dialog));
     QCOMPARE(dialog->list()->topLevelItemCount(), 2);
@@ -363,6 +385,20 @@ void TestTranslationHistory::anEntryOpensAgainWithItsModelAndOptions() {
     QCOMPARE(m_panel->options().beam_size, 2);
     QCOMPARE(m_context->resultOptions().beam_size, 2);
     QCOMPARE(m_panel->sentence(), QString("Ein Mann fährt Fahrrad."));
+    // the multilingual one: its model again, in its languages (not the ones chosen since), with its beam
+    dialog->searchField()->setText("FRAU");
+    QCOMPARE(dialog->list()->topLevelItemCount(), 1);
+    loaded.clear();
+    dialog->openButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QCOMPARE(QString::fromStdString(m_context->model()->package_dir), second_model);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        m_context->result() && QString::fromStdString(m_context->result()->source_text) == "Eine Frau liest ein Buch.",
+        30000);
+    QCOMPARE(m_context->resultOptions().source_language, std::string("eng_Latn"));
+    QCOMPARE(m_context->resultOptions().target_language, std::string("fra_Latn"));
+    QCOMPARE(m_context->resultOptions().beam_size, 3);
+    QCOMPARE(m_panel->options().target_language, std::string("fra_Latn"));
     // Off: the next translation is not kept (the switch is in the window, remembered in the settings).
     dialog->searchField()->clear();
     dialog->keepBox()->setChecked(false);
