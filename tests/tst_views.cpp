@@ -147,6 +147,7 @@ private Q_SLOTS:
     void alignmentDotsAreRound();  // issue 52
     void headStatisticsComparedWithAnotherModel();
     void compareWithAMultilingualModel();  // issue 52
+    void compareFromAMultilingualModelFollowsItsLanguages();
     void headStatisticsHeatmapTakesTheRoom();
     void importanceOverFewSentencesSaysSo();
     void pairViewComparesAStepsPair();
@@ -154,6 +155,7 @@ private Q_SLOTS:
     void headsViewOpensOnItsExamplesComputed();
     void headsViewWithoutExamplesSaysWhatToDo();
     void largeModelFitsTheDefaultWindow();
+    void aLargeGridPagesByLayer();
     void studentLayersPerKind();
     void positionalAndInputsFollowMarianLayout();
     void aNewModelSwitchesEveryHeadOn();
@@ -167,6 +169,7 @@ private:
     attnlab::ui::ResultPtr translate(const std::string& sentence) const;
     // A copy of the fixture package whose config.json has each (from, to) text replaced.
     QString packageVariant(const QString& name, const QList<QPair<QString, QString>>& edits);
+    QString nllbLikePackage();
     std::unique_ptr<attnlab::Translator> m_core;
     std::unique_ptr<TranslationController> m_controller;
     std::unique_ptr<ViewContext> m_context;
@@ -207,6 +210,18 @@ QString TestViews::packageVariant(const QString& name, const QList<QPair<QString
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) return {};
     file.write(config.toUtf8());
     return dir;
+}
+
+// The fixture as a multilingual model: NLLB's codes for German, English and French (language tokens
+// 390-392 of its 400 ids), fra_Latn → deu_Latn its default pair.
+QString TestViews::nllbLikePackage() {
+    const QString languages =
+        "\"languages\": [{\"code\": \"deu_Latn\", \"id\": 390, \"token\": \"deu_Latn\"}, "
+        "{\"code\": \"eng_Latn\", \"id\": 391, \"token\": \"eng_Latn\"}, "
+        "{\"code\": \"fra_Latn\", \"id\": 392, \"token\": \"fra_Latn\"}]";
+    return packageVariant("nllb-like", {{"\"languages\": []", languages},
+                                        {"\"source_lang\": \"de\"", "\"source_lang\": \"fra_Latn\""},
+                                        {"\"target_lang\": \"en\"", "\"target_lang\": \"deu_Latn\""}});
 }
 
 void TestViews::registryIsTheOneListOfViews() {
@@ -800,13 +815,7 @@ void TestViews::headStatisticsComparedWithAnotherModel() {
 // model said "this model translates en into de only; the source language 'eng_Latn' is not one of its
 // languages" after the run.)
 void TestViews::compareWithAMultilingualModel() {
-    const QString languages =
-        "\"languages\": [{\"code\": \"deu_Latn\", \"id\": 390, \"token\": \"deu_Latn\"}, "
-        "{\"code\": \"eng_Latn\", \"id\": 391, \"token\": \"eng_Latn\"}, "
-        "{\"code\": \"fra_Latn\", \"id\": 392, \"token\": \"fra_Latn\"}]";
-    const QString multi = packageVariant("nllb-like", {{"\"languages\": []", languages},
-                                                       {"\"source_lang\": \"de\"", "\"source_lang\": \"fra_Latn\""},
-                                                       {"\"target_lang\": \"en\"", "\"target_lang\": \"deu_Latn\""}});
+    const QString multi = nllbLikePackage();
     const QString french = packageVariant("fr-de", {{"\"source_lang\": \"de\"", "\"source_lang\": \"fr\""},
                                                     {"\"target_lang\": \"en\"", "\"target_lang\": \"de\""}});
     HeadStatsPanel panel;
@@ -856,6 +865,34 @@ void TestViews::compareWithAMultilingualModel() {
     QCOMPARE(request.compare_model, std::string());
     QVERIFY2(panel.statusText().contains("no comparison: "), qPrintable(panel.statusText()));
     m_controller->waitForIdle();
+}
+
+// Issue 52, item 5, as it was found: a multilingual model loaded, the fixture (a de → en model) chosen
+// to compare with in the Heads tab. In the model's default pair (fra_Latn → deu_Latn) the check says
+// why not before any run; with deu_Latn → eng_Latn chosen beside the sentence it is checked again and
+// compared in its own de → en.
+void TestViews::compareFromAMultilingualModelFollowsItsLanguages() {
+    const QString multi = nllbLikePackage();
+    TranslationController controller;
+    ViewContext context(&controller);
+    HeadLabView view(&context);
+    QSignalSpy loaded(&context, &ViewContext::modelChanged);
+    context.loadModel(multi);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    controller.waitForIdle();
+    HeadStatsPanel* panel = view.statistics();
+    QSignalSpy checked(&controller, &TranslationController::comparisonChecked);
+    panel->chooseCompareModel(m_package);
+    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
+    QVERIFY2(panel->comparisonText().contains("translates de → en only; the comparison needs fra_Latn → deu_Latn"),
+             qPrintable(panel->comparisonText()));
+    attnlab::DecodingOptions o = context.decodingOptions();
+    o.source_language = "deu_Latn";
+    o.target_language = "eng_Latn";
+    context.setDecodingOptions(o);
+    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 2, 60000);
+    QVERIFY2(panel->comparisonText().endsWith("will be compared in de → en"), qPrintable(panel->comparisonText()));
+    controller.waitForIdle();
 }
 
 void TestViews::pairViewComparesAStepsPair() {
@@ -985,6 +1022,51 @@ void TestViews::headsViewWithoutExamplesSaysWhatToDo() {
 // default size (1400 x 900): the grid's captions fit and a tall map gets a tall cell, the decoding
 // strip pages by layer (a line of text per row), the head lab's ablation grids wrap instead of
 // widening the window.
+// Issue 52: a 12 x 16-head model's grid in a projector's pane (1280 x 720, 12 pt) had thumbnails of
+// 23 px, 1.5 px a map row. Where a map row would fall under kMinMapRowPx, the grid shows as many
+// layers as keep it, the page following the selected layer and the wheel; the caption says which.
+void TestViews::aLargeGridPagesByLayer() {
+    const auto r = shapedResult(12, 12, 16, 13, 15);
+    AttentionGrid grid;
+    QFont f = grid.font();
+    f.setPointSizeF(12);
+    grid.setFont(f);
+    grid.resize(560, 380);  // the Attention tab's grid pane at 1280 x 720
+    grid.setMaps(r.cross);  // 15 rows x 13 columns a map
+    grid.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&grid));
+    QCOMPARE(grid.layers(), 12);
+    const int shown = grid.shownLayers();
+    QVERIFY2(shown >= 1 && shown < 12, qPrintable(QString::number(shown)));
+    QCOMPARE(grid.firstShownLayer(), 0);
+    const QRect cell = grid.cellRect(0, 0);
+    QVERIFY2(cell.height() >= 15 * AttentionGrid::kMinMapRowPx, qPrintable(QString::number(cell.height())));
+    QVERIFY(grid.cellRect(shown, 0).isEmpty());  // the next page's first layer is not drawn
+    QVERIFY(grid.captionsFit());
+    QVERIFY(!grid.layerText(0).isEmpty() && !grid.headerText(16).isEmpty());
+    QVERIFY2(grid.pageText().contains(QString("of 12")), qPrintable(grid.pageText()));
+    // A layer further down selected (the head picker, a lesson): its page is shown.
+    grid.setSelected(11, 3);
+    QCOMPARE(grid.firstShownLayer() + grid.shownLayers(), 12);
+    const QRect last = grid.cellRect(11, 3);
+    QVERIFY(!last.isEmpty());
+    QCOMPARE(grid.cellAt(last.center()), std::make_pair(11, 3));
+    QSignalSpy clicked(&grid, &AttentionGrid::cellClicked);
+    QTest::mouseClick(&grid, Qt::LeftButton, {}, last.center());
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.at(0).at(0).toInt(), 11);
+    // The wheel pages back up.
+    QWheelEvent up(QPointF(10, 10), grid.mapToGlobal(QPointF(10, 10)), {}, QPoint(0, 120), Qt::NoButton, {},
+                   Qt::NoScrollPhase, false);
+    QApplication::sendEvent(&grid, &up);
+    QVERIFY(grid.firstShownLayer() < 12 - grid.shownLayers());
+    // Room for every layer: no paging.
+    grid.resize(560, 3000);
+    QCOMPARE(grid.shownLayers(), 12);
+    QCOMPARE(grid.firstShownLayer(), 0);
+    QVERIFY(grid.pageText().isEmpty());
+}
+
 void TestViews::largeModelFitsTheDefaultWindow() {
     AttentionExplorer attention(m_context.get());
     DecodingView decoding(m_context.get());

@@ -8,6 +8,9 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <memory>
+#include <utility>
+
 namespace attnlab::ui {
 
 HeadLabView::HeadLabView(ViewContext* context, QWidget* parent) : View(context, parent) {
@@ -79,6 +82,12 @@ void HeadLabView::wireStatistics(ViewContext* c) {
                                     QString::fromStdString(shown.target_language));
     });
     connect(controller, &TranslationController::comparisonChecked, m_stats, &HeadStatsPanel::setComparisonCheck);
+    connect(c, &ViewContext::decodingOptionsChanged, this,
+            [this, shown = std::make_shared<std::pair<std::string, std::string>>()](const DecodingOptions& o) {
+                if (*shown == std::make_pair(o.source_language, o.target_language)) return;
+                *shown = {o.source_language, o.target_language};
+                m_stats->recheckComparison();  // other languages: the other model's may be others too
+            });
     connect(controller, &TranslationController::headLabFinished, this, [this, c](HeadStatsPtr s, ImportancePtr i) {
         // Lines the model cannot read are left out of the run, not a reason to stop it.
         const QString skipped = s && !s->skipped.empty()

@@ -280,6 +280,11 @@ void HeadStatsPanel::compareChosen(int index) {
     Q_EMIT compareCheckRequested(dir);
 }
 
+void HeadStatsPanel::recheckComparison() {
+    const QString dir = m_compare->currentData().toString();
+    if (!dir.isEmpty() && dir != kOtherFolder) compareChosen(m_compare->currentIndex());
+}
+
 void HeadStatsPanel::chooseCompareModel(const QString& dir) {
     const QString canonical = QFileInfo(dir).canonicalFilePath();
     const QString data = canonical.isEmpty() ? dir : canonical;

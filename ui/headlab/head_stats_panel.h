@@ -44,6 +44,8 @@ public:
     void setComparisonCheck(const QString& dir, bool reversed, const QString& source, const QString& target,
                             const QString& problem);
     QString comparisonText() const { return m_compare_text; }  // what the last check said
+    // The languages translated changed: the model chosen is checked again (compareCheckRequested).
+    void recheckComparison();
     // The models the app knows, as (label, folder): the bundled ones, the Argos packages installed, the
     // recent models and the complete snapshots of the Hugging Face cache; each folder once.
     static QList<QPair<QString, QString>> knownModels();
