@@ -184,6 +184,9 @@ void TestLanguageDetection::pickerDetectsTheSource() {
     QVERIFY(picker.detecting());
     QCOMPARE(picker.source(), QString("deu_Latn"));  // the text given before
     QCOMPARE(picker.detectionNote(), QString("Detected in the sentence: German (Latin) (deu_Latn)"));
+    auto* source_box = picker.findChildren<QComboBox*>().at(0);
+    QCOMPARE(source_box->currentText(), QString("Detect → German (Latin)"));  // the entry says what it found
+    QCOMPARE(source_box->toolTip(), picker.detectionNote());
     picker.detectFrom("一個男人在橋上騎自行車，天氣很好，他很高興。");
     QCOMPARE(picker.source(), QString("zho_Hant"));
     QCOMPARE(detected.count(), 1);
@@ -248,22 +251,39 @@ void TestLanguageDetection::pickerShowsWholeNames() {
     window.resize(width, 720);
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
+    // A model loaded: the direction switch is in the row too (the fixture package; NLLB's languages given after).
+    QSignalSpy loaded(window.context(), &ViewContext::modelChanged);
+    window.context()->loadModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE"));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     LanguagePicker* picker = window.translatePanel()->languages();
     picker->setModel(configOf(realCodes("nllb-200-distilled-600M"), "eng_Latn", "deu_Latn"), "/models/nllb");
     QVERIFY(picker->isVisible());
     const auto boxes = picker->findChildren<QComboBox*>();
     QCOMPARE(boxes.size(), 2);
-    for (const auto& [source, target] :
-         {std::pair<QString, QString>{"eng_Latn", "deu_Latn"}, {"zho_Hant", "kas_Deva"}, {"ace_Latn", "bjn_Arab"}}) {
+    for (const auto& [source, target] : {std::pair<QString, QString>{"eng_Latn", "deu_Latn"},
+                                         {"zho_Hant", "kas_Deva"},
+                                         {"ace_Latn", "bjn_Arab"},
+                                         {LanguagePicker::kDetect, "zho_Hant"}}) {  // Detect's note beside it
         QVERIFY(picker->choose(source, target));
+        window.translatePanel()->sentenceEdit()->setText("Ein Mann mit einer orangefarbenen Mütze starrt auf etwas.");
         QApplication::processEvents();
         QCOMPARE(window.width(), width);  // the row never widens the window
+        // and the sentence keeps its room: 40 average characters at least
+        const QLineEdit* sentence = window.translatePanel()->sentenceEdit();
+        QVERIFY2(sentence->width() >= 40 * sentence->fontMetrics().averageCharWidth(),
+                 qPrintable(QString("%1 wide: the sentence field is %2 px").arg(width).arg(sentence->width())));
         for (QComboBox* box : boxes) {
             const QString text = box->currentText();
             QLineEdit* edit = box->lineEdit();
             const int room =
                 edit->contentsRect().width() - edit->textMargins().left() - edit->textMargins().right() - 4;
             const int needed = edit->fontMetrics().horizontalAdvance(text);
+            // Within the picker's maximum: whole; beyond it: cut, and whole in the tooltip.
+            const bool long_name = needed > edit->fontMetrics().averageCharWidth() * LanguagePicker::kMaximumCharacters;
+            if (long_name) {
+                QVERIFY2(box->toolTip().startsWith(text + "\n"), qPrintable(box->toolTip()));
+                continue;
+            }
             QVERIFY2(needed <= room, qPrintable(QString("%1 wide: \"%2\" needs %3 px, its field shows %4 px")
                                                     .arg(width)
                                                     .arg(text)

@@ -6,7 +6,6 @@
 #include <QCompleter>
 #include <QEvent>
 #include <QHBoxLayout>
-#include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
 #include <QSettings>
@@ -80,12 +79,9 @@ LanguagePicker::LanguagePicker(QWidget* parent) : QWidget(parent) {
             Q_EMIT changed();
         }
     });
-    m_note = new QLabel(this);
-    m_note->setVisible(false);
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_source);
-    layout->addWidget(m_note);
     layout->addWidget(m_swap);
     layout->addWidget(m_target);
     setVisible(false);
@@ -112,9 +108,10 @@ void LanguagePicker::fitToEntries(QComboBox* box) {
 
 // The field's tooltip: what it is for, and its text whole when the field cuts it.
 void LanguagePicker::showWholeInTip(QComboBox* box) {
-    const QString purpose = box == m_source
-                                ? tr("The language of the sentence (its token is the source's first)")
-                                : tr("The language to translate into (its token is forced as the first output)");
+    const QString purpose = box != m_source
+                                ? tr("The language to translate into (its token is forced as the first output)")
+                            : detecting() ? m_note_text
+                                          : tr("The language of the sentence (its token is the source's first)");
     QLineEdit* edit = box->lineEdit();
     const QString text = box->currentText();
     const bool cut = edit->fontMetrics().horizontalAdvance(text) > edit->contentsRect().width() - 2 * kLineEditPadding;
@@ -194,26 +191,41 @@ void LanguagePicker::detectFrom(const QString& text) {
     if (source() != before) Q_EMIT detected();
 }
 
+// What Detect found, shown as the Detect entry's own text ("Detect → German (Latin)"; "Detect → ? English
+// (Latin)" when it cannot tell), the whole finding or the reason in the field's tooltip.
 void LanguagePicker::detect() {
-    m_note->setVisible(detecting());
     m_detected.clear();
     m_note_text.clear();
-    if (!detecting()) return;
+    if (!detecting()) {
+        showDetection(tr("Detect language"));
+        return;
+    }
     std::vector<std::string> codes;
     for (const auto& l : m_languages) codes.push_back(l.code);
     const DetectedLanguage found = detectLanguage(m_text.toStdString());
     const LanguageChoice choice = modelLanguageFor(found, codes);
     m_detected = QString::fromStdString(choice.code);
     if (!m_detected.isEmpty()) {
-        m_note->setText(QStringLiteral("→ %1").arg(languageName(m_detected)));
         m_note_text = tr("Detected in the sentence: %1 (%2)").arg(languageName(m_detected), m_detected);
+        showDetection(tr("Detect → %1").arg(languageName(m_detected)));
     } else {
-        m_note->setText(tr("→ ? %1").arg(languageName(m_default_source)));
         m_note_text =
             tr("Cannot detect the language: %1; translating from %2 (%3), the model's default")
                 .arg(QString::fromStdString(choice.problem), languageName(m_default_source), m_default_source);
+        showDetection(tr("Detect → ? %1").arg(languageName(m_default_source)));
     }
-    m_note->setToolTip(m_note_text);
+}
+
+void LanguagePicker::showDetection(const QString& shown) {
+    const int row = m_source->findData(QString::fromLatin1(kDetect));
+    if (row < 0) return;
+    const QSignalBlocker block(m_source);
+    m_source->setItemText(row, shown);
+    if (m_source->currentIndex() == row) {
+        m_source->lineEdit()->setText(shown);
+        m_source->lineEdit()->setCursorPosition(0);
+    }
+    showWholeInTip(m_source);
 }
 
 QString LanguagePicker::source() const {

@@ -3,7 +3,8 @@
 // two searchable lists beside the sentence: type "ger", "deu" or "German" and the matching
 // languages are offered. Each language shows its code and name (from QLocale: "deu_Latn  German
 // (Latin)") and is kept by its code. The source may be "Detect language": the sentence's language, detected
-// by CLD2 and matched to the model's codes, with a note beside it saying what was found or why nothing was. Each field
+// by CLD2 and matched to the model's codes; the entry itself says what was found ("Detect → German (Latin)"),
+// its tooltip why nothing was. Each field
 // is as wide as its longest entry (up to a maximum, beyond which the shown text is cut and its tooltip holds it whole).
 // The choice is remembered per model; the picker is hidden for a model of one language pair.
 
@@ -12,7 +13,6 @@
 #include <QWidget>
 
 class QComboBox;
-class QLabel;
 class QToolButton;
 
 namespace attnlab::ui {
@@ -38,6 +38,9 @@ public:
     // the model has no such language. Detection stays chosen when `source` is the language it found.
     bool choose(const QString& source, const QString& target);
     static constexpr char kDetect[] = "auto";
+    // The widest a field grows: most names fit ("eng_Latn  English (Latin)"), NLLB's longest ("zho_Hant  Chinese
+    // (Traditional Han)") are cut, whole in the tooltip, so that the sentence keeps its room at 1280 wide.
+    static constexpr int kMaximumCharacters = 30;
     bool detecting() const;
     // The sentence typed: with Detect chosen, its language (attnlab/language_detect.h) becomes the source,
     // `detected` says so when the source changes.
@@ -56,20 +59,19 @@ protected:
 
 private:
     static constexpr int kMinimumCharacters = 14;  // before a model's languages are known
-    static constexpr int kMaximumCharacters = 40;  // the widest a field grows (NLLB's longest names fit)
     static constexpr int kLineEditPadding = 2;     // QLineEdit's room around its text (qlineedit_p.h)
     void fill(QComboBox* box);
     void fitToEntries(QComboBox* box);
     void showWholeInTip(QComboBox* box);
-    void detect();  // m_text's language, with the note
+    void detect();  // m_text's language, shown in the Detect entry
+    void showDetection(const QString& shown);
     int rowOf(QComboBox* box, const QString& code_or_token) const;
     void remember();
     QComboBox* m_source;
     QComboBox* m_target;
     QToolButton* m_swap;
     QString m_model_dir;
-    QLabel* m_note;       // Detect's finding, beside the source
-    QString m_note_text;  // in full
+    QString m_note_text;  // Detect's finding or why it found nothing, in full (the source's tooltip)
     QString m_text;       // the last text given to detectFrom
     QString m_detected;   // its language among the model's, or empty
     QString m_default_source;
