@@ -45,6 +45,8 @@ public:
     int gridsPerRow() const { return m_per_row; }
 
     QString beforeText() const;
+    // The translation "Before" shows; null while it waits for the one of the sentence of "after".
+    ResultPtr beforeResult() const { return m_after.result && m_before.key != m_after.key ? nullptr : m_before.result; }
     QString afterText() const;  // rich text: changed words in <b>
     // The words of `after` that are not in the longest common subsequence with `before`.
     static std::vector<bool> changedWords(const QStringList& before, const QStringList& after);
