@@ -313,6 +313,12 @@ void TestTranslationHistory::ctrlEnterTranslatesWithLiveOff() {
     QTest::keyClick(beam, Qt::Key_Return);
     QTest::qWait(300);
     QVERIFY(!m_context->result() || QString::fromStdString(m_context->result()->source_text) != sentence);
+    // the keys are named where a person looks: Help › Keyboard shortcuts (and the buttons' tooltips)
+    QStringList listed;
+    for (const auto& [keys, what] : TranslatePanel::keyList()) listed << keys;
+    QVERIFY2(listed.contains(TranslatePanel::translateKey().toString(QKeySequence::NativeText)),
+             qPrintable(listed.join(", ")));
+    QVERIFY(listed.contains(TranslatePanel::copyKey().toString(QKeySequence::NativeText)));
     QTest::keyClick(beam, Qt::Key_Return, Qt::ControlModifier);
     QTRY_VERIFY_WITH_TIMEOUT(
         m_context->result() && QString::fromStdString(m_context->result()->source_text) == sentence, 30000);
