@@ -4,6 +4,8 @@
 // (TextTranslationDialog).
 #include "dialogs/text_translation.h"
 #include "document/view_context.h"
+#include "shell/main_window.h"
+#include "shell/translate_panel.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/sentences.h>
@@ -12,6 +14,8 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QFile>
+#include <QLineEdit>
+#include <QMenuBar>
 #include <QProgressBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -58,6 +62,7 @@ private Q_SLOTS:
     void translatesATextSentenceBySentence();
     void cancelKeepsWhatWasDone();
     void dialogSaysWhatIsWrongWithItsInput();
+    void reachableFromTheFileMenuAndTheSentenceRow();
 
 private:
     // Multi30k's German descriptions from `from` on that end with a stop and that the fixture model takes (it
@@ -336,6 +341,28 @@ void TestTextTranslation::dialogSaysWhatIsWrongWithItsInput() {
     const QString why = QString::fromStdString(*alone.inputProblem((longest + ".").toStdString()));
     QCOMPARE(dialog.table()->item(1, 1)->toolTip(), why);
     QVERIFY2(dialog.note().contains("1 of 3 sentences could not be translated"), qPrintable(dialog.note()));
+}
+
+// File › Translate a text… and the sentence field's own button open the window's one text dialog.
+void TestTextTranslation::reachableFromTheFileMenuAndTheSentenceRow() {
+    TranslationController controller;
+    MainWindow window(&controller, false);
+    QAction* menu_item = nullptr;
+    for (QAction* a : window.menuBar()->actions().first()->menu()->actions())
+        if (a->text().remove('&') == "Translate a text…") menu_item = a;
+    QVERIFY(menu_item);
+    QVERIFY(!window.findChild<TextTranslationDialog*>());
+    menu_item->trigger();
+    auto* dialog = window.findChild<TextTranslationDialog*>();
+    QVERIFY(dialog && dialog->isVisible());
+    dialog->close();
+    const QList<QAction*> field = window.translatePanel()->sentenceEdit()->actions();
+    const auto button = std::find_if(field.begin(), field.end(),
+                                     [](QAction* a) { return a->toolTip().startsWith("Translate a whole text"); });
+    QVERIFY(button != field.end());
+    (*button)->trigger();
+    QCOMPARE(window.findChildren<TextTranslationDialog*>().size(), 1);  // the same one, shown again
+    QVERIFY(dialog->isVisible());
 }
 
 QTEST_MAIN(TestTextTranslation)
