@@ -155,6 +155,7 @@ private Q_SLOTS:
     void headsViewOpensOnItsExamplesComputed();
     void headsViewWithoutExamplesSaysWhatToDo();
     void largeModelFitsTheDefaultWindow();
+    void aLargeGridPagesByLayer();
     void studentLayersPerKind();
     void positionalAndInputsFollowMarianLayout();
     void aNewModelSwitchesEveryHeadOn();
@@ -858,6 +859,7 @@ void TestViews::compareWithAMultilingualModel() {
     checked.clear();
     panel.chooseCompareModel(french);
     QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
+    qDebug() << "DBG" << checked.first() << panel.compareChoice()->currentData() << panel.statusText();
     QVERIFY2(panel.comparisonText().contains("translates fr → de only; the comparison needs de → en"),
              qPrintable(panel.comparisonText()));
     panel.startRun(false);
@@ -1021,6 +1023,51 @@ void TestViews::headsViewWithoutExamplesSaysWhatToDo() {
 // default size (1400 x 900): the grid's captions fit and a tall map gets a tall cell, the decoding
 // strip pages by layer (a line of text per row), the head lab's ablation grids wrap instead of
 // widening the window.
+// Issue 52: a 12 x 16-head model's grid in a projector's pane (1280 x 720, 12 pt) had thumbnails of
+// 23 px, 1.5 px a map row. Where a map row would fall under kMinMapRowPx, the grid shows as many
+// layers as keep it, the page following the selected layer and the wheel; the caption says which.
+void TestViews::aLargeGridPagesByLayer() {
+    const auto r = shapedResult(12, 12, 16, 13, 15);
+    AttentionGrid grid;
+    QFont f = grid.font();
+    f.setPointSizeF(12);
+    grid.setFont(f);
+    grid.resize(560, 380);  // the Attention tab's grid pane at 1280 x 720
+    grid.setMaps(r.cross);  // 15 rows x 13 columns a map
+    grid.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&grid));
+    QCOMPARE(grid.layers(), 12);
+    const int shown = grid.shownLayers();
+    QVERIFY2(shown >= 1 && shown < 12, qPrintable(QString::number(shown)));
+    QCOMPARE(grid.firstShownLayer(), 0);
+    const QRect cell = grid.cellRect(0, 0);
+    QVERIFY2(cell.height() >= 15 * AttentionGrid::kMinMapRowPx, qPrintable(QString::number(cell.height())));
+    QVERIFY(grid.cellRect(shown, 0).isEmpty());  // the next page's first layer is not drawn
+    QVERIFY(grid.captionsFit());
+    QVERIFY(!grid.layerText(0).isEmpty() && !grid.headerText(16).isEmpty());
+    QVERIFY2(grid.pageText().contains(QString("of 12")), qPrintable(grid.pageText()));
+    // A layer further down selected (the head picker, a lesson): its page is shown.
+    grid.setSelected(11, 3);
+    QCOMPARE(grid.firstShownLayer() + grid.shownLayers(), 12);
+    const QRect last = grid.cellRect(11, 3);
+    QVERIFY(!last.isEmpty());
+    QCOMPARE(grid.cellAt(last.center()), std::make_pair(11, 3));
+    QSignalSpy clicked(&grid, &AttentionGrid::cellClicked);
+    QTest::mouseClick(&grid, Qt::LeftButton, {}, last.center());
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.at(0).at(0).toInt(), 11);
+    // The wheel pages back up.
+    QWheelEvent up(QPointF(10, 10), grid.mapToGlobal(QPointF(10, 10)), {}, QPoint(0, 120), Qt::NoButton, {},
+                   Qt::NoScrollPhase, false);
+    QApplication::sendEvent(&grid, &up);
+    QVERIFY(grid.firstShownLayer() < 12 - grid.shownLayers());
+    // Room for every layer: no paging.
+    grid.resize(560, 3000);
+    QCOMPARE(grid.shownLayers(), 12);
+    QCOMPARE(grid.firstShownLayer(), 0);
+    QVERIFY(grid.pageText().isEmpty());
+}
+
 void TestViews::largeModelFitsTheDefaultWindow() {
     AttentionExplorer attention(m_context.get());
     DecodingView decoding(m_context.get());

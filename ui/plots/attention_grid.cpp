@@ -4,6 +4,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
+#include <QWheelEvent>
 #include "document/numbering.h"
 
 #include <algorithm>
@@ -46,6 +47,7 @@ QImage AttentionGrid::render(const Matrix& m) const {
 void AttentionGrid::setMaps(const LayerHeadMaps& maps) {
     m_maps = maps;
     renderAll();
+    fitPage();
 }
 
 void AttentionGrid::setColorMap(Palette palette) {
@@ -68,14 +70,56 @@ void AttentionGrid::renderAll() {
 void AttentionGrid::setSelected(int layer, int head) {
     m_sel_layer = layer;
     m_sel_head = head;
+    showPageOf(layer);
     update();
 }
 
+int AttentionGrid::shownLayers() const { return m_per_page > 0 ? std::min(m_per_page, layers()) : layers(); }
+int AttentionGrid::firstShownLayer() const { return std::clamp(m_first, 0, std::max(0, layers() - shownLayers())); }
+
+QString AttentionGrid::pageText() const {
+    if (shownLayers() >= layers()) return {};
+    return tr("layers %1–%2 of %3").arg(firstShownLayer() + 1).arg(firstShownLayer() + shownLayers()).arg(layers());
+}
+
+void AttentionGrid::showPageOf(int layer) {
+    const int n = shownLayers();
+    if (n <= 0 || layer < 0) return;
+    if (layer < firstShownLayer() || layer >= firstShownLayer() + n) m_first = layer / n * n;
+    m_first = firstShownLayer();
+}
+
+// The most layers whose maps keep kMinMapRowPx a row (one layer at least).
+void AttentionGrid::fitPage() {
+    const int rows = m_maps.empty() || m_maps[0].empty() ? 0 : int(m_maps[0][0].size());
+    int n = layers();
+    while (n > 1 && cellSize(n).height() < rows * kMinMapRowPx) --n;
+    m_per_page = n;
+    showPageOf(m_sel_layer);
+    update();
+}
+
+void AttentionGrid::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fitPage();
+}
+
+void AttentionGrid::wheelEvent(QWheelEvent* event) {
+    const int n = shownLayers();
+    if (n >= layers() || event->angleDelta().y() == 0) return QWidget::wheelEvent(event);
+    m_first = std::clamp(firstShownLayer() + (event->angleDelta().y() < 0 ? n : -n), 0, layers() - n);
+    update();
+    event->accept();
+}
+
 int AttentionGrid::labelWidth() const { return QFontMetrics(font()).horizontalAdvance(tr("layer %1").arg(88)) + 6; }
-int AttentionGrid::headerHeight() const { return QFontMetrics(font()).height() + 6; }
+// A page of layers says which above its captions: a line more.
+int AttentionGrid::headerHeight(int shown) const {
+    return (shown < layers() ? 2 : 1) * QFontMetrics(font()).height() + 6;
+}
 
 QSize AttentionGrid::sizeHint() const {
-    return QSize(labelWidth() + (heads() + 1) * 90, headerHeight() + layers() * 90);
+    return QSize(labelWidth() + (heads() + 1) * 90, headerHeight(layers()) + layers() * 90);
 }
 
 double AttentionGrid::cellAspect() const {
@@ -84,20 +128,31 @@ double AttentionGrid::cellAspect() const {
     return std::clamp(rows / cols, 1.0, kMaxAspect);
 }
 
-QRect AttentionGrid::cellRect(int layer, int column) const {
+// The largest squares that fit; then, for a map taller than wide, as tall as its shape asks where
+// the rows leave room (16 heads and the mean make narrow columns: a long translation's rows are not
+// squeezed into them).
+QSize AttentionGrid::cellSize(int shown) const {
     const int columns = heads() + 1;
-    if (columns <= 1 || layers() == 0) return {};
-    const int label = labelWidth(), header = headerHeight();
-    // The largest squares that fit; then, for a map taller than wide, as tall as its shape asks
-    // where the rows leave room (16 heads and the mean make narrow columns: a long translation's
-    // rows are not squeezed into them).
-    const int room_w = (width() - label) / columns - kGap, room_h = (height() - header) / layers() - kGap;
+    const int room_w = (width() - labelWidth()) / columns - kGap,
+              room_h = (height() - headerHeight(shown)) / std::max(1, shown) - kGap;
     const int w = std::max(8, std::min(room_w, room_h));
-    const int h = std::max(w, std::min(room_h, int(std::lround(w * cellAspect()))));
+    // Narrow columns (16 heads and the mean) still give each map row kMinMapRowPx where the rows
+    // leave room: the cell is taller than its map's shape.
+    const int rows = m_maps.empty() || m_maps[0].empty() ? 0 : int(m_maps[0][0].size());
+    const int tall = std::max(int(std::lround(w * cellAspect())), rows * kMinMapRowPx);
+    return {w, std::max(w, std::min(room_h, tall))};
+}
+
+QRect AttentionGrid::cellRect(int layer, int column) const {
+    const int columns = heads() + 1, shown = shownLayers(), first = firstShownLayer();
+    if (columns <= 1 || layers() == 0 || layer < first || layer >= first + shown) return {};
+    const int label = labelWidth(), header = headerHeight(shown);
+    const QSize cell = cellSize(shown);
+    const int w = cell.width(), h = cell.height();
     // The block of cells centred in the room left by the captions.
     const int x0 = label + std::max(0, (width() - label - columns * (w + kGap)) / 2);
-    const int y0 = header + std::max(0, (height() - header - layers() * (h + kGap)) / 2);
-    return QRect(x0 + column * (w + kGap), y0 + layer * (h + kGap), w, h);
+    const int y0 = header + std::max(0, (height() - header - shown * (h + kGap)) / 2);
+    return QRect(x0 + column * (w + kGap), y0 + (layer - first) * (h + kGap), w, h);
 }
 
 namespace {
@@ -116,11 +171,12 @@ void AttentionGrid::setColumnTitle(const QString& title) {
 }
 
 QString AttentionGrid::headerText(int c) const {
+    const QRect first = cellRect(firstShownLayer(), c);
     const QStringList full = c == heads() ? QStringList{tr("mean"), tr("μ")}
                              : !m_column_title.isEmpty()
                                  ? QStringList{m_column_title}
                                  : QStringList{headLabel(c), tr("h%1").arg(shownText(c)), shownText(c)};
-    return fitting(QFontMetrics(font()), full, cellRect(0, c).width() + kGap - 2);
+    return fitting(QFontMetrics(font()), full, first.width() + kGap - 2);
 }
 
 QString AttentionGrid::layerText(int l) const {
@@ -131,13 +187,14 @@ QString AttentionGrid::layerText(int l) const {
 
 bool AttentionGrid::captionsFit() const {
     const QFontMetrics fm(font());
+    const int first = firstShownLayer();
     for (int c = 0; c <= heads(); ++c)
-        if (fm.horizontalAdvance(headerText(c)) > cellRect(0, c).width() + kGap - 2) return false;
-    for (int l = 0; l < layers(); ++l)
+        if (fm.horizontalAdvance(headerText(c)) > cellRect(first, c).width() + kGap - 2) return false;
+    for (int l = first; l < first + shownLayers(); ++l)
         if (!layerText(l).isEmpty() && (fm.horizontalAdvance(layerText(l)) > cellRect(l, 0).left() - 4 ||
                                         fm.height() > cellRect(l, 0).height() + kGap))
             return false;
-    return cellRect(0, 0).top() >= fm.height();
+    return cellRect(first, 0).top() >= fm.height();
 }
 
 std::pair<int, int> AttentionGrid::cellAt(const QPoint& pos) const {
@@ -156,12 +213,17 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
     }
     p.setPen(palette().text().color());
     const int header = QFontMetrics(font()).height();
+    const int first = firstShownLayer();
     for (int c = 0; c <= heads(); ++c) {
-        const QRect r = cellRect(0, c);
+        const QRect r = cellRect(first, c);
         p.drawText(QRect(r.left() - kGap / 2, r.top() - header - 2, r.width() + kGap, header), Qt::AlignCenter,
                    headerText(c));
     }
-    for (int l = 0; l < layers(); ++l) {
+    // Which layers a page shows, in the corner above their captions (the tooltip says how to move).
+    if (const QString page = pageText(); !page.isEmpty())
+        p.drawText(QRect(0, 0, width(), cellRect(first, 0).top() - header - 2), Qt::AlignLeft | Qt::AlignTop,
+                   page + tr(" (scroll for more)"));
+    for (int l = first; l < first + shownLayers(); ++l) {
         const QRect r = cellRect(l, 0);
         p.drawText(QRect(0, r.top(), r.left() - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, layerText(l));
         for (int c = 0; c <= heads(); ++c) {

@@ -3,7 +3,9 @@
 // model view), plus a last column with the mean over heads. A click focuses one map; the focused
 // cell is outlined. Cells as large as the widget allows, centred: square, or taller (up to 3:1)
 // where the maps are (a long translation's cross-attention) and the rows leave room; captions
-// sized by the font.
+// sized by the font. Where every layer at once would leave a map row under kMinMapRowPx (a 12 x
+// 16-head model in a projector's pane), the grid shows a page of layers, as many as keep it: the
+// page holds the selected layer, the wheel moves it, a caption in the corner says which.
 
 #include "plots/plot_style.h"
 
@@ -40,6 +42,13 @@ public:
 
     QSize sizeHint() const override;
 
+    // Paging by layer: the layers drawn (all of them when they fit), the first of them, and the
+    // corner's caption ("layers 1–4 of 12", empty when every layer is drawn).
+    static constexpr int kMinMapRowPx = 2;
+    int shownLayers() const;
+    int firstShownLayer() const;
+    QString pageText() const;
+
     void setColorMap(Palette palette);  // re-renders the cells
     // The caption of column c (a head, or the mean) / of layer l, as drawn: the longest of
     // "head 3" / "h3" / "3" that fits the cell at the current size and font; empty when none does
@@ -57,19 +66,26 @@ Q_SIGNALS:
 protected:
     void paintEvent(QPaintEvent*) override;
     void mousePressEvent(QMouseEvent* event) override;
-    bool event(QEvent* event) override;  // tooltips: "layer 1, head 3"
+    bool event(QEvent* event) override;            // tooltips: "layer 1, head 3"
+    void wheelEvent(QWheelEvent* event) override;  // the next or previous page of layers
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
-    double cellAspect() const;  // height / width of a cell: the maps' rows / columns, within 1..3
+    double cellAspect() const;               // height / width of a cell: the maps' rows / columns, within 1..3
+    QSize cellSize(int layers_shown) const;  // a cell's size with this many layers drawn
+    void fitPage();                          // the layers per page for the size, the selected one shown
+    void showPageOf(int layer);
     QImage render(const Matrix& m) const;
     void renderAll();
     int labelWidth() const;    // room for the layer captions, from the font
-    int headerHeight() const;  // room for the column captions
+    int headerHeight(int shown) const;  // room for the column captions, `shown` layers drawn
     Palette m_palette = Palette::Blues;
     LayerHeadMaps m_maps;
     QString m_column_title;
     std::vector<std::vector<QImage>> m_images;  // [layer][head + mean]
     int m_sel_layer = 0, m_sel_head = 0;
+    int m_per_page = 0;  // layers drawn at once (0 before the first layout: all)
+    int m_first = 0;     // the first of them
     std::vector<std::pair<int, int>> m_ablated;
 };
 

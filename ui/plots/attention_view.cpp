@@ -68,7 +68,7 @@ void AttentionView::fitMinimumHeight() {
     int least = std::max(m_min_lines * 18, m_min_lines * fontMetrics().height());
     if (m_readable_rows && !m_map.empty() && m_plot->axisRect()->height() > 0) {
         const int around = m_plot->height() - m_plot->axisRect()->height();  // title, labels, margins
-        least = std::max(least, around + std::min<int>(int(m_map.size()), 24) * kReadableRowPx);
+        least = std::max(least, around + std::min<int>(int(m_map.size()), 24) * readableRowPx());
     }
     m_plot->setMinimumHeight(least);
 }
@@ -94,23 +94,21 @@ void AttentionView::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);
 }
 
-// The tick labels' font: the plot's own where one label fits each row and column, else smaller,
-// down to kMinTickPointSize, so that every piece keeps its label (a projector's 18 pt put only
-// every other query's label beside a map of 8 rows); below that, labels are thinned. A font grows
-// back only with room to spare, so that the margins it changes cannot make it flip back and forth.
-QFont AttentionView::tickFont(const QRect& r) const {
-    const double full = m_plot->font().pointSizeF(), now = m_plot->xAxis->tickLabelFont().pointSizeF();
-    const double row = r.height() / double(std::max<qsizetype>(m_queries.size(), 1));
-    // Rotated key labels need about height / sin(angle) apart; upright ones are as wide as they are
-    // long, which a smaller font barely helps: only the rows decide then.
-    const double col = m_key_rotation > 1 ? r.width() / double(std::max<qsizetype>(m_keys.size(), 1)) *
-                                                std::sin(m_key_rotation * M_PI / 180)
-                                          : row;
+// The tick labels' fonts: the plot's own where one label fits each row (query axis) and each column
+// (key axis), else smaller, down to kMinTickPointSize, so that every piece keeps its label (a
+// projector's 18 pt put only every other query's label beside a map of 8 rows); below that, labels
+// are thinned. Rows and columns each have their own: narrow columns (three maps side by side) no
+// longer shrink the rows' labels. A font grows back only with room to spare, so that the margins it
+// changes cannot make it flip back and forth.
+QFont AttentionView::tickFont(double room, double now) const {
+    const double full = m_plot->font().pointSizeF();
     QFont f = m_plot->font();
     for (double points = full; points > kMinTickPointSize; points -= 0.5) {
         f.setPointSizeF(points);
-        const double need = QFontMetrics(f).height() * (points > now ? 1.2 : 1.0);
-        if (need <= std::min(row, col)) return f;
+        // Up to the readable size (kReadableLabelShare) a font grows back as soon as it fits: the
+        // layout gave the rows that room for it.
+        const double need = QFontMetrics(f).height() * (points > now && points > readableLabelPointSize() ? 1.2 : 1.0);
+        if (need <= room) return f;
     }
     f.setPointSizeF(std::min(full, kMinTickPointSize));
     return f;
@@ -119,19 +117,27 @@ QFont AttentionView::tickFont(const QRect& r) const {
 void AttentionView::updateTicks() {
     if (m_map.empty()) return;
     const QRect r = m_plot->axisRect()->rect();
-    const QFont font = tickFont(r);
-    const bool refont = font.pointSizeF() != m_plot->xAxis->tickLabelFont().pointSizeF();
+    const double row = r.height() / double(std::max<qsizetype>(m_queries.size(), 1));
+    // Rotated key labels need about height / sin(angle) apart; upright ones are as wide as they are
+    // long, which a smaller font barely helps: only the rows decide then.
+    const double col = m_key_rotation > 1 ? r.width() / double(std::max<qsizetype>(m_keys.size(), 1)) *
+                                                std::sin(m_key_rotation * M_PI / 180)
+                                          : row;
+    const QFont row_font = tickFont(row, m_plot->yAxis->tickLabelFont().pointSizeF());
+    const QFont key_font = tickFont(col, m_plot->xAxis->tickLabelFont().pointSizeF());
+    const bool refont = row_font.pointSizeF() != m_plot->yAxis->tickLabelFont().pointSizeF() ||
+                        key_font.pointSizeF() != m_plot->xAxis->tickLabelFont().pointSizeF();
     if (refont) {
-        m_plot->xAxis->setTickLabelFont(font);
-        m_plot->yAxis->setTickLabelFont(font);
+        m_plot->xAxis->setTickLabelFont(key_font);
+        m_plot->yAxis->setTickLabelFont(row_font);
     }
-    const QFontMetrics fm(font);
+    const QFontMetrics fm(key_font);
     // Rotated key labels need about height / sin(angle) apart; upright ones their width and a gap.
     int widest = 0;
     for (const QString& k : m_keys) widest = std::max(widest, fm.horizontalAdvance(k));
     const double key_room =
         m_key_rotation > 1 ? fm.height() / std::sin(m_key_rotation * M_PI / 180) : widest + fm.height() / 2.0;
-    const int rows = labelStep(m_queries.size(), r.height(), fm.height());
+    const int rows = labelStep(m_queries.size(), r.height(), QFontMetrics(row_font).height());
     const int cols = labelStep(m_keys.size(), r.width(), key_room);
     // The query title runs along the y axis: where the axis is shorter, only its first word.
     const QString title = QFontMetrics(m_plot->yAxis->labelFont()).horizontalAdvance(m_query_title) <= r.height()
@@ -278,11 +284,19 @@ bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
     return QWidget::eventFilter(watched, event);
 }
 
+double AttentionView::readableLabelPointSize() const { return kReadableLabelShare * m_plot->font().pointSizeF(); }
+
+int AttentionView::readableRowPx() const {
+    QFont f = m_plot->font();
+    f.setPointSizeF(readableLabelPointSize());
+    return std::max(kReadableRowPx, QFontMetrics(f).height());
+}
+
 int AttentionView::missingHeight() const {
     const int rows = int(m_map.size());
     if (rows == 0 || !m_plot->axisRect()->visible()) return 0;
     // A pixel a row to spare: the labels' font settles after the layout this asks for.
-    return std::max(0, rows * (kReadableRowPx + 1) - m_plot->axisRect()->height());
+    return std::max(0, rows * (readableRowPx() + 1) - m_plot->axisRect()->height());
 }
 
 }  // namespace attnlab::ui

@@ -61,6 +61,13 @@ public:
     // criterion), and how many more this view needs for that at its present layout (0 when it
     // has them, or shows no map).
     static constexpr int kReadableRowPx = 14;
+    // Labels read from where the caption is read: at least this share of the text size (the
+    // smallest a caption itself shrinks to, LessonPane), and a row is as tall as such a label's
+    // line: 14 px on a 1280 x 720 projector (12 pt), 21 px on 1920 x 1080 (18 pt), never under
+    // kReadableRowPx.
+    static constexpr double kReadableLabelShare = 0.8;
+    int readableRowPx() const;
+    double readableLabelPointSize() const;
     int missingHeight() const;
 
 Q_SIGNALS:
@@ -90,7 +97,9 @@ private:
     bool m_readable_rows = false;
     double m_key_rotation = 60;
     int m_row_step = 0, m_col_step = 0;  // every n-th piece labelled (0 = not laid out yet)
-    QFont tickFont(const QRect& axis_rect) const;
+    // The largest tick font whose line fits `room` px (the plot's own at most), growing back from
+    // `now` only with room to spare.
+    QFont tickFont(double room, double now) const;
     static constexpr double kMinTickPointSize = 9.0;
 };
 

@@ -130,7 +130,11 @@ void ViewTabs::saveState(ViewState& state) const {
 void ViewTabs::applyState(const ViewState& state) {
     for (View* v : m_views) v->applyState(state);
     if (state.tab) showView(*state.tab);
-    QWidget* p = state.tab && state.focus ? part(*state.tab, *state.focus) : nullptr;
+    // Without a focus, the view's first part: the step is laid out around it all the same (a
+    // Decoding step written in the app had shown its strip at 4 px a row).
+    QWidget* p = nullptr;
+    if (const View* v = state.tab ? view(*state.tab) : nullptr)
+        p = state.focus ? part(*state.tab, *state.focus) : v->parts().empty() ? nullptr : v->parts().front().second;
     keepInView(p);
     // Again once what the step changed is laid out (a new translation's plots resize).
     if (p) QTimer::singleShot(0, p, [p] { bringIntoView(p); });
@@ -185,6 +189,30 @@ void heightenPane(QSplitter* splitter, int at, int missing) {
     splitter->setSizes(sizes);
 }
 
+// A pane of maps beside the focus in a column (the Training tab's map above its curves) keeps the
+// height its rows need where the column's other panes, the focus too, can give it down to their
+// minimum: nothing is folded for it.
+void heightenMapsBeside(QSplitter* splitter, int focus) {
+    for (int at = 0; at < splitter->count(); ++at) {
+        if (at == focus || !splitter->widget(at)->isVisible()) continue;
+        int missing = missingHeight(splitter->widget(at));
+        QList<int> sizes = splitter->sizes();
+        if (missing <= 0 || sizes[at] == 0) continue;
+        // The focus gives last.
+        for (int pass = 0; pass < 2 && missing > 0; ++pass)
+            for (int i = 0; i < sizes.size() && missing > 0; ++i) {
+                if (i == at || (i == focus) != (pass == 1) || missingHeight(splitter->widget(i)) > 0) continue;
+                const QWidget* w = splitter->widget(i);
+                const int spare = sizes[i] - std::max(w->minimumSizeHint().height(), w->minimumHeight());
+                const int give = std::clamp(missing, 0, std::max(spare, 0));
+                sizes[i] -= give;
+                sizes[at] += give;
+                missing -= give;
+            }
+        splitter->setSizes(sizes);
+    }
+}
+
 // Every splitter `part` sits in gives the pane that holds it the room: 60 % of a row's width (the
 // other panes keeping their proportions in the rest), and in a column the height its maps need
 // for readable rows (heightenPane). On a 1280 x 720 projector the Training tab's map had been a
@@ -205,6 +233,7 @@ void widenPanesAround(QWidget* part) {
             const int folded =
                 now < std::max(pane->minimumSizeHint().height(), pane->minimumHeight()) ? total / 2 - now : 0;
             heightenPane(splitter, at, std::max(missingHeight(part), folded));
+            heightenMapsBeside(splitter, at);
             continue;
         }
         QList<int> sizes = splitter->sizes();

@@ -5,6 +5,8 @@
 #include "plots/attention_view.h"
 #include "plots/bar_plot.h"
 
+#include <qcustomplot.h>
+
 #include <QComboBox>
 #include <QEvent>
 #include <QHBoxLayout>
@@ -12,6 +14,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
@@ -61,6 +64,7 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
     m_tree->setHeaderLabels({tr("token"), tr("log P"), tr("score"), tr("normalised"), tr("state")});
     m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_cross = new AttentionView(this);
+    m_cross->setObjectName("strip");
     m_cross->setAxisTitles(tr("layer, head"), tr("source piece"));
     m_strip_layer = new QComboBox(this);
     m_strip_layer->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -101,6 +105,9 @@ DecodingView::DecodingView(ViewContext* context, QWidget* parent) : View(context
 
     connect(m_slider, &QSlider::valueChanged, this, [this] { showStep(); });
     connect(m_strip_layer, &QComboBox::currentIndexChanged, this, [this] { showStep(); });
+    connect(m_strip_layer, &QComboBox::activated, this, [this] { m_strip_chosen = true; });
+    m_cross->installEventFilter(this);
+    m_tree->installEventFilter(this);
     connect(m_candidates, &BarPlot::barClicked, this, [this](int i) {
         if (!m_result) return;
         const int t = step();
@@ -159,7 +166,12 @@ void DecodingView::setResult(ResultPtr r) {
     showStep();
 }
 
-void DecodingView::fitUpperHeight() { m_upper->setMaximumHeight(std::max(200, 11 * fontMetrics().height())); }
+// The bars and the beams: 11 lines of text at most; the tree indented by a letter's width a level
+// (Qt's 20 px cut its last column beside the bars at 1280 x 720).
+void DecodingView::fitUpperHeight() {
+    m_upper->setMaximumHeight(std::max(200, 11 * fontMetrics().height()));
+    m_tree->setIndentation(std::max(8, fontMetrics().horizontalAdvance(QLatin1Char('M'))));
+}
 
 void DecodingView::changeEvent(QEvent* event) {
     if (event->type() == QEvent::FontChange) fitUpperHeight();
@@ -187,7 +199,38 @@ void DecodingView::updateStripPages(int layers, int heads) {
     m_strip_layer->addItem(tr("every layer (%1 rows)").arg(layers * heads), -1);
     for (int l = 0; l < layers; ++l) m_strip_layer->addItem(tr("%1 (%2 heads)").arg(layerLabel(l)).arg(heads), l);
     // Every layer while each row has room for its label; a larger model one layer at a time.
+    m_strip_chosen = false;
     m_strip_layer->setCurrentIndex(m_strip_layer->findData(layers * heads <= kStripRows ? -1 : 0));
+}
+
+void DecodingView::fitStripPage() {
+    if (m_strip_chosen || m_strip_layers <= 0 || m_cross->map().empty()) return;
+    const int height = m_cross->plot()->axisRect()->height();
+    if (height <= 0) return;
+    const int all = m_strip_layers * m_strip_heads;
+    const bool every = all <= kStripRows && all * m_cross->readableRowPx() <= height;
+    const int want = every ? -1 : std::max(0, stripLayer());
+    if (want != stripLayer()) setStripLayer(want);
+}
+
+void DecodingView::fitTreeWidth() {
+    auto* upper = qobject_cast<QSplitter*>(m_upper);
+    const int total = upper->width() - upper->handleWidth();
+    const int bars = std::max(m_candidates->minimumSizeHint().width(), m_candidates->minimumWidth());
+    const int columns = m_tree->header()->length() + 2 * m_tree->frameWidth() +
+                        (m_tree->verticalScrollBar()->isVisible() ? m_tree->verticalScrollBar()->width() : 0);
+    const QList<int> sizes = upper->sizes();
+    if (total <= 0 || sizes.size() != 2 || sizes[1] >= columns) return;
+    // Never wider than the bars: they may be the step's focus.
+    const int tree = std::min({columns, total - bars, total / 2});
+    if (tree > sizes[1]) upper->setSizes({total - tree, tree});
+}
+
+bool DecodingView::eventFilter(QObject* watched, QEvent* event) {
+    // Once the layout that resized them is done.
+    if (event->type() == QEvent::Resize && watched == m_cross) QTimer::singleShot(0, this, [this] { fitStripPage(); });
+    if (event->type() == QEvent::Resize && watched == m_tree) QTimer::singleShot(0, this, [this] { fitTreeWidth(); });
+    return View::eventFilter(watched, event);
 }
 
 void DecodingView::updateComparison() {
@@ -301,6 +344,7 @@ void DecodingView::showStrip(int t) {
         m_cross->setMap(rows, row_labels, keys,
                         page < 0 ? tr("%1 while producing “%2”: %3").arg(what, produced, rows_are)
                                  : tr("%1 while producing “%2”: %3").arg(what, produced, layerLabel(page)));
+    QTimer::singleShot(0, this, [this] { fitStripPage(); });
 }
 
 namespace {
@@ -354,15 +398,21 @@ void DecodingView::buildTree(int up_to) {
         std::vector<QTreeWidgetItem*> current;
         for (int k = 0; k < int(trace[t].hypotheses.size()); ++k) {
             const auto& h = trace[t].hypotheses[k];
-            QString state = h.finished ? tr("finished") : h.pruned ? tr("pruned") : tr("kept");
-            if (path[t] == k) state += tr(" · best path");
-            auto* item = new QTreeWidgetItem({QString::fromStdString(h.piece), QString::number(h.log_prob, 'f', 3),
-                                              QString::number(h.score, 'f', 3),
-                                              QString::number(h.normalized_score, 'f', 3), state});
+            // The best path is told by its colour (and its tooltip): the column stays narrow enough to
+            // be read beside the bars on a 1280 x 720 projector.
+            const QString state = h.finished ? tr("finished") : h.pruned ? tr("pruned") : tr("kept");
+            // Two decimals: the comparisons a class makes, in columns that fit beside the bars.
+            auto* item = new QTreeWidgetItem({QString::fromStdString(h.piece), QString::number(h.log_prob, 'f', 2),
+                                              QString::number(h.score, 'f', 2),
+                                              QString::number(h.normalized_score, 'f', 2), state});
+            item->setToolTip(1, QString::number(h.log_prob, 'g', 6));
             if (h.pruned)
                 for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(150, 150, 150));
             if (path[t] == k)
-                for (int c = 0; c < 5; ++c) item->setForeground(c, QColor(8, 81, 156));
+                for (int c = 0; c < 5; ++c) {
+                    item->setForeground(c, QColor(8, 81, 156));
+                    item->setToolTip(c, tr("%1, on the best path").arg(state));
+                }
             if (path[t] == k && !path_start) path_start = item;
             if (t == up_to) {
                 QFont f = item->font(0);
@@ -392,6 +442,7 @@ void DecodingView::buildTree(int up_to) {
                 m_tree->scrollToItem(item, QAbstractItemView::PositionAtTop);
             if (QTreeWidgetItem* item = itemAt(m_tree, step))
                 m_tree->scrollToItem(item, QAbstractItemView::EnsureVisible);
+            fitTreeWidth();
         });
 }
 

@@ -6,8 +6,10 @@
 // cross-attention row for every layer and head. What-if: clicking a candidate, or typing a
 // prefix, asks for a translation forced to begin that way; the free and the forced translation
 // stand side by side with their scores. Shows TranslationResult's numbers only. The every-head
-// strip shows every layer at once while that is at most kStripRows rows (a line of text each has
-// room); a larger model's (6 layers x 16 heads) pages by layer, chosen in the step row. A
+// strip shows every layer at once while each of its rows (at most kStripRows) has the height of a
+// readable label (AttentionView::readableRowPx: a projector's 1920 x 1080 at 18 pt, or a larger
+// model, 6 layers x 16 heads, page by layer), else one layer, chosen in the step row. The beam
+// search's table keeps every column in sight beside the bars (as wide as they are at most). A
 // translation of the user's own is scored beside the model's (teacher forcing: each piece's
 // probability, the least likely one named): why did the model not say that?
 
@@ -76,6 +78,12 @@ private:
     QString scoredText() const;  // the user's own translation's line of the comparison
     void requestScore();
     void updateStripPages(int layers, int heads);  // the page list for this shape; the page kept when it fits
+    // Every layer where its rows have readable room, else one layer: until a page is chosen by hand.
+    void fitStripPage();
+    bool m_strip_chosen = false;  // a page chosen in the list: kept
+    // The beams' pane as wide as its columns, the bars the rest (down to their minimum).
+    void fitTreeWidth();
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
     ResultPtr m_result, m_free;
     ResultPtr m_scored;  // the user's own translation of m_free's sentence, teacher-forced
