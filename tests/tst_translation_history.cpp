@@ -8,6 +8,7 @@
 #include "document/translation_history.h"
 #include "document/view_context.h"
 #include "shell/translate_panel.h"
+#include "views/model_panel.h"
 #include "widgets/confidence_text.h"
 
 #include <attnlab/translator.h>
@@ -22,6 +23,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QTextBrowser>
 #include <QToolButton>
 #include <QTreeWidget>
 #include <QtTest/QtTest>
@@ -455,9 +457,17 @@ void TestTranslationHistory::aHubSnapshotIsNamedByItsRepository() {
     info.config.source_lang = attnlab::unknown_language::kSource;
     info.config.target_lang = attnlab::unknown_language::kTarget;
     QCOMPARE(modelLabel(info), QString("some-org/plain-model"));
+    ModelPanel model_tab(m_context.get());  // the Model tab's heading, the same way
+    model_tab.showModel(info);
+    QString shown = model_tab.details()->toPlainText();
+    QVERIFY2(shown.contains("some-org/plain-model") && !shown.contains("src → tgt") && !shown.contains(commit),
+             qPrintable(shown.left(200)));
     info.config.source_lang = "de";
     info.config.target_lang = "en";
     QCOMPARE(modelLabel(info), QString("de → en  (some-org/plain-model)"));
+    model_tab.showModel(info);
+    shown = model_tab.details()->toPlainText();
+    QVERIFY2(shown.contains("de → en") && shown.contains("some-org/plain-model"), qPrintable(shown.left(200)));
     info.package_dir = m_dir.filePath("my-model").toStdString();
     info.config.target_lang = attnlab::unknown_language::kTarget;
     QCOMPARE(modelLabel(info), QString("my-model"));

@@ -1,11 +1,13 @@
 #include "views/model_panel.h"
 
+#include "document/recent_models.h"
 #include "plots/plot_style.h"
 
 #include <attnlab/config_fields.h>
 #include <attnlab/errors.h>
 #include <attnlab/package.h>
 #include <attnlab/training_log.h>
+#include <attnlab/unknown_languages.h>
 
 #include <qcustomplot.h>
 
@@ -100,11 +102,16 @@ void ModelPanel::showModel(const ModelInfo& i) {
         return QStringLiteral("<tr><td>%1</td><td><b>%2</b></td></tr>").arg(k, v);
     };
     auto num = [](int64_t n) { return QLocale().toString(qlonglong(n)); };
-    // The package by its folder name; where it lies on this machine on hover.
+    // The package by its folder name (a snapshot of the Hugging Face cache by its repository, not its commit);
+    // where it lies on this machine on hover. Its direction only when something names its languages.
     const QString where = QString::fromStdString(i.package_dir);
-    QString html = tr("<h3>%1 → %2</h3><p title='%4'>%3</p><table cellspacing='4'>")
-                       .arg(QString::fromStdString(i.config.source_lang), QString::fromStdString(i.config.target_lang),
-                            QFileInfo(where).fileName().toHtmlEscaped(), where.toHtmlEscaped());
+    const QString name = RecentModels::displayName(where);
+    const bool known = unknown_language::known(i.config.source_lang) && unknown_language::known(i.config.target_lang);
+    const QString heading = known ? tr("%1 → %2").arg(QString::fromStdString(i.config.source_lang),
+                                                      QString::fromStdString(i.config.target_lang))
+                                  : name;
+    QString html = QStringLiteral("<h3>%1</h3><p title='%3'>%2</p><table cellspacing='4'>")
+                       .arg(heading.toHtmlEscaped(), name.toHtmlEscaped(), where.toHtmlEscaped());
     html += row(tr("device"), QString::fromStdString(i.device));
     html += row(tr("load time"), tr("%1 s").arg(i.load_seconds, 0, 'f', 2));
     html += row(tr("stored as"), QString::fromStdString(i.stored_dtype));
