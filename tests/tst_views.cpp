@@ -831,7 +831,9 @@ void TestViews::compareWithAMultilingualModel() {
         QVERIFY(choice->findData(QFileInfo(QString::fromStdString(m.dir)).canonicalFilePath()) > 0);
     QSignalSpy checked(m_controller.get(), &TranslationController::comparisonChecked);
     panel.chooseCompareModel(multi);
-    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
+    // (The spy counts the answer when the worker sends it; the panel has it once the event loop delivers it.)
+    QTRY_VERIFY_WITH_TIMEOUT(!panel.comparisonText().isEmpty(), 60000);
+    QCOMPARE(checked.count(), 1);
     QVERIFY2(panel.comparisonText().contains("in deu_Latn → eng_Latn"), qPrintable(panel.comparisonText()));
     // The run: the other statistics are the multilingual model's in deu_Latn → eng_Latn.
     const std::vector<std::string> src{"Ein Hund rennt.", "Zwei Kinder spielen im Park."};
@@ -858,8 +860,8 @@ void TestViews::compareWithAMultilingualModel() {
     // A model of other languages: refused when chosen, with why; the run goes without it.
     checked.clear();
     panel.chooseCompareModel(french);
-    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
-    qDebug() << "DBG" << checked.first() << panel.compareChoice()->currentData() << panel.statusText();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel.comparisonText().isEmpty(), 60000);
+    QCOMPARE(checked.count(), 1);
     QVERIFY2(panel.comparisonText().contains("translates fr → de only; the comparison needs de → en"),
              qPrintable(panel.comparisonText()));
     panel.startRun(false);
@@ -884,14 +886,15 @@ void TestViews::compareFromAMultilingualModelFollowsItsLanguages() {
     HeadStatsPanel* panel = view.statistics();
     QSignalSpy checked(&controller, &TranslationController::comparisonChecked);
     panel->chooseCompareModel(m_package);
-    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 1, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->comparisonText().isEmpty(), 60000);
+    QCOMPARE(checked.count(), 1);
     QVERIFY2(panel->comparisonText().contains("translates de → en only; the comparison needs fra_Latn → deu_Latn"),
              qPrintable(panel->comparisonText()));
     attnlab::DecodingOptions o = context.decodingOptions();
     o.source_language = "deu_Latn";
     o.target_language = "eng_Latn";
     context.setDecodingOptions(o);
-    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 2, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(checked.count() == 2 && !panel->comparisonText().isEmpty(), 60000);
     QVERIFY2(panel->comparisonText().endsWith("will be compared in de → en"), qPrintable(panel->comparisonText()));
     controller.waitForIdle();
 }
