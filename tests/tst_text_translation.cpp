@@ -63,6 +63,7 @@ private Q_SLOTS:
     void cancelKeepsWhatWasDone();
     void dialogSaysWhatIsWrongWithItsInput();
     void reachableFromTheFileMenuAndTheSentenceRow();
+    void multilingualModelTakesTheTextsLanguage();
 
 private:
     // Multi30k's German descriptions from `from` on that end with a stop and that the fixture model takes (it
@@ -363,6 +364,46 @@ void TestTextTranslation::reachableFromTheFileMenuAndTheSentenceRow() {
     (*button)->trigger();
     QCOMPARE(window.findChildren<TextTranslationDialog*>().size(), 1);  // the same one, shown again
     QVERIFY(dialog->isVisible());
+}
+
+// A multilingual model (the fixture's three-language package): the text's language, detected, becomes the source
+// of the text and of the sentence row, and a sentence clicked comes from the cache in it; a language the model
+// lacks leaves the row's choice, the note says why.
+void TestTextTranslation::multilingualModelTakesTheTextsLanguage() {
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE") + "-multilingual";
+    TranslationController controller;
+    ViewContext context(&controller);
+    QSignalSpy loaded(&context, &ViewContext::modelChanged);
+    context.loadModel(package);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QCOMPARE(context.model()->config.languages.size(), size_t(3));
+    DecodingOptions o = m_options;
+    o.source_language = "eng_Latn";
+    o.target_language = "fra_Latn";
+    context.setDecodingOptions(o);
+    TextTranslationDialog dialog(&context);
+    dialog.setText("Dos perros juegan en la nieve cerca de un lago. Una mujer camina por la calle.");
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.running(), 60000);
+    QCOMPARE(dialog.note(), QString("The text's language: Spanish (es), which is not one of the model's languages; "
+                                    "translating from English (Latin), the sentence row's choice."));
+    QCOMPARE(context.decodingOptions().source_language, std::string("eng_Latn"));
+    dialog.setText(acceptedLines(2).join(' '));
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    QCOMPARE(dialog.note(), QString("The text is in German: translating from deu_Latn."));
+    QCOMPARE(context.decodingOptions().source_language, std::string("deu_Latn"));
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.running(), 60000);
+    const Translator alone(package.toStdString(), TranslatorOptions{"cpu"});
+    const DecodingOptions options = context.translationOptions(context.decodingOptions());
+    for (int i = 0; i < 2; ++i)
+        QCOMPARE(dialog.translationOf(i),
+                 QString::fromStdString(alone.translate(dialog.sentence(i).toStdString(), options).best.text));
+    QSignalSpy started(&controller, &TranslationController::translationStarted);
+    dialog.showSentence(1);
+    QTRY_VERIFY_WITH_TIMEOUT(context.result() && context.result()->source_text == dialog.sentence(1).toStdString(),
+                             30000);
+    QCOMPARE(started.count(), 0);
+    QCOMPARE(context.resultOptions().source_language, std::string("deu_Latn"));
 }
 
 QTEST_MAIN(TestTextTranslation)
