@@ -121,6 +121,7 @@ private Q_SLOTS:
     void initTestCase();
     void theOrdinaryWindowFits();
     void everyStepFitsTheScreen();
+    void aStepWithoutAFocusIsReadable();
 
 private:
     void settle();
@@ -305,6 +306,34 @@ void TestPresenter::everyStepFitsTheScreen() {
                             .arg(widest(m_window.get()));
     }
     QVERIFY2(too_wide.isEmpty(), qPrintable(too_wide.join("\n")));
+}
+
+// Issue 52: a step written in the app had no focus; presented, a Decoding step showed its strip at
+// about 4 px a row, its axis title cut to "layer,". A step without a focus is laid out around its
+// view's first part, and every strip beside it keeps readable rows.
+void TestPresenter::aStepWithoutAFocusIsReadable() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("written.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"format": "attnlab-lesson", "version": 1, "model": "de-en", "steps": [
+        {"title": "Decoding", "caption": "Step by step.",
+         "view": {"tab": "decoding", "sentence": "Zwei Hunde spielen im Schnee.", "step": 1}},
+        {"title": "Maps", "caption": "Every head.", "view": {"tab": "attention", "kind": "cross"}},
+        {"title": "Training", "caption": "Learned.", "view": {"tab": "training", "point": 1}}]})");
+    f.close();
+    m_lesson = attnlab::readLesson(path.toStdString());
+    QVERIFY(!m_window->lessons()->openLesson(path));
+    settle();
+    m_window->lessons()->setPresenterMode(true);
+    for (int step = 0; step < int(m_lesson.steps.size()); ++step) {
+        QVERIFY(!m_window->lessons()->goToStep(step));
+        settle();
+        QTest::qWait(10);
+        checkStep("written.json", step);
+        if (QTest::currentTestFailed()) break;
+    }
+    m_window->lessons()->setPresenterMode(false);
 }
 
 QTEST_MAIN(TestPresenter)

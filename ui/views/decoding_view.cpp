@@ -211,6 +211,9 @@ void DecodingView::fitStripPage() {
     const bool every = all <= kStripRows && all * m_cross->readableRowPx() <= height;
     const int want = every ? -1 : std::max(0, stripLayer());
     if (want != stripLayer()) setStripLayer(want);
+    // One layer's rows readable even where the view must scroll for them (a step that leaves the
+    // strip the rest of a 1280 x 720 projector's view had 10 px a row).
+    m_cross->setReadableRows(!every);
 }
 
 void DecodingView::fitTreeWidth() {
