@@ -190,21 +190,24 @@ void heightenPane(QSplitter* splitter, int at, int missing) {
 }
 
 // A pane of maps beside the focus in a column (the Training tab's map above its curves) keeps the
-// height its rows need where the column's other panes, the focus too, can give it down to their
-// minimum: nothing is folded for it.
+// height its rows need where the column's other panes can give it down to their minimum, the focus
+// last and down to half the column at most (its caption is about the focus): nothing is folded.
 void heightenMapsBeside(QSplitter* splitter, int focus) {
     for (int at = 0; at < splitter->count(); ++at) {
         if (at == focus || !splitter->widget(at)->isVisible()) continue;
         int missing = missingHeight(splitter->widget(at));
         QList<int> sizes = splitter->sizes();
+        int total = 0;
+        for (int size : sizes) total += size;
         if (missing <= 0 || sizes[at] == 0) continue;
         // The focus gives last.
         for (int pass = 0; pass < 2 && missing > 0; ++pass)
             for (int i = 0; i < sizes.size() && missing > 0; ++i) {
                 if (i == at || (i == focus) != (pass == 1) || missingHeight(splitter->widget(i)) > 0) continue;
                 const QWidget* w = splitter->widget(i);
-                const int spare = sizes[i] - std::max(w->minimumSizeHint().height(), w->minimumHeight());
-                const int give = std::clamp(missing, 0, std::max(spare, 0));
+                const int keep =
+                    std::max({w->minimumSizeHint().height(), w->minimumHeight(), i == focus ? total / 2 : 0});
+                const int give = std::clamp(missing, 0, std::max(sizes[i] - keep, 0));
                 sizes[i] -= give;
                 sizes[at] += give;
                 missing -= give;
