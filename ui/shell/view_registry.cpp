@@ -191,7 +191,8 @@ void heightenPane(QSplitter* splitter, int at, int missing) {
 
 // A pane of maps beside the focus in a column (the Training tab's map above its curves) keeps the
 // height its rows need where the column's other panes can give it down to their minimum, the focus
-// last and down to half the column at most (its caption is about the focus): nothing is folded.
+// last and down to a third of the column at most (its caption is about the focus): nothing is
+// folded.
 void heightenMapsBeside(QSplitter* splitter, int focus) {
     for (int at = 0; at < splitter->count(); ++at) {
         if (at == focus || !splitter->widget(at)->isVisible()) continue;
@@ -206,7 +207,7 @@ void heightenMapsBeside(QSplitter* splitter, int focus) {
                 if (i == at || (i == focus) != (pass == 1) || missingHeight(splitter->widget(i)) > 0) continue;
                 const QWidget* w = splitter->widget(i);
                 const int keep =
-                    std::max({w->minimumSizeHint().height(), w->minimumHeight(), i == focus ? total / 2 : 0});
+                    std::max({w->minimumSizeHint().height(), w->minimumHeight(), i == focus ? total / 3 : 0});
                 const int give = std::clamp(missing, 0, std::max(sizes[i] - keep, 0));
                 sizes[i] -= give;
                 sizes[at] += give;
