@@ -77,7 +77,7 @@ private:
     void showPageOf(int layer);
     QImage render(const Matrix& m) const;
     void renderAll();
-    int labelWidth() const;    // room for the layer captions, from the font
+    int labelWidth() const;             // room for the layer captions, from the font
     int headerHeight(int shown) const;  // room for the column captions, `shown` layers drawn
     Palette m_palette = Palette::Blues;
     LayerHeadMaps m_maps;
