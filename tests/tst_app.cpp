@@ -4,6 +4,7 @@
 // (QT_QPA_PLATFORM=offscreen from CTest).
 #include "fake_hub_server.h"
 
+#include <QDir>
 #include <QtTest/QtTest>
 
 #include <QImage>
@@ -106,6 +107,18 @@ void TestApp::bundledLessonHeadless() {
     QVERIFY2(r.err.contains("transformer-tour.json: step 99 is beyond the end (the lesson has 15 steps)"),
              qPrintable(r.err));
     QVERIFY(!QFile::exists(never));
+    // --screenshot-steps DIR: one run renders every step from --lesson-step on, as PageDown reaches
+    // it (scripts/make_screenshots.sh takes each bundled lesson so); the steps differ.
+    const QString steps = m_dir.filePath("steps");
+    r = app({"--lesson", lesson, "--lesson-step", "13", "--screenshot-steps", steps});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(QDir(steps).entryList({"*.png"}, QDir::Files, QDir::Name),
+             QStringList({"step-13.png", "step-14.png", "step-15.png"}));
+    const QImage beams(steps + "/step-13.png"), what_if(steps + "/step-14.png");
+    QVERIFY(!beams.isNull() && beams.size() == what_if.size() && beams != what_if);
+    r = app({"--screenshot-steps", steps});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--screenshot-steps goes with --lesson"), qPrintable(r.err));
 }
 
 // A lesson naming a Hugging Face model the cache lacks (issue 50): headless, nobody can be asked, so
