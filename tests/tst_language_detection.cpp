@@ -1,6 +1,7 @@
 // The source language detected (attnlab/language_detect.h, CLD2) and matched to each model family's codes,
 // and the language picker: its "Detect" entry, and names shown whole in the sentence row at 1280 and 1920
 // wide (issue 52, items 8 and 9).
+#include "document/view_context.h"
 #include "shell/main_window.h"
 #include "shell/translate_panel.h"
 #include "widgets/language_picker.h"
@@ -63,6 +64,7 @@ private Q_SLOTS:
     void matchesEachFamilysCodes();
     void pickerDetectsTheSource();
     void sentenceRowFollowsTheDetectedLanguage();
+    void typedSentenceIsTranslatedFromItsLanguage();
     void pickerShowsWholeNames_data();
     void pickerShowsWholeNames();
 };
@@ -233,6 +235,32 @@ void TestLanguageDetection::sentenceRowFollowsTheDetectedLanguage() {
     QCOMPARE(window.context()->decodingOptions().source_language, std::string("__de__"));
     panel->sentenceEdit()->setText("Un homme traverse un pont à vélo ce soir.");
     QCOMPARE(window.context()->decodingOptions().source_language, std::string("__fr__"));
+}
+
+// The window with a multilingual model (the ui fixture's three-language package), Detect chosen: a German
+// sentence typed (and Enter) is translated from deu_Latn, a French one from fra_Latn, a word too short from the
+// model's default with the reason in the picker's tooltip.
+void TestLanguageDetection::typedSentenceIsTranslatedFromItsLanguage() {
+    QSettings().remove("languages");
+    TranslationController controller;
+    MainWindow window(&controller, false);
+    QSignalSpy loaded(window.context(), &ViewContext::modelChanged);
+    window.context()->loadModel(qEnvironmentVariable("ATTNLAB_TEST_PACKAGE") + "-multilingual");
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    TranslatePanel* panel = window.translatePanel();
+    QVERIFY(panel->languages()->choose(LanguagePicker::kDetect, "eng_Latn"));
+    for (const auto& [text, language] : {std::pair<QString, std::string>{"Zwei Hunde spielen im Schnee.", "deu_Latn"},
+                                         {"Deux chiens jouent dans la neige.", "fra_Latn"},
+                                         {"Hund", "eng_Latn"}}) {
+        panel->sentenceEdit()->clear();
+        QTest::keyClicks(panel->sentenceEdit(), text);
+        QTest::keyClick(panel->sentenceEdit(), Qt::Key_Return);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            window.context()->result() && window.context()->result()->source_text == text.toStdString(), 30000);
+        QCOMPARE(window.context()->resultOptions().source_language, language);
+    }
+    QVERIFY2(panel->languages()->detectionNote().contains("too short to tell its language"),
+             qPrintable(panel->languages()->detectionNote()));
 }
 
 void TestLanguageDetection::pickerShowsWholeNames_data() {
