@@ -287,12 +287,12 @@ void HeadStatsPanel::recheckComparison() {
 
 void HeadStatsPanel::chooseCompareModel(const QString& dir) {
     const QString canonical = QFileInfo(dir).canonicalFilePath();
-    const QString data = canonical.isEmpty() ? dir : canonical;
-    int i = m_compare->findData(data);
+    const QString key = canonical.isEmpty() ? dir : canonical;
+    int i = m_compare->findData(key);
     if (i < 0) {
         i = m_compare->count() - 1;  // before "Other folder…"
-        m_compare->insertItem(i, tr("%1 (folder)").arg(RecentModels::displayName(data)), data);
-        m_compare->setItemData(i, data, Qt::ToolTipRole);
+        m_compare->insertItem(i, tr("%1 (folder)").arg(RecentModels::displayName(key)), key);
+        m_compare->setItemData(i, key, Qt::ToolTipRole);
         fitCompareList();
     }
     {
