@@ -16,6 +16,7 @@
 
 #include <QCheckBox>
 #include <QClipboard>
+#include <QHeaderView>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -68,8 +69,10 @@ private Q_SLOTS:
     void boundedToTheLastEntries();
     void anUnreadableFileIsSetAsideAndSaid();
     void offKeepsNothingAndClearRemovesTheFile();
+    void theWindowKeepsTheTranslationInSight();
     void copyButtonAndKeyFillTheClipboard();
     void ctrlEnterTranslatesWithLiveOff();
+    void ablatedOrForcedResultsAreNotKept();
     void anEntryOpensAgainWithItsModelAndOptions();
     void onlyTheEndMarkIsSaidInWords();
     void aHubSnapshotIsNamedByItsRepository();
@@ -142,23 +145,28 @@ void TestTranslationHistory::keptAndReadBack() {
     QCOMPARE(doc.object().value("entries").toArray().size(), 2);
 }
 
-// Live typing: "Der", "Der Hu", "Der Hund" with the same model and options are one entry, the last;
-// another setting is another entry; the same sentence again moves to the front. Search ignores case.
+// Live typing: "Der", "Der Hu", "Der Hund" with the same model and options are one entry, the last; the next
+// sentence typed, which begins as the newest did ("Der " of "Der Mann liest."), is another entry and never
+// replaces it; another setting is another entry; the same sentence again moves to the front. Search ignores case.
 void TestTranslationHistory::typingReplacesTheNewestAndSearchFinds() {
     TranslationHistory h(m_dir.filePath("typing.json"));
-    for (const QString s : {"Der", "Der Hu", "Der Hund", "Der Hun"}) QVERIFY(!h.add(entry(s)));
+    for (const QString s : {"Der", "Der Hu", "Der Hund"}) QVERIFY(!h.add(entry(s)));
     QCOMPARE(h.entries().size(), 1);
-    QCOMPARE(h.entries().first().sentence, QString("Der Hun"));
+    QCOMPARE(h.entries().first().sentence, QString("Der Hund"));
+    for (const QString s : {"Der ", "Der Mann", "Der Mann liest."}) QVERIFY(!h.add(entry(s)));
+    QCOMPARE(h.entries().size(), 2);
+    QCOMPARE(h.entries().at(0).sentence, QString("Der Mann liest."));
+    QCOMPARE(h.entries().at(1).sentence, QString("Der Hund"));
     QVERIFY(!h.add(entry("Der Hund", "/models/a", 4)));  // another beam: another entry
     QVERIFY(!h.add(entry("Eine Katze.")));
-    QVERIFY(!h.add(entry("Der Hun")));  // again: to the front, not twice
-    QCOMPARE(h.entries().size(), 3);
-    QCOMPARE(h.entries().first().sentence, QString("Der Hun"));
+    QVERIFY(!h.add(entry("Der Hund")));  // again: to the front, not twice
+    QCOMPARE(h.entries().size(), 4);
+    QCOMPARE(h.entries().first().sentence, QString("Der Hund"));
     QCOMPARE(h.search("KATZE").size(), 1);
     QCOMPARE(h.search("katze").first().sentence, QString("Eine Katze."));
-    QCOMPARE(h.search("translated: der").size(), 2);  // in the translations
-    QCOMPARE(h.search("eng_latn").size(), 3);         // the languages
-    QCOMPARE(h.search("").size(), 3);
+    QCOMPARE(h.search("translated: der").size(), 3);  // in the translations
+    QCOMPARE(h.search("eng_latn").size(), 4);         // the languages
+    QCOMPARE(h.search("").size(), 4);
     QVERIFY(h.search("Pferd").isEmpty());
 }
 
@@ -247,6 +255,28 @@ void TestTranslationHistory::offKeepsNothingAndClearRemovesTheFile() {
     QVERIFY(!QFileInfo::exists(path));
 }
 
+// A long sentence in the history's window: its column is cut (the sentence whole in its tooltip) and the
+// Translation column stays in sight, at least 20 characters of it.
+void TestTranslationHistory::theWindowKeepsTheTranslationInSight() {
+    TranslationHistory h(m_dir.filePath("long.json"));
+    QString sentence;
+    while (sentence.size() < 400) sentence += "Ein Hund läuft über die Wiese und bellt laut. ";
+    sentence = sentence.trimmed();
+    QVERIFY(!h.add(entry("Eine Katze.")));
+    QVERIFY(!h.add(entry(sentence)));
+    TranslationHistoryDialog dialog(&h);
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    const QTreeWidget* list = dialog.list();
+    const int room = list->viewport()->width() - list->header()->sectionViewportPosition(3);
+    QVERIFY2(room >= 20 * list->fontMetrics().averageCharWidth(),
+             qPrintable(QString("the Translation column begins %1 px from the list's right edge (%2 px wide)")
+                            .arg(room)
+                            .arg(list->viewport()->width())));
+    QCOMPARE(list->topLevelItem(0)->toolTip(2), sentence);
+    QVERIFY(dialog.grab().save(QDir::temp().filePath("attnlab-translation-history-long.png")));
+}
+
 // The Copy button and the key (named in the button's tooltip) put the translation on the clipboard.
 void TestTranslationHistory::copyButtonAndKeyFillTheClipboard() {
     QClipboard* clipboard = QGuiApplication::clipboard();
@@ -326,6 +356,37 @@ void TestTranslationHistory::ctrlEnterTranslatesWithLiveOff() {
         m_context->result() && QString::fromStdString(m_context->result()->source_text) == sentence, 30000);
     QCOMPARE(QString::fromStdString(m_context->result()->best.text),
              QString::fromStdString(m_core->translate(sentence.toStdString(), m_panel->options()).best.text));
+}
+
+// A result with heads switched off (the Heads tab's ablation translates the sentence again) or with a forced
+// beginning is not what the row's model and options give: not kept, and the sentence's entry stays as it was
+// (the same sentence and setting would have replaced it).
+void TestTranslationHistory::ablatedOrForcedResultsAreNotKept() {
+    QVERIFY(!m_panel->history()->clear());
+    const QString sentence = "Ein Hund rennt über eine Wiese.";
+    translateAndWait(sentence);
+    QCOMPARE(m_panel->history()->entries().size(), 1);
+    const HistoryEntry kept = m_panel->history()->entries().first();
+    QCOMPARE(kept.translation, QString::fromStdString(m_context->result()->best.text));
+    QSignalSpy changed(m_panel->history(), &TranslationHistory::changed);
+    QSignalSpy results(m_context.get(), &ViewContext::resultChanged);
+    m_context->setAblated({attnlab::HeadRef{attnlab::AttentionKind::Cross, 0, 0}});
+    QTRY_VERIFY_WITH_TIMEOUT(!results.isEmpty() && m_context->result() && !m_context->resultOptions().ablate.empty(),
+                             30000);
+    QCOMPARE(changed.count(), 0);
+    m_context->setAblated({});
+    QTRY_VERIFY_WITH_TIMEOUT(m_context->result() && m_context->resultOptions().ablate.empty(), 30000);
+    changed.clear();
+    results.clear();
+    attnlab::DecodingOptions forced = m_context->resultOptions();
+    forced.force_prefix = "Two";
+    m_context->translate(sentence, forced);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !results.isEmpty() && m_context->result() && !m_context->resultOptions().force_prefix.empty(), 30000);
+    QCOMPARE(changed.count(), 0);
+    QCOMPARE(m_panel->history()->entries().size(), 1);
+    QCOMPARE(m_panel->history()->entries().first().translation, kept.translation);
+    QCOMPARE(m_panel->history()->entries().first().when, kept.when);
 }
 
 // Two sentences with two models (the package and a copy of it in another folder) and two beams; the

@@ -11,6 +11,8 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace attnlab::ui {
 
 TranslationHistoryDialog::TranslationHistoryDialog(TranslationHistory* history, QWidget* parent)
@@ -87,7 +89,13 @@ void TranslationHistoryDialog::fill() {
     if (m_list->topLevelItemCount() > 0) m_list->setCurrentItem(m_list->topLevelItem(0));
     m_open->setEnabled(m_list->currentItem());
     m_clear->setEnabled(!m_history->entries().isEmpty());
-    for (int c = 0; c < 3; ++c) m_list->resizeColumnToContents(c);
+    // As wide as their entries up to a limit (a long sentence is cut, whole in its tooltip), so that the
+    // translation stays in sight beside them.
+    const int most = m_list->fontMetrics().averageCharWidth() * kMostColumnCharacters;
+    for (int c = 0; c < 3; ++c) {
+        m_list->resizeColumnToContents(c);
+        m_list->setColumnWidth(c, std::min(m_list->columnWidth(c), most));
+    }
 }
 
 void TranslationHistoryDialog::openCurrent() {

@@ -167,8 +167,9 @@ std::optional<QString> TranslationHistory::add(const HistoryEntry& entry) {
     if (!enabled() || m_blocked || entry.sentence.trimmed().isEmpty()) return std::nullopt;
     if (!m_entries.isEmpty()) {
         const HistoryEntry& newest = m_entries.first();
-        const bool typing = newest.sameSetting(entry) &&
-                            (entry.sentence.startsWith(newest.sentence) || newest.sentence.startsWith(entry.sentence));
+        // Only a sentence that grew: one that shrank may begin the next sentence ("A " of "A woman reads." typed
+        // after "A man rides."), and replacing the newest then would lose a finished sentence.
+        const bool typing = newest.sameSetting(entry) && entry.sentence.startsWith(newest.sentence);
         if (typing) m_entries.removeFirst();
     }
     m_entries.removeIf([&](const HistoryEntry& e) { return e.sentence == entry.sentence && e.sameSetting(entry); });

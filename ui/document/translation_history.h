@@ -57,8 +57,9 @@ public:
     const QList<HistoryEntry>& entries() const { return m_entries; }
     QList<HistoryEntry> search(const QString& text) const;  // newest first; every entry for ""
     // A translation, newest first, the file written (nothing when the history is off). The same setting
-    // with a sentence that only grew or shrank at its end (typing, Live on) replaces the newest entry;
-    // the same sentence translated again the same way moves to the front. The problem, when the file
+    // with a sentence that only grew at its end (typing, Live on) replaces the newest entry (one that
+    // shrank is another entry: it may begin the next sentence); the same sentence translated again the
+    // same way moves to the front. The problem, when the file
     // could not be written.
     [[nodiscard]] std::optional<QString> add(const HistoryEntry& entry);
     [[nodiscard]] std::optional<QString> clear();  // every entry, and the file

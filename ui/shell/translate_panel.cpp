@@ -619,8 +619,11 @@ QStringList TranslatePanel::loadedModels() const {
 void TranslatePanel::remember(const ResultPtr& r) {
     if (!m_context || m_context->presenting() || m_context->sentence() != m_last_requested) return;
     if (QString::fromStdString(r->source_text) != m_last_requested) return;
-    const ResultPtr last = m_context->pivoting() && m_context->legResult(1) ? m_context->legResult(1) : r;
     const DecodingOptions o = m_context->resultOptions();
+    // Heads switched off (the Heads tab translates the sentence again with them off) or a forced beginning: not
+    // what the row's model and options give (an entry opened again translates without them), so not kept.
+    if (!o.ablate.empty() || !o.force_prefix.empty() || !o.force_prefix_ids.empty()) return;
+    const ResultPtr last = m_context->pivoting() && m_context->legResult(1) ? m_context->legResult(1) : r;
     HistoryEntry e;
     e.when = QDateTime::currentDateTime();
     e.sentence = m_last_requested;
