@@ -13,6 +13,7 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -20,6 +21,8 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
+
+#include <atomic>
 
 #include <random>
 
@@ -61,6 +64,7 @@ private Q_SLOTS:
     void badTextSaysWhatIsWrong();
     void translatesATextSentenceBySentence();
     void cancelKeepsWhatWasDone();
+    void anotherModelStopsTheText();
     void dialogSaysWhatIsWrongWithItsInput();
     void reachableFromTheFileMenuAndTheSentenceRow();
     void multilingualModelTakesTheTextsLanguage();
@@ -249,6 +253,9 @@ void TestTextTranslation::translatesATextSentenceBySentence() {
         QCOMPARE(dialog.table()->item(i, 1)->text(), expected.last());
     }
     QCOMPARE(dialog.translation(), expected.mid(0, 3).join(' ') + "\n\n" + expected.mid(3, 3).join(' '));
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    QVERIFY(dialog.grab().save(QDir::temp().filePath("attnlab-text-translation.png")));  // to look at
     // A sentence clicked: the window shows its result as if it had been typed, from the cache.
     QSignalSpy started(m_controller.get(), &TranslationController::translationStarted);
     QSignalSpy shown(m_context.get(), &ViewContext::sentenceShown);
@@ -304,6 +311,49 @@ void TestTextTranslation::cancelKeepsWhatWasDone() {
     QCOMPARE(dialog.translate().value_or(""), QString());
     QTRY_VERIFY_WITH_TIMEOUT(!dialog.running(), 60000);
     QVERIFY(!dialog.translationOf(0).isEmpty());
+}
+
+// Another model opened while a text is translated: the text stops (the model does not wait for the rest of it),
+// what was translated stays, and the note says why. The controller's end (the window closing) stops it too,
+// rather than translating every sentence first.
+void TestTextTranslation::anotherModelStopsTheText() {
+    const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
+    const QStringList many = acceptedLines(12 * TranslationController::kTextBatch, 100);
+    TextTranslationDialog dialog(m_context.get());
+    dialog.setText(many.join('\n'));
+    QSignalSpy ended(m_controller.get(), &TranslationController::textTranslationEnded);
+    QSignalSpy loaded(m_context.get(), &ViewContext::modelChanged);
+    QCOMPARE(dialog.translate().value_or(""), QString());
+    m_context->loadModel(package);  // the same package again: opened all the same
+    QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1 && loaded.count() == 1 && !dialog.running(), 60000);
+    QVERIFY(ended.first().at(2).toBool());  // stopped
+    const int done = ended.first().at(0).toInt();
+    QVERIFY2(done < dialog.sentenceCount(), qPrintable(QString::number(done)));
+    QVERIFY2(
+        dialog.note().contains(QString("Stopped (a model was loaded meanwhile): %1 of %2 sentences translated (kept).")
+                                   .arg(done)
+                                   .arg(dialog.sentenceCount())),
+        qPrintable(dialog.note()));
+    std::atomic<int> answered{0};
+    {
+        TranslationController controller;
+        ViewContext context(&controller);
+        QSignalSpy loaded_here(&context, &ViewContext::modelChanged);
+        context.loadModel(package);
+        QTRY_VERIFY_WITH_TIMEOUT(loaded_here.count() > 0, 30000);
+        context.setDecodingOptions(m_options);
+        connect(
+            &controller, &TranslationController::textSentenceTranslated, &controller, [&answered] { ++answered; },
+            Qt::DirectConnection);  // counted on the worker as each comes
+        context.translateText(many);
+        QElapsedTimer waited;
+        waited.start();
+        while (answered.load() == 0 && waited.elapsed() < 60000) QThread::msleep(1);  // the text is running
+        QVERIFY(answered.load() > 0);
+    }  // the controller ends here
+    QVERIFY2(
+        answered.load() <= 2 * TranslationController::kTextBatch,
+        qPrintable(QString("%1 of %2 translated before the controller ended").arg(answered.load()).arg(many.size())));
 }
 
 // Bad input in the dialog: each a clear message naming the file and the problem; too many sentences: the

@@ -115,6 +115,11 @@ void TextTranslationDialog::follow() {
         answered(i, tr("— not translated: %1").arg(why), why);
     });
     connect(c, &TranslationController::textTranslationEnded, this, &TextTranslationDialog::ended);
+    // A model loaded (another, or this one on another device or compute type) stops the text
+    // (TranslationController::loadModel): the note says why.
+    connect(m_context, &ViewContext::modelLoading, this, [this] {
+        if (running()) m_stopped_by = tr("a model was loaded meanwhile");
+    });
 }
 
 std::optional<QString> TextTranslationDialog::openFile(const QString& path) {
@@ -134,6 +139,7 @@ std::optional<QString> TextTranslationDialog::translate() {
     const std::string text = m_text->toPlainText().toStdString();
     if (auto problem = textProblem(text, tr("the text").toStdString())) return QString::fromStdString(*problem);
     m_notes.clear();
+    m_stopped_by.clear();
     auto sentences = splitSentences(text);
     if (sentences.size() > kMaxTextSentences) {
         m_notes << tr("The text has %1 sentences: the first %2 are translated (the most at once; split the text "
@@ -210,6 +216,9 @@ void TextTranslationDialog::ended(int translated, int total, bool cancelled, con
     if (--m_waiting > 0) return;  // a cancelled request's end: the newer one runs on
     if (!problem.isEmpty())
         m_notes << tr("Stopped: %1").arg(problem);
+    else if (cancelled && !m_stopped_by.isEmpty())
+        m_notes
+            << tr("Stopped (%3): %1 of %2 sentences translated (kept).").arg(translated).arg(total).arg(m_stopped_by);
     else if (cancelled)
         m_notes << tr("Cancelled: %1 of %2 sentences translated (kept).").arg(translated).arg(total);
     else if (translated < total)

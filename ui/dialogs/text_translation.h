@@ -74,7 +74,8 @@ private:
     std::vector<size_t> m_offsets;  // each one's byte offset in m_source_text (UTF-8)
     std::vector<size_t> m_ends;     // and one past its end
     std::vector<QString> m_translations;
-    QStringList m_notes;  // the limit, the language, the end
+    QStringList m_notes;   // the limit, the language, the end
+    QString m_stopped_by;  // why the running text stopped when Cancel did not stop it (a model loaded)
     int m_answered = 0;
     int m_waiting = 0;  // requests whose end has not come (a cancelled one ends after a new one may start)
 };

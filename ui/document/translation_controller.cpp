@@ -37,7 +37,8 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
 }
 
 TranslationController::~TranslationController() {
-    ++m_generation;  // cancels a running translation at its next step
+    ++m_generation;       // cancels a running translation at its next step
+    ++m_text_generation;  // and a whole text's (the window closes now, not after its last sentence)
     m_thread.quit();
     m_thread.wait();
 }
@@ -77,6 +78,7 @@ ModelInfoPtr TranslationController::modelInfo() const {
 
 void TranslationController::loadModel(const QString& package_dir, const QString& device, const QString& compute_type) {
     const std::string dir = package_dir.toStdString(), dev = device.toStdString(), ct = compute_type.toStdString();
+    cancelText();  // a whole text being translated stops: the model does not wait for its last sentence
     post([this, dir, dev, ct] {
         try {
             TranslatorOptions o;
@@ -111,6 +113,7 @@ void TranslationController::loadPivot(const QStringList& package_dirs, const QSt
     std::vector<std::string> dirs;
     for (const auto& d : package_dirs) dirs.push_back(d.toStdString());
     const std::string dev = device.toStdString(), ct = compute_type.toStdString();
+    cancelText();  // as loadModel
     post([this, dirs, dev, ct] {
         try {
             if (dirs.size() != 2) throw InputError("a pivot has two legs, not " + std::to_string(dirs.size()));

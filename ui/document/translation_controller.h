@@ -62,7 +62,8 @@ public:
     explicit TranslationController(QObject* parent = nullptr);
     ~TranslationController() override;
 
-    // Asynchronous; answered by modelLoaded or failed(LoadModel).
+    // Asynchronous; answered by modelLoaded or failed(LoadModel). A whole text being translated
+    // (translateText) stops first, answered as cancelled.
     void loadModel(const QString& package_dir, const QString& device, const QString& compute_type);
     // LibTorch threads of the next model loaded (TranslatorOptions::num_threads; 0 = the policy).
     void setThreads(int threads) { m_threads = threads; }
@@ -101,7 +102,7 @@ public:
     // model cannot take (too long) by textSentenceFailed; at the end textTranslationEnded, with the problem
     // that stopped it if one did (no model, a pivot loaded, a failure). Queued behind other requests, and
     // translations typed meanwhile wait for it; cancelText() stops it within the decoding step running, the
-    // batches done staying answered.
+    // batches done staying answered (so do loadModel, loadPivot and the controller's destruction).
     static constexpr int kTextBatch = 8;
     void translateText(const QStringList& sentences, const DecodingOptions& options);
     void cancelText() { ++m_text_generation; }
