@@ -39,6 +39,7 @@
 
 #include <gif_lib.h>
 
+#include <algorithm>
 #include <climits>
 
 #include <QAction>
@@ -148,6 +149,7 @@ private Q_SLOTS:
     void headStatisticsComparedWithAnotherModel();
     void compareWithAMultilingualModel();  // issue 52
     void compareFromAMultilingualModelFollowsItsLanguages();
+    void compareChoicesOutliveBadHubSettings();
     void headStatisticsHeatmapTakesTheRoom();
     void importanceOverFewSentencesSaysSo();
     void pairViewComparesAStepsPair();
@@ -899,6 +901,27 @@ void TestViews::compareFromAMultilingualModelFollowsItsLanguages() {
     controller.waitForIdle();
 }
 
+// A Hugging Face name among the recent models and hub settings that cannot be read (a rate that is not a
+// number, ConfigError): "Compare with" still lists the models it can, instead of the exception leaving the
+// model's load (it came out of HeadStatsPanel::knownModels).
+void TestViews::compareChoicesOutliveBadHubSettings() {
+    RecentModels::remember("Helsinki-NLP/opus-mt-de-en");
+    qputenv("ATTNLAB_HUB_MIN_RATE", "fast");
+    QList<QPair<QString, QString>> known;
+    QString problem;
+    try {
+        known = HeadStatsPanel::knownModels();
+    } catch (const std::exception& e) {
+        problem = QString::fromUtf8(e.what());
+    }
+    qunsetenv("ATTNLAB_HUB_MIN_RATE");
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
+    const auto bundled = attnlab::bundledModels();
+    QVERIFY(!bundled.empty());
+    const QString first = QFileInfo(QString::fromStdString(bundled.front().dir)).canonicalFilePath();
+    QVERIFY(std::any_of(known.begin(), known.end(), [&](const auto& m) { return m.second == first; }));
+}
+
 void TestViews::pairViewComparesAStepsPair() {
     PairView view(m_context.get());
     m_context->setResult(translate("Ein Hund."), {});
@@ -1022,10 +1045,6 @@ void TestViews::headsViewWithoutExamplesSaysWhatToDo() {
     QVERIFY(!view.figure());
 }
 
-// OPUS-MT's size, 6 layers x 16 heads (96 maps a kind), in the room a tab has at the window's
-// default size (1400 x 900): the grid's captions fit and a tall map gets a tall cell, the decoding
-// strip pages by layer (a line of text per row), the head lab's ablation grids wrap instead of
-// widening the window.
 // Issue 52: a 12 x 16-head model's grid in a projector's pane (1280 x 720, 12 pt) had thumbnails of
 // 23 px, 1.5 px a map row. Where a map row would fall under kMinMapRowPx, the grid shows as many
 // layers as keep it, the page following the selected layer and the wheel; the caption says which.
@@ -1071,6 +1090,10 @@ void TestViews::aLargeGridPagesByLayer() {
     QVERIFY(grid.pageText().isEmpty());
 }
 
+// OPUS-MT's size, 6 layers x 16 heads (96 maps a kind), in the room a tab has at the window's
+// default size (1400 x 900): the grid's captions fit and a tall map gets a tall cell, the decoding
+// strip pages by layer (a line of text per row), the head lab's ablation grids wrap instead of
+// widening the window.
 void TestViews::largeModelFitsTheDefaultWindow() {
     AttentionExplorer attention(m_context.get());
     DecodingView decoding(m_context.get());
@@ -1571,6 +1594,13 @@ void TestViews::relativePositionsShownWhenTheModelHasThem() {
     QVERIFY(!inputs.tokenText().contains("sinusoid"));
     QCOMPARE(inputs.positional()->plot()->plottableCount(), 0);
     QVERIFY(!inputs.positional()->plot()->xAxis->visible() && !inputs.positional()->plot()->yAxis->visible());
+    // Its title says why there are no bars (an emptied bar plot once blanked it, issue 52's review).
+    const auto* positional_title =
+        qobject_cast<QCPTextElement*>(inputs.positional()->plot()->plotLayout()->element(0, 0));
+    QVERIFY(positional_title);
+    QVERIFY2(positional_title->text().startsWith("3. no absolute positions: relative position terms act inside "
+                                                 "self-attention (k = 2)"),
+             qPrintable(positional_title->text()));
     token->absolute_positions = true;
     inputs.showToken(token);
     QVERIFY2(inputs.tokenText().contains("add the position's sinusoid"), qPrintable(inputs.tokenText()));

@@ -230,11 +230,15 @@ QList<QPair<QString, QString>> HeadStatsPanel::knownModels() {
         add(tr("%1 (%2)").arg(QString::fromStdString(m.name), pair(m)), QString::fromStdString(m.dir));
     for (const auto& m : installedArgosModels())
         add(tr("Argos: %1 (%2)").arg(QString::fromStdString(m.name), pair(m)), QString::fromStdString(m.dir));
-    for (const QString& entry : RecentModels::entries()) {
-        const auto hub = QFileInfo::exists(entry) ? std::nullopt : parseHubModelName(entry.toStdString());
-        const auto dir = hub ? cachedHubSnapshot(*hub, hubOptionsFromEnvironment()) : std::optional<std::string>();
-        const QString folder = hub ? QString::fromStdString(dir.value_or("")) : entry;
-        add(tr("%1 (recent)").arg(RecentModels::displayName(folder)), folder);
+    try {
+        // A hub name: its snapshot in the cache (none: not offered).
+        for (const QString& entry : RecentModels::entries()) {
+            const QString folder = ViewContext::cachedModel(entry).value_or(entry);
+            add(tr("%1 (recent)").arg(RecentModels::displayName(folder)), folder);
+        }
+    } catch (const std::exception&) {
+        // settings the hub cannot work with (ConfigError: ATTNLAB_HUB_MIN_RATE=abc): no recent models to offer,
+        // rather than an exception out of a model's load
     }
     for (const auto& [name, dir] : cachedHubModels()) add(tr("%1 (Hugging Face cache)").arg(name), dir);
     return out;

@@ -52,7 +52,7 @@ void BarPlot::setValueAxisTitle(const QString& title) { m_plot->yAxis->setLabel(
 
 void BarPlot::clear(const QString& message) {
     setBars({}, {});
-    setTitle(message);
+    if (!message.isEmpty()) setTitle(message);
     m_plot->replot();
 }
 

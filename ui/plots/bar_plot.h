@@ -29,7 +29,8 @@ public:
     void setTitle(const QString& title);
     void setValueAxisTitle(const QString& title);
     // No bars: no axes either (an empty plot's range is meaningless), and `message` where the title
-    // goes, saying what will be there.
+    // goes, saying what will be there; without one the title stays (it may say why there are no bars:
+    // the Inputs tab's "3. no absolute positions: …").
     void clear(const QString& message = {});
 
     int count() const { return m_count; }
