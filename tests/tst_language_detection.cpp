@@ -118,6 +118,11 @@ void TestLanguageDetection::saysWhyItCannotTell() {
     QVERIFY(digits.code.empty());
     QVERIFY2(!digits.problem.empty(), "digits have no language");
     QCOMPARE(detectLanguage("Zwei Hunde \xff\xfe spielen im Schnee.").problem, std::string("not UTF-8 text"));
+    // UTF-8 with control characters a text file may hold (a form feed, an escape, a C1 control): read as text
+    // (CLD2 itself stops at the first one).
+    const DetectedLanguage controls = detectLanguage(
+        "Zwei Hunde spielen im Schnee.\f\x1b Ein Mann f\xc3\xa4hrt mit dem Fahrrad \xc2\x85\xc2\x9f\x7f\x01.");
+    QVERIFY2(controls.code == "de", controls.problem.c_str());
     // A language the model lacks, in words.
     DetectedLanguage german;
     german.code = "de";

@@ -21,7 +21,8 @@ struct DetectedLanguage {
     std::string problem;  // why `code` is empty (or not to be trusted): in words, empty when it is
 };
 
-// Thread-safe; never throws for any bytes (text that is not UTF-8 is "not UTF-8 text").
+// Thread-safe; never throws for any bytes (text that is not UTF-8 is "not UTF-8 text"; control characters
+// such as a form feed are read as spaces). At most the first 16 MiB are looked at.
 DetectedLanguage detectLanguage(const std::string& text);
 
 struct LanguageChoice {

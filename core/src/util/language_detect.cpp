@@ -116,6 +116,25 @@ std::string englishName(CLD2::Language l, const std::string& code) {
     return name;
 }
 
+// What CLD2 is given: `text` up to kMostDetectedBytes (cut before a character, not inside one), its control
+// characters other than tab and line ends (C0, DEL, C1: a form feed or an escape in a text file) made spaces.
+// ExtDetectLanguageSummaryCheckUTF8 reads only "interchange-valid" UTF-8 (cld2/public/compact_lang_det.h) and
+// stops at the first control character, so such a text would read as not UTF-8.
+constexpr size_t kMostDetectedBytes = size_t(1) << 24;
+std::string forCld2(const std::string& text) {
+    size_t length = std::min(text.size(), kMostDetectedBytes);
+    while (length > 0 && length < text.size() && (static_cast<unsigned char>(text[length]) & 0xC0) == 0x80) --length;
+    std::string out = text.substr(0, length);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const auto c = static_cast<unsigned char>(out[i]);
+        const bool c1 = c == 0xC2 && i + 1 < out.size() && static_cast<unsigned char>(out[i + 1]) >= 0x80 &&
+                        static_cast<unsigned char>(out[i + 1]) <= 0x9F;  // U+0080..U+009F
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) out[i] = ' ';
+        if (c1) out[i] = out[i + 1] = ' ';
+    }
+    return out;
+}
+
 }  // namespace
 
 DetectedLanguage detectLanguage(const std::string& text) {
@@ -125,10 +144,11 @@ DetectedLanguage detectLanguage(const std::string& text) {
     double scores[3];
     int letters = 0, valid_prefix = 0;  // CLD2's count of letter bytes (unused: letterCount counts characters)
     bool reliable = false;
-    const CLD2::Language l = CLD2::ExtDetectLanguageSummaryCheckUTF8(
-        text.data(), int(std::min<size_t>(text.size(), 1 << 24)), /*is_plain_text=*/true, nullptr, 0, top, percent,
-        scores, nullptr, &letters, &reliable, &valid_prefix);
-    if (size_t(valid_prefix) < std::min<size_t>(text.size(), 1 << 24)) {
+    const std::string given = forCld2(text);
+    const CLD2::Language l =
+        CLD2::ExtDetectLanguageSummaryCheckUTF8(given.data(), int(given.size()), /*is_plain_text=*/true, nullptr, 0,
+                                                top, percent, scores, nullptr, &letters, &reliable, &valid_prefix);
+    if (size_t(valid_prefix) < given.size()) {
         d.problem = "not UTF-8 text";
         return d;
     }
