@@ -422,8 +422,6 @@ void TestLessonController::aLessonIsWrittenInTheApp() {
     m_lessons->setPresenterMode(false);
 }
 
-// A step's point is checked against the model's attention history once the history has been read
-// (after the model: the lesson was shown by then), and when the lesson is opened once it is known.
 // Issue 52: a step written in the app names its focus, one of the parts its tab has (none: the
 // view's first part), saved with the lesson and offered again when the lesson is read back.
 void TestLessonController::aWrittenStepsFocusIsSavedAndRead() {
@@ -489,6 +487,8 @@ QString TestLessonController::packageWithHistory(const QString& name, int points
     return dir;
 }
 
+// A step's point is checked against the model's attention history once the history has been read
+// (after the model: the lesson was shown by then), and when the lesson is opened once it is known.
 void TestLessonController::aStepsPointIsCheckedAgainstTheHistory() {
     const QString package = qEnvironmentVariable("ATTNLAB_TEST_PACKAGE");
     const QString dir = packageWithHistory("with-history", 2);
