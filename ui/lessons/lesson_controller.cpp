@@ -1,7 +1,5 @@
 #include "lessons/lesson_controller.h"
 
-#include "document/view.h"
-
 #include "lessons/lesson_editor.h"
 #include "lessons/lesson_pane.h"
 #include "lessons/view_states.h"
@@ -348,8 +346,7 @@ void LessonController::showStep(int index, const ViewState& view) {
     m_showing_step = index;
     m_showing_focus.reset();
     // Without a focus, the view's first part (as ViewTabs lays the step out).
-    if (const View* v = view.tab ? m_tabs->view(*view.tab) : nullptr; v && (view.focus || !v->parts().empty()))
-        m_showing_focus = std::make_pair(*view.tab, view.focus.value_or(v->parts().front().first));
+    if (const auto focus = m_tabs->focusOf(view)) m_showing_focus = std::make_pair(*view.tab, *focus);
     m_views->apply(view);
     stepSettled();
 }

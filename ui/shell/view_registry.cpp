@@ -132,9 +132,8 @@ void ViewTabs::applyState(const ViewState& state) {
     if (state.tab) showView(*state.tab);
     // Without a focus, the view's first part: the step is laid out around it all the same (a
     // Decoding step written in the app had shown its strip at 4 px a row).
-    QWidget* p = nullptr;
-    if (const View* v = state.tab ? view(*state.tab) : nullptr)
-        p = state.focus ? part(*state.tab, *state.focus) : v->parts().empty() ? nullptr : v->parts().front().second;
+    const auto focus = focusOf(state);
+    QWidget* p = focus ? part(*state.tab, *focus) : nullptr;
     keepInView(p);
     // Again once what the step changed is laid out (a new translation's plots resize).
     if (p) QTimer::singleShot(0, p, [p] { bringIntoView(p); });
@@ -146,6 +145,12 @@ std::map<std::string, std::vector<std::string>> ViewTabs::partNames() const {
     for (size_t i = 0; i < entries.size(); ++i)
         for (const auto& [name, widget] : m_views[i]->parts()) out[entries[i].name].push_back(name);
     return out;
+}
+
+std::optional<std::string> ViewTabs::focusOf(const ViewState& state) const {
+    const View* v = state.tab ? view(*state.tab) : nullptr;
+    if (!v || (!state.focus && v->parts().empty())) return std::nullopt;
+    return state.focus ? *state.focus : v->parts().front().first;
 }
 
 QWidget* ViewTabs::part(const std::string& view_name, const std::string& name) const {

@@ -56,6 +56,9 @@ public:
     std::map<std::string, std::vector<std::string>> partNames() const;
     // A view's part by name; null for an unknown view or part.
     QWidget* part(const std::string& view, const std::string& name) const;
+    // The part a step is laid out around: its focus, or without one its tab's first part (a step written
+    // in the app before it could name one); nothing without a tab, or for a view of no parts.
+    std::optional<std::string> focusOf(const ViewState& state) const;
     // Gives the part the largest width in every side-by-side splitter it sits in, then scrolls every scroll
     // area around it so that it is in sight (all of it, where it fits).
     static void bringIntoView(QWidget* part);
