@@ -15,14 +15,16 @@ lessons_to=build/lesson-screenshots
 lessons_only=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --lessons-to) lessons_to=$2; shift 2 ;;
+    --lessons-to) [ $# -ge 2 ] || { echo "$0: --lessons-to needs a folder" >&2; exit 2; }; lessons_to=$2; shift 2 ;;
     --lessons-only) lessons_only=true; shift ;;
+    -*) echo "$0: unknown option $1 (MODEL_DIR, --lessons-to DIR, --lessons-only)" >&2; exit 2 ;;
     *) model=(--model "$1"); shift ;;
   esac
 done
 out=docs/screenshots
 mkdir -p "$out"
 screen=$(mktemp --suffix=.json)
+trap 'rm -f "$screen"' EXIT
 screen_size() {
   echo "{\"screens\": [{\"name\": \"s\", \"x\": 0, \"y\": 0, \"width\": $1, \"height\": $2, \"logicalDpi\": 96, \"logicalBaseDpi\": 96}]}" >"$screen"
 }
