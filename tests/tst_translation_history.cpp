@@ -69,6 +69,7 @@ private Q_SLOTS:
     void boundedToTheLastEntries();
     void anUnreadableFileIsSetAsideAndSaid();
     void offKeepsNothingAndClearRemovesTheFile();
+    void writtenWhenTheAddingPauses();
     void theWindowKeepsTheTranslationInSight();
     void copyButtonAndKeyFillTheClipboard();
     void ctrlEnterTranslatesWithLiveOff();
@@ -122,8 +123,9 @@ void TestTranslationHistory::keptAndReadBack() {
     const QString path = m_dir.filePath("kept/history.json");  // the folder is made
     TranslationHistory h(path);
     QVERIFY(!h.load());  // no file yet: empty, no problem
-    QVERIFY(!h.add(entry("Der Hund schläft.")));
-    QVERIFY(!h.add(entry("Eine Katze.", "ORG/NAME@refs/pr/1", 5)));
+    h.add(entry("Der Hund schläft."));
+    h.add(entry("Eine Katze.", "ORG/NAME@refs/pr/1", 5));
+    QVERIFY(!h.flush());  // written now (else kSaveDelayMs after the last)
     TranslationHistory again(path);
     QVERIFY(!again.load());
     QCOMPARE(again.entries().size(), 2);
@@ -150,16 +152,16 @@ void TestTranslationHistory::keptAndReadBack() {
 // replaces it; another setting is another entry; the same sentence again moves to the front. Search ignores case.
 void TestTranslationHistory::typingReplacesTheNewestAndSearchFinds() {
     TranslationHistory h(m_dir.filePath("typing.json"));
-    for (const QString s : {"Der", "Der Hu", "Der Hund"}) QVERIFY(!h.add(entry(s)));
+    for (const QString s : {"Der", "Der Hu", "Der Hund"}) h.add(entry(s));
     QCOMPARE(h.entries().size(), 1);
     QCOMPARE(h.entries().first().sentence, QString("Der Hund"));
-    for (const QString s : {"Der ", "Der Mann", "Der Mann liest."}) QVERIFY(!h.add(entry(s)));
+    for (const QString s : {"Der ", "Der Mann", "Der Mann liest."}) h.add(entry(s));
     QCOMPARE(h.entries().size(), 2);
     QCOMPARE(h.entries().at(0).sentence, QString("Der Mann liest."));
     QCOMPARE(h.entries().at(1).sentence, QString("Der Hund"));
-    QVERIFY(!h.add(entry("Der Hund", "/models/a", 4)));  // another beam: another entry
-    QVERIFY(!h.add(entry("Eine Katze.")));
-    QVERIFY(!h.add(entry("Der Hund")));  // again: to the front, not twice
+    h.add(entry("Der Hund", "/models/a", 4));  // another beam: another entry
+    h.add(entry("Eine Katze."));
+    h.add(entry("Der Hund"));  // again: to the front, not twice
     QCOMPARE(h.entries().size(), 4);
     QCOMPARE(h.entries().first().sentence, QString("Der Hund"));
     QCOMPARE(h.search("KATZE").size(), 1);
@@ -175,7 +177,7 @@ void TestTranslationHistory::boundedToTheLastEntries() {
     const QString path = m_dir.filePath("bounded.json");
     {
         TranslationHistory one(path);
-        QVERIFY(!one.add(entry("sentence 0")));
+        one.add(entry("sentence 0"));
     }
     QJsonObject root = QJsonDocument::fromJson(readAll(path)).object();
     const QJsonObject first = root.value("entries").toArray().at(0).toObject();
@@ -190,7 +192,8 @@ void TestTranslationHistory::boundedToTheLastEntries() {
     TranslationHistory h(path);
     QVERIFY(!h.load());
     QCOMPARE(h.entries().size(), TranslationHistory::kMaxEntries);
-    QVERIFY(!h.add(entry("the newest")));
+    h.add(entry("the newest"));
+    QVERIFY(!h.flush());
     QCOMPARE(h.entries().size(), TranslationHistory::kMaxEntries);
     TranslationHistory again(path);
     QVERIFY(!again.load());
@@ -214,7 +217,8 @@ void TestTranslationHistory::anUnreadableFileIsSetAsideAndSaid() {
     QVERIFY(!QFileInfo::exists(path));
     QCOMPARE(readAll(path + ".corrupt"), broken);
     QVERIFY(h.entries().isEmpty());
-    QVERIFY(!h.add(entry("Neu.")));
+    h.add(entry("Neu."));
+    QVERIFY(!h.flush());
     QCOMPARE(readAll(path + ".corrupt"), broken);  // kept as it was
     // an entry missing a field: set aside too, beside the first
     QByteArray missing = readAll(path).replace("\"max_length\"", "\"max_lengthx\"");
@@ -244,15 +248,36 @@ void TestTranslationHistory::offKeepsNothingAndClearRemovesTheFile() {
     h.setEnabled(false);
     QCOMPARE(QSettings().value(TranslationHistory::kEnabledKey).toBool(), false);
     QVERIFY(!TranslationHistory::enabled());
-    QVERIFY(!h.add(entry("Geheim.")));
+    h.add(entry("Geheim."));
+    QVERIFY(!h.flush());
     QVERIFY(h.entries().isEmpty());
     QVERIFY(!QFileInfo::exists(path));
     h.setEnabled(true);
-    QVERIFY(!h.add(entry("Offen.")));
+    h.add(entry("Offen."));
+    QVERIFY(!h.flush());
     QVERIFY(QFileInfo::exists(path));
     QVERIFY(!h.clear());
     QVERIFY(h.entries().isEmpty());
     QVERIFY(!QFileInfo::exists(path));
+}
+
+// Typing with Live on adds an entry at every pause: the file is written once the additions stop (kSaveDelayMs
+// later, the GUI thread's timer), not at each of them, and at the latest when the history ends (the app closing).
+void TestTranslationHistory::writtenWhenTheAddingPauses() {
+    const QString path = m_dir.filePath("pause.json");
+    {
+        TranslationHistory h(path);
+        for (const QString s : {"Ein", "Ein Mann", "Ein Mann liest."}) h.add(entry(s));
+        QVERIFY(!QFileInfo::exists(path));  // not yet
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(path), 10 * TranslationHistory::kSaveDelayMs);
+        QVERIFY(readAll(path).contains("Ein Mann liest."));
+        h.add(entry("Eine Frau."));
+        QVERIFY(!readAll(path).contains("Eine Frau."));
+    }  // ended before its timer: written all the same
+    TranslationHistory again(path);
+    QVERIFY(!again.load());
+    QCOMPARE(again.entries().size(), 2);
+    QCOMPARE(again.entries().first().sentence, QString("Eine Frau."));
 }
 
 // A long sentence in the history's window: its column is cut (the sentence whole in its tooltip) and the
@@ -262,8 +287,8 @@ void TestTranslationHistory::theWindowKeepsTheTranslationInSight() {
     QString sentence;
     while (sentence.size() < 400) sentence += "Ein Hund läuft über die Wiese und bellt laut. ";
     sentence = sentence.trimmed();
-    QVERIFY(!h.add(entry("Eine Katze.")));
-    QVERIFY(!h.add(entry(sentence)));
+    h.add(entry("Eine Katze."));
+    h.add(entry(sentence));
     TranslationHistoryDialog dialog(&h);
     dialog.show();
     QVERIFY(QTest::qWaitForWindowExposed(&dialog));
@@ -440,6 +465,7 @@ void TestTranslationHistory::anEntryOpensAgainWithItsModelAndOptions() {
     QVERIFY(dialog->grab().save(QDir::temp().filePath("attnlab-translation-history.png")));
     QCOMPARE(dialog->list()->topLevelItem(0)->text(2), QString("Eine Frau liest ein Buch."));
     // on disk too
+    QVERIFY(!m_panel->history()->flush());
     QVERIFY(readAll(TranslationHistory::defaultPath()).contains("Eine Frau liest ein Buch."));
     dialog->searchField()->setText("fahrrad");
     QCOMPARE(dialog->list()->topLevelItemCount(), 1);

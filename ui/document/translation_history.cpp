@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTimer>
 
 #include <variant>
 
@@ -123,7 +124,25 @@ QString TranslationHistory::defaultPath() {
     return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath(kFileName);
 }
 
-TranslationHistory::TranslationHistory(const QString& path, QObject* parent) : QObject(parent), m_path(path) {}
+TranslationHistory::TranslationHistory(const QString& path, QObject* parent)
+    : QObject(parent), m_path(path), m_save_timer(new QTimer(this)) {
+    m_save_timer->setSingleShot(true);
+    m_save_timer->setInterval(kSaveDelayMs);
+    connect(m_save_timer, &QTimer::timeout, this, [this] {
+        if (const auto problem = save()) Q_EMIT saveFailed(*problem);
+    });
+}
+
+TranslationHistory::~TranslationHistory() {
+    if (const auto problem = flush())
+        qWarning("%s", qPrintable(tr("The translation history could not be written: %1").arg(*problem)));
+}
+
+std::optional<QString> TranslationHistory::flush() {
+    if (!m_save_timer->isActive()) return std::nullopt;
+    m_save_timer->stop();
+    return save();
+}
 
 std::optional<QString> TranslationHistory::load() {
     m_entries.clear();
@@ -163,8 +182,8 @@ QList<HistoryEntry> TranslationHistory::search(const QString& text) const {
     return out;
 }
 
-std::optional<QString> TranslationHistory::add(const HistoryEntry& entry) {
-    if (!enabled() || m_blocked || entry.sentence.trimmed().isEmpty()) return std::nullopt;
+void TranslationHistory::add(const HistoryEntry& entry) {
+    if (!enabled() || m_blocked || entry.sentence.trimmed().isEmpty()) return;
     if (!m_entries.isEmpty()) {
         const HistoryEntry& newest = m_entries.first();
         // Only a sentence that grew: one that shrank may begin the next sentence ("A " of "A woman reads." typed
@@ -176,10 +195,11 @@ std::optional<QString> TranslationHistory::add(const HistoryEntry& entry) {
     m_entries.prepend(entry);
     while (m_entries.size() > kMaxEntries) m_entries.removeLast();
     Q_EMIT changed();
-    return save();
+    m_save_timer->start();  // (again): written once the additions pause
 }
 
 std::optional<QString> TranslationHistory::clear() {
+    m_save_timer->stop();
     m_entries.clear();
     Q_EMIT changed();
     if (QFile::exists(m_path) && !QFile::remove(m_path))
@@ -191,6 +211,7 @@ std::optional<QString> TranslationHistory::clear() {
 bool TranslationHistory::enabled() { return QSettings().value(kEnabledKey, true).toBool(); }
 
 void TranslationHistory::setEnabled(bool on) {
+    if (const auto problem = on ? std::nullopt : flush()) Q_EMIT saveFailed(*problem);
     QSettings().setValue(kEnabledKey, on);
     Q_EMIT changed();
 }

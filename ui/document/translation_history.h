@@ -15,6 +15,8 @@
 
 #include <optional>
 
+class QTimer;
+
 namespace attnlab::ui {
 
 struct HistoryEntry {
@@ -44,10 +46,12 @@ public:
     static constexpr const char* kFileName = "translation_history.json";
     static constexpr const char* kCorruptSuffix = ".corrupt";
     static constexpr qint64 kMaxFileBytes = 64 << 20;  // far above kMaxEntries of long sentences
+    static constexpr int kSaveDelayMs = 1500;          // the file is written this long after the last addition
 
     // The app's data folder / kFileName.
     static QString defaultPath();
     explicit TranslationHistory(const QString& path, QObject* parent = nullptr);
+    ~TranslationHistory() override;  // what is still to be written is written (the app closing)
     QString path() const { return m_path; }
 
     // Reads the file (none yet: an empty history). One that cannot be read is renamed to
@@ -56,22 +60,27 @@ public:
     [[nodiscard]] std::optional<QString> load();
     const QList<HistoryEntry>& entries() const { return m_entries; }
     QList<HistoryEntry> search(const QString& text) const;  // newest first; every entry for ""
-    // A translation, newest first, the file written (nothing when the history is off). The same setting
+    // A translation, newest first (nothing when the history is off). The same setting
     // with a sentence that only grew at its end (typing, Live on) replaces the newest entry (one that
     // shrank is another entry: it may begin the next sentence); the same sentence translated again the
-    // same way moves to the front. The problem, when the file
-    // could not be written.
-    [[nodiscard]] std::optional<QString> add(const HistoryEntry& entry);
+    // same way moves to the front. The file is written kSaveDelayMs after the last addition, or by flush():
+    // typing with Live on adds one at every pause, and each would rewrite the whole file (and wait for the
+    // disk) on the GUI thread. A write that fails is told by saveFailed.
+    void add(const HistoryEntry& entry);
+    // What was added and not yet written, written now; the problem, when the file could not be written.
+    [[nodiscard]] std::optional<QString> flush();
     [[nodiscard]] std::optional<QString> clear();  // every entry, and the file
     static bool enabled();
-    void setEnabled(bool on);
+    void setEnabled(bool on);  // off: what was added before is written (flush), nothing more is kept
 
 Q_SIGNALS:
     void changed();
+    void saveFailed(const QString& problem);  // a write after add() failed: the problem in words
 
 private:
     [[nodiscard]] std::optional<QString> save() const;
     QString m_path;
+    QTimer* m_save_timer;  // runs while an addition waits to be written
     QList<HistoryEntry> m_entries;
     bool m_blocked = false;  // an unreadable file that could not be set aside: nothing written over it
 };

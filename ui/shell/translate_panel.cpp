@@ -181,6 +181,12 @@ TranslatePanel::TranslatePanel(ViewContext* context, QWidget* parent) : QWidget(
            "languages and options, clear it, or stop keeping it"));
     m_history = new TranslationHistory(TranslationHistory::defaultPath(), this);
     if (const auto problem = m_history->load()) m_history_problem = *problem;
+    connect(m_history, &TranslationHistory::saveFailed, this, [this](const QString& problem) {
+        m_history_problem = problem;
+        if (m_context)
+            m_context->showStatus(tr("The translation history could not be written: %1").arg(problem), 10000);
+        if (m_history_dialog) m_history_dialog->setNotice(m_history_problem);
+    });
 
     auto* row = new QHBoxLayout;
     row->addWidget(m_direction);
@@ -636,11 +642,7 @@ void TranslatePanel::remember(const ResultPtr& r) {
     e.beam_size = o.beam_size;
     e.length_penalty = o.length_penalty;
     e.max_length = o.max_length;
-    if (const auto problem = m_history->add(e)) {
-        m_history_problem = *problem;
-        m_context->showStatus(tr("The translation history could not be written: %1").arg(*problem), 10000);
-        if (m_history_dialog) m_history_dialog->setNotice(m_history_problem);
-    }
+    m_history->add(e);
 }
 
 TranslationHistoryDialog* TranslatePanel::showHistory() {
