@@ -67,6 +67,7 @@ private Q_SLOTS:
     void keptAndReadBack();
     void typingReplacesTheNewestAndSearchFinds();
     void boundedToTheLastEntries();
+    void aTextLongerThanASentenceIsNotKept();
     void anUnreadableFileIsSetAsideAndSaid();
     void offKeepsNothingAndClearRemovesTheFile();
     void writtenWhenTheAddingPauses();
@@ -200,6 +201,25 @@ void TestTranslationHistory::boundedToTheLastEntries() {
     QCOMPARE(again.entries().size(), TranslationHistory::kMaxEntries);
     QCOMPARE(again.entries().first().sentence, QString("the newest"));
     QCOMPARE(again.entries().last().sentence, QString("sentence %1").arg(TranslationHistory::kMaxEntries - 2));
+}
+
+// A sentence or translation longer than kMaxTextChars (a pasted text in the sentence field) is not kept: a
+// thousand of them would make a file larger than the reader takes (kMaxFileBytes), set aside at the next start.
+void TestTranslationHistory::aTextLongerThanASentenceIsNotKept() {
+    TranslationHistory h(m_dir.filePath("long-text.json"));
+    h.add(entry(QString(TranslationHistory::kMaxTextChars + 1, QChar(0x00FC))));
+    HistoryEntry long_translation = entry("Ein Hund.");
+    long_translation.translation = QString(TranslationHistory::kMaxTextChars + 1, 'a');
+    h.add(long_translation);
+    QVERIFY(h.entries().isEmpty());
+    HistoryEntry largest = entry(QString(TranslationHistory::kMaxTextChars, QChar(0x00FC)));
+    largest.translation = QString(TranslationHistory::kMaxTextChars, 'a');
+    h.add(largest);
+    QCOMPARE(h.entries().size(), 1);
+    // the largest entries, as many as are kept, stay within what is read back: UTF-8 of up to 3 bytes a
+    // character (kMaxTextChars each), the rest of an entry well under 16 KiB
+    QVERIFY(qint64(TranslationHistory::kMaxEntries) * (2 * 3 * TranslationHistory::kMaxTextChars + 16384) <
+            TranslationHistory::kMaxFileBytes);
 }
 
 // Not JSON, or an entry without its fields: renamed .corrupt (.corrupt.2 the next time), never written

@@ -184,6 +184,7 @@ QList<HistoryEntry> TranslationHistory::search(const QString& text) const {
 
 void TranslationHistory::add(const HistoryEntry& entry) {
     if (!enabled() || m_blocked || entry.sentence.trimmed().isEmpty()) return;
+    if (entry.sentence.size() > kMaxTextChars || entry.translation.size() > kMaxTextChars) return;  // a text
     if (!m_entries.isEmpty()) {
         const HistoryEntry& newest = m_entries.first();
         // Only a sentence that grew: one that shrank may begin the next sentence ("A " of "A woman reads." typed

@@ -45,7 +45,10 @@ public:
     static constexpr const char* kEnabledKey = "translationHistory/enabled";  // QSettings; on by default
     static constexpr const char* kFileName = "translation_history.json";
     static constexpr const char* kCorruptSuffix = ".corrupt";
-    static constexpr qint64 kMaxFileBytes = 64 << 20;  // far above kMaxEntries of long sentences
+    // A sentence or a translation longer than this is not kept (a text pasted into the sentence field): so
+    // that kMaxEntries of the largest kept stay under kMaxFileBytes, which the reader takes.
+    static constexpr int kMaxTextChars = 4096;
+    static constexpr qint64 kMaxFileBytes = 64 << 20;  // above kMaxEntries entries of kMaxTextChars
     static constexpr int kSaveDelayMs = 1500;          // the file is written this long after the last addition
 
     // The app's data folder / kFileName.
@@ -60,7 +63,8 @@ public:
     [[nodiscard]] std::optional<QString> load();
     const QList<HistoryEntry>& entries() const { return m_entries; }
     QList<HistoryEntry> search(const QString& text) const;  // newest first; every entry for ""
-    // A translation, newest first (nothing when the history is off). The same setting
+    // A translation, newest first (nothing when the history is off, nor for a sentence or translation longer
+    // than kMaxTextChars). The same setting
     // with a sentence that only grew at its end (typing, Live on) replaces the newest entry (one that
     // shrank is another entry: it may begin the next sentence); the same sentence translated again the
     // same way moves to the front. The file is written kSaveDelayMs after the last addition, or by flush():
