@@ -319,6 +319,8 @@ void TestTranslationHistory::theWindowKeepsTheTranslationInSight() {
                             .arg(room)
                             .arg(list->viewport()->width())));
     QCOMPARE(list->topLevelItem(0)->toolTip(2), sentence);
+    // the languages by name, as the pickers show them (the codes are searched too)
+    QCOMPARE(list->topLevelItem(0)->text(1), QString("de → en  (a)  German (Latin) → English (Latin)"));
     QVERIFY(dialog.grab().save(QDir::temp().filePath("attnlab-translation-history-long.png")));
 }
 

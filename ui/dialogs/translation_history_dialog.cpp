@@ -1,5 +1,7 @@
 #include "dialogs/translation_history_dialog.h"
 
+#include "widgets/language_picker.h"
+
 #include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -66,7 +68,7 @@ TranslationHistoryDialog::TranslationHistoryDialog(TranslationHistory* history, 
     });
     connect(m_keep, &QCheckBox::toggled, m_history, &TranslationHistory::setEnabled);
     fill();
-    resize(900, 480);
+    resize(1100, 480);  // the model with its languages, the sentence and the translation side by side
 }
 
 void TranslationHistoryDialog::setNotice(const QString& text) {
@@ -80,9 +82,10 @@ void TranslationHistoryDialog::fill() {
     for (const HistoryEntry& e : m_shown) {
         QString model = e.model_label;
         if (!e.source_language.isEmpty())
-            model += QStringLiteral("  %1 → %2").arg(e.source_language, e.target_language);
+            model += QStringLiteral("  %1 → %2").arg(languageName(e.source_language), languageName(e.target_language));
         auto* item = new QTreeWidgetItem(
             m_list, {QLocale().toString(e.when.toLocalTime(), QLocale::ShortFormat), model, e.sentence, e.translation});
+        item->setToolTip(1, model);
         item->setToolTip(2, e.sentence);
         item->setToolTip(3, e.translation);
     }
@@ -91,8 +94,9 @@ void TranslationHistoryDialog::fill() {
     m_clear->setEnabled(!m_history->entries().isEmpty());
     // As wide as their entries up to a limit (a long sentence is cut, whole in its tooltip), so that the
     // translation stays in sight beside them.
-    const int most = m_list->fontMetrics().averageCharWidth() * kMostColumnCharacters;
     for (int c = 0; c < 3; ++c) {
+        const int most =
+            m_list->fontMetrics().averageCharWidth() * (c == 1 ? kMostModelCharacters : kMostColumnCharacters);
         m_list->resizeColumnToContents(c);
         m_list->setColumnWidth(c, std::min(m_list->columnWidth(c), most));
     }

@@ -27,9 +27,10 @@ public:
     QPushButton* clearButton() const { return m_clear; }
     QCheckBox* keepBox() const { return m_keep; }
     void setNotice(const QString& text);  // a problem with the file, in words (shown above the list)
-    // The widest the When, Model and Sentence columns grow, in average characters (a longer entry is cut,
-    // whole in its tooltip), so that the translation stays in sight beside them.
+    // The widest the When and Sentence columns (and the Model column, with its languages) grow, in average
+    // characters (a longer entry is cut, whole in its tooltip), so that the translation stays in sight.
     static constexpr int kMostColumnCharacters = 36;
+    static constexpr int kMostModelCharacters = 60;
 
 Q_SIGNALS:
     void reopen(const attnlab::ui::HistoryEntry& entry);
