@@ -551,6 +551,14 @@ void TestTranslationHistory::onlyTheEndMarkIsSaidInWords() {
     r.best.text = "Hello";
     m_panel->showResult(std::make_shared<const attnlab::TranslationResult>(r));
     QVERIFY(!m_panel->confidenceWarning().contains("end-of-sentence"));
+    // a multilingual model's: its forced target-language token, then </s> and nothing else
+    r.best.ids = {391, 3};
+    r.best.pieces = {"eng_Latn", "</s>"};
+    r.best.text.clear();
+    r.forced_tokens = r.forced_by_model = 1;
+    m_panel->showResult(std::make_shared<const attnlab::TranslationResult>(r));
+    QVERIFY2(m_panel->confidenceWarning().contains("only the end-of-sentence mark"),
+             qPrintable(m_panel->confidenceWarning()));
 }
 
 // A snapshot of the Hugging Face cache is named ORG/NAME (not by its commit); "src → tgt" is not

@@ -550,8 +550,9 @@ void TranslatePanel::showResult(ResultPtr r) {
     m_legend->setVisible(!m_context || !m_context->presenting());
     m_warning_slot->setVisible(true);
     m_confidence = r->confidence;
-    m_only_end_mark =
-        QString::fromStdString(r->best.text).trimmed().isEmpty() && r->best.finished && r->best.pieces.size() == 1;
+    // </s> alone, after a multilingual model's forced target-language token if it has one
+    m_only_end_mark = QString::fromStdString(r->best.text).trimmed().isEmpty() && r->best.finished &&
+                      r->best.pieces.size() == size_t(1 + std::max(0, r->forced_by_model));
     showWarning();
     QStringList src, tgt;
     for (const auto& p : r->source_pieces) src << QString::fromStdString(p);
