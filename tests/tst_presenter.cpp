@@ -238,6 +238,30 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
                                 .arg(map->shownKeyLabels().size())
                                 .arg(columns)
                                 .arg(map->title())));
+        // Its key labels in sight, not under the fold of a scrolled view (tour steps 12-14: the strip's
+        // slanted source pieces cut off at the bottom of the Decoding tab, on both screens): below the
+        // axis rect, the ticks, their padding and the labels' extent at their angle.
+        const QCPAxis* keys = map->plot()->xAxis;
+        const QFontMetrics key_fm(keys->tickLabelFont());
+        int widest = 0;
+        for (const QString& k : map->shownKeyLabels()) widest = std::max(widest, key_fm.horizontalAdvance(k));
+        const double angle = keys->tickLabelRotation() * M_PI / 180;
+        const int labels_end = map->plot()->axisRect()->bottom() + keys->offset() + keys->tickLengthOut() +
+                               keys->tickLabelPadding() +
+                               int(std::ceil(widest * std::sin(angle) + key_fm.height() * std::cos(angle)));
+        const int seen_end = map->plot()->visibleRegion().boundingRect().bottom();
+        QVERIFY2(
+            labels_end <= seen_end + 2,
+            qPrintable(
+                QStringLiteral(
+                    "%1 step %2: %3: its key labels end at %4 px, %5 px of it are in sight (rotated %6, plot %7 px)")
+                    .arg(lesson)
+                    .arg(step + 1)
+                    .arg(map->title())
+                    .arg(labels_end)
+                    .arg(seen_end)
+                    .arg(keys->tickLabelRotation())
+                    .arg(map->plot()->height())));
     }
     // A grid's captions and a table's text: at the labels' share of the text size at least (the issue asks
     // it of every strip, grid and table on a step's screen; the font steps by half a point).

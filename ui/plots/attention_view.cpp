@@ -27,6 +27,14 @@ int labelStep(int count, double room, double need) {
     if (count <= 0 || room <= 0) return 1;
     return std::max(1, int(std::ceil(need / (room / count))));
 }
+// Every key label, at `font`, in a column `column` px wide with half a line to spare on each side.
+bool keysFitUpright(const QStringList& keys, const QFont& font, double column) {
+    const QFontMetrics fm(font);
+    int widest = 0;
+    for (const QString& k : keys) widest = std::max(widest, fm.horizontalAdvance(k));
+    return widest + fm.height() <= column;
+}
+
 }  // namespace
 
 AttentionView::AttentionView(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
@@ -118,11 +126,18 @@ void AttentionView::updateTicks() {
     if (m_map.empty()) return;
     const QRect r = m_plot->axisRect()->rect();
     const double row = r.height() / double(std::max<qsizetype>(m_queries.size(), 1));
+    const double column = r.width() / double(std::max<qsizetype>(m_keys.size(), 1));
+    // Key labels stand upright where each fits its column at the plot's full font (so that no font
+    // the rows may give them can make them flip back): slanted labels of short pieces took a strip's
+    // bottom lines on a projector, its source pieces cut off under the fold.
+    const double rotation = keysFitUpright(m_keys, m_plot->font(), column) ? 0.0 : m_key_rotation;
+    if (rotation != m_plot->xAxis->tickLabelRotation()) {
+        m_plot->xAxis->setTickLabelRotation(rotation);
+        m_col_step = 0;
+    }
     // Rotated key labels need about height / sin(angle) apart; upright ones are as wide as they are
     // long, which a smaller font barely helps: only the rows decide then.
-    const double col = m_key_rotation > 1 ? r.width() / double(std::max<qsizetype>(m_keys.size(), 1)) *
-                                                std::sin(m_key_rotation * M_PI / 180)
-                                          : row;
+    const double col = rotation > 1 ? column * std::sin(rotation * M_PI / 180) : row;
     const QFont row_font = tickFont(row, m_plot->yAxis->tickLabelFont().pointSizeF());
     const QFont key_font = tickFont(col, m_plot->xAxis->tickLabelFont().pointSizeF());
     const bool refont = row_font.pointSizeF() != m_plot->yAxis->tickLabelFont().pointSizeF() ||
@@ -135,8 +150,7 @@ void AttentionView::updateTicks() {
     // Rotated key labels need about height / sin(angle) apart; upright ones their width and a gap.
     int widest = 0;
     for (const QString& k : m_keys) widest = std::max(widest, fm.horizontalAdvance(k));
-    const double key_room =
-        m_key_rotation > 1 ? fm.height() / std::sin(m_key_rotation * M_PI / 180) : widest + fm.height() / 2.0;
+    const double key_room = rotation > 1 ? fm.height() / std::sin(rotation * M_PI / 180) : widest + fm.height() / 2.0;
     const int rows = labelStep(m_queries.size(), r.height(), QFontMetrics(row_font).height());
     const int cols = labelStep(m_keys.size(), r.width(), key_room);
     // The query title runs along the y axis: where the axis is shorter, only its first word.
