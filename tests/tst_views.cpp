@@ -147,7 +147,9 @@ private Q_SLOTS:
     void alignmentMethodsOverTheExamples();
     void alignmentDotsAreRound();  // issue 52
     void headStatisticsComparedWithAnotherModel();
-    void compareWithAMultilingualModel();  // issue 52
+    void compareWithAMultilingualModel();                 // issue 52
+    void aRunBeforeTheCheckGoesOnWithoutTheComparison();  // issue 52, review
+    void aFailedBaselineSaysSoOnTheBeforeLine();          // issue 52, review
     void compareFromAMultilingualModelFollowsItsLanguages();
     void compareChoicesOutliveBadHubSettings();
     void headStatisticsHeatmapTakesTheRoom();
@@ -870,6 +872,67 @@ void TestViews::compareWithAMultilingualModel() {
     QCOMPARE(request.compare_model, std::string());
     QVERIFY2(panel.statusText().contains("no comparison: "), qPrintable(panel.statusText()));
     m_controller->waitForIdle();
+}
+
+// Issue 52, review: Run pressed before the model chosen to compare with has been checked (here a
+// fr → de model, no check ever answered): the statistics of the loaded model are still computed and
+// shown, and the status says the comparison was left out and why. (The run failed, "cannot compare: …".)
+void TestViews::aRunBeforeTheCheckGoesOnWithoutTheComparison() {
+    const QString french = packageVariant("fr-de-unchecked", {{"\"source_lang\": \"de\"", "\"source_lang\": \"fr\""},
+                                                              {"\"target_lang\": \"en\"", "\"target_lang\": \"de\""}});
+    HeadStatsPanel panel;
+    panel.setCompareChoices(*m_controller->modelInfo());
+    panel.chooseCompareModel(french);  // compareCheckRequested goes nowhere: the check never answers
+    QVERIFY(panel.comparisonText().isEmpty());
+    const std::vector<std::string> src{"Ein Hund rennt."};
+    panel.setCorpus(src, {}, "one sentence");
+    connect(&panel, &HeadStatsPanel::runRequested, m_controller.get(), &TranslationController::runHeadLab);
+    connect(m_controller.get(), &TranslationController::headsCompared, &panel, &HeadStatsPanel::setComparison);
+    connect(m_controller.get(), &TranslationController::headLabFinished, &panel, [&](HeadStatsPtr s, ImportancePtr i) {
+        panel.setReport(std::move(s), std::move(i), m_controller->modelInfo());
+    });
+    QSignalSpy failed(m_controller.get(), &TranslationController::failed);
+    QSignalSpy finished(m_controller.get(), &TranslationController::headLabFinished);
+    panel.startRun(false);
+    QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() > 0, 60000);
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().at(1).toString()));
+    QVERIFY(panel.stats());
+    const auto expected = attnlab::corpusHeadStatistics(*m_core, src, nullptr, {}, 8);
+    QCOMPARE(panel.stats()->sentences, 1);
+    QCOMPARE(panel.stats()->heads.size(), expected.heads.size());
+    QVERIFY(panel.differenceMap()->isHidden());
+    QVERIFY2(
+        panel.statusText().contains("; the comparison with variant-fr-de-unchecked was left out: "
+                                    "variant-fr-de-unchecked translates fr → de only; the comparison needs de → en"),
+        qPrintable(panel.statusText()));
+    m_controller->waitForIdle();
+}
+
+// Issue 52, review: the Ablation page's "Before" (every head on) that cannot be translated says so, with
+// the reason, on its own line; the translation shown stays and no failure goes to the window. (It was
+// reported as "Translation failed", which cleared the result everywhere, and "Before" kept saying
+// "translating this sentence with every head on…".)
+void TestViews::aFailedBaselineSaysSoOnTheBeforeLine() {
+    HeadLabView view(m_context.get());
+    AblationPanel* a = view.ablation();
+    attnlab::DecodingOptions o;
+    o.record_trace = true;
+    o.ablate = {{AttentionKind::Cross, 0, 0}};
+    const auto after = std::make_shared<const attnlab::TranslationResult>(m_core->translate("Ein Hund rennt.", o));
+    QVERIFY(!after->ablated.empty());
+    QSignalSpy failed(m_context.get(), &ViewContext::failed);
+    o.target_language = "xx";  // the options the "after" was asked with, as if: no translation of them can be made
+    a->setResult(after, o);
+    QVERIFY2(a->beforeText().contains("with every head on…"), qPrintable(a->beforeText()));
+    m_controller->waitForIdle();
+    QTRY_VERIFY_WITH_TIMEOUT(!a->beforeText().contains("with every head on…") || !failed.isEmpty(), 10000);
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().at(1).toString()));
+    QVERIFY2(a->beforeText().contains("could not be translated with every head on: this model translates de into en "
+                                      "only; the target language 'xx' is not one of its languages"),
+             qPrintable(a->beforeText()));
+    QVERIFY(!a->beforeResult());
+    QVERIFY2(a->afterText().contains(QString::fromStdString(after->best.text).split(' ').first().toHtmlEscaped()),
+             qPrintable(a->afterText()));
 }
 
 // Issue 52, item 5, as it was found: a multilingual model loaded, the fixture (a de → en model) chosen

@@ -299,27 +299,31 @@ void TranslationController::translatePair(const QString& a, const QString& b, co
 void TranslationController::translateBaseline(const QString& sentence, const DecodingOptions& options) {
     const int baseline = ++m_baseline_generation, generation = m_generation.load();
     const std::string text = sentence.toStdString();
-    postInspection(
-        [this, text, options, baseline, generation](const Translator& t) {
-            const auto newest = [this, baseline, generation] {
-                return baseline == m_baseline_generation.load() && generation == m_generation.load();
-            };
-            if (!newest()) return;
-            DecodingOptions o = m_legs.empty() ? options : legOptions(m_shown_leg, options);
-            o.ablate.clear();
-            ResultPtr result = m_cache.find(m_cache_model, text, o);
-            try {
-                if (!result) {
-                    result = std::make_shared<const TranslationResult>(
-                        t.translate(text, o, [&newest](const StepProgress&) { return newest(); }));
-                    m_cache.insert(m_cache_model, text, o, result);
-                }
-            } catch (const CancelledError&) {
-                return;  // a newer request answers for itself
+    // Not postInspection: a "before" that fails is the Ablation page's to say (baselineFailed), not a failed
+    // translation, which would clear the result every view shows.
+    post([this, sentence, text, options, baseline, generation] {
+        const auto newest = [this, baseline, generation] {
+            return baseline == m_baseline_generation.load() && generation == m_generation.load();
+        };
+        if (!newest()) return;
+        DecodingOptions o = m_legs.empty() ? options : legOptions(m_shown_leg, options);
+        o.ablate.clear();
+        ResultPtr result = m_cache.find(m_cache_model, text, o);
+        try {
+            if (!m_translator) throw InputError("no model is loaded (File > Open model…)");
+            if (!result) {
+                result = std::make_shared<const TranslationResult>(
+                    m_translator->translate(text, o, [&newest](const StepProgress&) { return newest(); }));
+                m_cache.insert(m_cache_model, text, o, result);
             }
-            if (newest()) Q_EMIT baselineTranslated(std::move(result), options);
-        },
-        Operation::Translate);
+        } catch (const CancelledError&) {
+            return;  // a newer request answers for itself
+        } catch (const std::exception& e) {
+            if (newest()) Q_EMIT baselineFailed(sentence, options, QString::fromStdString(e.what()));
+            return;
+        }
+        if (newest()) Q_EMIT baselineTranslated(std::move(result), options);
+    });
 }
 
 ResultPtr TranslationController::translateCached(const Translator& t, const std::string& text,
@@ -390,14 +394,24 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
                 return !m_cancel_head_lab.load();
             };
             const auto* refs = request.references.empty() ? nullptr : &request.references;
-            // The comparison is planned before anything runs: one that cannot be made stops the run.
-            const Translator* o = request.compare_model.empty() ? nullptr : &otherModel(request.compare_model, t);
-            const ComparisonPlan plan = o ? comparisonPlan(t, *o, request.decoding) : ComparisonPlan{};
-            if (!plan.problem.empty()) throw InputError("cannot compare: " + plan.problem);
-            if (plan.reversed && !refs)
-                throw InputError(
-                    "cannot compare: " + request.compare_model +
-                    " translates the other way round and so reads the references, which this corpus lacks");
+            // The comparison is planned before anything runs: one that cannot be made (a run started before
+            // the model chosen was checked) is left out, and why said, not a reason to stop the run.
+            QString left_out;
+            ComparisonPlan plan;
+            const Translator* o = nullptr;
+            if (!request.compare_model.empty()) {
+                try {
+                    o = &otherModel(request.compare_model, t);
+                    plan = comparisonPlan(t, *o, request.decoding);
+                } catch (const std::exception& e) {
+                    plan.problem = e.what();
+                }
+                if (plan.problem.empty() && plan.reversed && !refs)
+                    plan.problem = request.compare_model +
+                                   " translates the other way round and so reads the references, which this "
+                                   "corpus lacks";
+                if (!plan.problem.empty()) o = nullptr, left_out = QString::fromStdString(plan.problem);
+            }
             auto stats = std::make_shared<const HeadStatsReport>(
                 corpusHeadStatistics(t, request.sources, refs, request.decoding, 8, progress, request.measure));
             ImportancePtr importance;
@@ -418,7 +432,8 @@ void TranslationController::runHeadLab(const HeadLabRequest& request) {
                 other = std::make_shared<const HeadStatsReport>(
                     corpusHeadStatistics(*o, other_src, other_refs, od, 8, progress, request.measure));
             }
-            Q_EMIT headsCompared(std::move(other), QString::fromStdString(request.compare_model), plan.reversed);
+            Q_EMIT headsCompared(std::move(other), QString::fromStdString(request.compare_model), plan.reversed,
+                                 left_out);
             Q_EMIT headLabFinished(std::move(stats), std::move(importance));
         },
         Operation::HeadLab);

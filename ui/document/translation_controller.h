@@ -94,7 +94,7 @@ public:
     void translatePair(const QString& a, const QString& b, const DecodingOptions& options);
     // Asynchronous: `sentence` with every head on and otherwise `options` (with a pivot, as the leg shown
     // translates it), for the Ablation page's "Before"; answered by baselineTranslated(result, options as
-    // given) or failed(Translate). Only the newest request is answered; a newer translate() cancels it.
+    // given) or baselineFailed. Only the newest request is answered; a newer translate() cancels it.
     void translateBaseline(const QString& sentence, const DecodingOptions& options);
     // Asynchronous: the sentences of a whole text (File › Translate a text…) translated in batches of at most
     // kTextBatch (Translator::translateBatch), each result cached as a typed sentence's would be (the same
@@ -153,6 +153,9 @@ Q_SIGNALS:
     void masksReady(attnlab::ui::MasksPtr masks);
     void pairTranslated(attnlab::ui::ResultPtr a, attnlab::ui::ResultPtr b);
     void baselineTranslated(attnlab::ui::ResultPtr result, const attnlab::DecodingOptions& options);
+    // translateBaseline's sentence could not be translated with every head on: why (`message`). Not
+    // failed(Operation::Translate): the result shown stays.
+    void baselineFailed(const QString& sentence, const attnlab::DecodingOptions& options, const QString& message);
     void textSentenceTranslated(int index, attnlab::ui::ResultPtr result);
     void textSentenceFailed(int index, const QString& message);
     // `problem`: why it stopped before the end (no model, a pivot, a failure), empty otherwise.
@@ -160,8 +163,10 @@ Q_SIGNALS:
     void headLabProgress(const QString& stage, int done, int total);
     void headLabFinished(attnlab::ui::HeadStatsPtr stats, attnlab::ui::ImportancePtr importance);
     // Just before headLabFinished: the other model's statistics of HeadLabRequest::compare_model (null
-    // when the run compares with none).
-    void headsCompared(attnlab::ui::HeadStatsPtr other, const QString& model_dir, bool reversed);
+    // when the run compares with none); `left_out`: why the comparison asked for could not be made (the
+    // run went on without it), empty otherwise.
+    void headsCompared(attnlab::ui::HeadStatsPtr other, const QString& model_dir, bool reversed,
+                       const QString& left_out);
     void comparisonChecked(const QString& dir, bool reversed, const QString& source, const QString& target,
                            const QString& problem);
     void pairAligned(attnlab::ui::ResultPtr forced);

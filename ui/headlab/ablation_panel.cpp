@@ -151,11 +151,15 @@ void AblationPanel::emitChange() {
     Q_EMIT ablationChanged(heads);
 }
 
-AblationPanel::Shown AblationPanel::shown(ResultPtr result, const DecodingOptions& options) {
+std::string AblationPanel::key(const std::string& sentence, const DecodingOptions& options) {
     DecodingOptions o = options;
     o.ablate.clear();
-    std::string key = TranslationCache::key({}, result->source_text, o);
-    return {std::move(result), std::move(key)};
+    return TranslationCache::key({}, sentence, o);
+}
+
+AblationPanel::Shown AblationPanel::shown(ResultPtr result, const DecodingOptions& options) {
+    std::string k = key(result->source_text, options);
+    return {std::move(result), std::move(k)};
 }
 
 void AblationPanel::setResult(ResultPtr r, const DecodingOptions& options) {
@@ -167,9 +171,20 @@ void AblationPanel::setResult(ResultPtr r, const DecodingOptions& options) {
         if (m_after.result && (m_after.key != m_before.key || ablated().empty())) m_after = {};
     } else {
         m_after = shown(std::move(r), options);
-        if (m_before.key != m_after.key)
+        if (m_before.key != m_after.key) {
+            m_failed_before = {};  // asked again: said when it answers
             Q_EMIT baselineNeeded(QString::fromStdString(m_after.result->source_text), options);
+        }
     }
+    showComparison();
+}
+
+void AblationPanel::setBaselineFailure(const QString& sentence, const DecodingOptions& options,
+                                       const QString& message) {
+    std::string k = key(sentence.toStdString(), options);
+    if (!m_after.result || k != m_after.key) return;  // of a sentence (or options) no longer shown
+    m_failed_before = {nullptr, std::move(k)};
+    m_before_error = message;
     showComparison();
 }
 
@@ -205,7 +220,10 @@ std::vector<bool> AblationPanel::changedWords(const QStringList& before, const Q
 
 void AblationPanel::showComparison() {
     if (m_after.result && m_before.key != m_after.key) {
-        m_before_label->setText(tr("<i>(translating this sentence with every head on…)</i>"));
+        m_before_label->setText(m_failed_before.key == m_after.key
+                                    ? tr("<i>(this sentence could not be translated with every head on: %1)</i>")
+                                          .arg(m_before_error.toHtmlEscaped())
+                                    : tr("<i>(translating this sentence with every head on…)</i>"));
         m_after_label->setText(scored(*m_after.result));
         return;
     }

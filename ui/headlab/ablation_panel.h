@@ -37,6 +37,9 @@ public:
     void setResult(ResultPtr result, const DecodingOptions& options);
     // The answer to baselineNeeded: "before", when it is still of the sentence and options of "after".
     void setBaseline(ResultPtr result, const DecodingOptions& options);
+    // The other answer to baselineNeeded (TranslationController::baselineFailed): "before" says it could not
+    // be translated and why, when it is still of the sentence and options of "after".
+    void setBaselineFailure(const QString& sentence, const DecodingOptions& options, const QString& message);
     void setAblated(const std::vector<HeadRef>& heads);  // toggles the buttons; emits ablationChanged
     std::vector<HeadRef> ablated() const;
     QToolButton* toggle(const HeadRef& head) const;  // nullptr when out of range
@@ -77,8 +80,12 @@ private:
         ResultPtr result;
         std::string key;  // the sentence and every option but the heads off (TranslationCache::key)
     };
+    // The sentence and every option but the heads off: what "before" and "after" must share.
+    static std::string key(const std::string& sentence, const DecodingOptions& options);
     static Shown shown(ResultPtr result, const DecodingOptions& options);
     Shown m_before, m_after;
+    Shown m_failed_before;   // the sentence and options "before" could not be translated with: key only
+    QString m_before_error;  // why, said on the "before" line while "after" is of them
     bool m_quiet = false;
 };
 

@@ -116,6 +116,7 @@ void HeadLabView::wireAblation(ViewContext* c) {
     TranslationController* controller = c->controller();
     connect(m_ablation, &AblationPanel::baselineNeeded, controller, &TranslationController::translateBaseline);
     connect(controller, &TranslationController::baselineTranslated, m_ablation, &AblationPanel::setBaseline);
+    connect(controller, &TranslationController::baselineFailed, m_ablation, &AblationPanel::setBaselineFailure);
 }
 
 void HeadLabView::wireAlignment(ViewContext* c) {

@@ -318,9 +318,13 @@ void HeadStatsPanel::setComparisonCheck(const QString& dir, bool reversed, const
     m_status->setText(m_compare_text);
 }
 
-void HeadStatsPanel::setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed) {
+void HeadStatsPanel::setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed,
+                                   const QString& left_out) {
     m_other = std::move(other);
     m_other_name = QFileInfo(model_dir).fileName() + (reversed ? tr(", the other direction") : QString());
+    m_left_out = left_out.isEmpty()
+                     ? QString()
+                     : tr("the comparison with %1 was left out: %2").arg(QFileInfo(model_dir).fileName(), left_out);
 }
 
 void HeadStatsPanel::chooseFiles() {
@@ -433,6 +437,7 @@ void HeadStatsPanel::setReport(HeadStatsPtr stats, ImportancePtr importance, Mod
         m_status->setText(m_status->text() + tr("; compared with %1: the Δ columns and the lower map are %1 minus "
                                                 "this model")
                                                  .arg(m_other_name));
+    if (!m_left_out.isEmpty()) m_status->setText(m_status->text() + "; " + m_left_out);
     refreshHeatmap();
     refreshTable();
     refreshCurve();

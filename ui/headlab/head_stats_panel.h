@@ -51,8 +51,9 @@ public:
     static QList<QPair<QString, QString>> knownModels();
     // The other model's statistics of the run about to be reported (null: none; TranslationController
     // sends them just before the run's own): with them setReport adds a "Δ" column per statistic and
-    // the difference map, other minus this.
-    void setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed);
+    // the difference map, other minus this. `left_out`: why the comparison with `model_dir` asked for was
+    // left out of the run (said after the run's own report), empty otherwise.
+    void setComparison(HeadStatsPtr other, const QString& model_dir, bool reversed, const QString& left_out = {});
     QComboBox* compareChoice() const { return m_compare; }
     // The corpus to run on (lines of text); references may be empty.
     void setCorpus(const std::vector<std::string>& sources, const std::vector<std::string>& references,
@@ -128,6 +129,7 @@ private:
     HeadStatsPtr m_other;
     std::vector<HeadStatsDifference> m_differences;  // of m_stats and m_other (compareHeadStatistics)
     QString m_other_name;
+    QString m_left_out;  // setComparison's: "the comparison with … was left out: why", or ""
     QPushButton* m_run;
     QPushButton* m_cancel;
     QProgressBar* m_progress;
