@@ -32,8 +32,10 @@
 #include <attnlab/confidence.h>
 #include <attnlab/errors.h>
 #include <attnlab/hub.h>
+#include <attnlab/language_detect.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
+#include <attnlab/sentences.h>
 #include <attnlab/tokenizer.h>
 #include <attnlab/training_log.h>
 #include <attnlab/translator.h>
@@ -633,6 +635,21 @@ void argosIndex(const uint8_t* data, size_t size) {
         }
         (void)attnlab::findArgosEntry(index, "en-de", "fuzz");
     } catch (const attnlab::Error&) {
+    }
+}
+
+// A text to translate (File > Translate a text): checked as the reader checks it, then split into sentences
+// and its language detected. Every sentence is a trimmed, non-empty run of the text at its offset, in
+// order; detection says why whenever it names no language.
+void textToTranslate(const uint8_t* data, size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    const auto detected = attnlab::detectLanguage(text);
+    if (detected.code.empty() && detected.problem.empty()) __builtin_trap();
+    if (attnlab::textProblem(text, "fuzz")) return;
+    size_t end = 0;
+    for (const auto& s : attnlab::splitSentences(text)) {
+        if (s.text.empty() || s.offset < end || text.compare(s.offset, s.text.size(), s.text) != 0) __builtin_trap();
+        end = s.offset + s.text.size();
     }
 }
 

@@ -32,7 +32,8 @@ void ctranslate2ModelBin(const uint8_t* data, size_t size);    // a CTranslate2 
 void argosArchive(const uint8_t* data, size_t size);
 void argosIndex(const uint8_t* data,
                 size_t size);  // the Argos package index (index.json)           // an Argos Translate .argosmodel (zip)
-void hubAnswers(const uint8_t* data, size_t size);  // what the Hugging Face hub sends: a file list, a weights
-                                                    // index, an ETag, a name; and the models catalog
+void hubAnswers(const uint8_t* data, size_t size);       // what the Hugging Face hub sends: a file list, a weights
+void textToTranslate(const uint8_t* data, size_t size);  // a text to translate: checked, split, its language detected
+                                                         // index, an ETag, a name; and the models catalog
 
 }  // namespace attnlab::fuzz

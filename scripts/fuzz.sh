@@ -16,7 +16,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILE
   -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DATTNLAB_BUILD_FUZZERS=ON -DATTNLAB_BUILD_GUI=OFF -DATTNLAB_BUILD_TESTS=OFF -DATTNLAB_BUILD_BENCHMARKS=OFF >/dev/null
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_safetensors fuzz_config_json fuzz_confidence_json fuzz_lesson fuzz_training_log fuzz_corpus fuzz_examples fuzz_tokenizer_model fuzz_package fuzz_attention_history fuzz_torch_pickle fuzz_torch_bin fuzz_marian_config fuzz_marian_dir fuzz_safetensors_values fuzz_lesson_at_size fuzz_multilingual_dir fuzz_ctranslate2_bin fuzz_argos_archive fuzz_argos_index fuzz_hub_answers)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_safetensors fuzz_config_json fuzz_confidence_json fuzz_lesson fuzz_training_log fuzz_corpus fuzz_examples fuzz_tokenizer_model fuzz_package fuzz_attention_history fuzz_torch_pickle fuzz_torch_bin fuzz_marian_config fuzz_marian_dir fuzz_safetensors_values fuzz_lesson_at_size fuzz_multilingual_dir fuzz_ctranslate2_bin fuzz_argos_archive fuzz_argos_index fuzz_hub_answers fuzz_text)
 cmake --build build-fuzz --parallel "$(nproc)" --target "${harnesses[@]}" attnlab_spm attnlab-spm-check
 python3 scripts/make_fuzz_seeds.py build-fuzz/seeds >/dev/null
 asan="detect_leaks=1:abort_on_error=0"

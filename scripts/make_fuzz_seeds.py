@@ -427,6 +427,12 @@ put("fuzz_argos_index", "index.json", json.dumps([
     {"from_code": "de", "to_code": "en"}]))
 
 
+# A text to translate (fuzz_text): paragraphs with abbreviations, initials, numbers and quotes; a CJK line; a
+# byte-order mark and a control character.
+put("fuzz_text", "paragraphs.txt", "Zwei Hunde spielen im Schnee. Dr. Meier kommt am 3. Mai, z. B. mit J.P. Smith!\n\n"
+    "\u201eWer?\u201c fragt sie. Ein Mann f\u00e4hrt Fahrrad\u2026 Zwei Frauen lachen.\n")
+put("fuzz_text", "cjk-and-controls.txt", "\ufeff\u4e24\u53ea\u72d7\u5728\u96ea\u5730\u91cc\u73a9\u3002\u5b83\u4eec\u5f88\u9ad8\u5174\uff01\fA dog runs. It jumps.")
+
 # What the Hugging Face hub sends (fuzz_hub_answers): a file list, a sharded weights index, an ETag, a name,
 # and the shipped catalog, one input (fuzz/targets.h kPackagePartSeparator between them).
 def hub_answers():
