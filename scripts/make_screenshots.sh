@@ -36,7 +36,7 @@ every_lesson_step() {
     screen_size "$1" "$2"
     for file in resources/lessons/*.json; do
       dir="$lessons_to/$(basename "$file" .json)/${1}x${2}"
-      rm -rf "$dir"
+      mkdir -p "$dir" && rm -f "$dir"/step-[0-9][0-9].png  # only the pictures this script writes there
       QT_QPA_PLATFORM="offscreen:configfile=$screen" "$app" "${model[@]}" --lesson "$file" --presenter \
         --screenshot-steps "$dir"
     done
