@@ -529,6 +529,14 @@ void TestTranslationHistory::anEntryOpensAgainWithItsModelAndOptions() {
     QCOMPARE(dialog->list()->topLevelItemCount(), 0);
     QVERIFY(!QFileInfo::exists(TranslationHistory::defaultPath()));
     dialog->close();
+    // Closed, the window is not refilled at every translation, and shows what came meanwhile when opened again.
+    translateAndWait("Zwei Hunde spielen im Schnee.");
+    QCOMPARE(m_panel->history()->entries().size(), 1);
+    QCOMPARE(dialog->list()->topLevelItemCount(), 0);
+    QCOMPARE(m_panel->showHistory(), dialog);
+    QCOMPARE(dialog->list()->topLevelItemCount(), 1);
+    QCOMPARE(dialog->list()->topLevelItem(0)->text(2), QString("Zwei Hunde spielen im Schnee."));
+    dialog->close();
 }
 
 // A translation that is only </s>: the warning line says so in words (it left a blank line).

@@ -59,7 +59,13 @@ TranslationHistoryDialog::TranslationHistoryDialog(TranslationHistory* history, 
     layout->addLayout(row);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(m_search, &QLineEdit::textChanged, this, &TranslationHistoryDialog::fill);
-    connect(m_history, &TranslationHistory::changed, this, &TranslationHistoryDialog::fill);
+    // Closed, the window is kept: it is filled again when shown, not at every translation meanwhile.
+    connect(m_history, &TranslationHistory::changed, this, [this] {
+        if (isVisible())
+            fill();
+        else
+            m_stale = true;
+    });
     connect(m_list, &QTreeWidget::itemActivated, this, &TranslationHistoryDialog::openCurrent);
     connect(m_list, &QTreeWidget::currentItemChanged, this, [this] { m_open->setEnabled(m_list->currentItem()); });
     connect(m_open, &QPushButton::clicked, this, &TranslationHistoryDialog::openCurrent);
@@ -71,12 +77,18 @@ TranslationHistoryDialog::TranslationHistoryDialog(TranslationHistory* history, 
     resize(1100, 480);  // the model with its languages, the sentence and the translation side by side
 }
 
+void TranslationHistoryDialog::showEvent(QShowEvent* event) {
+    if (m_stale) fill();
+    QDialog::showEvent(event);
+}
+
 void TranslationHistoryDialog::setNotice(const QString& text) {
     m_notice->setText(text);
     m_notice->setVisible(!text.isEmpty());
 }
 
 void TranslationHistoryDialog::fill() {
+    m_stale = false;
     m_shown = m_history->search(m_search->text());
     m_list->clear();
     for (const HistoryEntry& e : m_shown) {

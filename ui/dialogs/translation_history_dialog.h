@@ -35,8 +35,12 @@ public:
 Q_SIGNALS:
     void reopen(const attnlab::ui::HistoryEntry& entry);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void fill();
+    bool m_stale = false;  // the history changed while the window was closed
     void openCurrent();
     TranslationHistory* m_history;
     QList<HistoryEntry> m_shown;  // the list's rows, in order
