@@ -69,6 +69,7 @@ private Q_SLOTS:
     void boundedToTheLastEntries();
     void aTextLongerThanASentenceIsNotKept();
     void anUnreadableFileIsSetAsideAndSaid();
+    void tooLargeOrNotAFileIsSaid();
     void offKeepsNothingAndClearRemovesTheFile();
     void writtenWhenTheAddingPauses();
     void theWindowKeepsTheTranslationInSight();
@@ -220,6 +221,30 @@ void TestTranslationHistory::aTextLongerThanASentenceIsNotKept() {
     // character (kMaxTextChars each), the rest of an entry well under 16 KiB
     QVERIFY(qint64(TranslationHistory::kMaxEntries) * (2 * 3 * TranslationHistory::kMaxTextChars + 16384) <
             TranslationHistory::kMaxFileBytes);
+}
+
+// A file larger than the reader takes (a sparse one: no 64 MiB written) is set aside unread past the
+// limit; a folder at the history's path is not the app's to move: it stays, and no history is kept.
+void TestTranslationHistory::tooLargeOrNotAFileIsSaid() {
+    const QString big = m_dir.filePath("big.json");
+    {
+        QFile f(big);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.resize(TranslationHistory::kMaxFileBytes + 1));
+    }
+    TranslationHistory large(big);
+    const auto too_large = large.load();
+    QVERIFY2(too_large && too_large->contains("more than") && too_large->contains(big + ".corrupt"),
+             qPrintable(too_large.value_or("nothing said")));
+    QCOMPARE(QFileInfo(big + ".corrupt").size(), TranslationHistory::kMaxFileBytes + 1);
+    const QString folder = m_dir.filePath("folder.json");
+    QVERIFY(QDir().mkpath(folder + "/inside"));
+    TranslationHistory h(folder);
+    const auto not_a_file = h.load();
+    QVERIFY2(not_a_file && not_a_file->contains("is not a file"), qPrintable(not_a_file.value_or("nothing said")));
+    QVERIFY(QFileInfo(folder + "/inside").isDir());
+    QVERIFY(!QFileInfo::exists(folder + ".corrupt"));
+    h.add(entry("Neu."));
+    QVERIFY(QFileInfo(folder).isDir());
 }
 
 // Not JSON, or an entry without its fields: renamed .corrupt (.corrupt.2 the next time), never written

@@ -150,12 +150,20 @@ std::optional<QString> TranslationHistory::load() {
     QFile file(m_path);
     if (!file.exists()) return std::nullopt;
     QString problem;
-    if (file.size() > kMaxFileBytes)
-        problem = tr("%1 bytes, more than a history of %2 entries holds").arg(file.size()).arg(kMaxEntries);
-    else if (!file.open(QIODevice::ReadOnly))
+    QByteArray bytes;
+    // Bounded by what is read, not by the size first seen (the file may grow meanwhile); what is not a
+    // file (a folder, a pipe) is neither opened nor set aside.
+    if (!QFileInfo(m_path).isFile()) {  // not ours to move: left as it is, and no history is kept
+        m_blocked = true;
+        return tr("The translation history %1 is not a file: no history is kept until it is moved away")
+            .arg(QDir::toNativeSeparators(m_path));
+    }
+    if (!file.open(QIODevice::ReadOnly))
         problem = file.errorString();
+    else if ((bytes = file.read(kMaxFileBytes + 1)).size() > kMaxFileBytes)
+        problem = tr("more than %1 bytes, more than a history of %2 entries holds").arg(kMaxFileBytes).arg(kMaxEntries);
     else {
-        auto parsed = parse(file.readAll());
+        auto parsed = parse(bytes);
         file.close();
         if (auto* entries = std::get_if<QList<HistoryEntry>>(&parsed)) {
             m_entries = std::move(*entries);
@@ -177,8 +185,9 @@ std::optional<QString> TranslationHistory::load() {
 
 QList<HistoryEntry> TranslationHistory::search(const QString& text) const {
     QList<HistoryEntry> out;
+    const QString wanted = text.trimmed();
     for (const HistoryEntry& e : m_entries)
-        if (text.trimmed().isEmpty() || e.matches(text.trimmed())) out << e;
+        if (wanted.isEmpty() || e.matches(wanted)) out << e;
     return out;
 }
 
