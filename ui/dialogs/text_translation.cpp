@@ -137,6 +137,10 @@ std::optional<QString> TextTranslationDialog::translate() {
     if (running()) return tr("A translation is running: cancel it first");
     if (!m_context->model()) return tr("No model is loaded (File › Open model…)");
     const std::string text = m_text->toPlainText().toStdString();
+    if (text.size() > kMaxTextFileBytes)  // a pasted text is held to a file's limit
+        return tr("The text has %1 bytes, more than the %2 (1 MiB) translated as one text: split it into parts")
+            .arg(text.size())
+            .arg(kMaxTextFileBytes);
     if (auto problem = textProblem(text, tr("the text").toStdString())) return QString::fromStdString(*problem);
     m_notes.clear();
     m_stopped_by.clear();

@@ -152,7 +152,7 @@ DetectedLanguage detectLanguage(const std::string& text) {
         d.problem = "not UTF-8 text";
         return d;
     }
-    d.letters = letterCount(text);
+    d.letters = letterCount(given);  // of what CLD2 looked at (at most the first 16 MiB)
     d.percent = percent[0];
     d.reliable = reliable;
     const std::string code = modernCode(CLD2::LanguageCode(l));
