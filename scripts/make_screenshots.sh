@@ -15,7 +15,7 @@ lessons_to=build/lesson-screenshots
 lessons_only=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --lessons-to) [ $# -ge 2 ] || { echo "$0: --lessons-to needs a folder" >&2; exit 2; }; lessons_to=$2; shift 2 ;;
+    --lessons-to) [ -n "${2:-}" ] || { echo "$0: --lessons-to needs a folder" >&2; exit 2; }; lessons_to=$2; shift 2 ;;
     --lessons-only) lessons_only=true; shift ;;
     -*) echo "$0: unknown option $1 (MODEL_DIR, --lessons-to DIR, --lessons-only)" >&2; exit 2 ;;
     *) model=(--model "$1"); shift ;;
@@ -36,7 +36,7 @@ every_lesson_step() {
     screen_size "$1" "$2"
     for file in resources/lessons/*.json; do
       dir="$lessons_to/$(basename "$file" .json)/${1}x${2}"
-      mkdir -p "$dir" && rm -f "$dir"/step-[0-9][0-9].png  # only the pictures this script writes there
+      mkdir -p "$dir" && rm -f "$dir"/step-[0-9]*.png  # only the pictures this script writes there
       QT_QPA_PLATFORM="offscreen:configfile=$screen" "$app" "${model[@]}" --lesson "$file" --presenter \
         --screenshot-steps "$dir"
     done
