@@ -2,9 +2,9 @@
 # One typed sentence, on an idle machine and under load (issue 25): the median of the sentences'
 # own `seconds` (attnlab-cli translate --beam 5 --batch-size 1 --attention), test_2016_flickr lines
 # 11-22, with two thread policies side by side in one run:
-#   policy  — the app's default: waiting threads sleep (OMP_WAIT_POLICY=passive, which the app sets
-#             for itself; given here, as attnlab-cli does not) and one thread for one sentence
-#             (attnlab/device.h);
+#   policy  — the default: waiting threads sleep (OMP_WAIT_POLICY=passive, which attnlab-cli's and the
+#             app's launcher sets since issue 53; given here as well) and the threads of the thread
+#             policy (attnlab/device.h; one for the bundled model's sentence);
 #   unpacked — the default policy with at::linear instead of weights packed once (--no-packed-weights);
 #   spin x2 — the old behaviour: OMP_WAIT_POLICY=active, ATTNLAB_THREADS=2 (both cores, spinning), at::linear.
 # "Under load" = two busy shell loops started and stopped by this script (one per core).

@@ -61,8 +61,8 @@ for f in config.json source.spm target.spm vocab.json; do
   [ -f "$opus_src/$f" ] || { echo "$opus_src/$f is missing" >&2; exit 2; }
 done
 mkdir -p "$work/bin"
-for f in attnlab-cli attnlab-spm-check libattnlab_spm.so bench_ui; do
-  [ -f "$bin/$f" ] || { [ "$f" = bench_ui ] && gui=0 && continue; echo "$bin/$f is missing" >&2; exit 2; }
+for f in attnlab-cli attnlab-cli.real attnlab-spm-check libattnlab_spm.so bench_ui bench_ui.real; do  # NAME.real: app/launcher
+  [ -f "$bin/$f" ] || { [ "${f%.real}" = bench_ui ] && gui=0 && continue; echo "$bin/$f is missing" >&2; exit 2; }
   cp "$bin/$f" "$work/bin/"
 done
 cli=$work/bin/attnlab-cli

@@ -87,7 +87,7 @@ for fam in $families; do
   [ -f "$real_root/${REALDIR[$fam]}/config.json" ] || { echo "$real_root/${REALDIR[$fam]}/config.json is missing" >&2; exit 2; }
 done
 mkdir -p "$work/bin"
-for f in attnlab-cli attnlab-spm-check libattnlab_spm.so; do
+for f in attnlab-cli attnlab-cli.real attnlab-spm-check libattnlab_spm.so; do  # NAME.real: app/launcher
   [ -f "$bin/$f" ] || { echo "$bin/$f is missing" >&2; exit 2; }
   cp "$bin/$f" "$work/bin/"
 done

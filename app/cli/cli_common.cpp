@@ -40,8 +40,8 @@ void addCommon(CLI::App* cmd, CommonOptions& o) {
                     "ORG/NAME[@REVISION] (the shared cache, else downloaded: docs/hub.md); default: the bundled de-en");
     cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
     cmd->add_option("--threads", o.threads,
-                    "LibTorch threads (wins over ATTNLAB_THREADS; 0 = one for one or two sentences, every core "
-                    "for more, and for translate's lines from a file or a pipe)")
+                    "LibTorch threads (wins over ATTNLAB_THREADS; 0 = by the work of a decoding step: the model's "
+                    "size x a batch's sentences x the beam, one thread for small work, up to every core)")
         ->capture_default_str();
     cmd->add_flag("--no-packed-weights", o.no_packed_weights,
                   "Multiply with LibTorch's at::linear instead of weights packed once (slower; the results "

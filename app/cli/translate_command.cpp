@@ -20,7 +20,6 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 namespace attnlab_cli {
 
@@ -260,11 +259,8 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     // stdin is checked before the model loads: a closed or unreadable stdin fails at once.
     std::optional<attnlab::LineStream> in;
     if (t.texts.empty()) in.emplace(STDIN_FILENO, "stdin");
-    // Lines from a file or a pipe come a batch at a time, but they are a whole file's work: every core (one
-    // typed at a terminal keeps the one thread of a sentence a person waits for; docs/benchmarks.md).
+    // The threads follow each batch's work wherever its lines come from (attnlab/device.h, the thread policy).
     CommonOptions options = common;
-    if (in && !isatty(STDIN_FILENO) && attnlab::requestedThreads(common.threads) == 0)
-        options.threads = int(std::max(1u, std::thread::hardware_concurrency()));
     attnlab::TranslationRoute route;
     if (!t.from.empty()) route = routeOf(t);
     if (route.pivot()) checkPivotOptions(t);

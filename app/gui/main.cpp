@@ -159,8 +159,9 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
                              "page");
     QCommandLineOption ablate("ablate", "Switch these heads off: kind:layer:head, comma-separated (0-based).", "heads");
     QCommandLineOption threads("threads",
-                               "LibTorch threads (wins over ATTNLAB_THREADS); default: one for a typed sentence, "
-                               "every core for larger work.",
+                               "LibTorch threads (wins over ATTNLAB_THREADS); default: by the work of a decoding "
+                               "step (the model's size x the sentences and beam it carries), one thread for small "
+                               "models' sentences, every core for large batches.",
                                "n", "0");
     QCommandLineOption noLive("no-live",
                               "Translate on Enter only, not as you type (this run; the Live box remembers).");
@@ -340,7 +341,6 @@ int renderHeadless(attnlab::ui::TranslationController& controller, attnlab::ui::
 }  // namespace
 
 int main(int argc, char** argv) {
-    attnlab::relaunchWithPassiveThreads(argv);  // waiting threads sleep (attnlab/device.h)
     if (!displayAvailable()) {
         if (!needsNoScreen(argc, argv)) {
             std::fprintf(

@@ -1,6 +1,7 @@
 #pragma once
 // Compute devices and threads, in std types (the GUI's device menu, the CLI's --device/--threads).
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -23,27 +24,37 @@ std::optional<std::string> computeTypeUnavailable(const std::string& compute_typ
 // returns the count set.
 int setComputeThreads(int threads);
 
-// The thread policy (docs/benchmarks.md, "Under load"): LibTorch's OpenMP threads spin while they
-// wait for each other, which costs nothing on an idle machine and 70-100x when another process
-// holds the other core. So:
-//  - in the desktop app, waiting threads sleep (OMP_WAIT_POLICY=passive) unless the user set a
-//    policy; libgomp reads it once, when it starts, so the app calls this first thing in main() and
-//    runs itself again once with the variable set (execv of /proc/self/exe; if that fails, or the
-//    program was started through another one such as ld.so or valgrind, it goes on as it is). The
-//    CLI does not (its start would take twice as long in every script): with one thread for small
-//    work nothing waits there, and batches on every core are where spinning pays;
-//  - work of one or two sentences (what a person types) runs on one thread, larger work on every
-//    core (threadsFor), counted per call, not per batch: a file translated with --batch-size 1 is large
-//    work. One thread keeps a typed sentence fast on a busy machine (int8 at OPUS-MT base size: 51 ms
-//    idle on one thread, 41 ms on two; under two busy processes 87 ms on one, 184 ms on two).
-void relaunchWithPassiveThreads(char** argv);
+struct ModelConfig;
 
-// The threads a piece of work of `sentences` sentences at a time (a batch) gets: `requested` when > 0 (--threads, then
-// $ATTNLAB_THREADS, then $OMP_NUM_THREADS: requestedThreads), else the policy above.
-int threadsFor(int requested, size_t sentences);
+// The thread policy (docs/benchmarks.md, "Threads by measured work (issue 53)"):
+//  - threads by the work of a call, not by where its lines come from: LibTorch's threads share each
+//    product of a decoding step, which pays only when the step is large beside the threads' meeting
+//    at its end. The work is the multiply-adds of one step (stepMultiplyAdds: the rows a step carries,
+//    a batch's sentences x the beam, times the decoder's weights and the output projection); a call
+//    gets one thread for every multiplyAddsPerThread(compute type) of it, at least one, at most every
+//    core. Those figures are where a second thread began to make a step faster on an idle machine in
+//    scripts/bench_threads.sh (the bundled model's typed sentence stays on one thread; a batch of
+//    OPUS-MT base shape uses every core).
+//  - waiting threads sleep (OMP_WAIT_POLICY=passive, for libgomp and so for LibTorch, OpenBLAS and
+//    oneDNN, which use its threads here) in every executable: attnlab-cli, attnlab, bench_ui and
+//    bench_decoding are a small launcher (app/launcher) that sets it, unless the user set a policy,
+//    and runs the real program beside it (<name>.real) in its place. libgomp reads the variable once,
+//    before main(), so a program could otherwise only run itself again, loading LibTorch twice.
+//    Spinning threads cost little on an idle machine and tens of times the work when another process
+//    holds the other core.
+
+// The multiply-adds of one decoding step of `model` carrying `rows` hypotheses (a batch's sentences x
+// the beam): per row, each decoder layer's self-attention (q, k, v, out), cross-attention (q, out: its
+// keys and values are computed once per sentence) and feed-forward pair, then the output projection.
+double stepMultiplyAdds(const ModelConfig& model, int64_t rows);
+// The multiply-adds a step needs per thread computing in `compute_type` (float32 | int8 | bfloat16;
+// TranslatorOptions::compute_type), from the table in device.cpp.
+double multiplyAddsPerThread(const std::string& compute_type);
+
+// The threads for a call of `model` whose steps carry `rows` hypotheses: `requested` when > 0
+// (--threads, then $ATTNLAB_THREADS, then $OMP_NUM_THREADS: requestedThreads), else the policy above.
+int threadsFor(int requested, const ModelConfig& model, int64_t rows, const std::string& compute_type);
 // --threads when > 0, else $ATTNLAB_THREADS, else $OMP_NUM_THREADS, else 0 (the policy).
 int requestedThreads(int option);
-// Work of at most this many sentences is interactive (one thread).
-inline constexpr size_t kInteractiveSentences = 2;
 
 }  // namespace attnlab

@@ -28,7 +28,7 @@ class Engine;  // core-private
 struct TranslatorOptions {
     std::string device = "auto";  // "auto" (CUDA when available, else CPU) | "cpu" | "cuda" | "cuda:N"
     int num_threads = 0;          // LibTorch intra-op threads; 0 = $ATTNLAB_THREADS, else the policy of
-                                  // threadsFor (attnlab/device.h): 1 for one or two sentences, else every core
+                                  // threadsFor (attnlab/device.h): by the multiply-adds of a decoding step
     bool packed_weights = true;   // CPU: multiply by weights packed once (XNNPACK) rather than LibTorch's
                                   // at::linear, which re-packs them on every call: 2-3x faster decoding, as
                                   // much memory again for the packed copies, results equal up to float

@@ -481,12 +481,22 @@ torch::Tensor Engine::sourceTensor(const std::vector<const Source*>& batch) cons
 }
 
 // ---------------------------------------------------------------- decoding
+int Engine::threadsForRows(int64_t rows) const {
+    return threadsFor(m_threads, m_config.model, rows, m_info.compute_type);
+}
+
+int64_t Engine::forcedRows(const std::vector<Source>& trg, int max_batch_size) {
+    size_t longest = 1;
+    for (const auto& t : trg) longest = std::max(longest, t.ids.size());
+    return int64_t(std::min(trg.size(), size_t(std::max(max_batch_size, 1))) * longest);
+}
+
 std::vector<TranslationResult> Engine::translate(const std::vector<std::string>& sentences, const DecodingOptions& o,
                                                  const StepCallback& on_step, StepperKind kind) const {
     if (sentences.empty()) return {};
-    // By the call's work, not its batches': a file translated a sentence at a time is a lot of work (int8's
-    // products then share the cores: docs/benchmarks.md, "Batches and threads"); a typed sentence is not.
-    util::ThreadScope threads(threadsFor(m_threads, sentences.size()));
+    // By the work of a step: a batch's sentences x the beam (attnlab/device.h, the thread policy).
+    const auto rows = int64_t(std::min(sentences.size(), size_t(std::max(o.max_batch_size, 1)))) * o.beam_size;
+    util::ThreadScope threads(threadsForRows(rows));
     return translatingTorchErrors("translation", [&] { return run(sentences, o, on_step, kind); });
 }
 

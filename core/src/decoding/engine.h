@@ -179,8 +179,11 @@ private:
     model::Transformer m_model{nullptr};
     torch::Device m_device;
     // Threads asked for (requestedThreads: --threads, $ATTNLAB_THREADS, $OMP_NUM_THREADS), 0 = the
-    // policy of threadsFor (attnlab/device.h), applied per call.
+    // policy of threadsFor (attnlab/device.h), applied per call by the rows its steps carry.
     int m_threads = 0;
+    int threadsForRows(int64_t rows) const;
+    // The rows of a teacher-forced pass over `trg`: a batch's pairs x the longest target.
+    static int64_t forcedRows(const std::vector<Source>& trg, int max_batch_size);
 };
 
 }  // namespace attnlab::decoding

@@ -187,7 +187,7 @@ ValueNorms Engine::valueNorms(const TranslationResult& r) const {
             "p_ij W_O (v_j + a^V_ij), depends on the query, so the weight x value norm measure (one "
             "norm per key) is not available for it; use the weights or the rollout");
     return util::translatingTorchErrors("computing value norms", [&] {
-        util::ThreadScope threads(threadsFor(m_threads, 1));
+        util::ThreadScope threads(threadsForRows(int64_t(r.best.ids.size())));
         torch::NoGradGuard no_grad;
         const CaptureCache& cache = captured(r);
         ValueNorms out;
@@ -225,7 +225,7 @@ AttentionExplanation Engine::explain(const TranslationResult& r, const CellRef& 
                  keys_source ? "source pieces" : "decoder input pieces");
 
     return util::translatingTorchErrors("explaining an attention weight", [&] {
-        util::ThreadScope threads(threadsFor(m_threads, 1));
+        util::ThreadScope threads(threadsForRows(int64_t(r.best.ids.size())));
         torch::NoGradGuard no_grad;
         const CaptureCache& cache = captured(r);
         const model::AttentionCapture& cap = cache.captures[int(cell.kind)][cell.layer];

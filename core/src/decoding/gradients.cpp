@@ -83,7 +83,7 @@ Saliency Engine::saliency(const TranslationResult& r) const {
     if (r.source_ids.empty() || r.best.ids.empty()) throw InputError("saliency: the translation is empty");
     return util::translatingTorchErrors("computing saliency", [&] {
         const int64_t T = static_cast<int64_t>(r.best.ids.size());
-        util::ThreadScope threads(threadsFor(m_threads, size_t(T)));
+        util::ThreadScope threads(threadsForRows(T * T));  // T copies of the pair, T positions each
         torch::AutoGradMode grad(true);
         Source src, trg;
         src.ids = r.source_ids;
@@ -113,7 +113,7 @@ HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sour
     std::vector<Source> src, trg;
     preparePairs(sources, targets, languageIds(o), src, trg);
     const auto order = lengthOrder(src, trg);
-    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
+    util::ThreadScope threads(threadsForRows(forcedRows(trg, o.max_batch_size)));
     return util::translatingTorchErrors("computing head gradients", [&] {
         torch::AutoGradMode grad(true);
         model::Transformer model = m_model;

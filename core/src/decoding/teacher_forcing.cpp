@@ -68,16 +68,15 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<std::strin
                                                     const std::vector<std::string>& targets, const DecodingOptions& o,
                                                     const StepCallback& on_batch) const {
     o.validate();
-    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(sources.size(), size_t(o.max_batch_size))));
     std::vector<Source> src, trg;
     preparePairs(sources, targets, languageIds(o), src, trg);
+    util::ThreadScope threads(threadsForRows(forcedRows(trg, o.max_batch_size)));
     return forceAll(src, trg, o, on_batch);
 }
 
 std::vector<TranslationResult> Engine::teacherForce(const std::vector<TranslationResult>& results,
                                                     const DecodingOptions& o, const StepCallback& on_batch) const {
     o.validate();
-    util::ThreadScope threads(threadsFor(m_threads, std::min<size_t>(results.size(), size_t(o.max_batch_size))));
     std::vector<Source> src(results.size()), trg(results.size());
     const int source_language = languageIds(o).source;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -88,6 +87,7 @@ std::vector<TranslationResult> Engine::teacherForce(const std::vector<Translatio
         trg[i].ids = r.best.ids;
         trg[i].pieces = r.best.pieces;
     }
+    util::ThreadScope threads(threadsForRows(forcedRows(trg, o.max_batch_size)));
     return forceAll(src, trg, o, on_batch);
 }
 

@@ -1,5 +1,6 @@
 #include "util/device.h"
 
+#include <attnlab/config.h>
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
 
@@ -8,10 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
-
-#include <unistd.h>
 
 namespace attnlab {
 
@@ -37,21 +35,39 @@ int requestedThreads(int option) {
     return positiveEnv("OMP_NUM_THREADS");
 }
 
-int threadsFor(int requested, size_t sentences) {
-    if (requested > 0) return requested;
-    if (sentences <= kInteractiveSentences) return 1;
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+namespace {
+// The thread table (docs/benchmarks.md, "Threads by measured work (issue 53)", scripts/bench_threads.sh):
+// per compute type, the multiply-adds of a decoding step each thread needs. A second thread made a step
+// faster on an idle machine only from about twice this (float32's products go through XNNPACK's packed
+// weights or OpenBLAS, int8's and bfloat16's through oneDNN, which splits smaller products well).
+struct ThreadTableRow {
+    const char* compute_type;
+    double multiply_adds_per_thread;
+};
+constexpr ThreadTableRow kThreadTable[] = {{"float32", 400e6}, {"int8", 100e6}, {"bfloat16", 100e6}};
+}  // namespace
+
+double stepMultiplyAdds(const ModelConfig& m, int64_t rows) {
+    const double d = double(m.d_model), qk = double(m.n_head * m.d_k), v = double(m.n_head * m.d_v);
+    const double self_attention = d * (2 * qk + v) + v * d;  // q, k, v, out
+    const double cross_attention = d * qk + v * d;           // q, out
+    const double feed_forward = 2 * d * double(m.decoderInner());
+    const double per_row =
+        double(m.decoderLayers()) * (self_attention + cross_attention + feed_forward) + d * double(m.n_trg_vocab);
+    return per_row * double(std::max<int64_t>(rows, 1));
 }
 
-void relaunchWithPassiveThreads(char** argv) {
-    if (std::getenv("OMP_WAIT_POLICY") || !argv || !argv[0]) return;  // the user's choice, or done
-    // Only when /proc/self/exe is the program argv[0] names: started through the dynamic loader
-    // (ld-linux ... attnlab) or a tool such as valgrind, it is not, and re-running it would run that.
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec || exe.filename() != std::filesystem::path(argv[0]).filename()) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv);  // returns only on failure: go on with spinning threads
+double multiplyAddsPerThread(const std::string& compute_type) {
+    for (const auto& row : kThreadTable)
+        if (compute_type == row.compute_type) return row.multiply_adds_per_thread;
+    return kThreadTable[0].multiply_adds_per_thread;  // validated elsewhere; float32's figure
+}
+
+int threadsFor(int requested, const ModelConfig& model, int64_t rows, const std::string& compute_type) {
+    if (requested > 0) return requested;
+    const double threads = stepMultiplyAdds(model, rows) / multiplyAddsPerThread(compute_type);
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return threads < 1 ? 1 : static_cast<int>(std::min(threads, double(cores)));
 }
 
 int setComputeThreads(int threads) {

@@ -1,0 +1,148 @@
+// The thread policy (attnlab/device.h): threads chosen by the multiply-adds of a decoding step, checked
+// against the table's rule for the bundled model's shape and OPUS-MT base shape; and waiting threads that
+// sleep in the programs users run (attnlab-cli, attnlab): libgomp, which reads OMP_WAIT_POLICY once before
+// main(), prints what it read with OMP_DISPLAY_ENV=verbose (libgomp/env.c), so the test reads it there.
+#include "fixtures.h"
+
+#include <attnlab/config.h>
+#include <attnlab/device.h>
+#include <attnlab/package.h>
+#include <attnlab/translator.h>
+
+#include <QtTest/QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+namespace {
+int cores() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+
+// The table's rule (device.h): one thread per multiplyAddsPerThread of a step, at least 1, at most every core.
+int ruleFor(const attnlab::ModelConfig& m, int64_t rows, const std::string& type) {
+    const double share = attnlab::stepMultiplyAdds(m, rows) / attnlab::multiplyAddsPerThread(type);
+    return std::clamp(int(std::floor(share)), 1, cores());
+}
+
+// OPUS-MT base (Helsinki-NLP/opus-mt-*: 6 + 6 layers, d_model 512, 8 heads, FFN 2048, ~55k vocabulary).
+attnlab::ModelConfig opusBase() {
+    attnlab::ModelConfig m;
+    m.n_src_vocab = m.n_trg_vocab = 54688;
+    m.d_model = m.d_word_vec = 512;
+    m.d_inner = 2048;
+    m.n_layers = 6;
+    m.n_head = 8;
+    m.d_k = m.d_v = 64;
+    return m;
+}
+
+// What libgomp read at the start of `program` run with `args` (and `env` added), from its
+// OMP_DISPLAY_ENV=verbose report on stderr: "OMP_WAIT_POLICY = 'PASSIVE'" and "GOMP_SPINCOUNT = '0'".
+QString openMpReport(const QString& program, const QStringList& args, const QMap<QString, QString>& env) {
+    auto e = QProcessEnvironment::systemEnvironment();
+    e.remove("OMP_WAIT_POLICY");
+    e.remove("GOMP_SPINCOUNT");
+    e.insert("OMP_DISPLAY_ENV", "verbose");
+    e.insert("QT_QPA_PLATFORM", "offscreen");
+    for (auto it = env.begin(); it != env.end(); ++it) e.insert(it.key(), it.value());
+    const auto run = attnlab::testing::runProgram(program, args, {}, e);
+    if (run.code != 0) qWarning().noquote() << program << "exited with" << run.code << run.err.right(2000);
+    return run.err;
+}
+
+// The launched programs beside attnlab-cli in the build's bin folder.
+QString besideCli(const QString& name) { return QFileInfo(ATTNLAB_CLI_PATH).dir().filePath(name); }
+}  // namespace
+
+class TestThreads : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    // A step's multiply-adds follow the model's own weights: the decoder's parameters (counted from its
+    // tensors by the engine) less cross-attention's keys and values (computed once per sentence, not per
+    // step), plus the output projection; biases and layer norms are in the count but multiply nothing,
+    // under 1 % of it.
+    void stepWorkIsTheDecodersWeights() {
+        const attnlab::Translator t(attnlab::defaultModelDir(), {});
+        const auto& m = t.info().config.model;
+        const auto& p = t.info().parameters;
+        const double cross_kv = double(m.decoderLayers() * m.d_model * m.n_head * (m.d_k + m.d_v));
+        const double expected = double(p.decoder_layers) - cross_kv + double(m.n_trg_vocab * m.d_model);
+        const double got = attnlab::stepMultiplyAdds(m, 1);
+        QVERIFY2(std::abs(got - expected) < 0.01 * expected,
+                 qPrintable(QString("%1 multiply-adds a row, the weights say %2").arg(got).arg(expected)));
+        QCOMPARE(attnlab::stepMultiplyAdds(m, 5), 5 * got);  // per row
+    }
+
+    void bundledSentenceGetsOneThread() {
+        const auto m = attnlab::readPackageConfig(attnlab::defaultModelDir()).model;
+        for (const char* type : {"float32", "int8", "bfloat16"}) {
+            const int threads = attnlab::threadsFor(0, m, 5, type);  // one sentence, beam 5
+            QCOMPARE(threads, ruleFor(m, 5, type));
+            QCOMPARE(threads, 1);
+        }
+    }
+
+    void opusBaseBatchGetsEveryCore() {
+        const auto m = opusBase();
+        const int64_t rows = 32 * 5;  // a batch of 32, beam 5
+        for (const char* type : {"float32", "int8", "bfloat16"}) {
+            QCOMPARE(attnlab::threadsFor(0, m, rows, type), ruleFor(m, rows, type));
+            // every core of any machine up to 16
+            QVERIFY(attnlab::stepMultiplyAdds(m, rows) >= 16 * attnlab::multiplyAddsPerThread(type));
+            if (cores() <= 16) QCOMPARE(attnlab::threadsFor(0, m, rows, type), cores());
+        }
+    }
+
+    void neverMoreThanTheCores() {
+        auto m = opusBase();
+        m.d_model = m.d_word_vec = 4096;
+        m.n_trg_vocab = 256000;
+        QCOMPARE(attnlab::threadsFor(0, m, 1024, "float32"), cores());
+        QCOMPARE(attnlab::threadsFor(0, m, 0, "int8"), ruleFor(m, 1, "int8"));  // no rows: counted as one
+    }
+
+    void requestedWins() {
+        const auto m = attnlab::readPackageConfig(attnlab::defaultModelDir()).model;
+        QCOMPARE(attnlab::threadsFor(2, m, 5, "float32"), 2);
+        QCOMPARE(attnlab::threadsFor(1, opusBase(), 160, "float32"), 1);
+        qputenv("ATTNLAB_THREADS", "3");
+        qputenv("OMP_NUM_THREADS", "5");
+        QCOMPARE(attnlab::requestedThreads(2), 2);  // --threads
+        QCOMPARE(attnlab::requestedThreads(0), 3);  // then $ATTNLAB_THREADS
+        qunsetenv("ATTNLAB_THREADS");
+        QCOMPARE(attnlab::requestedThreads(0), 5);  // then $OMP_NUM_THREADS
+        qunsetenv("OMP_NUM_THREADS");
+        QCOMPARE(attnlab::requestedThreads(0), 0);  // then the policy
+    }
+
+    // Without a policy of the user's, the programs' OpenMP threads sleep while they wait (libgomp's spin
+    // count 0); without the launcher libgomp reports its default, spinning 300000 times (and still prints
+    // "PASSIVE", which is why the spin count is what is asserted).
+    void cliAndAppThreadsSleep() {
+        const QString app = besideCli("attnlab");
+        QStringList programs{ATTNLAB_CLI_PATH};
+        if (QFileInfo(app).isExecutable()) programs << app;
+        for (const auto& program : programs) {
+            const QString report = openMpReport(program, {"--version"}, {});
+            QVERIFY2(report.contains("OMP_WAIT_POLICY = 'PASSIVE'"), qPrintable(program + ": " + report));
+            QVERIFY2(report.contains("GOMP_SPINCOUNT = '0'"), qPrintable(program + ": " + report));
+        }
+        if (programs.size() == 1) QSKIP("attnlab (the desktop app) is not built here: only attnlab-cli checked");
+    }
+
+    void usersPolicyIsKept() {
+        const QString app = besideCli("attnlab");
+        QStringList programs{ATTNLAB_CLI_PATH};
+        if (QFileInfo(app).isExecutable()) programs << app;
+        for (const auto& program : programs) {
+            const QString report = openMpReport(program, {"--version"}, {{"OMP_WAIT_POLICY", "active"}});
+            QVERIFY2(report.contains("OMP_WAIT_POLICY = 'ACTIVE'"), qPrintable(program + ": " + report));
+            QVERIFY2(!report.contains("GOMP_SPINCOUNT = '0'"), qPrintable(program + ": " + report));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestThreads)
+#include "tst_threads.moc"
