@@ -4,4 +4,5 @@
 // compile ui headers without it.
 #pragma once
 #include <QtWidgets/QtWidgets>
+
 #include <qcustomplot.h>
