@@ -102,9 +102,10 @@ void Engine::loadHuggingFaceOrPackage(const std::string& dir, const TranslatorOp
     }
     translatingTorchErrors("loading the model", [&] {
         m_device = util::resolveDevice(options.device);
-        m_model = multilingual   ? package::loadHfWeights(dir, m_config, multilingual->family, &m_info.stored_dtype)
-                  : hugging_face ? package::loadMarianWeights(dir, m_config, &m_info.stored_dtype)
-                                 : package::loadWeights(dir, m_config, &m_info.stored_dtype);
+        const model::ComputeType held = heldType(options);
+        m_model = multilingual ? package::loadHfWeights(dir, m_config, multilingual->family, &m_info.stored_dtype, held)
+                  : hugging_face ? package::loadMarianWeights(dir, m_config, &m_info.stored_dtype, held)
+                                 : package::loadWeights(dir, m_config, &m_info.stored_dtype, held);
         placeModel(options);
     });
 }
@@ -116,9 +117,14 @@ void Engine::loadCtranslate2(const std::string& path, const TranslatorOptions& o
     m_info.stored_dtype = ct2.stored_dtypes;
     translatingTorchErrors("loading the model", [&] {
         m_device = util::resolveDevice(options.device);
-        m_model = package::loadCt2Weights(ct2);
+        m_model = package::loadCt2Weights(ct2, heldType(options));
         placeModel(options);
     });
+}
+
+model::ComputeType Engine::heldType(const TranslatorOptions& options) const {
+    const model::ComputeType compute = model::parseComputeType(options.compute_type);
+    return m_device.is_cpu() && !model::computeTypeUnavailable(compute) ? compute : model::ComputeType::Float32;
 }
 
 void Engine::placeModel(const TranslatorOptions& options) {
@@ -134,8 +140,10 @@ void Engine::placeModel(const TranslatorOptions& options) {
                               m_device.str());
         if (auto why = model::computeTypeUnavailable(compute))
             throw ConfigError("compute type " + options.compute_type + ": " + *why);
-        m_model->setComputeType(compute);
-        m_model->dropFloatWeights();  // the int8 / bfloat16 copies are the model from here on
+        if (!m_model->droppedFloatWeights()) {  // (a loader that read them straight into `compute` has)
+            m_model->setComputeType(compute);
+            m_model->dropFloatWeights();  // the int8 / bfloat16 copies are the model from here on
+        }
     }
     m_info.compute_type = options.compute_type;
 }

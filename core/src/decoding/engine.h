@@ -164,6 +164,10 @@ private:
     void loadHuggingFaceOrPackage(const std::string& dir, const TranslatorOptions& options);
     void loadCtranslate2(const std::string& path, const TranslatorOptions& options);
     void placeModel(const TranslatorOptions& options);
+    // The compute type the loaders read the weights straight into (quantized while reading, issue 53):
+    // options.compute_type where placeModel accepts it (m_device the CPU, a processor that has it), else
+    // float32 (placeModel then refuses it as before, saying why).
+    model::ComputeType heldType(const TranslatorOptions& options) const;
     std::unique_ptr<TextCodec> loadCodec(const std::string& dir) const;
     void checkTokenizerMatches(const std::string& dir, const Tokenizer& tok) const;
 

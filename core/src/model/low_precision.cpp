@@ -219,6 +219,40 @@ LowPrecisionMatmul::Activations LowPrecisionMatmul::quantizeActivations(const to
     return a;
 }
 
+namespace {
+// A tensor's rows as a RowReader (in float32).
+RowReader rowsOf(const torch::Tensor& m) {
+    return [m = m.detach()](int64_t first, int64_t n) { return m.narrow(0, first, n).to(torch::kFloat32); };
+}
+
+// f over a weight's rows read a chunk at a time: each of f's results [n, ...] copied into its rows of a tensor
+// [rows, ...] (quantized while reading, issue 53: no float32 copy of a whole output projection). f treats each
+// row on its own, so that the result is the same as f over the whole weight.
+template <typename F>
+std::vector<torch::Tensor> byRows(int64_t rows, int64_t cols, const RowReader& read, F&& f) {
+    constexpr int64_t kChunkElements = int64_t(1) << 22;  // 16 MiB of float32
+    const int64_t chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, cols));
+    if (rows == 0) return f(torch::empty({0, cols}));
+    std::vector<torch::Tensor> out;
+    for (int64_t r = 0; r < rows; r += chunk) {
+        const int64_t n = std::min(chunk, rows - r);
+        const torch::Tensor part = read(r, n);
+        if (part.dim() != 2 || part.size(0) != n || part.size(1) != cols || part.scalar_type() != torch::kFloat32)
+            throw InternalError("a row reader gave " + std::to_string(part.dim()) + " dimensions, not float32 [" +
+                                std::to_string(n) + ", " + std::to_string(cols) + "]");
+        const std::vector<torch::Tensor> got = f(part);
+        if (out.empty())
+            for (const torch::Tensor& g : got) {
+                auto sizes = g.sizes().vec();
+                sizes[0] = rows;
+                out.push_back(torch::empty(sizes, g.options()));
+            }
+        for (size_t i = 0; i < got.size(); ++i) out[i].narrow(0, r, n).copy_(got[i]);
+    }
+    return out;
+}
+}  // namespace
+
 #ifdef ATTNLAB_HAVE_DNNL
 namespace {
 using tag = dnnl::memory::format_tag;
@@ -282,12 +316,16 @@ struct LowPrecisionMatmul::Impl {
 };
 
 LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch::Tensor& bias, ComputeType type)
+    : LowPrecisionMatmul(weight.size(0), weight.size(1), rowsOf(weight), bias, type) {}
+
+LowPrecisionMatmul::LowPrecisionMatmul(int64_t out, int64_t in, const RowReader& read, const torch::Tensor& bias,
+                                       ComputeType type)
     : m(std::make_unique<Impl>()) {
     torch::NoGradGuard no_grad;
     if (auto why = computeTypeUnavailable(type)) throw ConfigError(*why);
     m->type = type;
-    m->out = weight.size(0);
-    m->in = weight.size(1);
+    m->out = out;
+    m->in = in;
     m->src_dt = type == ComputeType::Int8 ? dt::u8 : dt::bf16;
     m->dst_dt = type == ComputeType::Int8 ? dt::s32 : dt::f32;
     if (bias.defined()) m->bias = bias.detach().to(torch::kFloat32).contiguous();
@@ -295,7 +333,11 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch:
     // layout the primitive prefers.
     torch::Tensor stored;
     if (type == ComputeType::Int8) {
-        auto [q, scale] = quantizeRows(weight.detach().to(torch::kFloat32));
+        const auto qs = byRows(out, in, read, [](const torch::Tensor& part) {
+            auto [q, scale] = quantizeRows(part);
+            return std::vector<torch::Tensor>{q, scale};
+        });
+        const torch::Tensor &q = qs[0], &scale = qs[1];
         stored = q.contiguous();
         m->weight_scale = scale.contiguous();
         m->weight_sum = torch::empty({m->out}, torch::kInt32);
@@ -304,7 +346,9 @@ LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor& weight, const torch:
             m->weight_sum.narrow(0, r, n).copy_(q.narrow(0, r, n).to(torch::kInt32).sum(1));
         }
     } else {
-        stored = weight.detach().to(torch::kBFloat16).contiguous();
+        stored = byRows(out, in, read, [](const torch::Tensor& part) {
+                     return std::vector<torch::Tensor>{part.to(torch::kBFloat16)};
+                 }).front();
         checkBFloat16Range(stored);
     }
     const dt weights_dt = type == ComputeType::Int8 ? dt::s8 : dt::bf16;
@@ -457,6 +501,9 @@ struct LowPrecisionMatmul::Impl {};
 LowPrecisionMatmul::LowPrecisionMatmul(const torch::Tensor&, const torch::Tensor&, ComputeType type) {
     throw ConfigError(*computeTypeUnavailable(type));
 }
+LowPrecisionMatmul::LowPrecisionMatmul(int64_t, int64_t, const RowReader&, const torch::Tensor&, ComputeType type) {
+    throw ConfigError(*computeTypeUnavailable(type));
+}
 LowPrecisionMatmul::~LowPrecisionMatmul() = default;
 ComputeType LowPrecisionMatmul::type() const { return ComputeType::Float32; }
 int64_t LowPrecisionMatmul::storedBytes() const { return 0; }
@@ -469,14 +516,22 @@ torch::Tensor LowPrecisionMatmul::forward(const torch::Tensor&, bool) { return {
 #endif
 
 // ---------------------------------------------------------------- LowPrecisionRows
-LowPrecisionRows::LowPrecisionRows(const torch::Tensor& m, ComputeType type) {
+LowPrecisionRows::LowPrecisionRows(const torch::Tensor& m, ComputeType type)
+    : LowPrecisionRows(m.size(0), m.size(1), rowsOf(m), type) {}
+
+LowPrecisionRows::LowPrecisionRows(int64_t n, int64_t cols, const RowReader& read, ComputeType type) {
     torch::NoGradGuard no_grad;
     if (type == ComputeType::Int8) {
-        auto [q, scale] = LowPrecisionMatmul::quantizeRows(m.detach().to(torch::kFloat32));
-        m_values = q.contiguous();
-        m_scale = scale.contiguous();
+        const auto qs = byRows(n, cols, read, [](const torch::Tensor& part) {
+            auto [q, scale] = LowPrecisionMatmul::quantizeRows(part);
+            return std::vector<torch::Tensor>{q, scale};
+        });
+        m_values = qs[0].contiguous();
+        m_scale = qs[1].contiguous();
     } else if (type == ComputeType::BFloat16) {
-        m_values = m.detach().to(torch::kBFloat16).contiguous();
+        m_values = byRows(n, cols, read, [](const torch::Tensor& part) {
+                       return std::vector<torch::Tensor>{part.to(torch::kBFloat16)};
+                   }).front();
         checkBFloat16Range(m_values);
     } else {
         throw InternalError("LowPrecisionRows: float32 rows are the model's own");

@@ -9,12 +9,18 @@
 //              keeps all 8 bits; 128 steps without VNNI, whose u8 × s8 pairs add in 16 bits and would
 //              saturate); oneDNN multiplies u8 × s8 into s32, and
 //              y = s_x · s_w · (s32 - z · Σ_k q_w) + bias, in one pass over the output.
+//              Per row on purpose: finer scales (groups of 32-128 input columns, one batched product),
+//              scales chosen for the least squared error, and layers kept in bfloat16 were measured for
+//              issue 53 and not kept (at most 1.2 points more translations identical to float32's, for
+//              45 % more time: docs/benchmarks.md, "int8 with finer scales"). A row's quantization depends
+//              on that row only (quantizeRows), so a weight may be quantized a chunk of rows at a time.
 //   bfloat16 — weight and input rounded to bfloat16, accumulated in float32 by oneDNN; only where the
 //              processor has bfloat16 instructions (AVX512_BF16), refused elsewhere with the reason.
 //
 // float32 is the default and the exact path: these apply only where a caller asks for them.
 #include <torch/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,10 +49,17 @@ private:
     bool m_before;
 };
 
+// A weight's rows [first, first + n) as float32 [n, cols]: what a loader reads from its file a chunk at a
+// time (quantized while reading, issue 53), or a narrow of a tensor held whole.
+using RowReader = std::function<torch::Tensor(int64_t first, int64_t n)>;
+
 // One weight matrix [out, in] (+ bias [out]) in int8 or bfloat16, ready for oneDNN.
 class LowPrecisionMatmul {
 public:
     LowPrecisionMatmul(const torch::Tensor& weight, const torch::Tensor& bias, ComputeType type);
+    // The same from the weight's rows read a chunk at a time (no float32 copy of the whole weight); bit for
+    // bit what the constructor above makes of those rows.
+    LowPrecisionMatmul(int64_t out, int64_t in, const RowReader& read, const torch::Tensor& bias, ComputeType type);
     ~LowPrecisionMatmul();
     LowPrecisionMatmul(const LowPrecisionMatmul&) = delete;
     LowPrecisionMatmul& operator=(const LowPrecisionMatmul&) = delete;
@@ -95,6 +108,8 @@ private:
 class LowPrecisionRows {
 public:
     LowPrecisionRows(const torch::Tensor& m, ComputeType type);
+    // The same from rows [n, cols] read a chunk at a time (as LowPrecisionMatmul's).
+    LowPrecisionRows(int64_t n, int64_t cols, const RowReader& read, ComputeType type);
     // The rows of a product's held weight, read in place (a tied embedding and output projection).
     explicit LowPrecisionRows(std::shared_ptr<const LowPrecisionMatmul> held);
     // ids [...] -> [..., cols] float32.

@@ -146,6 +146,22 @@ void dropFloatStorage(torch::Tensor& t) {
     t.set_(nan.storage(), 0, t.sizes(), std::vector<int64_t>(size_t(t.dim()), 0));
 }
 
+torch::Tensor droppedFloatTensor(at::IntArrayRef sizes) {
+    torch::Tensor t = torch::empty({0});
+    torch::NoGradGuard no_grad;
+    const torch::Tensor nan = torch::full({1}, std::nanf(""), t.options());
+    t.set_(nan.storage(), 0, sizes, std::vector<int64_t>(sizes.size(), 0));
+    return t;
+}
+
+void WeightPack::hold(std::shared_ptr<LowPrecisionMatmul> low) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    m->release();
+    m->low = std::move(low);
+    m->dropped = true;
+    m->low_weight = m->low_bias = Source{};
+}
+
 void WeightPack::dropFloatWeight(torch::Tensor& weight) {
     std::lock_guard<std::mutex> lock(m->mutex);
     if (!m->low) throw InternalError("dropFloatWeight: no int8 / bfloat16 copy was prepared");
@@ -247,6 +263,12 @@ void PackedLinearImpl::setComputeType(ComputeType type) {
 }
 
 void PackedLinearImpl::dropFloatWeight() { m_pack->dropFloatWeight(weight); }
+
+void PackedLinearImpl::holdWeight(ComputeType type, const RowReader& read) {
+    m_compute = type;
+    m_pack->hold(std::make_shared<LowPrecisionMatmul>(weight.size(0), weight.size(1), read, bias, type));
+    dropFloatStorage(weight);
+}
 
 void PackedLinearImpl::setPacked(bool on) {
     m_packed = on;

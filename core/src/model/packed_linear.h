@@ -27,6 +27,9 @@ namespace attnlab::model {
 // Releases a float32 tensor's storage, keeping its shape (and so parameter counts): every element reads
 // NaN from then on, so that a stray read shows at once. For weights an int8 / bfloat16 copy replaced.
 void dropFloatStorage(torch::Tensor& t);
+// A float32 tensor of `sizes` as dropFloatStorage leaves one, never given storage of its own: a weight a
+// loader reads straight into its int8 / bfloat16 copy (TransformerImpl built for a held compute type).
+torch::Tensor droppedFloatTensor(at::IntArrayRef sizes);
 
 class WeightPack {
 public:
@@ -54,6 +57,9 @@ public:
     // float32 product (the exact pass) comes from LowPrecisionMatmul::forward(x, exact), one with gradients
     // from dequantizedWeight().
     void dropFloatWeight(torch::Tensor& weight);
+    // A copy made from a file's rows (quantized while reading, issue 53) becomes the only one, as
+    // prepare() then dropFloatWeight() leave it.
+    void hold(std::shared_ptr<LowPrecisionMatmul> low);
     bool droppedFloatWeight() const;
     // The int8 / bfloat16 copy (null before prepare()).
     std::shared_ptr<const LowPrecisionMatmul> held() const;
@@ -87,6 +93,10 @@ public:
     void setComputeType(ComputeType type);
     // Keeps the int8 / bfloat16 copy only (WeightPack::dropFloatWeight); after setComputeType.
     void dropFloatWeight();
+    // What setComputeType(type) then dropFloatWeight() make, the weight read from `read` a chunk of rows at a
+    // time instead of from `weight` (which holds no float32 storage then); the bias, when the layer has one,
+    // must already hold its values (the copy takes them).
+    void holdWeight(ComputeType type, const RowReader& read);
     // The weight in float32: `weight`, or the held copy's dequantized after dropFloatWeight().
     torch::Tensor floatWeight() const { return m_pack->floatWeight(weight); }
     const WeightPack& pack() const { return *m_pack; }

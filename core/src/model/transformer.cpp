@@ -14,8 +14,30 @@
 namespace attnlab::model {
 
 namespace {
-torch::nn::Embedding makeEmbedding(int64_t n, int64_t d, int64_t pad) {
-    return torch::nn::Embedding(torch::nn::EmbeddingOptions(n, d).padding_idx(pad));
+// Freed memory handed back to the system: glibc keeps what a load frees inside its heap (chunk temporaries, a
+// layer's float32 weights, float32 weights dropped) resident, between what stays, unless trimmed.
+void trimHeap() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+// without_float_weights: on a weight with no float32 storage (a model built for a held compute type).
+torch::nn::Embedding makeEmbedding(int64_t n, int64_t d, int64_t pad, bool without_float_weights) {
+    auto options = torch::nn::EmbeddingOptions(n, d).padding_idx(pad);
+    if (without_float_weights) options._weight(droppedFloatTensor({n, d}));
+    return torch::nn::Embedding(options);
+}
+
+// A layer's linear weights without float32 storage, right after it is built (a model built for a held
+// compute type: one layer's float32 weights at a time, never the model's).
+template <typename Layer>
+Layer withoutFloatWeights(Layer layer, bool drop) {
+    if (!drop) return layer;
+    for (const auto& m : layer->modules(/*include_self=*/false))
+        if (auto* linear = dynamic_cast<PackedLinearImpl*>(m.get())) dropFloatStorage(linear->weight);
+    trimHeap();
+    return layer;
 }
 
 LayerOptions layerOptions(const ModelConfig& cfg, bool decoder) {
@@ -48,16 +70,18 @@ torch::Tensor normalized(torch::nn::LayerNorm& norm, const torch::Tensor& x) { r
 }  // namespace
 
 // ---------------------------------------------------------------- Encoder
-EncoderImpl::EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_embedding)
+EncoderImpl::EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_embedding, bool without_float_weights)
     : m_shared_embedding(shared_embedding),
       m_pad_idx(cfg.src_pad_idx),
       m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0) {
     if (!m_shared_embedding.defined())
-        src_word_emb = register_module("src_word_emb", makeEmbedding(cfg.n_src_vocab, cfg.d_word_vec, cfg.src_pad_idx));
+        src_word_emb = register_module(
+            "src_word_emb", makeEmbedding(cfg.n_src_vocab, cfg.d_word_vec, cfg.src_pad_idx, without_float_weights));
     position_enc = register_module("position_enc", makePositional(cfg));
     dropout = register_module("dropout", FastDropout(cfg.dropout));
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
-    for (int64_t i = 0; i < cfg.encoderLayers(); ++i) layer_stack->push_back(EncoderLayer(layerOptions(cfg, false)));
+    for (int64_t i = 0; i < cfg.encoderLayers(); ++i)
+        layer_stack->push_back(withoutFloatWeights(EncoderLayer(layerOptions(cfg, false)), without_float_weights));
     if (cfg.emb_layer_norm) layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model, cfg.layer_norm_eps));
     if (cfg.final_layer_norm) final_layer_norm = register_module("final_layer_norm", makeFinalNorm(cfg));
 }
@@ -101,13 +125,15 @@ void DecoderState::select(const torch::Tensor& index) {
     src_mask = src_mask.index_select(0, index);
 }
 
-DecoderImpl::DecoderImpl(const ModelConfig& cfg)
+DecoderImpl::DecoderImpl(const ModelConfig& cfg, bool without_float_weights)
     : m_emb_scale(cfg.scaleEmb() ? std::sqrt(double(cfg.d_model)) : 1.0), m_zero_start(cfg.start_from_zero_embedding) {
-    trg_word_emb = register_module("trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx));
+    trg_word_emb = register_module(
+        "trg_word_emb", makeEmbedding(cfg.n_trg_vocab, cfg.d_word_vec, cfg.trg_pad_idx, without_float_weights));
     position_enc = register_module("position_enc", makePositional(cfg));
     dropout = register_module("dropout", FastDropout(cfg.dropout));
     layer_stack = register_module("layer_stack", torch::nn::ModuleList());
-    for (int64_t i = 0; i < cfg.decoderLayers(); ++i) layer_stack->push_back(DecoderLayer(layerOptions(cfg, true)));
+    for (int64_t i = 0; i < cfg.decoderLayers(); ++i)
+        layer_stack->push_back(withoutFloatWeights(DecoderLayer(layerOptions(cfg, true)), without_float_weights));
     if (cfg.emb_layer_norm) layer_norm = register_module("layer_norm", makeLayerNorm(cfg.d_model, cfg.layer_norm_eps));
     if (cfg.final_layer_norm) final_layer_norm = register_module("final_layer_norm", makeFinalNorm(cfg));
 }
@@ -165,17 +191,31 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& tokens, DecoderState& state
 }
 
 // ---------------------------------------------------------------- Transformer
-TransformerImpl::TransformerImpl(const ModelConfig& cfg, bool initialize) : m_cfg(cfg) {
+TransformerImpl::TransformerImpl(const ModelConfig& cfg, bool initialize, ComputeType held) : m_cfg(cfg), m_held(held) {
     cfg.validate();
-    decoder = register_module("decoder", Decoder(cfg));
+    const bool lean = held != ComputeType::Float32;
+    if (lean && initialize) throw InternalError("a model built for " + computeTypeName(held) + " is not initialised");
+    decoder = register_module("decoder", Decoder(cfg, lean));
     // Registration order decides named_parameters() order; the reference registers the encoder
     // first, but keys, not order, are what a state dict matches on.
     encoder = register_module(
-        "encoder", Encoder(cfg, cfg.emb_src_trg_weight_sharing ? decoder->trg_word_emb->weight : torch::Tensor()));
-    if (!cfg.trg_emb_prj_weight_sharing)
+        "encoder",
+        Encoder(cfg, cfg.emb_src_trg_weight_sharing ? decoder->trg_word_emb->weight : torch::Tensor(), lean));
+    if (!cfg.trg_emb_prj_weight_sharing) {
+        // (built with float32 storage, dropped at once: an untied projection's float32 size, once, at the start)
         trg_word_prj = register_module(
             "trg_word_prj", torch::nn::Linear(torch::nn::LinearOptions(cfg.d_model, cfg.n_trg_vocab).bias(false)));
+        if (lean) dropFloatStorage(trg_word_prj->weight);
+    }
     if (cfg.logits_bias) final_logits_bias = register_parameter("final_logits_bias", torch::zeros({cfg.n_trg_vocab}));
+    if (lean) {
+        m_unread = {"decoder.trg_word_emb.weight"};
+        if (trg_word_prj) m_unread.insert("trg_word_prj.weight");
+        if (encoder->src_word_emb) m_unread.insert("encoder.src_word_emb.weight");
+        for (const auto& item : named_modules("", /*include_self=*/false))
+            if (dynamic_cast<PackedLinearImpl*>(item.value().get())) m_unread.insert(item.key() + ".weight");
+        trimHeap();
+    }
     // ref: xavier_uniform_ for every parameter with more than one dimension.
     if (!initialize) return;
     torch::NoGradGuard no_grad;
@@ -243,10 +283,45 @@ void TransformerImpl::dropFloatWeights() {
     m_projection_pack->dropFloatWeight(trg_word_prj ? trg_word_prj->weight : decoder->trg_word_emb->weight);
     dropFloatStorage(decoder->trg_word_emb->weight);  // the shared source embedding is this tensor
     if (encoder->src_word_emb) dropFloatStorage(encoder->src_word_emb->weight);
-#ifdef __GLIBC__
-    // Freed weights of a few MiB each stay in glibc's heap, resident, unless handed back.
-    malloc_trim(0);
-#endif
+    trimHeap();
+}
+
+void TransformerImpl::holdWeight(const std::string& name, const RowReader& read) {
+    if (!holdsWeight(name))
+        throw InternalError("holdWeight: '" + name + "' is not a weight this model reads in " +
+                            computeTypeName(m_held));
+    torch::NoGradGuard no_grad;
+    const torch::Tensor weight = named_parameters()[name];
+    const int64_t rows = weight.size(0), cols = weight.size(1);
+    const std::string projection = trg_word_prj ? "trg_word_prj.weight" : "decoder.trg_word_emb.weight";
+    namingWeight(name, m_held, [&] {
+        if (name == projection)
+            m_projection_pack->hold(std::make_shared<LowPrecisionMatmul>(rows, cols, read, torch::Tensor(), m_held));
+        else if (name == "decoder.trg_word_emb.weight")
+            m_trg_rows = std::make_shared<const LowPrecisionRows>(rows, cols, read, m_held);
+        else if (name == "encoder.src_word_emb.weight")
+            m_src_rows = std::make_shared<const LowPrecisionRows>(rows, cols, read, m_held);
+        else
+            named_modules()[name.substr(0, name.size() - std::string(".weight").size())]
+                ->as<PackedLinearImpl>()
+                ->holdWeight(m_held, read);
+    });
+    m_unread.erase(name);
+    trimHeap();  // (a few ms a weight)
+}
+
+void TransformerImpl::finishHolding() {
+    if (m_held == ComputeType::Float32) throw InternalError("finishHolding: the model was built for float32");
+    if (!m_unread.empty()) throw InternalError("finishHolding: '" + *m_unread.begin() + "' was not read");
+    if (droppedFloatWeights()) return;
+    m_compute = m_held;
+    // As dropFloatWeights(): the projection's copy is the tied target embedding's rows too.
+    m_projection_rows = std::make_shared<const LowPrecisionRows>(m_projection_pack->held());
+    const auto trg_rows = trg_word_prj ? m_trg_rows : m_projection_rows;
+    decoder->setLowPrecisionRows(trg_rows);
+    encoder->setLowPrecisionRows(encoder->src_word_emb ? m_src_rows : trg_rows);
+    m_trg_rows.reset();
+    m_src_rows.reset();
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& dec_output, bool as_trained) {

@@ -15,6 +15,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,9 @@ struct Attentions {
 class EncoderImpl : public torch::nn::Module {
 public:
     // shared_embedding: the decoder's embedding weight when source and target embeddings are tied.
-    EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_embedding);
+    // without_float_weights: every linear layer's and the embedding's weight built without float32 storage
+    // (TransformerImpl's `held`).
+    EncoderImpl(const ModelConfig& cfg, const torch::Tensor& shared_embedding, bool without_float_weights = false);
     // Returns the encoder output; appends each layer's attention to `attns` when given.
     torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& src_mask,
                           std::vector<torch::Tensor>* attns = nullptr);
@@ -72,7 +75,8 @@ struct DecoderState {
 
 class DecoderImpl : public torch::nn::Module {
 public:
-    explicit DecoderImpl(const ModelConfig& cfg);
+    // without_float_weights: as EncoderImpl's.
+    explicit DecoderImpl(const ModelConfig& cfg, bool without_float_weights = false);
     torch::Tensor forward(const torch::Tensor& trg_seq, const torch::Tensor& trg_mask, const torch::Tensor& enc_output,
                           const torch::Tensor& src_mask, Attentions* attns = nullptr);
     DecoderState initState(const torch::Tensor& enc_output, const torch::Tensor& src_mask);
@@ -106,7 +110,13 @@ class TransformerImpl : public torch::nn::Module {
 public:
     // Validates cfg; Xavier-uniform init as the reference, unless `initialize` is false (a loader
     // that fills every tensor next: 615M random numbers are seconds of a load's time).
-    explicit TransformerImpl(const ModelConfig& cfg, bool initialize = true);
+    // `held` int8 / bfloat16 (quantized while reading, issue 53; with initialize false): a model for a loader
+    // that reads its weights straight into that type. Every weight dropFloatWeights() would drop (the linear
+    // layers', the embeddings', the output projection's) is built without float32 storage, a layer at a time
+    // (each element NaN, as dropped); the loader fills the other tensors (biases, norms, position tables) as
+    // for float32, then each of those weights with holdWeight(), then calls finishHolding(): the model is then
+    // bit for bit what setComputeType(held) and dropFloatWeights() make of the float32 model.
+    explicit TransformerImpl(const ModelConfig& cfg, bool initialize = true, ComputeType held = ComputeType::Float32);
 
     // ref: Transformer.forward — logits [b*lt, n_trg_vocab].
     torch::Tensor forward(const torch::Tensor& src_seq, const torch::Tensor& trg_seq);
@@ -150,6 +160,14 @@ public:
     // biases stay float32. Irreversible: training needs a model loaded anew.
     void dropFloatWeights();
     bool droppedFloatWeights() const { return m_projection_rows != nullptr; }
+    // Whether `name` (a parameter's) is one of the weights a model built for `held` reads with holdWeight().
+    bool holdsWeight(const std::string& name) const { return m_unread.count(name) > 0; }
+    ComputeType heldType() const { return m_held; }  // what the model was built for
+    // The weight `name` read from `read` a chunk of rows at a time into its held copy (a linear layer's bias
+    // must hold its values by then). ConfigError (a weight the type cannot carry) names the weight.
+    void holdWeight(const std::string& name, const RowReader& read);
+    // After every holdsWeight() name was read: the model computes in `held` (InternalError naming one not read).
+    void finishHolding();
     ComputeType computeType() const { return m_compute; }
     const WeightPack& projectionPack() const { return *m_projection_pack; }
 
@@ -167,6 +185,11 @@ private:
     ComputeType m_compute = ComputeType::Float32;
     std::shared_ptr<WeightPack> m_projection_pack = std::make_shared<WeightPack>();
     std::shared_ptr<const LowPrecisionRows> m_projection_rows;  // after dropFloatWeights()
+    // Built for a held compute type: that type, the weights holdWeight() has yet to read, and the untied
+    // embeddings' rows read so far.
+    ComputeType m_held = ComputeType::Float32;
+    std::set<std::string> m_unread;
+    std::shared_ptr<const LowPrecisionRows> m_trg_rows, m_src_rows;
 };
 TORCH_MODULE(Transformer);
 

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -89,9 +90,47 @@ std::string tiedNote(const std::string& name, const ModelConfig& c) {
 }
 }  // namespace
 
-model::Transformer loadWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype) {
+void fillModel(model::TransformerImpl& model, const std::map<std::string, TensorFill>& tensors,
+               const std::function<void(const std::string& name)>& nonFinite) {
+    torch::NoGradGuard no_grad;
+    std::map<std::string, torch::Tensor> targets;
+    for (const auto& p : model.named_parameters()) targets[p.key()] = p.value();
+    for (const auto& b : model.named_buffers()) targets[b.key()] = b.value();
+    std::vector<std::pair<int64_t, std::string>> held;  // (-elements, name): the largest first
+    for (const auto& [name, fill] : tensors) {
+        auto it = targets.find(name);
+        if (it == targets.end()) throw InternalError("fillModel: the model has no tensor '" + name + "'");
+        if (model.holdsWeight(name))
+            held.emplace_back(-it->second.numel(), name);
+        else if (!fill.copy_into(it->second))
+            nonFinite(name);
+    }
+    std::sort(held.begin(), held.end());
+    for (const auto& [size, name] : held) {
+        const TensorFill& fill = tensors.at(name);
+        model.holdWeight(name, [&, name = name](int64_t first, int64_t n) {
+            torch::Tensor rows = fill.rows(first, n);
+            if (!rows.defined()) nonFinite(name);
+            return rows;
+        });
+    }
+    if (model.heldType() != model::ComputeType::Float32) model.finishHolding();
+}
+
+namespace {
+// A safetensors tensor of `header` as TensorFill reads it.
+TensorFill storedFill(const std::shared_ptr<const safetensors::Header>& header, const safetensors::TensorInfo& t) {
+    const safetensors::TensorInfo* info = &t;
+    return {[header, info](torch::Tensor& dst) { return copyStoredTensor(*header, *info, dst); },
+            [header, info](int64_t first, int64_t n) { return readStoredRows(*header, *info, first, n); }};
+}
+}  // namespace
+
+model::Transformer loadWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype,
+                               model::ComputeType held) {
     const std::string path = (fs::path(dir) / package_files::kWeights).string();
-    const safetensors::Header header = safetensors::readHeader(path);
+    const auto shared_header = std::make_shared<const safetensors::Header>(safetensors::readHeader(path));
+    const safetensors::Header& header = *shared_header;
     auto fail = [&](const std::string& m) { throw PackageError(path + ": " + m); };
 
     // Check names, shapes and dtypes against the config before building anything.
@@ -114,20 +153,16 @@ model::Transformer loadWeights(const std::string& dir, const PackageConfig& conf
         if (!expected_names.count(t.name))
             fail("unexpected tensor '" + util::forMessage(t.name) + "'" + tiedNote(t.name, config.model));
 
-    model::Transformer model(config.model, /*initialize=*/false);  // every tensor is read next
+    model::Transformer model(config.model, /*initialize=*/false, held);  // every tensor is read next
     model->eval();
-    std::map<std::string, torch::Tensor> targets;
-    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
-    for (const auto& b : model->named_buffers()) targets[b.key()] = b.value();
-
+    std::map<std::string, TensorFill> tensors;
     std::set<std::string> dtypes;
-    torch::NoGradGuard no_grad;
     for (const auto& t : header.tensors) {
-        auto it = targets.find(t.name);
-        if (it == targets.end()) fail("internal: no module tensor for '" + t.name + "'");
-        if (!copyStoredTensor(header, t, it->second)) fail("tensor '" + t.name + "' contains NaN or infinite values");
+        tensors[t.name] = storedFill(shared_header, t);
         dtypes.insert(t.dtype);
     }
+    fillModel(*model, tensors,
+              [&](const std::string& name) { fail("tensor '" + name + "' contains NaN or infinite values"); });
     if (stored_dtype) {
         std::string d;
         for (const auto& x : dtypes) d += (d.empty() ? "" : "+") + x;

@@ -6,6 +6,7 @@
 
 #include <attnlab/config.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -19,10 +20,28 @@ using TensorShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 // (parameters, then the two pos_table buffers, which are optional in a file).
 TensorShapes expectedTensors(const ModelConfig& config);
 
-// Reads <dir>/model.safetensors into a new model built from `config` (on the CPU, eval mode).
+// One tensor as a loader reads it into a new model (loadWeights, loadHfWeights, loadCt2Weights).
+struct TensorFill {
+    // Copies it whole into a float32 tensor of the model (of as many elements); false at a NaN or infinite value.
+    std::function<bool(torch::Tensor& dst)> copy_into;
+    // Rows [first, first + n) as float32 [n, columns], for a weight the model holds in int8 / bfloat16 (read a
+    // chunk at a time into that copy: TransformerImpl::holdWeight); undefined at a NaN or infinite value.
+    model::RowReader rows;
+};
+
+// Fills a model a loader built (in float32, or for a held compute type: TransformerImpl's `held`) from
+// `tensors` (by the model's names): every tensor copied whole first, biases and norms included; then the
+// held weights read a chunk of rows at a time, the largest first (an int8 output projection's plain copy and
+// oneDNN's stand side by side while little else is held), then TransformerImpl::finishHolding. A tensor
+// with a NaN or an infinite value: nonFinite(name) throws the loader's error.
+void fillModel(model::TransformerImpl& model, const std::map<std::string, TensorFill>& tensors,
+               const std::function<void(const std::string& name)>& nonFinite);
+
+// Reads <dir>/model.safetensors into a new model built from `config` (on the CPU, eval mode), for `held`
+// (float32: every weight in float32; int8 / bfloat16: those it holds in that type read straight into it).
 // Throws PackageError naming the file and the problem. *stored_dtype receives "F32"/"F16"/"BF16".
-model::Transformer loadWeights(const std::string& dir, const PackageConfig& config,
-                               std::string* stored_dtype = nullptr);
+model::Transformer loadWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype = nullptr,
+                               model::ComputeType held = model::ComputeType::Float32);
 
 struct SaveOptions {
     std::string dtype = "F32";                       // "F32" or "F16" (halves the size; upcast on load)

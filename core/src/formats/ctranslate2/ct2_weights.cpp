@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -86,6 +87,53 @@ bool copySource(const ct2::ModelBin& bin, const TensorSource& src, torch::Tensor
     return true;
 }
 
+// Rows [first, first + n) of AttnLab's tensor from `src` as float32 [n, row elements]; rows past the source's
+// (the <pad> row AttnLab appends, `padding_rows`) are zero. Undefined at a NaN or infinite value.
+torch::Tensor sourceRows(const ct2::ModelBin& bin, const TensorSource& src, int64_t first, int64_t n) {
+    const Variable& v = *bin.find(src.variable);
+    const int64_t all_rows = v.isScalar() ? 1 : v.shape[0];
+    const int64_t have = src.rows < 0 ? all_rows : src.rows;
+    const int64_t row_elems = v.shape.size() > 1 ? v.numel() / all_rows : 1;
+    const int64_t k = std::clamp<int64_t>(have - first, 0, n);
+    torch::Tensor part;
+    if (k > 0) {
+        const torch::Tensor scale =
+            v.dtype == DType::Int8 || v.dtype == DType::Int16 ? scaleOf(bin, v) : torch::Tensor();
+        part = readRows(bin, v, scale, src.row_begin + first, k);
+        if (!allFinite(part)) return {};
+        if (k == n) return part;
+    }
+    torch::Tensor out = torch::zeros({n, row_elems});
+    if (k > 0) out.narrow(0, 0, k).copy_(part);
+    return out;
+}
+
+// What the model's tensor `name` (of `shape`) is read from: `src`, or zeros without one. padded: its last row
+// AttnLab's <pad>'s (zero; a logit of kPaddingLogit in final_logits_bias).
+TensorFill fillOf(const Ct2Model& m, const std::string& name, const std::vector<int64_t>& shape,
+                  const TensorSource* src, bool padded) {
+    const bool logits = name == "final_logits_bias";
+    TensorFill f;
+    f.copy_into = [&m, src, padded, logits](torch::Tensor& dst) {
+        if (!src)
+            dst.zero_();
+        else if (!copySource(m.bin, *src, dst))
+            return false;
+        if (padded) {
+            if (logits)
+                dst[-1] = kPaddingLogit;
+            else
+                dst[-1].zero_();
+        }
+        return true;
+    };
+    const int64_t row_elems = shape.size() > 1 ? shape[1] : 1;
+    f.rows = [&m, src, row_elems](int64_t first, int64_t n) {
+        return src ? sourceRows(m.bin, *src, first, n) : torch::zeros({n, row_elems});
+    };
+    return f;
+}
+
 // The shape a source gives: the variable's, with its rows narrowed.
 std::vector<int64_t> sourceShape(const ct2::ModelBin& bin, const TensorSource& src) {
     std::vector<int64_t> shape = bin.find(src.variable)->shape;
@@ -142,34 +190,26 @@ void checkShapes(const Ct2Model& m) {
 
 }  // namespace
 
-model::Transformer loadCt2Weights(const Ct2Model& m) {
+model::Transformer loadCt2Weights(const Ct2Model& m, model::ComputeType held) {
     checkShapes(m);
-    model::Transformer model(m.config.model, /*initialize=*/false);  // every tensor is read or zeroed next
+    model::Transformer model(m.config.model, /*initialize=*/false, held);  // every tensor is read or zeroed next
     model->eval();
-    std::map<std::string, torch::Tensor> targets;
-    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
-    for (const auto& b : model->named_buffers()) targets[b.key()] = b.value();
-    torch::NoGradGuard no_grad;
-    for (auto& [name, dst] : targets) {
+    std::map<std::string, std::vector<int64_t>> names;  // -> shape
+    for (const auto& p : model->named_parameters()) names[p.key()] = p.value().sizes().vec();
+    for (const auto& b : model->named_buffers()) names[b.key()] = b.value().sizes().vec();
+    // The <pad> AttnLab appended (padding_rows): a zero embedding, and a logit far below any other, whose share
+    // of the softmax is 0 in float32 (CTranslate2's vocabulary has no such row).
+    std::map<std::string, TensorFill> tensors;
+    for (const auto& [name, shape] : names) {
         auto it = m.sources.find(name);
-        if (it == m.sources.end()) {
-            if (mayBeAbsent(name)) dst.zero_();
-            continue;  // a computed position table
-        }
-        if (!copySource(m.bin, it->second, dst))
-            throw PackageError(m.bin.path + ": variable '" + it->second.variable + "' contains NaN or infinite values");
+        const bool padded = m.padding_rows.count(name) > 0;
+        if (it != m.sources.end() || padded || mayBeAbsent(name))  // else a computed position table
+            tensors[name] = fillOf(m, name, shape, it != m.sources.end() ? &it->second : nullptr, padded);
     }
-    // The <pad> AttnLab appended: a zero embedding, and a logit far below any other, whose share of the
-    // softmax is 0 in float32 (CTranslate2's vocabulary has no such row).
-    for (const auto& name : m.padding_rows) {
-        torch::Tensor& t = targets.at(name);
-        if (name == "final_logits_bias") {
-            if (!m.sources.count(name)) t.zero_();
-            t[-1] = kPaddingLogit;
-        } else {
-            t[-1].zero_();
-        }
-    }
+    fillModel(*model, tensors, [&](const std::string& name) {
+        throw PackageError(m.bin.path + ": variable '" + m.sources.at(name).variable +
+                           "' contains NaN or infinite values");
+    });
     return model;
 }
 

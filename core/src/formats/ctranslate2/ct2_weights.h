@@ -10,8 +10,11 @@
 
 namespace attnlab::package {
 
+// held int8 / bfloat16: the weights the model holds in that type read straight into it, a chunk of rows at a
+// time (TransformerImpl's `held`; quantized while reading, issue 53), so that loading peaks at about what the
+// model holds afterwards.
 // Throws PackageError naming model.bin and the variable: a shape that disagrees with the config, a
 // dtype the reader does not convert (int32), NaN or infinite values.
-model::Transformer loadCt2Weights(const Ct2Model& m);
+model::Transformer loadCt2Weights(const Ct2Model& m, model::ComputeType held = model::ComputeType::Float32);
 
 }  // namespace attnlab::package

@@ -77,6 +77,7 @@ struct Stored {
     std::vector<int64_t> shape;
     std::string dtype;
     std::function<bool(torch::Tensor& dst)> copy_into;  // converts on the way; false: a NaN or infinity
+    model::RowReader rows;                              // as TensorFill::rows
     std::function<torch::Tensor()> read;                // the whole tensor as stored (tied copies compared)
 };
 using StoredMap = std::map<std::string, Stored>;  // by name, without the "model." prefix
@@ -101,6 +102,7 @@ void listSafetensors(const std::string& path, StoredMap& out) {
         s.shape = t.shape;
         s.dtype = t.dtype;
         s.copy_into = [header, info](torch::Tensor& dst) { return copyStoredTensor(*header, *info, dst); };
+        s.rows = [header, info](int64_t first, int64_t n) { return readStoredRows(*header, *info, first, n); };
         s.read = [header, info] {
             std::vector<char> bytes = safetensors::readTensorBytes(*header, *info);
             return torch::from_blob(bytes.data(), info->shape, storedDtype(info->dtype)).clone();
@@ -109,7 +111,8 @@ void listSafetensors(const std::string& path, StoredMap& out) {
     }
 }
 
-// A pytorch_model.bin: LibTorch's zip reader gives the whole state dict.
+// A pytorch_model.bin: LibTorch's zip reader gives the whole state dict (a held weight is then quantized from
+// that whole tensor a chunk of rows at a time: the file's tensors are in memory anyway).
 void listTorchBin(const std::string& path, StoredMap& out) {
     for (auto& [name, stored] : readTorchBin(path)) {
         const torch::Tensor tensor = stored;  // a lambda may not capture a structured binding (C++17)
@@ -124,6 +127,10 @@ void listTorchBin(const std::string& path, StoredMap& out) {
             if (!allFinite(tensor)) return false;
             dst.view({-1}).copy_(tensor.reshape({-1}));
             return true;
+        };
+        s.rows = [tensor](int64_t first, int64_t n) {
+            const torch::Tensor rows = tensor.narrow(0, first, n).reshape({n, -1}).to(torch::kFloat32);
+            return allFinite(rows) ? rows : torch::Tensor();
         };
         s.read = [tensor] { return tensor; };
         put(out, path, name, std::move(s));
@@ -231,6 +238,20 @@ int64_t numel(const std::vector<int64_t>& shape) {
     return n;
 }
 
+// Whether two stored tensors hold the same values, compared a chunk of rows at a time (a tied embedding stored
+// twice: two float32 copies of NLLB's would be 2 GiB at the peak of an int8 load). A NaN is equal to nothing.
+bool sameValues(const Stored& a, const Stored& b) {
+    if (a.shape != b.shape) return false;
+    const int64_t rows = a.shape.empty() ? 1 : a.shape[0], cols = rows == 0 ? 1 : numel(a.shape) / rows;
+    const int64_t chunk = std::max<int64_t>(1, int64_t(kChunkBytes / 4) / std::max<int64_t>(1, cols));
+    for (int64_t r = 0; r < rows; r += chunk) {
+        const int64_t n = std::min(chunk, rows - r);
+        const torch::Tensor x = a.rows(r, n), y = b.rows(r, n);
+        if (!x.defined() || !y.defined() || !torch::equal(x, y)) return false;
+    }
+    return true;
+}
+
 struct Mapped {
     std::map<std::string, const Stored*> ours;  // AttnLab name -> stored tensor
     std::set<std::string> dtypes;
@@ -254,8 +275,7 @@ Mapped mapNames(const StoredMap& file, const ModelConfig& config, const std::str
             if (first.empty()) {
                 first = s;
                 m.ours[name] = &it->second;
-            } else if (!torch::equal(it->second.read().to(torch::kFloat32),
-                                     file.at(first).read().to(torch::kFloat32))) {
+            } else if (!sameValues(it->second, file.at(first))) {
                 fail(s, "'" + s + "' differs from '" + first + "', though config.json ties them");
             }
         }
@@ -348,26 +368,22 @@ std::string renameHfTensor(const std::string& name, bool to_attnlab) {
 }
 
 model::Transformer loadHfWeights(const std::string& dir, const PackageConfig& config, const std::string& family,
-                                 std::string* stored_dtype) {
+                                 std::string* stored_dtype, model::ComputeType held) {
     const StoredMap file = listAll(dir);
     const std::string origin = file.empty() ? dir : file.begin()->second.file;
     if (file.empty()) throw PackageError(dir + ": the weights hold no tensor");
     Mapped m = mapNames(file, config.model, family, origin);
     checkAgainstConfig(m, config.model, origin);
 
-    model::Transformer model(config.model, /*initialize=*/false);  // every tensor is read next
+    model::Transformer model(config.model, /*initialize=*/false, held);  // every tensor is read next
     model->eval();
-    std::map<std::string, torch::Tensor> targets;
-    for (const auto& p : model->named_parameters()) targets[p.key()] = p.value();
-    for (const auto& b : model->named_buffers()) targets[b.key()] = b.value();
-    torch::NoGradGuard no_grad;
-    if (!m.ours.count("final_logits_bias") && model->final_logits_bias.defined())
-        model->final_logits_bias.zero_();  // a buffer some savers leave out
-    for (const auto& [name, stored] : m.ours) {
-        torch::Tensor& dst = targets.at(name);
-        if (!stored->copy_into(dst))
-            throw PackageError(stored->file + ": tensor '" + hfName(name) + "' contains NaN or infinite values");
-    }
+    std::map<std::string, TensorFill> tensors;
+    for (const auto& [name, stored] : m.ours) tensors[name] = {stored->copy_into, stored->rows};
+    if (!m.ours.count("final_logits_bias") && model->final_logits_bias.defined())  // a buffer some savers leave out
+        tensors["final_logits_bias"].copy_into = [](torch::Tensor& dst) { return dst.zero_().defined(); };
+    fillModel(*model, tensors, [&](const std::string& name) {
+        throw PackageError(m.ours.at(name)->file + ": tensor '" + hfName(name) + "' contains NaN or infinite values");
+    });
     if (stored_dtype) {
         std::string d;
         for (const auto& x : m.dtypes) d += (d.empty() ? "" : "+") + x;

@@ -26,9 +26,11 @@ std::vector<std::string> hfWeightFiles(const std::string& dir);
 // Reads, renames and checks the weights (F32, F16 or BF16), and returns the model on the CPU in
 // eval mode. `family` names the model class in messages ("MarianMTModel"). Tied tensors stored
 // once or several times are both accepted; several copies must be equal. *stored_dtype receives
-// "F32" / "F16" / "BF16" (joined with '+' when mixed).
+// "F32" / "F16" / "BF16" (joined with '+' when mixed). held int8 / bfloat16: the weights the model holds in
+// that type read straight into it, a chunk of rows at a time (as loadWeights).
 model::Transformer loadHfWeights(const std::string& dir, const PackageConfig& config, const std::string& family,
-                                 std::string* stored_dtype = nullptr);
+                                 std::string* stored_dtype = nullptr,
+                                 model::ComputeType held = model::ComputeType::Float32);
 
 // "encoder.layers.3.fc1.weight" <-> "encoder.layer_stack.3.pos_ffn.w_1.weight", and the stacks'
 // own tensors ("encoder.layer_norm" <-> "encoder.final_layer_norm", "encoder.layernorm_embedding"

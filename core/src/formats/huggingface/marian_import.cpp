@@ -206,8 +206,9 @@ PackageConfig readMarianConfig(const std::string& dir) {
 
 std::string marianWeightsPath(const std::string& dir) { return hfWeightFiles(dir).front(); }
 
-model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype) {
-    return loadHfWeights(dir, config, "MarianMTModel", stored_dtype);
+model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig& config, std::string* stored_dtype,
+                                     model::ComputeType held) {
+    return loadHfWeights(dir, config, "MarianMTModel", stored_dtype, held);
 }
 
 std::string marianModelCard(const std::string& dir, const PackageConfig& c) {

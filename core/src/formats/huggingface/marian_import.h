@@ -35,9 +35,10 @@ std::string marianWeightsPath(const std::string& dir);
 // Reads the weights (F32, F16 or BF16), renames and checks them against `config` (a missing or
 // misshapen tensor is an error naming it; tied tensors stored once or several times are both
 // accepted, but several copies must be equal), and returns the model on the CPU in eval mode.
-// *stored_dtype receives "F32" / "F16" / "BF16" (joined with '+' when mixed).
+// *stored_dtype receives "F32" / "F16" / "BF16" (joined with '+' when mixed). held: as loadHfWeights'.
 model::Transformer loadMarianWeights(const std::string& dir, const PackageConfig& config,
-                                     std::string* stored_dtype = nullptr);
+                                     std::string* stored_dtype = nullptr,
+                                     model::ComputeType held = model::ComputeType::Float32);
 
 // A few lines for the model card of an imported package: where it came from and what was mapped.
 std::string marianModelCard(const std::string& dir, const PackageConfig& config);

@@ -26,6 +26,17 @@ bool copyStoredTensor(const safetensors::Header& header, const safetensors::Tens
     return true;
 }
 
+torch::Tensor readStoredRows(const safetensors::Header& header, const safetensors::TensorInfo& tensor, int64_t first,
+                             int64_t n) {
+    const int64_t row = tensor.shape.empty() || tensor.shape[0] == 0 ? 1 : int64_t(tensor.numel()) / tensor.shape[0];
+    const uint64_t item = safetensors::dtypeSize(tensor.dtype);
+    torch::Tensor raw = torch::empty({n, row}, storedDtype(tensor.dtype));
+    safetensors::readTensorRange(header, tensor, uint64_t(first * row) * item, uint64_t(n * row) * item,
+                                 static_cast<char*>(raw.data_ptr()));
+    if (!allFinite(raw)) return {};
+    return raw.to(torch::kFloat32);
+}
+
 bool allFinite(const torch::Tensor& t) {
     const torch::Tensor flat = t.reshape({-1});
     const int64_t per_chunk = int64_t(kChunkBytes / std::max<size_t>(t.element_size(), 1));

@@ -21,6 +21,11 @@ torch::ScalarType storedDtype(const std::string& dtype);
 // F32 / F16 / BF16 on the way; false when a value is NaN or infinite (dst is then partly written).
 bool copyStoredTensor(const safetensors::Header& header, const safetensors::TensorInfo& tensor, torch::Tensor& dst);
 
+// Rows [first, first + n) of a stored tensor [rows, ...] as float32 [n, row elements], converted from F32 / F16 /
+// BF16; undefined when a value is NaN or infinite.
+torch::Tensor readStoredRows(const safetensors::Header& header, const safetensors::TensorInfo& tensor, int64_t first,
+                             int64_t n);
+
 // Whether every value of `t` is finite, checked a chunk at a time (no temporary of t's size).
 bool allFinite(const torch::Tensor& t);
 
