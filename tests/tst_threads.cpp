@@ -107,6 +107,7 @@ private Q_SLOTS:
         const auto m = attnlab::readPackageConfig(attnlab::defaultModelDir()).model;
         QCOMPARE(attnlab::threadsFor(2, m, 5, "float32"), 2);
         QCOMPARE(attnlab::threadsFor(1, opusBase(), 160, "float32"), 1);
+        const QByteArray attnlab_threads = qgetenv("ATTNLAB_THREADS"), omp_threads = qgetenv("OMP_NUM_THREADS");
         qputenv("ATTNLAB_THREADS", "3");
         qputenv("OMP_NUM_THREADS", "5");
         QCOMPARE(attnlab::requestedThreads(2), 2);  // --threads
@@ -114,7 +115,9 @@ private Q_SLOTS:
         qunsetenv("ATTNLAB_THREADS");
         QCOMPARE(attnlab::requestedThreads(0), 5);  // then $OMP_NUM_THREADS
         qunsetenv("OMP_NUM_THREADS");
-        QCOMPARE(attnlab::requestedThreads(0), 0);  // then the policy
+        QCOMPARE(attnlab::requestedThreads(0), 0);                                   // then the policy
+        if (!attnlab_threads.isNull()) qputenv("ATTNLAB_THREADS", attnlab_threads);  // as the run had them
+        if (!omp_threads.isNull()) qputenv("OMP_NUM_THREADS", omp_threads);
     }
 
     // Without a policy of the user's, the programs' OpenMP threads sleep while they wait (libgomp's spin
