@@ -4,8 +4,9 @@
 #   Environment: SENTENCES=1000 (test lines), TYPES="float32 int8 bfloat16" (bfloat16 is skipped where the
 #   processor lacks its instructions), RUNS=3, BIN=build/bin
 # 1. Fidelity: each bundled model translates test_2016_flickr (beam 5, one sentence at a time, as the app
-#    translates what is typed) in each compute type: BLEU, chrF, seconds, and how many translations are
-#    identical to float32's.
+#    translates what is typed) in each compute type: BLEU, chrF, seconds (wall), CPU seconds (user + system:
+#    steadier than the wall's on a shared machine, which other processes slow down), and how many
+#    translations are identical to float32's. THREADS (default: the CLI's own policy) is passed as --threads.
 # 2. Speed at OPUS-MT base shape: a model of 6+6 layers, d_model 512, 8 heads, feed-forward 2048 and
 #    54,688 tokens (random weights, scripts/ct2_reference.py make; the output projection is 107 MiB in
 #    float32), 12 sentences of 12 tokens one at a time (--batch-size 1: as the app translates what is
@@ -30,18 +31,22 @@ grep -q avx512_bf16 /proc/cpuinfo || TYPES=${TYPES/bfloat16/}
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for lang in de en; do zcat "$data/test_2016_flickr.$lang.gz" | head -n "$SENTENCES" >"$work/test.$lang"; done
 
-printf '\n| model | compute type | BLEU | chrF | seconds | identical to float32 |\n| --- | --- | ---: | ---: | ---: | ---: |\n'
+threads=()
+[ -n "${THREADS:-}" ] && threads=(--threads "$THREADS")
+printf '\n| model | compute type | BLEU | chrF | seconds | CPU seconds | identical to float32 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n'
 for pair in de-en en-de; do
   src=${pair%-*} trg=${pair#*-}
   for t in $TYPES; do
     start=$(date +%s.%N)
-    "$cli" eval --model "multi30k-$pair" --compute-type "$t" --batch-size 1 --src "$work/test.$src" \
-      --ref "$work/test.$trg" --output "$work/$pair.$t.txt" >"$work/$pair.$t.score" 2>/dev/null
+    /usr/bin/time -o "$work/cpu" -f '%U %S' "$cli" eval --model "multi30k-$pair" --compute-type "$t" \
+      "${threads[@]}" --batch-size 1 --src "$work/test.$src" --ref "$work/test.$trg" --output "$work/$pair.$t.txt" \
+      >"$work/$pair.$t.score" 2>/dev/null
     secs=$(echo "$(date +%s.%N) - $start" | bc -l)
     bleu=$(grep -o 'BLEU[ =:]*[0-9.]*' "$work/$pair.$t.score" | head -1 | grep -o '[0-9.]*$')
     chrf=$(sed -n 's/^chrF2* = \([0-9.]*\).*/\1/p' "$work/$pair.$t.score")
     same=$(paste -d '\t' "$work/$pair.float32.txt" "$work/$pair.$t.txt" | awk -F '\t' '$1 == $2 { n++ } END { printf "%d of %d", n, NR }')
-    printf '| %s | %s | %s | %s | %.1f | %s |\n' "multi30k-$pair" "$t" "$bleu" "$chrf" "$secs" "$same"
+    cpu=$(awk '{ print $1 + $2 }' "$work/cpu")
+    printf '| %s | %s | %s | %s | %.1f | %.1f | %s |\n' "multi30k-$pair" "$t" "$bleu" "$chrf" "$secs" "$cpu" "$same"
   done
 done
 
@@ -65,3 +70,4 @@ for t in $TYPES; do
   med=$(printf '%s\n' "${secs[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   printf '| 6+6 x 512, 54,688 tokens | %s | %.0f ms | %d MiB |\n' "$t" "$(echo "$med * 1000" | bc -l)" "$((rss / 1024))"
 done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
