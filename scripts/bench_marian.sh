@@ -8,8 +8,8 @@
 #     WORK      where the models and outputs go (default: a temporary directory, removed at the end)
 #   Environment:
 #     THREADS=N   LibTorch/OpenBLAS threads for every process (exported as OMP_NUM_THREADS); unset:
-#                 attnlab-cli's own policy (one thread for one or two sentences at a time, every core
-#                 for larger batches; "One typed sentence under load" in docs/benchmarks.md)
+#                 attnlab-cli's own policy (threads by the multiply-adds of a decoding step, attnlab/device.h;
+#                 "Threads by measured work (issue 53)" in docs/benchmarks.md)
 #     N_LAT=12    sentences for the latency rows (lines 1..N of test_2016_flickr, en for the OPUS
 #                 model, de for the bundled one)
 #     N_TPUT=1000 sentences for the throughput rows; a run whose first 200 sentences extrapolate to
