@@ -5,7 +5,9 @@
 // float32 copy of those weights. Formats: CTranslate2 (tied and untied embeddings, float32 and int8 stored),
 // AttnLab's package (safetensors), Hugging Face safetensors and pytorch_model.bin (mBART-50's layout). A
 // NaN in a weight read the new way, and a model.bin that shrinks after its header was read, give the
-// loaders' messages. Models of width 32, 2 layers (scripts/ct2_reference.py, hf_multilingual_reference.py).
+// loaders' messages. Models of width 32, 2 layers (scripts/ct2_reference.py, hf_multilingual_reference.py):
+// each of their weights is one chunk of rows, so a weight of 2^21 columns (2 rows a chunk) checks the reading
+// of several chunks against the per-row formula, and that a row refused for int8 is named by its place.
 #include "ct2_reference_run.h"
 #include "fixtures.h"
 
@@ -29,7 +31,10 @@
 #include <functional>
 
 using attnlab::model::ComputeType;
+using attnlab::model::LowPrecisionMatmul;
+using attnlab::model::LowPrecisionRows;
 using attnlab::model::PackedLinearImpl;
+using attnlab::model::RowReader;
 using attnlab::model::Transformer;
 namespace fs = std::filesystem;
 
@@ -69,6 +74,9 @@ private Q_SLOTS:
     void huggingFaceSameAsQuantizedAfter();
     void nanInAHeldWeightIsNamed();
     void modelBinShrunkWhileReadIsNamed();
+    void aWeightIsReadAChunkOfRowsAtATime_data();
+    void aWeightIsReadAChunkOfRowsAtATime();
+    void aRowBeyondInt8IsNamedByItsPlaceInTheWeight();
 
 private:
     // Skips the row where `type` cannot run here (bfloat16 without AVX512_BF16), saying why.
@@ -246,6 +254,78 @@ void TestQuantizedLoading::modelBinShrunkWhileReadIsNamed() {
     fs::resize_file(m.bin.path, v->offset + v->nbytes / 2);
     const QString message = packageError([&] { attnlab::package::loadCt2Weights(m, ComputeType::Int8); });
     QVERIFY2(message.startsWith(QString::fromStdString(m.bin.path + ": cannot read variable '")), qPrintable(message));
+}
+
+namespace {
+// 2^21 columns: a chunk of the readers (16 MiB of float32, low_precision.cpp's byRows) is 2 rows, so that a
+// weight of 3 rows is read in two chunks, the second of them starting at row 2. (The models above, of width
+// 32, read every weight in one chunk.)
+constexpr int64_t kWideCols = int64_t(1) << 21, kWideRows = 3;
+
+// A RowReader over `w` that records its calls (first, n).
+RowReader recordingReader(const torch::Tensor& w, std::vector<std::pair<int64_t, int64_t>>& calls) {
+    return [&w, &calls](int64_t first, int64_t n) {
+        calls.emplace_back(first, n);
+        return w.narrow(0, first, n).clone();
+    };
+}
+}  // namespace
+
+void TestQuantizedLoading::aWeightIsReadAChunkOfRowsAtATime_data() {
+    QTest::addColumn<QString>("type");
+    QTest::newRow("int8") << "int8";
+    QTest::newRow("bfloat16") << "bfloat16";
+}
+
+// A weight read from a RowReader in several chunks is every row's own quantization, each in its place: against
+// the per-row formula over the whole weight (int8: s = amax / 127, q = round(w / s) clamped to +-127, the held
+// weight q · s; bfloat16: w rounded), for a product's weight and for a table's rows; the reader is asked for
+// consecutive chunks of at most 16 MiB of float32 that cover the weight once.
+void TestQuantizedLoading::aWeightIsReadAChunkOfRowsAtATime() {
+    QFETCH(QString, type);
+    const ComputeType t = typeNamed(type);
+    if (!available(t)) QSKIP("compute type unavailable (see the warning)");
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(11);
+    // rows of different magnitudes, so that a row put in another's place would get another scale
+    const torch::Tensor w = torch::randn({kWideRows, kWideCols}) * torch::tensor({1.0f, 7.0f, 0.01f}).unsqueeze(1);
+    torch::Tensor expected;
+    if (t == ComputeType::Int8) {
+        const torch::Tensor s = (w.abs().amax(1) / 127.0).unsqueeze(1);
+        expected = (w / s).round().clamp(-127, 127) * s;
+    } else {
+        expected = w.to(torch::kBFloat16).to(torch::kFloat32);
+    }
+    const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, 2}, {2, 1}};
+    std::vector<std::pair<int64_t, int64_t>> calls;
+    const LowPrecisionMatmul product(kWideRows, kWideCols, recordingReader(w, calls), torch::Tensor(), t);
+    QVERIFY(calls == chunks);
+    QVERIFY(torch::equal(product.dequantizedWeight(), expected));
+    calls.clear();
+    const LowPrecisionRows table(kWideRows, kWideCols, recordingReader(w, calls), t);
+    QVERIFY(calls == chunks);
+    QVERIFY(torch::equal(table.lookup(torch::arange(kWideRows)), expected));
+}
+
+// A weight int8 cannot carry is refused naming the row by its place in the whole weight, also where that row
+// is read in a later chunk (row 2 here, the first of the second chunk), from a tensor or a RowReader.
+void TestQuantizedLoading::aRowBeyondInt8IsNamedByItsPlaceInTheWeight() {
+    if (!available(ComputeType::Int8)) QSKIP("int8 unavailable (see the warning)");
+    torch::NoGradGuard no_grad;
+    torch::Tensor w = torch::zeros({kWideRows, kWideCols});
+    w[2][5] = 1e35f;  // int8's limit in a row of 2^21: FLT_MAX / 2^21 = 1.62e32
+    const QString want = "row 2 reaches 1e+35, too large for int8";
+    std::vector<std::pair<int64_t, int64_t>> calls;
+    const QString from_tensor = attnlab::testing::messageOf<attnlab::ConfigError>(
+        [&] { LowPrecisionMatmul(w, torch::Tensor(), ComputeType::Int8); });
+    QVERIFY2(from_tensor.startsWith(want), qPrintable(from_tensor));
+    const QString from_reader = attnlab::testing::messageOf<attnlab::ConfigError>([&] {
+        LowPrecisionMatmul(kWideRows, kWideCols, recordingReader(w, calls), torch::Tensor(), ComputeType::Int8);
+    });
+    QVERIFY2(from_reader.startsWith(want), qPrintable(from_reader));
+    const QString rows = attnlab::testing::messageOf<attnlab::ConfigError>(
+        [&] { LowPrecisionRows(kWideRows, kWideCols, recordingReader(w, calls), ComputeType::Int8); });
+    QVERIFY2(rows.startsWith(want), qPrintable(rows));
 }
 
 QTEST_GUILESS_MAIN(TestQuantizedLoading)

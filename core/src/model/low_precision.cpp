@@ -109,9 +109,10 @@ void checkBFloat16Range(const torch::Tensor& held) {
     throw ConfigError("row " + std::to_string(row) +
                       " is not finite in bfloat16 (a weight beyond its largest value, 3.39e38)");
 }
-}  // namespace
 
-std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const torch::Tensor& m) {
+// LowPrecisionMatmul::quantizeRows of `m`, rows [first_row, first_row + rows) of a weight (a chunk of its rows:
+// the row a refusal names is the weight's).
+std::pair<torch::Tensor, torch::Tensor> quantizedRows(const torch::Tensor& m, int64_t first_row) {
     torch::NoGradGuard no_grad;
     // A chunk of rows at a time: the float32 temporaries of a whole output projection would be several
     // times its size at the peak of a load.
@@ -122,12 +123,17 @@ std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const t
         const int64_t n = std::min(chunk, rows - r);
         const torch::Tensor part = m.narrow(0, r, n);
         const torch::Tensor amax = part.abs().amax(1);
-        checkInt8Range(amax, r, m.size(1));
+        checkInt8Range(amax, first_row + r, m.size(1));
         const torch::Tensor s = torch::where(amax > 0, amax / 127.0, torch::ones_like(amax));
         q.narrow(0, r, n).copy_((part / s.unsqueeze(1)).round_().clamp_(-127, 127));
         scale.narrow(0, r, n).copy_(s);
     }
     return {q, scale};
+}
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> LowPrecisionMatmul::quantizeRows(const torch::Tensor& m) {
+    return quantizedRows(m, 0);
 }
 
 namespace {
@@ -225,14 +231,15 @@ RowReader rowsOf(const torch::Tensor& m) {
     return [m = m.detach()](int64_t first, int64_t n) { return m.narrow(0, first, n).to(torch::kFloat32); };
 }
 
-// f over a weight's rows read a chunk at a time: each of f's results [n, ...] copied into its rows of a tensor
-// [rows, ...] (quantized while reading, issue 53: no float32 copy of a whole output projection). f treats each
-// row on its own, so that the result is the same as f over the whole weight.
+// f(part, first) over a weight's rows read a chunk at a time (part: rows [first, first + n)): each of f's
+// results [n, ...] copied into its rows of a tensor [rows, ...] (quantized while reading, issue 53: no float32
+// copy of a whole output projection). f treats each row on its own, so that the result is the same as f over
+// the whole weight; `first` numbers the rows an error names as the weight's.
 template <typename F>
 std::vector<torch::Tensor> byRows(int64_t rows, int64_t cols, const RowReader& read, F&& f) {
     constexpr int64_t kChunkElements = int64_t(1) << 22;  // 16 MiB of float32
     const int64_t chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, cols));
-    if (rows == 0) return f(torch::empty({0, cols}));
+    if (rows == 0) return f(torch::empty({0, cols}), int64_t(0));
     std::vector<torch::Tensor> out;
     for (int64_t r = 0; r < rows; r += chunk) {
         const int64_t n = std::min(chunk, rows - r);
@@ -240,7 +247,7 @@ std::vector<torch::Tensor> byRows(int64_t rows, int64_t cols, const RowReader& r
         if (part.dim() != 2 || part.size(0) != n || part.size(1) != cols || part.scalar_type() != torch::kFloat32)
             throw InternalError("a row reader gave " + std::to_string(part.dim()) + " dimensions, not float32 [" +
                                 std::to_string(n) + ", " + std::to_string(cols) + "]");
-        const std::vector<torch::Tensor> got = f(part);
+        const std::vector<torch::Tensor> got = f(part, r);
         if (out.empty())
             for (const torch::Tensor& g : got) {
                 auto sizes = g.sizes().vec();
@@ -333,8 +340,8 @@ LowPrecisionMatmul::LowPrecisionMatmul(int64_t out, int64_t in, const RowReader&
     // layout the primitive prefers.
     torch::Tensor stored;
     if (type == ComputeType::Int8) {
-        const auto qs = byRows(out, in, read, [](const torch::Tensor& part) {
-            auto [q, scale] = quantizeRows(part);
+        const auto qs = byRows(out, in, read, [](const torch::Tensor& part, int64_t first) {
+            auto [q, scale] = quantizedRows(part, first);
             return std::vector<torch::Tensor>{q, scale};
         });
         const torch::Tensor &q = qs[0], &scale = qs[1];
@@ -346,7 +353,7 @@ LowPrecisionMatmul::LowPrecisionMatmul(int64_t out, int64_t in, const RowReader&
             m->weight_sum.narrow(0, r, n).copy_(q.narrow(0, r, n).to(torch::kInt32).sum(1));
         }
     } else {
-        stored = byRows(out, in, read, [](const torch::Tensor& part) {
+        stored = byRows(out, in, read, [](const torch::Tensor& part, int64_t) {
                      return std::vector<torch::Tensor>{part.to(torch::kBFloat16)};
                  }).front();
         checkBFloat16Range(stored);
@@ -522,14 +529,14 @@ LowPrecisionRows::LowPrecisionRows(const torch::Tensor& m, ComputeType type)
 LowPrecisionRows::LowPrecisionRows(int64_t n, int64_t cols, const RowReader& read, ComputeType type) {
     torch::NoGradGuard no_grad;
     if (type == ComputeType::Int8) {
-        const auto qs = byRows(n, cols, read, [](const torch::Tensor& part) {
-            auto [q, scale] = LowPrecisionMatmul::quantizeRows(part);
+        const auto qs = byRows(n, cols, read, [](const torch::Tensor& part, int64_t first) {
+            auto [q, scale] = quantizedRows(part, first);
             return std::vector<torch::Tensor>{q, scale};
         });
         m_values = qs[0].contiguous();
         m_scale = qs[1].contiguous();
     } else if (type == ComputeType::BFloat16) {
-        m_values = byRows(n, cols, read, [](const torch::Tensor& part) {
+        m_values = byRows(n, cols, read, [](const torch::Tensor& part, int64_t) {
                        return std::vector<torch::Tensor>{part.to(torch::kBFloat16)};
                    }).front();
         checkBFloat16Range(m_values);
