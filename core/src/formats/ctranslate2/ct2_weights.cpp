@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 namespace attnlab::package {
@@ -88,8 +89,11 @@ bool copySource(const ct2::ModelBin& bin, const TensorSource& src, torch::Tensor
 }
 
 // Rows [first, first + n) of AttnLab's tensor from `src` as float32 [n, row elements]; rows past the source's
-// (the <pad> row AttnLab appends, `padding_rows`) are zero. Undefined at a NaN or infinite value.
-torch::Tensor sourceRows(const ct2::ModelBin& bin, const TensorSource& src, int64_t first, int64_t n) {
+// (the <pad> row AttnLab appends, `padding_rows`) are zero. Undefined at a NaN or infinite value. `scale`: an
+// int8 / int16 variable's dequantization scales, read by the first call that needs them and kept by the caller
+// (one read of the `_scale` variable a weight, not one a chunk).
+torch::Tensor sourceRows(const ct2::ModelBin& bin, const TensorSource& src, torch::Tensor& scale, int64_t first,
+                         int64_t n) {
     const Variable& v = *bin.find(src.variable);
     const int64_t all_rows = v.isScalar() ? 1 : v.shape[0];
     const int64_t have = src.rows < 0 ? all_rows : src.rows;
@@ -97,8 +101,7 @@ torch::Tensor sourceRows(const ct2::ModelBin& bin, const TensorSource& src, int6
     const int64_t k = std::clamp<int64_t>(have - first, 0, n);
     torch::Tensor part;
     if (k > 0) {
-        const torch::Tensor scale =
-            v.dtype == DType::Int8 || v.dtype == DType::Int16 ? scaleOf(bin, v) : torch::Tensor();
+        if (!scale.defined() && (v.dtype == DType::Int8 || v.dtype == DType::Int16)) scale = scaleOf(bin, v);
         part = readRows(bin, v, scale, src.row_begin + first, k);
         if (!allFinite(part)) return {};
         if (k == n) return part;
@@ -128,8 +131,8 @@ TensorFill fillOf(const Ct2Model& m, const std::string& name, const std::vector<
         return true;
     };
     const int64_t row_elems = shape.size() > 1 ? shape[1] : 1;
-    f.rows = [&m, src, row_elems](int64_t first, int64_t n) {
-        return src ? sourceRows(m.bin, *src, first, n) : torch::zeros({n, row_elems});
+    f.rows = [&m, src, row_elems, scale = std::make_shared<torch::Tensor>()](int64_t first, int64_t n) {
+        return src ? sourceRows(m.bin, *src, *scale, first, n) : torch::zeros({n, row_elems});
     };
     return f;
 }
