@@ -8,13 +8,17 @@
 #include <attnlab/device.h>
 #include <attnlab/package.h>
 #include <attnlab/translator.h>
+#include <attnlab/version.h>
 
 #include <QtTest/QtTest>
+
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 namespace {
@@ -108,6 +112,16 @@ private Q_SLOTS:
         QCOMPARE(attnlab::threadsFor(2, m, 5, "float32"), 2);
         QCOMPARE(attnlab::threadsFor(1, opusBase(), 160, "float32"), 1);
         const QByteArray attnlab_threads = qgetenv("ATTNLAB_THREADS"), omp_threads = qgetenv("OMP_NUM_THREADS");
+        const auto restore = qScopeGuard([&] {  // as the run had them, also when a check fails
+            auto put = [](const char* name, const QByteArray& value) {
+                if (value.isNull())
+                    qunsetenv(name);
+                else
+                    qputenv(name, value);
+            };
+            put("ATTNLAB_THREADS", attnlab_threads);
+            put("OMP_NUM_THREADS", omp_threads);
+        });
         qputenv("ATTNLAB_THREADS", "3");
         qputenv("OMP_NUM_THREADS", "5");
         QCOMPARE(attnlab::requestedThreads(2), 2);  // --threads
@@ -115,9 +129,66 @@ private Q_SLOTS:
         qunsetenv("ATTNLAB_THREADS");
         QCOMPARE(attnlab::requestedThreads(0), 5);  // then $OMP_NUM_THREADS
         qunsetenv("OMP_NUM_THREADS");
-        QCOMPARE(attnlab::requestedThreads(0), 0);                                   // then the policy
-        if (!attnlab_threads.isNull()) qputenv("ATTNLAB_THREADS", attnlab_threads);  // as the run had them
-        if (!omp_threads.isNull()) qputenv("OMP_NUM_THREADS", omp_threads);
+        QCOMPARE(attnlab::requestedThreads(0), 0);  // then the policy
+    }
+
+    // A call runs on the threads of the rows its steps carry, read inside the call (its step callback): a
+    // batch of 32 sentences x the beam; with the reference's search (reference_beam), which takes one
+    // sentence at a time, the beam alone (it was counted as the batch: two threads for steps of 6 rows).
+    void translateRunsOnTheThreadsOfItsSteps() {
+        if (cores() < 2) QSKIP("one core: every call runs on one thread");
+        if (attnlab::requestedThreads(0) != 0) QSKIP("ATTNLAB_THREADS or OMP_NUM_THREADS is set: it wins");
+        const attnlab::Translator t(attnlab::defaultModelDir(), {});
+        const auto& m = t.info().config.model;
+        const std::string type = t.info().compute_type;
+        attnlab::DecodingOptions o;
+        o.beam_size = 1;  // the smallest beam that takes a batch of 32 to two threads
+        while (attnlab::threadsFor(0, m, 32 * o.beam_size, type) < 2) ++o.beam_size;
+        QVERIFY(o.beam_size <= 16);
+        o.max_length = 4;
+        o.max_length_ratio = 0;
+        o.return_attention = false;
+        const std::vector<std::string> sentences(32, "Ein Hund läuft über die Wiese.");
+        // the thread counts seen at the call's steps, one of them when all steps ran on the same count
+        auto threadsSeen = [&](const attnlab::DecodingOptions& options) {
+            std::set<int> seen;
+            t.translateBatch(sentences, options, [&](const attnlab::StepProgress&) {
+                seen.insert(at::get_num_threads());
+                return true;
+            });
+            return seen.size() == 1 ? *seen.begin() : -int(seen.size());
+        };
+        QCOMPARE(threadsSeen(o), attnlab::threadsFor(0, m, 32 * o.beam_size, type));
+        o.reference_beam = true;
+        QCOMPARE(attnlab::threadsFor(0, m, o.beam_size, type), 1);
+        QCOMPARE(threadsSeen(o), 1);
+    }
+
+    // The launcher (app/launcher) runs NAME.real beside the file it is: called through a link from another
+    // folder, and started through the dynamic loader, whose /proc/self/exe is the loader (it failed there:
+    // "cannot run .../ld-linux-x86-64.so.2.real"). Copied without it, it names the file it misses and says
+    // the two go together, with a shell's status for a program not found.
+    void launcherFindsItsProgram() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString version = QString("attnlab-cli ") + attnlab::version();
+        const QString linked = dir.filePath("al");
+        QVERIFY(QFile::link(ATTNLAB_CLI_PATH, linked));
+        auto run = attnlab::testing::runProgram(linked, {"--version"});
+        QVERIFY2(run.code == 0 && run.out.startsWith(version), qPrintable(run.out + run.err));
+        const QString loader = "/lib64/ld-linux-x86-64.so.2";  // the x86-64 ABI's path of the loader
+        if (QFileInfo(loader).isExecutable()) {
+            run = attnlab::testing::runProgram(loader, {ATTNLAB_CLI_PATH, "--version"});
+            QVERIFY2(run.code == 0 && run.out.startsWith(version), qPrintable(run.out + run.err));
+        }
+        const QString alone = dir.filePath("attnlab-cli");
+        QVERIFY(QFile::copy(ATTNLAB_CLI_PATH, alone));
+        run = attnlab::testing::runProgram(alone, {"--version"});
+        QCOMPARE(run.code, 127);
+        QVERIFY2(run.err.contains("attnlab-cli.real: No such file or directory") &&
+                     run.err.contains("copy or install the two together"),
+                 qPrintable(run.err));
+        if (!QFileInfo(loader).isExecutable()) QSKIP("no /lib64/ld-linux-x86-64.so.2: the loader's case not run");
     }
 
     // Without a policy of the user's, the programs' OpenMP threads sleep while they wait (libgomp's spin

@@ -9,6 +9,11 @@
 // threads spin (GOMP_SPINCOUNT 300000) against whatever else holds the cores; passive makes them sleep
 // (spin count 0). The real program re-running itself would load LibTorch twice (attnlab-cli --help:
 // twice its ~0.7 s); this one loads nothing but the C library. Nothing here may need LibTorch or Qt.
+//
+// Where the real program is: beside this file as the kernel names it (/proc/self/exe, through any
+// symbolic link it was called by: a link in ~/bin to an installed attnlab-cli works). Where no such file
+// lies there (started through the dynamic loader, `ld-linux-x86-64.so.2 build/bin/attnlab-cli`, whose
+// /proc/self/exe is the loader) or /proc/self/exe cannot be read, beside argv[0] when that is a path.
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -17,18 +22,47 @@
 
 #include <unistd.h>
 
-int main(int, char** argv) {
-    setenv("OMP_WAIT_POLICY", "passive", 0);  // 0: a policy the user set wins
-    char real[PATH_MAX];
-    const char suffix[] = ".real";
-    const ssize_t n = readlink("/proc/self/exe", real, sizeof real - sizeof suffix);
-    if (n <= 0 || size_t(n) >= sizeof real - sizeof suffix) {
-        std::fprintf(stderr, "%s: cannot tell where this program is (/proc/self/exe): %s\n", argv[0],
-                     n < 0 ? std::strerror(errno) : "path too long");
-        return 127;
+namespace {
+constexpr char kSuffix[] = ".real";
+
+// Runs `<self>.real` (written to `tried`) in this process's place: returns only when that failed, errno
+// saying why.
+void runBeside(const char* self, char* const* argv, char* tried, size_t size) {
+    const int n = std::snprintf(tried, size, "%s%s", self, kSuffix);
+    if (n < 0 || size_t(n) >= size) {
+        errno = ENAMETOOLONG;
+        return;
     }
-    std::memcpy(real + n, suffix, sizeof suffix);
-    execv(real, argv);  // returns only when it failed
-    std::fprintf(stderr, "%s: cannot run %s: %s\n", argv[0], real, std::strerror(errno));
+    execv(tried, argv);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    setenv("OMP_WAIT_POLICY", "passive", 0);  // 0: a policy the user set wins
+    // argv[0] is what the caller chose: a path, a bare name found on PATH, empty, or absent (argc 0, where
+    // the real program gets its own path as argv[0]).
+    const char* called = argc > 0 && argv[0] ? argv[0] : "";
+    char tried[PATH_MAX] = "";
+    char* const bare[] = {tried, nullptr};
+    char* const* args = argc > 0 && argv[0] ? argv : bare;
+
+    char self[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);  // not NUL-terminated
+    const bool known = n > 0 && size_t(n) < sizeof self - 1;
+    int why = n < 0 ? errno : ENAMETOOLONG;
+    if (known) {
+        self[n] = '\0';
+        runBeside(self, args, tried, sizeof tried);
+        why = errno;
+    }
+    if ((!known || why == ENOENT || why == ENOTDIR) && std::strchr(called, '/')) {
+        runBeside(called, args, tried, sizeof tried);
+        why = errno;
+    }
+    std::fprintf(stderr,
+                 "%s: cannot run %s: %s (this program starts the program of its own name + %s, which must lie "
+                 "beside it: copy or install the two together)\n",
+                 *called ? called : "attnlab launcher", *tried ? tried : "/proc/self/exe + .real", std::strerror(why),
+                 kSuffix);
     return 127;
 }

@@ -42,6 +42,11 @@ bool isBlank(const std::string& s) {
 
 using util::translatingTorchErrors;
 
+// The sentences run() decodes together: max_batch_size, or one at a time for the reference's search.
+size_t searchBatchSize(const DecodingOptions& o) {
+    return o.reference_beam ? 1 : size_t(std::max(o.max_batch_size, 1));
+}
+
 // The learned relative position tables of every self-attention (attnlab/positional.h), as float32 copies.
 RelativePositionTables relativePositionTables(model::TransformerImpl& m) {
     RelativePositionTables t;
@@ -503,7 +508,7 @@ std::vector<TranslationResult> Engine::translate(const std::vector<std::string>&
                                                  const StepCallback& on_step, StepperKind kind) const {
     if (sentences.empty()) return {};
     // By the work of a step: a batch's sentences x the beam (attnlab/device.h, the thread policy).
-    const auto rows = int64_t(std::min(sentences.size(), size_t(std::max(o.max_batch_size, 1)))) * o.beam_size;
+    const auto rows = int64_t(std::min(sentences.size(), searchBatchSize(o))) * o.beam_size;
     util::ThreadScope threads(threadsForRows(rows));
     return translatingTorchErrors("translation", [&] { return run(sentences, o, on_step, kind); });
 }
@@ -529,7 +534,7 @@ std::vector<TranslationResult> Engine::run(const std::vector<std::string>& sente
     std::vector<TranslationResult> results(sources.size());
     torch::NoGradGuard no_grad;
     const auto ablation = ablateHeads(o.ablate);
-    const size_t batch_size = o.reference_beam ? 1 : size_t(o.max_batch_size);  // the reference: one at a time
+    const size_t batch_size = searchBatchSize(o);
     for (size_t begin = 0; begin < order.size(); begin += batch_size) {
         const size_t end = std::min(order.size(), begin + batch_size);
         const auto t0 = Clock::now();
