@@ -42,12 +42,11 @@ namespace {
 // `t`'s name in test rows.
 ComputeType typeNamed(const QString& t) { return attnlab::model::parseComputeType(t.toStdString()); }
 
-// Overwrites the 4 bytes at `offset` of `path` with a float32 NaN.
-void writeNan(const std::string& path, uint64_t offset) {
+// Overwrites the 4 bytes at `offset` of `path` with a float32 `value` (NaN when not given).
+void writeNan(const std::string& path, uint64_t offset, float value = std::nanf("")) {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    const float nan = std::nanf("");
     f.seekp(std::streamoff(offset));
-    f.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+    f.write(reinterpret_cast<const char*>(&value), sizeof value);
     QVERIFY(f.good());
 }
 
@@ -74,6 +73,7 @@ private Q_SLOTS:
     void huggingFaceSameAsQuantizedAfter();
     void nanInAHeldWeightIsNamed();
     void modelBinShrunkWhileReadIsNamed();
+    void tiedCopiesThatDifferAreRefused();
     void aWeightIsReadAChunkOfRowsAtATime_data();
     void aWeightIsReadAChunkOfRowsAtATime();
     void aRowBeyondInt8IsNamedByItsPlaceInTheWeight();
@@ -254,6 +254,38 @@ void TestQuantizedLoading::modelBinShrunkWhileReadIsNamed() {
     fs::resize_file(m.bin.path, v->offset + v->nbytes / 2);
     const QString message = packageError([&] { attnlab::package::loadCt2Weights(m, ComputeType::Int8); });
     QVERIFY2(message.startsWith(QString::fromStdString(m.bin.path + ": cannot read variable '")), qPrintable(message));
+}
+
+// Tied copies a safetensors file stores more than once are compared a chunk of rows at a time (hf_weights.cpp's
+// sameValues): a copy whose last value differs is refused, naming both, in float32 as in int8.
+void TestQuantizedLoading::tiedCopiesThatDifferAreRefused() {
+    const QString real = qEnvironmentVariable("ATTNLAB_HF_MULTILINGUAL_DIR",
+                                              QString(ATTNLAB_SOURCE_DIR) + "/../shared/data/hf-multilingual") +
+                         "/mbart-large-50-many-to-many-mmt";
+    if (!QFileInfo(real + "/config.json").exists()) {
+        if (qEnvironmentVariable("CI") == "true") QFAIL(qPrintable("no real configuration at " + real));
+        QSKIP(qPrintable("no real configuration at " + real + " (set ATTNLAB_HF_MULTILINGUAL_DIR)"));
+    }
+    const QString out = m_dir.path() + "/hf-tied-differ";
+    attnlab::testing::runScript(
+        m_python, "hf_multilingual_reference.py",
+        QStringList{"make",     "--family",    "mbart50",   "--from", real,       "--out",       out,
+                    "--format", "safetensors", "--d-model", "32",     "--layers", "1",           "--heads",
+                    "4",        "--ffn",       "64",        "--seed", "6",        "--store-tied"});
+    const std::string weights = (out + "/model.safetensors").toStdString();
+    const auto header = attnlab::safetensors::readHeader(weights);
+    const auto* lm_head = header.find("lm_head.weight");
+    QVERIFY(lm_head);
+    QCOMPARE(lm_head->dtype, std::string("F32"));
+    writeNan(weights, header.data_offset + lm_head->end - sizeof(float), 0.125f);
+    const auto mm = attnlab::package::readMultilingualModel(out.toStdString());
+    for (const ComputeType t : {ComputeType::Float32, ComputeType::Int8}) {
+        const QString message =
+            packageError([&] { attnlab::package::loadHfWeights(out.toStdString(), mm.config, mm.family, nullptr, t); });
+        QVERIFY2(message.startsWith(QString::fromStdString(weights + ": 'lm_head.weight' differs from '")) &&
+                     message.endsWith("', though config.json ties them"),
+                 qPrintable(message));
+    }
 }
 
 namespace {
