@@ -336,8 +336,8 @@ bench_md() {
     echo "\`scripts/gpu_check.sh bench\` on ${gpu_name:-no GPU ($gpu)} and $cpu (at::linear on the CPU: this"
     echo "build has no XNNPACK). Whole \`attnlab-cli\` processes. Latency is the two-point difference of 12"
     echo "sentences once and four times over at \`--batch-size 1\` (start, load and the GPU's first kernels"
-    echo "cancel out), where the CPU policy gives one sentence one thread; throughput takes an empty run"
-    echo "(start and load) off and uses every core."
+    echo "cancel out); throughput takes an empty run (start and load) off. Both run on the threads the CPU"
+    echo "policy gives their steps (attnlab/device.h: one per 400 M multiply-adds of a step in float32)."
     echo
     echo "| measurement | CPU | GPU | GPU speed-up |"
     echo "| --- | ---: | ---: | ---: |"
