@@ -4,6 +4,7 @@
 
 #include <attnlab/attention_flow.h>
 #include <attnlab/confidence.h>
+#include <attnlab/contributions.h>
 #include <attnlab/config.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/device.h>
@@ -126,6 +127,16 @@ public:
     HeadGateGradients headGateGradients(const std::vector<std::string>& sources,
                                         const std::vector<std::string>& targets, const DecodingOptions& options = {},
                                         const StepCallback& on_batch = {}) const;
+
+    // Token contributions beyond attention weights (attnlab/contributions.h, issue 54), each from a
+    // teacher-forced pass over the result's source and best hypothesis; throw InputError for an empty
+    // translation. contributions(): ALTI+ or value zeroing, layer-wise and aggregated. logitLens(): each
+    // decoder layer's prediction at every position, the `top` most probable pieces. contrastive(): why
+    // best.pieces[query.step] and not query.alternative (InputError naming a step out of range or a piece
+    // the vocabulary lacks).
+    Contributions contributions(const TranslationResult& result, ContributionMethod method) const;
+    LogitLens logitLens(const TranslationResult& result, int top = 5) const;
+    Contrastive contrastive(const TranslationResult& result, const ContrastiveQuery& query) const;
 
     // The sinusoid table of the loaded model, [position][dimension] (what the GUI plots).
     std::vector<std::vector<float>> positionalTable() const;
