@@ -4,8 +4,8 @@
 
 #include <attnlab/attention_flow.h>
 #include <attnlab/confidence.h>
-#include <attnlab/contributions.h>
 #include <attnlab/config.h>
+#include <attnlab/contributions.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/device.h>
 #include <attnlab/explain.h>
