@@ -87,6 +87,11 @@ public:
                                         const std::vector<std::string>& targets, const DecodingOptions& options,
                                         const StepCallback& on_batch = {}) const;
 
+    // contributions/contributions.cpp (attnlab/contributions.h): ALTI+ or value zeroing from one teacher-forced
+    // pass over a translation's source and best hypothesis, its ablated heads switched off; InputError for an
+    // empty translation.
+    Contributions contributions(const TranslationResult& r, ContributionMethod method) const;
+
     // The sinusoid table of the loaded model, [position][dimension].
     std::vector<std::vector<float>> positionalTable() const;
 
