@@ -91,6 +91,13 @@ public:
     // pass over a translation's source and best hypothesis, its ablated heads switched off; InputError for an
     // empty translation.
     Contributions contributions(const TranslationResult& r, ContributionMethod method) const;
+    // contributions/logit_lens.cpp (attnlab/contributions.h): each decoder layer's output at every position through
+    // what the model puts after its last layer (the final layer norm, where it has one) and project(); the `top`
+    // most probable pieces of each. InputError for an empty translation or a `top` out of range.
+    LogitLens logitLens(const TranslationResult& r, int top) const;
+    // gradients.cpp: gradient x input of log p(chosen) - log p(alternative) at one step (attnlab/contributions.h);
+    // InputError naming a step out of range or a piece the target vocabulary lacks.
+    Contrastive contrastive(const TranslationResult& r, const ContrastiveQuery& query) const;
 
     // The sinusoid table of the loaded model, [position][dimension].
     std::vector<std::vector<float>> positionalTable() const;
