@@ -1,0 +1,215 @@
+// The Slurm job of a corpus command split into shards (attnlab/slurm.h, docs/scale-out.md). What the scripts
+// rely on, from Slurm's manual pages (SchedMD/slurm doc/man/man1/sbatch.1): "#SBATCH" lines are read until the
+// first command; --array=1-N runs N tasks with SLURM_ARRAY_TASK_ID 1..N; %a in --output is the task's index;
+// --parsable prints "jobid[;cluster]"; --dependency=afterok:<array job> waits for every task of the array to
+// end with status 0, and --kill-on-invalid-dep=yes cancels the merge when one did not (it would otherwise stay
+// pending for ever, "DependencyNeverSatisfied"). sbatch exports the submitting environment to the job (--export
+// defaults to ALL), and sets SLURM_CPUS_PER_TASK when --cpus-per-task is given, SLURM_JOB_CPUS_PER_NODE always
+// (a count, or a list such as "2(x3)" for a job of several nodes).
+#include <attnlab/errors.h>
+#include <attnlab/file_write.h>
+#include <attnlab/slurm.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace attnlab::slurm {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kPartPrefix = "part-";
+constexpr const char* kPartSuffix = ".json";
+constexpr const char* kCpusPerTask = "cpus-per-task";
+
+std::string trimmed(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+bool validName(const std::string& key) {
+    if (key.empty() || !std::isalnum(static_cast<unsigned char>(key[0]))) return false;
+    return std::all_of(key.begin(), key.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+}
+
+// "#SBATCH --key=value" (quoted when the value holds a blank, as sbatch's own parser of these lines takes it).
+std::string sbatchLine(const SbatchOption& o) {
+    if (o.second.empty()) return "#SBATCH --" + o.first + "\n";
+    const bool blank = o.second.find_first_of(" \t") != std::string::npos;
+    return "#SBATCH --" + o.first + "=" + (blank ? "\"" + o.second + "\"" : o.second) + "\n";
+}
+
+void checkJob(const SlurmJob& job) {
+    if (job.tasks < 1) throw ConfigError("--slurm: the tasks must be at least 1, not " + std::to_string(job.tasks));
+    for (const std::string* path : {&job.program, &job.folder, &job.merged, &job.work_dir})
+        if (!fs::path(*path).is_absolute())
+            throw ConfigError("the Slurm job's paths must be absolute (the tasks run elsewhere): " + *path);
+}
+
+// The header both scripts share: the shell, what the job is, the job's name, folder and log.
+std::string header(const SlurmJob& job, const std::string& what, const std::string& name, const std::string& log) {
+    std::string s = "#!/bin/sh\n# " + what + "\n# Written by attnlab-cli --slurm (docs/scale-out.md).\n";
+    s += sbatchLine({"job-name", name});
+    s += sbatchLine({"chdir", job.work_dir});
+    s += sbatchLine({"output", (fs::path(job.folder) / slurm_files::kLogs / log).string()});
+    return s;
+}
+
+std::string commandLine(const SlurmJob& job) {
+    std::string s = "exec " + shellQuoted(job.program);
+    for (const auto& a : job.arguments) s += " " + shellQuoted(a);
+    return s;
+}
+
+std::string partPrefix(const SlurmJob& job) { return shellQuoted((fs::path(job.folder) / kPartPrefix).string()); }
+}  // namespace
+
+std::string slurm_files::partName(int shard) { return kPartPrefix + std::to_string(shard) + kPartSuffix; }
+
+std::string shellQuoted(const std::string& text) {
+    std::string q = "'";
+    for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+bool isReservedOption(const std::string& key) {
+    static const std::array<const char*, 7> reserved{"array",  "chdir",    "dependency", "error",
+                                                     "output", "parsable", "wrap"};
+    return std::any_of(reserved.begin(), reserved.end(), [&](const char* r) { return key == r; });
+}
+
+SbatchOption parseSbatchOption(const std::string& text, const std::string& where) {
+    std::string t = trimmed(text);
+    const bool dashed = t.rfind("--", 0) == 0;  // "--KEY=VALUE" or "--KEY VALUE", as an #SBATCH line has it
+    if (dashed) t = t.substr(2);
+    const auto cut = t.find_first_of(dashed ? "= \t" : "=");
+    SbatchOption o{t.substr(0, cut), cut == std::string::npos ? "" : trimmed(t.substr(cut + 1))};
+    if (!validName(o.first))
+        throw ConfigError(where + ": '" + text +
+                          "' is not a Slurm option (KEY=VALUE with sbatch's long name, e.g. partition=debug)");
+    if (isReservedOption(o.first))
+        throw ConfigError(where + ": --" + o.first +
+                          " is set by the job's scripts themselves (array, chdir, "
+                          "dependency, error, output, parsable and wrap are)");
+    for (char c : o.second)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '"')
+            throw ConfigError(where + ": the value of --" + o.first +
+                              " holds a control character or a double quote, which an #SBATCH line cannot carry");
+    return o;
+}
+
+std::vector<SbatchOption> readSbatchOptions(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw InputError(path + ": cannot read the Slurm options file");
+    std::vector<SbatchOption> options;
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        std::string t = trimmed(line);
+        if (t.rfind("#SBATCH", 0) == 0)
+            t = t.substr(7);
+        else if (t.empty() || t[0] == '#')
+            continue;
+        options.push_back(parseSbatchOption(t, path + " line " + std::to_string(n)));
+    }
+    return options;
+}
+
+std::string arrayScript(const SlurmJob& job) {
+    checkJob(job);
+    const std::string n = std::to_string(job.tasks);
+    std::string s = header(job,
+                           "Array task K of " + n + " runs shard K/" + n + " and writes " + kPartPrefix + "K" +
+                               kPartSuffix + " here; merge.sbatch puts the parts together.",
+                           job.job_name, "task-%a.out");
+    s += sbatchLine({"array", "1-" + n});
+    for (const auto& o : job.options) s += sbatchLine(o);
+    s += "set -eu\n"
+         "# LibTorch's threads: the CPUs Slurm gave the task (--cpus-per-task, else the job's CPUs on its node).\n"
+         "threads=${SLURM_CPUS_PER_TASK:-${SLURM_JOB_CPUS_PER_NODE:-}}\n"
+         "case \"$threads\" in '' | *[!0-9]*) ;; *) ATTNLAB_THREADS=$threads; export ATTNLAB_THREADS ;; esac\n"
+         "# The model was found (a Hugging Face name downloaded into the shared cache) before the array was "
+         "submitted.\n"
+         "HF_HUB_OFFLINE=1; export HF_HUB_OFFLINE\n";
+    s += commandLine(job) + " --shard \"$SLURM_ARRAY_TASK_ID/" + n + "\" --json " + partPrefix(job) +
+         "\"$SLURM_ARRAY_TASK_ID\"" + shellQuoted(kPartSuffix) + "\n";
+    return s;
+}
+
+std::string mergeScript(const SlurmJob& job) {
+    checkJob(job);
+    std::string s = header(job,
+                           "Puts the " + std::to_string(job.tasks) + " parts of " + job.job_name +
+                               " together (submit.sh starts it after every task succeeded).",
+                           job.job_name + "-merge", "merge.out");
+    for (const auto& o : job.options)
+        if (o.first != kCpusPerTask) s += sbatchLine(o);
+    s += "set -eu\nset --\nk=1\nwhile [ \"$k\" -le " + std::to_string(job.tasks) + " ]; do\n    set -- \"$@\" " +
+         partPrefix(job) + "\"$k\"" + shellQuoted(kPartSuffix) + "\n    k=$((k + 1))\ndone\n";
+    s += "exec " + shellQuoted(job.program) + " merge " + shellQuoted(job.merged) + " \"$@\"\n";
+    return s;
+}
+
+std::string submitScript(const SlurmJob& job) {
+    checkJob(job);
+    const std::string array = shellQuoted((fs::path(job.folder) / slurm_files::kArrayScript).string());
+    const std::string merge = shellQuoted((fs::path(job.folder) / slurm_files::kMergeScript).string());
+    return "#!/bin/sh\n"
+           "# Submits the array, then the merge after it: afterok starts it only when every task ended with status\n"
+           "# 0, and a failed task cancels it. Prints the two job ids. Written by attnlab-cli --slurm.\n"
+           "set -eu\n"
+           "array=$(sbatch --parsable " +
+           array +
+           ")\n"
+           "array=${array%%;*}\n"
+           "merge=$(sbatch --parsable --dependency=afterok:\"$array\" --kill-on-invalid-dep=yes " +
+           merge +
+           ") || {\n"
+           "    echo \"submit.sh: the merge job was refused; the array job $array runs without it\" >&2\n"
+           "    exit 1\n"
+           "}\n"
+           "merge=${merge%%;*}\n"
+           "echo \"$array $merge\"\n";
+}
+
+std::string writeSlurmJob(const SlurmJob& job) {
+    const fs::path folder(job.folder);
+    std::error_code ec;
+    fs::create_directories(folder / slurm_files::kLogs, ec);
+    if (ec) throw InputError(job.folder + ": cannot make the Slurm job's folder: " + ec.message());
+    saveToFile((folder / slurm_files::kArrayScript).string(), arrayScript(job));
+    saveToFile((folder / slurm_files::kMergeScript).string(), mergeScript(job));
+    const std::string submit = (folder / slurm_files::kSubmitScript).string();
+    saveToFile(submit, submitScript(job));
+    fs::permissions(submit, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add, ec);
+    return submit;
+}
+
+SubmittedJob submitSlurmJob(const std::string& folder) {
+    const std::string script = (fs::path(folder) / slurm_files::kSubmitScript).string();
+    FILE* out = popen(("/bin/sh " + shellQuoted(script)).c_str(), "r");
+    if (!out) throw InputError("cannot run " + script);
+    std::string printed;
+    std::array<char, 256> buffer{};
+    while (size_t n = std::fread(buffer.data(), 1, buffer.size(), out)) printed.append(buffer.data(), n);
+    const int status = pclose(out);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 127) throw InputError(script + ": sbatch was not found (run --submit on a Slurm submit host)");
+    if (code != 0)
+        throw InputError(script + " failed (exit status " + std::to_string(code) + "): sbatch's message is above");
+    SubmittedJob ids;
+    std::istringstream words(printed);
+    if (!(words >> ids.array_id >> ids.merge_id))
+        throw InputError(script + ": sbatch printed no job ids ('" + trimmed(printed) + "')");
+    return ids;
+}
+
+}  // namespace attnlab::slurm
