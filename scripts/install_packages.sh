@@ -23,6 +23,7 @@ packages=(
   clang-format-14                   # scripts/check_format.sh (the style of .clang-format, pinned)
   xvfb xauth                        # tst_presenter_xvfb_*: presenter mode on a real X window
   netpbm                            # scripts/make_screenshots.sh: frames put side by side
+  slurm-wlm munge                   # tst_slurm: a single-node Slurm cluster of its own (scripts/local_slurm.sh)
   "$@"
 )
 missing=()
