@@ -20,6 +20,7 @@
 #include "head_lab_commands.h"
 #include "history_command.h"
 #include "score_command.h"
+#include "slurm_options.h"
 #include "toy_command.h"
 #include "translate_command.h"
 
@@ -451,6 +452,9 @@ int main(int argc, char** argv) {
     attnlab_cli::addToy(app, toy);
     attnlab_cli::addArgos(app, argos);
     attnlab_cli::addScore(app, common, score);
+    attnlab_cli::SlurmOptions slurm;  // --slurm N on the corpus commands: a Slurm job instead of a run here
+    for (CLI::App* corpus : {translate.cmd, eval.cmd, score.cmd, heads.cmd, align.cmd})
+        attnlab_cli::addSlurm(corpus, slurm);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -462,6 +466,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
+        if (slurm.requested()) return attnlab_cli::runSlurm(common, slurm, app, argc, argv);
         if (translate.cmd->parsed()) {
             translate.decoding.return_attention = !translate.attention_path.empty();
             translate.decoding.top_k_candidates = translate.attention_path.empty() ? 0 : 5;
