@@ -98,7 +98,9 @@ start() {
   chmod 400 "$dir/munge/munge.key"
   write_config
   local m="$dir/munge"
-  launch munged munged -F --socket="$m/munge.socket" --key-file="$m/munge.key" --pid-file="$m/munged.pid" \
+  # --force: DIR may lie in a folder only its owner enters (mktemp -d: 0700), where munged refuses a socket that
+  # other users could not reach ("execute permissions for all required"); here root is the one user of it.
+  launch munged munged -F --force --socket="$m/munge.socket" --key-file="$m/munge.key" --pid-file="$m/munged.pid" \
     --log-file="$m/munged.log" --seed-file="$m/munged.seed"
   local waited=0
   until [ -S "$m/munge.socket" ]; do
