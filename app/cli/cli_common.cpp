@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <memory>
 
 #include <attnlab/errors.h>
@@ -132,6 +133,57 @@ attnlab::Translator load(const CommonOptions& o) {
     t.packed_weights = !o.no_packed_weights;
     t.compute_type = o.compute_type;
     return attnlab::Translator(resolveModel(o.model), t);
+}
+
+void addCorpusOutput(CLI::App* cmd, CorpusOutput& o, const char* json_help) {
+    cmd->add_option("--shard", o.shard,
+                    "K/N: only the Kth of N parts of the corpus (contiguous blocks of lines), written with --json as "
+                    "a part that `attnlab-cli merge` puts together with the others (docs/scale-out.md)");
+    if (json_help) cmd->add_option("--json", o.json_path, json_help);
+}
+
+namespace {
+// Options that name what is read or written, or where and how fast it runs: not part of a run's identity.
+bool outsideIdentity(const std::string& name) {
+    static const char* kNames[] = {"--help",    "--model", "--device", "--threads",   "--shard",
+                                   "--json",    "--csv",   "--output", "--src",       "--ref",
+                                   "--tgt",     "--gold",  "--text",   "--attention", "--trace",
+                                   "--workers", "--slurm", "--submit", "--sbatch",    "--dev"};
+    return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames) ||
+           name.rfind("--sbatch", 0) == 0 || name.rfind("--slurm", 0) == 0;
+}
+
+std::string optionValue(const CLI::Option* o) {
+    if (o->count() == 0) return o->get_default_str();
+    std::string out;
+    for (const auto& r : o->results()) out += (out.empty() ? "" : ",") + r;
+    return out;
+}
+}  // namespace
+
+attnlab::CorpusRun corpusRun(const CLI::App* cmd, const attnlab::Translator& translator, const CorpusOutput& o,
+                             const std::vector<std::pair<std::string, const std::vector<std::string>*>>& inputs) {
+    attnlab::CorpusRun run;
+    run.command = cmd->get_name();
+    run.model = translator.info().package_dir;
+    run.model_fingerprint = attnlab::modelFingerprint(run.model);
+    const std::string device = translator.info().device;
+    run.options.emplace_back("device", device.substr(0, device.find(':')));
+    for (const CLI::Option* opt : cmd->get_options()) {
+        const std::string name = opt->get_name();
+        if (!outsideIdentity(name)) run.options.emplace_back(name, optionValue(opt));
+    }
+    for (const auto& [role, lines] : inputs) run.inputs.emplace_back(role, attnlab::linesChecksum(*lines));
+    run.lines = inputs.empty() ? 0 : int64_t(inputs.front().second->size());
+    run.shard = o.parsed();
+    return run;
+}
+
+void announcePart(const attnlab::CorpusRun& run) {
+    if (run.shard.whole()) return;
+    const auto r = attnlab::shardLines(size_t(run.lines), run.shard);
+    std::cerr << "part " << run.shard.index << " of " << run.shard.count << ": lines " << r.begin + 1 << ".." << r.end
+              << " of " << run.lines << "\n";
 }
 
 ProgressLine::ProgressLine() : m_tty(isatty(STDERR_FILENO)) {}

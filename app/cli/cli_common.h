@@ -2,6 +2,7 @@
 // What every attnlab-cli subcommand shares: the model options and loading, and progress on stderr.
 #include <attnlab/head_lab.h>
 #include <attnlab/hub.h>
+#include <attnlab/partial_result.h>
 #include <attnlab/translator.h>
 
 #include <CLI/CLI.hpp>
@@ -49,6 +50,23 @@ void useModelDefaults(attnlab::DecodingOptions& d, const attnlab::Translator& t,
 std::string shownHead(const attnlab::HeadRef& head);  // "cross L3 H6" for cross:2:5
 // "L3 H6", "L3" (its heads' mean), "all"; "shift L3 H6" and so on for shifted methods
 std::string shownMethod(const attnlab::AlignmentMethod& method);
+
+// --shard K/N and --json FILE of a corpus command (issue 55, attnlab/partial_result.h): parsed and checked once,
+// here, for every command that takes them.
+struct CorpusOutput {
+    std::string shard;      // "K/N", empty: the whole corpus
+    std::string json_path;  // the result, whole or a part
+    attnlab::Shard parsed() const { return shard.empty() ? attnlab::Shard{} : attnlab::parseShard(shard); }
+};
+// `json_help`: what --json writes (nullptr: the command has its own --json, bound to o.json_path by the caller).
+void addCorpusOutput(CLI::App* cmd, CorpusOutput& o, const char* json_help);
+// The run a corpus result records: the command, the model's fingerprint and device kind, every option of `cmd` that
+// changes a number (not the files read or written, --model, --device's index, --threads, --shard), each input's
+// role and checksum, the corpus's line count and the part.
+attnlab::CorpusRun corpusRun(const CLI::App* cmd, const attnlab::Translator& translator, const CorpusOutput& o,
+                             const std::vector<std::pair<std::string, const std::vector<std::string>*>>& inputs);
+// "part 2 of 3: lines 11..20 of 30" on stderr (nothing for a whole run).
+void announcePart(const attnlab::CorpusRun& run);
 
 // "\r<stage> done/total" on stderr when it is a terminal (nothing otherwise); clear() erases it.
 class ProgressLine {

@@ -166,6 +166,7 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd->add_option("--batch-size", h.decoding.max_batch_size, "Sentences decoded together (default 128)");
     h.decoding.beam_size = 1;
     h.decoding.max_batch_size = 128;  // greedy over a corpus: larger batches are ~25 % faster (docs/benchmarks.md)
+    addCorpusOutput(h.cmd, h.corpus, nullptr);
 }
 
 namespace {
@@ -208,7 +209,28 @@ Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, co
 }
 }  // namespace
 
+namespace {
+// A part's statistics counted from the corpus's first line: its skipped lines, sentences and typical sentences.
+void countFromCorpus(attnlab::HeadStatsReport& stats, size_t first) {
+    for (auto& k : stats.skipped) k.pair += int(first);
+    for (int& l : stats.sentence_lines) l += int(first);
+    for (auto& head : stats.heads)
+        for (int& k : head.typical_sentence)
+            if (k >= 0) k += int(first);
+}
+
+void checkShardable(const HeadsCommand& h) {
+    if (h.corpus.shard.empty()) return;
+    h.corpus.parsed();
+    if (h.importance || h.gradient || !h.compare_model.empty())
+        throw attnlab::ConfigError(
+            "--shard takes the statistics apart; --importance, --gradient-importance and "
+            "--compare-model run on the whole corpus (leave out --shard)");
+}
+}  // namespace
+
 int runHeads(const CommonOptions& common, const HeadsCommand& h) {
+    checkShardable(h);
     if (h.importance && h.ref.empty()) throw attnlab::ConfigError("--importance needs --ref (BLEU needs references)");
     if (h.gradient && h.ref.empty())
         throw attnlab::ConfigError("--gradient-importance needs --ref (the loss is the references')");
@@ -228,11 +250,19 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     io.kinds = parseKinds(h.kinds);
     io.validate();
     auto translator = load(common);
+    std::vector<std::pair<std::string, const std::vector<std::string>*>> inputs{{"src", &sources}};
+    if (!refs.empty()) inputs.emplace_back("ref", &refs);
+    const auto run = corpusRun(h.cmd, translator, h.corpus, inputs);
+    announcePart(run);
+    const auto range = attnlab::shardLines(sources.size(), run.shard);
+    const auto part_refs = attnlab::linesOf(refs, refs.empty() ? attnlab::LineRange{} : range);
     ProgressLine progress;
-    const auto stats = attnlab::corpusHeadStatistics(translator, sources, refs.empty() ? nullptr : &refs, h.decoding,
-                                                     h.radius, progress.callback(),
-                                                     *attnlab::parseMapMeasure(h.measure));  // checked by --measure
+    auto stats =
+        attnlab::corpusHeadStatistics(translator, attnlab::linesOf(sources, range), refs.empty() ? nullptr : &part_refs,
+                                      h.decoding, h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
+                                      !h.corpus.shard.empty());  // --measure: checked
     progress.clear();
+    countFromCorpus(stats, range.begin);
     reportSkipped(stats.skipped, "used");
     const Compared other = compareWithOther(common, h, sources, refs, progress);
     const auto& other_stats = other.stats;
@@ -263,8 +293,9 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     attnlab::HeadStatsOther compared;
     if (other_stats) compared = {&*other_stats, &other.model->info(), h.compare_reversed};
     attnlab::writeHeadLabFile(
-        h.json_path, attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(), compared,
-                                        gradient ? &*gradient : nullptr));
+        h.json_path, attnlab::withRun(attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(),
+                                                         compared, gradient ? &*gradient : nullptr),
+                                      run));
     if (!h.csv_path.empty()) attnlab::writeHeadLabFile(h.csv_path, attnlab::headStatsCsv(stats));
     printStatistics(stats);
     if (importance) printImportance(*importance);
@@ -310,6 +341,7 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
                      "writes and the report scores on --src/--tgt (read with the same --gold-* options)")
         ->expected(3)
         ->excludes(a.cmd->get_option("--method"));
+    addCorpusOutput(a.cmd, a.corpus, nullptr);
 }
 
 namespace {
@@ -343,6 +375,28 @@ Pairs readPairs(const std::string& src, const std::string& tgt, const std::strin
     return p;
 }
 
+// The Kth of N parts of the pairs (--shard), and the lines of its report counted as the corpus's again: the skipped
+// pairs and the gold line a reason names.
+Pairs partOf(const Pairs& all, const attnlab::LineRange& r) {
+    Pairs p;
+    p.sources = attnlab::linesOf(all.sources, r);
+    p.targets = attnlab::linesOf(all.targets, r);
+    if (!all.gold_name.empty())
+        p.gold.assign(all.gold.begin() + std::ptrdiff_t(r.begin), all.gold.begin() + std::ptrdiff_t(r.end));
+    p.gold_name = all.gold_name;
+    return p;
+}
+
+void countFromCorpus(std::vector<attnlab::SkippedPair>& skipped, size_t first, const std::string& gold_name) {
+    if (first == 0) return;
+    for (auto& k : skipped) {
+        const std::string here = gold_name + " line " + std::to_string(k.pair) + ":";
+        k.pair += int(first);
+        if (const size_t at = gold_name.empty() ? std::string::npos : k.reason.find(here); at != std::string::npos)
+            k.reason.replace(at, here.size(), gold_name + " line " + std::to_string(k.pair) + ":");
+    }
+}
+
 void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMethod& method) {
     auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
         std::cout << std::left << std::setw(12) << what << std::setw(26) << shownMethod(m.method) + " " << std::right
@@ -358,11 +412,34 @@ void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMe
 }
 }  // namespace
 
+namespace {
+// The run an alignment result records: the method chosen is an option; the dev set, when given, an input.
+attnlab::CorpusRun alignRun(const AlignCommand& a, const attnlab::Translator& translator,
+                            const attnlab::Translator* reverse, const Pairs& all) {
+    std::vector<std::string> gold_lines;
+    if (!a.gold.empty()) gold_lines = attnlab::readTextLines(a.gold);
+    std::vector<std::pair<std::string, const std::vector<std::string>*>> inputs{{"src", &all.sources},
+                                                                                {"tgt", &all.targets}};
+    if (!a.gold.empty()) inputs.emplace_back("gold", &gold_lines);
+    std::vector<std::vector<std::string>> dev;
+    for (const auto& f : a.dev) dev.push_back(attnlab::readTextLines(f));
+    for (size_t i = 0; i < dev.size(); ++i)
+        inputs.emplace_back(i == 0 ? "dev src" : i == 1 ? "dev tgt" : "dev gold", &dev[i]);
+    auto run = corpusRun(a.cmd, translator, a.corpus, inputs);
+    run.options.emplace_back("reverse model",
+                             reverse ? attnlab::modelFingerprint(reverse->info().package_dir) : "none");
+    return run;
+}
+}  // namespace
+
 int runAlign(const CommonOptions& common, const AlignCommand& a) {
     auto method = attnlab::parseAlignmentMethod(a.method);
     if (!(a.threshold >= 0 && a.threshold <= 1))
         throw attnlab::ConfigError("--threshold " + std::to_string(a.threshold) + " is out of range (0..1)");
-    const Pairs test = readPairs(a.src, a.tgt, a.gold, a);
+    const attnlab::Shard shard = a.corpus.parsed();
+    const Pairs all = readPairs(a.src, a.tgt, a.gold, a);
+    const auto range = attnlab::shardLines(all.sources.size(), shard);
+    const Pairs test = partOf(all, range);
     const std::optional<Pairs> dev =
         a.dev.empty() ? std::nullopt : std::optional<Pairs>(readPairs(a.dev[0], a.dev[1], a.dev[2], a));
     auto translator = load(common);
@@ -398,14 +475,18 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
                   << " pairs): " << shownMethod(method) << ", AER " << std::fixed << std::setprecision(3)
                   << dev_rep->methods[static_cast<size_t>(dev_rep->best)].counts.aer() << "\n";
     }
-    const auto rep =
+    const auto run = alignRun(a, translator, back, all);
+    announcePart(run);
+    auto rep =
         attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold,
                              progress.callback(), back, {a.languages.source_language, a.languages.target_language});
     progress.clear();
+    countFromCorpus(rep.skipped, range.begin, a.gold);
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
     if (!a.json_path.empty())
-        attnlab::writeHeadLabFile(a.json_path,
-                                  attnlab::alignmentJson(rep, translator.info(), dev_rep ? &*dev_rep : nullptr));
+        attnlab::writeHeadLabFile(
+            a.json_path,
+            attnlab::withRun(attnlab::alignmentJson(rep, translator.info(), dev_rep ? &*dev_rep : nullptr), run));
     reportSkipped(rep.skipped, "aligned");
     std::cout << rep.pairs - int(rep.skipped.size()) << " of " << rep.pairs << " sentence pairs aligned; " << a.output
               << ": links of " << shownMethod(method) << " (--method " << attnlab::alignmentMethodName(method)

@@ -19,6 +19,7 @@ struct HeadsCommand {
     int curve_step = 8;
     int limit = 0;
     int workers = 2;
+    CorpusOutput corpus;  // --shard (its --json is json_path)
     attnlab::DecodingOptions decoding;
 };
 void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h);
@@ -30,6 +31,7 @@ struct AlignCommand {
     std::vector<std::string> dev;  // SRC TGT GOLD of a development set, or empty
     bool one_indexed = false, reversed = false, no_reverse = false;
     double threshold = 0.0;
+    CorpusOutput corpus;                 // --shard (its --json is json_path)
     attnlab::DecodingOptions languages;  // --src-lang / --tgt-lang (a multilingual model's)
 };
 void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a);

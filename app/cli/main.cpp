@@ -17,8 +17,10 @@
 
 #include "argos_command.h"
 #include "cli_common.h"
+#include "eval_command.h"
 #include "head_lab_commands.h"
 #include "history_command.h"
+#include "merge_command.h"
 #include "score_command.h"
 #include "slurm_options.h"
 #include "toy_command.h"
@@ -98,52 +100,6 @@ int runTrain(const attnlab::TrainingOptions& options) {
               << summary.steps << " steps, " << summary.epochs_completed << " epochs, " << clock(summary.seconds)
               << "; best validation BLEU " << std::fixed << std::setprecision(2) << summary.best_valid_bleu
               << "\nmodel package: " << escapedForTerminal(summary.package_dir) << "\n";
-    return 0;
-}
-
-int runEval(const CommonOptions& common, const std::string& src, const std::string& ref, const std::string& hyp_out,
-            attnlab::DecodingOptions d, const CLI::App* cmd) {
-    d.return_attention = false;
-    d.top_k_candidates = 0;
-    d.validate();
-    const auto sources = attnlab::readTextLines(src), refs = attnlab::readTextLines(ref);
-    if (sources.size() != refs.size())
-        throw attnlab::InputError("mismatched files: " + src + " has " + std::to_string(sources.size()) +
-                                  " lines but " + ref + " has " + std::to_string(refs.size()));
-    auto translator = load(common);
-    attnlab_cli::useModelDefaults(d, translator, cmd);
-    std::vector<std::string> hyps(sources.size());
-    std::vector<std::string> valid;
-    std::vector<size_t> where;
-    for (size_t i = 0; i < sources.size(); ++i) {
-        if (auto why = translator.inputProblem(sources[i]))
-            std::cerr << "attnlab-cli: " << escapedForTerminal(src) << " line " << i + 1 << ": "
-                      << escapedForTerminal(*why) << " (scored as an empty translation)\n";
-        else {
-            valid.push_back(sources[i]);
-            where.push_back(i);
-        }
-    }
-    const bool tty = isatty(STDERR_FILENO);
-    auto results = translator.translateBatch(valid, d, [&](const attnlab::StepProgress& p) {
-        if (tty) std::cerr << "\rtranslating " << p.sentence_end << "/" << p.sentences_total << std::flush;
-        return true;
-    });
-    if (tty) std::cerr << "\r\033[K";
-    for (size_t i = 0; i < results.size(); ++i) hyps[where[i]] = results[i].best.text;
-    if (!hyp_out.empty()) {
-        std::string text;
-        for (const auto& h : hyps) text += h + "\n";
-        attnlab::saveToFile(hyp_out, text);
-    }
-    const auto bleu = attnlab::corpusBleu(hyps, refs);
-    std::cout << "BLEU = " << std::fixed << std::setprecision(2) << bleu.score << " " << bleu.precisions[0] << "/"
-              << bleu.precisions[1] << "/" << bleu.precisions[2] << "/" << bleu.precisions[3]
-              << " (BP = " << std::setprecision(3) << bleu.brevity_penalty
-              << " ratio = " << double(bleu.sys_len) / double(std::max<int64_t>(bleu.ref_len, 1))
-              << " hyp_len = " << bleu.sys_len << " ref_len = " << bleu.ref_len << ")\n"
-              << "signature: " << bleu.signature << "\n"
-              << "chrF2 = " << std::setprecision(2) << attnlab::corpusChrf(hyps, refs) << "\n";
     return 0;
 }
 
@@ -308,31 +264,6 @@ int runAverage(AverageCommand& a) {
     return 0;
 }
 
-struct EvalCommand {
-    CLI::App* cmd = nullptr;
-    std::string src, ref, hyp_out;
-    attnlab::DecodingOptions decoding;
-};
-
-void addEval(CLI::App& app, CommonOptions& common, EvalCommand& e) {
-    auto& eval_src = e.src;
-    auto& eval_ref = e.ref;
-    auto& eval_hyp_out = e.hyp_out;
-    auto& eval_decoding = e.decoding;
-    auto* eval = e.cmd =
-        app.add_subcommand("eval", "Translate a file and score it: corpus BLEU (sacreBLEU's default) and chrF");
-    addCommon(eval, common);
-    eval->add_option("--src", eval_src, "Source sentences, one per line")->required();
-    eval->add_option("--ref", eval_ref, "Reference translations, one per line")->required();
-    eval->add_option("--output", eval_hyp_out, "Also write the translations to this file, one per line");
-    eval->add_option("--beam", eval_decoding.beam_size, "Beam size")->capture_default_str();
-    attnlab_cli::addLanguages(eval, eval_decoding);
-    eval->add_option("--alpha", eval_decoding.length_penalty, "Length penalty")->capture_default_str();
-    eval->add_option("--batch-size", eval_decoding.max_batch_size, "Sentences decoded together")->capture_default_str();
-    eval->add_flag("--reference-beam", eval_decoding.reference_beam,
-                   "Search as the reference implementation's Translator does");
-}
-
 struct CalibrateCommand {
     CLI::App* cmd = nullptr;
     std::string src;
@@ -418,7 +349,8 @@ int main(int argc, char** argv) {
     TranslateCommand translate;
     TrainCommand train;
     AverageCommand average;
-    EvalCommand eval;
+    attnlab_cli::EvalCommand eval;
+    attnlab_cli::MergeCommand merge;
     CalibrateCommand calibrate;
     ExplainCommand explain;
     attnlab_cli::HeadsCommand heads;
@@ -443,7 +375,8 @@ int main(int argc, char** argv) {
     import_cmd->add_option("-o,--output", import_to, "The package directory to write")->required();
     addTrain(app, train);
     addAverage(app, average);
-    addEval(app, common, eval);
+    attnlab_cli::addEval(app, common, eval);
+    attnlab_cli::addMerge(app, merge);
     addCalibrate(app, common, calibrate);
     addExplain(app, common, explain);
     attnlab_cli::addHeads(app, common, heads);
@@ -493,7 +426,8 @@ int main(int argc, char** argv) {
             for (int i = 0; i < argc; ++i) train.options.command_line += (i ? " " : "") + std::string(argv[i]);
             return runTrain(train.options);
         }
-        if (eval.cmd->parsed()) return runEval(common, eval.src, eval.ref, eval.hyp_out, eval.decoding, eval.cmd);
+        if (eval.cmd->parsed()) return attnlab_cli::runEval(common, eval);
+        if (merge.cmd->parsed()) return attnlab_cli::runMerge(merge);
         if (average.cmd->parsed()) return runAverage(average);
         if (calibrate.cmd->parsed()) return runCalibrate(common, calibrate);
         if (explain.cmd->parsed()) return runExplain(common, explain);

@@ -1,6 +1,8 @@
 #include "score_command.h"
 
 #include <attnlab/errors.h>
+#include <attnlab/file_write.h>
+#include <attnlab/partial_result.h>
 #include <attnlab/result_json.h>
 #include <attnlab/text_io.h>
 #include <attnlab/translator.h>
@@ -59,21 +61,18 @@ void addScore(CLI::App& app, CommonOptions& common, ScoreCommand& s) {
                           std::to_string(kMaxKeptResults) + " pairs)");
     s.cmd->add_option("--batch-size", s.decoding.max_batch_size, "Pairs computed together")->capture_default_str();
     addLanguages(s.cmd, s.decoding);
+    addCorpusOutput(s.cmd, s.corpus,
+                    "Write the result as JSON: every pair's pieces, their log-probabilities and mean, and the corpus's "
+                    "sum and means (a part's with --shard)");
 }
 
-int runScore(const CommonOptions& common, ScoreCommand& s) {
-    const auto sources = attnlab::readTextLines(s.src), targets = attnlab::readTextLines(s.tgt);
-    if (sources.size() != targets.size())
-        throw attnlab::InputError("--src has " + std::to_string(sources.size()) + " lines but --tgt has " +
-                                  std::to_string(targets.size()) + ": score needs one translation per source line");
-    const bool keep = !s.attention_path.empty();
-    if (keep && sources.size() > kMaxKeptResults)
-        throw attnlab::InputError("--attention keeps every pair's maps in one file: at most " +
-                                  std::to_string(kMaxKeptResults) + " pairs (" + std::to_string(sources.size()) +
-                                  " given)");
-    attnlab::Translator t = load(common);
-    s.decoding.return_attention = keep;
-    std::vector<attnlab::TranslationResult> kept;
+namespace {
+// The pairs teacher-forced kChunk at a time, each line printed as it comes; every result kept with `keep`.
+std::vector<attnlab::ScoreLine> scored(const attnlab::Translator& t, const std::vector<std::string>& sources,
+                                       const std::vector<std::string>& targets, size_t first,
+                                       const attnlab::DecodingOptions& d,
+                                       std::vector<attnlab::TranslationResult>* keep) {
+    std::vector<attnlab::ScoreLine> lines;
     const bool progress = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
     for (size_t begin = 0; begin < sources.size(); begin += kChunk) {
         const size_t end = std::min(sources.size(), begin + kChunk);
@@ -81,17 +80,44 @@ int runScore(const CommonOptions& common, ScoreCommand& s) {
         const std::vector<std::string> tgt(targets.begin() + long(begin), targets.begin() + long(end));
         std::vector<attnlab::TranslationResult> results;
         try {
-            results = t.teacherForce(src, tgt, s.decoding);
+            results = t.teacherForce(src, tgt, d);
         } catch (const attnlab::InputError& e) {
-            throw attnlab::InputError(lineNamed(e.what(), begin));
+            throw attnlab::InputError(lineNamed(e.what(), first + begin));
         }
-        for (const auto& r : results) std::cout << scoreLine(r.best.pieces, r.best.token_log_probs) << "\n";
+        for (const auto& r : results) {
+            std::cout << scoreLine(r.best.pieces, r.best.token_log_probs) << "\n";
+            lines.push_back({r.best.pieces, r.best.token_log_probs});
+        }
         std::cout.flush();
         if (progress) std::cerr << "\rscored " << end << " of " << sources.size() << " pairs" << std::flush;
-        if (keep) std::move(results.begin(), results.end(), std::back_inserter(kept));
+        if (keep) std::move(results.begin(), results.end(), std::back_inserter(*keep));
     }
     if (progress) std::cerr << "\r\033[K" << std::flush;
+    return lines;
+}
+}  // namespace
+
+int runScore(const CommonOptions& common, ScoreCommand& s) {
+    const attnlab::Shard shard = s.corpus.parsed();
+    const auto sources = attnlab::readTextLines(s.src), targets = attnlab::readTextLines(s.tgt);
+    if (sources.size() != targets.size())
+        throw attnlab::InputError("--src has " + std::to_string(sources.size()) + " lines but --tgt has " +
+                                  std::to_string(targets.size()) + ": score needs one translation per source line");
+    const auto part = attnlab::shardLines(sources.size(), shard);
+    const bool keep = !s.attention_path.empty();
+    if (keep && part.size() > kMaxKeptResults)
+        throw attnlab::InputError("--attention keeps every pair's maps in one file: at most " +
+                                  std::to_string(kMaxKeptResults) + " pairs (" + std::to_string(part.size()) +
+                                  " given)");
+    attnlab::Translator t = load(common);
+    const auto run = corpusRun(s.cmd, t, s.corpus, {{"src", &sources}, {"tgt", &targets}});
+    announcePart(run);
+    s.decoding.return_attention = keep;
+    std::vector<attnlab::TranslationResult> kept;
+    const auto lines = scored(t, attnlab::linesOf(sources, part), attnlab::linesOf(targets, part), part.begin,
+                              s.decoding, keep ? &kept : nullptr);
     if (keep) attnlab::writeAttentionJson(s.attention_path, kept, t.info(), s.decoding);
+    if (!s.corpus.json_path.empty()) attnlab::saveToFile(s.corpus.json_path, attnlab::scoreResultJson(run, lines));
     return 0;
 }
 

@@ -15,6 +15,7 @@ namespace attnlab_cli {
 struct ScoreCommand {
     CLI::App* cmd = nullptr;
     std::string src, tgt, attention_path;
+    CorpusOutput corpus;
     attnlab::DecodingOptions decoding;
 };
 void addScore(CLI::App& app, CommonOptions& common, ScoreCommand& s);

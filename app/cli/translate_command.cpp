@@ -3,6 +3,8 @@
 #include <attnlab/confidence.h>
 #include <attnlab/device.h>
 #include <attnlab/errors.h>
+#include <attnlab/file_write.h>
+#include <attnlab/partial_result.h>
 #include <attnlab/result_json.h>
 #include <attnlab/route.h>
 #include <attnlab/teaching_json.h>
@@ -68,9 +70,9 @@ public:
     void add(std::string line, int64_t number) {
         if (auto why = m_legs.front().translator->inputProblem(line)) {
             problem(number, *why);
-            m_batch.push_back({number, {}, false, {}});
+            m_batch.push_back({number, {}, false, {}, *why});
         } else {
-            m_batch.push_back({number, std::move(line), true, {}});
+            m_batch.push_back({number, std::move(line), true, {}, {}});
         }
     }
     size_t pendingLines() const { return m_batch.size(); }  // invalid ones too: memory is bounded by all
@@ -78,6 +80,8 @@ public:
     // Results kept for a JSON file are capped (kMaxKeptResults) where the input has no end of its
     // own (stdin); --text sentences are as many as the command line holds.
     void capKeptResults() { m_cap_kept = true; }
+    // Every line's translations (one model: the route is direct) also go to `lines`, in input order.
+    void record(std::vector<attnlab::TranslateLine>* lines) { m_record = lines; }
 
     void translatePending() {
         checkKeptRoom();
@@ -89,6 +93,7 @@ public:
             if (m_legs.size() > 1 && !l.results.empty()) out += l.results.front().best.text + "\t";
             if (l.valid) out += text(l.results.back());
             out += "\n";
+            if (m_record) m_record->push_back(recorded(l));
         }
         errno = 0;
         std::cout << out << std::flush;
@@ -115,7 +120,19 @@ private:
         std::string text;  // the input of the next leg
         bool valid;
         std::vector<attnlab::TranslationResult> results;  // one per leg done
+        std::string why;                                  // why it is not translated (or empty)
     };
+
+    static attnlab::TranslateLine recorded(const Line& l) {
+        attnlab::TranslateLine out;
+        out.skipped = l.why;
+        if (!l.valid) return out;
+        for (const auto& h : l.results.back().nbest) {
+            out.translations.push_back(h.text);
+            out.scores.push_back(h.score);
+        }
+        return out;
+    }
 
     void checkKeptRoom() const {
         size_t valid = 0;
@@ -196,6 +213,7 @@ private:
     const TranslateCommand& m_t;
     const bool m_keep, m_progress;
     bool m_cap_kept = false;
+    std::vector<attnlab::TranslateLine>* m_record = nullptr;
     std::vector<Line> m_batch;
     size_t m_done = 0;
     int m_status = 0;
@@ -251,9 +269,38 @@ void checkPivotOptions(const TranslateCommand& t) {
 }
 }  // namespace
 
+namespace {
+// --shard / --json: the input read whole (its line count and checksum are the run's), its part translated in
+// batches of --batch-size, the result written as JSON.
+int translateCorpus(const TranslateCommand& t, std::optional<attnlab::LineStream>& in, Translation& translation,
+                    const attnlab::Translator& translator, size_t batch_size) {
+    std::vector<std::string> all = t.texts;
+    if (in)
+        for (std::string line; in->next(line, std::chrono::milliseconds(-1)) == attnlab::LineStream::Status::Line;)
+            all.push_back(std::move(line));
+    const auto part = attnlab::shardLines(all.size(), t.corpus.parsed());
+    const auto run = corpusRun(t.cmd, translator, t.corpus, {{"src", &all}});
+    announcePart(run);
+    std::vector<attnlab::TranslateLine> lines;
+    translation.record(&lines);
+    for (size_t i = part.begin; i < part.end; ++i) {
+        translation.add(all[i], int64_t(i) + 1);
+        if (translation.pendingLines() >= batch_size) translation.translatePending();
+    }
+    if (translation.pending()) translation.translatePending();
+    translation.writeFiles();
+    if (!t.corpus.json_path.empty()) attnlab::saveToFile(t.corpus.json_path, attnlab::translateResultJson(run, lines));
+    return translation.status();
+}
+}  // namespace
+
 int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     attnlab::DecodingOptions d = t.decoding;
     d.validate();
+    const bool corpus = !t.corpus.shard.empty() || !t.corpus.json_path.empty();
+    if (corpus) t.corpus.parsed();  // --shard checked before anything is read
+    if (corpus && !t.from.empty())
+        throw attnlab::ConfigError("--shard and --json take one model (--model), not a route (--from / --to)");
     if (t.scores && d.nbest > 1)
         throw attnlab::ConfigError("--scores describes the best translation: leave out --nbest");
     // stdin is checked before the model loads: a closed or unreadable stdin fails at once.
@@ -290,6 +337,7 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
         useModelDefaults(legs[k].d, translators[k], t.cmd);
     }
     Translation translation(legs, t);
+    if (corpus) return translateCorpus(t, in, translation, translators.front(), size_t(d.max_batch_size));
     if (in) {
         translateStream(*in, translation, size_t(d.max_batch_size));
     } else {
@@ -370,6 +418,9 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
     translate->add_flag(
         "--reference-beam", decoding.reference_beam,
         "Search as the reference implementation's Translator does (for converted reference checkpoints)");
+    addCorpusOutput(translate, t.corpus,
+                    "Write every line's translations (--nbest: best first) and their scores as JSON (with --shard: "
+                    "stdin or --text read whole, then the part translated)");
 }
 
 }  // namespace attnlab_cli

@@ -24,6 +24,7 @@ struct TranslateCommand {
     // --from / --to: the languages, the route among the installed models chosen for them
     // (attnlab/route.h); empty = --model.
     std::string from, to;
+    CorpusOutput corpus;  // --shard K/N, --json FILE: the input read whole, then its part translated
 };
 
 void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t);

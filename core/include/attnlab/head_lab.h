@@ -32,11 +32,12 @@ using CorpusCallback = std::function<bool(const CorpusProgress&)>;
 // A line the model cannot read (empty, overlong, no character it knows) is skipped and listed in
 // the report's `skipped`; throws InputError when the counts differ or no line can be read.
 // `measure`: the statistics of the value-norm maps (one more captured pass per sentence) or of the
-// rollout instead of the weights.
+// rollout instead of the weights. `keep_sentences`: every sentence's own rows and sums in the report
+// (HeadStats::sentence_rows; a sharded run's part, attnlab/partial_result.h).
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
                                      int histogram_radius = 8, const CorpusCallback& progress = {},
-                                     MapMeasure measure = MapMeasure::Weights);
+                                     MapMeasure measure = MapMeasure::Weights, bool keep_sentences = false);
 
 // Two reports' statistics head by head, for the heads both have: comparing two models, the two
 // directions of one corpus (each teacher-forced through its own side of the same pairs), or a model

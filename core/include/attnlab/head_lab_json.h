@@ -6,6 +6,7 @@
 #include <attnlab/head_lab.h>
 #include <attnlab/translator.h>
 
+#include <optional>
 #include <string>
 
 namespace attnlab {
@@ -34,6 +35,16 @@ struct HeadStatsOther {
 };
 std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
                       const HeadStatsOther& other = {}, const GradientImportanceReport* gradient = nullptr);
+// A heads document read back (attnlab-cli heads --json whole or merged, the app's export): the statistics, the
+// importance when it has one (without its gradient importance), and the model it names (its folder, languages and
+// shape: what the document holds). Throws InputError naming the file and the problem.
+struct HeadsFile {
+    HeadStatsReport stats;
+    std::optional<ImportanceReport> importance;
+    ModelInfo model;
+};
+HeadsFile readHeadsJson(const std::string& path);
+
 // One row per head: kind,layer,head,rows,<statistic keys>.
 std::string headStatsCsv(const HeadStatsReport& stats);
 

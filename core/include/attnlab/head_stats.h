@@ -61,6 +61,11 @@ struct HeadStats {
     // Per statistic: the sentence (0-based, in input order) whose own mean is closest to the
     // corpus mean, among sentences with at least 3 rows (any sentence when none has); -1 when empty.
     std::array<int, kHeadStatisticCount> typical_sentence{};
+    // With report(…, keep_sentences): each sentence's own rows and sums, in the order the statistics took them
+    // (HeadStatsReport::sentence_lines): what merging a sharded run's parts needs for the typical sentences
+    // (attnlab/partial_result.h). Empty otherwise.
+    std::vector<int> sentence_rows;
+    std::vector<std::array<double, kHeadStatisticCount>> sentence_sums;
     double value(HeadStatistic s) const { return values[static_cast<size_t>(s)]; }
 };
 
@@ -79,6 +84,8 @@ struct HeadStatsReport {
     // (rows normalised), or the rollout (one map per layer, reported as its head 0).
     MapMeasure measure = MapMeasure::Weights;
     std::vector<HeadStats> heads;  // encoder layers x heads, then decoder, then cross
+    // With keep_sentences: the input line (0-based) of each sentence the statistics took, in their order.
+    std::vector<int> sentence_lines;
     // nullptr when absent. The pointer is into `heads`: not callable on a temporary report
     // (sanitize.sh found a test reading through one after the report was gone).
     const HeadStats* find(const HeadRef& head) const&;
@@ -97,7 +104,8 @@ public:
     // InputError when the shapes differ from the pieces or from sentences added before.
     void add(const TranslationResult& result);
     int sentences() const { return m_sentences; }
-    HeadStatsReport report(bool teacher_forced = false) const;
+    // keep_sentences: each head's per-sentence rows and sums copied into the report (HeadStats::sentence_rows).
+    HeadStatsReport report(bool teacher_forced = false, bool keep_sentences = false) const;
 
 private:
     struct Head {

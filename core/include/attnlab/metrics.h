@@ -30,6 +30,17 @@ std::vector<BleuStats> sentenceBleuStats(const std::vector<std::string>& hypothe
                                          const std::vector<std::string>& references);
 BleuScore bleuFromStats(const BleuStats& summed);
 
+// What corpus chrF sums over sentences (sacreBLEU's CHRF with its defaults: character n-grams 1..6,
+// word_order 0, so no word n-grams): per order, the hypothesis's and the reference's n-gram counts and
+// their clipped matches, whitespace removed. Corpus chrF is chrfFromStats of their sum.
+struct ChrfStats {
+    static constexpr int kOrder = 6;
+    int64_t hypothesis[kOrder] = {}, reference[kOrder] = {}, matches[kOrder] = {};
+    ChrfStats& operator+=(const ChrfStats& other);
+};
+ChrfStats sentenceChrfStats(const std::string& hypothesis, const std::string& reference);
+double chrfFromStats(const ChrfStats& summed);
+
 // Throws InputError when the counts differ.
 BleuScore corpusBleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references);
 double corpusChrf(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references);

@@ -206,43 +206,49 @@ PairedBootstrap pairedBootstrap(const std::vector<BleuStats>& baseline, const st
     return p;
 }
 
-double corpusChrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
-    if (hyps.size() != refs.size())
-        throw InputError("chrF: " + std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
-                         " references");
-    constexpr int kOrder = 6;
-    double stats[kOrder][3] = {};
+ChrfStats& ChrfStats::operator+=(const ChrfStats& o) {
+    for (int n = 0; n < kOrder; ++n) {
+        hypothesis[n] += o.hypothesis[n];
+        reference[n] += o.reference[n];
+        matches[n] += o.matches[n];
+    }
+    return *this;
+}
+
+// sacreBLEU's metrics/chrf.py: CHRF._extract_corpus_statistics (whitespace removed, character n-grams counted
+// per sentence, clipped matches), summed over the corpus.
+ChrfStats sentenceChrfStats(const std::string& hypothesis, const std::string& reference) {
     auto squeeze = [](const std::string& s) {
         std::u32string out;
         for (char32_t c : toCodepoints(s))
             if (!isSpace32(c)) out.push_back(c);
         return out;
     };
-    for (size_t i = 0; i < hyps.size(); ++i) {
-        const auto h = squeeze(hyps[i]), r = squeeze(refs[i]);
-        for (int n = 1; n <= kOrder; ++n) {
-            std::map<std::u32string, int> hc, rc;
-            for (size_t k = 0; k + n <= h.size(); ++k) ++hc[h.substr(k, n)];
-            for (size_t k = 0; k + n <= r.size(); ++k) ++rc[r.substr(k, n)];
-            int match = 0, nh = 0, nr = 0;
-            for (const auto& [g, c] : hc) {
-                nh += c;
-                auto it = rc.find(g);
-                if (it != rc.end()) match += std::min(c, it->second);
-            }
-            for (const auto& [g, c] : rc) nr += c;
-            stats[n - 1][0] += nh;
-            stats[n - 1][1] += nr;
-            stats[n - 1][2] += match;
+    const auto h = squeeze(hypothesis), r = squeeze(reference);
+    ChrfStats s;
+    for (int n = 1; n <= ChrfStats::kOrder; ++n) {
+        std::map<std::u32string, int64_t> hc, rc;
+        for (size_t k = 0; k + n <= h.size(); ++k) ++hc[h.substr(k, n)];
+        for (size_t k = 0; k + n <= r.size(); ++k) ++rc[r.substr(k, n)];
+        for (const auto& [g, c] : hc) {
+            s.hypothesis[n - 1] += c;
+            auto it = rc.find(g);
+            if (it != rc.end()) s.matches[n - 1] += std::min(c, it->second);
         }
+        for (const auto& [g, c] : rc) s.reference[n - 1] += c;
     }
+    return s;
+}
+
+// sacreBLEU's CHRF._compute_f_score over the summed statistics (beta 2).
+double chrfFromStats(const ChrfStats& s) {
     const double factor = 4.0;  // beta^2
     double avg_prec = 0, avg_rec = 0;
     int effective = 0;
-    for (const auto& s : stats) {
-        if (s[0] > 0 && s[1] > 0) {
-            avg_prec += s[2] / s[0];
-            avg_rec += s[2] / s[1];
+    for (int n = 0; n < ChrfStats::kOrder; ++n) {
+        if (s.hypothesis[n] > 0 && s.reference[n] > 0) {
+            avg_prec += double(s.matches[n]) / double(s.hypothesis[n]);
+            avg_rec += double(s.matches[n]) / double(s.reference[n]);
             ++effective;
         }
     }
@@ -251,6 +257,15 @@ double corpusChrf(const std::vector<std::string>& hyps, const std::vector<std::s
     avg_rec /= effective;
     if (avg_prec + avg_rec <= 0) return 0.0;
     return 100.0 * (1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec);
+}
+
+double corpusChrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+    if (hyps.size() != refs.size())
+        throw InputError("chrF: " + std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
+                         " references");
+    ChrfStats sum;
+    for (size_t i = 0; i < hyps.size(); ++i) sum += sentenceChrfStats(hyps[i], refs[i]);
+    return chrfFromStats(sum);
 }
 
 }  // namespace attnlab

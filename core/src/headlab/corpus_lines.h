@@ -31,6 +31,9 @@ std::vector<TranslationResult> forcePairs(const Translator& t, const std::vector
                                           std::vector<SkippedPair>& skipped, const std::string& side,
                                           const DecodingOptions& d, const StepCallback& cancel = {});
 void sortSkipped(std::vector<SkippedPair>& skipped);
+// The lowest AER among all methods (best), and among the unsymmetrised heads and layers (best_head, best_layer):
+// alignCorpus's, and the merge of a sharded run's parts (io/head_lab_json.cpp).
+void markBest(AlignmentReport& rep);
 // A result whose maps are those of `measure` (attnlab/attention_flow.h; the value norms from the
 // translator's captured pass).
 TranslationResult measured(const Translator& t, TranslationResult r, MapMeasure measure);

@@ -112,7 +112,8 @@ void sortSkipped(std::vector<SkippedPair>& skipped) {
 
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
-                                     int histogram_radius, const CorpusCallback& progress, MapMeasure measure) {
+                                     int histogram_radius, const CorpusCallback& progress, MapMeasure measure,
+                                     bool keep_sentences) {
     if (references) checkCounts(sources.size(), references->size(), "references");
     std::vector<SkippedPair> skipped;
     const auto usable = readableLines(translator, sources, references, "reference", skipped);
@@ -151,8 +152,10 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
     }
     report(progress, stage, total, total);
     checkSomethingLeft(sources.size(), skipped, "line could be read");
-    HeadStatsReport rep = acc.report(references != nullptr);
+    HeadStatsReport rep = acc.report(references != nullptr, keep_sentences);
     rep.measure = measure;
+    if (keep_sentences)
+        for (size_t line : added) rep.sentence_lines.push_back(static_cast<int>(line));
     for (auto& h : rep.heads)  // the accumulator counts the sentences it was given: back to input lines
         for (int& k : h.typical_sentence)
             if (k >= 0) k = static_cast<int>(added.at(static_cast<size_t>(k)));
@@ -199,8 +202,9 @@ std::vector<AlignmentMethod> methodsOf(const Translator& t) {
     const auto& model = t.info().config.model;
     return allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head));
 }
+}  // namespace
 
-// The lowest AER among all methods, and among the unsymmetrised heads and layers.
+namespace headlab {
 void markBest(AlignmentReport& rep) {
     auto better = [&](int best, size_t m) {
         return best < 0 || rep.methods[m].counts.aer() < rep.methods[static_cast<size_t>(best)].counts.aer();
@@ -214,7 +218,7 @@ void markBest(AlignmentReport& rep) {
             rep.best_layer = static_cast<int>(m);
     }
 }
-}  // namespace
+}  // namespace headlab
 
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,

@@ -153,7 +153,7 @@ void HeadStatsAccumulator::addMaps(AttentionKind kind, const LayerHeadMaps& maps
     }
 }
 
-HeadStatsReport HeadStatsAccumulator::report(bool teacher_forced) const {
+HeadStatsReport HeadStatsAccumulator::report(bool teacher_forced, bool keep_sentences) const {
     HeadStatsReport rep;
     rep.sentences = m_sentences;
     rep.histogram_radius = m_radius;
@@ -188,6 +188,12 @@ HeadStatsReport HeadStatsAccumulator::report(bool teacher_forced) const {
                 }
             }
             s.typical_sentence[k] = best;
+        }
+        if (keep_sentences) {
+            s.sentence_rows = h->sentence_rows;
+            s.sentence_sums = h->sentence_sums;
+            s.sentence_rows.resize(size_t(m_sentences), 0);  // a head the last sentences had no rows for
+            s.sentence_sums.resize(size_t(m_sentences));
         }
         rep.heads.push_back(std::move(s));
     }

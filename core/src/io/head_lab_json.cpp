@@ -2,12 +2,19 @@
 #include <attnlab/errors.h>
 #include <attnlab/head_lab_json.h>
 
+#include "headlab/corpus_lines.h"
+#include "io/head_lab_merge.h"
 #include "util/atomic_file.h"
+#include "util/json_parse.h"
+#include "util/small_file.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 namespace attnlab {
@@ -145,14 +152,114 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
         }
         j["offset_histogram"] = h.offset_histogram;
         j["typical_sentence"] = std::move(typical);
+        if (!stats.sentence_lines.empty())
+            j["sentence_statistics"] = {{"rows", h.sentence_rows}, {"sums", h.sentence_sums}};
         heads.push_back(std::move(j));
     }
     root["heads"] = std::move(heads);
+    if (!stats.sentence_lines.empty()) root["sentence_lines"] = stats.sentence_lines;
     if (importance) root["importance"] = importanceJson(*importance);
     if (!gradient && importance && importance->gradient) gradient = &*importance->gradient;
     if (gradient) root["gradient_importance"] = gradientJson(*gradient);
     if (other.stats && other.model) root["comparison"] = comparisonJson(stats, other);
     return root.dump(1) + "\n";
+}
+
+namespace {
+HeadRef headOf(const json& j) {
+    return {parseAttentionKind(j.at("kind").get<std::string>(), "\"kind\""), j.at("layer").get<int>(),
+            j.at("head").get<int>()};
+}
+
+std::vector<SkippedPair> skippedOf(const json& j) {
+    std::vector<SkippedPair> out;
+    for (const auto& k : j) out.push_back({k.at("pair").get<int>(), k.at("reason").get<std::string>()});
+    return out;
+}
+
+HeadStatsReport statsOf(const json& root) {
+    HeadStatsReport rep;
+    rep.sentences = root.at("sentences").get<int>();
+    rep.skipped = skippedOf(root.at("skipped"));
+    rep.teacher_forced = root.at("teacher_forced").get<bool>();
+    rep.histogram_radius = root.at("histogram_radius").get<int>();
+    const auto measure = parseMapMeasure(root.at("measure").get<std::string>());
+    if (!measure) throw InputError("\"measure\" " + root["measure"].dump() + " is not one AttnLab knows");
+    rep.measure = *measure;
+    for (const auto& j : root.at("heads")) {
+        HeadStats h;
+        h.head = headOf(j);
+        h.rows = j.at("rows").get<int64_t>();
+        for (const auto& info : headStatisticInfos()) {
+            h.values[size_t(info.id)] = j.at(info.key).get<double>();
+            h.typical_sentence[size_t(info.id)] = j.at("typical_sentence").at(info.key).get<int>();
+        }
+        h.offset_histogram = j.at("offset_histogram").get<std::vector<double>>();
+        rep.heads.push_back(std::move(h));
+    }
+    return rep;
+}
+
+ImportanceReport importanceOf(const json& j) {
+    ImportanceReport imp;
+    imp.sentences = j.at("sentences").get<int>();
+    imp.skipped = skippedOf(j.at("skipped"));
+    imp.baseline_bleu = j.at("baseline_bleu").get<double>();
+    imp.baseline_chrf = j.at("baseline_chrf").get<double>();
+    imp.bleu_signature = j.at("bleu_signature").get<std::string>();
+    for (const auto& h : j.at("heads"))
+        imp.heads.push_back(
+            {headOf(h), h.at("bleu").get<double>(), h.at("chrf").get<double>(), h.at("bleu_drop").get<double>()});
+    imp.bootstrap_resamples = j.at("bootstrap_resamples").get<int>();
+    for (const auto& p : j.at("curve")) {
+        PruningPoint point;
+        point.heads_removed = p.at("heads_removed").get<int>();
+        point.bleu = p.at("bleu").get<double>();
+        point.chrf = p.at("chrf").get<double>();
+        for (const auto& name : p.at("removed")) point.removed.push_back(parseHeadList(name.get<std::string>()).at(0));
+        if (p.contains("interval")) {
+            const json& i = p["interval"];
+            point.interval = {imp.bootstrap_resamples, i.at("bleu_low").get<double>(), i.at("bleu_high").get<double>(),
+                              i.at("difference_low").get<double>(), i.at("difference_high").get<double>()};
+        }
+        imp.curve.push_back(std::move(point));
+    }
+    imp.removable_heads = j.at("removable_heads").is_null() ? -1 : j["removable_heads"].get<int>();
+    imp.rank_correlation = j.at("rank_correlation").is_null() ? std::nan("") : j["rank_correlation"].get<double>();
+    return imp;
+}
+
+ModelInfo modelOf(const json& j) {
+    ModelInfo m;
+    m.package_dir = j.at("package").get<std::string>();
+    m.config.source_lang = j.at("source_lang").get<std::string>();
+    m.config.target_lang = j.at("target_lang").get<std::string>();
+    m.config.model.n_layers = j.at("layers").get<int64_t>();
+    m.config.model.n_dec_layers = j.at("decoder_layers").get<int64_t>();
+    m.config.model.n_head = j.at("heads").get<int64_t>();
+    return m;
+}
+}  // namespace
+
+HeadsFile readHeadsJson(const std::string& path) {
+    try {
+        const json root = util::parseJson(util::readSmallFile(path, size_t(1) << 30), path);
+        if (!root.is_object() || root.value("format", "") != "attnlab-heads")
+            throw InputError(path +
+                             ": not head statistics (\"format\": \"attnlab-heads\"; attnlab-cli heads --json, "
+                             "attnlab-cli merge or Export JSON… write them)");
+        if (root.contains("sentence_lines"))
+            throw InputError(path + ": one part of a sharded run: put the parts together first (attnlab-cli merge)");
+        HeadsFile f{statsOf(root), std::nullopt, modelOf(root.at("model"))};
+        if (root.contains("importance")) f.importance = importanceOf(root["importance"]);
+        return f;
+    } catch (const PackageError& e) {
+        throw InputError(e.what());
+    } catch (const ConfigError& e) {
+        throw InputError(path + ": " + e.what());
+    } catch (const json::exception& e) {
+        throw InputError(path + ": not a complete heads document: " + e.what());
+    }
 }
 
 std::string headStatsCsv(const HeadStatsReport& stats) {
@@ -168,8 +275,10 @@ std::string headStatsCsv(const HeadStatsReport& stats) {
     return out.str();
 }
 
-std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, const AlignmentReport* dev) {
-    json root = fileHeader("attnlab-alignment", model);
+namespace {
+// Everything of an alignment document but its header and "dev".
+json alignmentBody(const AlignmentReport& rep) {
+    json root;
     root["pairs"] = rep.pairs;
     root["skipped"] = skippedJson(rep.skipped);
     root["has_gold"] = rep.has_gold;
@@ -183,16 +292,168 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, co
         rep.best_head >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_head)]) : json(nullptr);
     root["best_layer"] =
         rep.best_layer >= 0 ? methodJson(rep.methods[static_cast<size_t>(rep.best_layer)]) : json(nullptr);
+    return root;
+}
+
+json onThesePairs(const AlignmentReport& rep, const AlignmentMethod& chosen) {
+    const auto* here = rep.find(chosen);
+    return here ? methodJson(*here) : json(nullptr);
+}
+}  // namespace
+
+std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, const AlignmentReport* dev) {
+    json root = fileHeader("attnlab-alignment", model);
+    root.update(alignmentBody(rep));
     if (dev && dev->best >= 0) {
         const auto& chosen = dev->methods[static_cast<size_t>(dev->best)];
-        const auto* here = rep.find(chosen.method);
         root["dev"] = {{"pairs", dev->pairs},
                        {"skipped", skippedJson(dev->skipped)},
                        {"chosen", methodJson(chosen)},
-                       {"on_these_pairs", here ? methodJson(*here) : json(nullptr)}};
+                       {"on_these_pairs", onThesePairs(rep, chosen.method)}};
     }
     return root.dump(1) + "\n";
 }
+
+namespace headlab_merge {
+namespace {
+// A part's skipped pairs, their "pair" as the corpus counts them (the CLI writes them so).
+void appendSkipped(std::vector<SkippedPair>& to, const json& from) {
+    for (const auto& k : from) to.push_back({k.at("pair").get<int>(), k.at("reason").get<std::string>()});
+}
+
+// The dev set is read whole by every part: its object must be the same in each (but for its scores here).
+json devPart(const json& doc) {
+    if (!doc.contains("dev")) return nullptr;
+    json dev = doc["dev"];
+    dev.erase("on_these_pairs");
+    return dev;
+}
+}  // namespace
+
+json mergeAlignment(const std::vector<PartDocument>& parts) {
+    const json& first = *parts.front().doc;
+    AlignmentReport rep;
+    rep.has_gold = first.at("has_gold").get<bool>();
+    rep.threshold = first.at("threshold").get<double>();
+    rep.symmetrised = first.at("symmetrised").get<bool>();
+    for (const auto& m : first.at("methods"))
+        rep.methods.push_back({parseAlignmentMethod(m.at("method").get<std::string>()), {}, {}});
+    for (const auto& part : parts) {
+        const json& doc = *part.doc;
+        const json& methods = doc.at("methods");
+        if (methods.size() != rep.methods.size() || doc.at("threshold") != first.at("threshold") ||
+            devPart(doc) != devPart(first))
+            throw InputError(part.path + ": its alignment methods, threshold or development set differ from " +
+                             parts.front().path + "'s");
+        rep.pairs += doc.at("pairs").get<int>();
+        appendSkipped(rep.skipped, doc.at("skipped"));
+        for (size_t m = 0; m < methods.size(); ++m) {
+            const json& j = methods[m];
+            if (j.at("method") != first["methods"][m].at("method"))
+                throw InputError(part.path + ": method " + j.at("method").dump() + " where " + parts.front().path +
+                                 " has " + first["methods"][m].at("method").dump());
+            auto& c = rep.methods[m].counts;
+            c.predicted += j.at("predicted").get<int64_t>();
+            c.sure += j.at("sure").get<int64_t>();
+            c.predicted_sure += j.at("predicted_sure").get<int64_t>();
+            c.predicted_possible += j.at("predicted_possible").get<int64_t>();
+        }
+    }
+    if (rep.has_gold) headlab::markBest(rep);
+    json root = first;
+    root.update(alignmentBody(rep));
+    if (first.contains("dev") && first["dev"].at("chosen").is_object())
+        root["dev"]["on_these_pairs"] =
+            onThesePairs(rep, parseAlignmentMethod(first["dev"]["chosen"].at("method").get<std::string>()));
+    return root;
+}
+
+namespace {
+// Each head's statistics of the parts together: means weighted by rows (summed in part order), the offset
+// histogram likewise, the typical sentences (as HeadStatsAccumulator::report chooses them) from every sentence's
+// own rows and sums, which the parts carry ("sentence_statistics", "sentence_lines") and the merged result does not.
+json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vector<int>& lines) {
+    json head = (*parts.front().doc)["heads"][h];
+    int64_t rows = 0;
+    std::array<double, kHeadStatisticCount> sums{};
+    std::vector<double> histogram(head.at("offset_histogram").size(), 0.0);
+    std::vector<int> sentence_rows;
+    std::vector<std::array<double, kHeadStatisticCount>> sentence_sums;
+    for (const auto& part : parts) {
+        const json& j = (*part.doc)["heads"][h];
+        if (j.at("name") != head.at("name") || j.at("offset_histogram").size() != histogram.size())
+            throw InputError(part.path + ": head " + j.at("name").dump() + " where " + parts.front().path + " has " +
+                             head.at("name").dump());
+        const int64_t n = j.at("rows").get<int64_t>();
+        rows += n;
+        for (const auto& info : headStatisticInfos()) sums[size_t(info.id)] += j.at(info.key).get<double>() * double(n);
+        for (size_t b = 0; b < histogram.size(); ++b)
+            histogram[b] += j["offset_histogram"][b].get<double>() * double(n);
+        const json& detail = j.at("sentence_statistics");
+        for (const auto& r : detail.at("rows")) sentence_rows.push_back(r.get<int>());
+        for (const auto& s : detail.at("sums"))
+            sentence_sums.push_back(s.get<std::array<double, kHeadStatisticCount>>());
+    }
+    if (sentence_rows.size() != lines.size() || sentence_sums.size() != lines.size())
+        throw InputError(parts.front().path + "...: head " + head.at("name").dump() + " has statistics of " +
+                         std::to_string(sentence_rows.size()) + " sentences for " + std::to_string(lines.size()));
+    const double n = rows > 0 ? double(rows) : 1.0;
+    int most_rows = 0;
+    for (int r : sentence_rows) most_rows = std::max(most_rows, r);
+    const int min_rows = std::min(3, most_rows);
+    head["rows"] = rows;
+    for (const auto& info : headStatisticInfos()) {
+        const size_t k = size_t(info.id);
+        const double mean = sums[k] / n;
+        head[info.key] = mean;
+        int best = -1;
+        double best_gap = std::numeric_limits<double>::infinity();
+        for (size_t s = 0; s < sentence_rows.size(); ++s) {
+            if (sentence_rows[s] == 0 || sentence_rows[s] < min_rows) continue;
+            const double gap = std::abs(sentence_sums[s][k] / sentence_rows[s] - mean);
+            if (gap < best_gap) best_gap = gap, best = lines[s];
+        }
+        head["typical_sentence"][info.key] = best;
+    }
+    for (auto& b : histogram) b /= n;
+    head["offset_histogram"] = histogram;
+    head.erase("sentence_statistics");
+    return head;
+}
+}  // namespace
+
+json mergeHeads(const std::vector<PartDocument>& parts) {
+    const json& first = *parts.front().doc;
+    for (const char* key : {"importance", "gradient_importance", "comparison"})
+        if (first.contains(key))
+            throw InputError(parts.front().path + ": its \"" + key +
+                             "\" is not merged (--importance, --gradient-importance and --compare-model run whole)");
+    std::vector<int> lines;
+    std::vector<SkippedPair> skipped;
+    int sentences = 0;
+    for (const auto& part : parts) {
+        const json& doc = *part.doc;
+        if (doc.at("heads").size() != first.at("heads").size() || doc.at("measure") != first.at("measure") ||
+            doc.at("histogram_radius") != first.at("histogram_radius"))
+            throw InputError(part.path + ": its heads, measure or histogram differ from " + parts.front().path + "'s");
+        if (!doc.contains("sentence_lines"))
+            throw InputError(part.path +
+                             ": a whole run's statistics, without each sentence's (write parts with --shard)");
+        for (const auto& l : doc["sentence_lines"]) lines.push_back(l.get<int>());
+        appendSkipped(skipped, doc.at("skipped"));
+        sentences += doc.at("sentences").get<int>();
+    }
+    json root = first;
+    root.erase("sentence_lines");
+    root["sentences"] = sentences;
+    root["skipped"] = skippedJson(skipped);
+    json heads = json::array();
+    for (size_t h = 0; h < first.at("heads").size(); ++h) heads.push_back(mergedHead(parts, h, lines));
+    root["heads"] = std::move(heads);
+    return root;
+}
+
+}  // namespace headlab_merge
 
 std::string alignmentLinksText(const AlignmentReport& rep, const AlignmentMethod& method) {
     const auto* m = rep.find(method);
