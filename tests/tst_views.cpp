@@ -31,8 +31,10 @@
 
 #include <attnlab/attention_history.h>
 #include <attnlab/errors.h>
+#include <attnlab/head_lab_json.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
+#include <attnlab/partial_result.h>
 #include <attnlab/translator.h>
 
 #include <qcustomplot.h>
@@ -45,6 +47,9 @@
 #include <QAction>
 #include <QComboBox>
 #include <QCompleter>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QSettings>
 #include <QSpinBox>
@@ -144,6 +149,7 @@ private Q_SLOTS:
     void inputsViewInspectsOnlyWhenShown();
     void saliencyViewComputesWhenShown();
     void importanceShowsIntervalsAndGradients();
+    void openedMergedResultShowsItsStatistics();
     void alignmentMethodsOverTheExamples();
     void alignmentDotsAreRound();  // issue 52
     void headStatisticsComparedWithAnotherModel();
@@ -555,6 +561,64 @@ void TestViews::importanceShowsIntervalsAndGradients() {
     QCOMPARE(bars->data()->at(1).errorPlus, 2.0);
     QCOMPARE(panel.curve()->graph(1)->dataCount(), 1);  // the one point of significant loss
     QCOMPARE(panel.curve()->graph(1)->data()->at(0)->key, 4.0);
+}
+
+// Open results… of a sharded run's parts merged by attnlab-cli merge's core (issue 55): the panel shows the file's
+// statistics as a run of its own (the status line's sentences, every head's row, the heatmap); a part alone is
+// refused by message.
+void TestViews::openedMergedResultShowsItsStatistics() {
+    const std::vector<std::string> src{"Ein Hund läuft im Park.", "Zwei Kinder spielen.", "Eine Frau liest ein Buch.",
+                                       "Der Mann schläft.", "Die Katze sitzt auf dem Tisch."};
+    const std::vector<std::string> ref{"A dog runs in the park.", "Two children play.", "A woman reads a book.",
+                                       "The man sleeps.", "The cat sits on the table."};
+    attnlab::CorpusRun run{"heads",
+                           m_package.toStdString(),
+                           attnlab::modelFingerprint(m_package.toStdString()),
+                           {},
+                           {{"src", attnlab::linesChecksum(src)}, {"ref", attnlab::linesChecksum(ref)}},
+                           5,
+                           {}};
+    QStringList parts;
+    for (int k = 1; k <= 2; ++k) {
+        run.shard = {k, 2};
+        const auto r = attnlab::shardLines(src.size(), run.shard);
+        const auto s = attnlab::linesOf(src, r), t = attnlab::linesOf(ref, r);
+        auto stats = attnlab::corpusHeadStatistics(*m_core, s, &t, {}, 8, {}, attnlab::MapMeasure::Weights, true);
+        for (int& l : stats.sentence_lines) l += int(r.begin);  // the corpus's lines, as attnlab-cli heads writes
+        for (auto& h : stats.heads)
+            for (int& typical : h.typical_sentence) typical += typical >= 0 ? int(r.begin) : 0;
+        parts << m_dir.filePath(QString("heads.%1.json").arg(k));
+        attnlab::writeHeadLabFile(parts.back().toStdString(),
+                                  attnlab::withRun(attnlab::headsJson(stats, nullptr, m_core->info()), run));
+    }
+    const QString merged = m_dir.filePath("heads.json");
+    attnlab::writeHeadLabFile(merged.toStdString(),
+                              attnlab::mergeCorpusResults({parts[1].toStdString(), parts[0].toStdString()}));
+    HeadStatsPanel panel;
+    QCOMPARE(panel.openResults(parts[0]),
+             std::optional<QString>(parts[0] + ": one part of a sharded run: put the parts together first (attnlab-cli "
+                                               "merge)"));
+    QCOMPARE(panel.openResults(merged), std::optional<QString>());
+    QFile read(merged);  // the file read by Qt's parser, not the reader under test
+    QVERIFY(read.open(QIODevice::ReadOnly));
+    const QJsonArray heads = QJsonDocument::fromJson(read.readAll()).object()["heads"].toArray();
+    QVERIFY2(panel.statusText().contains(QString("%1 heads over 5 sentences").arg(heads.size())),
+             qPrintable(panel.statusText()));
+    QCOMPARE(panel.table()->rowCount(), int(heads.size()));
+    for (int row = 0; row < panel.table()->rowCount(); ++row) {
+        const QJsonObject head = heads[panel.table()->item(row, 0)->data(Qt::UserRole).toInt()].toObject();
+        QCOMPARE(panel.table()->item(row, 1)->data(Qt::UserRole).toDouble(), head["rows"].toDouble());
+        for (const auto& info : attnlab::headStatisticInfos())
+            QCOMPARE(panel.table()->item(row, 2 + int(info.id))->data(Qt::UserRole).toDouble(),
+                     head[info.key].toDouble());
+    }
+    panel.select(int(attnlab::HeadStatistic::Entropy), AttentionKind::Cross);
+    for (const auto& value : heads) {
+        const QJsonObject head = value.toObject();
+        if (head["kind"].toString() == "cross")
+            QCOMPARE(panel.heatmap()->map()[size_t(head["layer"].toInt())][size_t(head["head"].toInt())],
+                     float(head["entropy"].toDouble()));
+    }
 }
 
 // Importance over the model's 8 examples: the intervals are wide, and the panel says so beside the

@@ -93,6 +93,10 @@ void HeadStatsPanel::buildControls() {
     auto* files = new QPushButton(tr("Corpus…"), this);
     files->setToolTip(tr("A source file and, optionally, its references (one sentence per line, plain or .gz)"));
     auto* examples = new QPushButton(tr("Use the model's examples"), this);
+    auto* open = new QPushButton(tr("Open results…"), this);
+    open->setToolTip(
+        tr("Head statistics written by attnlab-cli heads --json, merged from the parts of a sharded run "
+           "(attnlab-cli merge) or exported here"));
     m_corpus = new QLabel(tr("no corpus chosen"), this);
     m_importance_box = new QCheckBox(tr("Importance (one translation per head; needs references)"), this);
     m_run = new QPushButton(tr("Run"), this);
@@ -129,6 +133,12 @@ void HeadStatsPanel::buildControls() {
     m_kind->setCurrentIndex(int(AttentionKind::Cross));
 
     connect(files, &QPushButton::clicked, this, &HeadStatsPanel::chooseFiles);
+    connect(open, &QPushButton::clicked, this, [this] {
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open head statistics"), QString(), tr("JSON (*.json)"));
+        if (path.isEmpty()) return;
+        if (auto why = openResults(path)) m_status->setText(*why);
+    });
     connect(examples, &QPushButton::clicked, this, [this] {
         std::vector<std::string> s, r;
         for (const auto& e : m_examples) {
@@ -151,6 +161,7 @@ void HeadStatsPanel::buildControls() {
     top->addWidget(files);
     top->addWidget(examples);
     top->addWidget(m_corpus, 1);
+    top->addWidget(open);
     top->addWidget(m_run);
     top->addWidget(m_cancel);
     auto* run = new QHBoxLayout;
@@ -608,6 +619,24 @@ std::optional<QString> HeadStatsPanel::exportJson(const QString& path) const {
     } catch (const std::exception& e) {
         return QString::fromStdString(e.what());
     }
+    return std::nullopt;
+}
+
+std::optional<QString> HeadStatsPanel::openResults(const QString& path) {
+    HeadsFile file;
+    try {
+        file = readHeadsJson(path.toStdString());
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+    m_pending_sources.clear();  // the file names its typical sentences by line, not their text
+    m_other.reset();
+    m_other_name.clear();
+    m_left_out.clear();
+    setReport(std::make_shared<const HeadStatsReport>(std::move(file.stats)),
+              file.importance ? std::make_shared<const ImportanceReport>(std::move(*file.importance)) : nullptr,
+              std::make_shared<const ModelInfo>(std::move(file.model)));
+    m_status->setText(tr("%1 (read from %2)").arg(m_status->text(), path));
     return std::nullopt;
 }
 

@@ -76,6 +76,10 @@ public:
     // Exports; the UI's error convention: the reason, or nothing.
     [[nodiscard]] std::optional<QString> exportJson(const QString& path) const;
     [[nodiscard]] std::optional<QString> exportCsv(const QString& path) const;
+    // Open results…: a heads document (attnlab-cli heads --json, the merge of a sharded run's parts, an export)
+    // shown as a run of the app's own: statistics, heatmaps, table, importance and its curve. The problem, or
+    // nothing. Its typical sentences' text is not in the file: double-clicking a row shows none.
+    [[nodiscard]] std::optional<QString> openResults(const QString& path);
 
     // What is shown (tests read it back).
     AttentionView* heatmap() const;        // the statistic of this model
