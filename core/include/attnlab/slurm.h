@@ -55,7 +55,8 @@ std::vector<SbatchOption> readSbatchOptions(const std::string& path);
 std::string arrayScript(const SlurmJob& job);
 std::string mergeScript(const SlurmJob& job);
 std::string submitScript(const SlurmJob& job);
-// Writes the three scripts into job.folder (made with its logs folder as needed); returns submit.sh's path.
+// Writes the three scripts into job.folder (made with its logs folder as needed, and the folder of job.merged);
+// returns submit.sh's path.
 std::string writeSlurmJob(const SlurmJob& job);
 
 struct SubmittedJob {

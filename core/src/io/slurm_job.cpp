@@ -184,6 +184,9 @@ std::string writeSlurmJob(const SlurmJob& job) {
     std::error_code ec;
     fs::create_directories(folder / slurm_files::kLogs, ec);
     if (ec) throw InputError(job.folder + ": cannot make the Slurm job's folder: " + ec.message());
+    // The merge writes there hours later, on another node: a folder missing is better found now.
+    fs::create_directories(fs::path(job.merged).parent_path(), ec);
+    if (ec) throw InputError(job.merged + ": cannot make its folder: " + ec.message());
     saveToFile((folder / slurm_files::kArrayScript).string(), arrayScript(job));
     saveToFile((folder / slurm_files::kMergeScript).string(), mergeScript(job));
     const std::string submit = (folder / slurm_files::kSubmitScript).string();

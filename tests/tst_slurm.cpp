@@ -1,0 +1,213 @@
+// attnlab-cli --slurm N (issue 55, item 3; docs/scale-out.md): the job's scripts as text, the scripts run by hand as
+// Slurm would run them, and a real single-node Slurm cluster (support/slurm_cluster.h) running a 3-task array and
+// its merge job submitted with --submit; every merged result is compared with the one-process run's.
+#include "fixtures.h"
+#include "slurm_cluster.h"
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using attnlab::testing::readFile;
+using attnlab::testing::runCli;
+using attnlab::testing::SlurmCluster;
+using attnlab::testing::writeFile;
+
+namespace {
+QString text(const QString& path) { return QString::fromStdString(readFile(path.toStdString())); }
+
+// The #SBATCH lines of a script, as sbatch reads them: those before its first command.
+QStringList sbatchLines(const QString& script) {
+    QStringList found;
+    for (const QString& line : script.split('\n')) {
+        if (line.startsWith("#SBATCH ")) found << line.mid(8);
+        if (!line.isEmpty() && !line.startsWith('#')) break;
+    }
+    return found;
+}
+
+// A JSON file as text in one layout (a failed comparison shows where they differ).
+QString readJson(const QString& path) {
+    return QString::fromStdString(nlohmann::json::parse(readFile(path.toStdString())).dump(1));
+}
+}  // namespace
+
+class TestSlurm : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void scriptsOfThreeTasks();
+    void scriptsRunByHandMergeToTheOneProcessResult();
+    void badOptionsRefusedByName();
+    void clusterRunsTheArrayAndItsMerge();
+
+private:
+    QStringList evalArgs(const QString& json) const;
+    QTemporaryDir m_dir;
+    QString m_pkg, m_src, m_ref, m_whole;
+};
+
+void TestSlurm::initTestCase() {
+    const std::string dir = m_dir.path().toStdString();
+    const std::string tok = attnlab::testing::trainTokenizer(dir, 400);
+    m_pkg = QString::fromStdString(
+        attnlab::testing::writeRandomPackage(dir + "/pkg", tok, attnlab::testing::smallConfig(400)));
+    // 7 lines: 3 shards of 2, 2 and 3 lines (partial_result.h's blocks).
+    std::string src, ref;
+    for (const auto& l : attnlab::testing::corpusLines(7, 3)) src += l + "\n";
+    for (const auto& l : attnlab::testing::corpusLines(7, 4)) ref += l + "\n";
+    m_src = m_dir.path() + "/src.txt";
+    m_ref = m_dir.path() + "/ref.txt";
+    writeFile(m_src.toStdString(), src);
+    writeFile(m_ref.toStdString(), ref);
+    m_whole = m_dir.path() + "/whole.json";
+    const auto r = runCli(evalArgs(m_whole));
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+}
+
+QStringList TestSlurm::evalArgs(const QString& json) const {
+    return {"eval",
+            "--model",
+            m_pkg,
+            "--src",
+            m_src,
+            "--ref",
+            m_ref,
+            "--beam",
+            "1",
+            "--device",
+            attnlab::testing::testDeviceArg(),
+            "--json",
+            json};
+}
+
+// What --slurm 3 writes, read as sbatch and sh read it: the array's and the merge's #SBATCH options (the command
+// line's winning over the file's), the task's command with its shard and part, the merge's parts, and the
+// submission with the merge after the array.
+void TestSlurm::scriptsOfThreeTasks() {
+    const QString out = m_dir.path() + "/text", options = out + "/site.options";
+    QDir().mkpath(out);
+    writeFile(options.toStdString(), "# the site's defaults\n#SBATCH --partition=batch\nmem=1G\n\n--time 00:30:00\n");
+    const auto r = runCli(evalArgs(out + "/result.json") + QStringList{"--slurm", "3", "--slurm-options", options,
+                                                                       "--slurm-option", "partition=debug",
+                                                                       "--slurm-option", "cpus-per-task=2"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QString folder = out + "/result.slurm";
+    QVERIFY2(r.out.contains("wrote " + folder + "/array.sbatch (3 tasks)"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("sh " + folder + "/submit.sh"), qPrintable(r.out));
+
+    const QString array = text(folder + "/array.sbatch");
+    QVERIFY(array.startsWith("#!/bin/sh\n"));
+    QCOMPARE(sbatchLines(array),
+             QStringList({"--job-name=attnlab-eval", "--chdir=" + QDir::currentPath(),
+                          "--output=" + folder + "/logs/task-%a.out", "--array=1-3", "--partition=debug", "--mem=1G",
+                          "--time=00:30:00", "--cpus-per-task=2"}));
+    QVERIFY2(array.contains("threads=${SLURM_CPUS_PER_TASK:-${SLURM_JOB_CPUS_PER_NODE:-}}"), qPrintable(array));
+    const QString task = array.section('\n', -2, -2);  // the last line: the command
+    QVERIFY2(task.startsWith("exec '") && task.contains("' 'eval' '--model' '" + m_pkg + "' "), qPrintable(task));
+    QVERIFY2(task.endsWith(" --shard \"$SLURM_ARRAY_TASK_ID/3\" --json '" + folder +
+                           "/part-'\"$SLURM_ARRAY_TASK_ID\"'.json'"),
+             qPrintable(task));
+    QVERIFY2(!task.contains("--slurm") && !task.contains("result.json"), qPrintable(task));
+
+    const QString merge = text(folder + "/merge.sbatch");
+    QCOMPARE(sbatchLines(merge), QStringList({"--job-name=attnlab-eval-merge", "--chdir=" + QDir::currentPath(),
+                                              "--output=" + folder + "/logs/merge.out", "--partition=debug", "--mem=1G",
+                                              "--time=00:30:00"}));
+    QVERIFY2(merge.contains("while [ \"$k\" -le 3 ]") && merge.endsWith("' merge '" + out + "/result.json' \"$@\"\n"),
+             qPrintable(merge));
+
+    const QString submit = text(folder + "/submit.sh");
+    QVERIFY2(submit.contains("array=$(sbatch --parsable '" + folder + "/array.sbatch')"), qPrintable(submit));
+    QVERIFY2(submit.contains("sbatch --parsable --dependency=afterok:\"$array\" --kill-on-invalid-dep=yes '" + folder +
+                             "/merge.sbatch'"),
+             qPrintable(submit));
+    QVERIFY(QFileInfo(folder + "/submit.sh").isExecutable());
+}
+
+// The scripts run as Slurm runs them (sh, SLURM_ARRAY_TASK_ID 1..3, SLURM_CPUS_PER_TASK), in a folder whose name
+// needs quoting: the merged result is the one-process run's.
+void TestSlurm::scriptsRunByHandMergeToTheOneProcessResult() {
+    const QString out = m_dir.path() + "/by hand/it's", folder = m_dir.path() + "/job dir";
+    auto r = runCli(evalArgs(out + "/merged.json") + QStringList{"--slurm", "3", "--slurm-dir", folder});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    for (int k = 1; k <= 3; ++k) {
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("SLURM_ARRAY_TASK_ID", QString::number(k));
+        env.insert("SLURM_CPUS_PER_TASK", "1");
+        r = attnlab::testing::runProgram("/bin/sh", {folder + "/array.sbatch"}, {}, env);
+        QVERIFY2(r.code == 0, qPrintable(QString("task %1: %2").arg(k).arg(r.err)));
+        QVERIFY(QFile::exists(folder + QString("/part-%1.json").arg(k)));
+    }
+    QVERIFY(!QFile::exists(out + "/merged.json"));
+    r = attnlab::testing::runProgram("/bin/sh", {folder + "/merge.sbatch"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(readJson(out + "/merged.json"), readJson(m_whole));
+}
+
+void TestSlurm::badOptionsRefusedByName() {
+    const QString json = m_dir.path() + "/bad/r.json", file = m_dir.path() + "/bad.options";
+    writeFile(file.toStdString(), "partition=debug\nnot an option\n");
+    const struct {
+        QStringList args;
+        QString message;
+    } cases[] = {
+        {{"--slurm", "3"}, "--slurm needs --json FILE"},
+        {{"--slurm", "0", "--json", json}, "--slurm"},
+        {{"--slurm", "2", "--json", json, "--slurm-option", "array=1-9"},
+         "--slurm-option array=1-9: --array is set by the job's scripts themselves"},
+        {{"--slurm", "2", "--json", json, "--slurm-option", "comment=a\"b"},
+         "holds a control character or a double quote"},
+        {{"--slurm", "2", "--json", json, "--slurm-options", file},
+         file + " line 2: 'not an option' is not a Slurm option"},
+        {{"--slurm", "2", "--json", json, "--slurm-options", file + ".none"}, file + ".none: cannot read"},
+        {{"--submit", "--json", json}, "need --slurm N"},
+        {{"--slurm", "2", "--json", json, "--shard", "1/2"}, "leave out --shard"},
+        {{"--slurm", "2", "--json", json, "--output", json + ".txt"}, "--output cannot go with --slurm"},
+    };
+    for (const auto& c : cases) {
+        const auto r = runCli(QStringList{"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref} + c.args);
+        QVERIFY2(r.code == 2 && r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
+    }
+    // translate's lines from stdin: none reach a task unless a file is its standard input (#SBATCH --input)
+    const auto r = runCli({"translate", "--model", m_pkg, "--slurm", "2", "--json", json}, "Ein Hund.\n");
+    QVERIFY2(r.code == 2 && r.err.contains("translate --slurm: a task reads no terminal; give the lines with --text, "
+                                           "or the file of them with --slurm-option input=FILE"),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(m_dir.path() + "/bad"));
+}
+
+// A real cluster: `--slurm 3 --submit` prints the array's and the merge's ids; the three tasks and then the merge
+// complete; the merged result is the one-process run's.
+void TestSlurm::clusterRunsTheArrayAndItsMerge() {
+    if (const QString why = SlurmCluster::unavailable(); !why.isEmpty()) {
+        if (qEnvironmentVariable("CI") == "true" && geteuid() == 0) QFAIL(qPrintable(why));  // setup.sh installs them
+        QSKIP(qPrintable(why));
+    }
+    QTemporaryDir here(QDir::tempPath() + "/attnlab-slurm-XXXXXX");
+    SlurmCluster cluster(here.path() + "/cluster");
+    const QString problem = cluster.start(180);
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
+
+    const QString merged = here.path() + "/merged.json";
+    const auto r = runCli(evalArgs(merged) + QStringList{"--slurm", "3", "--submit"}, {}, cluster.environment());
+    QVERIFY2(r.code == 0, qPrintable(r.err + "\n" + cluster.logs()));
+    const auto ids = QRegularExpression("array job (\\d+): 3 tasks.*\\nmerge job (\\d+): ",
+                                        QRegularExpression::DotMatchesEverythingOption)
+                         .match(r.out);
+    QVERIFY2(ids.hasMatch(), qPrintable(r.out));
+    // Two CPUs, three tasks of a second or two each and the merge; generous for a busy machine.
+    const QString state = cluster.waitForJob(ids.captured(2), 600);
+    const QString folder = here.path() + "/merged.slurm";
+    QVERIFY2(state == "COMPLETED", qPrintable(state + "\n" + text(folder + "/logs/merge.out") + cluster.logs()));
+    QCOMPARE(cluster.waitForJob(ids.captured(1), 10), QString("COMPLETED COMPLETED COMPLETED"));
+    QCOMPARE(readJson(merged), readJson(m_whole));
+}
+
+QTEST_GUILESS_MAIN(TestSlurm)
+#include "tst_slurm.moc"
