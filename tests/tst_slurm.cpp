@@ -1,6 +1,7 @@
 // attnlab-cli --slurm N (issue 55, item 3; docs/scale-out.md): the job's scripts as text, the scripts run by hand as
 // Slurm would run them, and a real single-node Slurm cluster (support/slurm_cluster.h) running a 3-task array and
 // its merge job submitted with --submit; every merged result is compared with the one-process run's.
+#include "fake_hub_server.h"
 #include "fixtures.h"
 #include "slurm_cluster.h"
 
@@ -44,6 +45,7 @@ private Q_SLOTS:
     void scriptsOfThreeTasks();
     void scriptsRunByHandMergeToTheOneProcessResult();
     void badOptionsRefusedByName();
+    void hubModelDownloadedOnceBeforeTheTasks();
     void clusterRunsTheArrayAndItsMerge();
 
 private:
@@ -180,6 +182,40 @@ void TestSlurm::badOptionsRefusedByName() {
                                            "or the file of them with --slurm-option input=FILE"),
              qPrintable(r.err));
     QVERIFY(!QFile::exists(m_dir.path() + "/bad"));
+}
+
+// A Hugging Face name is downloaded into the shared cache when the job is written, once: the tasks then run with the
+// hub gone (HF_HUB_OFFLINE in the script), and the merge equals the one-process run of the cached model.
+void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
+    const QString root = m_dir.path() + "/hub";
+    attnlab::testing::FakeHub hub(root + "/server");
+    attnlab::testing::Files files;
+    for (const QString& f : QDir(m_pkg).entryList(QDir::Files))
+        files[f.toStdString()] = readFile((m_pkg + "/" + f).toStdString());
+    hub.addRepo("someone/tiny", files);
+    hub.start();
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("HF_ENDPOINT", QString::fromStdString(hub.endpoint()));
+    env.insert("HF_HUB_CACHE", root + "/cache");
+    env.remove("HF_HUB_OFFLINE");
+    const QString folder = root + "/job";
+    const QStringList args{"eval", "--model", "someone/tiny", "--src", m_src, "--ref", m_ref, "--beam", "1"};
+    auto r =
+        runCli(args + QStringList{"--json", root + "/merged.json", "--slurm", "2", "--slurm-dir", folder}, {}, env);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(QDir(root + "/cache/models--someone--tiny").exists(), qPrintable(r.err));
+    QVERIFY(!hub.requests().empty());
+    hub.stop();  // every request from here on fails
+    for (int k = 1; k <= 2; ++k) {
+        env.insert("SLURM_ARRAY_TASK_ID", QString::number(k));
+        r = attnlab::testing::runProgram("/bin/sh", {folder + "/array.sbatch"}, {}, env);
+        QVERIFY2(r.code == 0, qPrintable(QString("task %1: %2").arg(k).arg(r.err)));
+    }
+    r = attnlab::testing::runProgram("/bin/sh", {folder + "/merge.sbatch"}, {}, env);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    r = runCli(args + QStringList{"--json", root + "/whole.json"}, {}, env);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(readJson(root + "/merged.json"), readJson(root + "/whole.json"));
 }
 
 // A real cluster: `--slurm 3 --submit` prints the array's and the merge's ids; the three tasks and then the merge
