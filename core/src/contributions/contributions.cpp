@@ -3,6 +3,7 @@
 #include "contributions/contributions.h"
 
 #include "contributions/alti.h"
+#include "contributions/value_zeroing.h"
 #include "decoding/engine.h"
 #include "util/device.h"
 #include "util/torch_errors.h"
@@ -34,7 +35,7 @@ namespace {
 Contributions compute(const ForcedPass& pass, ContributionMethod method) {
     switch (method) {
     case ContributionMethod::AltiPlus: return altiPlus(pass);
-    case ContributionMethod::ValueZeroing: break;
+    case ContributionMethod::ValueZeroing: return valueZeroing(pass);
     }
     throw InputError(contributionMethodName(method) + " is not available yet");
 }
