@@ -15,6 +15,8 @@
 #  - SlurmctldHost=NAME(127.0.0.1), SlurmctldPort and SlurmdPort: the controller on 127.0.0.1 and free ports;
 #  - NodeName=attnlab-node NodeAddr=127.0.0.1 CPUs=N with `slurmd -N attnlab-node`: one node, whatever the host is
 #    called; SlurmdParameters=config_overrides: the configured CPUs win over what slurmd finds (16 cores: still N);
+#    RealMemory: the machine's (its default, 1 MiB, refuses every --mem: "Requested node configuration is not
+#    available");
 #  - ProctrackType=proctrack/linuxproc, TaskPlugin=task/none: no cgroups (a plain container has none to give);
 #  - SelectType=select/cons_tres with CR_CPU: one CPU a task by default, N tasks at once;
 #  - SchedulerType=sched/builtin: a job starts as soon as it can, no backfill pass to wait for;
@@ -43,8 +45,9 @@ last_logs() {
 }
 
 write_config() {
-  local host
+  local host memory
   host=$(hostname -s 2>/dev/null || echo localhost)
+  memory=$(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) / 1024)) # MiB: what --mem may ask of the node
   cat >"$SLURM_CONF" <<EOF
 ClusterName=attnlablocal
 SlurmctldHost=$host(127.0.0.1)
@@ -74,7 +77,7 @@ SwitchType=switch/none
 ReturnToService=2
 SlurmdParameters=config_overrides
 MinJobAge=600
-NodeName=attnlab-node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+NodeName=attnlab-node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=debug Nodes=attnlab-node Default=YES MaxTime=INFINITE State=UP
 EOF
 }
