@@ -30,11 +30,13 @@ struct ModelConfig;
 //  - threads by the work of a call, not by where its lines come from: LibTorch's threads share each
 //    product of a decoding step, which pays only when the step is large beside the threads' meeting
 //    at its end. The work is the multiply-adds of one step (stepMultiplyAdds: the rows a step carries,
-//    a batch's sentences x the beam, times the decoder's weights and the output projection); a call
-//    gets one thread for every multiplyAddsPerThread(compute type) of it, at least one, at most every
-//    core. Those figures are where a second thread began to make a step faster on an idle machine in
-//    scripts/bench_threads.sh (the bundled model's typed sentence stays on one thread; a batch of
-//    OPUS-MT base shape uses every core).
+//    a batch's sentences x the beam, times the decoder's weights and the output projection). A call
+//    gets one thread until that work reaches secondThreadFrom(compute type), then one thread for
+//    every multiplyAddsPerThread(compute type) of it, at least two, at most every core. The first
+//    figure is where a second thread began to make a step faster on an idle machine whose waiting
+//    threads sleep (scripts/bench_threads.sh: a wake-up through the kernel at every parallel region is
+//    paid back only by large steps); the bundled model's sentences and batches stay on one thread, a
+//    batch of 32 of OPUS-MT base shape at beam 5 uses every core.
 //  - waiting threads sleep (OMP_WAIT_POLICY=passive, for libgomp and so for LibTorch, OpenBLAS and
 //    oneDNN, which use its threads here) in every executable: attnlab-cli, attnlab, bench_ui and
 //    bench_decoding are a small launcher (app/launcher) that sets it, unless the user set a policy,
@@ -50,6 +52,8 @@ double stepMultiplyAdds(const ModelConfig& model, int64_t rows);
 // The multiply-adds a step needs per thread computing in `compute_type` (float32 | int8 | bfloat16;
 // TranslatorOptions::compute_type), from the table in device.cpp.
 double multiplyAddsPerThread(const std::string& compute_type);
+// The multiply-adds of a step from which a call computing in `compute_type` gets a second thread.
+double secondThreadFrom(const std::string& compute_type);
 
 // The threads for a call of `model` whose steps carry `rows` hypotheses: `requested` when > 0
 // (--threads, then $ATTNLAB_THREADS, then $OMP_NUM_THREADS: requestedThreads), else the policy above.

@@ -36,15 +36,26 @@ int requestedThreads(int option) {
 }
 
 namespace {
-// The thread table (docs/benchmarks.md, "Threads by measured work (issue 53)", scripts/bench_threads.sh):
-// per compute type, the multiply-adds of a decoding step each thread needs. A second thread made a step
-// faster on an idle machine only from about twice this (float32's products go through XNNPACK's packed
-// weights or OpenBLAS, int8's and bfloat16's through oneDNN, which splits smaller products well).
+// The thread table (docs/benchmarks.md, "Threads by measured work (issue 53)", scripts/bench_threads.sh part 1,
+// idle, 3 rounds): per compute type, the multiply-adds of a decoding step from which a second thread made a
+// step faster on an idle 2-core machine with waiting threads asleep, and the multiply-adds each thread needs
+// beyond that. float32 (XNNPACK's packed products, OpenBLAS): 2 threads 1.11-1.81x slower up to 1 G a step,
+// even at 8 G (OPUS-base batch 32 at beam 5: 1.02); int8 (oneDNN): 1.17x slower at 1 G, 0.86 at 8 G, so from
+// 3 G (between, on a log scale). The slope beyond the second thread is not measured here (two cores): it
+// keeps the earlier figures (issue 43's crossovers at load 1-2), so that a machine of more cores gives a
+// batch of OPUS-base shape every core up to 16 (tst_threads).
 struct ThreadTableRow {
     const char* compute_type;
+    double second_thread_from;
     double multiply_adds_per_thread;
 };
-constexpr ThreadTableRow kThreadTable[] = {{"float32", 400e6}, {"int8", 100e6}, {"bfloat16", 100e6}};
+constexpr ThreadTableRow kThreadTable[] = {{"float32", 8e9, 400e6}, {"int8", 3e9, 100e6}, {"bfloat16", 3e9, 100e6}};
+
+const ThreadTableRow& tableRow(const std::string& compute_type) {
+    for (const auto& row : kThreadTable)
+        if (compute_type == row.compute_type) return row;
+    return kThreadTable[0];  // validated elsewhere; float32's figures
+}
 }  // namespace
 
 double stepMultiplyAdds(const ModelConfig& m, int64_t rows) {
@@ -57,17 +68,19 @@ double stepMultiplyAdds(const ModelConfig& m, int64_t rows) {
     return per_row * double(std::max<int64_t>(rows, 1));
 }
 
+double secondThreadFrom(const std::string& compute_type) { return tableRow(compute_type).second_thread_from; }
+
 double multiplyAddsPerThread(const std::string& compute_type) {
-    for (const auto& row : kThreadTable)
-        if (compute_type == row.compute_type) return row.multiply_adds_per_thread;
-    return kThreadTable[0].multiply_adds_per_thread;  // validated elsewhere; float32's figure
+    return tableRow(compute_type).multiply_adds_per_thread;
 }
 
 int threadsFor(int requested, const ModelConfig& model, int64_t rows, const std::string& compute_type) {
     if (requested > 0) return requested;
-    const double threads = stepMultiplyAdds(model, rows) / multiplyAddsPerThread(compute_type);
+    const double work = stepMultiplyAdds(model, rows);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return threads < 1 ? 1 : static_cast<int>(std::min(threads, double(cores)));
+    if (work < secondThreadFrom(compute_type) || cores < 2) return 1;
+    const double threads = work / multiplyAddsPerThread(compute_type);
+    return std::clamp(static_cast<int>(std::min(threads, double(cores))), 2, cores);
 }
 
 int setComputeThreads(int threads) {
