@@ -337,7 +337,7 @@ bench_md() {
     echo "build has no XNNPACK). Whole \`attnlab-cli\` processes. Latency is the two-point difference of 12"
     echo "sentences once and four times over at \`--batch-size 1\` (start, load and the GPU's first kernels"
     echo "cancel out); throughput takes an empty run (start and load) off. Both run on the threads the CPU"
-    echo "policy gives their steps (attnlab/device.h: one per 400 M multiply-adds of a step in float32)."
+    echo "policy gives their steps (attnlab/device.h: one thread below 8 G multiply-adds a step in float32, then one per 400 M)."
     echo
     echo "| measurement | CPU | GPU | GPU speed-up |"
     echo "| --- | ---: | ---: | ---: |"
