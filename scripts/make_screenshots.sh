@@ -86,6 +86,11 @@ lesson attention-learned 1 lesson-720p.png
 # Issue 27: what moves each produced piece, by gradient, beside the cross-attention rollout.
 "$app" "${model[@]}" --text "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine Brücke." --tab saliency \
   --screenshot "$out/saliency.png"
+# Issue 54: the Method ALTI+ (one map per layer, all heads together) and the logit lens, as the lesson that
+# sets them beside the weights shows them on a 1920 x 1080 screen.
+screen_size 1920 1080
+lesson beyond-attention 2 alti-plus.png
+lesson beyond-attention 5 logit-lens.png
 # Issue 28: a toy model trained here (about 80 s), its attention history in the Training tab.
 toy=$(mktemp -d)/toy-reverse
 build/bin/attnlab-cli toy --task reverse --output "$toy" >/dev/null

@@ -1,6 +1,7 @@
 // Weight x value norm and attention rollout (attnlab/attention_flow.h) on maps small enough to work
 // out by hand, and the properties every rollout has (rows that sum to 1).
 #include <attnlab/attention_flow.h>
+#include <attnlab/contributions.h>
 #include <attnlab/errors.h>
 
 #include <QtTest/QtTest>
@@ -159,6 +160,29 @@ void TestAttentionFlow::measuredMapsOfAResult() {
                  attnlab::attentionRollout(r.decoder_self)[0]));
     for (auto m : attnlab::kMapMeasures) QCOMPARE(attnlab::parseMapMeasure(attnlab::mapMeasureName(m)), m);
     QVERIFY(!attnlab::parseMapMeasure("saliency"));
+    // ALTI+ and value zeroing (issue 54) are measures too, named as contributions.h names the methods, one map
+    // per layer; made from the model (Translator::contributions), not from a result's maps, so that neither
+    // `translate --maps` nor `heads --measure` offers them.
+    QCOMPARE(attnlab::parseMapMeasure(attnlab::kAltiPlusName), std::optional(MapMeasure::AltiPlus));
+    QCOMPARE(attnlab::parseMapMeasure(attnlab::kValueZeroingName), std::optional(MapMeasure::ValueZeroing));
+    QCOMPARE(attnlab::mapMeasureNames(), (std::vector<std::string>{"weights", "value-norm", "rollout"}));
+    QCOMPARE(errorOf([&] { attnlab::measuredMaps(r, AttentionKind::Cross, MapMeasure::AltiPlus, &n); }),
+             QString("the alti+ maps are computed from the model (Translator::contributions), not from the attention "
+                     "maps"));
+    for (auto m : attnlab::kMapMeasures) {
+        const auto method = attnlab::contributionMethodOf(m);
+        QCOMPARE(bool(method), m == MapMeasure::AltiPlus || m == MapMeasure::ValueZeroing);
+        if (method) QCOMPARE(attnlab::measureOf(*method), m);
+        QCOMPARE(attnlab::onePerLayer(m), m == MapMeasure::Rollout || bool(method));
+    }
+    attnlab::Contributions c;
+    c.encoder_self = {r.encoder_self[0][0], r.encoder_self[1][1]};
+    c.cross = {r.cross[0][1], r.cross[1][0]};
+    const auto per_layer = attnlab::contributionMaps(c, AttentionKind::Cross);
+    QCOMPARE(per_layer, (attnlab::LayerHeadMaps{{r.cross[0][1]}, {r.cross[1][0]}}));
+    QCOMPARE(attnlab::contributionMaps(c, AttentionKind::EncoderSelf)[1],
+             std::vector<attnlab::Matrix>{c.encoder_self[1]});
+    QVERIFY(attnlab::contributionMaps(c, AttentionKind::DecoderSelf).empty());
 }
 
 QTEST_APPLESS_MAIN(TestAttentionFlow)

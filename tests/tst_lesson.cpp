@@ -128,8 +128,10 @@ void TestLesson::malformedLessonsAreNamed_data() {
     QTest::newRow("selection incomplete")
         << QString::fromStdString(lesson(R"({"view": {"selections": {"pairs": {"kind": "cross", "layer": 1}}}})"))
         << "l.json: step 1: selections.pairs: needs kind, layer and head (head is missing)";
-    QTest::newRow("measure") << QString::fromStdString(lesson(R"({"view": {"measure": "saliency"}})"))
-                             << "l.json: step 1: measure: 'saliency' is not weights, value-norm or rollout";
+    QTest::newRow("measure")
+        << QString::fromStdString(lesson(R"({"view": {"measure": "saliency"}})"))
+        << "l.json: step 1: measure: 'saliency' is not one of weights, value-norm, rollout, alti+, "
+           "value-zeroing";
     QTest::newRow("focus without tab") << QString::fromStdString(lesson(R"({"view": {"focus": "map"}})"))
                                        << "l.json: step 1: focus: needs a tab in the same step";
     QTest::newRow("empty focus") << QString::fromStdString(lesson(R"({"view": {"tab": "attention", "focus": ""}})"))

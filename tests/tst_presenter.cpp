@@ -12,6 +12,8 @@
 #include "plots/attention_view.h"
 #include "shell/main_window.h"
 #include "shell/view_registry.h"
+#include "views/attention_explorer.h"
+#include "views/logit_lens_view.h"
 
 #include <attnlab/lesson.h>
 
@@ -24,8 +26,10 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabBar>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTreeView>
 #include <QtTest/QtTest>
 
@@ -107,6 +111,35 @@ bool inSight(const QWidget* w, const QWidget* window) {
     return true;
 }
 
+// Where the logit lens's strip cuts a text (issue 54): a cell's top piece or a position's or layer's
+// label wider than its column or row header; empty when every text is drawn whole.
+QString lensCut(const QTableWidget* t) {
+    const int margin = 2 * t->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, t);
+    for (int p = 0; p < t->columnCount(); ++p) {
+        const int width = t->columnWidth(p);
+        const QString label = t->horizontalHeaderItem(p)->text();
+        if (t->horizontalHeader()->fontMetrics().horizontalAdvance(label) + margin > width)
+            return QStringLiteral("the label of position %1 (%2) in %3 px").arg(p + 1).arg(label).arg(width);
+        for (int l = 0; l < t->rowCount(); ++l) {
+            const QTableWidgetItem* item = t->item(l, p);
+            const int text = QFontMetrics(item->font()).horizontalAdvance(item->text());
+            if (text + margin > width || QFontMetrics(item->font()).height() > t->rowHeight(l))
+                return QStringLiteral("layer %1's cell at position %2 (%3: %4 px) in %5x%6 px")
+                    .arg(l + 1)
+                    .arg(p + 1)
+                    .arg(item->text())
+                    .arg(text)
+                    .arg(width)
+                    .arg(t->rowHeight(l));
+        }
+    }
+    const QHeaderView* rows = t->verticalHeader();
+    for (int l = 0; l < t->rowCount(); ++l)
+        if (rows->fontMetrics().horizontalAdvance(t->verticalHeaderItem(l)->text()) + margin > rows->width())
+            return QStringLiteral("the label of layer %1 in %2 px").arg(l + 1).arg(rows->width());
+    return {};
+}
+
 // The horizontal header of a table or a tree (the beam search's), or null.
 const QHeaderView* columnsOf(const QAbstractItemView* table) {
     if (const auto* t = qobject_cast<const QTableView*>(table)) return t->horizontalHeader();
@@ -122,6 +155,7 @@ private Q_SLOTS:
     void theOrdinaryWindowFits();
     void everyStepFitsTheScreen();
     void aStepWithoutAFocusIsReadable();
+    void aStepWithALTIPlusAndTheLogitLens();  // issue 54
 
 private:
     void settle();
@@ -305,6 +339,13 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
                                 .arg(width)
                                 .arg(table->viewport()->width())));
     }
+    // The logit lens's strip: every cell's piece and every label drawn whole.
+    for (const LogitLensView* lens : m_window->findChildren<LogitLensView*>()) {
+        if (!inSight(lens->table(), m_window.get())) continue;
+        const QString cut = lensCut(lens->table());
+        QVERIFY2(cut.isEmpty(),
+                 qPrintable(QStringLiteral("%1 step %2: the logit lens cuts %3").arg(lesson).arg(step + 1).arg(cut)));
+    }
     // The caption read whole, without scrolling.
     const LessonPane* pane_widget = m_window->lessons()->pane();
     QVERIFY2(!pane_widget->captionScrolls(), qPrintable(QStringLiteral("%1 step %2: the caption scrolls at %3 pt")
@@ -380,4 +421,53 @@ void TestPresenter::aStepWithoutAFocusIsReadable() {
 }
 
 QTEST_MAIN(TestPresenter)
+// Issue 54: a lesson step whose maps are ALTI+ (the Method), written as the lesson editor writes it, read
+// back and shown in presenter mode: the Attention tab draws the computed ALTI+ maps, one per layer, and the
+// next step's logit lens shows every cell whole.
+void TestPresenter::aStepWithALTIPlusAndTheLogitLens() {
+    attnlab::Lesson written;
+    written.model = "de-en";
+    attnlab::LessonStep alti;
+    alti.title = "ALTI+";
+    alti.caption = "What reaches the output.";
+    alti.view.tab = "attention";
+    alti.view.focus = "map";
+    alti.view.sentence = "Zwei Hunde spielen im Schnee.";
+    alti.view.kind = attnlab::AttentionKind::Cross;
+    alti.view.layer = 1;
+    alti.view.measure = attnlab::MapMeasure::AltiPlus;
+    attnlab::LessonStep lens;
+    lens.title = "Logit lens";
+    lens.caption = "Every layer's prediction.";
+    lens.view.tab = "lens";
+    lens.view.focus = "strip";
+    written.steps = {alti, lens};
+    QTemporaryDir dir;
+    const QString path = dir.filePath("alti.json");
+    attnlab::writeLesson(path.toStdString(), written);
+    m_lesson = attnlab::readLesson(path.toStdString());
+    QCOMPARE(m_lesson.steps[0].view.measure, std::optional(attnlab::MapMeasure::AltiPlus));
+    QVERIFY(!m_window->lessons()->openLesson(path));
+    settle();
+    m_window->lessons()->setPresenterMode(true);
+    QVERIFY(!m_window->lessons()->goToStep(0));
+    settle();
+    QTest::qWait(10);
+    QCOMPARE(m_window->context()->measure(), attnlab::MapMeasure::AltiPlus);
+    const auto* explorer = m_window->views()->find<AttentionExplorer>();
+    QVERIFY(explorer->grid()->maps().size() > 1 && explorer->grid()->maps()[0].size() == 1);  // a map per layer
+    QVERIFY2(explorer->view()->title().contains("layer 2, ALTI+"), qPrintable(explorer->view()->title()));
+    QVERIFY(explorer->view()->map() == explorer->grid()->maps()[1][0]);
+    checkStep("alti.json", 0);
+    QVERIFY(!m_window->lessons()->goToStep(1));
+    settle();
+    QTest::qWait(10);
+    const auto* strip = m_window->views()->find<LogitLensView>();
+    QVERIFY2(strip->lens() && strip->table()->rowCount() > 1, qPrintable(strip->message()));
+    checkStep("alti.json", 1);
+    m_window->lessons()->setPresenterMode(false);
+    m_window->context()->setMeasure(attnlab::MapMeasure::Weights);
+    settle();
+}
+
 #include "tst_presenter.moc"

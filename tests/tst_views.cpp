@@ -20,6 +20,7 @@
 #include "shell/view_registry.h"
 #include "views/decoding_view.h"
 #include "views/inputs_view.h"
+#include "views/logit_lens_view.h"
 #include "views/model_panel.h"
 #include "views/pair_view.h"
 #include "views/positional_view.h"
@@ -53,6 +54,7 @@
 #include <QLabel>
 #include <QSettings>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QTextBrowser>
 #include <QtTest/QtTest>
 
@@ -143,6 +145,8 @@ private Q_SLOTS:
     void attentionViewShowsTheChosenMap();
     void attentionViewFollowsRequestsAndStates();
     void attentionViewShowsOtherMeasures();
+    void attentionViewShowsContributions();  // issue 54
+    void logitLensComputesWhenShown();       // issue 54
     void decodingViewStepsAndForcesABeginning();
     void anEmptyDecodingViewDrawsNoPlot();
     void weightViewExplainsTheCellAskedFor();
@@ -235,7 +239,7 @@ QString TestViews::nllbLikePackage() {
 }
 
 void TestViews::registryIsTheOneListOfViews() {
-    const std::vector<std::string> names{"attention", "saliency", "decoding", "weight",     "inputs",
+    const std::vector<std::string> names{"attention", "saliency", "decoding", "lens",       "weight", "inputs",
                                          "pairs",     "heads",    "training", "positional", "model"};
     QCOMPARE(viewNames(), names);
     ViewTabs tabs(m_context.get());
@@ -267,7 +271,7 @@ void TestViews::registryIsTheOneListOfViews() {
         QFAIL("no error");
     } catch (const attnlab::InputError& e) {
         QCOMPARE(QString(e.what()),
-                 QString("l.json: step 1: tab: 'maps' is not one of attention, saliency, decoding, weight, "
+                 QString("l.json: step 1: tab: 'maps' is not one of attention, saliency, decoding, lens, weight, "
                          "inputs, pairs, heads, training, positional, model"));
     }
     // A step's focus names a part of its tab, as the views list them; every bundled step's does.
@@ -370,6 +374,111 @@ void TestViews::attentionViewShowsOtherMeasures() {
     m_controller->waitForIdle();
     QCOMPARE(ready.count(), 1);
     m_context->setMeasure(attnlab::MapMeasure::Weights);
+}
+
+// ALTI+ and value zeroing (issue 54), chosen as the Method: one map per layer of each kind (all heads
+// together), computed on the worker for the translation shown only once chosen, once per translation and
+// method, and drawn as Translator::contributions computes them; a failure is said in the view by its message.
+void TestViews::attentionViewShowsContributions() {
+    using attnlab::ContributionMethod;
+    using attnlab::MapMeasure;
+    AttentionExplorer view(m_context.get());
+    DecodingView steps(m_context.get());
+    QSignalSpy ready(m_controller.get(), &TranslationController::contributionsReady);
+    const auto r = translate("Ein Mann liest eine Zeitung.");
+    m_context->setResult(r, {});
+    m_controller->waitForIdle();
+    QCOMPARE(ready.count(), 0);  // the weights shown: nothing computed
+    view.select(AttentionKind::Cross, 1, 2);
+    m_context->setMeasure(MapMeasure::AltiPlus);
+    QCOMPARE(view.view()->message(), mapMeasureWaiting(MapMeasure::AltiPlus));  // until the worker answers
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && !view.view()->map().empty(), 60000);
+    const auto alti = m_core->contributions(*r, ContributionMethod::AltiPlus);
+    QVERIFY(near(view.view()->map(), alti.cross[1]));
+    QCOMPARE(view.grid()->maps().size(), alti.cross.size());
+    QCOMPARE(view.grid()->maps()[0].size(), size_t(1));  // one map per layer, the column titled by the method
+    QCOMPARE(view.grid()->headerText(0), QString("ALTI+"));
+    QVERIFY2(view.view()->title().contains("ALTI+"), qPrintable(view.view()->title()));
+    view.select(AttentionKind::EncoderSelf, 0, 0);
+    QVERIFY(near(view.view()->map(), alti.encoder_self[0]));
+    view.select(AttentionKind::DecoderSelf, 1, 0);
+    QVERIFY(near(view.view()->map(), alti.decoder_self[1]));
+    QVERIFY(view.figure());  // exported as drawn, its title naming the method
+    // The Decoding tab's strip follows the Method: the step's row of each layer's ALTI+ cross map.
+    steps.setStep(1);
+    steps.setStripLayer(-1);
+    QCOMPARE(steps.crossRows()->map().size(), alti.cross.size());
+    QVERIFY(near(steps.crossRows()->map()[1], alti.cross[1][1]));
+    QVERIFY2(steps.crossRows()->title().contains("ALTI+"), qPrintable(steps.crossRows()->title()));
+    // Value zeroing: a request of its own; back to ALTI+, what was computed is drawn again without one.
+    m_context->setMeasure(MapMeasure::ValueZeroing);
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 2 && !view.view()->map().empty(), 60000);
+    const auto zeroed = m_core->contributions(*r, ContributionMethod::ValueZeroing);
+    QVERIFY(near(view.view()->map(), zeroed.decoder_self[1]));
+    QVERIFY2(view.view()->title().contains("value zeroing"), qPrintable(view.view()->title()));
+    m_context->setMeasure(MapMeasure::AltiPlus);
+    QVERIFY(near(view.view()->map(), alti.decoder_self[1]));
+    m_controller->waitForIdle();
+    QCOMPARE(ready.count(), 2);
+    // What the worker cannot compute is said in the view, by core's message, and as the one failure.
+    auto idless = std::make_shared<attnlab::TranslationResult>(*r);
+    idless->best.ids.clear();
+    QSignalSpy failed(m_context.get(), &ViewContext::failed);
+    m_context->setResult(idless, {});
+    QTRY_VERIFY_WITH_TIMEOUT(!m_context->measureProblem().isEmpty(), 60000);
+    QVERIFY2(m_context->measureProblem().contains("empty"), qPrintable(m_context->measureProblem()));
+    QCOMPARE(view.view()->message(), m_context->measureProblem());
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(failed.first().at(0).value<Operation>(), Operation::Measure);
+    QCOMPARE(failed.first().at(1).toString(), m_context->measureProblem());
+    m_context->setMeasure(MapMeasure::Weights);
+    QVERIFY(near(view.view()->map(), idless->decoder_self[1][0]));
+}
+
+// The logit lens (issue 54): computed on the worker when its tab is shown, for the translation shown; each
+// cell the layer's most probable piece, coloured by the probability it gives the translation's piece, its
+// tooltip the layer's top pieces, as Translator::logitLens computes them.
+void TestViews::logitLensComputesWhenShown() {
+    LogitLensView view(m_context.get());
+    QSignalSpy ready(m_controller.get(), &TranslationController::logitLensReady);
+    const auto r = translate("Zwei Hunde spielen.");
+    m_context->setResult(r, {});
+    m_controller->waitForIdle();
+    QCOMPARE(ready.count(), 0);  // not shown: nothing computed
+    QVERIFY2(view.message().startsWith("Computing"), qPrintable(view.message()));
+    view.show();
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && view.lens(), 60000);
+    const auto lens = m_core->logitLens(*r, LogitLensView::kTop);
+    const QTableWidget* t = view.table();
+    QVERIFY(view.message().isEmpty() && t->isVisible());
+    QCOMPARE(t->rowCount(), int(lens.layers.size()));
+    QCOMPARE(t->columnCount(), int(r->best.pieces.size()));
+    for (int p = 0; p < t->columnCount(); ++p)
+        QCOMPARE(t->horizontalHeaderItem(p)->text(), QString::fromStdString(r->best.pieces[size_t(p)]));
+    for (int l = 0; l < t->rowCount(); ++l) {
+        QCOMPARE(t->verticalHeaderItem(l)->text(), layerLabel(l));
+        for (int p = 0; p < t->columnCount(); ++p) {
+            const auto& cell = lens.layers[size_t(l)][size_t(p)];
+            const QTableWidgetItem* item = t->item(l, p);
+            QCOMPARE(item->text(), QString::fromStdString(cell.top.front().piece));
+            QCOMPARE(item->font().bold(), cell.chosen_rank == 0);
+            const double shown = view.lens()->layers[size_t(l)][size_t(p)].chosen_probability;
+            QVERIFY(std::abs(shown - cell.chosen_probability) <= kSameKernelsMargin);
+            QCOMPARE(item->background().color(), paletteColor(m_context->palette(), shown));
+            for (const auto& top : cell.top)
+                QVERIFY2(item->toolTip().contains(QString::fromStdString(top.piece)), qPrintable(item->toolTip()));
+        }
+    }
+    // The colour map followed; a new translation is asked for once, the view being shown.
+    const Palette before = m_context->palette();
+    m_context->setPalette(Palette::Viridis, false);
+    QCOMPARE(t->item(0, 0)->background().color(),
+             paletteColor(Palette::Viridis, view.lens()->layers[0][0].chosen_probability));
+    m_context->setPalette(before, false);
+    m_context->setResult(translate("Ein Hund."), {});
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 2 && view.lens(), 60000);
+    m_controller->waitForIdle();
+    QCOMPARE(ready.count(), 2);
 }
 
 void TestViews::attentionViewFollowsRequestsAndStates() {

@@ -103,6 +103,12 @@ std::optional<QString> readView(const QCommandLineParser& parser, attnlab::ViewS
         out = n;
         return std::nullopt;
     };
+    if (parser.isSet("method")) {
+        v.measure = attnlab::parseMapMeasure(parser.value("method").toStdString());
+        QStringList known;
+        for (const auto m : attnlab::kMapMeasures) known << QString::fromStdString(attnlab::mapMeasureName(m));
+        if (!v.measure) return QString("--method '%1' is not one of %2").arg(parser.value("method"), known.join(", "));
+    }
     for (const auto& [name, what, field] :
          {std::tuple{"layer", "a layer number", &v.layer}, std::tuple{"head", "a head number", &v.head},
           std::tuple{"step", "a step number", &v.step}})
@@ -133,6 +139,11 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption textSize("text-size", "Text size in points (8-28), for every widget and plot.", "pt");
     QCommandLineOption device("device", "auto, cpu, cuda or cuda:N.", "device", "auto");
     QCommandLineOption view("view", "Attention kind to show: encoder, decoder or cross.", "kind", "cross");
+    QCommandLineOption method(
+        "method",
+        "What the attention maps show (the Attention tab's Method): weights, value-norm, rollout, "
+        "alti+ or value-zeroing.",
+        "name");
     QCommandLineOption layer("layer", "Layer to show.", "n", "0");
     QCommandLineOption head("head", "Head to show (n_head = mean over heads).", "n", "0");
     QCommandLineOption exportTo("export", "Render the view to this PNG or PDF file and quit.", "file");
@@ -168,9 +179,9 @@ std::optional<QString> parseOptions(const QApplication& app, Options& o) {
     QCommandLineOption allowDownload("allow-download",
                                      "With --export / --screenshot: get the Hugging Face model a lesson or a session "
                                      "names when the cache lacks it (the window asks first instead).");
-    parser.addOptions({model,     text,       textSize, device, view,          layer,          head,       exportTo,
-                       animation, screenshot, tab,      cell,   step,          lesson,         lessonStep, presenter,
-                       heads,     ablate,     threads,  noLive, allowDownload, screenshotSteps});
+    parser.addOptions({model,     text,       textSize, device, view,          layer,           head,       exportTo,
+                       animation, screenshot, tab,      cell,   step,          lesson,          lessonStep, presenter,
+                       heads,     ablate,     threads,  noLive, allowDownload, screenshotSteps, method});
     parser.process(app);
 
     if (const auto error = readView(parser, o.view)) return error;

@@ -21,10 +21,11 @@ enum class Operation {
     Export,      // File > Export (figure, attention JSON)
     History,     // the Training tab's attention history
     TrainToy,    // File > Train a small model
-    Measure,     // the value norms of the Attention tab's weight x value norm maps
+    Measure,     // the maps of the Attention tab's Method: value norms, ALTI+, value zeroing
     Saliency,    // the Saliency tab's gradient x input
     Score,       // the Decoding tab's translation of the user's own, scored
     GetModel,    // a model got by Hugging Face name (File › Get a model…, --model ORG/NAME, Recent models)
+    LogitLens,   // the Logit lens tab's predictions of every decoder layer
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

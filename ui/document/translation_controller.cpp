@@ -27,6 +27,9 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<HistoryPtr>("attnlab::ui::HistoryPtr");
     qRegisterMetaType<ValueNormsPtr>("attnlab::ui::ValueNormsPtr");
     qRegisterMetaType<SaliencyPtr>("attnlab::ui::SaliencyPtr");
+    qRegisterMetaType<ContributionsPtr>("attnlab::ui::ContributionsPtr");
+    qRegisterMetaType<LogitLensPtr>("attnlab::ui::LogitLensPtr");
+    qRegisterMetaType<ContributionMethod>("attnlab::ContributionMethod");
     qRegisterMetaType<AlignmentReportPtr>("attnlab::ui::AlignmentReportPtr");
     qRegisterMetaType<DecodingOptions>("attnlab::DecodingOptions");
     m_worker = new QObject;
@@ -265,6 +268,40 @@ void TranslationController::computeValueNorms(ResultPtr result) {
             Q_EMIT valueNormsReady(result, std::make_shared<const ValueNorms>(t.valueNorms(*result)));
         },
         Operation::Measure);
+}
+
+void TranslationController::postForShown(std::function<void(const Translator&)> work,
+                                         std::function<void(const QString&)> failure) {
+    const int generation = m_generation.load();
+    post([this, generation, work = std::move(work), failure = std::move(failure)] {
+        if (generation != m_generation.load()) return;  // its translation is no longer the one shown
+        if (!m_translator) return failure(tr("no model is loaded (File > Open model…)"));
+        try {
+            work(*m_translator);
+        } catch (const std::exception& e) {
+            failure(QString::fromStdString(e.what()));
+        } catch (...) {
+            failure(tr("unknown error"));
+        }
+    });
+}
+
+void TranslationController::computeContributions(ResultPtr result, ContributionMethod method) {
+    if (!result) return;
+    postForShown(
+        [this, result, method](const Translator& t) {
+            Q_EMIT contributionsReady(result, std::make_shared<const Contributions>(t.contributions(*result, method)));
+        },
+        [this, result, method](const QString& message) { Q_EMIT contributionsFailed(result, method, message); });
+}
+
+void TranslationController::computeLogitLens(ResultPtr result, int top) {
+    if (!result) return;
+    postForShown(
+        [this, result, top](const Translator& t) {
+            Q_EMIT logitLensReady(result, std::make_shared<const LogitLens>(t.logitLens(*result, top)));
+        },
+        [this](const QString& message) { Q_EMIT failed(Operation::LogitLens, message); });
 }
 
 void TranslationController::computeSaliency(ResultPtr result) {

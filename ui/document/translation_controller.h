@@ -42,6 +42,8 @@ using HistoryPtr = std::shared_ptr<const AttentionHistory>;
 using ValueNormsPtr = std::shared_ptr<const ValueNorms>;
 using SaliencyPtr = std::shared_ptr<const Saliency>;
 using AlignmentReportPtr = std::shared_ptr<const AlignmentReport>;
+using ContributionsPtr = std::shared_ptr<const Contributions>;
+using LogitLensPtr = std::shared_ptr<const LogitLens>;
 
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
@@ -128,6 +130,13 @@ public:
     // Asynchronous: every head's value norms for a result (Translator::valueNorms); answered by
     // valueNormsReady or failed(Measure).
     void computeValueNorms(ResultPtr result);
+    // Asynchronous: ALTI+ or value zeroing for a result (Translator::contributions); answered by
+    // contributionsReady or contributionsFailed. Like computeLogitLens, dropped unanswered when a newer
+    // translation was asked for before it started (the views ask again for the one they show).
+    void computeContributions(ResultPtr result, ContributionMethod method);
+    // Asynchronous: every decoder layer's prediction at every position of a result, the `top` most
+    // probable pieces of each (Translator::logitLens); answered by logitLensReady or failed(LogitLens).
+    void computeLogitLens(ResultPtr result, int top);
     // Asynchronous: gradient x input for a result (Translator::saliency); answered by saliencyReady
     // or failed(Saliency).
     void computeSaliency(ResultPtr result);
@@ -174,6 +183,9 @@ Q_SIGNALS:
     void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
     void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
+    void contributionsReady(attnlab::ui::ResultPtr result, attnlab::ui::ContributionsPtr contributions);
+    void contributionsFailed(attnlab::ui::ResultPtr result, attnlab::ContributionMethod method, const QString& message);
+    void logitLensReady(attnlab::ui::ResultPtr result, attnlab::ui::LogitLensPtr lens);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
     void pivotLoaded(attnlab::ui::ModelInfoPtr first, attnlab::ui::ModelInfoPtr second);
     void legShown(int leg, attnlab::ui::ModelInfoPtr info);
@@ -188,6 +200,9 @@ private:
                           void (TranslationController::*answer)(ResultPtr));
     // Runs `work` on the worker with the loaded translator; any exception becomes failed(op, …).
     void postInspection(std::function<void(const Translator&)> work, Operation op);
+    // postInspection of work for the translation shown, skipped when a newer translation was asked for
+    // before it starts; any exception becomes `failure(message)` (on the worker).
+    void postForShown(std::function<void(const Translator&)> work, std::function<void(const QString&)> failure);
     // On the worker: the cached translation of `text`, or a new one (then cached).
     ResultPtr translateCached(const Translator& t, const std::string& text, const DecodingOptions& options);
     // On the worker: leg `leg` of the pivot on `text` (cached), reporting progress while `generation` is
@@ -234,6 +249,9 @@ private:
 
 Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
 Q_DECLARE_METATYPE(attnlab::ui::SaliencyPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ContributionsPtr)
+Q_DECLARE_METATYPE(attnlab::ui::LogitLensPtr)
+Q_DECLARE_METATYPE(attnlab::ContributionMethod)
 Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)
 Q_DECLARE_METATYPE(attnlab::ui::TokenInsidePtr)

@@ -36,10 +36,11 @@ QString operationTitle(Operation op) {
     case Operation::Export: return QObject::tr("Export failed");
     case Operation::History: return QObject::tr("Cannot read the attention history");
     case Operation::TrainToy: return QObject::tr("Training the small model failed");
-    case Operation::Measure: return QObject::tr("Cannot compute the value norms");
+    case Operation::Measure: return QObject::tr("Cannot compute the maps of the Method chosen");
     case Operation::Saliency: return QObject::tr("Cannot compute the saliency");
     case Operation::Score: return QObject::tr("Cannot score the translation");
     case Operation::GetModel: return QObject::tr("Cannot get the model");
+    case Operation::LogitLens: return QObject::tr("Cannot compute the logit lens");
     }
     return {};
 }
@@ -49,7 +50,17 @@ QString mapMeasureTitle(MapMeasure measure) {
     case MapMeasure::Weights: return QObject::tr("Weights");
     case MapMeasure::ValueNorm: return QObject::tr("Weight × value norm");
     case MapMeasure::Rollout: return QObject::tr("Rollout (per layer)");
+    case MapMeasure::AltiPlus: return QObject::tr("ALTI+ (per layer)");
+    case MapMeasure::ValueZeroing: return QObject::tr("Value zeroing (per layer)");
     }
+    return {};
+}
+
+QString mapMeasureWaiting(MapMeasure measure) {
+    if (measure == MapMeasure::ValueNorm) return QObject::tr("Computing the value norms…");
+    if (measure == MapMeasure::AltiPlus) return QObject::tr("Computing ALTI+ (a pass through the whole model)…");
+    if (measure == MapMeasure::ValueZeroing)
+        return QObject::tr("Computing value zeroing (each layer again for every piece zeroed)…");
     return {};
 }
 
@@ -81,25 +92,66 @@ ViewContext::ViewContext(TranslationController* controller, QObject* parent)
         m_measured = {};
         Q_EMIT measuredMapsChanged();
     });
+    connect(controller, &TranslationController::contributionsReady, this, [this](ResultPtr r, ContributionsPtr c) {
+        if (r != m_result) return;
+        const ContributionMethod method = c->method;
+        m_contributions[size_t(method)] = std::move(c);
+        if (contributionMethodOf(m_measure) != method) return;
+        m_measured = {};
+        Q_EMIT measuredMapsChanged();
+    });
+    connect(controller, &TranslationController::contributionsFailed, this,
+            [this](ResultPtr r, ContributionMethod method, const QString& message) {
+                if (r != m_result) return;
+                m_measure_problems[size_t(measureOf(method))] = message;
+                m_last_error = message;
+                Q_EMIT measuredMapsChanged();
+                Q_EMIT failed(Operation::Measure, message);
+            });
 }
 
 void ViewContext::setMeasure(MapMeasure measure) {
     if (measure == m_measure) return;
     m_measure = measure;
     m_measured = {};
-    if (measure == MapMeasure::ValueNorm) askForNorms();
+    askForMeasure();
     Q_EMIT measureChanged(measure);
     Q_EMIT measuredMapsChanged();
+}
+
+void ViewContext::askForMeasure() {
+    if (m_measure == MapMeasure::ValueNorm) askForNorms();
+    if (const auto method = contributionMethodOf(m_measure)) askForContributions(*method);
 }
 
 void ViewContext::askForNorms() {
     if (!m_result || m_norms || m_norms_asked) return;
     if (m_result->cross.empty()) {
-        m_measure_problem = tr("This translation has no attention maps to weigh.");
+        m_measure_problems[size_t(MapMeasure::ValueNorm)] = tr("This translation has no attention maps to weigh.");
         return;
     }
     m_norms_asked = true;
     m_controller->computeValueNorms(m_result);
+}
+
+void ViewContext::askForContributions(ContributionMethod method) {
+    const size_t i = size_t(method);
+    if (!m_result || m_contributions[i] || m_contributions_asked[i]) return;
+    if (m_result->best.pieces.empty()) {
+        m_measure_problems[size_t(measureOf(method))] = tr("This translation is empty: no piece to attribute.");
+        return;
+    }
+    m_contributions_asked[i] = true;
+    m_controller->computeContributions(m_result, method);
+}
+
+void ViewContext::forgetMeasured() {
+    m_norms.reset();
+    m_norms_asked = false;
+    m_contributions = {};
+    m_contributions_asked = {};
+    m_measure_problems = {};
+    m_measured = {};
 }
 
 std::shared_ptr<const LayerHeadMaps> ViewContext::measuredMaps(AttentionKind kind) const {
@@ -109,10 +161,14 @@ std::shared_ptr<const LayerHeadMaps> ViewContext::measuredMaps(AttentionKind kin
                                                                         : m_result->cross;
     if (m_measure == MapMeasure::Weights) return {m_result, &weights};  // the result's own, not a copy
     if (m_measure == MapMeasure::ValueNorm && !m_norms) return nullptr;
+    const auto method = contributionMethodOf(m_measure);
+    const ContributionsPtr contributions = method ? m_contributions[size_t(*method)] : nullptr;
+    if (method && !contributions) return nullptr;
     auto& cached = m_measured[size_t(kind)];
     if (!cached)
-        cached =
-            std::make_shared<const LayerHeadMaps>(attnlab::measuredMaps(*m_result, kind, m_measure, m_norms.get()));
+        cached = std::make_shared<const LayerHeadMaps>(
+            contributions ? contributionMaps(*contributions, kind)
+                          : attnlab::measuredMaps(*m_result, kind, m_measure, m_norms.get()));
     return cached;
 }
 
@@ -383,8 +439,8 @@ void ViewContext::reportFailure(Operation op, const QString& message) {
         m_result.reset();
         Q_EMIT resultChanged(nullptr);
     }
-    if (op == Operation::Measure) {
-        m_measure_problem = message;
+    if (op == Operation::Measure) {  // the value norms' (a method's contributions fail by contributionsFailed)
+        m_measure_problems[size_t(MapMeasure::ValueNorm)] = message;
         Q_EMIT measuredMapsChanged();
     }
     Q_EMIT failed(op, message);
@@ -416,10 +472,7 @@ void ViewContext::clearResult() {
 
 void ViewContext::dropResult() {
     m_result.reset();
-    m_norms.reset();
-    m_norms_asked = false;
-    m_measure_problem.clear();
-    m_measured = {};
+    forgetMeasured();
     Q_EMIT resultChanged(nullptr);
 }
 
@@ -427,11 +480,8 @@ void ViewContext::setResult(ResultPtr result, const DecodingOptions& options) {
     m_result = std::move(result);
     m_result_options = options;
     m_last_error.clear();
-    m_norms.reset();
-    m_norms_asked = false;
-    m_measure_problem.clear();
-    m_measured = {};
-    if (m_measure == MapMeasure::ValueNorm) askForNorms();
+    forgetMeasured();
+    askForMeasure();
     Q_EMIT resultChanged(m_result);
 }
 

@@ -26,8 +26,11 @@
 
 namespace attnlab::ui {
 
-// What the views call a measure: "Weights", "Weight × value norm", "Rollout (per layer)".
+// What the views call a measure (the Attention tab's Method): "Weights", "Weight × value norm",
+// "Rollout (per layer)", "ALTI+ (per layer)", "Value zeroing (per layer)".
 QString mapMeasureTitle(MapMeasure measure);
+// What a view says while a measure's maps are being computed: "Computing the value norms…", "Computing ALTI+…".
+QString mapMeasureWaiting(MapMeasure measure);
 
 class ViewContext : public QObject {
     Q_OBJECT
@@ -74,17 +77,21 @@ public:
     QString sentence() const { return m_sentence; }
     // The head the attention view shows: what another view uses when a lesson names none.
     HeadRef focusedHead() const { return m_focus; }
-    // What the attention maps show (attnlab/attention_flow.h): the weights, each weight times its
-    // key's value norm (rows normalised), or the rollout (one map per layer). The value norms are
-    // asked of the controller once per translation, when this measure first needs them.
+    // What the attention maps show, the Method (attnlab/attention_flow.h): the weights, each weight
+    // times its key's value norm (rows normalised), the rollout, ALTI+ or value zeroing (these three one
+    // map per layer). What a method needs from the model (value norms, contributions) is asked of the
+    // controller's worker once per translation, when the method is chosen and a translation is shown;
+    // never while nothing asks for it.
     MapMeasure measure() const { return m_measure; }
     void setMeasure(MapMeasure measure);
-    // The shown translation's maps of one kind under the measure ([layer][head]; a rollout has one
-    // map per layer); null without a translation, or while its value norms are being computed.
+    // The shown translation's maps of one kind under the measure ([layer][head]; one map per layer for
+    // onePerLayer measures); null without a translation, or while what it needs is being computed.
     std::shared_ptr<const LayerHeadMaps> measuredMaps(AttentionKind kind) const;
-    // Why measuredMaps() is null for a shown translation (the value norms failed or cannot be asked
-    // for); empty while they are still being computed.
-    QString measureProblem() const { return m_measure_problem; }
+    // Why measuredMaps() is null for a shown translation (what the method needs failed or cannot be
+    // asked for); empty while it is still being computed.
+    QString measureProblem() const { return m_measure_problems[size_t(m_measure)]; }
+    // The shown translation's contributions of a method; null until computed (measuredMaps' source).
+    ContributionsPtr contributions(ContributionMethod method) const { return m_contributions[size_t(method)]; }
     void setFocusedHead(const HeadRef& head) { m_focus = head; }
     QString lastError() const { return m_last_error; }  // the last failure, until a success
     // The shown translation's attention as JSON (docs/attention-json.md), with the value norms when
@@ -170,7 +177,7 @@ Q_SIGNALS:
     void presentingChanged(bool on);
     void liveTranslationChanged(bool on);
     void measureChanged(attnlab::MapMeasure measure);
-    void measuredMapsChanged();  // the measure, or the value norms it waited for
+    void measuredMapsChanged();  // the measure, or what it waited for (value norms, contributions)
     void sentenceShown(const QString& sentence);
     void translationRequested(const QString& sentence, bool forced);
     void explainRequested(const attnlab::CellRef& cell);
@@ -218,12 +225,19 @@ private:
     HeadRef m_focus;
     QString m_last_error;
     MapMeasure m_measure = MapMeasure::Weights;
-    ValueNormsPtr m_norms;  // of m_result
+    // What the measures computed of m_result (value norms, each method's contributions), whether each
+    // was asked for, and why one could not be had (by MapMeasure).
+    ValueNormsPtr m_norms;
     bool m_norms_asked = false;
-    mutable QString m_measure_problem;
+    std::array<ContributionsPtr, std::size(kContributionMethods)> m_contributions;
+    std::array<bool, std::size(kContributionMethods)> m_contributions_asked{};
+    std::array<QString, std::size(kMapMeasures)> m_measure_problems;
     mutable std::array<std::shared_ptr<const LayerHeadMaps>, 3> m_measured;  // by AttentionKind
+    void askForMeasure();                                                    // what the measure needs of m_result, once
     void askForNorms();
-    void dropResult();  // the result and what was computed of it, with resultChanged(nullptr)
+    void askForContributions(ContributionMethod method);
+    void forgetMeasured();  // of a result left
+    void dropResult();      // the result and what was computed of it, with resultChanged(nullptr)
 };
 
 }  // namespace attnlab::ui

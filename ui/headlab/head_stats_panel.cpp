@@ -114,7 +114,7 @@ void HeadStatsPanel::buildControls() {
         m_statistic->setItemData(m_statistic->count() - 1, tr(info.meaning), Qt::ToolTipRole);
     }
     m_measure = new QComboBox(this);
-    for (MapMeasure m : kMapMeasures) m_measure->addItem(mapMeasureTitle(m), int(m));
+    for (MapMeasure m : kAttentionMeasures) m_measure->addItem(mapMeasureTitle(m), int(m));
     m_measure->setToolTip(
         tr("What the next run's statistics are taken of: the weights, each weight times its key's "
            "value norm (rows normalised), or the rollout (one map per layer)"));

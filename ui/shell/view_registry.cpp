@@ -6,6 +6,7 @@
 #include "views/attention_explorer.h"
 #include "views/decoding_view.h"
 #include "views/inputs_view.h"
+#include "views/logit_lens_view.h"
 #include "views/model_panel.h"
 #include "views/pair_view.h"
 #include "views/positional_view.h"
@@ -49,6 +50,7 @@ const std::vector<ViewEntry>& viewEntries() {
         {"attention", QObject::tr("&Attention"), {}, factory<AttentionExplorer>()},
         {"saliency", QObject::tr("&Saliency"), {}, factory<SaliencyView>()},
         {"decoding", QObject::tr("&Decoding"), {}, factory<DecodingView>()},
+        {"lens", QObject::tr("Lo&git lens"), {}, factory<LogitLensView>()},
         {"weight", QObject::tr("&Weight"), {}, factory<WeightView>()},
         {"inputs", QObject::tr("&Inputs"), {}, factory<InputsView>()},
         {"pairs", QObject::tr("Minimal pai&rs"), {}, factory<PairView>()},

@@ -29,6 +29,12 @@ QStringList outputLabels(const TranslationResult& r) {
 
 namespace {
 QString noModelMessage() { return QObject::tr("No model loaded: File > Open model… (or drop a package folder here)"); }
+// A one-map-per-layer method as the map's title and the grid's column name it: "rollout", "ALTI+", "value zeroing".
+QString methodLabel(MapMeasure m) {
+    return m == MapMeasure::AltiPlus       ? QObject::tr("ALTI+")
+           : m == MapMeasure::ValueZeroing ? QObject::tr("value zeroing")
+                                           : QObject::tr("rollout");
+}
 }  // namespace
 
 AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : View(context, parent) {
@@ -38,10 +44,13 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     m_measure = new QComboBox(this);
     for (MapMeasure m : kMapMeasures) m_measure->addItem(mapMeasureTitle(m), int(m));
     m_measure->setToolTip(
-        tr("Weights: the softmax. Weight × value norm: each weight times the length of what its key "
+        tr("Method. Weights: the softmax. Weight × value norm: each weight times the length of what its key "
            "adds to the output (Kobayashi et al. 2020), rows normalised. Rollout: how much of each "
            "input position reaches a row after this layer, residuals included (Abnar & Zuidema "
-           "2020); one map per layer."));
+           "2020). ALTI+: each input's contribution to the layer's output, residual stream and layer "
+           "norms included (Ferrando et al. 2022). Value zeroing: how much a row's output changes when "
+           "an input's value vectors are zeroed (Mohebbi et al. 2023). The last three: one map per "
+           "layer, all heads together; ALTI+ and value zeroing are computed when chosen."));
     m_fixed->setChecked(true);
     m_view = new AttentionView(this);
     m_grid = new AttentionGrid(this);
@@ -164,9 +173,10 @@ void AttentionExplorer::applyState(const ViewState& v) {
 QCustomPlot* AttentionExplorer::figure() const { return m_view->map().empty() ? nullptr : m_view->plot(); }
 
 void AttentionExplorer::stepLayer(int delta) { m_picker->stepLayer(delta); }
-// A rollout has one map per layer: no head to step to (its grid's mean column is the same map).
+// A rollout or a contribution method has one map per layer: no head to step to (its grid's mean column
+// is the same map).
 void AttentionExplorer::stepHead(int delta) {
-    if (context()->measure() != MapMeasure::Rollout) m_picker->stepHead(delta);
+    if (!onePerLayer(context()->measure())) m_picker->stepHead(delta);
 }
 void AttentionExplorer::setKind(AttentionKind k) { m_picker->setKind(k); }
 
@@ -202,21 +212,26 @@ void AttentionExplorer::select(AttentionKind k, int layer, int head) {
 
 void AttentionExplorer::refresh() {
     const LayerHeadMaps* maps = currentMaps();
+    const MapMeasure measure = context()->measure();
     if (!maps || maps->empty() || maps->front().empty()) {
-        const bool measuring = m_result && context()->measure() != MapMeasure::Weights;
+        const bool measuring = m_result && measure != MapMeasure::Weights;
         const QString problem = context()->measureProblem();
-        m_view->clear(!measuring ? m_empty_message : !problem.isEmpty() ? problem : tr("Computing the value norms…"));
+        const QString none = tr("%1 gives no %2 maps for this model.").arg(mapMeasureTitle(measure), kindTitle(kind()));
+        m_view->clear(!measuring           ? m_empty_message
+                      : !problem.isEmpty() ? problem
+                      : maps               ? none
+                                           : mapMeasureWaiting(measure));
         m_grid->setMaps({});
         m_grid_maps = nullptr;
         return;
     }
     const int layers = int(maps->size()), heads = int(maps->front().size());
-    m_picker->setShape(layers, heads);                                     // heads == the mean
-    m_picker->setHeadsShown(context()->measure() != MapMeasure::Rollout);  // a rollout has one map per layer
-    // Under a rollout the one map of the layer, whatever head the picker kept for the weights.
-    const bool rollout = context()->measure() == MapMeasure::Rollout;
-    const int l = m_picker->layer(), h = rollout ? 0 : m_picker->head();
-    if (!rollout) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
+    m_picker->setShape(layers, heads);  // heads == the mean
+    // A rollout or a contribution method: one map per layer, whatever head the picker kept for the weights.
+    const bool per_layer = onePerLayer(measure);
+    m_picker->setHeadsShown(!per_layer);
+    const int l = m_picker->layer(), h = per_layer ? 0 : m_picker->head();
+    if (!per_layer) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
     QStringList rows, cols;
     switch (kind()) {
@@ -237,14 +252,13 @@ void AttentionExplorer::refresh() {
         m_view->setAxisTitles(tr("query (step: its output piece)"), tr("key (source piece)"));
         break;
     }
-    const MapMeasure measure = context()->measure();
     const QString which =
-        measure == MapMeasure::Rollout ? tr("%1, rollout").arg(layerLabel(l)) : layerHeadLabel(l, h, heads);
+        per_layer ? tr("%1, %2").arg(layerLabel(l), methodLabel(measure)) : layerHeadLabel(l, h, heads);
     m_view->setMap(map, rows, cols,
                    measure == MapMeasure::ValueNorm ? tr("%1 — %2 (weight × value norm)").arg(kindTitle(kind()), which)
                                                     : tr("%1 — %2").arg(kindTitle(kind()), which));
     if (m_grid_maps != maps) {
-        m_grid->setColumnTitle(measure == MapMeasure::Rollout ? tr("rollout") : QString());
+        m_grid->setColumnTitle(per_layer ? methodLabel(measure) : QString());
         m_grid->setMaps(*maps);
         m_grid_maps = maps;
     }

@@ -322,7 +322,7 @@ void DecodingView::showStrip(int t) {
                                                : context()->measuredMaps(AttentionKind::Cross);
     if (!maps) {
         const QString problem = context()->measureProblem();
-        m_cross->clear(problem.isEmpty() ? tr("Computing the value norms…") : problem);
+        m_cross->clear(problem.isEmpty() ? mapMeasureWaiting(measure) : problem);
         return;
     }
     const int layers = int(maps->size());
@@ -334,13 +334,13 @@ void DecodingView::showStrip(int t) {
     for (int l = first; l < last; ++l)
         for (size_t h = 0; h < (*maps)[size_t(l)].size(); ++h) {
             rows.push_back((*maps)[size_t(l)][h].at(t));
-            row_labels << (measure == MapMeasure::Rollout ? layerLabel(l) : shortLayerHeadLabel(l, int(h)));
+            row_labels << (onePerLayer(measure) ? layerLabel(l) : shortLayerHeadLabel(l, int(h)));
         }
     for (const auto& p : r.source_pieces) keys << QString::fromStdString(p);
     const QString produced = QString::fromStdString(r.steps.at(t).chosen_piece);
     const QString what = measure == MapMeasure::Weights ? tr("Cross-attention")
                                                         : tr("Cross-attention (%1)").arg(mapMeasureTitle(measure));
-    const QString rows_are = measure == MapMeasure::Rollout ? tr("every layer") : tr("every layer and head");
+    const QString rows_are = onePerLayer(measure) ? tr("every layer") : tr("every layer and head");
     if (rows.empty())
         m_cross->clear(tr("No attention maps for this translation."));
     else

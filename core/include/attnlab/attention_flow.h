@@ -14,14 +14,27 @@
 
 namespace attnlab {
 
-// What a drawn map shows: the weights; each weight times its key's value norm, rows normalised; or
-// the rollout up to each layer (one map per layer). Named "weights", "value-norm", "rollout"
-// (attnlab-cli translate --maps, the app's sessions).
-enum class MapMeasure { Weights, ValueNorm, Rollout };
-inline constexpr MapMeasure kMapMeasures[] = {MapMeasure::Weights, MapMeasure::ValueNorm, MapMeasure::Rollout};
+// What a drawn map shows (the app's Method): the weights; each weight times its key's value norm, rows
+// normalised; the rollout up to each layer (one map per layer); or a method of attnlab/contributions.h
+// (ALTI+, value zeroing: one map per layer of each kind, all heads together, computed from the model
+// by Translator::contributions, issue 54). Named "weights", "value-norm", "rollout", "alti+",
+// "value-zeroing" (the app's sessions and lessons; the last two are contributions.h's kAltiPlusName and
+// kValueZeroingName).
+enum class MapMeasure { Weights, ValueNorm, Rollout, AltiPlus, ValueZeroing };
+inline constexpr MapMeasure kMapMeasures[] = {MapMeasure::Weights, MapMeasure::ValueNorm, MapMeasure::Rollout,
+                                              MapMeasure::AltiPlus, MapMeasure::ValueZeroing};
+// The measures made from a result's attention maps (and value norms) alone: what `attnlab-cli translate
+// --maps` and `heads --measure` take and the head lab's statistics are taken of.
+inline constexpr MapMeasure kAttentionMeasures[] = {MapMeasure::Weights, MapMeasure::ValueNorm, MapMeasure::Rollout};
 std::string mapMeasureName(MapMeasure measure);
-std::vector<std::string> mapMeasureNames();  // every measure's name, in kMapMeasures' order
-std::optional<MapMeasure> parseMapMeasure(const std::string& name);
+std::vector<std::string> mapMeasureNames();                          // kAttentionMeasures' names, in order
+std::optional<MapMeasure> parseMapMeasure(const std::string& name);  // any of kMapMeasures
+enum class ContributionMethod;                                       // attnlab/contributions.h
+// The contribution method a measure shows (nothing for the attention measures), and back.
+std::optional<ContributionMethod> contributionMethodOf(MapMeasure measure);
+MapMeasure measureOf(ContributionMethod method);
+// One map per layer (all heads together) rather than one per head: the rollout and the contributions.
+bool onePerLayer(MapMeasure measure);
 
 // ||f_h(x_j)|| for every key position j of every head: key j's value vector of head h sent through
 // that head's block of the output projection, f_h(x) = W_O^h (W_V^h x + b_V^h) (without the output
@@ -53,9 +66,13 @@ std::vector<Matrix> attentionRollout(const LayerHeadMaps& self);
 std::vector<Matrix> crossRollout(const LayerHeadMaps& cross, const Matrix& encoder_rollout);
 
 struct ValueNorms;
-// The maps of one kind under a measure, shaped [layer][head] (a rollout: [layer][one map]); the
-// value-norm measure needs `norms` (InputError without them).
+// The maps of one kind under an attention measure, shaped [layer][head] (a rollout: [layer][one map]);
+// the value-norm measure needs `norms` (InputError without them). A contribution measure throws
+// InputError: its maps come from the model (Translator::contributions, then contributionMaps).
 LayerHeadMaps measuredMaps(const TranslationResult& result, AttentionKind kind, MapMeasure measure,
                            const ValueNorms* norms);
+struct Contributions;
+// A contribution method's layer-wise maps of one kind, shaped as a rollout's: [layer][one map].
+LayerHeadMaps contributionMaps(const Contributions& contributions, AttentionKind kind);
 
 }  // namespace attnlab

@@ -51,7 +51,8 @@ struct ViewState {
     std::optional<bool> token_target;         // with token_position: the Inputs tab's piece
     std::optional<int> token_position;
     std::optional<std::string> pair_a, pair_b;  // both or neither: the minimal pair compared
-    // What the attention maps show: written "weights" | "value-norm" | "rollout" (mapMeasureName).
+    // What the attention maps show (the app's Method): written "weights" | "value-norm" | "rollout" |
+    // "alti+" | "value-zeroing" (mapMeasureName, every one of kMapMeasures).
     std::optional<MapMeasure> measure;
     // A part of the step's tab (a plot or panel by name) scrolled into view; needs `tab` in the same
     // step and belongs to it alone. The names are the app's (checkLessonViews).

@@ -1,5 +1,6 @@
 // Weight x value norm and attention rollout: attnlab/attention_flow.h defines every rule.
 #include <attnlab/attention_flow.h>
+#include <attnlab/contributions.h>
 #include <attnlab/errors.h>
 
 #include <string>
@@ -8,7 +9,7 @@ namespace attnlab {
 
 std::vector<std::string> mapMeasureNames() {
     std::vector<std::string> names;
-    for (MapMeasure m : kMapMeasures) names.push_back(mapMeasureName(m));
+    for (MapMeasure m : kAttentionMeasures) names.push_back(mapMeasureName(m));
     return names;
 }
 
@@ -17,9 +18,23 @@ std::string mapMeasureName(MapMeasure measure) {
     case MapMeasure::Weights: break;
     case MapMeasure::ValueNorm: return "value-norm";
     case MapMeasure::Rollout: return "rollout";
+    case MapMeasure::AltiPlus: return kAltiPlusName;
+    case MapMeasure::ValueZeroing: return kValueZeroingName;
     }
     return "weights";
 }
+
+std::optional<ContributionMethod> contributionMethodOf(MapMeasure measure) {
+    if (measure == MapMeasure::AltiPlus) return ContributionMethod::AltiPlus;
+    if (measure == MapMeasure::ValueZeroing) return ContributionMethod::ValueZeroing;
+    return std::nullopt;
+}
+
+MapMeasure measureOf(ContributionMethod method) {
+    return method == ContributionMethod::AltiPlus ? MapMeasure::AltiPlus : MapMeasure::ValueZeroing;
+}
+
+bool onePerLayer(MapMeasure measure) { return measure == MapMeasure::Rollout || contributionMethodOf(measure); }
 
 std::optional<MapMeasure> parseMapMeasure(const std::string& name) {
     for (auto m : kMapMeasures)
@@ -141,6 +156,10 @@ LayerHeadMaps measuredMaps(const TranslationResult& r, AttentionKind kind, MapMe
         return out;
     }
     case MapMeasure::Rollout: break;
+    case MapMeasure::AltiPlus:
+    case MapMeasure::ValueZeroing:
+        throw InputError("the " + mapMeasureName(measure) +
+                         " maps are computed from the model (Translator::contributions), not from the attention maps");
     }
     std::vector<Matrix> rollout;
     if (kind == AttentionKind::Cross) {
@@ -151,6 +170,15 @@ LayerHeadMaps measuredMaps(const TranslationResult& r, AttentionKind kind, MapMe
     }
     LayerHeadMaps out;
     for (auto& m : rollout) out.push_back({std::move(m)});
+    return out;
+}
+
+LayerHeadMaps contributionMaps(const Contributions& c, AttentionKind kind) {
+    const std::vector<Matrix>& layers = kind == AttentionKind::EncoderSelf   ? c.encoder_self
+                                        : kind == AttentionKind::DecoderSelf ? c.decoder_self
+                                                                             : c.cross;
+    LayerHeadMaps out;
+    for (const auto& m : layers) out.push_back({m});
     return out;
 }
 

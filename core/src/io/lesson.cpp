@@ -135,7 +135,11 @@ ViewState parseView(const json& v, const Where& w) {
     if (v.contains("measure")) {
         const std::string name = getString(v, "measure", w);
         s.measure = parseMapMeasure(name);
-        if (!s.measure) w.fail("measure", "'" + name + "' is not weights, value-norm or rollout");
+        if (!s.measure) {
+            std::string known;
+            for (MapMeasure m : kMapMeasures) known += (known.empty() ? "" : ", ") + mapMeasureName(m);
+            w.fail("measure", "'" + name + "' is not one of " + known);
+        }
     }
     if (v.contains("token")) {
         const auto& t = v.at("token");
