@@ -1,0 +1,350 @@
+// Corpus runs split with --shard K/N and put together by `attnlab-cli merge` (issue 55): for eval, score,
+// translate, align and heads, the corpus run whole and in 2, 3 and 7 parts, merged, gives the whole run's JSON
+// (integer counts equal, floats within 1e-9 relative); parts of another model or other options are refused, a part
+// missing or given twice is named.
+//
+// The runs compute each sentence alone (--batch-size 1; align has no batches to choose): a sentence's floats depend on
+// the sentences padded into its batch (the softmax's and the products' summation order over the padded length), and
+// a part batches other sentences together than the whole run does. Measured with the default batches on this
+// corpus: score's log-probabilities 0.6-2.6e-6 relative apart, translate's scores 2-3e-7, the head statistics
+// 1-6e-9; BLEU, chrF and AER identical (the same translations and links). docs/scale-out.md says so.
+#include "fixtures.h"
+#include "multi30k.h"
+
+#include <attnlab/metrics.h>
+#include <attnlab/package.h>
+#include <attnlab/partial_result.h>
+#include <attnlab/text_io.h>
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace {
+using attnlab::testing::CliRun;
+using nlohmann::json;
+
+CliRun cli(const QStringList& args) { return attnlab::testing::runCli(args); }
+
+json readJson(const QString& path) { return json::parse(attnlab::testing::readFile(path.toStdString())); }
+
+// Where `a` and `b` differ ("" when they do not): every key and element alike, integers and strings equal, floats
+// within 1e-9 relative.
+std::string difference(const json& a, const json& b, const std::string& at = "") {
+    if (a.is_number_float() || b.is_number_float()) {
+        if (!a.is_number() || !b.is_number()) return at + ": " + a.dump() + " against " + b.dump();
+        const double x = a.get<double>(), y = b.get<double>();
+        return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y))
+                   ? ""
+                   : at + ": " + a.dump() + " against " + b.dump();
+    }
+    if (a.type() != b.type()) return at + ": " + a.dump() + " against " + b.dump();
+    if (a.is_object()) {
+        if (a.size() != b.size())
+            return at + ": keys " + std::to_string(a.size()) + " against " + std::to_string(b.size());
+        for (auto it = a.begin(); it != a.end(); ++it) {
+            if (!b.contains(it.key())) return at + "." + it.key() + ": missing";
+            if (auto d = difference(it.value(), b[it.key()], at + "." + it.key()); !d.empty()) return d;
+        }
+        return "";
+    }
+    if (a.is_array()) {
+        if (a.size() != b.size())
+            return at + ": " + std::to_string(a.size()) + " elements against " + std::to_string(b.size());
+        for (size_t i = 0; i < a.size(); ++i)
+            if (auto d = difference(a[i], b[i], at + "[" + std::to_string(i) + "]"); !d.empty()) return d;
+        return "";
+    }
+    return a == b ? "" : at + ": " + a.dump() + " against " + b.dump();
+}
+}  // namespace
+
+class TestShardMerge : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void shardOptionIsChecked();
+    void partsAreContiguousBlocks();
+    void evalMergedEqualsWhole();
+    void scoreMergedEqualsWhole();
+    void translateMergedEqualsWhole();
+    void alignMergedEqualsWhole();
+    void headsMergedEqualsWhole();
+    void partsOfAnotherRunAreRefused();
+    void missingAndDuplicatedPartsAreNamed();
+
+private:
+    // `args` with --json DIR/NAME.json: the whole run's result.
+    json whole(const QStringList& args, const QString& name);
+    // `args` run as `parts` parts (--shard k/parts --json DIR/NAME.k.json), merged: the merged result; the parts'
+    // files in `files`.
+    json merged(const QStringList& args, const QString& name, int parts, QStringList* files = nullptr);
+    void checkAllSplits(const QStringList& args, const QString& name);
+
+    QTemporaryDir m_dir;
+    QString m_model, m_src, m_ref, m_gold;
+    std::vector<std::string> m_sources, m_refs;
+};
+
+void TestShardMerge::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    m_model = QString::fromStdString(attnlab::resolveModelArgument("de-en"));
+    // 13 real sentence pairs (a count none of 2, 3, 7 divides; 7 parts of 1-2 lines) and a gold alignment of each
+    // pair's diagonal.
+    const QStringList de = attnlab::testing::multi30kLines("test_2016_flickr.de.gz").mid(0, 13);
+    const QStringList en = attnlab::testing::multi30kLines("test_2016_flickr.en.gz").mid(0, 13);
+    QCOMPARE(de.size(), 13);
+    std::string s, r, g;
+    for (int i = 0; i < de.size(); ++i) {
+        s += de[i].toStdString() + "\n";
+        r += en[i].toStdString() + "\n";
+        const int words = std::min(de[i].split(' ').size(), en[i].split(' ').size());
+        for (int w = 0; w < words; ++w) g += (w ? " " : "") + std::to_string(w) + "-" + std::to_string(w);
+        g += "\n";
+        m_sources.push_back(de[i].toStdString());
+        m_refs.push_back(en[i].toStdString());
+    }
+    m_src = m_dir.path() + "/src.de";
+    m_ref = m_dir.path() + "/ref.en";
+    m_gold = m_dir.path() + "/gold.txt";
+    attnlab::testing::writeFile(m_src.toStdString(), s);
+    attnlab::testing::writeFile(m_ref.toStdString(), r);
+    attnlab::testing::writeFile(m_gold.toStdString(), g);
+}
+
+json TestShardMerge::whole(const QStringList& args, const QString& name) {
+    const QString path = m_dir.path() + "/" + name + ".json";
+    const auto r = cli(args + QStringList{"--json", path});
+    if (r.code != 0) qFatal("%s", qPrintable(r.err));
+    return readJson(path);
+}
+
+json TestShardMerge::merged(const QStringList& args, const QString& name, int parts, QStringList* files) {
+    QStringList paths;
+    for (int k = 1; k <= parts; ++k) {
+        paths << m_dir.path() + QString("/%1.%2-%3.json").arg(name).arg(k).arg(parts);
+        const auto r = cli(args + QStringList{"--shard", QString("%1/%2").arg(k).arg(parts), "--json", paths.back()});
+        if (r.code != 0) qFatal("%s", qPrintable(r.err));
+    }
+    if (files) *files = paths;
+    const QString out = m_dir.path() + QString("/%1.merged-%2.json").arg(name).arg(parts);
+    std::reverse(paths.begin(), paths.end());  // any order
+    const auto r = cli(QStringList{"merge", out} + paths);
+    if (r.code != 0) qFatal("%s", qPrintable(r.err));
+    return readJson(out);
+}
+
+void TestShardMerge::checkAllSplits(const QStringList& args, const QString& name) {
+    const json one = whole(args, name);
+    QVERIFY(one.contains("run") && !one["run"].contains("shard"));
+    for (int parts : {2, 3, 7}) {
+        const json m = merged(args, name, parts);
+        const std::string d = difference(one, m);
+        QVERIFY2(d.empty(),
+                 qPrintable(QString("%1 in %2 parts: %3").arg(name).arg(parts).arg(QString::fromStdString(d))));
+    }
+}
+
+void TestShardMerge::shardOptionIsChecked() {
+    for (const auto& [given, message] : std::vector<std::pair<QString, QString>>{
+             {"4/3", "--shard 4/3: K must be between 1 and N (3)"},
+             {"0/3", "--shard 0/3: K must be between 1 and N (3)"},
+             {"1/0", "--shard 1/0: N must be between 1 and 100000"},
+             {"2", "--shard 2: not K/N (two whole numbers, e.g. 2/8: the second of eight parts)"},
+             {"a/3", "--shard a/3: not K/N (two whole numbers, e.g. 2/8: the second of eight parts)"}}) {
+        for (const QString command : {"eval", "score"}) {
+            const auto r = cli({command, "-m", m_model, "--src", m_src, command == "eval" ? "--ref" : "--tgt", m_ref,
+                                "--shard", given});
+            QCOMPARE(r.code, 2);
+            QCOMPARE(r.err, "attnlab-cli: " + message + "\n");
+        }
+    }
+}
+
+void TestShardMerge::partsAreContiguousBlocks() {
+    // Every line in exactly one part, in order, whatever N; the parts differ by at most one line.
+    for (size_t lines : {0, 1, 5, 23, 1000}) {
+        for (int n : {1, 2, 3, 7, 50}) {
+            size_t next = 0, smallest = lines, largest = 0;
+            for (int k = 1; k <= n; ++k) {
+                const auto r = attnlab::shardLines(lines, {k, n});
+                QCOMPARE(r.begin, next);
+                next = r.end;
+                smallest = std::min(smallest, r.size());
+                largest = std::max(largest, r.size());
+            }
+            QCOMPARE(next, lines);
+            QVERIFY(largest - smallest <= 1);
+        }
+    }
+}
+
+void TestShardMerge::evalMergedEqualsWhole() {
+    const QStringList args{"eval",
+                           "-m",
+                           m_model,
+                           "--src",
+                           m_src,
+                           "--ref",
+                           m_ref,
+                           "--beam",
+                           "2",
+                           "--batch-size",
+                           "1",
+                           "--device",
+                           attnlab::testing::testDeviceArg()};
+    checkAllSplits(args, "eval");
+    // The whole result's BLEU and chrF are the corpus's from its own translations, and its statistics add up.
+    const json one = readJson(m_dir.path() + "/eval.json");
+    std::vector<std::string> hyps;
+    for (const auto& l : one["lines"]) hyps.push_back(l["hypothesis"].get<std::string>());
+    QCOMPARE(hyps.size(), m_refs.size());
+    QCOMPARE(one["bleu"]["score"].get<double>(), attnlab::corpusBleu(hyps, m_refs).score);
+    QCOMPARE(one["chrf"].get<double>(), attnlab::corpusChrf(hyps, m_refs));
+    QVERIFY(one["bleu"]["score"].get<double>() > 5);  // a real model on real sentences: matches to count
+}
+
+void TestShardMerge::scoreMergedEqualsWhole() {
+    checkAllSplits({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref, "--batch-size", "1", "--device",
+                    attnlab::testing::testDeviceArg()},
+                   "score");
+    const json one = readJson(m_dir.path() + "/score.json");
+    double sum = 0;
+    int64_t pieces = 0;
+    for (const auto& l : one["lines"])
+        for (const auto& p : l["log_probs"]) sum += p.get<double>(), ++pieces;
+    QCOMPARE(one["pieces"].get<int64_t>(), pieces);
+    QCOMPARE(one["log_prob_sum"].get<double>(), sum);
+}
+
+void TestShardMerge::translateMergedEqualsWhole() {
+    checkAllSplits({"translate",
+                    "-m",
+                    m_model,
+                    "--beam",
+                    "2",
+                    "--nbest",
+                    "2",
+                    "--batch-size",
+                    "1",
+                    "--device",
+                    attnlab::testing::testDeviceArg(),
+                    "--text",
+                    QString::fromStdString(m_sources[0]),
+                    "--text",
+                    QString::fromStdString(m_sources[1]),
+                    "--text",
+                    QString::fromStdString(m_sources[2]),
+                    "--text",
+                    QString::fromStdString(m_sources[3]),
+                    "--text",
+                    QString::fromStdString(m_sources[4])},
+                   "translate");
+}
+
+void TestShardMerge::alignMergedEqualsWhole() {
+    checkAllSplits({"align", "-m", m_model, "--src", m_src, "--tgt", m_ref, "--gold", m_gold, "--no-reverse",
+                    "--output", m_dir.path() + "/links.txt", "--device", attnlab::testing::testDeviceArg()},
+                   "align");
+    const json one = readJson(m_dir.path() + "/align.json");
+    QVERIFY(one["best"].is_object() && one["methods"].size() > 10);
+}
+
+void TestShardMerge::headsMergedEqualsWhole() {
+    const QStringList args{"heads",
+                           "-m",
+                           m_model,
+                           "--src",
+                           m_src,
+                           "--ref",
+                           m_ref,
+                           "--batch-size",
+                           "1",
+                           "--device",
+                           attnlab::testing::testDeviceArg()};
+    const json one = whole(args, "heads");
+    for (int parts : {2, 3, 7}) {
+        const std::string d = difference(one, merged(args, "heads", parts));
+        QVERIFY2(d.empty(), qPrintable(QString("heads in %1 parts: %2").arg(parts).arg(QString::fromStdString(d))));
+    }
+    // A whole run's statistics have no sentence of their own to merge: refused.
+    const auto r = cli({"merge", m_dir.path() + "/x.json", m_dir.path() + "/heads.json"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "attnlab-cli: " + m_dir.path() +
+                        "/heads.json: a whole run's statistics, without each sentence's (write parts with --shard)\n");
+}
+
+void TestShardMerge::partsOfAnotherRunAreRefused() {
+    const QStringList args{"eval", "-m", m_model, "--src", m_src, "--ref", m_ref, "--beam", "2"};
+    const QString d = m_dir.path();
+    QVERIFY(cli(args + QStringList{"--shard", "1/2", "--json", d + "/p1.json"}).code == 0);
+    QVERIFY(cli(args + QStringList{"--shard", "2/2", "--json", d + "/p2.json"}).code == 0);
+    // Other options: --beam 3.
+    QStringList other = args;
+    other[other.indexOf("2", other.indexOf("--beam"))] = "3";
+    QVERIFY(cli(other + QStringList{"--shard", "2/2", "--json", d + "/p2-beam3.json"}).code == 0);
+    auto r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/p2-beam3.json"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err,
+             "attnlab-cli: " + d + "/p2-beam3.json: other options than " + d + "/p1.json: --beam 3 against --beam 2\n");
+    // Another model: the bundled en-de.
+    other = args;
+    other[other.indexOf(m_model)] = QString::fromStdString(attnlab::resolveModelArgument("en-de"));
+    QVERIFY(cli(other + QStringList{"--shard", "2/2", "--json", d + "/p2-en-de.json"}).code == 0);
+    r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/p2-en-de.json"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("attnlab-cli: " + d + "/p2-en-de.json: another model than " + d + "/p1.json (sha256:"),
+             qPrintable(r.err));
+    // Another corpus: the references one line shorter.
+    attnlab::testing::writeFile((d + "/short.en").toStdString(),
+                                attnlab::testing::readFile(m_ref.toStdString()) + "One more line.\n");
+    attnlab::testing::writeFile((d + "/long.de").toStdString(),
+                                attnlab::testing::readFile(m_src.toStdString()) + "Noch eine Zeile.\n");
+    QVERIFY(cli({"eval", "-m", m_model, "--src", d + "/long.de", "--ref", d + "/short.en", "--beam", "2", "--shard",
+                 "2/2", "--json", d + "/p2-long.json"})
+                .code == 0);
+    r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/p2-long.json"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("attnlab-cli: " + d + "/p2-long.json: another corpus than " + d + "/p1.json"),
+             qPrintable(r.err));
+    // Another command's result.
+    QVERIFY(
+        cli({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref, "--shard", "2/2", "--json", d + "/score-p2.json"})
+            .code == 0);
+    r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/score-p2.json"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("score-p2.json: a result of attnlab-cli \"score\""), qPrintable(r.err));
+    // Not a result at all.
+    attnlab::testing::writeFile((d + "/other.json").toStdString(), "{\"format\": \"something\"}\n");
+    r = cli({"merge", d + "/m.json", d + "/other.json"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "attnlab-cli: " + d +
+                        "/other.json: not a result of attnlab-cli --json (no \"run\": written by an older version, or "
+                        "another file)\n");
+    QVERIFY(!QFile::exists(d + "/m.json"));
+}
+
+void TestShardMerge::missingAndDuplicatedPartsAreNamed() {
+    QStringList parts;
+    merged({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}, "score3", 3, &parts);
+    const QString d = m_dir.path();
+    auto r = cli({"merge", d + "/m.json", parts[0], parts[2]});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: part 2 of 3 is missing\n"));
+    QVERIFY(QFile::copy(parts[1], d + "/copy-of-part-2.json"));
+    r = cli({"merge", d + "/m.json", parts[0], parts[1], parts[2], d + "/copy-of-part-2.json"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "attnlab-cli: part 2 of 3 is given twice: " + parts[1] + " and " + d + "/copy-of-part-2.json\n");
+    // A part of a run in 3 beside parts of a run in 2.
+    QStringList two;
+    merged({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}, "score2", 2, &two);
+    r = cli({"merge", d + "/m.json", two[0], parts[1]});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "attnlab-cli: " + parts[1] + " is part 2 of 3 but " + two[0] +
+                        " is part 1 of 2: parts of one run are merged\n");
+}
+
+QTEST_GUILESS_MAIN(TestShardMerge)
+#include "tst_shard_merge.moc"
