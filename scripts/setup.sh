@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 
 scripts/install_packages.sh
 
-# CI (CI=true) builds with the project's warnings as errors; elsewhere they stay warnings.
+# CI (CI=true) builds with the project's warnings as errors, and attnlab_core's LibTorch units 8 at a time
+# (ATTNLAB_UNITY_BUILD, core/CMakeLists.txt: a fresh build's CPU); elsewhere warnings stay warnings and each
+# unit compiles alone (an edit recompiles one unit).
 werror=OFF
-[ "${CI:-}" = true ] && werror=ON
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_WERROR="$werror" "$@"
+unity=OFF
+[ "${CI:-}" = true ] && werror=ON && unity=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_WERROR="$werror" -DATTNLAB_UNITY_BUILD="$unity" "$@"
 cmake --build build --parallel "$(nproc)"
