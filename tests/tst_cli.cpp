@@ -67,6 +67,7 @@ private Q_SLOTS:
     void forcePrefixTraceAndExplain();
     void headsAndAlign();
     void attentionJsonBeyondWeights();
+    void attentionJsonContributions();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -283,6 +284,44 @@ void TestCli::attentionJsonBeyondWeights() {
         for (size_t j = 0; j < lib.source[i].size(); ++j)
             QVERIFY(std::abs(g["source"][i][j].get<double>() - lib.source[i][j]) <
                     1e-5 * std::abs(lib.source[i][j]) + 2e-6);
+}
+
+// --contributions alti+: the file's maps are the library's for the same translation (6 decimals), each row of
+// source + target summing to 1; an unknown method is refused naming the known ones.
+void TestCli::attentionJsonContributions() {
+    const QString path = m_dir.path() + "/alti.json";
+    auto r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund läuft.", "--max-len", "6", "--attention", path,
+                  "--contributions", "alti+,alti+"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto s = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()))["sentences"][0];
+    QCOMPARE(s["contributions"].size(), size_t(1));  // a method given twice is written once
+    const auto& alti = s["contributions"]["alti+"];
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const auto lib = t.contributions(t.translate("Ein Hund läuft.", o), attnlab::ContributionMethod::AltiPlus);
+    QCOMPARE(alti["source"].size(), lib.source.size());
+    QCOMPARE(alti["encoder_self"].size(), lib.encoder_self.size());
+    QCOMPARE(alti["cross"][1].size(), lib.cross[1].size());
+    for (size_t i = 0; i < lib.source.size(); ++i) {
+        double sum = 0;
+        for (size_t j = 0; j < lib.source[i].size(); ++j) {
+            QVERIFY(std::abs(alti["source"][i][j].get<double>() - lib.source[i][j]) < 1e-6);
+            sum += alti["source"][i][j].get<double>();
+        }
+        for (size_t j = 0; j < lib.target[i].size(); ++j) {
+            QVERIFY(std::abs(alti["target"][i][j].get<double>() - lib.target[i][j]) < 1e-6);
+            sum += alti["target"][i][j].get<double>();
+        }
+        QVERIFY2(std::abs(sum - 1) < 1e-5, qPrintable(QString::number(sum)));
+    }
+    QVERIFY(std::abs(alti["decoder_self"][1].back()[0].get<double>() - lib.decoder_self[1].back()[0]) < 1e-6);
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--contributions", "alti"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("alti not in {alti+,value-zeroing}"), qPrintable(r.err));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--contributions", "alti+"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--contributions requires --attention"), qPrintable(r.err));
 }
 
 void TestCli::attentionJsonReadBack() {

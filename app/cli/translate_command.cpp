@@ -32,6 +32,16 @@ constexpr std::chrono::milliseconds kBatchWait{100};
 // --attention and --trace write one JSON document: the results are kept until the input ends.
 constexpr size_t kMaxKeptResults = 1000;
 
+// --contributions' names (checked by its validator) as methods, each once, in the order first given.
+std::vector<attnlab::ContributionMethod> contributionMethods(const std::vector<std::string>& names) {
+    std::vector<attnlab::ContributionMethod> methods;
+    for (const auto& name : names)
+        if (const auto m = attnlab::parseContributionMethod(name);
+            m && std::find(methods.begin(), methods.end(), *m) == methods.end())
+            methods.push_back(*m);
+    return methods;
+}
+
 // --scores: the sentence's mean probability per piece, then each piece with its probability.
 std::string scoreColumns(const attnlab::TranslationResult& r) {
     auto number = [](double v) {
@@ -182,6 +192,13 @@ private:
                 for (const auto& r : leg.kept) extras.value_norms.push_back(leg.translator->valueNorms(r));
             if (saliency)
                 for (const auto& r : leg.kept) extras.saliency.push_back(leg.translator->saliency(r));
+            const auto methods = contributionMethods(t.contributions);
+            if (!methods.empty())
+                for (const auto& r : leg.kept) {
+                    extras.contributions.emplace_back();
+                    for (auto method : methods)
+                        extras.contributions.back().push_back(leg.translator->contributions(r, method));
+                }
             attnlab::writeAttentionJson(leg.attention_path, leg.kept, leg.translator->info(), leg.d, extras);
         }
         if (!leg.trace_path.empty()) attnlab::writeTraceJson(leg.trace_path, leg.kept, leg.translator->info(), leg.d);
@@ -401,6 +418,17 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->check(CLI::IsMember([] {
             auto names = attnlab::mapMeasureNames();
             names.push_back(attnlab::kSaliencyName);
+            return names;
+        }()))
+        ->needs(translate->get_option("--attention"));
+    translate
+        ->add_option("--contributions", t.contributions,
+                     "With --attention, also each piece's contributions through the whole model: alti+ (Ferrando et "
+                     "al. 2022), value-zeroing (Mohebbi et al. 2023), comma-separated (docs/contributions.md)")
+        ->delimiter(',')
+        ->check(CLI::IsMember([] {
+            std::vector<std::string> names;
+            for (auto m : attnlab::kContributionMethods) names.push_back(attnlab::contributionMethodName(m));
             return names;
         }()))
         ->needs(translate->get_option("--attention"));

@@ -17,7 +17,8 @@ struct TranslateCommand {
     attnlab::DecodingOptions decoding;
     std::vector<std::string> texts;
     std::string attention_path;
-    std::vector<std::string> maps;  // --maps: which maps the attention JSON holds besides the weights
+    std::vector<std::string> maps;           // --maps: which maps the attention JSON holds besides the weights
+    std::vector<std::string> contributions;  // --contributions: methods (attnlab/contributions.h) the JSON holds
     std::string trace_path;
     std::string ablate;
     bool scores = false;

@@ -3,6 +3,7 @@
 // "Export attention" (schema: docs/attention-json.md).
 
 #include <attnlab/attention_flow.h>
+#include <attnlab/contributions.h>
 #include <attnlab/decoding_options.h>
 #include <attnlab/gradients.h>
 #include <attnlab/translation.h>
@@ -24,6 +25,9 @@ struct AttentionJsonExtras {
     // One per result, or none: "saliency": {"source": [target][source], "target": [target][decoder input]}
     // (attnlab/gradients.h).
     std::vector<Saliency> saliency;
+    // One list per result, or none: "contributions": {method name: {"source", "target", "encoder_self",
+    // "decoder_self", "cross"}} (attnlab/contributions.h; `attnlab-cli translate --contributions`), in the order given.
+    std::vector<std::vector<Contributions>> contributions;
 };
 
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,

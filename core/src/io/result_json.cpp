@@ -55,6 +55,16 @@ void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& e
         const Saliency& g = extras.saliency.at(index);
         s[kSaliencyName] = {{"source", matrixJson(g.source)}, {"target", matrixJson(g.target)}};
     }
+    if (!extras.contributions.empty()) {
+        json methods = json::object();
+        for (const Contributions& c : extras.contributions.at(index))
+            methods[contributionMethodName(c.method)] = {{"source", matrixJson(c.source)},
+                                                         {"target", matrixJson(c.target)},
+                                                         {"encoder_self", rolloutJson(c.encoder_self)},
+                                                         {"decoder_self", rolloutJson(c.decoder_self)},
+                                                         {"cross", rolloutJson(c.cross)}};
+        s["contributions"] = std::move(methods);
+    }
     if (extras.rollout) {
         const auto encoder = attentionRollout(r.encoder_self);
         s["rollout"] = {
@@ -80,6 +90,9 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
     if (!extras.saliency.empty() && extras.saliency.size() != results.size())
         throw InternalError("attention JSON: saliency for " + std::to_string(extras.saliency.size()) + " of " +
                             std::to_string(results.size()) + " results");
+    if (!extras.contributions.empty() && extras.contributions.size() != results.size())
+        throw InternalError("attention JSON: contributions for " + std::to_string(extras.contributions.size()) +
+                            " of " + std::to_string(results.size()) + " results");
     json root;
     root["format"] = "attnlab-attention";
     root["version"] = kAttentionJsonVersion;
