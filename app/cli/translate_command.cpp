@@ -192,6 +192,8 @@ private:
                 for (const auto& r : leg.kept) extras.value_norms.push_back(leg.translator->valueNorms(r));
             if (saliency)
                 for (const auto& r : leg.kept) extras.saliency.push_back(leg.translator->saliency(r));
+            if (t.logit_lens)
+                for (const auto& r : leg.kept) extras.logit_lens.push_back(leg.translator->logitLens(r));
             const auto methods = contributionMethods(t.contributions);
             if (!methods.empty())
                 for (const auto& r : leg.kept) {
@@ -431,6 +433,11 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
             for (auto m : attnlab::kContributionMethods) names.push_back(attnlab::contributionMethodName(m));
             return names;
         }()))
+        ->needs(translate->get_option("--attention"));
+    translate
+        ->add_flag("--logit-lens", t.logit_lens,
+                   "With --attention, also what each decoder layer's output would predict at every position (through "
+                   "the final layer norm and the output projection: the logit lens, docs/contributions.md)")
         ->needs(translate->get_option("--attention"));
     translate->add_flag("--scores", t.scores,
                         "After each translation: a tab, its mean probability per piece, a tab, and every piece as "

@@ -28,6 +28,9 @@ struct AttentionJsonExtras {
     // One list per result, or none: "contributions": {method name: {"source", "target", "encoder_self",
     // "decoder_self", "cross"}} (attnlab/contributions.h; `attnlab-cli translate --contributions`), in the order given.
     std::vector<std::vector<Contributions>> contributions;
+    // One per result, or none: "logit_lens": {"layers": [decoder layer][position] {"top": [{"piece", "id",
+    // "probability"}], "chosen_probability", "chosen_rank"}} (attnlab/contributions.h; `--logit-lens`).
+    std::vector<LogitLens> logit_lens;
 };
 
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,

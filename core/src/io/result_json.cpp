@@ -42,6 +42,24 @@ json rolloutJson(const std::vector<Matrix>& maps) {
     return layers;
 }
 
+// The logit lens's cells, [decoder layer][position], each with its most probable pieces.
+json lensJson(const LogitLens& lens) {
+    json layers = json::array();
+    for (const auto& layer : lens.layers) {
+        json cells = json::array();
+        for (const LogitLensCell& c : layer) {
+            json top = json::array();
+            for (const LensPrediction& p : c.top)
+                top.push_back({{"piece", p.piece}, {"id", p.id}, {"probability", round6(float(p.probability))}});
+            cells.push_back({{"top", std::move(top)},
+                             {"chosen_probability", round6(float(c.chosen_probability))},
+                             {"chosen_rank", c.chosen_rank}});
+        }
+        layers.push_back(std::move(cells));
+    }
+    return {{"layers", std::move(layers)}};
+}
+
 // The optional sections of one sentence.
 void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& extras, size_t index) {
     if (!extras.value_norms.empty()) {
@@ -65,6 +83,7 @@ void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& e
                                                          {"cross", rolloutJson(c.cross)}};
         s["contributions"] = std::move(methods);
     }
+    if (!extras.logit_lens.empty()) s["logit_lens"] = lensJson(extras.logit_lens.at(index));
     if (extras.rollout) {
         const auto encoder = attentionRollout(r.encoder_self);
         s["rollout"] = {
@@ -93,6 +112,9 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
     if (!extras.contributions.empty() && extras.contributions.size() != results.size())
         throw InternalError("attention JSON: contributions for " + std::to_string(extras.contributions.size()) +
                             " of " + std::to_string(results.size()) + " results");
+    if (!extras.logit_lens.empty() && extras.logit_lens.size() != results.size())
+        throw InternalError("attention JSON: the logit lens for " + std::to_string(extras.logit_lens.size()) + " of " +
+                            std::to_string(results.size()) + " results");
     json root;
     root["format"] = "attnlab-attention";
     root["version"] = kAttentionJsonVersion;

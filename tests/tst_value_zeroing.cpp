@@ -1,0 +1,243 @@
+// Value zeroing (core/src/contributions/value_zeroing.cpp, docs/contributions.md) against the independent float64
+// implementation scripts/reference_value_zeroing.py, written from Mohebbi et al. 2023 and the authors' code, on
+// small random models in each family's layer structure (support/family_packages.h: post-norm Marian, pre-norm
+// M2M100 / NLLB, mBART's embedding norm, a CTranslate2 model with relative positions), with and without heads
+// switched off: every layer-wise and aggregated value within 1e-5. Properties that hold whatever the numbers: rows
+// that are distributions, no score for a later position, nothing through heads switched off, and with every head
+// off each piece keeps its own representation. The cross-check is skipped, with a message, where python3-torch is
+// missing (failed under CI=true).
+#include "family_packages.h"
+#include "fixtures.h"
+#include "python_probe.h"
+
+#include <attnlab/contributions.h>
+#include <attnlab/errors.h>
+#include <attnlab/translator.h>
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+using attnlab::AttentionKind;
+using attnlab::ContributionMethod;
+using attnlab::Contributions;
+using attnlab::Matrix;
+using nlohmann::json;
+
+namespace {
+const char* const kSource = "Der kleine Hund läuft schnell nach Hause";
+const char* const kTarget = "The small dog runs home";
+
+// The largest difference between a map and the reference's (1e9 when the shapes differ).
+double worstDifference(const Matrix& ours, const json& theirs) {
+    if (ours.size() != theirs.size()) return 1e9;
+    double worst = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+        if (ours[i].size() != theirs[i].size()) return 1e9;
+        for (size_t j = 0; j < ours[i].size(); ++j)
+            worst = std::max(worst, std::abs(double(ours[i][j]) - theirs[i][j].get<double>()));
+    }
+    return worst;
+}
+
+double worstDifference(const std::vector<Matrix>& ours, const json& theirs) {
+    if (ours.size() != theirs.size()) return 1e9;
+    double worst = 0;
+    for (size_t l = 0; l < ours.size(); ++l) worst = std::max(worst, worstDifference(ours[l], theirs[l]));
+    return worst;
+}
+
+double rowSum(const std::vector<float>& row) {
+    double s = 0;
+    for (float v : row) s += v;
+    return s;
+}
+
+bool allZero(const Matrix& m) {
+    for (const auto& row : m)
+        for (float v : row)
+            if (v != 0.0f) return false;
+    return true;
+}
+
+std::vector<attnlab::HeadRef> everyHead(AttentionKind kind, int layer, int heads) {
+    std::vector<attnlab::HeadRef> out;
+    for (int h = 0; h < heads; ++h) out.push_back({kind, layer, h});
+    return out;
+}
+}  // namespace
+
+class TestValueZeroing : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void matchesReference_data();
+    void matchesReference();
+    void rowsAreDistributions();
+    void switchedOffHeadsContributeNothing();
+    void everyHeadOffKeepsEachPiece();
+    void emptyTranslationIsRefused();
+
+private:
+    struct Case {
+        std::string family;
+        std::vector<attnlab::HeadRef> ablated;
+        attnlab::TranslationResult result;
+        Contributions ours;
+    };
+    attnlab::TranslationResult forced(const std::string& family, const std::vector<attnlab::HeadRef>& ablated) const;
+    Contributions valueZeroing(const std::string& family, const attnlab::TranslationResult& r) const;
+    void runReference();
+
+    QTemporaryDir m_dir;
+    QString m_python;
+    std::map<std::string, std::string> m_packages;
+    std::map<std::string, std::unique_ptr<attnlab::Translator>> m_translators;
+    std::vector<std::pair<std::string, Case>> m_cases;  // name -> case
+    json m_reference;
+};
+
+attnlab::TranslationResult TestValueZeroing::forced(const std::string& family,
+                                                    const std::vector<attnlab::HeadRef>& ablated) const {
+    attnlab::DecodingOptions o;
+    o.ablate = ablated;
+    return m_translators.at(family)->teacherForce({kSource}, {kTarget}, o).front();
+}
+
+Contributions TestValueZeroing::valueZeroing(const std::string& family, const attnlab::TranslationResult& r) const {
+    return m_translators.at(family)->contributions(r, ContributionMethod::ValueZeroing);
+}
+
+void TestValueZeroing::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    m_python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
+    const std::string dir = m_dir.path().toStdString();
+    const std::string tok = attnlab::testing::trainTokenizer(dir, 400);
+    for (const auto& family : attnlab::testing::layerFamilies()) {
+        m_packages[family] = attnlab::testing::writeLayerFamilyPackage(dir + "/" + family, tok, family, 17);
+        m_translators[family] = std::make_unique<attnlab::Translator>(
+            m_packages[family], attnlab::TranslatorOptions{attnlab::testing::testDevice()});
+        m_cases.push_back({family, {family, {}, {}, {}}});
+    }
+    // Heads switched off in each kind of attention (the translation's own model is the one explained).
+    m_cases.push_back(
+        {"marian, heads off",
+         {"marian",
+          {{AttentionKind::EncoderSelf, 0, 1}, {AttentionKind::DecoderSelf, 1, 2}, {AttentionKind::Cross, 0, 0}},
+          {},
+          {}}});
+    m_cases.push_back({"ct2-relative, heads off", {"ct2-relative", {{AttentionKind::Cross, 1, 3}}, {}, {}}});
+    for (auto& [name, c] : m_cases) {
+        c.result = forced(c.family, c.ablated);
+        c.ours = valueZeroing(c.family, c.result);
+    }
+    if (attnlab::testing::pythonProblem(m_python, {"torch", "numpy"}).isEmpty()) runReference();
+}
+
+void TestValueZeroing::runReference() {
+    json cases = json::array();
+    for (const auto& [name, c] : m_cases) {
+        json ablated = json::array();
+        for (const auto& h : c.ablated)
+            ablated.push_back({{"kind", attnlab::attentionKindName(h.kind)}, {"layer", h.layer}, {"head", h.head}});
+        // The decoder's input: <s>, then the target but its last piece.
+        std::vector<int> decoder_input{int(m_translators.at(c.family)->info().config.bos_idx)};
+        decoder_input.insert(decoder_input.end(), c.result.best.ids.begin(), c.result.best.ids.end() - 1);
+        cases.push_back({{"model", m_packages.at(c.family)},
+                         {"source_ids", c.result.source_ids},
+                         {"decoder_input_ids", decoder_input},
+                         {"target_ids", c.result.best.ids},
+                         {"ablated", ablated}});
+    }
+    const QString in = m_dir.filePath("cases.json"), out = m_dir.filePath("reference.json");
+    attnlab::testing::writeFile(in.toStdString(), json{{"cases", cases}}.dump());
+    attnlab::testing::runScript(m_python, "reference_value_zeroing.py", {"--input", in, "--output", out});
+    m_reference = json::parse(attnlab::testing::readFile(out.toStdString()))["cases"];
+}
+
+void TestValueZeroing::matchesReference_data() {
+    QTest::addColumn<int>("index");
+    for (size_t i = 0; i < m_cases.size(); ++i) QTest::newRow(m_cases[i].first.c_str()) << int(i);
+}
+
+// Within 1e-5: the model computes in float32 (its outputs carry ~1e-6 relative rounding, and a cosine distance
+// moves by about its angle times that), the reference in float64.
+void TestValueZeroing::matchesReference() {
+    ATTNLAB_REQUIRE_PYTHON(m_python, QStringList({"torch", "numpy"}), "value zeroing against the float64 reference");
+    QFETCH(int, index);
+    const Contributions& ours = m_cases[size_t(index)].second.ours;
+    const json& ref = m_reference.at(size_t(index));
+    const std::pair<const char*, double> checks[] = {
+        {"encoder_self", worstDifference(ours.encoder_self, ref["encoder_self"])},
+        {"decoder_self", worstDifference(ours.decoder_self, ref["decoder_self"])},
+        {"cross", worstDifference(ours.cross, ref["cross"])},
+        {"source", worstDifference(ours.source, ref["source"])},
+        {"target", worstDifference(ours.target, ref["target"])}};
+    for (const auto& [what, worst] : checks) QVERIFY2(worst < 1e-5, qPrintable(QString("%1: %2").arg(what).arg(worst)));
+    QCOMPARE(ours.method, ContributionMethod::ValueZeroing);
+}
+
+// Each layer's rows sum to 1 over the map's keys (no row is left unchanged by every key here); the decoder's
+// self-attention gives no score to a later position; source and target rows sum to 1 together.
+void TestValueZeroing::rowsAreDistributions() {
+    for (const auto& [name, c] : m_cases) {
+        const Contributions& v = c.ours;
+        for (const auto* maps : {&v.encoder_self, &v.decoder_self, &v.cross})
+            for (const auto& m : *maps)
+                for (const auto& row : m) QVERIFY2(std::abs(rowSum(row) - 1) < 1e-6, name.c_str());
+        for (const auto& m : v.decoder_self)
+            for (size_t i = 0; i < m.size(); ++i)
+                for (size_t j = i + 1; j < m[i].size(); ++j) QCOMPARE(m[i][j], 0.0f);
+        QCOMPARE(v.source.size(), c.result.best.ids.size());
+        QCOMPARE(v.source.front().size(), c.result.source_ids.size());
+        for (size_t i = 0; i < v.source.size(); ++i)
+            QVERIFY2(std::abs(rowSum(v.source[i]) + rowSum(v.target[i]) - 1) < 1e-6, name.c_str());
+    }
+}
+
+// A key whose values are zeroed in heads that are switched off changes nothing: with every head of the first
+// cross-attention off, no source piece scores there; with every cross-attention head off, no source piece
+// contributes to the translation at all.
+void TestValueZeroing::switchedOffHeadsContributeNothing() {
+    const int heads = 4;
+    const auto first_off = everyHead(AttentionKind::Cross, 0, heads);
+    const auto first = valueZeroing("marian", forced("marian", first_off));
+    QVERIFY(allZero(first.cross[0]));
+    QVERIFY(!allZero(first.cross[1]));
+    QVERIFY(!allZero(first.source));
+    auto all_off = first_off;
+    for (const auto& h : everyHead(AttentionKind::Cross, 1, heads)) all_off.push_back(h);
+    const auto none = valueZeroing("marian", forced("marian", all_off));
+    QVERIFY(allZero(none.cross[0]) && allZero(none.cross[1]) && allZero(none.source));
+    for (const auto& row : none.target) QVERIFY(std::abs(rowSum(row) - 1) < 1e-6);
+}
+
+// With every attention head off only the residual stream and the feed-forward layers are left: no key changes any
+// query, every layer-wise map is zero, and through the model each target piece is its own decoder input alone.
+void TestValueZeroing::everyHeadOffKeepsEachPiece() {
+    std::vector<attnlab::HeadRef> off;
+    for (AttentionKind kind : attnlab::attentionKinds())
+        for (int l = 0; l < 2; ++l)
+            for (const auto& h : everyHead(kind, l, 4)) off.push_back(h);
+    for (const std::string family : {"m2m100", "ct2-relative"}) {
+        const auto v = valueZeroing(family, forced(family, off));
+        for (const auto* maps : {&v.encoder_self, &v.decoder_self, &v.cross})
+            for (const auto& m : *maps) QVERIFY2(allZero(m), family.c_str());
+        QVERIFY(allZero(v.source));
+        for (size_t i = 0; i < v.target.size(); ++i)
+            for (size_t j = 0; j < v.target[i].size(); ++j) QCOMPARE(v.target[i][j], i == j ? 1.0f : 0.0f);
+    }
+}
+
+void TestValueZeroing::emptyTranslationIsRefused() {
+    attnlab::TranslationResult empty;
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { valueZeroing("marian", empty); }),
+             QString("value-zeroing contributions: the translation is empty"));
+}
+
+QTEST_GUILESS_MAIN(TestValueZeroing)
+#include "tst_value_zeroing.moc"
