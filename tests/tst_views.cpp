@@ -390,7 +390,10 @@ void TestViews::attentionViewShowsContributions() {
     m_controller->waitForIdle();
     QCOMPARE(ready.count(), 0);  // the weights shown: nothing computed
     view.select(AttentionKind::Cross, 1, 2);
-    m_context->setMeasure(MapMeasure::AltiPlus);
+    auto* method = view.findChild<QComboBox*>("method");  // the Method, as a person chooses it
+    QCOMPARE(method->count(), int(std::size(attnlab::kMapMeasures)));
+    method->setCurrentIndex(method->findData(int(MapMeasure::AltiPlus)));
+    QCOMPARE(m_context->measure(), MapMeasure::AltiPlus);
     QCOMPARE(view.view()->message(), mapMeasureWaiting(MapMeasure::AltiPlus));  // until the worker answers
     QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && !view.view()->map().empty(), 60000);
     const auto alti = m_core->contributions(*r, ContributionMethod::AltiPlus);

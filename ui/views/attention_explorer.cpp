@@ -42,6 +42,8 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     m_fixed = new QCheckBox(tr("Fixed 0–1 colour range"), this);
     // What the maps show (docs/head-lab.md "Beyond raw weights").
     m_measure = new QComboBox(this);
+    m_measure->setObjectName("method");
+    m_measure->setAccessibleName(tr("Method"));
     for (MapMeasure m : kMapMeasures) m_measure->addItem(mapMeasureTitle(m), int(m));
     m_measure->setToolTip(
         tr("Method. Weights: the softmax. Weight × value norm: each weight times the length of what its key "

@@ -314,7 +314,7 @@ void DecodingView::showStep() {
 }
 
 // This step's cross-attention row of every head, of every layer or of the layer chosen, under the
-// context's measure (the Attention tab's Show choice) when it is the context's translation.
+// context's measure (the Attention tab's Method) when it is the context's translation.
 void DecodingView::showStrip(int t) {
     const TranslationResult& r = *m_result;
     const MapMeasure measure = m_result == context()->result() ? context()->measure() : MapMeasure::Weights;
@@ -457,7 +457,7 @@ void DecodingView::follow(ViewContext* c) {
     });
     connect(c, &ViewContext::paletteChanged, this, &DecodingView::setColorMap);
     setColorMap(c->palette());
-    // The strip follows the Attention tab's Show choice (and the value norms it waits for).
+    // The strip follows the Attention tab's Method (and what it waits for: value norms, contributions).
     connect(c, &ViewContext::measuredMapsChanged, this, [this] {
         if (m_result && stepCount() > 0) showStrip(step());
     });
