@@ -31,6 +31,8 @@ private Q_SLOTS:
     void saliencyRespectsCausality();
     void gateGradientIsFiniteDifference();
     void gateGradientsArePerPair();
+    void contrastiveIsSaliencyDifference();
+    void contrastiveRefusedByMessage();
     void errorsAreNamed();
     void modelIsLeftAsItWas();
 
@@ -194,6 +196,67 @@ void TestGradients::gateGradientIsFiniteDifference() {
                                     .arg(fd)));
         }
     }
+}
+
+// Gradient x input of log p(chosen) - log p(alternative) at one step is the difference of two saliencies: that
+// step's row for the translation, and for the translation with the alternative in the chosen piece's place (row t
+// reads only the inputs up to t, which the two share). The same arithmetic summed otherwise: 1e-4 relative plus
+// 1e-6. The two log-probabilities are the search's (the step's candidates), within float32's 1e-5.
+void TestGradients::contrastiveIsSaliencyDifference() {
+    const auto r = m_t->translate("Ein Mädchen spielt mit einem Ball im Park.");
+    QVERIFY(r.best.ids.size() >= 3);
+    const int step = 1;
+    const auto& candidate = r.steps.at(step).candidates.at(1);  // the runner-up at that step
+    QVERIFY(candidate.id != r.best.ids[step]);
+    const auto c = m_t->contrastive(r, {step, candidate.piece});
+    auto other = r;
+    other.best.ids[step] = candidate.id;
+    const auto s = m_t->saliency(r), t = m_t->saliency(other);
+    QCOMPARE(c.saliency_source.size(), r.source_ids.size());
+    QCOMPARE(c.saliency_target.size(), r.best.ids.size());
+    double seen = 0;
+    for (size_t j = 0; j < c.saliency_source.size(); ++j) {
+        const double want = double(s.source[step][j]) - double(t.source[step][j]);
+        QVERIFY2(std::abs(c.saliency_source[j] - want) < 1e-4 * std::abs(want) + 1e-6,
+                 qPrintable(QString("source %1: %2 vs %3").arg(j).arg(c.saliency_source[j]).arg(want)));
+        seen += std::abs(want);
+    }
+    for (size_t k = 0; k < c.saliency_target.size(); ++k) {
+        const double want = double(s.target[step][k]) - double(t.target[step][k]);
+        QVERIFY2(std::abs(c.saliency_target[k] - want) < 1e-4 * std::abs(want) + 1e-6,
+                 qPrintable(QString("target %1: %2 vs %3").arg(k).arg(c.saliency_target[k]).arg(want)));
+        if (k > size_t(step)) QCOMPARE(c.saliency_target[k], 0.0f);  // inputs the step never saw
+    }
+    QVERIFY(seen > 0);
+    QCOMPARE(c.chosen, r.best.pieces[step]);
+    QCOMPARE(c.query.alternative, candidate.piece);
+    QVERIFY(std::abs(c.chosen_log_probability - r.best.token_log_probs[step]) < 1e-5);
+    QVERIFY(std::abs(c.alternative_log_probability - std::log(double(candidate.probability))) < 1e-5);
+    QVERIFY(c.alternative_log_probability < c.chosen_log_probability);
+}
+
+void TestGradients::contrastiveRefusedByMessage() {
+    const auto r = m_t->translate("Ein Hund.");
+    const int last = int(r.best.ids.size()) - 1;
+    using attnlab::testing::messageOf;
+    QCOMPARE(messageOf<attnlab::InputError>([&] {
+                 m_t->contrastive(r, {last + 1, r.best.pieces[0]});
+             }),
+             QString("contrastive: step %1 is out of range: the translation has %1 pieces (0-based: 0..%2)")
+                 .arg(last + 1)
+                 .arg(last));
+    QCOMPARE(messageOf<attnlab::InputError>([&] {
+                 m_t->contrastive(r, {0, "no-such-piece"});
+             }),
+             QString("contrastive: 'no-such-piece' is not a piece of the target vocabulary"));
+    QCOMPARE(messageOf<attnlab::InputError>([&] {
+                 m_t->contrastive(r, {0, r.best.pieces[0]});
+             }),
+             QString("contrastive: '%1' is the piece chosen at step 0").arg(QString::fromStdString(r.best.pieces[0])));
+    QCOMPARE(messageOf<attnlab::InputError>([&] {
+                 m_t->contrastive(attnlab::TranslationResult{}, {0, "x"});
+             }),
+             QString("contrastive: the translation is empty"));
 }
 
 // A pair's gradients do not depend on the pairs batched with it (one gate per pair and head): the

@@ -1,9 +1,10 @@
-// Engine::saliency and Engine::headGateGradients (attnlab/gradients.h): what the gradients of a
-// teacher-forced pass say. Both run the model with autograd on (its inference shortcuts, packed
-// weights and the fused attention step, stand aside then) and take the gradient with respect to
-// tensors put into the pass for that purpose, never to the weights.
+// Engine::saliency, Engine::headGateGradients (attnlab/gradients.h) and Engine::contrastive (attnlab/contributions.h):
+// what the gradients of a teacher-forced pass say. Each runs the model with autograd on (its inference shortcuts,
+// packed weights and the fused attention step, stand aside then) and takes the gradient with respect to tensors put
+// into the pass for that purpose, never to the weights.
 #include "decoding/engine.h"
 #include "util/device.h"
+#include "util/text.h"
 #include "util/torch_errors.h"
 
 #include <attnlab/errors.h>
@@ -151,4 +152,60 @@ HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sour
     });
 }
 
+namespace {
+// The target vocabulary's id of `piece`, or else of "▁" + piece (a word typed without SentencePiece's marker); -1
+// when the vocabulary has neither.
+int targetPieceId(const TextCodec& codec, const std::string& piece) {
+    const std::string marked = "\xE2\x96\x81" + piece;
+    for (const std::string* wanted : {&piece, &marked})
+        for (int id = 0; id < codec.vocabSize(); ++id)
+            if (codec.idToPiece(id) == *wanted) return id;
+    return -1;
+}
+}  // namespace
+
+Contrastive Engine::contrastive(const TranslationResult& r, const ContrastiveQuery& q) const {
+    if (r.source_ids.empty() || r.best.ids.empty()) throw InputError("contrastive: the translation is empty");
+    const int64_t T = static_cast<int64_t>(r.best.ids.size());
+    if (q.step < 0 || q.step >= T)
+        throw InputError("contrastive: step " + std::to_string(q.step) + " is out of range: the translation has " +
+                         std::to_string(T) + " pieces (0-based: 0.." + std::to_string(T - 1) + ")");
+    const int alternative = targetPieceId(*m_tokenizer, q.alternative);
+    if (alternative < 0)
+        throw InputError("contrastive: '" + util::forMessage(q.alternative) +
+                         "' is not a piece of the target vocabulary");
+    const int chosen = r.best.ids[size_t(q.step)];
+    if (alternative == chosen)
+        throw InputError("contrastive: '" + util::forMessage(q.alternative) + "' is the piece chosen at step " +
+                         std::to_string(q.step));
+    return util::translatingTorchErrors("computing contrastive saliency", [&] {
+        util::ThreadScope threads(threadsForRows(T));
+        torch::AutoGradMode grad(true);
+        Source src, trg;
+        src.ids = r.source_ids;
+        trg.ids = r.best.ids;
+        auto [src_t, trg_in, gold] = forcedTensors({&src}, {&trg});
+        model::Transformer model = m_model;
+        const auto ablation = ablateHeads(r.ablated);  // the model whose output the translation is
+        EmbeddingTap tap(model);
+        const auto logp = torch::log_softmax(model->forwardFull(src_t, trg_in).to(torch::kFloat32), -1)[0][q.step];
+        const auto difference = logp[chosen] - logp[alternative];
+        const auto grads = torch::autograd::grad({difference}, {tap.source, tap.target});
+        Contrastive c;
+        c.query = q;
+        c.chosen = m_tokenizer->idToPiece(chosen);
+        c.chosen_log_probability = logp[chosen].item<double>();
+        c.alternative_log_probability = logp[alternative].item<double>();
+        c.saliency_source = toMatrix((grads[0] * tap.source).sum(-1)).front();  // [1, S] -> S
+        c.saliency_target = toMatrix((grads[1] * tap.target).sum(-1)).front();
+        return c;
+    });
+}
+
 }  // namespace attnlab::decoding
+
+namespace attnlab {
+Contrastive Translator::contrastive(const TranslationResult& result, const ContrastiveQuery& query) const {
+    return m_engine->contrastive(result, query);
+}
+}  // namespace attnlab
