@@ -423,6 +423,21 @@ void TestViews::attentionViewShowsContributions() {
     QVERIFY(near(view.view()->map(), alti.decoder_self[1]));
     m_controller->waitForIdle();
     QCOMPARE(ready.count(), 2);
+    // The JSON export carries both methods computed, under their names (docs/attention-json.md).
+    const QString exported = m_dir.filePath("contributions.json");
+    QVERIFY(!m_context->exportAttentionJson(exported));
+    QFile file(exported);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonObject methods = QJsonDocument::fromJson(file.readAll())
+                                    .object()["sentences"]
+                                    .toArray()[0]
+                                    .toObject()["contributions"]
+                                    .toObject();
+    QCOMPARE(methods.keys(), (QStringList{"alti+", "value-zeroing"}));
+    const QJsonArray row = methods["alti+"].toObject()["cross"].toArray()[1].toArray()[2].toArray();  // layer 2, row 3
+    QCOMPARE(row.size(), int(alti.cross[1][2].size()));
+    for (int j = 0; j < row.size(); ++j)  // written with 6 decimals
+        QVERIFY(std::abs(row[j].toDouble() - alti.cross[1][2][size_t(j)]) <= kSameKernelsMargin + 1e-6);
     // What the worker cannot compute is said in the view, by core's message, and as the one failure.
     auto idless = std::make_shared<attnlab::TranslationResult>(*r);
     idless->best.ids.clear();

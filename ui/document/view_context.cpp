@@ -510,11 +510,15 @@ std::optional<QString> ViewContext::exportAttentionJson(const QString& path) con
     const auto info = model();
     if (!m_result || !info) return tr("translate a sentence first");
     try {
-        // The maps beyond the weights that the Show choice has made: the value norms once computed,
-        // the rollout when it is shown.
+        // The maps beyond the weights that the Method has made: the value norms and each method's
+        // contributions once computed, the rollout when it is shown.
         AttentionJsonExtras extras;
         if (m_norms) extras.value_norms.push_back(*m_norms);
         extras.rollout = m_measure == MapMeasure::Rollout;
+        std::vector<Contributions> computed;
+        for (const ContributionsPtr& c : m_contributions)
+            if (c) computed.push_back(*c);
+        if (!computed.empty()) extras.contributions.push_back(std::move(computed));
         writeAttentionJson(path.toStdString(), {*m_result}, *info, m_result_options, extras);
         return std::nullopt;
     } catch (const Error& e) {

@@ -94,8 +94,9 @@ public:
     ContributionsPtr contributions(ContributionMethod method) const { return m_contributions[size_t(method)]; }
     void setFocusedHead(const HeadRef& head) { m_focus = head; }
     QString lastError() const { return m_last_error; }  // the last failure, until a success
-    // The shown translation's attention as JSON (docs/attention-json.md), with the value norms when
-    // they have been computed and the rollout when it is shown; the problem, or nothing.
+    // The shown translation's attention as JSON (docs/attention-json.md), with the value norms and
+    // each method's contributions when they have been computed and the rollout when it is shown; the
+    // problem, or nothing.
     [[nodiscard]] std::optional<QString> exportAttentionJson(const QString& path) const;
 
     // Pivot translation (attnlab/route.h): two models chained through a middle language, the first
