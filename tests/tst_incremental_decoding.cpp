@@ -2,6 +2,7 @@
 // and the same attention rows, also after the cache's rows are reordered (beam search).
 #include "fixtures.h"
 #include "model/masks.h"
+#include "random_model.h"
 
 #include <QtTest/QtTest>
 

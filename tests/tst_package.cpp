@@ -5,6 +5,7 @@
 #include "formats/huggingface/marian_import.h"
 #include "formats/safetensors/safetensors.h"
 #include "package/package_io.h"
+#include "random_model.h"
 #include "tokenizer/text_codec.h"
 
 #include <attnlab/confidence.h>

@@ -2,6 +2,7 @@
 // recomputed independently by a teacher-forced full pass, cached == full-prefix decoding.
 #include "decoding/search.h"
 #include "fixtures.h"
+#include "random_model.h"
 
 #include <attnlab/errors.h>
 

@@ -4,6 +4,7 @@
 #include "decoding/engine.h"
 #include "decoding/search.h"
 #include "fixtures.h"
+#include "random_model.h"
 #include "training/objective.h"
 
 #include <attnlab/attention_history.h>

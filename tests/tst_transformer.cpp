@@ -3,6 +3,7 @@
 #include "fixtures.h"
 #include "model/masks.h"
 #include "package/package_io.h"
+#include "random_model.h"
 
 #include <attnlab/errors.h>
 

@@ -4,6 +4,7 @@
 #include "fixtures.h"
 #include "model/masks.h"
 #include "package/package_io.h"
+#include "random_model.h"
 
 #include <attnlab/errors.h>
 #include <attnlab/package.h>

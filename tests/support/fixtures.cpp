@@ -1,12 +1,18 @@
 #include "fixtures.h"
+#include "random_model.h"
 
 #include "package/package_io.h"
 
 #include <attnlab/tokenizer.h>
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
 #include <QProcess>
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -135,11 +141,72 @@ void writeFile(const std::string& path, const std::string& bytes) {
     out << bytes;
 }
 
+namespace {
+// The Python that runs the reference scripts, asked to end (its stdin closed) before it is killed.
+class ScriptServer : public QProcess {
+public:
+    using QProcess::QProcess;
+    ~ScriptServer() override {
+        closeWriteChannel();
+        waitForFinished(10000);
+    }
+    ScriptServer(const ScriptServer&) = delete;
+    ScriptServer& operator=(const ScriptServer&) = delete;
+};
+
+// A test program asks for dozens of reference runs (scripts/*_reference.py: a model made, sentences
+// translated); each in a Python of its own imported torch, numpy and sentencepiece again (1.5 s of CPU), more
+// than the run itself on the tests' small models. One Python per program and interpreter runs them all
+// (support/script_server.py: the script's main() with the run's arguments). It belongs to the application
+// object, found there by its name, and ends with the program.
+QProcess* scriptServer(const QString& python) {
+    QCoreApplication* app = QCoreApplication::instance();
+    if (!app) return nullptr;
+    const QString name = "attnlab-script-server " + python;
+    auto* server = app->findChild<QProcess*>(name, Qt::FindDirectChildrenOnly);
+    if (server && server->state() == QProcess::Running) return server;
+    delete server;  // one that ended (a script killed its Python): a new one
+    server = new ScriptServer(app);
+    server->setObjectName(name);
+    server->start(python, {QString(ATTNLAB_SOURCE_DIR) + "/tests/support/script_server.py",
+                           QString(ATTNLAB_SOURCE_DIR) + "/scripts"});
+    if (!server->waitForStarted(60000))
+        qFatal("%s did not start: %s", qPrintable(python), qPrintable(server->errorString()));
+    return server;
+}
+
+[[noreturn]] void scriptFailed(const QString& script, const QStringList& args, const QByteArray& why) {
+    qFatal("%s %s failed: %s", qPrintable(script), qPrintable(args.value(0)), why.constData());
+}
+}  // namespace
+
 void runScript(const QString& python, const QString& script, const QStringList& args, int seconds) {
-    QProcess p;
-    p.start(python, QStringList{QString(ATTNLAB_SOURCE_DIR) + "/scripts/" + script} + args);
-    if (!p.waitForFinished(seconds * 1000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
-        qFatal("%s %s failed: %s", qPrintable(script), qPrintable(args.value(0)), p.readAllStandardError().constData());
+    QProcess* server = scriptServer(python);
+    if (!server) {  // no application object (a helper program's main): a Python of its own
+        QProcess p;
+        p.start(python, QStringList{QString(ATTNLAB_SOURCE_DIR) + "/scripts/" + script} + args);
+        if (!p.waitForFinished(seconds * 1000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+            scriptFailed(script, args, p.readAllStandardError());
+        return;
+    }
+    server->readAllStandardError();  // what earlier runs printed
+    nlohmann::json request = {{"script", script.toStdString()}, {"args", nlohmann::json::array()}};
+    for (const QString& a : args) request["args"].push_back(a.toStdString());
+    server->write(QByteArray::fromStdString(request.dump() + "\n"));
+    QDeadlineTimer deadline{std::chrono::seconds(seconds)};
+    while (!server->canReadLine() && server->state() == QProcess::Running && !deadline.hasExpired())
+        server->waitForReadyRead(int(std::min<qint64>(deadline.remainingTime(), 1000)));
+    if (!server->canReadLine()) {
+        server->kill();  // stuck: stopped, and what it printed shown
+        server->waitForFinished(10000);
+        scriptFailed(script, args,
+                     "no answer within " + QByteArray::number(seconds) + " s: " + server->readAllStandardError());
+    }
+    const auto answer = nlohmann::json::parse(server->readLine().toStdString(), nullptr, false);
+    if (answer.is_discarded() || answer.value("status", 1) != 0) {
+        server->waitForReadyRead(500);  // the rest of its stderr (another pipe than the answer's)
+        scriptFailed(script, args, server->readAllStandardError());
+    }
 }
 
 std::string makeSmallArgosPackage(const QString& dir, const QString& from, const QString& to, int seed) {

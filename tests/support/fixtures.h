@@ -1,9 +1,8 @@
 #pragma once
 // Fixtures the tests make for themselves: a small German/English corpus, a SentencePiece model
 // trained on it by attnlab::Tokenizer::train, and random-weight model packages written by
-// attnlab::package::savePackage. Nothing here is a recorded result.
-
-#include "model/transformer.h"
+// attnlab::package::savePackage. Nothing here is a recorded result. No torch header: random_model.h has the
+// fixture that needs one.
 
 #include <attnlab/config.h>
 #include <attnlab/errors.h>
@@ -31,9 +30,6 @@ ModelConfig smallConfig(int64_t vocab);
 
 // A package config around `model` with the special ids AttnLab's tokenizers use.
 PackageConfig packageConfig(const ModelConfig& model);
-
-// A model with random (Xavier) weights, seeded; eval mode.
-model::Transformer randomModel(const ModelConfig& config, uint64_t seed);
 
 // Writes a package with random weights to `dir`; returns dir.
 std::string writeRandomPackage(const std::string& dir, const std::string& tokenizer_model, const ModelConfig& config,

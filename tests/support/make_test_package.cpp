@@ -3,6 +3,7 @@
 // other direction (en -> de) with 3 encoder and 3 decoder layers, a model to switch to; OUT_DIR-multilingual: a
 // model with three languages (deu_Latn, eng_Latn, fra_Latn).
 #include "fixtures.h"
+#include "random_model.h"
 
 #include "package/package_io.h"
 
