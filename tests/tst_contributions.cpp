@@ -9,7 +9,9 @@
 #include "package/package_io.h"
 #include "python_probe.h"
 
+#include <attnlab/alignment.h>
 #include <attnlab/contributions.h>
+#include <attnlab/head_lab.h>
 #include <attnlab/translator.h>
 
 #include <QtTest/QtTest>
@@ -111,6 +113,7 @@ private Q_SLOTS:
     void residualAlone_data();
     void residualAlone();
     void emptyTranslationRefused();
+    void alignsByAltiPlus();
 
 private:
     // A package of `cfg` with perturbed random weights, `edit` applied before it is written.
@@ -298,6 +301,43 @@ void TestContributions::emptyTranslationRefused() {
     QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>(
                  [&] { t.contributions(attnlab::TranslationResult{}, attnlab::ContributionMethod::AltiPlus); }),
              QString("alti+ contributions: the translation is empty"));
+}
+
+void TestContributions::alignsByAltiPlus() {
+    // ALTI+'s source part as an alignment method: its piece map merged to words and linked as the attention
+    // methods' maps are (mergeToWords, extractLinks), and alignCorpus scoring alti+ and shift:alti+ against gold
+    // beside them, with the counts of those links.
+    using K = attnlab::AlignmentMethod::Kind;
+    attnlab::Translator t(package("align", attnlab::testing::smallConfig(400), 13), {attnlab::testing::testDevice()});
+    const std::vector<std::string> src{"Ein Mann läuft.", "Zwei Hunde spielen im Park."};
+    const std::vector<std::string> tgt{"A man runs.", "Two dogs play in the park."};
+    const std::vector<attnlab::GoldAlignment> gold{attnlab::parseGoldLine("0-0 1-1 2-2", {}, "g"),
+                                                   attnlab::parseGoldLine("0-0 1-1 2-2 3-3 3-4 4-5", {}, "g")};
+    const auto rep = attnlab::alignCorpus(t, src, tgt, &gold, "gold.txt");
+    const auto forced = t.teacherForce(src, tgt);
+    for (bool shift : {false, true}) {
+        const attnlab::AlignmentMethod method{K::AltiPlus, 0, 0, shift};
+        QCOMPARE(attnlab::parseAlignmentMethod(attnlab::alignmentMethodName(method)), method);
+        const auto* got = rep.find(method);
+        QVERIFY(got);
+        attnlab::AlignmentCounts counts;
+        for (size_t p = 0; p < forced.size(); ++p) {
+            const auto& r = forced[p];
+            const auto c = t.contributions(r, attnlab::ContributionMethod::AltiPlus);
+            const auto source = attnlab::groupPiecesIntoWords(r.source_pieces);
+            const auto target = attnlab::groupPiecesIntoWords(r.best.pieces);
+            const auto map = attnlab::mergeToWords(shift ? attnlab::shiftedRows(c.source) : c.source, target, source);
+            const auto links = attnlab::extractLinks(map);
+            QCOMPARE(attnlab::alignWords(r, method, 0.0, &c).links, links);
+            QCOMPARE(got->links[p], links);
+            counts.add(links, gold[p]);
+        }
+        QCOMPARE(got->counts.aer(), counts.aer());
+    }
+    QCOMPARE(
+        attnlab::testing::messageOf<attnlab::InputError>(
+            [&] { attnlab::alignWords(forced[0], attnlab::parseAlignmentMethod("alti+")); }),
+        QString("alignment method alti+: needs the translation's ALTI+ contributions (Translator::contributions)"));
 }
 
 QTEST_GUILESS_MAIN(TestContributions)

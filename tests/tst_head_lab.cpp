@@ -310,7 +310,7 @@ void TestHeadLab::alignmentMethods() {
     for (const char* bad : {"head:1", "layer:x", "heads:1:2", "", "layer:-1", "shift:", "shift:shift:all", "all:shift"})
         QCOMPARE(
             errorOf([&] { attnlab::parseAlignmentMethod(bad); }),
-            QString("alignment method '%1' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all) (0-based "
+            QString("alignment method '%1' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+) (0-based "
                     "layer and head; heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)")
                 .arg(bad));
     const auto shifted = attnlab::parseAlignmentMethod("shift:layer:2");
@@ -418,7 +418,7 @@ void TestHeadLab::corpusAlignmentWithAReverseModel() {
     for (const auto& l : gold_lines) gold.push_back(attnlab::parseGoldLine(l, {}, "g"));
     const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt", 0.0, {}, m_t.get());
     QVERIFY(rep.symmetrised);
-    const size_t base = 2 * (2 * 4 + 2 + 1);
+    const size_t base = 2 * (2 * 4 + 2 + 1) + 2;  // heads, layers, all, each also shifted; ALTI+ and shifted
     QCOMPARE(rep.methods.size(), base * 6);
     const auto forward = m_t->teacherForce(m_src, m_ref), backward = m_t->teacherForce(m_ref, m_src);
     for (const char* name : {"sym:grow-diag-final:shift:layer:1", "sym:intersect:head:0:3", "sym:union:all"}) {
@@ -620,7 +620,7 @@ void TestHeadLab::corpusAlignmentAgainstGold() {
     const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt");
     QCOMPARE(rep.pairs, 4);
     QVERIFY(rep.skipped.empty());
-    QCOMPARE(rep.methods.size(), size_t(2 * (2 * 4 + 2 + 1)));
+    QCOMPARE(rep.methods.size(), size_t(2 * (2 * 4 + 2 + 1) + 2));  // + alti+, shift:alti+
     // head:1:2 step by step: teacher-force, merge, argmax, then the counts by set arithmetic here.
     const auto tf = m_t->teacherForce(m_src, m_ref);
     int64_t a = 0, s = 0, as = 0, ap = 0;

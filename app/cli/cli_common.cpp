@@ -30,6 +30,7 @@ std::string shownMethod(const attnlab::AlignmentMethod& m) {
     case attnlab::AlignmentMethod::Kind::Head:
         return shift + "L" + std::to_string(m.layer + 1) + " H" + std::to_string(m.head + 1);
     case attnlab::AlignmentMethod::Kind::Layer: return shift + "L" + std::to_string(m.layer + 1);
+    case attnlab::AlignmentMethod::Kind::AltiPlus: return shift + "ALTI+";
     case attnlab::AlignmentMethod::Kind::All: break;
     }
     return shift + "all";

@@ -319,7 +319,8 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
     a.cmd->add_flag("--gold-reversed", a.reversed, "The gold file writes target-source (j-i)");
     a.cmd
         ->add_option("--method", a.method,
-                     "[sym:HEURISTIC:][shift:](head:L:H | layer:L | all) (0-based; shift: each target word from the "
+                     "[sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+) (0-based; alti+: ALTI+'s source "
+                     "contributions through the model, docs/contributions.md; shift: each target word from the "
                      "step whose input it is; sym: combined with the reverse model's links by intersect, union, "
                      "grow-diag, grow-diag-final or grow-diag-final-and): the links written to --output")
         ->capture_default_str();
@@ -408,6 +409,7 @@ void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMe
     line("best layer", rep.methods[static_cast<size_t>(rep.best_layer)]);
     line("all layers", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, false}));
     line("shift, all", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, true}));
+    line("ALTI+", *rep.find({attnlab::AlignmentMethod::Kind::AltiPlus, 0, 0, false}));
     line("best", rep.methods[static_cast<size_t>(rep.best)]);
 }
 }  // namespace

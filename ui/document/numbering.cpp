@@ -29,6 +29,7 @@ QString alignmentMethodLabel(const AlignmentMethod& method) {
     switch (method.kind) {
     case AlignmentMethod::Kind::Head: label = layerHeadLabel(method.layer, method.head); break;
     case AlignmentMethod::Kind::Layer: label = QObject::tr("%1, mean over heads").arg(layerLabel(method.layer)); break;
+    case AlignmentMethod::Kind::AltiPlus: label = QObject::tr("ALTI+, source contributions through the model"); break;
     case AlignmentMethod::Kind::All: break;
     }
     // Shifted: each target word read from the step whose input it is (docs/head-lab.md).

@@ -212,6 +212,7 @@ std::string alignmentMethodName(const AlignmentMethod& m) {
     switch (m.kind) {
     case AlignmentMethod::Kind::Head: return prefix + "head:" + std::to_string(m.layer) + ":" + std::to_string(m.head);
     case AlignmentMethod::Kind::Layer: return prefix + "layer:" + std::to_string(m.layer);
+    case AlignmentMethod::Kind::AltiPlus: return prefix + kAltiPlusName;
     case AlignmentMethod::Kind::All: break;
     }
     return prefix + "all";
@@ -219,9 +220,10 @@ std::string alignmentMethodName(const AlignmentMethod& m) {
 
 AlignmentMethod parseAlignmentMethod(const std::string& text) {
     const auto fail = [&] {
-        return ConfigError("alignment method '" + text +
-                           "' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all) (0-based layer and head; "
-                           "heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)");
+        return ConfigError(
+            "alignment method '" + text +
+            "' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+) (0-based layer and head; "
+            "heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)");
     };
     AlignmentMethod m;
     std::string rest = text;
@@ -236,6 +238,10 @@ AlignmentMethod parseAlignmentMethod(const std::string& text) {
     m.shift = rest.rfind(kShift, 0) == 0;
     if (m.shift) rest = rest.substr(kShift.size());
     if (rest == "all") return m;
+    if (rest == kAltiPlusName) {
+        m.kind = AlignmentMethod::Kind::AltiPlus;
+        return m;
+    }
     std::vector<std::string> parts;
     std::string part;
     std::istringstream in(rest);
@@ -259,7 +265,8 @@ AlignmentMethod parseAlignmentMethod(const std::string& text) {
 }
 
 std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& m, int layers, int heads) {
-    if (m.kind != AlignmentMethod::Kind::All && (m.layer >= layers || m.layer < 0))
+    const bool layered = m.kind == AlignmentMethod::Kind::Head || m.kind == AlignmentMethod::Kind::Layer;
+    if (layered && (m.layer >= layers || m.layer < 0))
         return "layer " + std::to_string(m.layer) + " is out of range (0.." + std::to_string(layers - 1) + ")";
     if (m.kind == AlignmentMethod::Kind::Head && (m.head >= heads || m.head < 0))
         return "head " + std::to_string(m.head) + " is out of range (0.." + std::to_string(heads - 1) + ")";
@@ -275,6 +282,10 @@ std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads) {
         all.push_back({AlignmentMethod::Kind::All, 0, 0, shift});
     }
     return all;
+}
+
+std::vector<AlignmentMethod> contributionAlignmentMethods() {
+    return {{AlignmentMethod::Kind::AltiPlus, 0, 0, false}, {AlignmentMethod::Kind::AltiPlus, 0, 0, true}};
 }
 
 namespace {
@@ -335,10 +346,32 @@ std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& r, PieceWords*
     return out;
 }
 
-WordAlignment alignWords(const TranslationResult& r, const AlignmentMethod& method, double threshold) {
+std::vector<Matrix> wordMapsOfContributions(const TranslationResult& r, const Matrix& source_contributions) {
+    const PieceWords source = checkedWords(r.source_pieces, r.source_piece_words, r.source_text, "source");
+    const PieceWords target = checkedWords(r.best.pieces, r.target_piece_words, r.best.text, "target");
+    if (source_contributions.size() != r.best.pieces.size() ||
+        (!source_contributions.empty() && source_contributions.front().size() != r.source_pieces.size()))
+        throw InputError("the contributions do not match the result's pieces");
+    return {mergeToWords(source_contributions, target, source),
+            mergeToWords(shiftedRows(source_contributions), target, source)};
+}
+
+WordAlignment alignWords(const TranslationResult& r, const AlignmentMethod& method, double threshold,
+                         const Contributions* alti_plus) {
     if (method.sym != Symmetrization::None)
         throw InputError("alignment method " + alignmentMethodName(method) +
                          ": a symmetrised method needs the reverse model's links (alignCorpus)");
+    if (method.kind == AlignmentMethod::Kind::AltiPlus) {
+        if (!alti_plus || alti_plus->method != ContributionMethod::AltiPlus)
+            throw InputError("alignment method " + alignmentMethodName(method) +
+                             ": needs the translation's ALTI+ contributions (Translator::contributions)");
+        WordAlignment w;
+        w.source_words = whitespaceWords(r.source_text);
+        w.target_words = whitespaceWords(r.best.text);
+        w.map = std::move(wordMapsOfContributions(r, alti_plus->source).at(method.shift ? 1 : 0));
+        w.links = extractLinks(w.map, threshold);
+        return w;
+    }
     const int layers = static_cast<int>(r.cross.size());
     const int heads = layers ? static_cast<int>(r.cross.front().size()) : 0;
     if (auto why = alignmentMethodProblem(method, layers, heads))

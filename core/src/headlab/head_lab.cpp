@@ -178,11 +178,14 @@ const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) con
 }
 
 namespace {
-// The links of every unsymmetrised method (allAlignmentMethods' order) of one result.
-std::vector<AlignmentLinks> linksOfAllMethods(const TranslationResult& r, double threshold, PieceWords& source,
-                                              PieceWords& target) {
+// The links of every unsymmetrised method (methodsOf's order: allAlignmentMethods', then ALTI+'s) of one result
+// of `translator`'s.
+std::vector<AlignmentLinks> linksOfAllMethods(const Translator& translator, const TranslationResult& r,
+                                              double threshold, PieceWords& source, PieceWords& target) {
     std::vector<AlignmentLinks> links;
     for (const auto& map : wordMapsOfAllMethods(r, &source, &target)) links.push_back(extractLinks(map, threshold));
+    const Contributions alti = translator.contributions(r, ContributionMethod::AltiPlus);
+    for (const auto& map : wordMapsOfContributions(r, alti.source)) links.push_back(extractLinks(map, threshold));
     return links;
 }
 
@@ -200,7 +203,9 @@ std::vector<std::pair<size_t, size_t>> symmetrisedPairs(const std::vector<Alignm
 
 std::vector<AlignmentMethod> methodsOf(const Translator& t) {
     const auto& model = t.info().config.model;
-    return allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head));
+    auto methods = allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head));
+    for (const auto& m : contributionAlignmentMethods()) methods.push_back(m);
+    return methods;
 }
 }  // namespace
 
@@ -264,13 +269,13 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
             const TranslationResult* back = reverse ? &backs[r++] : nullptr;
             try {
                 PieceWords sw, tw;
-                auto links = linksOfAllMethods(results[i], threshold, sw, tw);
+                auto links = linksOfAllMethods(translator, results[i], threshold, sw, tw);
                 if (gold)
                     checkGoldIndices((*gold)[pair], sw.words, tw.words,
                                      gold_name + " line " + std::to_string(pair + 1));
                 if (reverse) {
                     PieceWords rsw, rtw;
-                    const auto back_links = linksOfAllMethods(*back, threshold, rsw, rtw);
+                    const auto back_links = linksOfAllMethods(*reverse, *back, threshold, rsw, rtw);
                     for (auto how : kSymmetrizations)
                         for (const auto& [m, rm] : sym)
                             links.push_back(
