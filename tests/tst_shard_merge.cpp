@@ -24,6 +24,11 @@
 
 namespace {
 using attnlab::testing::CliRun;
+
+// Each sentence computed alone, on the tests' device (the file's comment: why alone).
+QStringList alone(const QStringList& args) {
+    return args + QStringList{"--batch-size", "1", "--device", attnlab::testing::testDeviceArg()};
+}
 using nlohmann::json;
 
 CliRun cli(const QStringList& args) { return attnlab::testing::runCli(args); }
@@ -182,19 +187,7 @@ void TestShardMerge::partsAreContiguousBlocks() {
 }
 
 void TestShardMerge::evalMergedEqualsWhole() {
-    const QStringList args{"eval",
-                           "-m",
-                           m_model,
-                           "--src",
-                           m_src,
-                           "--ref",
-                           m_ref,
-                           "--beam",
-                           "2",
-                           "--batch-size",
-                           "1",
-                           "--device",
-                           attnlab::testing::testDeviceArg()};
+    const QStringList args = alone({"eval", "-m", m_model, "--src", m_src, "--ref", m_ref, "--beam", "2"});
     checkAllSplits(args, "eval");
     // The whole result's BLEU and chrF are the corpus's from its own translations, and its statistics add up.
     const json one = readJson(m_dir.path() + "/eval.json");
@@ -207,9 +200,7 @@ void TestShardMerge::evalMergedEqualsWhole() {
 }
 
 void TestShardMerge::scoreMergedEqualsWhole() {
-    checkAllSplits({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref, "--batch-size", "1", "--device",
-                    attnlab::testing::testDeviceArg()},
-                   "score");
+    checkAllSplits(alone({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}), "score");
     const json one = readJson(m_dir.path() + "/score.json");
     double sum = 0;
     int64_t pieces = 0;
@@ -220,28 +211,9 @@ void TestShardMerge::scoreMergedEqualsWhole() {
 }
 
 void TestShardMerge::translateMergedEqualsWhole() {
-    checkAllSplits({"translate",
-                    "-m",
-                    m_model,
-                    "--beam",
-                    "2",
-                    "--nbest",
-                    "2",
-                    "--batch-size",
-                    "1",
-                    "--device",
-                    attnlab::testing::testDeviceArg(),
-                    "--text",
-                    QString::fromStdString(m_sources[0]),
-                    "--text",
-                    QString::fromStdString(m_sources[1]),
-                    "--text",
-                    QString::fromStdString(m_sources[2]),
-                    "--text",
-                    QString::fromStdString(m_sources[3]),
-                    "--text",
-                    QString::fromStdString(m_sources[4])},
-                   "translate");
+    QStringList args = alone({"translate", "-m", m_model, "--beam", "2", "--nbest", "2"});
+    for (size_t i = 0; i < 5; ++i) args << "--text" << QString::fromStdString(m_sources[i]);
+    checkAllSplits(args, "translate");
 }
 
 void TestShardMerge::alignMergedEqualsWhole() {
@@ -253,17 +225,7 @@ void TestShardMerge::alignMergedEqualsWhole() {
 }
 
 void TestShardMerge::headsMergedEqualsWhole() {
-    const QStringList args{"heads",
-                           "-m",
-                           m_model,
-                           "--src",
-                           m_src,
-                           "--ref",
-                           m_ref,
-                           "--batch-size",
-                           "1",
-                           "--device",
-                           attnlab::testing::testDeviceArg()};
+    const QStringList args = alone({"heads", "-m", m_model, "--src", m_src, "--ref", m_ref});
     const json one = whole(args, "heads");
     for (int parts : {2, 3, 7}) {
         const std::string d = difference(one, merged(args, "heads", parts));
