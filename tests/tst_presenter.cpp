@@ -342,9 +342,10 @@ void TestPresenter::checkStep(const QString& lesson, int step) {
     // The logit lens's strip: every cell's piece and every label drawn whole.
     for (const LogitLensView* lens : m_window->findChildren<LogitLensView*>()) {
         if (!inSight(lens->table(), m_window.get())) continue;
-        const QString cut = lensCut(lens->table());
-        QVERIFY2(cut.isEmpty(),
-                 qPrintable(QStringLiteral("%1 step %2: the logit lens cuts %3").arg(lesson).arg(step + 1).arg(cut)));
+        const QString lens_cut = lensCut(lens->table());
+        QVERIFY2(
+            lens_cut.isEmpty(),
+            qPrintable(QStringLiteral("%1 step %2: the logit lens cuts %3").arg(lesson).arg(step + 1).arg(lens_cut)));
     }
     // The caption read whole, without scrolling.
     const LessonPane* pane_widget = m_window->lessons()->pane();

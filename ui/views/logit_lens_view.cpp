@@ -32,7 +32,8 @@ QString cellToolTip(const LogitLens& lens, int layer, int position) {
 QColor textOn(const QColor& background) { return background.lightnessF() < 0.55 ? Qt::white : Qt::black; }
 }  // namespace
 
-LogitLensView::LogitLensView(ViewContext* c, QWidget* parent) : View(c, parent) {
+LogitLensView::LogitLensView(ViewContext* c, QWidget* parent)
+    : View(c, parent), m_shown([this](const ResultPtr& r) { context()->controller()->computeLogitLens(r, kTop); }) {
     m_about = new QLabel(tr("The logit lens: what each decoder layer's output would predict at each position, sent "
                             "through the final layer norm and the output projection. A cell names the layer's most "
                             "probable piece (bold: the piece the translation has there); its colour is the "
@@ -59,10 +60,8 @@ LogitLensView::LogitLensView(ViewContext* c, QWidget* parent) : View(c, parent) 
     connect(c, &ViewContext::resultChanged, this, &LogitLensView::setResult);
     // A translation whose lens has not come belongs to the model before: its ids mean nothing to this one.
     connect(c, &ViewContext::modelChanged, this, [this] {
-        if (!m_result || m_lens) return;
-        m_stale = false;
-        m_result.reset();
-        showProblem(tr("The logit lens needs a translation by the model now loaded: translate again."));
+        if (m_shown.dropUnanswered(bool(m_lens)))
+            showProblem(tr("The logit lens needs a translation by the model now loaded: translate again."));
     });
     connect(c, &ViewContext::paletteChanged, this, [this] { fillCells(); });
     connect(c->controller(), &TranslationController::logitLensReady, this, &LogitLensView::showLens);
@@ -73,24 +72,20 @@ LogitLensView::LogitLensView(ViewContext* c, QWidget* parent) : View(c, parent) 
 }
 
 void LogitLensView::setResult(ResultPtr result) {
-    m_result = std::move(result);
     m_lens.reset();
-    if (!m_result) {
-        showProblem(tr("Translate a sentence to see what each decoder layer would predict."));
-        return;
-    }
-    if (m_result->best.pieces.empty()) {
+    if (result && result->best.pieces.empty()) {
         showProblem(tr("This translation is empty: no position to look at."));
-        return;
+        result.reset();
+    } else {
+        showProblem(result ? tr("Computing the logit lens (every decoder layer through the output projection)…")
+                           : tr("Translate a sentence to see what each decoder layer would predict."));
     }
-    m_stale = true;
-    showProblem(tr("Computing the logit lens (every decoder layer through the output projection)…"));
-    if (isVisible()) refresh();
+    m_shown.set(std::move(result), isVisible());
 }
 
 void LogitLensView::showEvent(QShowEvent* event) {
     View::showEvent(event);
-    if (m_stale) refresh();
+    m_shown.shown(true);
 }
 
 void LogitLensView::changeEvent(QEvent* event) {
@@ -98,14 +93,8 @@ void LogitLensView::changeEvent(QEvent* event) {
     if (event->type() == QEvent::FontChange) fillCells();
 }
 
-void LogitLensView::refresh() {
-    if (!m_result) return;
-    m_stale = false;
-    context()->controller()->computeLogitLens(m_result, kTop);
-}
-
 void LogitLensView::showLens(ResultPtr result, LogitLensPtr lens) {
-    if (result != m_result) return;  // a later translation took its place
+    if (result != m_shown.get()) return;  // a later translation took its place
     const int layers = int(lens->layers.size()), positions = int(lens->pieces.size());
     if (layers == 0 || positions == 0) return showProblem(tr("This model has no decoder layer to look into."));
     for (const auto& layer : lens->layers)

@@ -9,6 +9,7 @@
 // translation.
 
 #include "document/view.h"
+#include "views/shown_result.h"
 
 class QLabel;
 class QTableWidget;
@@ -33,13 +34,11 @@ protected:
 
 private:
     void setResult(ResultPtr result);
-    void refresh();  // asks for the shown translation's lens
     void showLens(ResultPtr result, LogitLensPtr lens);
     void fillCells();
     void showProblem(const QString& message);
-    ResultPtr m_result;
+    ShownResult m_shown;  // the translation whose lens is asked for when the view is shown
     LogitLensPtr m_lens;
-    bool m_stale = false;
     QLabel* m_about;
     QLabel* m_message;
     QTableWidget* m_table;

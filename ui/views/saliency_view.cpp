@@ -19,7 +19,8 @@ QStringList decoderInputLabels(const TranslationResult& r) {
 }
 }  // namespace
 
-SaliencyView::SaliencyView(ViewContext* c, QWidget* parent) : View(c, parent) {
+SaliencyView::SaliencyView(ViewContext* c, QWidget* parent)
+    : View(c, parent), m_shown([this](const ResultPtr& r) { context()->controller()->computeSaliency(r); }) {
     m_about = new QLabel(tr("Gradient × input: for each produced piece (a row), how much each input piece's embedding "
                             "raises (red) or lowers (blue) the log-probability of that piece, summed over the "
                             "embedding's dimensions. One map for the whole model; beside it, what attention says: "
@@ -46,10 +47,8 @@ SaliencyView::SaliencyView(ViewContext* c, QWidget* parent) : View(c, parent) {
     connect(c, &ViewContext::resultChanged, this, &SaliencyView::setResult);
     // A translation not yet explained belongs to the model before: its ids mean nothing to this one.
     connect(c, &ViewContext::modelChanged, this, [this] {
-        if (!m_result || m_saliency) return;
-        m_stale = false;
-        m_result.reset();
-        showProblem(tr("The saliency needs a translation by the model now loaded: translate again."));
+        if (m_shown.dropUnanswered(bool(m_saliency)))
+            showProblem(tr("The saliency needs a translation by the model now loaded: translate again."));
     });
     connect(c, &ViewContext::paletteChanged, m_rollout, &AttentionView::setColorMap);
     m_rollout->setColorMap(c->palette());
@@ -61,41 +60,30 @@ SaliencyView::SaliencyView(ViewContext* c, QWidget* parent) : View(c, parent) {
 }
 
 void SaliencyView::setResult(ResultPtr result) {
-    m_result = std::move(result);
     m_saliency.reset();
-    if (!m_result) {
-        showProblem(tr("Translate a sentence to see what moves each produced piece."));
-        return;
-    }
-    m_stale = true;
-    showProblem(tr("Computing the gradients…"));
-    if (isVisible()) refresh();
+    showProblem(result ? tr("Computing the gradients…")
+                       : tr("Translate a sentence to see what moves each produced piece."));
+    m_shown.set(std::move(result), isVisible());
 }
 
 void SaliencyView::showEvent(QShowEvent* event) {
     View::showEvent(event);
-    if (m_stale) refresh();
-}
-
-void SaliencyView::refresh() {
-    if (!m_result) return;
-    m_stale = false;
-    context()->controller()->computeSaliency(m_result);
+    m_shown.shown(true);
 }
 
 void SaliencyView::showSaliency(ResultPtr result, SaliencyPtr saliency) {
-    if (result != m_result) return;  // a later translation took its place
+    if (result != m_shown.get()) return;  // a later translation took its place
     m_saliency = std::move(saliency);
-    const auto produced = toQStringList(m_result->best.pieces);
-    m_source->setMap(m_saliency->source, produced, toQStringList(m_result->source_pieces),
-                     tr("Saliency of the source pieces"));
-    m_target->setMap(m_saliency->target, produced, decoderInputLabels(*m_result),
+    const TranslationResult& r = *result;
+    const auto produced = toQStringList(r.best.pieces);
+    m_source->setMap(m_saliency->source, produced, toQStringList(r.source_pieces), tr("Saliency of the source pieces"));
+    m_target->setMap(m_saliency->target, produced, decoderInputLabels(r),
                      tr("Saliency of the previous target pieces (the decoder's input)"));
-    const auto rollout = measuredMaps(*m_result, AttentionKind::Cross, MapMeasure::Rollout, nullptr);
+    const auto rollout = measuredMaps(r, AttentionKind::Cross, MapMeasure::Rollout, nullptr);
     if (rollout.empty())
         m_rollout->clear(tr("This translation has no attention maps."));
     else
-        m_rollout->setMap(rollout.back().front(), produced, toQStringList(m_result->source_pieces),
+        m_rollout->setMap(rollout.back().front(), produced, toQStringList(r.source_pieces),
                           tr("Cross-attention rollout, layer %1").arg(rollout.size()));
 }
 

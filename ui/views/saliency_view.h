@@ -6,6 +6,7 @@
 // Computed on the worker when the view is shown (at once when it is).
 
 #include "document/view.h"
+#include "views/shown_result.h"
 
 class QLabel;
 
@@ -31,12 +32,10 @@ protected:
 
 private:
     void setResult(ResultPtr result);
-    void refresh();  // asks for the shown translation's saliency
     void showSaliency(ResultPtr result, SaliencyPtr saliency);
     void showProblem(const QString& message);
-    ResultPtr m_result;
+    ShownResult m_shown;  // the translation whose saliency is asked for when the view is shown
     SaliencyPtr m_saliency;
-    bool m_stale = false;
     QLabel* m_about;
     AttentionView* m_source;
     AttentionView* m_target;
