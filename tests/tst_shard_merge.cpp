@@ -285,6 +285,19 @@ void TestShardMerge::partsOfAnotherRunAreRefused() {
     QCOMPARE(r.err, "attnlab-cli: " + d +
                         "/other.json: not a result of attnlab-cli --json (no \"run\": written by an older version, or "
                         "another file)\n");
+    // A part whose "run" is cut or out of range: named, never a crash nor a table of 2e9 parts.
+    json cut = readJson(d + "/p1.json");
+    cut["run"].erase("command");
+    attnlab::testing::writeFile((d + "/cut.json").toStdString(), cut.dump());
+    r = cli({"merge", d + "/m.json", d + "/cut.json", d + "/p2.json"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("attnlab-cli: " + d + "/cut.json: its \"run\" is incomplete: "), qPrintable(r.err));
+    json huge = readJson(d + "/p1.json");
+    huge["run"]["shard"]["count"] = 2000000000;
+    attnlab::testing::writeFile((d + "/huge.json").toStdString(), huge.dump());
+    r = cli({"merge", d + "/m.json", d + "/huge.json"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "attnlab-cli: " + d + "/huge.json: its shard 1/2000000000 is not K/N with 1 <= K <= N <= 100000\n");
     QVERIFY(!QFile::exists(d + "/m.json"));
 }
 

@@ -281,6 +281,20 @@ std::string optionDifference(const json& a, const json& b) {
     return describeOptions(a);
 }
 
+// The run a result records, every field read (a wrong type: json::exception), without its part.
+CorpusRun wholeRun(const json& run) {
+    CorpusRun r;
+    r.command = run.at("command").get<std::string>();
+    r.model = run.at("model").at("package").get<std::string>();
+    r.model_fingerprint = run.at("model").at("fingerprint").get<std::string>();
+    for (const auto& o : run.at("options"))
+        r.options.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
+    for (const auto& o : run.at("corpus").at("inputs"))
+        r.inputs.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
+    r.lines = run.at("corpus").at("lines").get<int64_t>();
+    return r;
+}
+
 Part readPart(const std::string& path) {
     Part p{path, {}, {}};
     try {
@@ -295,12 +309,11 @@ Part readPart(const std::string& path) {
     try {
         const json& run = p.doc["run"];
         if (run.contains("shard")) p.shard = {run["shard"].at("index").get<int>(), run["shard"].at("count").get<int>()};
-        run.at("model").at("fingerprint").get<std::string>();
-        run.at("corpus").at("lines").get<int64_t>();
-        run.at("options").get<json::array_t>();
-        if (p.shard.count < 1 || p.shard.index < 1 || p.shard.index > p.shard.count)
+        (void)wholeRun(run);
+        if (p.shard.count < 1 || p.shard.count > kMaxShards || p.shard.index < 1 || p.shard.index > p.shard.count)
             throw InputError(path + ": its shard " + std::to_string(p.shard.index) + "/" +
-                             std::to_string(p.shard.count) + " is not K/N with 1 <= K <= N");
+                             std::to_string(p.shard.count) +
+                             " is not K/N with 1 <= K <= N <= " + std::to_string(kMaxShards));
     } catch (const json::exception& e) {
         throw InputError(path + ": its \"run\" is incomplete: " + e.what());
     }
@@ -359,19 +372,6 @@ json concatenatedLines(const std::vector<const Part*>& parts, int64_t lines) {
         for (const auto& line : l) out.push_back(line);
     }
     return out;
-}
-
-CorpusRun wholeRun(const json& run) {
-    CorpusRun r;
-    r.command = run.at("command").get<std::string>();
-    r.model = run.at("model").at("package").get<std::string>();
-    r.model_fingerprint = run.at("model").at("fingerprint").get<std::string>();
-    for (const auto& o : run.at("options"))
-        r.options.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
-    for (const auto& o : run.at("corpus").at("inputs"))
-        r.inputs.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
-    r.lines = run.at("corpus").at("lines").get<int64_t>();
-    return r;
 }
 
 template <size_t N>
@@ -445,10 +445,9 @@ std::string mergeCorpusResults(const std::vector<std::string>& paths) {
     if (paths.empty()) throw InputError("merge: no parts given");
     std::vector<Part> parts;
     for (const auto& p : paths) parts.push_back(readPart(p));
-    for (size_t i = 1; i < parts.size(); ++i) checkSameRun(parts.front(), parts[i]);
-    const auto ordered = inOrder(parts);
     try {
-        return mergedDocument(ordered);
+        for (size_t i = 1; i < parts.size(); ++i) checkSameRun(parts.front(), parts[i]);
+        return mergedDocument(inOrder(parts));
     } catch (const json::exception& e) {
         throw InputError("merge of " + parts.front().path + "...: a part is malformed: " + e.what());
     }
