@@ -182,7 +182,40 @@ void BM_Saliency(benchmark::State& state) {
     state.counters["cells"] = double(cells);
 }
 
+// A typed sentence's translation (beam 4, every map: what the app shows; Arg -1) against its ALTI+ contributions
+// (issue 54, Arg 0: one teacher-forced pass and the decomposition of every attention block) and its value zeroing
+// (Arg 1: every layer recomputed once per key with that key's values zeroed), side by side in one
+// run: scripts/bench_contributions.sh reports the ratio at OPUS-MT base shape (ATTNLAB_BENCH_MODEL; the sentence
+// ATTNLAB_BENCH_SENTENCE, the output capped at ATTNLAB_BENCH_MAX_LEN). The translation is made once, outside the
+// clock, for the contributions.
+void BM_Contributions(benchmark::State& state) {
+    const Translator& t = translator();
+    DecodingOptions o;
+    o.beam_size = 4;
+    if (const char* cap = std::getenv("ATTNLAB_BENCH_MAX_LEN"); cap && *cap) o.max_length = std::atoi(cap);
+    const char* text = std::getenv("ATTNLAB_BENCH_SENTENCE");
+    const std::string sentence = text && *text ? text : kCaption;
+    const auto r = t.translate(sentence, o);
+    for (auto _ : state) {
+        if (state.range(0) < 0)
+            benchmark::DoNotOptimize(t.translate(sentence, o));
+        else
+            benchmark::DoNotOptimize(t.contributions(r, kContributionMethods[state.range(0)]));
+    }
+    state.counters["target_pieces"] = double(r.best.ids.size());
+    state.counters["source_pieces"] = double(r.source_ids.size());
+}
+
 }  // namespace
+
+BENCHMARK(BM_Contributions)
+    ->ArgNames({"method"})
+    ->Arg(-1)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(3.0)
+    ->UseRealTime();
 
 BENCHMARK(BM_Saliency)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 
