@@ -15,35 +15,19 @@ in.json:  {"sentences": [{"source_ids": [...], "decoder_input_ids": [...], "targ
 out.json: {"sentences": [{"encoder_self": [layer][s][s], "decoder_self": [layer][t][t], "cross": [layer][t][s],
                           "cross_residual": [layer][t], "source": [t][s], "target": [t][t],
                           "log_probs": [t] (of target_ids, a check of the forward pass)}]}
-Needs numpy and Debian's python3-torch; nothing else.
+Needs numpy and Debian's python3-torch (and reference_forward.py beside it, for the safetensors reader).
 
 Two choices, the same as AttnLab's (docs/contributions.md): a post-norm block's layer norm is decomposed with the
 layer norm's own standard deviation, sqrt(Var(z) + eps) (the authors' code divides by (z + eps).std(), the unbiased
 deviation of z + eps: an approximation of it); with relative positions, the value vector a^V of the offset between
 query i and key j is counted with key j, as the value projection's bias is.
 """
-import argparse, json, math, struct
+import argparse, json, math, os, sys
 
-import numpy as np
 import torch
 
-torch.set_default_dtype(torch.float64)
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    dtypes = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        arr = np.frombuffer(data[b:e], dtype=dtypes[t["dtype"]]).reshape(t["shape"])
-        out[name] = torch.from_numpy(arr.astype(np.float64))
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_forward import load_safetensors  # noqa: E402  (float32 tensors; used here in float64)
 
 
 class Model:
@@ -52,7 +36,7 @@ class Model:
 
     def __init__(self, directory):
         self.c = json.load(open(directory + "/config.json"))
-        self.w = load_safetensors(directory + "/model.safetensors")
+        self.w = {k: v.double() for k, v in load_safetensors(directory + "/model.safetensors").items()}
         c = self.c
         self.pre = c["norm_position"] == "pre"
         self.eps = c["layer_norm_eps"]
@@ -226,6 +210,15 @@ def main():
     ap.add_argument("--input", required=True)
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # every tensor made here (eye, ones, zeros) in float64
+    try:
+        run(args)
+    finally:
+        torch.set_default_dtype(before)
+
+
+def run(args):
     model = Model(args.model)
     out = {"sentences": []}
     with torch.no_grad():
