@@ -164,6 +164,8 @@ void TestSlurm::badOptionsRefusedByName() {
         {{"--submit", "--json", json}, "need --slurm N"},
         {{"--slurm", "2", "--json", json, "--shard", "1/2"}, "leave out --shard"},
         {{"--slurm", "2", "--json", json, "--output", json + ".txt"}, "--output cannot go with --slurm"},
+        {{"--slurm", "2", "--json", json, "--slurm-dir", m_dir.path() + "/bad/a\"b"},
+         "a folder with a line break or a double quote in its name cannot go on an #SBATCH line: "},
     };
     for (const auto& c : cases) {
         const auto r = runCli(QStringList{"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref} + c.args);
@@ -213,7 +215,8 @@ void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
 }
 
 // A real cluster: `--slurm 3 --submit` prints the array's and the merge's ids; the three tasks and then the merge
-// complete; the merged result is the one-process run's.
+// complete, their logs where the job's folder is (its name holds a %, which sbatch's --output reads as a pattern);
+// the merged result is the one-process run's.
 void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     if (const QString why = SlurmCluster::unavailable(); !why.isEmpty()) {
         if (qEnvironmentVariable("CI") == "true" && geteuid() == 0) QFAIL(qPrintable(why));  // setup.sh installs them
@@ -224,8 +227,9 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     const QString problem = cluster.start(180);
     QVERIFY2(problem.isEmpty(), qPrintable(problem));
 
-    const QString merged = here.path() + "/merged.json";
-    const auto r = runCli(evalArgs(merged) + QStringList{"--slurm", "3", "--submit"}, {}, cluster.environment());
+    const QString merged = here.path() + "/merged.json", folder = here.path() + "/job 100%a";
+    const auto r = runCli(evalArgs(merged) + QStringList{"--slurm", "3", "--slurm-dir", folder, "--submit"}, {},
+                          cluster.environment());
     QVERIFY2(r.code == 0, qPrintable(r.err + "\n" + cluster.logs()));
     const auto ids = QRegularExpression("array job (\\d+): 3 tasks.*\\nmerge job (\\d+): ",
                                         QRegularExpression::DotMatchesEverythingOption)
@@ -233,9 +237,10 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     QVERIFY2(ids.hasMatch(), qPrintable(r.out));
     // Two CPUs, three tasks of a second or two each and the merge; generous for a busy machine.
     const QString state = cluster.waitForJob(ids.captured(2), 600);
-    const QString folder = here.path() + "/merged.slurm";
     QVERIFY2(state == "COMPLETED", qPrintable(state + "\n" + text(folder + "/logs/merge.out") + cluster.logs()));
     QCOMPARE(cluster.waitForJob(ids.captured(1), 10), QString("COMPLETED COMPLETED COMPLETED"));
+    for (const char* log : {"task-1.out", "task-2.out", "task-3.out", "merge.out"})
+        QVERIFY2(QFile::exists(folder + "/logs/" + log), log);
     QCOMPARE(readJson(merged), readJson(m_whole));
 }
 

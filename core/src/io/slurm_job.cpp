@@ -52,6 +52,19 @@ void checkJob(const SlurmJob& job) {
     for (const std::string* path : {&job.program, &job.folder, &job.merged, &job.work_dir})
         if (!fs::path(*path).is_absolute())
             throw ConfigError("the Slurm job's paths must be absolute (the tasks run elsewhere): " + *path);
+    for (const std::string* folder : {&job.folder, &job.work_dir})  // what #SBATCH lines carry
+        if (folder->find_first_of("\n\r\"") != std::string::npos)
+            throw ConfigError(
+                "a folder with a line break or a double quote in its name cannot go on an #SBATCH "
+                "line: " +
+                *folder);
+}
+
+// `path` in an --output filename pattern (sbatch(1), "filename pattern"): each % written %%.
+std::string asFilenamePattern(const std::string& path) {
+    std::string out;
+    for (char c : path) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
 }
 
 // The header both scripts share: the shell, what the job is, the job's name, folder and log.
@@ -59,7 +72,7 @@ std::string header(const SlurmJob& job, const std::string& what, const std::stri
     std::string s = "#!/bin/sh\n# " + what + "\n# Written by attnlab-cli --slurm (docs/scale-out.md).\n";
     s += sbatchLine({"job-name", name});
     s += sbatchLine({"chdir", job.work_dir});
-    s += sbatchLine({"output", (fs::path(job.folder) / slurm_files::kLogs / log).string()});
+    s += sbatchLine({"output", asFilenamePattern((fs::path(job.folder) / slurm_files::kLogs).string()) + "/" + log});
     return s;
 }
 
@@ -180,6 +193,7 @@ std::string submitScript(const SlurmJob& job) {
 }
 
 std::string writeSlurmJob(const SlurmJob& job) {
+    checkJob(job);  // before any folder is made
     const fs::path folder(job.folder);
     std::error_code ec;
     fs::create_directories(folder / slurm_files::kLogs, ec);
