@@ -45,12 +45,13 @@ private Q_SLOTS:
     void initTestCase();
     void lastLayerIsTheTranslation_data();
     void lastLayerIsTheTranslation();
-    void matchesReference_data();
     void matchesReference();
     void refusedByMessage();
     void cliWritesTheLens();
 
 private:
+    void checkFamily(const std::string& family);
+
     QTemporaryDir m_dir;
     QString m_python;
     std::map<std::string, std::string> m_packages;
@@ -116,19 +117,24 @@ void TestLogitLens::lastLayerIsTheTranslation() {
     }
 }
 
-void TestLogitLens::matchesReference_data() { lastLayerIsTheTranslation_data(); }
-
+// Every family in one function: Python is probed once.
 void TestLogitLens::matchesReference() {
     ATTNLAB_REQUIRE_PYTHON(m_python, QStringList({"torch", "numpy"}), "the logit lens against the float64 reference");
-    QFETCH(QString, family);
-    const auto lens = m_translators.at(family.toStdString())->logitLens(m_forced.at(family.toStdString()), 5);
-    const json& ref = m_reference.at(family.toStdString());
+    for (const auto& family : attnlab::testing::layerFamilies()) {
+        checkFamily(family);
+        if (QTest::currentTestFailed()) return;
+    }
+}
+
+void TestLogitLens::checkFamily(const std::string& family) {
+    const auto lens = m_translators.at(family)->logitLens(m_forced.at(family), 5);
+    const json& ref = m_reference.at(family);
     QCOMPARE(lens.layers.size(), ref.size());
     for (size_t l = 0; l < ref.size(); ++l)
         for (size_t t = 0; t < ref[l].size(); ++t) {
             const auto& cell = lens.layers[l][t];
             const json& theirs = ref[l][t];
-            const QString where = QString("layer %1, position %2").arg(l).arg(t);
+            const QString where = QString("%1: layer %2, position %3").arg(family.c_str()).arg(l).arg(t);
             QVERIFY2(
                 std::abs(std::log(cell.chosen_probability) - theirs["chosen_log_prob"].get<double>()) < kLogTolerance,
                 qPrintable(where));
