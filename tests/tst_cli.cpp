@@ -90,10 +90,10 @@ void TestCli::helpForEverySubcommand() {
         auto r = cli(args);
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("--") && r.out.contains("Usage"), qPrintable(r.out));
+        // each subcommand's help names its own options (read from the same run: a run costs 0.7 s of loading)
+        const QMap<QString, QString> own = {{"translate", "--beam"}, {"train", "--batch-tokens"}, {"eval", "--ref"}};
+        if (own.contains(args[0])) QVERIFY2(r.out.contains(own[args[0]]), qPrintable(args[0] + ": " + r.out));
     }
-    QVERIFY(cli({"translate", "--help"}).out.contains("--beam"));
-    QVERIFY(cli({"train", "--help"}).out.contains("--batch-tokens"));
-    QVERIFY(cli({"eval", "--help"}).out.contains("--ref"));
 }
 
 void TestCli::translateText() {
@@ -438,9 +438,7 @@ void TestCli::errors() {
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("device 'quantum'"), qPrintable(r.err));
     r = cli({"frobnicate"});
-    QCOMPARE(r.code, 2);  // CLI11's parse errors too
-    r = cli({"translate", "--help"});
-    QCOMPARE(r.code, 0);
+    QCOMPARE(r.code, 2);  // CLI11's parse errors too (--help is not one: helpForEverySubcommand)
     r = cli({"translate", "--model", m_pkg, "--text", "Hallo", "--attention", m_dir.path() + "/no/such/dir/a.json"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("cannot be written"), qPrintable(r.err));
