@@ -31,10 +31,12 @@
 #include <attnlab/attention_history.h>
 #include <attnlab/confidence.h>
 #include <attnlab/errors.h>
+#include <attnlab/head_lab_json.h>
 #include <attnlab/hub.h>
 #include <attnlab/language_detect.h>
 #include <attnlab/lesson.h>
 #include <attnlab/package.h>
+#include <attnlab/partial_result.h>
 #include <attnlab/sentences.h>
 #include <attnlab/tokenizer.h>
 #include <attnlab/training_log.h>
@@ -714,6 +716,32 @@ void hubAnswers(const uint8_t* data, size_t size) {
     try {
         for (const auto& e : parseHubCatalog(p[4], "fuzz.json"))
             if (!parseHubModelName(e.repo)) __builtin_trap();
+    } catch (const attnlab::Error&) {
+    }
+}
+
+// Up to three parts of a sharded corpus run (issue 55) merged, and the first read as a heads document: refused by
+// message or accepted; an accepted merge of eval, score or translate results merges alone to itself.
+void corpusResults(const uint8_t* data, size_t size) {
+    static const std::string dir = attnlab::fuzz::scratch("corpus-results");
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> paths;
+    for (const std::string& part : parts(data, size, 3)) {
+        paths.push_back(dir + "/part" + std::to_string(paths.size()) + ".json");
+        attnlab::fuzz::writeBytes(paths.back(), reinterpret_cast<const uint8_t*>(part.data()), part.size());
+    }
+    try {
+        const std::string merged = mergeCorpusResults(paths);
+        if (merged.find("\"attnlab-heads\"") == std::string::npos &&
+            merged.find("\"attnlab-alignment\"") == std::string::npos) {
+            const std::string again = dir + "/merged.json";
+            attnlab::fuzz::writeBytes(again, reinterpret_cast<const uint8_t*>(merged.data()), merged.size());
+            if (mergeCorpusResults({again}) != merged) __builtin_trap();
+        }
+    } catch (const attnlab::Error&) {
+    }
+    try {
+        (void)readHeadsJson(paths.front());
     } catch (const attnlab::Error&) {
     }
 }

@@ -36,4 +36,7 @@ void hubAnswers(const uint8_t* data, size_t size);       // what the Hugging Fac
 void textToTranslate(const uint8_t* data, size_t size);  // a text to translate: checked, split, its language detected
                                                          // index, an ETag, a name; and the models catalog
 
+void corpusResults(const uint8_t* data, size_t size);  // parts of a sharded corpus run (--json) merged; a heads
+                                                       // document read back
+
 }  // namespace attnlab::fuzz

@@ -38,6 +38,7 @@ const std::map<QString, std::function<void(const uint8_t*, size_t)>>& targets() 
         {"fuzz_ctranslate2_bin", attnlab::fuzz::ctranslate2ModelBin},
         {"fuzz_argos_archive", attnlab::fuzz::argosArchive},
         {"fuzz_argos_index", attnlab::fuzz::argosIndex},
+        {"fuzz_corpus_results", attnlab::fuzz::corpusResults},
         {"fuzz_text", attnlab::fuzz::textToTranslate},
         {"fuzz_hub_answers", attnlab::fuzz::hubAnswers}};
     return t;
