@@ -103,9 +103,7 @@ void TestRelativePositions::runPython(const QString& code, const QStringList& ar
                              "import json, sys\nimport numpy as np\nimport torch\nsys.path.insert(0, \"%1/scripts\")\n"
                              "import ct2_reference as r\n")
                              .arg(ATTNLAB_SOURCE_DIR);
-    QProcess p;
-    p.start(m_python, QStringList{"-c", head + code} + args);
-    if (!p.waitForFinished(120000) || p.exitCode() != 0) qFatal("python: %s", p.readAllStandardError().constData());
+    attnlab::testing::runPythonCode(m_python, head + code, args, 120);
 }
 
 // Runs of the model's own tokens, 5 to 7 of them (one the vocabulary lacks: <unk>).

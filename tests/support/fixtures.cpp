@@ -175,22 +175,24 @@ QProcess* scriptServer(const QString& python) {
     return server;
 }
 
-[[noreturn]] void scriptFailed(const QString& script, const QStringList& args, const QByteArray& why) {
-    qFatal("%s %s failed: %s", qPrintable(script), qPrintable(args.value(0)), why.constData());
+[[noreturn]] void scriptFailed(const QString& what, const QByteArray& why) {
+    qFatal("%s failed: %s", qPrintable(what), why.constData());
 }
-}  // namespace
 
-void runScript(const QString& python, const QString& script, const QStringList& args, int seconds) {
+// `program` (a script's path, or -c and its code) run with `args` by `python`: by its script server where there is
+// one (`request` for it), else in a process of its own. A failure stops the test run with what Python printed.
+void runPython(const QString& python, const QStringList& program, nlohmann::json request, const QStringList& args,
+               const QString& what, int seconds) {
     QProcess* server = scriptServer(python);
     if (!server) {  // no application object (a helper program's main): a Python of its own
         QProcess p;
-        p.start(python, QStringList{QString(ATTNLAB_SOURCE_DIR) + "/scripts/" + script} + args);
+        p.start(python, program + args);
         if (!p.waitForFinished(seconds * 1000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
-            scriptFailed(script, args, p.readAllStandardError());
+            scriptFailed(what, p.readAllStandardError());
         return;
     }
     server->readAllStandardError();  // what earlier runs printed
-    nlohmann::json request = {{"script", script.toStdString()}, {"args", nlohmann::json::array()}};
+    request["args"] = nlohmann::json::array();
     for (const QString& a : args) request["args"].push_back(a.toStdString());
     server->write(QByteArray::fromStdString(request.dump() + "\n"));
     QDeadlineTimer deadline{std::chrono::seconds(seconds)};
@@ -199,14 +201,24 @@ void runScript(const QString& python, const QString& script, const QStringList& 
     if (!server->canReadLine()) {
         server->kill();  // stuck: stopped, and what it printed shown
         server->waitForFinished(10000);
-        scriptFailed(script, args,
-                     "no answer within " + QByteArray::number(seconds) + " s: " + server->readAllStandardError());
+        scriptFailed(what, "no answer within " + QByteArray::number(seconds) + " s: " + server->readAllStandardError());
     }
     const auto answer = nlohmann::json::parse(server->readLine().toStdString(), nullptr, false);
     if (answer.is_discarded() || answer.value("status", 1) != 0) {
         server->waitForReadyRead(500);  // the rest of its stderr (another pipe than the answer's)
-        scriptFailed(script, args, server->readAllStandardError());
+        scriptFailed(what, server->readAllStandardError());
     }
+}
+}  // namespace
+
+void runScript(const QString& python, const QString& script, const QStringList& args, int seconds) {
+    runPython(python, {QString(ATTNLAB_SOURCE_DIR) + "/scripts/" + script}, {{"script", script.toStdString()}}, args,
+              script + " " + args.value(0), seconds);
+}
+
+void runPythonCode(const QString& python, const QString& code, const QStringList& args, int seconds) {
+    runPython(python, {"-c", code}, {{"code", code.toStdString()}}, args, "python3 -c '" + code.left(60) + "...'",
+              seconds);
 }
 
 std::string makeSmallArgosPackage(const QString& dir, const QString& from, const QString& to, int seed) {

@@ -51,6 +51,8 @@ QString testDeviceArg();
 // Runs scripts/<script> with `python` and `args`, waiting up to `seconds`; a failure stops the test
 // run with the script's stderr (qFatal): the reference scripts make what the tests compare with.
 void runScript(const QString& python, const QString& script, const QStringList& args, int seconds = 300);
+// The same for `python -c code args...`.
+void runPythonCode(const QString& python, const QString& code, const QStringList& args, int seconds = 300);
 
 // An .argosmodel of a small random CTranslate2 model (1 layer, width 16, 2 heads, a SentencePiece model of 300
 // pieces) translating `from` into `to`, written by scripts/ct2_reference.py under `dir`; its path. Empty when

@@ -6,7 +6,8 @@ tests' small models. This process imports each script once and calls its main() 
 as `python3 scripts/NAME.py ARGS...` would run it: sys.argv set, the working folder kept, SystemExit's
 status as the exit status (tests/support/fixtures.cpp, runScript).
 
-Requests on stdin, one JSON object a line: {"script": "ct2_reference.py", "args": [...]}. Answers on the
+Requests on stdin, one JSON object a line: {"script": "ct2_reference.py", "args": [...]}, or {"code": "...",
+"args": [...]} for what `python3 -c CODE ARGS...` would run (a fresh namespace; sys.argv[0] is "-c"). Answers on the
 standard output this process was started with, one JSON object a line: {"status": N}. Everything the scripts
 print (Python's sys.stdout included) goes to stderr, which the caller shows when a run fails.
 """
@@ -18,12 +19,16 @@ import sys
 import traceback
 
 
-def run(script, args):
-    name = script[:-3] if script.endswith(".py") else script
-    module = importlib.import_module(name)
-    sys.argv = [script] + list(args)
+def run(request):
     cwd = os.getcwd()
     try:
+        if "code" in request:
+            sys.argv = ["-c"] + list(request["args"])
+            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
+            return 0
+        script = request["script"]
+        module = importlib.import_module(script[:-3] if script.endswith(".py") else script)
+        sys.argv = [script] + list(request["args"])
         module.main()
         return 0
     except SystemExit as e:  # argparse's errors, sys.exit(message) and sys.exit(N)
@@ -51,7 +56,7 @@ def main():
         if not line.strip():
             continue
         request = json.loads(line)
-        status = run(request["script"], request["args"])
+        status = run(request)
         answers.write(json.dumps({"status": status}) + "\n")
         answers.flush()
 
