@@ -7,6 +7,7 @@
 #include "headlab/alignment_panel.h"
 #include "headlab/head_heatmaps.h"
 #include "views/attention_explorer.h"
+#include "views/contrast_panel.h"
 
 #include <attnlab/attention_flow.h>
 #include "dialogs/toy_trainer_dialog.h"
@@ -52,6 +53,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -152,6 +154,7 @@ private Q_SLOTS:
     void weightViewExplainsTheCellAskedFor();
     void inputsViewInspectsOnlyWhenShown();
     void saliencyViewComputesWhenShown();
+    void whyThisPieceAndNotThatOne();  // issue 54
     void importanceShowsIntervalsAndGradients();
     void openedMergedResultShowsItsStatistics();
     void alignmentMethodsOverTheExamples();
@@ -641,6 +644,42 @@ void TestViews::saliencyViewComputesWhenShown() {
     m_context->setResult(nullptr, {});
     QVERIFY(view.sourceMap()->map().empty());
     QVERIFY(view.sourceMap()->message().contains("Translate a sentence"));
+}
+
+// "Why this piece and not that one?" (issue 54, item 4), in the Saliency tab: a produced piece and one of its
+// step's candidates (or a typed piece), the worker's Translator::contrastive drawn as one row (the source
+// pieces, then the decoder's input up to the step); a piece the vocabulary lacks is said by core's message.
+void TestViews::whyThisPieceAndNotThatOne() {
+    SaliencyView view(m_context.get());
+    ContrastPanel* panel = view.contrast();
+    QVERIFY(!panel->isEnabled());  // nothing translated
+    const auto r = translate("Zwei Hunde spielen.");
+    m_context->setResult(r, {});
+    QVERIFY(panel->isEnabled());
+    QCOMPARE(panel->stepBox()->count(), int(r->best.pieces.size()));
+    panel->stepBox()->setCurrentIndex(1);
+    const auto& step = r->steps[1];
+    QCOMPARE(panel->alternativeBox()->count(), int(step.candidates.size()) - 1);  // every candidate but the chosen
+    const QString other = panel->alternativeBox()->itemText(0);
+    QCOMPARE(other.toStdString(),
+             step.candidates[0].id == step.chosen_id ? step.candidates[1].piece : step.candidates[0].piece);
+    QSignalSpy ready(m_controller.get(), &TranslationController::contrastiveReady);
+    panel->findChild<QPushButton*>()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && panel->contrastive(), 60000);
+    const auto expected = m_core->contrastive(*r, {1, other.toStdString()});
+    std::vector<float> row = expected.saliency_source;
+    row.insert(row.end(), expected.saliency_target.begin(), expected.saliency_target.begin() + 2);  // up to step 2
+    QCOMPARE(panel->map()->map().size(), size_t(1));
+    QVERIFY(near(panel->map()->map()[0], row));
+    QCOMPARE(panel->map()->shownKeyLabels().size(), int(r->source_pieces.size()) + 2);
+    QVERIFY2(panel->map()->title().contains(QString::fromStdString(r->best.pieces[1])) &&
+                 panel->map()->title().contains(other),
+             qPrintable(panel->map()->title()));
+    // A piece the vocabulary lacks: core's message in the panel, the saliency maps left as they are.
+    panel->ask(1, "▁notapieceofit");
+    QTRY_VERIFY_WITH_TIMEOUT(panel->map()->map().empty() && panel->map()->message().contains("notapieceofit"), 60000);
+    m_context->setResult(nullptr, {});
+    QVERIFY(!panel->isEnabled() && panel->stepBox()->count() == 0);
 }
 
 // A finished importance run: the curve with its bootstrap intervals as error bars and the points of

@@ -29,6 +29,7 @@ TranslationController::TranslationController(QObject* parent) : QObject(parent) 
     qRegisterMetaType<SaliencyPtr>("attnlab::ui::SaliencyPtr");
     qRegisterMetaType<ContributionsPtr>("attnlab::ui::ContributionsPtr");
     qRegisterMetaType<LogitLensPtr>("attnlab::ui::LogitLensPtr");
+    qRegisterMetaType<ContrastivePtr>("attnlab::ui::ContrastivePtr");
     qRegisterMetaType<ContributionMethod>("attnlab::ContributionMethod");
     qRegisterMetaType<AlignmentReportPtr>("attnlab::ui::AlignmentReportPtr");
     qRegisterMetaType<DecodingOptions>("attnlab::DecodingOptions");
@@ -302,6 +303,15 @@ void TranslationController::computeLogitLens(ResultPtr result, int top) {
             Q_EMIT logitLensReady(result, std::make_shared<const LogitLens>(t.logitLens(*result, top)));
         },
         [this](const QString& message) { Q_EMIT failed(Operation::LogitLens, message); });
+}
+
+void TranslationController::computeContrastive(ResultPtr result, const ContrastiveQuery& query) {
+    if (!result) return;
+    postInspection(
+        [this, result, query](const Translator& t) {
+            Q_EMIT contrastiveReady(result, std::make_shared<const Contrastive>(t.contrastive(*result, query)));
+        },
+        Operation::Contrast);
 }
 
 void TranslationController::computeSaliency(ResultPtr result) {

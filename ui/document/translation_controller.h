@@ -44,6 +44,7 @@ using SaliencyPtr = std::shared_ptr<const Saliency>;
 using AlignmentReportPtr = std::shared_ptr<const AlignmentReport>;
 using ContributionsPtr = std::shared_ptr<const Contributions>;
 using LogitLensPtr = std::shared_ptr<const LogitLens>;
+using ContrastivePtr = std::shared_ptr<const Contrastive>;
 
 // A head-lab run over a corpus (the Heads tab).
 struct HeadLabRequest {
@@ -137,6 +138,9 @@ public:
     // Asynchronous: every decoder layer's prediction at every position of a result, the `top` most
     // probable pieces of each (Translator::logitLens); answered by logitLensReady or failed(LogitLens).
     void computeLogitLens(ResultPtr result, int top);
+    // Asynchronous: why the result's piece at query.step and not query.alternative (Translator::contrastive);
+    // answered by contrastiveReady or failed(Contrast).
+    void computeContrastive(ResultPtr result, const ContrastiveQuery& query);
     // Asynchronous: gradient x input for a result (Translator::saliency); answered by saliencyReady
     // or failed(Saliency).
     void computeSaliency(ResultPtr result);
@@ -186,6 +190,7 @@ Q_SIGNALS:
     void contributionsReady(attnlab::ui::ResultPtr result, attnlab::ui::ContributionsPtr contributions);
     void contributionsFailed(attnlab::ui::ResultPtr result, attnlab::ContributionMethod method, const QString& message);
     void logitLensReady(attnlab::ui::ResultPtr result, attnlab::ui::LogitLensPtr lens);
+    void contrastiveReady(attnlab::ui::ResultPtr result, attnlab::ui::ContrastivePtr contrastive);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
     void pivotLoaded(attnlab::ui::ModelInfoPtr first, attnlab::ui::ModelInfoPtr second);
     void legShown(int leg, attnlab::ui::ModelInfoPtr info);
@@ -251,6 +256,7 @@ Q_DECLARE_METATYPE(attnlab::ui::ResultPtr)
 Q_DECLARE_METATYPE(attnlab::ui::SaliencyPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ContributionsPtr)
 Q_DECLARE_METATYPE(attnlab::ui::LogitLensPtr)
+Q_DECLARE_METATYPE(attnlab::ui::ContrastivePtr)
 Q_DECLARE_METATYPE(attnlab::ContributionMethod)
 Q_DECLARE_METATYPE(attnlab::ui::ModelInfoPtr)
 Q_DECLARE_METATYPE(attnlab::ui::ExplanationPtr)

@@ -1,6 +1,7 @@
 #include "views/saliency_view.h"
 
 #include "plots/attention_view.h"
+#include "views/contrast_panel.h"
 
 #include <attnlab/attention_flow.h>
 
@@ -42,13 +43,16 @@ SaliencyView::SaliencyView(ViewContext* c, QWidget* parent)
     layout->addWidget(m_about);
     layout->addLayout(row, 1);
     layout->addWidget(m_target, 1);
+    m_contrast = new ContrastPanel(c, this);
+    layout->addWidget(m_contrast, 1);
     showProblem(tr("Translate a sentence to see what moves each produced piece."));
 
     connect(c, &ViewContext::resultChanged, this, &SaliencyView::setResult);
     // A translation not yet explained belongs to the model before: its ids mean nothing to this one.
     connect(c, &ViewContext::modelChanged, this, [this] {
-        if (m_shown.dropUnanswered(bool(m_saliency)))
-            showProblem(tr("The saliency needs a translation by the model now loaded: translate again."));
+        if (!m_shown.dropUnanswered(bool(m_saliency))) return;
+        showProblem(tr("The saliency needs a translation by the model now loaded: translate again."));
+        m_contrast->setResult(nullptr);
     });
     connect(c, &ViewContext::paletteChanged, m_rollout, &AttentionView::setColorMap);
     m_rollout->setColorMap(c->palette());
@@ -63,6 +67,7 @@ void SaliencyView::setResult(ResultPtr result) {
     m_saliency.reset();
     showProblem(result ? tr("Computing the gradients…")
                        : tr("Translate a sentence to see what moves each produced piece."));
+    m_contrast->setResult(result);
     m_shown.set(std::move(result), isVisible());
 }
 
@@ -97,6 +102,8 @@ QString SaliencyView::noFigureReason() const {
     return tr("translate a sentence first: there is no saliency to export");
 }
 
-View::Parts SaliencyView::parts() const { return {{"source", m_source}, {"rollout", m_rollout}, {"target", m_target}}; }
+View::Parts SaliencyView::parts() const {
+    return {{"source", m_source}, {"rollout", m_rollout}, {"target", m_target}, {"contrast", m_contrast}};
+}
 
 }  // namespace attnlab::ui

@@ -3,7 +3,8 @@
 // docs/head-lab.md "Saliency"): gradient x input of every source piece and of every previous target
 // piece for each produced piece, one map for the whole model (Translator::saliency), beside the
 // cross-attention rollout through the last layer, the attention's own answer to the same question.
-// Computed on the worker when the view is shown (at once when it is).
+// Computed on the worker when the view is shown (at once when it is). Below, "why this piece and not
+// that one?" (ContrastPanel, issue 54).
 
 #include "document/view.h"
 #include "views/shown_result.h"
@@ -13,6 +14,7 @@ class QLabel;
 namespace attnlab::ui {
 
 class AttentionView;
+class ContrastPanel;
 
 class SaliencyView : public View {
     Q_OBJECT
@@ -22,6 +24,7 @@ public:
     AttentionView* sourceMap() const { return m_source; }  // [produced piece][source piece]
     AttentionView* targetMap() const { return m_target; }  // [produced piece][decoder input piece]
     AttentionView* rolloutMap() const { return m_rollout; }
+    ContrastPanel* contrast() const { return m_contrast; }
     SaliencyPtr saliency() const { return m_saliency; }
     QCustomPlot* figure() const override;
     QString noFigureReason() const override;
@@ -40,6 +43,7 @@ private:
     AttentionView* m_source;
     AttentionView* m_target;
     AttentionView* m_rollout;
+    ContrastPanel* m_contrast;
 };
 
 }  // namespace attnlab::ui

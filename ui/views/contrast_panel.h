@@ -1,0 +1,44 @@
+#pragma once
+// ContrastPanel (in the Saliency tab): "why this piece and not that one?" (issue 54, item 4). A produced
+// piece (its step) and another piece — one of the step's candidates, or typed — and, from the worker
+// (Translator::contrastive), gradient x input of log p(chosen) - log p(alternative) at that step: one row
+// over the source pieces, then the decoder's input up to the step (marked ›), red where an input pushes
+// towards the chosen piece.
+
+#include "document/view_context.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QPushButton;
+
+namespace attnlab::ui {
+
+class AttentionView;
+
+class ContrastPanel : public QWidget {
+    Q_OBJECT
+public:
+    ContrastPanel(ViewContext* context, QWidget* parent = nullptr);
+
+    void setResult(ResultPtr result);  // the translation shown (null: none)
+    // Asks why the piece at `step` and not `alternative` (what the Why? button does).
+    void ask(int step, const QString& alternative);
+    AttentionView* map() const { return m_map; }
+    ContrastivePtr contrastive() const { return m_contrastive; }
+    QComboBox* stepBox() const { return m_step; }
+    QComboBox* alternativeBox() const { return m_alternative; }
+
+private:
+    void fillAlternatives();  // the chosen step's candidates but the chosen piece
+    void show(ResultPtr result, ContrastivePtr contrastive);
+    ViewContext* m_context;
+    ResultPtr m_result;
+    ContrastivePtr m_contrastive;
+    QComboBox* m_step;
+    QComboBox* m_alternative;
+    QPushButton* m_why;
+    AttentionView* m_map;
+};
+
+}  // namespace attnlab::ui
