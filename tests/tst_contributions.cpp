@@ -5,6 +5,7 @@
 // zeroed each piece contributes only to itself. Skipped, with a message, where python3-torch is missing, except
 // under CI (CI=true), where that fails.
 #include "fixtures.h"
+#include "model/low_precision.h"
 #include "model/transformer.h"
 #include "package/package_io.h"
 #include "python_probe.h"
@@ -114,6 +115,7 @@ private Q_SLOTS:
     void residualAlone();
     void emptyTranslationRefused();
     void alignsByAltiPlus();
+    void int8FromTheWeightsItHolds();
 
 private:
     // A package of `cfg` with perturbed random weights, `edit` applied before it is written.
@@ -338,6 +340,38 @@ void TestContributions::alignsByAltiPlus() {
         attnlab::testing::messageOf<attnlab::InputError>(
             [&] { attnlab::alignWords(forced[0], attnlab::parseAlignmentMethod("alti+")); }),
         QString("alignment method alti+: needs the translation's ALTI+ contributions (Translator::contributions)"));
+}
+
+void TestContributions::int8FromTheWeightsItHolds() {
+    // An int8 model's contributions come from a pass in float32 products with the weights it holds (as its
+    // attention maps do), not from its int8 products of rounded inputs: they equal those of a float32 model whose
+    // weights are the int8 ones dequantized (LowPrecisionMatmul::quantizeRows, per output row), on the same
+    // translation. Both sum the same float32 products (another order): 1e-5.
+    if (attnlab::testing::testDevice() != "cpu") QSKIP("int8 computes on the CPU");
+    if (const auto why = attnlab::computeTypeUnavailable("int8")) QSKIP(why->c_str());
+    const auto cfg = attnlab::testing::smallConfig(400);
+    const auto rounded = [](attnlab::model::Transformer& m) {
+        torch::NoGradGuard no_grad;
+        for (auto& p : m->named_parameters()) {
+            if (p.value().dim() != 2) continue;  // layer norms and biases stay float32
+            auto [q, scale] = attnlab::model::LowPrecisionMatmul::quantizeRows(p.value());
+            p.value().copy_(q.to(torch::kFloat32) * scale.unsqueeze(1));
+        }
+    };
+    attnlab::TranslatorOptions int8;
+    int8.device = "cpu";
+    int8.compute_type = "int8";
+    attnlab::Translator q(package("int8", cfg, 17), int8);
+    attnlab::Translator f(package("int8-dequantized", cfg, 17, rounded), {"cpu"});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const auto r = q.translate(kSentences[0], o);
+    const auto a = q.contributions(r, attnlab::ContributionMethod::AltiPlus);
+    const auto b = f.contributions(r, attnlab::ContributionMethod::AltiPlus);
+    const double worst =
+        std::max({largestDifference(a.encoder_self, json(b.encoder_self)), largestDifference(a.source, json(b.source)),
+                  largestDifference(a.target, json(b.target))});
+    QVERIFY2(worst < 1e-5, qPrintable(QString("largest difference %1").arg(worst)));
 }
 
 QTEST_GUILESS_MAIN(TestContributions)

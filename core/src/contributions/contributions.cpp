@@ -5,6 +5,7 @@
 #include "contributions/alti.h"
 #include "contributions/value_zeroing.h"
 #include "decoding/engine.h"
+#include "model/low_precision.h"
 #include "util/device.h"
 #include "util/torch_errors.h"
 
@@ -54,6 +55,9 @@ Contributions Engine::contributions(const TranslationResult& r, ContributionMeth
     return util::translatingTorchErrors("computing contributions", [&] {
         util::ThreadScope threads(threadsForRows(int64_t(r.best.ids.size())));
         torch::NoGradGuard no_grad;
+        // Float32 products with the weights the model holds whatever its compute type (an int8 model's dequantized,
+        // its inputs not rounded), as the translation's attention maps are computed (Engine::analyse).
+        const model::ExactProducts exact;
         Source src, trg;
         src.ids = r.source_ids;
         trg.ids = r.best.ids;
