@@ -14,6 +14,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 namespace attnlab {
 
 LogitLens Translator::logitLens(const TranslationResult& result, int top) const {
@@ -39,24 +43,33 @@ std::vector<torch::Tensor> lensInputs(model::Transformer& m, const torch::Tensor
     return out;
 }
 
-// One layer's cells from its logits [tgt, vocabulary]: the `top` most probable pieces, the chosen piece's
-// probability and its rank (how many pieces are more probable).
-std::vector<LogitLensCell> lensCells(const torch::Tensor& logits, const std::vector<int>& chosen, int top,
-                                     const TextCodec& codec) {
-    const auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1).to(torch::kCPU, torch::kFloat64);
+// Positions projected at a time: the logits of a chunk, [positions, vocabulary] in float32, are at most 32 MB for
+// NLLB's 256,206 pieces, however long the translation.
+constexpr int64_t kLensPositions = 32;
+
+// The cells of positions first.. of one layer from their logits [n, vocabulary]: the `top` most probable pieces, the
+// chosen piece's probability and its rank (how many pieces are more probable). Only the n x top numbers and the n
+// chosen ones leave the model's device.
+void addCells(std::vector<LogitLensCell>& cells, const torch::Tensor& logits, const std::vector<int>& chosen,
+              size_t first, int top, const TextCodec& codec) {
+    const auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1);
+    const int64_t n = logp.size(0);
+    const std::vector<int64_t> ids(chosen.begin() + long(first), chosen.begin() + long(first) + n);
+    const auto chosen_logp = logp.gather(1, torch::tensor(ids, torch::kInt64).to(logp.device()).unsqueeze(1));
+    const auto ranks = (logp > chosen_logp).sum(-1).to(torch::kCPU);
+    const auto chosen_cpu = chosen_logp.to(torch::kCPU, torch::kFloat64);
     const auto [top_logp, top_ids] = logp.topk(top, -1);
-    std::vector<LogitLensCell> cells(chosen.size());
-    for (size_t t = 0; t < chosen.size(); ++t) {
-        const auto row = logp[int64_t(t)];
-        const double chosen_logp = row[chosen[t]].item<double>();
-        cells[t].chosen_probability = std::exp(chosen_logp);
-        cells[t].chosen_rank = static_cast<int>((row > chosen_logp).sum().item<int64_t>());
+    const auto top_cpu = top_logp.to(torch::kCPU, torch::kFloat64), ids_cpu = top_ids.to(torch::kCPU);
+    for (int64_t i = 0; i < n; ++i) {
+        LogitLensCell cell;
+        cell.chosen_probability = std::exp(chosen_cpu[i][0].item<double>());
+        cell.chosen_rank = static_cast<int>(ranks[i].item<int64_t>());
         for (int k = 0; k < top; ++k) {
-            const int id = static_cast<int>(top_ids[int64_t(t)][k].item<int64_t>());
-            cells[t].top.push_back({codec.idToPiece(id), id, std::exp(top_logp[int64_t(t)][k].item<double>())});
+            const int id = static_cast<int>(ids_cpu[i][k].item<int64_t>());
+            cell.top.push_back({codec.idToPiece(id), id, std::exp(top_cpu[i][k].item<double>())});
         }
+        cells.push_back(std::move(cell));
     }
-    return cells;
 }
 }  // namespace
 
@@ -76,8 +89,13 @@ LogitLens Engine::logitLens(const TranslationResult& r, int top) const {
         model::Transformer model = m_model;
         LogitLens lens;
         lens.pieces = r.best.pieces;
-        for (const auto& h : lensInputs(model, tensors.src, tensors.trg_in))
-            lens.layers.push_back(lensCells(model->project(h), r.best.ids, top, *m_tokenizer));
+        for (const auto& h : lensInputs(model, tensors.src, tensors.trg_in)) {
+            std::vector<LogitLensCell> cells;
+            for (int64_t first = 0; first < h.size(0); first += kLensPositions)
+                addCells(cells, model->project(h.narrow(0, first, std::min(kLensPositions, h.size(0) - first))),
+                         r.best.ids, size_t(first), top, *m_tokenizer);
+            lens.layers.push_back(std::move(cells));
+        }
         return lens;
     });
 }
