@@ -194,8 +194,10 @@ void TestApp::badOptionsAreNamedAndWriteNothing() {
          "no-such-model: no such folder or file here (a path: not looked up on the Hugging Face hub)"},
         {{"--text", kSentence, "--view", "sideways"}, "--view: 'sideways' is not one of encoder, decoder, cross"},
         {{"--text", kSentence, "--tab", "nope"},
-         "--tab 'nope' is not one of attention, saliency, decoding, weight, inputs, pairs, heads, training, "
+         "--tab 'nope' is not one of attention, saliency, decoding, lens, weight, inputs, pairs, heads, training, "
          "positional, model"},
+        {{"--text", kSentence, "--method", "saliency"},
+         "--method 'saliency' is not one of weights, value-norm, rollout, alti+, value-zeroing"},
         {{"--text", kSentence, "--layer", "x"}, "--layer 'x' is not a layer number"},
         {{"--text", kSentence, "--layer", "3"}, "--layer 3 is out of range: the model has 3 layers (0-2)"},
         {{"--text", kSentence, "--head", "9"}, "--head 9 is out of range: the model has 8 heads"},

@@ -103,8 +103,8 @@ void TestLessonController::aLessonIsCheckedAgainstViewsAndModel() {
     QVERIFY(problem);
     QCOMPARE(*problem,
              tab +
-                 ": step 2: tab: 'maps' is not one of attention, saliency, decoding, weight, inputs, pairs, heads, "
-                 "training, positional, model");
+                 ": step 2: tab: 'maps' is not one of attention, saliency, decoding, lens, weight, inputs, pairs, "
+                 "heads, training, positional, model");
     QVERIFY(!m_lessons->pane()->hasLesson());  // the window keeps what it had
     const QString layer = write("layer.json", R"({"format": "attnlab-lesson", "version": 1, "steps": [
         {"view": {"layer": 2}}]})");
