@@ -1,13 +1,14 @@
 // Corpus runs split with --shard K/N and put together by `attnlab-cli merge` (issue 55): for eval, score,
-// translate, align and heads, the corpus run whole and in 2, 3 and 7 parts, merged, gives the whole run's JSON
+// translate, align and heads, the corpus run whole and in 2 and 5 parts, merged, gives the whole run's JSON
 // (integer counts equal, floats within 1e-9 relative); parts of another model or other options are refused, a part
 // missing or given twice is named.
 //
-// The runs compute each sentence alone (--batch-size 1; align has no batches to choose): a sentence's floats depend on
-// the sentences padded into its batch (the softmax's and the products' summation order over the padded length), and
-// a part batches other sentences together than the whole run does. Measured with the default batches on this
-// corpus: score's log-probabilities 0.6-2.6e-6 relative apart, translate's scores 2-3e-7, the head statistics
-// 1-6e-9; BLEU, chrF and AER identical (the same translations and links). docs/scale-out.md says so.
+// A sentence's floats depend on the sentences padded into its batch (the softmax's and the products' summation
+// order over the padded length): when parts were contiguous lines and a part sorted and batched its own lines, they
+// differed from the whole run's by up to 2.6e-6 relative (score), 3e-7 (translate), 6e-9 (heads). A part is now made
+// of whole blocks of kShardBlockBatches x --batch-size lines, and every command batches within a block only
+// (attnlab/partial_result.h). The runs here batch 2 sentences (blocks of 16 lines) over 40 lines: 3 blocks, so
+// that the parts batch, pad and sort like the whole run only if the blocks hold, and 5 parts include empty ones.
 #include "fixtures.h"
 #include "multi30k.h"
 
@@ -25,9 +26,11 @@
 namespace {
 using attnlab::testing::CliRun;
 
-// Each sentence computed alone, on the tests' device (the file's comment: why alone).
-QStringList alone(const QStringList& args) {
-    return args + QStringList{"--batch-size", "1", "--device", attnlab::testing::testDeviceArg()};
+constexpr int kLines = 40;  // 3 blocks of 16 lines (16, 16, 8) at --batch-size 2
+
+// Batches of 2 sentences (blocks of 16 lines), on the tests' device.
+QStringList batched(const QStringList& args) {
+    return args + QStringList{"--batch-size", "2", "--device", attnlab::testing::testDeviceArg()};
 }
 using nlohmann::json;
 
@@ -71,7 +74,7 @@ class TestShardMerge : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void shardOptionIsChecked();
-    void partsAreContiguousBlocks();
+    void partsAreWholeBlocks();
     void evalMergedEqualsWhole();
     void scoreMergedEqualsWhole();
     void translateMergedEqualsWhole();
@@ -96,11 +99,10 @@ private:
 void TestShardMerge::initTestCase() {
     QVERIFY(m_dir.isValid());
     m_model = QString::fromStdString(attnlab::resolveModelArgument("de-en"));
-    // 13 real sentence pairs (a count none of 2, 3, 7 divides; 7 parts of 1-2 lines) and a gold alignment of each
-    // pair's diagonal.
-    const QStringList de = attnlab::testing::multi30kLines("test_2016_flickr.de.gz").mid(0, 13);
-    const QStringList en = attnlab::testing::multi30kLines("test_2016_flickr.en.gz").mid(0, 13);
-    QCOMPARE(de.size(), 13);
+    // kLines real sentence pairs and a gold alignment of each pair's diagonal.
+    const QStringList de = attnlab::testing::multi30kLines("test_2016_flickr.de.gz").mid(0, kLines);
+    const QStringList en = attnlab::testing::multi30kLines("test_2016_flickr.en.gz").mid(0, kLines);
+    QCOMPARE(de.size(), kLines);
     std::string s, r, g;
     for (int i = 0; i < de.size(); ++i) {
         s += de[i].toStdString() + "\n";
@@ -144,7 +146,7 @@ json TestShardMerge::merged(const QStringList& args, const QString& name, int pa
 void TestShardMerge::checkAllSplits(const QStringList& args, const QString& name) {
     const json one = whole(args, name);
     QVERIFY(one.contains("run") && !one["run"].contains("shard"));
-    for (int parts : {2, 3, 7}) {
+    for (int parts : {2, 5}) {  // 5 parts of 3 blocks: two of them empty
         const json m = merged(args, name, parts);
         const std::string d = difference(one, m);
         QVERIFY2(d.empty(),
@@ -168,26 +170,40 @@ void TestShardMerge::shardOptionIsChecked() {
     }
 }
 
-void TestShardMerge::partsAreContiguousBlocks() {
-    // Every line in exactly one part, in order, whatever N; the parts differ by at most one line.
-    for (size_t lines : {0, 1, 5, 23, 1000}) {
-        for (int n : {1, 2, 3, 7, 50}) {
-            size_t next = 0, smallest = lines, largest = 0;
-            for (int k = 1; k <= n; ++k) {
-                const auto r = attnlab::shardLines(lines, {k, n});
-                QCOMPARE(r.begin, next);
-                next = r.end;
-                smallest = std::min(smallest, r.size());
-                largest = std::max(largest, r.size());
+void TestShardMerge::partsAreWholeBlocks() {
+    QCOMPARE(attnlab::shardBlock(2), size_t(16));
+    QCOMPARE(attnlab::shardBlock(32), size_t(256));
+    // Every line in exactly one part, in order, whatever N; each part whole blocks (it begins at a block's first
+    // line), the parts' block counts differ by at most one.
+    for (size_t block : {1, 16, 256}) {
+        for (size_t lines : {0, 1, 5, 23, 40, 1000}) {
+            const size_t blocks = (lines + block - 1) / block;
+            for (int n : {1, 2, 3, 7, 50}) {
+                size_t next = 0, smallest = blocks, largest = 0;
+                for (int k = 1; k <= n; ++k) {
+                    const auto r = attnlab::shardLines(lines, {k, n}, block);
+                    QCOMPARE(r.begin, next);
+                    QCOMPARE(r.begin % block, size_t(0));
+                    next = r.end;
+                    const size_t count = (r.size() + block - 1) / block;
+                    smallest = std::min(smallest, count);
+                    largest = std::max(largest, count);
+                }
+                QCOMPARE(next, lines);
+                QVERIFY(largest - smallest <= 1);
             }
-            QCOMPARE(next, lines);
-            QVERIFY(largest - smallest <= 1);
         }
     }
+    // Chunks end at the next multiple of the block or of the chunk, in corpus lines.
+    QCOMPARE(attnlab::chunkEnd(0, 16, 64), size_t(16));
+    QCOMPARE(attnlab::chunkEnd(17, 256, 64), size_t(64));
+    QCOMPARE(attnlab::chunkEnd(250, 256, 64), size_t(256));
+    QCOMPARE(attnlab::chunkEnd(300, 256, 0), size_t(512));
+    QCOMPARE(attnlab::chunkEnd(5, 0, 256), size_t(256));
 }
 
 void TestShardMerge::evalMergedEqualsWhole() {
-    const QStringList args = alone({"eval", "-m", m_model, "--src", m_src, "--ref", m_ref, "--beam", "2"});
+    const QStringList args = batched({"eval", "-m", m_model, "--src", m_src, "--ref", m_ref, "--beam", "2"});
     checkAllSplits(args, "eval");
     // The whole result's BLEU and chrF are the corpus's from its own translations, and its statistics add up.
     const json one = readJson(m_dir.path() + "/eval.json");
@@ -200,7 +216,7 @@ void TestShardMerge::evalMergedEqualsWhole() {
 }
 
 void TestShardMerge::scoreMergedEqualsWhole() {
-    checkAllSplits(alone({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}), "score");
+    checkAllSplits(batched({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}), "score");
     const json one = readJson(m_dir.path() + "/score.json");
     double sum = 0;
     int64_t pieces = 0;
@@ -211,8 +227,9 @@ void TestShardMerge::scoreMergedEqualsWhole() {
 }
 
 void TestShardMerge::translateMergedEqualsWhole() {
-    QStringList args = alone({"translate", "-m", m_model, "--beam", "2", "--nbest", "2"});
-    for (size_t i = 0; i < 5; ++i) args << "--text" << QString::fromStdString(m_sources[i]);
+    QStringList args = batched({"translate", "-m", m_model, "--beam", "2", "--nbest", "2"});
+    // 19 lines: 2 blocks (16 + 3); contiguous parts of 9 and 10 lines would batch other lines than the whole run
+    for (size_t i = 0; i < 19; ++i) args << "--text" << QString::fromStdString(m_sources[i]);
     checkAllSplits(args, "translate");
 }
 
@@ -225,9 +242,9 @@ void TestShardMerge::alignMergedEqualsWhole() {
 }
 
 void TestShardMerge::headsMergedEqualsWhole() {
-    const QStringList args = alone({"heads", "-m", m_model, "--src", m_src, "--ref", m_ref});
+    const QStringList args = batched({"heads", "-m", m_model, "--src", m_src, "--ref", m_ref});
     const json one = whole(args, "heads");
-    for (int parts : {2, 3, 7}) {
+    for (int parts : {2, 5}) {
         const std::string d = difference(one, merged(args, "heads", parts));
         QVERIFY2(d.empty(), qPrintable(QString("heads in %1 parts: %2").arg(parts).arg(QString::fromStdString(d))));
     }

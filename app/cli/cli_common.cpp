@@ -163,7 +163,8 @@ std::string optionValue(const CLI::Option* o) {
 }  // namespace
 
 attnlab::CorpusRun corpusRun(const CLI::App* cmd, const attnlab::Translator& translator, const CorpusOutput& o,
-                             const std::vector<std::pair<std::string, const std::vector<std::string>*>>& inputs) {
+                             const std::vector<std::pair<std::string, const std::vector<std::string>*>>& inputs,
+                             int batch_size) {
     attnlab::CorpusRun run;
     run.command = cmd->get_name();
     run.model = translator.info().package_dir;
@@ -177,14 +178,19 @@ attnlab::CorpusRun corpusRun(const CLI::App* cmd, const attnlab::Translator& tra
     for (const auto& [role, lines] : inputs) run.inputs.emplace_back(role, attnlab::linesChecksum(*lines));
     run.lines = inputs.empty() ? 0 : int64_t(inputs.front().second->size());
     run.shard = o.parsed();
+    run.block = int64_t(attnlab::shardBlock(batch_size));
     return run;
 }
 
 void announcePart(const attnlab::CorpusRun& run) {
     if (run.shard.whole()) return;
-    const auto r = attnlab::shardLines(size_t(run.lines), run.shard);
-    std::cerr << "part " << run.shard.index << " of " << run.shard.count << ": lines " << r.begin + 1 << ".." << r.end
-              << " of " << run.lines << "\n";
+    const auto r = attnlab::partLines(run);
+    std::cerr << "part " << run.shard.index << " of " << run.shard.count << ": ";
+    if (r.size() == 0)
+        std::cerr << "no lines";  // more parts than blocks
+    else
+        std::cerr << "lines " << r.begin + 1 << ".." << r.end;
+    std::cerr << " of " << run.lines << " (blocks of " << run.block << " lines)\n";
 }
 
 ProgressLine::ProgressLine() : m_tty(isatty(STDERR_FILENO)) {}

@@ -62,9 +62,11 @@ struct CorpusOutput {
 void addCorpusOutput(CLI::App* cmd, CorpusOutput& o, const char* json_help);
 // The run a corpus result records: the command, the model's fingerprint and device kind, every option of `cmd` that
 // changes a number (not the files read or written, --model, --device's index, --threads, --shard), each input's
-// role and checksum, the corpus's line count and the part.
+// role and checksum, the corpus's line count, its blocks (attnlab::shardBlock of `batch_size`, the command's
+// --batch-size) and the part.
 attnlab::CorpusRun corpusRun(const CLI::App* cmd, const attnlab::Translator& translator, const CorpusOutput& o,
-                             const std::vector<std::pair<std::string, const std::vector<std::string>*>>& inputs);
+                             const std::vector<std::pair<std::string, const std::vector<std::string>*>>& inputs,
+                             int batch_size);
 // "part 2 of 3: lines 11..20 of 30" on stderr (nothing for a whole run).
 void announcePart(const attnlab::CorpusRun& run);
 

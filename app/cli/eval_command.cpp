@@ -37,31 +37,39 @@ void addEval(CLI::App& app, CommonOptions& common, EvalCommand& e) {
 }
 
 namespace {
-// The part's lines translated (a line the model cannot read: an empty translation, said on stderr), in order.
+// The lines [range) translated (a line the model cannot read: an empty translation, said on stderr), in order,
+// one block of the corpus at a time (sorted by length and batched within it, attnlab/partial_result.h): a line's
+// translation is the same in a part as in the whole run.
 std::vector<attnlab::EvalLine> translated(const attnlab::Translator& translator,
                                           const std::vector<std::string>& sources, const std::vector<std::string>& refs,
-                                          const std::string& src, size_t first, const attnlab::DecodingOptions& d) {
-    std::vector<std::string> hyps(sources.size()), valid, why(sources.size());
-    std::vector<size_t> where;
-    for (size_t i = 0; i < sources.size(); ++i) {
-        if (auto problem = translator.inputProblem(sources[i])) {
-            std::cerr << "attnlab-cli: " << escapedForTerminal(src) << " line " << first + i + 1 << ": "
-                      << escapedForTerminal(*problem) << " (scored as an empty translation)\n";
-            why[i] = *problem;
-        } else {
-            valid.push_back(sources[i]);
-            where.push_back(i);
-        }
-    }
-    const bool tty = isatty(STDERR_FILENO);
-    auto results = translator.translateBatch(valid, d, [&](const attnlab::StepProgress& p) {
-        if (tty) std::cerr << "\rtranslating " << p.sentence_end << "/" << p.sentences_total << std::flush;
-        return true;
-    });
-    if (tty) std::cerr << "\r\033[K";
-    for (size_t i = 0; i < results.size(); ++i) hyps[where[i]] = results[i].best.text;
+                                          const std::string& src, const attnlab::LineRange& range, size_t block,
+                                          const attnlab::DecodingOptions& d) {
     std::vector<attnlab::EvalLine> out;
-    for (size_t i = 0; i < sources.size(); ++i) out.push_back(attnlab::evalLine(hyps[i], refs[i], why[i]));
+    const bool tty = isatty(STDERR_FILENO);
+    for (size_t begin = range.begin, end; begin < range.end; begin = end) {
+        end = std::min(range.end, attnlab::chunkEnd(begin, block, 0));
+        std::vector<std::string> hyps(end - begin), valid, why(end - begin);
+        std::vector<size_t> where;
+        for (size_t i = begin; i < end; ++i) {
+            if (auto problem = translator.inputProblem(sources[i])) {
+                std::cerr << "attnlab-cli: " << escapedForTerminal(src) << " line " << i + 1 << ": "
+                          << escapedForTerminal(*problem) << " (scored as an empty translation)\n";
+                why[i - begin] = *problem;
+            } else {
+                valid.push_back(sources[i]);
+                where.push_back(i - begin);
+            }
+        }
+        auto results = translator.translateBatch(valid, d, [&](const attnlab::StepProgress& p) {
+            if (tty)
+                std::cerr << "\rtranslating " << begin - range.begin + size_t(p.sentence_end) << "/" << range.size()
+                          << std::flush;
+            return true;
+        });
+        for (size_t i = 0; i < results.size(); ++i) hyps[where[i]] = results[i].best.text;
+        for (size_t i = begin; i < end; ++i) out.push_back(attnlab::evalLine(hyps[i - begin], refs[i], why[i - begin]));
+    }
+    if (tty) std::cerr << "\r\033[K";
     return out;
 }
 
@@ -88,18 +96,16 @@ int runEval(const CommonOptions& common, EvalCommand& e) {
     d.return_attention = false;
     d.top_k_candidates = 0;
     d.validate();
-    const attnlab::Shard shard = e.corpus.parsed();
+    e.corpus.parsed();  // --shard checked before anything is read
     const auto sources = attnlab::readTextLines(e.src), refs = attnlab::readTextLines(e.ref);
     if (sources.size() != refs.size())
         throw attnlab::InputError("mismatched files: " + e.src + " has " + std::to_string(sources.size()) +
                                   " lines but " + e.ref + " has " + std::to_string(refs.size()));
     auto translator = load(common);
     attnlab_cli::useModelDefaults(d, translator, e.cmd);
-    const auto part = attnlab::shardLines(sources.size(), shard);
-    const auto run = corpusRun(e.cmd, translator, e.corpus, {{"src", &sources}, {"ref", &refs}});
+    const auto run = corpusRun(e.cmd, translator, e.corpus, {{"src", &sources}, {"ref", &refs}}, d.max_batch_size);
     announcePart(run);
-    const auto lines =
-        translated(translator, attnlab::linesOf(sources, part), attnlab::linesOf(refs, part), e.src, part.begin, d);
+    const auto lines = translated(translator, sources, refs, e.src, attnlab::partLines(run), size_t(run.block), d);
     if (!e.hyp_out.empty()) {
         std::string text;
         for (const auto& l : lines) text += l.hypothesis + "\n";

@@ -252,15 +252,16 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     auto translator = load(common);
     std::vector<std::pair<std::string, const std::vector<std::string>*>> inputs{{"src", &sources}};
     if (!refs.empty()) inputs.emplace_back("ref", &refs);
-    const auto run = corpusRun(h.cmd, translator, h.corpus, inputs);
+    const auto run = corpusRun(h.cmd, translator, h.corpus, inputs, h.decoding.max_batch_size);
     announcePart(run);
-    const auto range = attnlab::shardLines(sources.size(), run.shard);
+    const auto range = attnlab::partLines(run);
     const auto part_refs = attnlab::linesOf(refs, refs.empty() ? attnlab::LineRange{} : range);
     ProgressLine progress;
     auto stats =
         attnlab::corpusHeadStatistics(translator, attnlab::linesOf(sources, range), refs.empty() ? nullptr : &part_refs,
                                       h.decoding, h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
-                                      !h.corpus.shard.empty());  // --measure: checked
+                                      !h.corpus.shard.empty(),  // --measure: checked
+                                      {range.begin, size_t(run.block)});
     progress.clear();
     countFromCorpus(stats, range.begin);
     reportSkipped(stats.skipped, "used");
@@ -415,6 +416,9 @@ void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMe
 }  // namespace
 
 namespace {
+// align teacher-forces with the default batch size (it has no --batch-size): its blocks are shardBlock() of it.
+int alignBatch() { return attnlab::DecodingOptions{}.max_batch_size; }
+
 // The run an alignment result records: the method chosen is an option; the dev set, when given, an input.
 attnlab::CorpusRun alignRun(const AlignCommand& a, const attnlab::Translator& translator,
                             const attnlab::Translator* reverse, const Pairs& all) {
@@ -427,7 +431,7 @@ attnlab::CorpusRun alignRun(const AlignCommand& a, const attnlab::Translator& tr
     for (const auto& f : a.dev) dev.push_back(attnlab::readTextLines(f));
     for (size_t i = 0; i < dev.size(); ++i)
         inputs.emplace_back(i == 0 ? "dev src" : i == 1 ? "dev tgt" : "dev gold", &dev[i]);
-    auto run = corpusRun(a.cmd, translator, a.corpus, inputs);
+    auto run = corpusRun(a.cmd, translator, a.corpus, inputs, alignBatch());
     run.options.emplace_back("reverse model",
                              reverse ? attnlab::modelFingerprint(reverse->info().package_dir) : "none");
     return run;
@@ -440,7 +444,7 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
         throw attnlab::ConfigError("--threshold " + std::to_string(a.threshold) + " is out of range (0..1)");
     const attnlab::Shard shard = a.corpus.parsed();
     const Pairs all = readPairs(a.src, a.tgt, a.gold, a);
-    const auto range = attnlab::shardLines(all.sources.size(), shard);
+    const auto range = attnlab::shardLines(all.sources.size(), shard, attnlab::shardBlock(alignBatch()));
     const Pairs test = partOf(all, range);
     const std::optional<Pairs> dev =
         a.dev.empty() ? std::nullopt : std::optional<Pairs>(readPairs(a.dev[0], a.dev[1], a.dev[2], a));
@@ -479,9 +483,9 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     }
     const auto run = alignRun(a, translator, back, all);
     announcePart(run);
-    auto rep =
-        attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold,
-                             progress.callback(), back, {a.languages.source_language, a.languages.target_language});
+    auto rep = attnlab::alignCorpus(
+        translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold, progress.callback(),
+        back, {a.languages.source_language, a.languages.target_language}, {range.begin, size_t(run.block)});
     progress.clear();
     countFromCorpus(rep.skipped, range.begin, a.gold);
     attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));

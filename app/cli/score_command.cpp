@@ -67,29 +67,31 @@ void addScore(CLI::App& app, CommonOptions& common, ScoreCommand& s) {
 }
 
 namespace {
-// The pairs teacher-forced kChunk at a time, each line printed as it comes; every result kept with `keep`.
+// The pairs [range) teacher-forced kChunk at a time, the chunks cut at the corpus's blocks (attnlab/partial_result.h:
+// a pair is batched with the same pairs in a part as in the whole run), each line printed as it comes; every result
+// kept with `keep`.
 std::vector<attnlab::ScoreLine> scored(const attnlab::Translator& t, const std::vector<std::string>& sources,
-                                       const std::vector<std::string>& targets, size_t first,
-                                       const attnlab::DecodingOptions& d,
+                                       const std::vector<std::string>& targets, const attnlab::LineRange& range,
+                                       size_t block, const attnlab::DecodingOptions& d,
                                        std::vector<attnlab::TranslationResult>* keep) {
     std::vector<attnlab::ScoreLine> lines;
     const bool progress = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
-    for (size_t begin = 0; begin < sources.size(); begin += kChunk) {
-        const size_t end = std::min(sources.size(), begin + kChunk);
+    for (size_t begin = range.begin, end; begin < range.end; begin = end) {
+        end = std::min(range.end, attnlab::chunkEnd(begin, block, kChunk));
         const std::vector<std::string> src(sources.begin() + long(begin), sources.begin() + long(end));
         const std::vector<std::string> tgt(targets.begin() + long(begin), targets.begin() + long(end));
         std::vector<attnlab::TranslationResult> results;
         try {
             results = t.teacherForce(src, tgt, d);
         } catch (const attnlab::InputError& e) {
-            throw attnlab::InputError(lineNamed(e.what(), first + begin));
+            throw attnlab::InputError(lineNamed(e.what(), begin));
         }
         for (const auto& r : results) {
             std::cout << scoreLine(r.best.pieces, r.best.token_log_probs) << "\n";
             lines.push_back({r.best.pieces, r.best.token_log_probs});
         }
         std::cout.flush();
-        if (progress) std::cerr << "\rscored " << end << " of " << sources.size() << " pairs" << std::flush;
+        if (progress) std::cerr << "\rscored " << end - range.begin << " of " << range.size() << " pairs" << std::flush;
         if (keep) std::move(results.begin(), results.end(), std::back_inserter(*keep));
     }
     if (progress) std::cerr << "\r\033[K" << std::flush;
@@ -103,19 +105,18 @@ int runScore(const CommonOptions& common, ScoreCommand& s) {
     if (sources.size() != targets.size())
         throw attnlab::InputError("--src has " + std::to_string(sources.size()) + " lines but --tgt has " +
                                   std::to_string(targets.size()) + ": score needs one translation per source line");
-    const auto part = attnlab::shardLines(sources.size(), shard);
+    const auto part = attnlab::shardLines(sources.size(), shard, attnlab::shardBlock(s.decoding.max_batch_size));
     const bool keep = !s.attention_path.empty();
     if (keep && part.size() > kMaxKeptResults)
         throw attnlab::InputError("--attention keeps every pair's maps in one file: at most " +
                                   std::to_string(kMaxKeptResults) + " pairs (" + std::to_string(part.size()) +
                                   " given)");
     attnlab::Translator t = load(common);
-    const auto run = corpusRun(s.cmd, t, s.corpus, {{"src", &sources}, {"tgt", &targets}});
+    const auto run = corpusRun(s.cmd, t, s.corpus, {{"src", &sources}, {"tgt", &targets}}, s.decoding.max_batch_size);
     announcePart(run);
     s.decoding.return_attention = keep;
     std::vector<attnlab::TranslationResult> kept;
-    const auto lines = scored(t, attnlab::linesOf(sources, part), attnlab::linesOf(targets, part), part.begin,
-                              s.decoding, keep ? &kept : nullptr);
+    const auto lines = scored(t, sources, targets, part, size_t(run.block), s.decoding, keep ? &kept : nullptr);
     if (keep) attnlab::writeAttentionJson(s.attention_path, kept, t.info(), s.decoding);
     if (!s.corpus.json_path.empty()) attnlab::saveToFile(s.corpus.json_path, attnlab::scoreResultJson(run, lines));
     return 0;

@@ -290,21 +290,22 @@ void checkPivotOptions(const TranslateCommand& t) {
 
 namespace {
 // --shard / --json: the input read whole (its line count and checksum are the run's), its part translated in
-// batches of --batch-size, the result written as JSON.
+// batches of --batch-size that start at multiples of it in the corpus (a part begins at a block's first line,
+// attnlab/partial_result.h: its batches are the whole run's), the result written as JSON.
 int translateCorpus(const TranslateCommand& t, std::optional<attnlab::LineStream>& in, Translation& translation,
                     const attnlab::Translator& translator, size_t batch_size) {
     std::vector<std::string> all = t.texts;
     if (in)
         for (std::string line; in->next(line, std::chrono::milliseconds(-1)) == attnlab::LineStream::Status::Line;)
             all.push_back(std::move(line));
-    const auto part = attnlab::shardLines(all.size(), t.corpus.parsed());
-    const auto run = corpusRun(t.cmd, translator, t.corpus, {{"src", &all}});
+    const auto run = corpusRun(t.cmd, translator, t.corpus, {{"src", &all}}, int(batch_size));
+    const auto part = attnlab::partLines(run);
     announcePart(run);
     std::vector<attnlab::TranslateLine> lines;
     translation.record(&lines);
     for (size_t i = part.begin; i < part.end; ++i) {
         translation.add(all[i], int64_t(i) + 1);
-        if (translation.pendingLines() >= batch_size) translation.translatePending();
+        if (i + 1 == attnlab::chunkEnd(i, size_t(run.block), batch_size)) translation.translatePending();
     }
     if (translation.pending()) translation.translatePending();
     translation.writeFiles();

@@ -10,6 +10,7 @@
 #include <attnlab/metrics.h>
 #include <attnlab/translator.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,11 +34,18 @@ using CorpusCallback = std::function<bool(const CorpusProgress&)>;
 // the report's `skipped`; throws InputError when the counts differ or no line can be read.
 // `measure`: the statistics of the value-norm maps (one more captured pass per sentence) or of the
 // rollout instead of the weights. `keep_sentences`: every sentence's own rows and sums in the report
-// (HeadStats::sentence_rows; a sharded run's part, attnlab/partial_result.h).
+// (HeadStats::sentence_rows; a sharded run's part, attnlab/partial_result.h). `place`: where `sources` lie in a
+// corpus of blocks (a sharded run's part): the chunks are cut at the corpus's blocks and at multiples of the
+// chunk in corpus lines, so that a sentence is batched with the same others in a part as in the whole run.
+struct CorpusPlace {
+    size_t first_line = 0;  // of sources[0] in the corpus, 0-based
+    size_t block = 0;       // the corpus's block (attnlab::shardBlock), 0: none
+};
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
                                      int histogram_radius = 8, const CorpusCallback& progress = {},
-                                     MapMeasure measure = MapMeasure::Weights, bool keep_sentences = false);
+                                     MapMeasure measure = MapMeasure::Weights, bool keep_sentences = false,
+                                     const CorpusPlace& place = {});
 
 // Two reports' statistics head by head, for the heads both have: comparing two models, the two
 // directions of one corpus (each teacher-forced through its own side of the same pairs), or a model
@@ -184,6 +192,7 @@ struct AlignmentLanguages {
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
                             const std::string& gold_name, double threshold = 0.0, const CorpusCallback& progress = {},
-                            const Translator* reverse = nullptr, const AlignmentLanguages& languages = {});
+                            const Translator* reverse = nullptr, const AlignmentLanguages& languages = {},
+                            const CorpusPlace& place = {});  // as corpusHeadStatistics'
 
 }  // namespace attnlab

@@ -4,9 +4,13 @@
 // parts of one run together. Every key of these files and every rule of the merge is owned here
 // (core/src/io/partial_result.cpp); the head lab's keys stay in io/head_lab_json.cpp.
 //
-// A part is a contiguous block of lines: part K of N holds lines [floor((K-1)L/N), floor(KL/N)) of L, so that
-// every line is in exactly one part whatever N, the parts differ by at most one line, and the per-line outputs of
-// the parts (translations, Pharaoh lines, score lines), concatenated in part order, are the whole run's.
+// A part is a run of whole blocks: the corpus's L lines are cut into B = ceil(L / block) blocks of `block` lines
+// (shardBlock(): kShardBlockBatches batches of the command's --batch-size), and part K of N holds blocks
+// [floor((K-1)B/N), floor(KB/N)), so that every line is in exactly one part whatever N (a part may be empty when
+// N > B), and the per-line outputs of the parts (translations, Pharaoh lines, score lines), concatenated in part
+// order, are the whole run's. Every corpus command, whole or a part, sorts, pads and batches its lines only
+// within a block (chunkEnd()), so that a line's numbers come from the same batch in a part as in the whole run:
+// merged floats equal the one-process run's, not just nearly.
 //
 // Every result carries a "run": the command, the model's fingerprint, the options that change its numbers,
 // the corpus (its line count and a checksum of each input) and, for a part, which part it is. A whole result
@@ -25,7 +29,7 @@
 
 namespace attnlab {
 
-inline constexpr int kCorpusResultVersion = 1;
+inline constexpr int kCorpusResultVersion = 2;  // 2: the run's corpus has its "block"
 
 struct Shard {
     int index = 1;  // K, 1-based
@@ -41,8 +45,17 @@ struct LineRange {
     size_t begin = 0, end = 0;  // [begin, end), 0-based
     size_t size() const { return end - begin; }
 };
-// The lines of `shard` among `lines` (contiguous blocks, above).
-LineRange shardLines(size_t lines, const Shard& shard);
+// A block is this many batches of the command's --batch-size (eval, score, translate: 32 by default, 256 lines;
+// heads: 128, 1024 lines; align: 256 lines).
+inline constexpr size_t kShardBlockBatches = 8;
+// The lines of a block for this --batch-size (at least 1).
+size_t shardBlock(int batch_size);
+// The lines of `shard` among `lines` (whole blocks of `block` lines, above).
+LineRange shardLines(size_t lines, const Shard& shard, size_t block = 1);
+// Where the chunk of lines beginning at `line` (0-based, in the corpus) ends: at the next multiple of `block` or
+// of `chunk`, whichever comes first, so that chunks never straddle a block and fall on the same lines in a part
+// as in the whole run.
+size_t chunkEnd(size_t line, size_t block, size_t chunk);
 // lines[range], copied.
 std::vector<std::string> linesOf(const std::vector<std::string>& lines, const LineRange& range);
 
@@ -66,7 +79,10 @@ struct CorpusRun {
     std::vector<std::pair<std::string, std::string>> inputs;
     int64_t lines = 0;  // the whole corpus's
     Shard shard;
+    int64_t block = 1;  // shardBlock() of the run's batch size: its parts are made of whole blocks
 };
+// shardLines() of the run's part.
+LineRange partLines(const CorpusRun& run);
 
 // eval: one line's translation and its sentence statistics. `skipped`: why the source could not be translated
 // (scored as an empty translation), or empty.

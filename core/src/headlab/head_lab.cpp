@@ -2,6 +2,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/metrics.h>
+#include <attnlab/partial_result.h>
 
 #include "headlab/corpus_lines.h"
 
@@ -104,6 +105,14 @@ TranslationResult measured(const Translator& t, TranslationResult r, MapMeasure 
     return r;
 }
 
+// The end of the chunk of `usable` lines that begins at usable[from] (attnlab::chunkEnd, in corpus lines).
+size_t chunkStop(const std::vector<size_t>& usable, size_t from, const CorpusPlace& place) {
+    const size_t end = chunkEnd(place.first_line + usable[from], place.block, kChunk);
+    size_t to = from;
+    while (to < usable.size() && place.first_line + usable[to] < end) ++to;
+    return to;
+}
+
 void sortSkipped(std::vector<SkippedPair>& skipped) {
     std::sort(skipped.begin(), skipped.end(),
               [](const SkippedPair& a, const SkippedPair& b) { return a.pair < b.pair; });
@@ -113,7 +122,7 @@ void sortSkipped(std::vector<SkippedPair>& skipped) {
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,
                                      int histogram_radius, const CorpusCallback& progress, MapMeasure measure,
-                                     bool keep_sentences) {
+                                     bool keep_sentences, const CorpusPlace& place) {
     if (references) checkCounts(sources.size(), references->size(), "references");
     std::vector<SkippedPair> skipped;
     const auto usable = readableLines(translator, sources, references, "reference", skipped);
@@ -127,9 +136,9 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
     std::vector<size_t> added;  // the input line of each sentence the statistics hold, in order
     const int total = static_cast<int>(sources.size());
     const std::string stage = references ? "teacher-forcing the references" : "translating";
-    for (size_t begin = 0; begin < usable.size(); begin += kChunk) {
-        std::vector<size_t> lines(usable.begin() + std::ptrdiff_t(begin),
-                                  usable.begin() + std::ptrdiff_t(std::min(usable.size(), begin + kChunk)));
+    for (size_t begin = 0, end; begin < usable.size(); begin = end) {
+        end = headlab::chunkStop(usable, begin, place);
+        std::vector<size_t> lines(usable.begin() + std::ptrdiff_t(begin), usable.begin() + std::ptrdiff_t(end));
         const int first = static_cast<int>(lines.front());
         if (!report(progress, stage, first, total)) throw CancelledError();
         const auto cancel = [&](const StepProgress& p) {
@@ -228,7 +237,7 @@ void markBest(AlignmentReport& rep) {
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
                             const std::string& gold_name, double threshold, const CorpusCallback& progress,
-                            const Translator* reverse, const AlignmentLanguages& languages) {
+                            const Translator* reverse, const AlignmentLanguages& languages, const CorpusPlace& place) {
     checkCounts(sources.size(), targets.size(), "target sentences");
     if (gold) checkCounts(sources.size(), gold->size(), ("gold alignment lines in " + gold_name).c_str());
     AlignmentReport rep;
@@ -254,8 +263,8 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
     DecodingOptions backwards = forcing;  // the reverse model reads the target as its source
     std::swap(backwards.source_language, backwards.target_language);
     const int total = rep.pairs;
-    for (size_t begin = 0; begin < usable.size(); begin += kChunk) {
-        const size_t end = std::min(usable.size(), begin + kChunk);
+    for (size_t begin = 0, end; begin < usable.size(); begin = end) {
+        end = headlab::chunkStop(usable, begin, place);
         if (!report(progress, "aligning", static_cast<int>(usable[begin]), total)) throw CancelledError();
         std::vector<size_t> pairs(usable.begin() + std::ptrdiff_t(begin), usable.begin() + std::ptrdiff_t(end));
         const auto results = forcePairs(translator, sources, targets, pairs, rep.skipped, "", forcing);

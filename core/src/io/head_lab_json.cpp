@@ -431,24 +431,33 @@ json mergeHeads(const std::vector<PartDocument>& parts) {
     std::vector<int> lines;
     std::vector<SkippedPair> skipped;
     int sentences = 0;
+    std::vector<PartDocument> kept;  // the parts with sentences of their own
     for (const auto& part : parts) {
         const json& doc = *part.doc;
-        if (doc.at("heads").size() != first.at("heads").size() || doc.at("measure") != first.at("measure") ||
-            doc.at("histogram_radius") != first.at("histogram_radius"))
-            throw InputError(part.path + ": its heads, measure or histogram differ from " + parts.front().path + "'s");
+        if (doc.at("measure") != first.at("measure") || doc.at("histogram_radius") != first.at("histogram_radius"))
+            throw InputError(part.path + ": its measure or histogram differ from " + parts.front().path + "'s");
+        // An empty part (more parts than the corpus has blocks, attnlab/partial_result.h): no head, nothing to merge.
+        if (doc.at("sentences").get<int>() == 0 && !doc.contains("sentence_lines")) {
+            appendSkipped(skipped, doc.at("skipped"));
+            continue;
+        }
+        if (!kept.empty() && doc.at("heads").size() != kept.front().doc->at("heads").size())
+            throw InputError(part.path + ": its heads differ from " + kept.front().path + "'s");
         if (!doc.contains("sentence_lines"))
             throw InputError(part.path +
                              ": a whole run's statistics, without each sentence's (write parts with --shard)");
         for (const auto& l : doc["sentence_lines"]) lines.push_back(l.get<int>());
         appendSkipped(skipped, doc.at("skipped"));
         sentences += doc.at("sentences").get<int>();
+        kept.push_back(part);
     }
-    json root = first;
+    json root = kept.empty() ? first : *kept.front().doc;
     root.erase("sentence_lines");
     root["sentences"] = sentences;
     root["skipped"] = skippedJson(skipped);
+    if (kept.empty()) return root;  // an empty corpus
     json heads = json::array();
-    for (size_t h = 0; h < first.at("heads").size(); ++h) heads.push_back(mergedHead(parts, h, lines));
+    for (size_t h = 0; h < root.at("heads").size(); ++h) heads.push_back(mergedHead(kept, h, lines));
     root["heads"] = std::move(heads);
     return root;
 }

@@ -95,11 +95,22 @@ Shard parseShard(const std::string& text) {
     return s;
 }
 
-LineRange shardLines(size_t lines, const Shard& shard) {
-    // lines * k fits: a corpus read into memory has far fewer than 2^64 / kMaxShards lines.
-    const auto at = [&](int k) { return lines * size_t(k) / size_t(shard.count); };
+size_t shardBlock(int batch_size) { return kShardBlockBatches * size_t(std::max(batch_size, 1)); }
+
+LineRange shardLines(size_t lines, const Shard& shard, size_t block) {
+    block = std::max<size_t>(block, 1);
+    const size_t blocks = (lines + block - 1) / block;
+    // blocks * k fits: a corpus read into memory has far fewer than 2^64 / kMaxShards lines.
+    const auto at = [&](int k) { return std::min(lines, blocks * size_t(k) / size_t(shard.count) * block); };
     return {at(shard.index - 1), at(shard.index)};
 }
+
+size_t chunkEnd(size_t line, size_t block, size_t chunk) {
+    const auto next = [&](size_t every) { return every ? (line / every + 1) * every : SIZE_MAX; };
+    return std::min(next(block), next(chunk));
+}
+
+LineRange partLines(const CorpusRun& run) { return shardLines(size_t(run.lines), run.shard, size_t(run.block)); }
 
 std::vector<std::string> linesOf(const std::vector<std::string>& lines, const LineRange& range) {
     return {lines.begin() + std::ptrdiff_t(range.begin), lines.begin() + std::ptrdiff_t(range.end)};
@@ -152,7 +163,7 @@ json runJson(const CorpusRun& run) {
     json j = {{"command", run.command},
               {"model", {{"package", run.model}, {"fingerprint", run.model_fingerprint}}},
               {"options", pairsJson(run.options)},
-              {"corpus", {{"lines", run.lines}, {"inputs", pairsJson(run.inputs)}}}};
+              {"corpus", {{"lines", run.lines}, {"block", run.block}, {"inputs", pairsJson(run.inputs)}}}};
     if (!run.shard.whole()) j["shard"] = shardJson(run.shard);
     return j;
 }
@@ -162,7 +173,7 @@ json documentStart(const char* format, const CorpusRun& run) {
 }
 
 // The first line (1-based) of this run's part.
-int64_t firstLine(const CorpusRun& run) { return int64_t(shardLines(size_t(run.lines), run.shard).begin) + 1; }
+int64_t firstLine(const CorpusRun& run) { return int64_t(partLines(run).begin) + 1; }
 
 template <size_t N>
 json arrayOf(const int64_t (&v)[N]) {
@@ -292,6 +303,7 @@ CorpusRun wholeRun(const json& run) {
     for (const auto& o : run.at("corpus").at("inputs"))
         r.inputs.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
     r.lines = run.at("corpus").at("lines").get<int64_t>();
+    r.block = run.at("corpus").at("block").get<int64_t>();
     return r;
 }
 
@@ -309,7 +321,10 @@ Part readPart(const std::string& path) {
     try {
         const json& run = p.doc["run"];
         if (run.contains("shard")) p.shard = {run["shard"].at("index").get<int>(), run["shard"].at("count").get<int>()};
-        (void)wholeRun(run);
+        const CorpusRun whole = wholeRun(run);
+        if (whole.lines < 0 || whole.block < 1)
+            throw InputError(path + ": its corpus has " + std::to_string(whole.lines) + " lines in blocks of " +
+                             std::to_string(whole.block));
         if (p.shard.count < 1 || p.shard.count > kMaxShards || p.shard.index < 1 || p.shard.index > p.shard.count)
             throw InputError(path + ": its shard " + std::to_string(p.shard.index) + "/" +
                              std::to_string(p.shard.count) +
@@ -360,10 +375,10 @@ std::vector<const Part*> inOrder(const std::vector<Part>& parts) {
 }
 
 // The parts' "lines" one after the other, each part's checked to be its block of the corpus.
-json concatenatedLines(const std::vector<const Part*>& parts, int64_t lines) {
+json concatenatedLines(const std::vector<const Part*>& parts, const CorpusRun& run) {
     json out = json::array();
     for (const Part* p : parts) {
-        const LineRange r = shardLines(size_t(lines), p->shard);
+        const LineRange r = shardLines(size_t(run.lines), p->shard, size_t(run.block));
         const json& l = p->doc.at("lines");
         if (l.size() != r.size() || (!l.empty() && l.front().at("line").get<int64_t>() != int64_t(r.begin) + 1))
             throw InputError(p->path + ": part " + std::to_string(p->shard.index) + " of " +
@@ -423,12 +438,12 @@ std::string mergedDocument(const std::vector<const Part*>& parts) {
     const json& first = parts.front()->doc;
     const std::string format = first.at("format").get<std::string>();
     CorpusRun run = wholeRun(first.at("run"));
-    if (format == "attnlab-eval") return mergedEval(run, concatenatedLines(parts, run.lines));
-    if (format == "attnlab-score") return mergedScore(run, concatenatedLines(parts, run.lines));
-    if (format == "attnlab-translations") return mergedTranslations(run, concatenatedLines(parts, run.lines));
+    if (format == "attnlab-eval") return mergedEval(run, concatenatedLines(parts, run));
+    if (format == "attnlab-score") return mergedScore(run, concatenatedLines(parts, run));
+    if (format == "attnlab-translations") return mergedTranslations(run, concatenatedLines(parts, run));
     std::vector<headlab_merge::PartDocument> docs;
     for (const Part* p : parts)
-        docs.push_back({p->path, &p->doc, int64_t(shardLines(size_t(run.lines), p->shard).begin)});
+        docs.push_back({p->path, &p->doc, int64_t(shardLines(size_t(run.lines), p->shard, size_t(run.block)).begin)});
     json merged;
     if (format == "attnlab-alignment")
         merged = headlab_merge::mergeAlignment(docs);
