@@ -59,10 +59,10 @@ void TestSlurm::initTestCase() {
     const std::string tok = attnlab::testing::trainTokenizer(dir, 400);
     m_pkg = QString::fromStdString(
         attnlab::testing::writeRandomPackage(dir + "/pkg", tok, attnlab::testing::smallConfig(400)));
-    // 7 lines: 3 shards of 2, 2 and 3 lines (partial_result.h's blocks).
+    // 24 lines: at --batch-size 1 blocks of 8 (partial_result.h: 8 batches a block), so 3 shards of 8 lines each.
     std::string src, ref;
-    for (const auto& l : attnlab::testing::corpusLines(7, 3)) src += l + "\n";
-    for (const auto& l : attnlab::testing::corpusLines(7, 4)) ref += l + "\n";
+    for (const auto& l : attnlab::testing::corpusLines(24, 3)) src += l + "\n";
+    for (const auto& l : attnlab::testing::corpusLines(24, 4)) ref += l + "\n";
     m_src = m_dir.path() + "/src.txt";
     m_ref = m_dir.path() + "/ref.txt";
     writeFile(m_src.toStdString(), src);
@@ -72,9 +72,8 @@ void TestSlurm::initTestCase() {
     QVERIFY2(r.code == 0, qPrintable(r.err));
 }
 
-// One sentence at a time (--batch-size 1): a sentence padded in a batch of others gets float32 numbers ~1e-7
-// apart from its numbers alone (measured with `score`), which could tip a near-tie in the search; the parts batch
-// other sentences together than the whole run does, and the merged JSON is compared byte for byte.
+// --batch-size 1: blocks of 8 lines (a shard is whole blocks, each batched alike in the whole run and the parts, so
+// the merged JSON equals the whole run's byte for byte), so that 24 lines make 3 non-empty shards.
 QStringList TestSlurm::evalArgs(const QString& json) const {
     const QString device = attnlab::testing::testDeviceArg();
     return QStringList{"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref} +
