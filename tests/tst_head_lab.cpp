@@ -18,6 +18,7 @@
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <fstream>
 #include <set>
 
 using attnlab::AlignmentLinks;
@@ -101,6 +102,7 @@ private Q_SLOTS:
     void removableHeadsByHand();
     void statisticsOfOtherMeasures();
     void jsonAndCsv();
+    void headsFileOutsideItsModelRefused();            // issue 55: Open results… sizes its grids from the file
     void comparedModelsMatchLanguagesAcrossSchemes();  // issue 52, item 5
 
 private:
@@ -936,6 +938,47 @@ void TestHeadLab::jsonAndCsv() {
     const auto path = m_dir.filePath("heads.csv").toStdString();
     attnlab::writeHeadLabFile(path, attnlab::headStatsCsv(rep));
     QCOMPARE(attnlab::testing::readFile(path), attnlab::headStatsCsv(rep));
+}
+
+// A heads document read back (readHeadsJson: what Head lab › Open results… shows), and one whose head or model
+// shape was changed by hand refused by message: the panel sizes its heatmaps from the layers and heads, so a layer
+// of -1 wrote outside the grid and one of 10^6 asked for gigabytes.
+void TestHeadLab::headsFileOutsideItsModelRefused() {
+    attnlab::HeadStatsAccumulator acc(2);
+    acc.add(firstSentence());
+    const auto rep = acc.report();
+    const auto good = nlohmann::json::parse(attnlab::headsJson(rep, nullptr, m_t->info()));
+    const std::string path = m_dir.filePath("heads-tampered.json").toStdString();
+    auto write = [&](const nlohmann::json& j) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << j.dump();
+        return path;
+    };
+    const auto read = attnlab::readHeadsJson(write(good));
+    QCOMPARE(read.stats.heads.size(), rep.heads.size());
+    QVERIFY(read.stats.heads[0].head == rep.heads[0].head);
+    auto refused = [&](const nlohmann::json& j, const std::string& expected) {
+        try {
+            attnlab::readHeadsJson(write(j));
+        } catch (const attnlab::InputError& e) {
+            QVERIFY2(std::string(e.what()).find(expected) != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find(path) == 0, e.what());
+            return;
+        }
+        QFAIL(("accepted, expected: " + expected).c_str());
+    };
+    const int layers = int(m_t->info().config.model.encoderLayers()), heads = int(m_t->info().config.model.n_head);
+    for (const int layer : {-1, layers, 1000000}) {
+        auto j = good;
+        j["heads"][0]["layer"] = layer;
+        refused(j, "encoder layer " + std::to_string(layer) + " head 0 is not a head of its model (" +
+                       std::to_string(layers) + " layers of " + std::to_string(heads) + " heads)");
+    }
+    auto j = good;
+    j["heads"][0]["head"] = heads;
+    refused(j, "head " + std::to_string(heads) + " is not a head of its model");
+    j = good;
+    j["model"]["heads"] = 100000;
+    refused(j, "100000 heads: not a model's shape");
 }
 
 // Issue 52, item 5: the languages a compared model reads, matched to the loaded model's across the

@@ -239,6 +239,26 @@ ModelInfo modelOf(const json& j) {
     m.config.model.n_head = j.at("heads").get<int64_t>();
     return m;
 }
+// The document's heads within its model's layers and heads: a view sizes its grids from them, and a layer of -1 or
+// of 10^6 in a corrupt or hand-made file would be written outside the grid or ask for gigabytes.
+void checkHeadsFit(const HeadsFile& f, const std::string& path) {
+    const auto& m = f.model.config.model;
+    constexpr int64_t kMost = 4096;  // layers or heads a model may have here; NLLB-200-3.3B has 24 and 16
+    if (m.n_layers < 1 || m.n_layers > kMost || m.n_dec_layers < 0 || m.n_dec_layers > kMost || m.n_head < 1 ||
+        m.n_head > kMost)
+        throw InputError(path + ": \"model\" gives " + std::to_string(m.n_layers) + " encoder layers, " +
+                         std::to_string(m.n_dec_layers) + " decoder layers and " + std::to_string(m.n_head) +
+                         " heads: not a model's shape");
+    auto check = [&](const HeadRef& h) {
+        if (h.layer < 0 || h.layer >= m.layers(h.kind) || h.head < 0 || h.head >= m.n_head)
+            throw InputError(path + ": " + attentionKindName(h.kind) + " layer " + std::to_string(h.layer) + " head " +
+                             std::to_string(h.head) + " is not a head of its model (" +
+                             std::to_string(m.layers(h.kind)) + " layers of " + std::to_string(m.n_head) + " heads)");
+    };
+    for (const auto& h : f.stats.heads) check(h.head);
+    if (f.importance)
+        for (const auto& h : f.importance->heads) check(h.head);
+}
 }  // namespace
 
 HeadsFile readHeadsJson(const std::string& path) {
@@ -252,6 +272,7 @@ HeadsFile readHeadsJson(const std::string& path) {
             throw InputError(path + ": one part of a sharded run: put the parts together first (attnlab-cli merge)");
         HeadsFile f{statsOf(root), std::nullopt, modelOf(root.at("model"))};
         if (root.contains("importance")) f.importance = importanceOf(root["importance"]);
+        checkHeadsFit(f, path);
         return f;
     } catch (const PackageError& e) {
         throw InputError(e.what());
