@@ -222,8 +222,11 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
         QSKIP(qPrintable(why));
     }
     QTemporaryDir here(QDir::tempPath() + "/attnlab-slurm-XXXXXX");
+    QVERIFY2(here.isValid(), qPrintable(here.errorString()));  // else the cluster's folder would be "/cluster"
     SlurmCluster cluster(here.path() + "/cluster");
-    const QString problem = cluster.start(180);
+    // The waits (start, then the job) stay within the test's 600 s (tests/CMakeLists.txt): past it the watchdog
+    // aborts the program, no destructor stops the daemons, and they outlive the test.
+    const QString problem = cluster.start(150);
     QVERIFY2(problem.isEmpty(), qPrintable(problem));
 
     const QString merged = here.path() + "/merged.json", folder = here.path() + "/job 100%a";
@@ -235,7 +238,7 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
                          .match(r.out);
     QVERIFY2(ids.hasMatch(), qPrintable(r.out));
     // Two CPUs, three tasks of a second or two each and the merge; generous for a busy machine.
-    const QString state = cluster.waitForJob(ids.captured(2), 600);
+    const QString state = cluster.waitForJob(ids.captured(2), 300);
     QVERIFY2(state == "COMPLETED", qPrintable(state + "\n" + text(folder + "/logs/merge.out") + cluster.logs()));
     QCOMPARE(cluster.waitForJob(ids.captured(1), 10), QString("COMPLETED COMPLETED COMPLETED"));
     for (const char* log : {"task-1.out", "task-2.out", "task-3.out", "merge.out"})
