@@ -25,30 +25,22 @@ decoder's self-attention only queries i >= j (a
 query never sees a later key); each row divided by its sum (0 stays 0). The aggregation over the model is the
 rollout of docs/contributions.md, written here from that text. Needs python3-torch and numpy only.
 """
-import argparse, json, math, struct
+import argparse, json, math, os, sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_forward import load_safetensors  # noqa: E402
 
 # docs/contributions.md: a distance below 1e-12 is rounding, not a change (an angle of 1.4e-6), and scores 0
 UNCHANGED = 1e-12
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    dtypes = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        arr = np.frombuffer(data[b:e], dtype=dtypes[t["dtype"]]).reshape(t["shape"])
-        out[name] = torch.from_numpy(arr.astype(np.float64))
-    return out
+    """The package's tensors in float64 (reference_forward's reader gives float32, which float64 holds exactly)."""
+    return {name: t.double() for name, t in load_safetensors(path).items()}
 
 
 class Model:
