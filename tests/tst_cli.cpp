@@ -1018,6 +1018,19 @@ void TestCli::headsAndAlign() {
     QCOMPARE(dj["dev"]["chosen"]["method"].get<std::string>(), attnlab::alignmentMethodName(chosen));
     QCOMPARE(dj["dev"]["on_these_pairs"]["aer"].get<double>(), rep.find(chosen)->counts.aer());
     QVERIFY2(r.out.contains("chosen on the development set (2 pairs)"), qPrintable(r.out));
+    // --json alone (the scores, no links file): what each task of `align --slurm` writes; neither is refused.
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--gold", d + "/gold.txt",
+             "--gold-one-indexed", "--no-reverse", "--json", d + "/scores-only.json"});
+    QVERIFY2(r.code == 0 && r.out.contains("3 of 3 sentence pairs aligned\n"), qPrintable(r.err + r.out));
+    QCOMPARE(nlohmann::json::parse(attnlab::testing::readFile((d + "/scores-only.json").toStdString()))["pairs"],
+             nlohmann::json(3));
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--no-reverse"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("attnlab-cli: align writes its links to --output FILE, its scores to --json FILE: give one "
+                            "or both\n"));
+    r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--no-reverse", "--json",
+             d + "/slurm-align.json", "--slurm", "2", "--slurm-dir", d + "/align-job"});
+    QVERIFY2(r.code == 0 && QFile::exists(d + "/align-job/array.sbatch"), qPrintable(r.err + r.out));
     r = cli({"align", "-m", m_pkg, "--src", d + "/h.de", "--tgt", d + "/h.en", "--no-reverse", "--method",
              "sym:union:all", "--output", d + "/l.txt"});
     QCOMPARE(r.code, 2);

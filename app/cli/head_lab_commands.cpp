@@ -329,8 +329,8 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
         ->add_option("--threshold", a.threshold,
                      "Besides the argmax, link every source word whose weight reaches this (0 = argmax only)")
         ->capture_default_str();
-    a.cmd->add_option("--output", a.output, "Write one Pharaoh line per pair (i-j, 0-indexed, source-target)")
-        ->required();
+    a.cmd->add_option("--output", a.output,
+                      "Write one Pharaoh line per pair (i-j, 0-indexed, source-target); --output, --json or both");
     a.cmd->add_option("--json", a.json_path, "Write AER, precision and recall of every head and layer");
     a.cmd->add_option("--reverse-model", a.reverse_model,
                       "A model of the other direction (targets to sources) whose links symmetrise this one's "
@@ -442,6 +442,10 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     auto method = attnlab::parseAlignmentMethod(a.method);
     if (!(a.threshold >= 0 && a.threshold <= 1))
         throw attnlab::ConfigError("--threshold " + std::to_string(a.threshold) + " is out of range (0..1)");
+    // --json alone: the scores without the links (what a --slurm task writes; the links would be one file for all)
+    if (a.output.empty() && a.json_path.empty())
+        throw attnlab::ConfigError(
+            "align writes its links to --output FILE, its scores to --json FILE: give one or both");
     const attnlab::Shard shard = a.corpus.parsed();
     const Pairs all = readPairs(a.src, a.tgt, a.gold, a);
     const auto range = attnlab::shardLines(all.sources.size(), shard, attnlab::shardBlock(alignBatch()));
@@ -488,15 +492,17 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
         back, {a.languages.source_language, a.languages.target_language}, {range.begin, size_t(run.block)});
     progress.clear();
     countFromCorpus(rep.skipped, range.begin, a.gold);
-    attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
+    if (!a.output.empty()) attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));
     if (!a.json_path.empty())
         attnlab::writeHeadLabFile(
             a.json_path,
             attnlab::withRun(attnlab::alignmentJson(rep, translator.info(), dev_rep ? &*dev_rep : nullptr), run));
     reportSkipped(rep.skipped, "aligned");
-    std::cout << rep.pairs - int(rep.skipped.size()) << " of " << rep.pairs << " sentence pairs aligned; " << a.output
-              << ": links of " << shownMethod(method) << " (--method " << attnlab::alignmentMethodName(method)
-              << "; layers and heads counted from 1)\n";
+    std::cout << rep.pairs - int(rep.skipped.size()) << " of " << rep.pairs << " sentence pairs aligned";
+    if (!a.output.empty())
+        std::cout << "; " << a.output << ": links of " << shownMethod(method) << " (--method "
+                  << attnlab::alignmentMethodName(method) << "; layers and heads counted from 1)";
+    std::cout << "\n";
     if (rep.has_gold) printScores(rep, method);
     if (!a.json_path.empty()) std::cout << "wrote " << a.json_path << "\n";
     return 0;
