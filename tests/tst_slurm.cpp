@@ -32,6 +32,34 @@ QStringList sbatchLines(const QString& script) {
     return found;
 }
 
+// One #SBATCH line's option as sbatch takes it (slurm src/sbatch/opt.c, _get_argument): a blank ends it outside
+// quotes, ' or " open and close a quote, a backslash escapes the next character, an unquoted # ends the line.
+QString sbatchArgument(const QString& line) {
+    QString out;
+    QChar quote;
+    bool escaped = false;
+    for (const QChar c : line) {
+        if (escaped) {
+            escaped = false;
+        } else if (c == '\\') {
+            escaped = true;
+            continue;
+        } else if (!quote.isNull()) {
+            if (c == quote) {
+                quote = QChar();
+                continue;
+            }
+        } else if (c == '"' || c == '\'') {
+            quote = c;
+            continue;
+        } else if (c == '#' || c.isSpace()) {
+            break;
+        }
+        out += c;
+    }
+    return quote.isNull() ? out : "unmatched " + QString(quote);
+}
+
 // A JSON file as text in one layout (a failed comparison shows where they differ).
 QString readJson(const QString& path) {
     return QString::fromStdString(nlohmann::json::parse(readFile(path.toStdString())).dump(1));
@@ -45,6 +73,7 @@ private Q_SLOTS:
     void scriptsOfThreeTasks();
     void scriptsRunByHandMergeToTheOneProcessResult();
     void badOptionsRefusedByName();
+    void foldersWithQuotesAndHashesReadBack();
     void hubModelDownloadedOnceBeforeTheTasks();
     void clusterRunsTheArrayAndItsMerge();
 
@@ -78,6 +107,21 @@ QStringList TestSlurm::evalArgs(const QString& json) const {
     const QString device = attnlab::testing::testDeviceArg();
     return QStringList{"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref} +
            QStringList{"--beam", "1", "--batch-size", "1", "--device", device, "--json", json};
+}
+
+// A job folder named with ', #, a blank and a backslash reaches sbatch whole: its parser takes ' as a
+// quote, # as a comment and \\ as an escape (written unquoted, "/o'neil" stopped sbatch with "Unmatched `'`" and
+// "/run#2" cut --chdir short, found by review).
+void TestSlurm::foldersWithQuotesAndHashesReadBack() {
+    const QString base = m_dir.path() + "/o'neil #2 a\\b";
+    QVERIFY(QDir().mkpath(base));
+    const QString folder = base + "/job";
+    const auto r = runCli(evalArgs(base + "/result.json") + QStringList{"--slurm", "2", "--slurm-dir", folder});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QStringList read;
+    for (const QString& line : sbatchLines(text(folder + "/array.sbatch"))) read << sbatchArgument(line);
+    QVERIFY2(read.contains("--output=" + folder + "/logs/task-%a.out"), qPrintable(read.join('\n')));
+    QVERIFY2(read.contains("--chdir=" + QDir::currentPath()), qPrintable(read.join('\n')));
 }
 
 // What --slurm 3 writes, read as sbatch and sh read it: the array's and the merge's #SBATCH options (the command

@@ -40,11 +40,16 @@ bool validName(const std::string& key) {
                        [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
 }
 
-// "#SBATCH --key=value" (quoted when the value holds a blank, as sbatch's own parser of these lines takes it).
+// "#SBATCH --key=value", as sbatch's own parser of these lines reads them (slurm src/sbatch/opt.c, _get_argument): a
+// blank ends the value, ' and " open a quote, an unquoted # starts a comment and a backslash escapes the next
+// character. A value holding any of them is written in double quotes, each backslash doubled (a double quote is
+// refused before: checkJob, and --slurm-option's reader).
 std::string sbatchLine(const SbatchOption& o) {
     if (o.second.empty()) return "#SBATCH --" + o.first + "\n";
-    const bool blank = o.second.find_first_of(" \t") != std::string::npos;
-    return "#SBATCH --" + o.first + "=" + (blank ? "\"" + o.second + "\"" : o.second) + "\n";
+    if (o.second.find_first_of(" \t'#\\") == std::string::npos) return "#SBATCH --" + o.first + "=" + o.second + "\n";
+    std::string quoted = "\"";
+    for (const char c : o.second) quoted += c == '\\' ? std::string("\\\\") : std::string(1, c);
+    return "#SBATCH --" + o.first + "=" + quoted + "\"\n";
 }
 
 void checkJob(const SlurmJob& job) {
