@@ -204,6 +204,8 @@ void TestSlurm::badOptionsRefusedByName() {
         {{"--slurm", "2", "--json", json, "--slurm-options", file},
          file + " line 2: 'not an option' is not a Slurm option"},
         {{"--slurm", "2", "--json", json, "--slurm-options", file + ".none"}, file + ".none: cannot read"},
+        // read whole only when small: an endless "file" is refused, not read without bound
+        {{"--slurm", "2", "--json", json, "--slurm-options", "/dev/zero"}, "/dev/zero: cannot read the Slurm options"},
         {{"--submit", "--json", json}, "need --slurm N"},
         {{"--slurm", "2", "--json", json, "--shard", "1/2"}, "leave out --shard"},
         {{"--slurm", "2", "--json", json, "--output", json + ".txt"}, "--output cannot go with --slurm"},

@@ -6,6 +6,8 @@
 // pending for ever, "DependencyNeverSatisfied"). sbatch exports the submitting environment to the job (--export
 // defaults to ALL), and sets SLURM_CPUS_PER_TASK when --cpus-per-task is given, SLURM_JOB_CPUS_PER_NODE always
 // (a count, or a list such as "2(x3)" for a job of several nodes).
+#include "util/small_file.h"
+
 #include <attnlab/errors.h>
 #include <attnlab/file_write.h>
 #include <attnlab/slurm.h>
@@ -17,7 +19,6 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace attnlab::slurm {
@@ -125,8 +126,14 @@ SbatchOption parseSbatchOption(const std::string& text, const std::string& where
 }
 
 std::vector<SbatchOption> readSbatchOptions(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw InputError(path + ": cannot read the Slurm options file");
+    constexpr size_t kMostBytes = size_t(1) << 20;  // a site's options are a few lines; /dev/zero is not
+    std::string text;
+    try {
+        text = util::readSmallFile(path, kMostBytes);
+    } catch (const PackageError& e) {
+        throw InputError(path + ": cannot read the Slurm options file (" + e.what() + ")");
+    }
+    std::istringstream in(text);
     std::vector<SbatchOption> options;
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
