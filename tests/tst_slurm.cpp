@@ -73,6 +73,9 @@ private Q_SLOTS:
     void scriptsOfThreeTasks();
     void scriptsRunByHandMergeToTheOneProcessResult();
     void badOptionsRefusedByName();
+    void abbreviatedReservedNamesRefused();
+    void whatTasksCannotShardRefused();
+    void moreTasksThanBlocksSaid();
     void foldersWithQuotesAndHashesReadBack();
     void hubModelDownloadedOnceBeforeTheTasks();
     void clusterRunsTheArrayAndItsMerge();
@@ -222,6 +225,84 @@ void TestSlurm::badOptionsRefusedByName() {
                                            "or the file of them with --slurm-option input=FILE"),
              qPrintable(r.err));
     QVERIFY(!QFile::exists(m_dir.path() + "/bad"));
+}
+
+// sbatch parses #SBATCH lines with getopt_long, which takes any unambiguous prefix of a long option for it (slurm
+// src/sbatch/opt.c, _opt_batch_script; the table from src/common/slurm_opt.c): "#SBATCH --out=x" sent the job's log
+// to x (tried on the local cluster), past the check of reserved names. A prefix of a reserved name is refused as the
+// name is, from --slurm-option and from a file; a prefix of another option only ("part") is not.
+void TestSlurm::abbreviatedReservedNamesRefused() {
+    const QString json = m_dir.path() + "/abbrev/r.json", file = m_dir.path() + "/abbrev.options";
+    writeFile(file.toStdString(), "#SBATCH --dep=afterany:1\n");
+    const struct {
+        QStringList args;
+        QString message;
+    } cases[] = {
+        {{"--slurm-option", "out=/tmp/x"},
+         "--slurm-option out=/tmp/x: --out is a prefix of --output, which sbatch "
+         "takes it for (any unambiguous prefix of a long option names it), and "
+         "--output is set by the job's scripts themselves"},
+        {{"--slurm-option", "arr=1-9"}, "--arr is a prefix of --array"},
+        {{"--slurm-option", "er=e.log"}, "--er is a prefix of --error"},
+        {{"--slurm-option", "ch=/"}, "--ch is a prefix of --chdir"},
+        {{"--slurm-option", "pars"}, "--pars is a prefix of --parsable"},
+        {{"--slurm-option", "wr=true"}, "--wr is a prefix of --wrap"},
+        {{"--slurm-options", file}, file + " line 1: --dep is a prefix of --dependency"},
+    };
+    for (const auto& c : cases) {
+        const auto r = runCli(evalArgs(json) + QStringList{"--slurm", "2"} + c.args);
+        QVERIFY2(r.code == 2 && r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
+    }
+    QVERIFY(!QFile::exists(m_dir.path() + "/abbrev"));
+    const auto r = runCli(evalArgs(json) + QStringList{"--slurm", "2", "--slurm-option", "part=debug"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(sbatchLines(text(m_dir.path() + "/abbrev/r.slurm/array.sbatch")).contains("--part=debug"),
+             qPrintable(text(m_dir.path() + "/abbrev/r.slurm/array.sbatch")));
+}
+
+// What a task's --shard K/N would refuse on the cluster is refused before anything is written: more parts than
+// --shard takes, and a route (translate --from / --to: a pivot through two models is not sharded).
+void TestSlurm::whatTasksCannotShardRefused() {
+    const QString json = m_dir.path() + "/unshardable/r.json";
+    auto r = runCli(evalArgs(json) + QStringList{"--slurm", "100001"});
+    QVERIFY2(r.code == 2 && r.err.contains("--slurm 100001: at most 100000 tasks (the parts --shard K/N takes)"),
+             qPrintable(r.err));
+    // --from and --to need no installed model to be refused: nothing is looked up before
+    r = runCli({"translate", "--from", "de", "--to", "fr", "--text", "Ein Hund.", "--slurm", "2", "--json", json});
+    QVERIFY2(r.code == 2 && r.err.contains("--slurm runs one model (--model) in every task, not a route (--from / "
+                                           "--to)"),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(m_dir.path() + "/unshardable"));
+}
+
+// More tasks than blocks (a part is whole blocks of 8 batches): the tasks left without lines are said, with the
+// blocks, before the job is written (they still run and merge). 24 lines are 3 blocks at --batch-size 1; heads'
+// default batch of 128 makes them one block of 1024 lines; translate's --text lines are its corpus.
+void TestSlurm::moreTasksThanBlocksSaid() {
+    const QString dir = m_dir.path() + "/blocks";
+    auto r = runCli(evalArgs(dir + "/eval.json") + QStringList{"--slurm", "5"});
+    QVERIFY2(r.code == 0 && r.err.contains("warning: --slurm 5: 2 of the 5 tasks will have no lines: the corpus's 24 "
+                                           "lines are 3 blocks of 8 lines and a task takes whole blocks (they run "
+                                           "and merge all the same; --slurm 3 gives every task lines, a smaller "
+                                           "--batch-size smaller blocks)"),
+             qPrintable(r.err));
+    QVERIFY(QFile::exists(dir + "/eval.slurm/array.sbatch"));
+    r = runCli(evalArgs(dir + "/eval3.json") + QStringList{"--slurm", "3"});
+    QVERIFY2(r.code == 0 && !r.err.contains("warning"), qPrintable(r.err));
+    r = runCli({"heads", "--model", m_pkg, "--src", m_src, "--json", dir + "/heads.json", "--slurm", "2"});
+    QVERIFY2(r.code == 0 && r.err.contains("--slurm 2: 1 of the 2 tasks will have no lines: the corpus's 24 lines "
+                                           "are 1 block of 1024 lines"),
+             qPrintable(r.err));
+    r = runCli({"heads", "--model", m_pkg, "--src", m_src, "--limit", "6", "--batch-size", "1", "--json",
+                dir + "/heads6.json", "--slurm", "2"});
+    QVERIFY2(r.code == 0 && r.err.contains("1 of the 2 tasks will have no lines: the corpus's 6 lines are 1 block "
+                                           "of 8 lines"),
+             qPrintable(r.err));
+    r = runCli({"translate", "--model", m_pkg, "--text", "Ein Hund.", "--text", "Eine Katze.", "--json",
+                dir + "/t.json", "--slurm", "3"});
+    QVERIFY2(r.code == 0 && r.err.contains("2 of the 3 tasks will have no lines: the corpus's 2 lines are 1 block "
+                                           "of 256 lines"),
+             qPrintable(r.err));
 }
 
 // A Hugging Face name is downloaded into the shared cache when the job is written, once: the tasks then run with the

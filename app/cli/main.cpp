@@ -386,8 +386,13 @@ int main(int argc, char** argv) {
     attnlab_cli::addArgos(app, argos);
     attnlab_cli::addScore(app, common, score);
     attnlab_cli::SlurmOptions slurm;  // --slurm N on the corpus commands: a Slurm job instead of a run here
-    for (CLI::App* corpus : {translate.cmd, eval.cmd, score.cmd, heads.cmd, align.cmd})
-        attnlab_cli::addSlurm(corpus, slurm);
+    for (const auto& [corpus, batch] :
+         std::initializer_list<std::pair<CLI::App*, const int*>>{{translate.cmd, &translate.decoding.max_batch_size},
+                                                                 {eval.cmd, &eval.decoding.max_batch_size},
+                                                                 {score.cmd, &score.decoding.max_batch_size},
+                                                                 {heads.cmd, &heads.decoding.max_batch_size},
+                                                                 {align.cmd, nullptr}})
+        attnlab_cli::addSlurm(corpus, slurm, batch);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,8 +1,11 @@
 #include "slurm_options.h"
 
+#include <attnlab/decoding_options.h>
 #include <attnlab/errors.h>
+#include <attnlab/partial_result.h>
 #include <attnlab/slurm.h>
 #include <attnlab/terminal_text.h>
+#include <attnlab/text_io.h>
 
 #include <unistd.h>
 
@@ -10,6 +13,7 @@
 #include <array>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 namespace attnlab_cli {
 namespace fs = std::filesystem;
@@ -69,19 +73,41 @@ std::vector<slurm::SbatchOption> sbatchOptions(const SlurmOptions& s) {
     return all;
 }
 
+// Whether `cmd` has the option `name` and it was given.
+bool given(const CLI::App& cmd, const char* name) {
+    const CLI::Option* o = cmd.get_option_no_throw(name);
+    return o && o->count() > 0;
+}
+
 // The one option of `cmd` whose value names where the merged result goes (--json), checked.
 std::string mergedPath(const CLI::App& cmd) {
     const CLI::Option* json = cmd.get_option_no_throw("--json");
     if (!json || json->count() == 0 || json->as<std::string>().empty())
         throw attnlab::ConfigError("--slurm needs --json FILE: where the merge job writes the result");
-    if (const CLI::Option* shard = cmd.get_option_no_throw("--shard"); shard && shard->count() > 0)
-        throw attnlab::ConfigError("--slurm N makes N shards itself: leave out --shard");
+    if (given(cmd, "--shard")) throw attnlab::ConfigError("--slurm N makes N shards itself: leave out --shard");
     for (const char* name : kOtherOutputs)
-        if (const CLI::Option* o = cmd.get_option_no_throw(name); o && o->count() > 0)
+        if (given(cmd, name))
             throw attnlab::ConfigError(std::string(name) +
                                        " cannot go with --slurm: every task would write it (the merged --json "
                                        "holds every line's result)");
     return fs::absolute(json->as<std::string>()).lexically_normal().string();
+}
+
+// What the tasks' --shard K/N cannot take, refused here rather than by every task on the cluster: more parts than
+// --shard takes (parseShard), a route through two models (runTranslate refuses --shard with --from / --to), the
+// file the importance chain's first merge writes.
+void checkShardable(const CLI::App& cmd, int tasks) {
+    if (tasks > attnlab::kMaxShards)
+        throw attnlab::ConfigError("--slurm " + std::to_string(tasks) + ": at most " +
+                                   std::to_string(attnlab::kMaxShards) + " tasks (the parts --shard K/N takes)");
+    if (given(cmd, "--from"))
+        throw attnlab::ConfigError(
+            "--slurm runs one model (--model) in every task, not a route (--from / --to): a pivot's two legs "
+            "are not sharded");
+    if (given(cmd, "--importance-singles"))
+        throw attnlab::ConfigError(
+            "--importance-singles is what the job's first merge writes (heads --importance --slurm runs both "
+            "stages): leave it out");
 }
 
 // translate's lines from standard input: a task has none of its own (sbatch gives it /dev/null) but the file
@@ -96,6 +122,47 @@ void checkInput(const CLI::App& cmd, const std::vector<slurm::SbatchOption>& opt
             "file of them with --slurm-option input=FILE (each task's standard input)");
 }
 
+// The lines the tasks' parts are cut from: --src (heads: the first --limit), translate's --text or the file
+// #SBATCH --input gives it; nothing where that is a filename pattern (a file per task) or none is given.
+std::optional<size_t> corpusLines(const CLI::App& cmd, const std::vector<slurm::SbatchOption>& options) {
+    if (cmd.get_name() == "translate") {
+        if (given(cmd, "--text")) return cmd.get_option("--text")->results().size();
+        const auto input =
+            std::find_if(options.begin(), options.end(), [](const auto& o) { return o.first == "input"; });
+        if (input == options.end() || input->second.find('%') != std::string::npos) return std::nullopt;
+        return attnlab::readTextLines(input->second).size();
+    }
+    if (!given(cmd, "--src")) return std::nullopt;
+    size_t lines = attnlab::readTextLines(cmd.get_option("--src")->as<std::string>()).size();
+    if (given(cmd, "--limit")) {
+        const int limit = cmd.get_option("--limit")->as<int>();
+        if (limit > 0) lines = std::min(lines, size_t(limit));
+    }
+    return lines;
+}
+
+// More tasks than the corpus has blocks (partial_result.h: a part is whole blocks) leave some without lines: they
+// still run and merge, but each one loads the model for nothing, so it is said before the job is written.
+void warnOfEmptyTasks(const CLI::App& cmd, const SlurmOptions& s, const std::vector<slurm::SbatchOption>& options) {
+    if (cmd.get_option_no_throw("--shard-by") && cmd.get_option("--shard-by")->as<std::string>() == "heads")
+        return;  // the parts are heads, not lines
+    const auto lines = corpusLines(cmd, options);
+    if (!lines) return;
+    const auto batch =
+        std::find_if(s.batch_sizes.begin(), s.batch_sizes.end(), [&](const auto& b) { return b.first == &cmd; });
+    // align has no --batch-size: it teacher-forces in DecodingOptions' default batches (head_lab_commands.cpp)
+    const int batch_size =
+        batch != s.batch_sizes.end() && batch->second ? *batch->second : attnlab::DecodingOptions{}.max_batch_size;
+    const size_t block = attnlab::shardBlock(batch_size), blocks = (*lines + block - 1) / block;
+    if (size_t(s.tasks) <= blocks) return;
+    std::cerr << "attnlab-cli: warning: --slurm " << s.tasks << ": " << size_t(s.tasks) - blocks << " of the "
+              << s.tasks << " tasks will have no lines: the corpus's " << *lines << " lines are " << blocks
+              << (blocks == 1 ? " block" : " blocks") << " of " << block
+              << " lines and a task takes whole blocks (they run and merge all the same; --slurm "
+              << std::max<size_t>(blocks, 1) << " gives every task lines"
+              << (cmd.get_option_no_throw("--batch-size") ? ", a smaller --batch-size smaller blocks" : "") << ")\n";
+}
+
 const CLI::App& corpusCommand(const CLI::App& app) {
     const auto parsed = app.get_subcommands();
     if (parsed.empty()) throw attnlab::InternalError("--slurm without a command");
@@ -103,7 +170,8 @@ const CLI::App& corpusCommand(const CLI::App& app) {
 }
 }  // namespace
 
-void addSlurm(CLI::App* cmd, SlurmOptions& s) {
+void addSlurm(CLI::App* cmd, SlurmOptions& s, const int* batch_size) {
+    s.batch_sizes.emplace_back(cmd, batch_size);
     cmd->add_option("--slurm", s.tasks,
                     "Write a Slurm job instead of running here: an array of N tasks, each one shard (--shard K/N), "
                     "and a merge job after them writing --json (docs/scale-out.md)")
@@ -129,6 +197,7 @@ int runSlurm(const CommonOptions& common, const SlurmOptions& s, const CLI::App&
     slurm::SlurmJob job;
     job.tasks = s.tasks;
     job.merged = mergedPath(cmd);
+    checkShardable(cmd, s.tasks);
     const fs::path merged(job.merged);
     job.folder =
         fs::absolute(s.folder.empty() ? merged.parent_path() / (merged.stem().string() + ".slurm") : fs::path(s.folder))
@@ -140,6 +209,7 @@ int runSlurm(const CommonOptions& common, const SlurmOptions& s, const CLI::App&
     job.job_name = "attnlab-" + cmd.get_name();
     job.options = sbatchOptions(s);
     checkInput(cmd, job.options);
+    warnOfEmptyTasks(cmd, s, job.options);
     // A Hugging Face name is downloaded here, once, into the shared cache the tasks read (HF_HUB_OFFLINE there).
     resolveModel(common.model);
     const std::string submit = slurm::writeSlurmJob(job);

@@ -40,8 +40,9 @@ struct SlurmJob {
 };
 
 // The options the scripts set themselves, refused from the user: array, chdir, dependency, error, output, parsable,
-// wrap.
-bool isReservedOption(const std::string& key);
+// wrap; and any prefix of one ("out"), which sbatch's getopt_long reads as that option (or as ambiguous). Returns the
+// reserved option `key` names or is a prefix of, or "" when none.
+std::string reservedOptionFor(const std::string& key);
 // "KEY=VALUE", "KEY" (a flag), also written "--KEY=VALUE" or "--KEY VALUE" (as an #SBATCH line): one option. Throws
 // ConfigError naming `where` (the option or the file and line) for an empty or malformed name, a reserved one, a
 // control character or a double quote in the value.

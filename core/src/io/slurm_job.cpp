@@ -99,10 +99,19 @@ std::string shellQuoted(const std::string& text) {
     return q + "'";
 }
 
-bool isReservedOption(const std::string& key) {
+// sbatch reads #SBATCH lines and its command line with getopt_long (slurm src/sbatch/opt.c: _opt_batch_script and
+// process_options_first_pass, over the table slurm_option_table_create builds in src/common/slurm_opt.c from
+// common_options[]), and getopt_long takes any unambiguous prefix of a long option for that option: "--out=x" is
+// --output. So a name that is a prefix of a reserved one either is that option to sbatch or is ambiguous, which sbatch
+// refuses at submission. No long option of sbatch 22.05 is itself a shorter prefix of a reserved one (its own
+// "ambiguous; possibilities" lists for --a, --c, --d, --e, --o, --p, --w), so this refuses no other option.
+std::string reservedOptionFor(const std::string& key) {
     static const std::array<const char*, 7> reserved{"array",  "chdir",    "dependency", "error",
                                                      "output", "parsable", "wrap"};
-    return std::any_of(reserved.begin(), reserved.end(), [&](const char* r) { return key == r; });
+    if (key.empty()) return "";
+    for (const char* r : reserved)
+        if (std::string(r).rfind(key, 0) == 0) return r;
+    return "";
 }
 
 SbatchOption parseSbatchOption(const std::string& text, const std::string& where) {
@@ -114,10 +123,15 @@ SbatchOption parseSbatchOption(const std::string& text, const std::string& where
     if (!validName(o.first))
         throw ConfigError(where + ": '" + text +
                           "' is not a Slurm option (KEY=VALUE with sbatch's long name, e.g. partition=debug)");
-    if (isReservedOption(o.first))
+    if (const std::string reserved = reservedOptionFor(o.first); !reserved.empty())
         throw ConfigError(where + ": --" + o.first +
-                          " is set by the job's scripts themselves (array, chdir, "
-                          "dependency, error, output, parsable and wrap are)");
+                          (o.first == reserved ? ""
+                                               : " is a prefix of --" + reserved +
+                                                     ", which sbatch takes it for (any unambiguous prefix of a "
+                                                     "long option names it), and --" +
+                                                     reserved) +
+                          " is set by the job's scripts themselves (array, chdir, dependency, error, output, parsable "
+                          "and wrap are)");
     for (char c : o.second)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '"')
             throw ConfigError(where + ": the value of --" + o.first +
