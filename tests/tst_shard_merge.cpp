@@ -12,6 +12,9 @@
 #include "fixtures.h"
 #include "multi30k.h"
 
+#include <attnlab/errors.h>
+#include <attnlab/head_lab.h>
+#include <attnlab/head_lab_json.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
 #include <attnlab/partial_result.h>
@@ -22,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
 
 namespace {
 using attnlab::testing::CliRun;
@@ -82,6 +86,7 @@ private Q_SLOTS:
     void headsMergedEqualsWhole();
     void partsOfAnotherRunAreRefused();
     void missingAndDuplicatedPartsAreNamed();
+    void hostileNumbersAreRefused();
 
 private:
     // `args` with --json DIR/NAME.json: the whole run's result.
@@ -314,7 +319,8 @@ void TestShardMerge::partsOfAnotherRunAreRefused() {
     attnlab::testing::writeFile((d + "/huge.json").toStdString(), huge.dump());
     r = cli({"merge", d + "/m.json", d + "/huge.json"});
     QCOMPARE(r.code, 2);
-    QCOMPARE(r.err, "attnlab-cli: " + d + "/huge.json: its shard 1/2000000000 is not K/N with 1 <= K <= N <= 100000\n");
+    QCOMPARE(r.err, "attnlab-cli: " + d +
+                        "/huge.json: \"run\".\"shard\".\"count\" is 2000000000, not a whole number from 1 to 100000\n");
     QVERIFY(!QFile::exists(d + "/m.json"));
 }
 
@@ -336,6 +342,114 @@ void TestShardMerge::missingAndDuplicatedPartsAreNamed() {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, "attnlab-cli: " + parts[1] + " is part 2 of 3 but " + two[0] +
                         " is part 1 of 2: parts of one run are merged\n");
+}
+
+namespace {
+// The message mergeCorpusResults refuses `paths` with ("" when it merges them).
+QString mergeError(const std::vector<std::string>& paths) {
+    try {
+        (void)attnlab::mergeCorpusResults(paths);
+    } catch (const attnlab::InputError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+// Part `k` of 2 of a run of 16 lines in blocks of 8: one block each.
+attnlab::CorpusRun hostileRun(const char* command, int k) {
+    attnlab::CorpusRun run;
+    run.command = command;
+    run.model = "model";
+    run.model_fingerprint = "sha256:00";
+    run.lines = 16;
+    run.block = 8;
+    run.shard = {k, 2};
+    return run;
+}
+}  // namespace
+
+// Numbers in a part read through one checked reader (util/json_number.h): a shard index of 2^40 (get<int> wrapped it
+// to 0), a line count of -1 or 1e300, 2^64 - 1, per-line counts near INT64_MAX (their sum overflowed), counts summed
+// over parts past INT64_MAX, a line numbered out of its part, a sentence line far outside it: each refused naming
+// the file, the key and the value, never merged into wrapped figures.
+void TestShardMerge::hostileNumbersAreRefused() {
+    const std::string d = m_dir.path().toStdString() + "/hostile-";
+    std::vector<attnlab::EvalLine> lines(8, attnlab::evalLine("a dog runs in the park", "a dog runs in a park"));
+    std::vector<std::string> eval;
+    for (int k = 1; k <= 2; ++k) {
+        eval.push_back(d + "eval." + std::to_string(k) + ".json");
+        attnlab::testing::writeFile(eval.back(), attnlab::evalResultJson(hostileRun("eval", k), lines));
+    }
+    QCOMPARE(mergeError(eval), QString());
+    const auto changed = [&](const std::string& from, const std::function<void(json&)>& change) {
+        json j = readJson(QString::fromStdString(from));
+        change(j);
+        const std::string to = from + ".changed.json";
+        attnlab::testing::writeFile(to, j.dump());
+        return to;
+    };
+    const QString e1 = QString::fromStdString(eval[0]) + ".changed.json";
+    QCOMPARE(mergeError({changed(eval[0], [](json& j) { j["run"]["shard"]["index"] = int64_t(1) << 40; }), eval[1]}),
+             e1 + ": \"run\".\"shard\".\"index\" is 1099511627776, not a whole number from 1 to 2");
+    QCOMPARE(mergeError({changed(eval[0], [](json& j) { j["run"]["shard"]["count"] = UINT64_MAX; }), eval[1]}),
+             e1 + ": \"run\".\"shard\".\"count\" is 18446744073709551615, not a whole number from 1 to 100000");
+    QCOMPARE(mergeError({changed(eval[0], [](json& j) { j["run"]["corpus"]["lines"] = -1; }), eval[1]}),
+             e1 + ": \"run\".\"corpus\".\"lines\" is -1, not a whole number from 0 to 2147483647");
+    QCOMPARE(mergeError({changed(eval[0], [](json& j) { j["run"]["corpus"]["lines"] = 1e300; }), eval[1]}),
+             e1 + ": \"run\".\"corpus\".\"lines\" is 1e+300, not a whole number from 0 to 2147483647");
+    // Counts near INT64_MAX in every line: their sum wrapped to a negative length.
+    const auto huge = [](json& j) {
+        for (auto& l : j["lines"]) l["bleu_stats"][8] = INT64_MAX;
+    };
+    QCOMPARE(mergeError({changed(eval[0], huge), changed(eval[1], huge)}),
+             e1 + ": line 1's \"bleu_stats\"[8] is 9223372036854775807, not a whole number from 0 to 2147483647");
+    QCOMPARE(
+        mergeError({eval[0], changed(eval[1], [](json& j) { j["lines"][1]["line"] = 3; })}),
+        QString::fromStdString(eval[1]) + ".changed.json: line 10's \"line\" is 3, not a whole number from 10 to 10");
+
+    // align: every part's links counted near INT64_MAX; a part's pairs not its lines.
+    attnlab::AlignmentReport rep;
+    rep.pairs = 8;
+    rep.has_gold = true;
+    rep.methods.push_back({attnlab::parseAlignmentMethod("head:0:0"), {int64_t(1) << 61, 10, 5, 5}, {}});
+    rep.best = rep.best_head = 0;
+    attnlab::ModelInfo model;
+    std::vector<std::string> align;
+    for (int k = 1; k <= 2; ++k) {
+        align.push_back(d + "align." + std::to_string(k) + ".json");
+        attnlab::testing::writeFile(align.back(),
+                                    attnlab::withRun(attnlab::alignmentJson(rep, model), hostileRun("align", k)));
+    }
+    QCOMPARE(mergeError(align), QString());  // 2^62 links: still a number
+    QCOMPARE(mergeError({align[0], changed(align[1], [](json& j) { j["methods"][0]["predicted"] = INT64_MAX; })}),
+             QString::fromStdString(align[1]) +
+                 ".changed.json: method \"head:0:0\"'s \"predicted\" summed over the parts exceeds "
+                 "9223372036854775807");
+    QCOMPARE(mergeError({align[0], changed(align[1], [](json& j) { j["pairs"] = -1; })}),
+             QString::fromStdString(align[1]) + ".changed.json: \"pairs\" is -1, not a whole number from 8 to 8");
+    QCOMPARE(
+        mergeError({align[0], changed(align[1],
+                                      [](json& j) {
+                                          j["skipped"] = json::array({{{"pair", int64_t(1) << 32}, {"reason", "x"}}});
+                                      })}),
+        QString::fromStdString(align[1]) +
+            ".changed.json: a skipped line's \"pair\" is 4294967296, not a whole number from 9 to 16");
+
+    // heads: a part's sentence named far outside its lines.
+    attnlab::HeadStatsReport stats;
+    stats.sentences = 1;
+    stats.sentence_lines = {0};
+    std::vector<std::string> heads;
+    for (int k = 1; k <= 2; ++k) {
+        stats.sentence_lines = {8 * (k - 1)};
+        heads.push_back(d + "heads." + std::to_string(k) + ".json");
+        attnlab::testing::writeFile(
+            heads.back(), attnlab::withRun(attnlab::headsJson(stats, nullptr, model), hostileRun("heads", k)));
+    }
+    QCOMPARE(mergeError(heads), QString());
+    QCOMPARE(mergeError({heads[0], changed(heads[1], [](json& j) { j["sentence_lines"][0] = int64_t(1) << 40; })}),
+             QString::fromStdString(heads[1]) +
+                 ".changed.json: \"sentence_lines\" is 1099511627776, not a whole number from 8 to 15");
 }
 
 QTEST_GUILESS_MAIN(TestShardMerge)

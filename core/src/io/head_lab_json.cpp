@@ -5,6 +5,7 @@
 #include "headlab/corpus_lines.h"
 #include "io/head_lab_merge.h"
 #include "util/atomic_file.h"
+#include "util/json_number.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
 
@@ -337,9 +338,12 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, co
 
 namespace headlab_merge {
 namespace {
-// A part's skipped pairs, their "pair" as the corpus counts them (the CLI writes them so).
-void appendSkipped(std::vector<SkippedPair>& to, const json& from) {
-    for (const auto& k : from) to.push_back({k.at("pair").get<int>(), k.at("reason").get<std::string>()});
+// A part's skipped pairs, their "pair" as the corpus counts them (the CLI writes them so): each a line of the part.
+void appendSkipped(std::vector<SkippedPair>& to, const PartDocument& part) {
+    for (const auto& k : part.doc->at("skipped"))
+        to.push_back({int(util::wholeNumberAt(k, "pair", part.first_line + 1, part.first_line + part.lines, part.path,
+                                              "a skipped line's ")),
+                      k.at("reason").get<std::string>()});
 }
 
 // The dev set is read whole by every part: its object must be the same in each (but for its scores here).
@@ -366,18 +370,24 @@ json mergeAlignment(const std::vector<PartDocument>& parts) {
             devPart(doc) != devPart(first))
             throw InputError(part.path + ": its alignment methods, threshold or development set differ from " +
                              parts.front().path + "'s");
-        rep.pairs += doc.at("pairs").get<int>();
-        appendSkipped(rep.skipped, doc.at("skipped"));
+        // Every pair of the part is counted: aligned or skipped.
+        rep.pairs += int(util::wholeNumberAt(doc, "pairs", part.lines, part.lines, part.path));
+        appendSkipped(rep.skipped, part);
         for (size_t m = 0; m < methods.size(); ++m) {
             const json& j = methods[m];
             if (j.at("method") != first["methods"][m].at("method"))
                 throw InputError(part.path + ": method " + j.at("method").dump() + " where " + parts.front().path +
                                  " has " + first["methods"][m].at("method").dump());
             auto& c = rep.methods[m].counts;
-            c.predicted += j.at("predicted").get<int64_t>();
-            c.sure += j.at("sure").get<int64_t>();
-            c.predicted_sure += j.at("predicted_sure").get<int64_t>();
-            c.predicted_possible += j.at("predicted_possible").get<int64_t>();
+            const auto add = [&](int64_t& to, const char* key) {
+                const std::string where = "method " + j["method"].dump() + "'s ";
+                to = util::checkedSum(to, util::wholeNumberAt(j, key, 0, INT64_MAX, part.path, where), part.path,
+                                      where + "\"" + key + "\"");
+            };
+            add(c.predicted, "predicted");
+            add(c.sure, "sure");
+            add(c.predicted_sure, "predicted_sure");
+            add(c.predicted_possible, "predicted_possible");
         }
     }
     if (rep.has_gold) headlab::markBest(rep);
@@ -405,13 +415,15 @@ json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vec
         if (j.at("name") != head.at("name") || j.at("offset_histogram").size() != histogram.size())
             throw InputError(part.path + ": head " + j.at("name").dump() + " where " + parts.front().path + " has " +
                              head.at("name").dump());
-        const int64_t n = j.at("rows").get<int64_t>();
-        rows += n;
+        const int64_t n = util::wholeNumberAt(j, "rows", 0, INT64_MAX, part.path, "head " + j["name"].dump() + "'s ");
+        rows = util::checkedSum(rows, n, part.path, "head " + j["name"].dump() + "'s \"rows\"");
         for (const auto& info : headStatisticInfos()) sums[size_t(info.id)] += j.at(info.key).get<double>() * double(n);
         for (size_t b = 0; b < histogram.size(); ++b)
             histogram[b] += j["offset_histogram"][b].get<double>() * double(n);
         const json& detail = j.at("sentence_statistics");
-        for (const auto& r : detail.at("rows")) sentence_rows.push_back(r.get<int>());
+        for (const auto& r : detail.at("rows"))
+            sentence_rows.push_back(int(util::wholeNumber(r, 0, util::kMaxJsonCount, part.path,
+                                                          "head " + j["name"].dump() + "'s sentence rows")));
         for (const auto& s : detail.at("sums"))
             sentence_sums.push_back(s.get<std::array<double, kHeadStatisticCount>>());
     }
@@ -458,8 +470,9 @@ json mergeHeads(const std::vector<PartDocument>& parts) {
         if (doc.at("measure") != first.at("measure") || doc.at("histogram_radius") != first.at("histogram_radius"))
             throw InputError(part.path + ": its measure or histogram differ from " + parts.front().path + "'s");
         // An empty part (more parts than the corpus has blocks, attnlab/partial_result.h): no head, nothing to merge.
-        if (doc.at("sentences").get<int>() == 0 && !doc.contains("sentence_lines")) {
-            appendSkipped(skipped, doc.at("skipped"));
+        const int64_t part_sentences = util::wholeNumberAt(doc, "sentences", 0, part.lines, part.path);
+        if (part_sentences == 0 && !doc.contains("sentence_lines")) {
+            appendSkipped(skipped, part);
             continue;
         }
         if (!kept.empty() && doc.at("heads").size() != kept.front().doc->at("heads").size())
@@ -467,9 +480,11 @@ json mergeHeads(const std::vector<PartDocument>& parts) {
         if (!doc.contains("sentence_lines"))
             throw InputError(part.path +
                              ": a whole run's statistics, without each sentence's (write parts with --shard)");
-        for (const auto& l : doc["sentence_lines"]) lines.push_back(l.get<int>());
-        appendSkipped(skipped, doc.at("skipped"));
-        sentences += doc.at("sentences").get<int>();
+        for (const auto& l : doc["sentence_lines"])  // 0-based lines of the corpus, within the part's
+            lines.push_back(int(util::wholeNumber(l, part.first_line, part.first_line + part.lines - 1, part.path,
+                                                  "\"sentence_lines\"")));
+        appendSkipped(skipped, part);
+        sentences += int(part_sentences);
         kept.push_back(part);
     }
     json root = kept.empty() ? first : *kept.front().doc;

@@ -13,6 +13,7 @@ struct PartDocument {
     std::string path;
     const nlohmann::json* doc = nullptr;
     int64_t first_line = 0;  // 0-based: the corpus line of the part's first sentence
+    int64_t lines = 0;       // the part's lines (shardLines): its pairs, its skipped lines and sentences within them
 };
 
 // alignmentJson's document of the parts' pairs together: links counted again (|A|, |S|, |A&S|, |A&P| summed), AER,

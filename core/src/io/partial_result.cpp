@@ -5,6 +5,7 @@
 #include <attnlab/partial_result.h>
 
 #include "io/head_lab_merge.h"
+#include "util/json_number.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
 
@@ -292,8 +293,9 @@ std::string optionDifference(const json& a, const json& b) {
     return describeOptions(a);
 }
 
-// The run a result records, every field read (a wrong type: json::exception), without its part.
-CorpusRun wholeRun(const json& run) {
+// The run a result records, every field read (a wrong type: json::exception; a number out of range: InputError
+// naming `path`), without its part.
+CorpusRun wholeRun(const json& run, const std::string& path) {
     CorpusRun r;
     r.command = run.at("command").get<std::string>();
     r.model = run.at("model").at("package").get<std::string>();
@@ -302,8 +304,9 @@ CorpusRun wholeRun(const json& run) {
         r.options.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
     for (const auto& o : run.at("corpus").at("inputs"))
         r.inputs.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
-    r.lines = run.at("corpus").at("lines").get<int64_t>();
-    r.block = run.at("corpus").at("block").get<int64_t>();
+    const json& corpus = run.at("corpus");
+    r.lines = util::wholeNumberAt(corpus, "lines", 0, util::kMaxJsonLines, path, "\"run\".\"corpus\".");
+    r.block = util::wholeNumberAt(corpus, "block", 1, util::kMaxJsonLines, path, "\"run\".\"corpus\".");
     return r;
 }
 
@@ -320,15 +323,12 @@ Part readPart(const std::string& path) {
                          "or another file)");
     try {
         const json& run = p.doc["run"];
-        if (run.contains("shard")) p.shard = {run["shard"].at("index").get<int>(), run["shard"].at("count").get<int>()};
-        const CorpusRun whole = wholeRun(run);
-        if (whole.lines < 0 || whole.block < 1)
-            throw InputError(path + ": its corpus has " + std::to_string(whole.lines) + " lines in blocks of " +
-                             std::to_string(whole.block));
-        if (p.shard.count < 1 || p.shard.count > kMaxShards || p.shard.index < 1 || p.shard.index > p.shard.count)
-            throw InputError(path + ": its shard " + std::to_string(p.shard.index) + "/" +
-                             std::to_string(p.shard.count) +
-                             " is not K/N with 1 <= K <= N <= " + std::to_string(kMaxShards));
+        if (run.contains("shard")) {
+            const char* where = "\"run\".\"shard\".";
+            p.shard.count = int(util::wholeNumberAt(run["shard"], "count", 1, kMaxShards, path, where));
+            p.shard.index = int(util::wholeNumberAt(run["shard"], "index", 1, p.shard.count, path, where));
+        }
+        (void)wholeRun(run, path);
     } catch (const json::exception& e) {
         throw InputError(path + ": its \"run\" is incomplete: " + e.what());
     }
@@ -374,76 +374,92 @@ std::vector<const Part*> inOrder(const std::vector<Part>& parts) {
     return at;
 }
 
-// The parts' "lines" one after the other, each part's checked to be its block of the corpus.
-json concatenatedLines(const std::vector<const Part*>& parts, const CorpusRun& run) {
-    json out = json::array();
+// One line of a part, and the part's file (named in messages).
+struct PartLine {
+    const json& line;
+    const std::string& path;
+};
+
+// The parts' "lines" one after the other, each part's checked to be its block of the corpus, line by line.
+std::vector<PartLine> concatenatedLines(const std::vector<const Part*>& parts, const CorpusRun& run) {
+    std::vector<PartLine> out;
     for (const Part* p : parts) {
         const LineRange r = shardLines(size_t(run.lines), p->shard, size_t(run.block));
         const json& l = p->doc.at("lines");
-        if (l.size() != r.size() || (!l.empty() && l.front().at("line").get<int64_t>() != int64_t(r.begin) + 1))
+        if (!l.is_array() || l.size() != r.size())
             throw InputError(p->path + ": part " + std::to_string(p->shard.index) + " of " +
                              std::to_string(p->shard.count) + " should hold lines " + std::to_string(r.begin + 1) +
                              ".." + std::to_string(r.end) + " but holds " + std::to_string(l.size()) + " lines");
-        for (const auto& line : l) out.push_back(line);
+        for (size_t i = 0; i < l.size(); ++i) {
+            const int64_t expected = int64_t(r.begin + i) + 1;
+            (void)util::wholeNumberAt(l[i], "line", expected, expected, p->path,
+                                      "line " + std::to_string(expected) + "'s ");
+            out.push_back({l[i], p->path});
+        }
     }
     return out;
 }
 
+// A line's counts: each a whole number from 0 to kMaxJsonCount, so that the corpus's sums cannot overflow.
 template <size_t N>
-void fill(int64_t (&to)[N], const json& from) {
-    if (from.size() != N)
-        throw InputError("expected " + std::to_string(N) + " counts, found " + std::to_string(from.size()));
-    for (size_t i = 0; i < N; ++i) to[i] = from[i].get<int64_t>();
+void fill(int64_t (&to)[N], const PartLine& l, const json& from, const std::string& name) {
+    const std::string what = "line " + l.line["line"].dump() + "'s " + name;
+    if (!from.is_array() || from.size() != N)
+        throw InputError(l.path + ": " + what + ": " + std::to_string(N) + " counts expected");
+    for (size_t i = 0; i < N; ++i)
+        to[i] = util::wholeNumber(from[i], 0, util::kMaxJsonCount, l.path, what + "[" + std::to_string(i) + "]");
 }
 
-std::string mergedEval(const CorpusRun& run, const json& lines) {
+std::string mergedEval(const CorpusRun& run, const std::vector<PartLine>& lines) {
     std::vector<EvalLine> out;
-    for (const auto& j : lines) {
-        EvalLine l;
-        l.hypothesis = j.at("hypothesis").get<std::string>();
-        l.skipped = j.value("skipped", std::string());
-        const auto& b = j.at("bleu_stats");
-        if (b.size() != 10) throw InputError("bleu_stats of line " + j.at("line").dump() + ": 10 counts expected");
-        for (int n = 0; n < 4; ++n) {
-            l.bleu.correct[n] = b[size_t(n)].get<int64_t>();
-            l.bleu.total[n] = b[size_t(n + 4)].get<int64_t>();
-        }
-        l.bleu.sys_len = b[8].get<int64_t>();
-        l.bleu.ref_len = b[9].get<int64_t>();
+    for (const auto& l : lines) {
+        const json& j = l.line;
+        EvalLine e;
+        e.hypothesis = j.at("hypothesis").get<std::string>();
+        e.skipped = j.value("skipped", std::string());
+        int64_t b[10];
+        fill(b, l, j.at("bleu_stats"), "\"bleu_stats\"");
+        std::copy(b, b + 4, e.bleu.correct);
+        std::copy(b + 4, b + 8, e.bleu.total);
+        e.bleu.sys_len = b[8];
+        e.bleu.ref_len = b[9];
         const auto& c = j.at("chrf_stats");
-        fill(l.chrf.hypothesis, c.at("hypothesis"));
-        fill(l.chrf.reference, c.at("reference"));
-        fill(l.chrf.matches, c.at("matches"));
-        out.push_back(std::move(l));
+        fill(e.chrf.hypothesis, l, c.at("hypothesis"), "\"chrf_stats\".\"hypothesis\"");
+        fill(e.chrf.reference, l, c.at("reference"), "\"chrf_stats\".\"reference\"");
+        fill(e.chrf.matches, l, c.at("matches"), "\"chrf_stats\".\"matches\"");
+        out.push_back(std::move(e));
     }
     return evalResultJson(run, out);
 }
 
-std::string mergedScore(const CorpusRun& run, const json& lines) {
+std::string mergedScore(const CorpusRun& run, const std::vector<PartLine>& lines) {
     std::vector<ScoreLine> out;
-    for (const auto& j : lines)
-        out.push_back({j.at("pieces").get<std::vector<std::string>>(), j.at("log_probs").get<std::vector<double>>()});
+    for (const auto& l : lines)
+        out.push_back(
+            {l.line.at("pieces").get<std::vector<std::string>>(), l.line.at("log_probs").get<std::vector<double>>()});
     return scoreResultJson(run, out);
 }
 
-std::string mergedTranslations(const CorpusRun& run, const json& lines) {
+std::string mergedTranslations(const CorpusRun& run, const std::vector<PartLine>& lines) {
     std::vector<TranslateLine> out;
-    for (const auto& j : lines)
-        out.push_back({j.at("translations").get<std::vector<std::string>>(), j.at("scores").get<std::vector<double>>(),
-                       j.value("skipped", std::string())});
+    for (const auto& l : lines)
+        out.push_back({l.line.at("translations").get<std::vector<std::string>>(),
+                       l.line.at("scores").get<std::vector<double>>(), l.line.value("skipped", std::string())});
     return translateResultJson(run, out);
 }
 
 std::string mergedDocument(const std::vector<const Part*>& parts) {
     const json& first = parts.front()->doc;
     const std::string format = first.at("format").get<std::string>();
-    CorpusRun run = wholeRun(first.at("run"));
+    CorpusRun run = wholeRun(first.at("run"), parts.front()->path);
     if (format == "attnlab-eval") return mergedEval(run, concatenatedLines(parts, run));
     if (format == "attnlab-score") return mergedScore(run, concatenatedLines(parts, run));
     if (format == "attnlab-translations") return mergedTranslations(run, concatenatedLines(parts, run));
     std::vector<headlab_merge::PartDocument> docs;
-    for (const Part* p : parts)
-        docs.push_back({p->path, &p->doc, int64_t(shardLines(size_t(run.lines), p->shard, size_t(run.block)).begin)});
+    for (const Part* p : parts) {
+        const LineRange r = shardLines(size_t(run.lines), p->shard, size_t(run.block));
+        docs.push_back({p->path, &p->doc, int64_t(r.begin), int64_t(r.size())});
+    }
     json merged;
     if (format == "attnlab-alignment")
         merged = headlab_merge::mergeAlignment(docs);
