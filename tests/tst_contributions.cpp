@@ -4,6 +4,7 @@
 // switched off contributes as a head whose value vectors are zero (nothing), and with every attention output
 // zeroed each piece contributes only to itself. Skipped, with a message, where python3-torch is missing, except
 // under CI (CI=true), where that fails.
+#include "contributions/alti.h"
 #include "fixtures.h"
 #include "model/low_precision.h"
 #include "model/transformer.h"
@@ -11,6 +12,7 @@
 #include "python_probe.h"
 
 #include <attnlab/alignment.h>
+#include <attnlab/contribution_layers.h>
 #include <attnlab/contributions.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/translator.h>
@@ -116,6 +118,13 @@ private Q_SLOTS:
     void emptyTranslationRefused();
     void alignsByAltiPlus();
     void int8FromTheWeightsItHolds();
+    void tilesGiveTheSameNumbers_data();
+    void tilesGiveTheSameNumbers();
+    void tileBound();
+    void allClippedRowKeepsItself();
+    void stacksWithoutLayers();
+    void byDecoderLayer();
+    void unknownMethodIsAProgrammingError();
 
 private:
     // A package of `cfg` with perturbed random weights, `edit` applied before it is written.
@@ -372,6 +381,179 @@ void TestContributions::int8FromTheWeightsItHolds() {
         std::max({largestDifference(a.encoder_self, json(b.encoder_self)), largestDifference(a.source, json(b.source)),
                   largestDifference(a.target, json(b.target))});
     QVERIFY2(worst < 1e-5, qPrintable(QString("largest difference %1").arg(worst)));
+}
+
+void TestContributions::tilesGiveTheSameNumbers_data() {
+    QTest::addColumn<attnlab::ModelConfig>("config");
+    auto post = attnlab::testing::smallConfig(400);  // post-norm, with a zero first input and relative positions
+    post.attn_bias = true, post.max_relative_positions = 2, post.pos_encoding = "none";
+    post.start_from_zero_embedding = true;
+    QTest::newRow("post-norm, relative positions") << post;
+    auto pre = attnlab::testing::smallConfig(400);
+    pre.norm_position = "pre", pre.final_layer_norm = true, pre.attn_bias = true;
+    QTest::newRow("pre-norm") << pre;
+}
+
+void TestContributions::tilesGiveTheSameNumbers() {
+    // ALTI+ decomposes each block a tile of queries x keys at a time (alti.h, kAltiTileElements): tiles of one
+    // query and one key, of 3 x 3 (ragged at the ends of 9 source and 7 target pieces), of 3 queries x every key,
+    // and the whole block as one tile give the same maps. Each tile sums the same float64 products of one query
+    // and key; only the order of the attention output's sum differs: 1e-12.
+    QFETCH(attnlab::ModelConfig, config);
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(21);
+    attnlab::model::Transformer m(config);
+    m->eval();
+    perturb(m, 22);
+    const auto ids = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).unsqueeze(0); };
+    const attnlab::contributions::ForcedPass pass{m, ids({5, 17, 42, 8, 99, 23, 61, 7, 3}),
+                                                  ids({2, 31, 12, 77, 140, 9, 55})};
+    using Tiles = attnlab::contributions::AltiTiles;
+    const auto whole = attnlab::contributions::altiPlus(pass, Tiles{1000, 1000});
+    for (const Tiles& tiles : {Tiles{1, 1}, Tiles{3, 3}, Tiles{3, 1000}, Tiles{}}) {
+        const auto c = attnlab::contributions::altiPlus(pass, tiles);
+        const double worst = std::max(
+            {largestDifference(c.encoder_self, json(whole.encoder_self)),
+             largestDifference(c.decoder_self, json(whole.decoder_self)), largestDifference(c.cross, json(whole.cross)),
+             largestDifference(c.source, json(whole.source)), largestDifference(c.target, json(whole.target))});
+        QVERIFY2(worst < 1e-12, qPrintable(QString("tiles %1 x %2: largest difference %3")
+                                               .arg(tiles.query_rows)
+                                               .arg(tiles.key_columns)
+                                               .arg(worst)));
+    }
+    QCOMPARE(whole.source.size(), size_t(7));
+    QCOMPARE(whole.source.front().size(), size_t(9));
+}
+
+void TestContributions::tileBound() {
+    // The tile of a block holds at most kAltiTileElements (2^20) float64 in each temporary: its vectors
+    // (queries x keys x d_model) and its keys' values through W_O (heads x keys x d_model); one query x one key
+    // where heads x d_model alone is more. And it is the largest such tile: no more tiles than needed.
+    using attnlab::contributions::altiTiles;
+    const int64_t bound = attnlab::contributions::kAltiTileElements;
+    QCOMPARE(bound, int64_t(1) << 20);
+    struct Shape {
+        int64_t queries, keys, heads, d_model;
+    };
+    for (const Shape& s : {Shape{200, 200, 16, 1024}, Shape{1, 1, 8, 512}, Shape{5000, 3000, 16, 1024},
+                           Shape{10, 12, 1, 4}, Shape{7, 9, 32, 65536}, Shape{400, 30, 8, 512}}) {
+        const auto t = altiTiles(s.queries, s.keys, s.heads, s.d_model);
+        const QString shape = QString("%1 x %2, %3 heads x %4").arg(s.queries).arg(s.keys).arg(s.heads).arg(s.d_model);
+        QVERIFY2(t.query_rows >= 1 && t.query_rows <= s.queries, qPrintable(shape));
+        QVERIFY2(t.key_columns >= 1 && t.key_columns <= s.keys, qPrintable(shape));
+        if (s.heads * s.d_model > bound) {  // one key's values through W_O alone are more: one key at a time
+            QVERIFY2(t.key_columns == 1 && t.query_rows * s.d_model <= bound, qPrintable(shape));
+            continue;
+        }
+        QVERIFY2(t.query_rows * t.key_columns * s.d_model <= bound, qPrintable(shape));
+        QVERIFY2(s.heads * t.key_columns * s.d_model <= bound, qPrintable(shape));
+        QVERIFY2(t.key_columns == s.keys || s.heads * (t.key_columns + 1) * s.d_model > bound, qPrintable(shape));
+        QVERIFY2(t.query_rows == s.queries || (t.query_rows + 1) * t.key_columns * s.d_model > bound,
+                 qPrintable(shape));
+    }
+    // NLLB-600M's width and 200 pieces: 64 keys x 16 queries a tile (8 MiB), where the whole block was 200 x 200.
+    const auto nllb = altiTiles(200, 200, 16, 1024);
+    QCOMPARE(nllb.key_columns, int64_t(64));
+    QCOMPARE(nllb.query_rows, int64_t(16));
+}
+
+void TestContributions::allClippedRowKeepsItself() {
+    // A post-norm block whose layer norm has gain 0 and bias 0 outputs 0 for every query: every token's distance
+    // to the output is its own size, every score clips to 0. Such a row stands for the identity (the token keeps
+    // itself): its own key in the encoder's first self-attention, the residual in the last decoder layer's
+    // cross-attention (no source piece). Through the model the rows still split 1 between source and target, with
+    // no NaN (the authors' normalisation divided 0 by 0: every row NaN from that layer on).
+    auto cfg = attnlab::testing::smallConfig(400);
+    const auto silenced = [&](attnlab::model::Transformer& m) {
+        torch::NoGradGuard no_grad;
+        for (auto module : {m->attention(AttentionKind::EncoderSelf, 0),
+                            m->attention(AttentionKind::Cross, int(cfg.decoderLayers()) - 1)}) {
+            module->layer_norm->weight.zero_();
+            module->layer_norm->bias.zero_();
+        }
+    };
+    attnlab::Translator t(package("silenced", cfg, 23, silenced), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const auto r = t.translate(kSentences[0], o);
+    const auto c = t.contributions(r, attnlab::ContributionMethod::AltiPlus);
+    QVERIFY2(largestFrom(c.encoder_self.front(), 1) == 0, "the silenced encoder layer is the identity");
+    QVERIFY2(largestFrom(c.cross.back(), 0) == 0, "the silenced cross-attention takes nothing from the source");
+    for (size_t i = 0; i < c.source.size(); ++i) {
+        double sum = 0;
+        for (float v : c.source[i]) sum += v;
+        for (float v : c.target[i]) sum += v;
+        QVERIFY2(std::abs(sum - 1.0) < 1e-6, qPrintable(QString("row %1 sums to %2").arg(i).arg(sum, 0, 'g', 9)));
+    }
+    // The last cross-attention passes the decoder's stream on: through the model the rows are the layer before's
+    // spread by the last self-attention, not 0.
+    double source_total = 0;
+    for (const auto& row : c.source)
+        for (float v : row) source_total += v;
+    QVERIFY2(source_total > 0.1, qPrintable(QString("the source's share %1").arg(source_total)));
+}
+
+void TestContributions::stacksWithoutLayers() {
+    // ModelConfig refuses a model without layers (n_layers >= 1), so ALTI+ by layer is checked on hand-made maps: a
+    // decoder without layers has no layer to report, and maps that do not fit together are refused by message,
+    // not read beyond their ends.
+    attnlab::Contributions none;
+    none.source = none.target = {{1.f}};
+    QVERIFY(attnlab::altiPlusSourceByLayer(none).empty());
+    attnlab::Contributions odd = none;
+    odd.decoder_self = {{{1.f}}};
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { attnlab::altiPlusSourceByLayer(odd); }),
+             QString("ALTI+ by layer: 0 cross-attention maps for 1 decoder layers"));
+    odd.cross = {{{0.5f}}};
+    odd.encoder_self = {{{1.f, 0.f}}};  // a row of 2 for a source of 1 piece
+    QCOMPARE(
+        attnlab::testing::messageOf<attnlab::InputError>([&] { attnlab::altiPlusSourceByLayer(odd); }),
+        QString("ALTI+ by layer: a map of the wrong size (encoder layer 0: 1 x 2 for 1 source and 1 target pieces)"));
+}
+
+void TestContributions::byDecoderLayer() {
+    // ALTI+'s source part through the first l + 1 decoder layers (the authors' per-layer alignment maps): after
+    // the first layer it is that layer's cross-attention times the encoder's rollout (computed here from the
+    // layer-wise maps by hand), after the last it is Contributions::source (recomputed from the float32 maps: 1e-6).
+    auto cfg = attnlab::testing::smallConfig(400);
+    cfg.n_dec_layers = 3;
+    attnlab::Translator t(package("by-layer", cfg, 29), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const auto r = t.translate(kSentences[1], o);
+    const auto c = t.contributions(r, attnlab::ContributionMethod::AltiPlus);
+    const auto layers = attnlab::altiPlusSourceByLayer(c);
+    QCOMPARE(layers.size(), size_t(3));
+    QVERIFY(largestDifference(layers.back(), json(c.source)) < 1e-6);
+    const size_t s = c.source.front().size();
+    Matrix encoder = identityLike(c.encoder_self.front(), 1);
+    for (const Matrix& layer : c.encoder_self) {  // R = C_L ... C_1
+        Matrix next(s, std::vector<float>(s, 0.f));
+        for (size_t i = 0; i < s; ++i)
+            for (size_t j = 0; j < s; ++j)
+                for (size_t k = 0; k < s; ++k) next[i][j] += layer[i][k] * encoder[k][j];
+        encoder = next;
+    }
+    Matrix first(c.cross.front().size(), std::vector<float>(s, 0.f));
+    for (size_t i = 0; i < first.size(); ++i)
+        for (size_t j = 0; j < s; ++j)
+            for (size_t k = 0; k < s; ++k) first[i][j] += c.cross.front()[i][k] * encoder[k][j];
+    QVERIFY(largestDifference(layers.front(), json(first)) < 1e-6);
+    QVERIFY(largestDifference(layers.front(), json(c.source)) > 1e-3);  // the layers differ
+    auto vz = c;
+    vz.method = attnlab::ContributionMethod::ValueZeroing;
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { attnlab::altiPlusSourceByLayer(vz); }),
+             QString("ALTI+ by layer: the contributions are value-zeroing, not alti+"));
+}
+
+void TestContributions::unknownMethodIsAProgrammingError() {
+    attnlab::Translator t(package("unknown", attnlab::testing::smallConfig(400), 31), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.max_length = 4;
+    const auto r = t.translate(kSentences[0], o);
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InternalError>(
+                 [&] { t.contributions(r, static_cast<attnlab::ContributionMethod>(7)); }),
+             QString("contributions: ContributionMethod 7 is not one the dispatch knows (a programming error)"));
 }
 
 QTEST_GUILESS_MAIN(TestContributions)

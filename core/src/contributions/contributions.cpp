@@ -38,7 +38,9 @@ Contributions compute(const ForcedPass& pass, ContributionMethod method) {
     case ContributionMethod::AltiPlus: return altiPlus(pass);
     case ContributionMethod::ValueZeroing: return valueZeroing(pass);
     }
-    throw InputError(contributionMethodName(method) + " is not available yet");
+    // Every ContributionMethod is computed above: another value is a cast gone wrong, not a user's choice.
+    throw InternalError("contributions: ContributionMethod " + std::to_string(int(method)) +
+                        " is not one the dispatch knows (a programming error)");
 }
 }  // namespace
 }  // namespace contributions
