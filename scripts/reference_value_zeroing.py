@@ -2,15 +2,19 @@
 """An independent float64 implementation of value zeroing (Mohebbi et al. 2023, "Quantifying Context Mixing in
 Transformers", EACL 2023; the authors' code: hmohebbi/ValueZeroing scoring/value_zeroing.py, and for
 encoder-decoders hmohebbi/ContextMixingASR scoring/valueZeroing.py) and of the logit lens on the decoder, over an
-AttnLab package, used to check AttnLab's C++ numbers (tests/tst_value_zeroing.cpp, tests/tst_logit_lens.cpp).
+AttnLab package, used to check AttnLab's C++ numbers (tests/tst_value_zeroing.cpp, tests/tst_logit_lens.cpp), and of
+value zeroing measured on a contrastive difference (docs/contributions.md "Contrastive").
 
   python3 scripts/reference_value_zeroing.py --input cases.json --output out.json
 cases.json: {"cases": [{"model": DIR, "source_ids": [...], "decoder_input_ids": [...], "target_ids": [...],
-             "ablated": [{"kind": "encoder"|"decoder"|"cross", "layer": L, "head": H}, ...], "top": K}]}
+             "ablated": [{"kind": "encoder"|"decoder"|"cross", "layer": L, "head": H}, ...], "top": K,
+             "contrast": {"step": t, "chosen": id, "alternative": id}  (optional)}]}
 out.json:   {"cases": [{"encoder_self": [layer][src][src], "decoder_self": [layer][tgt][tgt],
              "cross": [layer][tgt][src], "source": [tgt][src], "target": [tgt][tgt],
              "lens": [layer][position] {"chosen_log_prob", "chosen_rank", "chosen_rank_range", "top_ids",
-             "top_log_probs"}}]}
+             "top_log_probs"},
+             "contrastive" (with "contrast"): {"difference", "encoder_self": [layer][src], "decoder_self": [layer][tgt],
+             "cross": [layer][src]}}]}
 
 The model is written here from its architecture's definition (Vaswani et al. 2017 with the variants AttnLab's
 config.json names: post- or pre-layer-norm blocks (Xiong et al. 2020), an embedding layer norm and final layer
@@ -23,7 +27,10 @@ and each key token j, the layer recomputed from its clean input with v_j = W_V x
 (after the last layer: through the final layer norm), below 1e-12 taken as 0 (rounding, not a change); in the
 decoder's self-attention only queries i >= j (a
 query never sees a later key); each row divided by its sum (0 stays 0). The aggregation over the model is the
-rollout of docs/contributions.md, written here from that text. Needs python3-torch and numpy only.
+rollout of docs/contributions.md, written here from that text. The contrastive maps: the difference
+D = log p(chosen) - log p(alternative) at target step t of the whole model, and for each layer of each attention
+kind and each key j, D minus D of the whole model run again with j's value vectors zeroed in every head of that one
+attention (every position of the decoder's input given, the later ones included). Needs python3-torch and numpy only.
 """
 import argparse, json, math, os, sys
 
@@ -257,6 +264,37 @@ def logit_lens(model, src, dec_in, targets, top):
     return layers
 
 
+def contrastive_log_probs(model, src, dec_in, zero=None):
+    """log p [T, vocab] of the whole model; zero = (kind, layer, key): that key's value vectors zeroed in every head
+    of that one attention ("encoder": the encoder's self-attention, "decoder": the decoder's, "cross")."""
+    kind, layer, key = zero if zero else (None, -1, None)
+    n_dec = model.c["n_dec_layers"] or model.c["n_layers"]
+    pick = lambda k, l: key if (kind == k and layer == l) else None  # noqa: E731
+    x = model.embed("encoder", src)
+    for l in range(model.c["n_layers"]):
+        x = model.encoder_layer(l, x, zero_key=pick("encoder", l))
+    memory = model.after_last("encoder", x)
+    y = model.embed("decoder", dec_in)
+    for l in range(n_dec):
+        y = model.decoder_layer(l, y, memory, zero_self=pick("decoder", l), zero_cross=pick("cross", l))
+    return torch.log_softmax(model.logits(model.after_last("decoder", y)), -1)
+
+
+def contrastive(model, src, dec_in, contrast):
+    t, a, b = contrast["step"], contrast["chosen"], contrast["alternative"]
+    diff = lambda lp: (lp[t, a] - lp[t, b]).item()  # noqa: E731
+    full = diff(contrastive_log_probs(model, src, dec_in))
+    n_dec = model.c["n_dec_layers"] or model.c["n_layers"]
+    maps = {}
+    for name, kind, layers, keys in (("encoder_self", "encoder", model.c["n_layers"], len(src)),
+                                     ("decoder_self", "decoder", n_dec, len(dec_in)),
+                                     ("cross", "cross", n_dec, len(src))):
+        maps[name] = [[full - diff(contrastive_log_probs(model, src, dec_in, (kind, l, j))) for j in range(keys)]
+                      for l in range(layers)]
+    maps["difference"] = full
+    return maps
+
+
 def run_case(case):
     model = Model(case["model"], case.get("ablated", []))
     src, dec_in = case["source_ids"], case["decoder_input_ids"]
@@ -266,7 +304,8 @@ def run_case(case):
             "decoder_self": [normalised(m).tolist() for m in ds],
             "cross": [normalised(m).tolist() for m in dc],
             "source": source.tolist(), "target": target.tolist(),
-            "lens": logit_lens(model, src, dec_in, case["target_ids"], case.get("top", 5))}
+            "lens": logit_lens(model, src, dec_in, case["target_ids"], case.get("top", 5)),
+            **({"contrastive": contrastive(model, src, dec_in, case["contrast"])} if "contrast" in case else {})}
 
 
 def main():

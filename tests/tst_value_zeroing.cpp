@@ -5,9 +5,13 @@
 // switched off: every layer-wise and aggregated value within 1e-5. Properties that hold whatever the numbers: rows
 // that are distributions, no score for a later position, nothing through heads switched off, and with every head
 // off each piece keeps its own representation. The cross-check is skipped, with a message, where python3-torch is
-// missing (failed under CI=true).
+// missing (failed under CI=true). The contrastive maps (value zeroing on log p(chosen) - log p(alternative) at one
+// step, Translator::contrastive) against the same script's whole-model reruns, and the batches' bound (32 MB) against
+// the sizes LibTorch is actually asked to allocate.
+#include "contributions/value_zeroing.h"
 #include "family_packages.h"
 #include "fixtures.h"
+#include "model/transformer.h"
 #include "python_probe.h"
 
 #include <attnlab/contributions.h>
@@ -16,8 +20,11 @@
 
 #include <QtTest/QtTest>
 
+#include <c10/core/Allocator.h>
+#include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -69,6 +76,48 @@ std::vector<attnlab::HeadRef> everyHead(AttentionKind kind, int layer, int heads
     for (int h = 0; h < heads; ++h) out.push_back({kind, layer, h});
     return out;
 }
+
+double largestMagnitude(const std::vector<float>& v) {
+    double m = 0;
+    for (float x : v) m = std::max(m, double(std::abs(x)));
+    return m;
+}
+
+// The step a case's contrastive question is asked at, and the alternative: another piece of the same translation
+// (a whole vocabulary piece, so no lookup rule is involved).
+struct Question {
+    int step = 0;
+    size_t other = 0;  // index into best.pieces of the alternative
+};
+Question questionFor(const attnlab::TranslationResult& r) {
+    Question q{std::min(2, int(r.best.pieces.size()) - 1), 0};
+    while (q.other < r.best.pieces.size() && r.best.pieces[q.other] == r.best.pieces[size_t(q.step)]) ++q.other;
+    return q;
+}
+
+// Every CPU tensor LibTorch allocates while it lives goes through it; it keeps the largest request (bytes).
+class LargestAllocation final : public c10::Allocator {
+public:
+    LargestAllocation() : m_default(c10::GetAllocator(c10::DeviceType::CPU)) {
+        c10::SetAllocator(c10::DeviceType::CPU, this, kPriority);
+    }
+    ~LargestAllocation() override { c10::SetAllocator(c10::DeviceType::CPU, m_default, kPriority); }
+    LargestAllocation(const LargestAllocation&) = delete;
+    LargestAllocation& operator=(const LargestAllocation&) = delete;
+    c10::DataPtr allocate(size_t n) const override {
+        size_t seen = m_largest.load();
+        while (n > seen && !m_largest.compare_exchange_weak(seen, n)) {
+        }
+        return m_default->allocate(n);
+    }
+    c10::DeleterFnPtr raw_deleter() const override { return m_default->raw_deleter(); }
+    size_t largest() const { return m_largest.load(); }
+
+private:
+    static constexpr uint8_t kPriority = 200;  // above LibTorch's default CPU allocator's
+    c10::Allocator* m_default;
+    mutable std::atomic<size_t> m_largest{0};
+};
 }  // namespace
 
 class TestValueZeroing : public QObject {
@@ -80,6 +129,9 @@ private Q_SLOTS:
     void switchedOffHeadsContributeNothing();
     void everyHeadOffKeepsEachPiece();
     void emptyTranslationIsRefused();
+    void contrastiveMatchesReference();
+    void contrastiveThroughSwitchedOffHeadsIsZero();
+    void batchesStayWithinTheirBound();
 
 private:
     struct Case {
@@ -87,6 +139,7 @@ private:
         std::vector<attnlab::HeadRef> ablated;
         attnlab::TranslationResult result;
         Contributions ours;
+        attnlab::Contrastive contrast;
     };
     attnlab::TranslationResult forced(const std::string& family, const std::vector<attnlab::HeadRef>& ablated) const;
     Contributions valueZeroing(const std::string& family, const attnlab::TranslationResult& r) const;
@@ -133,6 +186,8 @@ void TestValueZeroing::initTestCase() {
     for (auto& [name, c] : m_cases) {
         c.result = forced(c.family, c.ablated);
         c.ours = valueZeroing(c.family, c.result);
+        const Question q = questionFor(c.result);
+        c.contrast = m_translators.at(c.family)->contrastive(c.result, {q.step, c.result.best.pieces[q.other]});
     }
     if (attnlab::testing::pythonProblem(m_python, {"torch", "numpy"}).isEmpty()) runReference();
 }
@@ -146,11 +201,16 @@ void TestValueZeroing::runReference() {
         // The decoder's input: <s>, then the target but its last piece.
         std::vector<int> decoder_input{int(m_translators.at(c.family)->info().config.bos_idx)};
         decoder_input.insert(decoder_input.end(), c.result.best.ids.begin(), c.result.best.ids.end() - 1);
+        const Question q = questionFor(c.result);
         cases.push_back({{"model", m_packages.at(c.family)},
                          {"source_ids", c.result.source_ids},
                          {"decoder_input_ids", decoder_input},
                          {"target_ids", c.result.best.ids},
-                         {"ablated", ablated}});
+                         {"ablated", ablated},
+                         {"contrast",
+                          {{"step", q.step},
+                           {"chosen", c.result.best.ids[size_t(q.step)]},
+                           {"alternative", c.result.best.ids[q.other]}}}});
     }
     const QString in = m_dir.filePath("cases.json"), out = m_dir.filePath("reference.json");
     attnlab::testing::writeFile(in.toStdString(), json{{"cases", cases}}.dump());
@@ -235,6 +295,86 @@ void TestValueZeroing::emptyTranslationIsRefused() {
     attnlab::TranslationResult empty;
     QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { valueZeroing("marian", empty); }),
              QString("value-zeroing contributions: the translation is empty"));
+}
+
+// Each layer's drop of the difference when a piece's values are zeroed, within 1e-5 of the reference's whole-model
+// reruns in float64: the layers run in float32 (~1e-6 relative rounding of log-probabilities of a few units), and
+// the reference zeroes in a model it runs whole, over every decoder input (the later ones included: they change
+// nothing, which the zeros after the step here must match).
+void TestValueZeroing::contrastiveMatchesReference() {
+    ATTNLAB_REQUIRE_PYTHON(m_python, QStringList({"torch", "numpy"}), "contrastive maps against the float64 reference");
+    for (size_t i = 0; i < m_cases.size(); ++i) {
+        const auto& [name, c] = m_cases[i];
+        const json& ref = m_reference.at(i)["contrastive"];
+        const attnlab::Contrastive& z = c.contrast;
+        QCOMPARE(z.zeroing_encoder_self.size(), ref["encoder_self"].size());
+        QCOMPARE(z.zeroing_decoder_self.front().size(), c.result.best.ids.size());
+        QCOMPARE(z.zeroing_cross.front().size(), c.result.source_ids.size());
+        const std::pair<const char*, double> checks[] = {
+            {"encoder_self", worstDifference(z.zeroing_encoder_self, ref["encoder_self"])},
+            {"decoder_self", worstDifference(z.zeroing_decoder_self, ref["decoder_self"])},
+            {"cross", worstDifference(z.zeroing_cross, ref["cross"])},
+            {"difference",
+             std::abs(z.chosen_log_probability - z.alternative_log_probability - ref["difference"].get<double>())}};
+        for (const auto& [what, worst] : checks)
+            QVERIFY2(worst < 1e-5, qPrintable(QString("%1, %2: %3").arg(name.c_str()).arg(what).arg(worst)));
+        double seen = 0;  // not a map of zeros that a zero reference would also match
+        for (const auto& layer : z.zeroing_cross) seen = std::max(seen, largestMagnitude(layer));
+        QVERIFY2(seen > 1e-3, name.c_str());
+    }
+}
+
+// A piece whose value vectors are zeroed only in heads that are switched off changes nothing: with every head of
+// the encoder's second layer and of the first cross-attention off, those layers' maps are 0 (within float32's
+// rounding of a rerun: 1e-6), while the layers beside them still move the difference.
+void TestValueZeroing::contrastiveThroughSwitchedOffHeadsIsZero() {
+    auto off = everyHead(AttentionKind::EncoderSelf, 1, 4);
+    for (const auto& h : everyHead(AttentionKind::Cross, 0, 4)) off.push_back(h);
+    const auto r = forced("marian", off);
+    const Question q = questionFor(r);
+    const auto z = m_translators.at("marian")->contrastive(r, {q.step, r.best.pieces[q.other]});
+    QVERIFY2(largestMagnitude(z.zeroing_encoder_self[1]) < 1e-6,
+             qPrintable(QString::number(largestMagnitude(z.zeroing_encoder_self[1]))));
+    QVERIFY2(largestMagnitude(z.zeroing_cross[0]) < 1e-6,
+             qPrintable(QString::number(largestMagnitude(z.zeroing_cross[0]))));
+    QVERIFY(largestMagnitude(z.zeroing_encoder_self[0]) > 1e-4);
+    QVERIFY(largestMagnitude(z.zeroing_cross[1]) > 1e-4);
+}
+
+// The bound of a batch of recomputations (zeroingRowElements, value_zeroing.h) against what LibTorch is asked to
+// allocate: a source of 60 pieces and a target of 3, so that a cross-attention's zeroed values (60 keys x d_model per
+// row) are wider than a row of the decoder's queries (3 x the widest per query); the bound lowered to 57,600 floats
+// (four rows of the encoder's attention scores, 60 x 60 x 4 heads) so that batches hold several keys. No allocation
+// of value zeroing or of the contrastive maps is over it (the model's weights are allocated before), and the widest
+// is over half of it: the formula counts what is there, not far more. (Before the cross-attention's values were
+// counted, its batch held every key: 60 x 60 x 32 = 115,200 floats.)
+void TestValueZeroing::batchesStayWithinTheirBound() {
+    torch::NoGradGuard no_grad;
+    attnlab::ModelConfig cfg = attnlab::testing::smallConfig(50);
+    cfg.n_layers = 1;
+    attnlab::model::Transformer model(cfg);
+    model->eval();
+    const auto src = torch::randint(4, 50, {1, 60}, torch::kInt64),
+               trg_in = torch::randint(4, 50, {1, 3}, torch::kInt64);
+    const int64_t bound = 57600;
+    QCOMPARE(attnlab::contributions::zeroingRowElements(cfg, 60, 60, false), int64_t(14400));  // 60 x 4 heads x 60
+    QCOMPARE(attnlab::contributions::zeroingRowElements(cfg, 60, 3, false), int64_t(60 * 32));
+    size_t zeroing = 0, contrastive = 0;
+    {
+        LargestAllocation largest;
+        attnlab::contributions::valueZeroing({model, src, trg_in}, bound);
+        zeroing = largest.largest();
+    }
+    {
+        LargestAllocation largest;
+        attnlab::Contrastive c;
+        attnlab::contributions::contrastiveZeroing({model, src, trg_in}, 2, 5, 6, c, bound);
+        contrastive = largest.largest();
+    }
+    for (size_t bytes : {zeroing, contrastive}) {
+        QVERIFY2(bytes <= size_t(bound) * sizeof(float), qPrintable(QString::number(bytes)));
+        QVERIFY2(bytes > size_t(bound) * sizeof(float) / 2, qPrintable(QString::number(bytes)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestValueZeroing)

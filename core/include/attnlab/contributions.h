@@ -65,11 +65,19 @@ struct ContrastiveQuery {
 };
 struct Contrastive {
     ContrastiveQuery query;
-    std::string chosen;  // best.pieces[step]
+    std::string chosen;       // best.pieces[step]
+    std::string alternative;  // query.alternative as the vocabulary writes it (a typed word: "▁" + word where
+                              // the chosen piece starts a word)
     double chosen_log_probability = 0.0;
     double alternative_log_probability = 0.0;
     std::vector<float> saliency_source;  // gradient x input of the difference, per source piece
     std::vector<float> saliency_target;  // per decoder input position (0 after the step)
+    // Value zeroing on the difference (docs/contributions.md "Contrastive"): for each layer of each kind, the
+    // difference minus the difference with that piece's value vectors zeroed in every head of that layer's
+    // attention, signed, not normalised (> 0: the piece pushes towards the chosen piece through that layer).
+    std::vector<std::vector<float>> zeroing_encoder_self;  // [encoder layer][source piece]
+    std::vector<std::vector<float>> zeroing_decoder_self;  // [decoder layer][decoder input] (0 after the step)
+    std::vector<std::vector<float>> zeroing_cross;         // [decoder layer][source piece]
 };
 
 }  // namespace attnlab

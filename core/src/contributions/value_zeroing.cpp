@@ -1,8 +1,8 @@
-// Value zeroing (value_zeroing.h; docs/contributions.md "Value zeroing"). Every layer is recomputed by the model's
-// own modules (MultiHeadAttentionImpl::attend with the keys and values it projected, the feed-forward, the final
-// layer norm) from the clean input of that layer, so every family's layer structure (post-norm, pre-norm, relative
-// positions, biases, switched-off heads) is the model's; only the values handed to attend() differ. The keys of
-// one map are zeroed a batch at a time: row b of a recomputation is the layer with key first + b zeroed.
+// Value zeroing (value_zeroing.h; docs/contributions.md "Value zeroing" and "Contrastive"). Every layer is recomputed
+// by the model's own modules (MultiHeadAttentionImpl::attend with the keys and values it projected, the feed-forward,
+// the final layer norm) from the clean input of that layer, so every family's layer structure (post-norm, pre-norm,
+// relative positions, biases, switched-off heads) is the model's; only the values handed to attend() differ. The keys
+// of one map are zeroed a batch at a time: row b of a recomputation is the layer with key first + b zeroed.
 #include "contributions/value_zeroing.h"
 
 #include "model/masks.h"
@@ -14,15 +14,18 @@
 #include <functional>
 
 namespace attnlab::contributions {
+
+int64_t zeroingRowElements(const ModelConfig& cfg, int64_t longest, int64_t queries, bool logits) {
+    const int64_t heads_width = std::max({cfg.d_model, cfg.n_head * cfg.d_k, cfg.n_head * cfg.d_v});
+    const int64_t per_query =
+        std::max({2 * cfg.d_model, cfg.d_inner, cfg.decoderInner(), cfg.n_head * longest, heads_width});
+    return std::max({queries * per_query, longest * heads_width, logits ? 2 * cfg.n_trg_vocab : int64_t(0)});
+}
+
 namespace {
 
-// The most elements one recomputation's widest tensor may hold (8 M floats, 32 MB): the keys of a map are zeroed
-// that many at a time, whatever the sentence's length.
-constexpr int64_t kChunkElements = int64_t(1) << 23;
-
-// A layer recomputed with the values [n, heads, keys, d_v] (row b: one key's values zeroed in every head): its
-// outputs [n, queries, d_model], through the final layer norm after the last layer (what the next layer, or the
-// projection, reads).
+// A recomputation with the values [n, heads, keys, d_v] (row b: one key's values zeroed in every head): what is
+// measured of each of its rows, [n, ...].
 using Recompute = std::function<torch::Tensor(const torch::Tensor& values)>;
 
 torch::Tensor afterLayer(torch::nn::LayerNorm& final_norm, bool last, const torch::Tensor& x) {
@@ -53,57 +56,108 @@ torch::Tensor cosineDistances(const torch::Tensor& changed, const torch::Tensor&
     return torch::where(d < kUnchanged, torch::zeros_like(d), d);
 }
 
-// The raw scores [queries, keys] of one map: column j, how far every query's output moved with key j's values
-// zeroed. `width`: the widest row of the recomputation (feed-forward, heads x keys), to size the batches.
-torch::Tensor distances(const Recompute& recompute, const torch::Tensor& values, const torch::Tensor& clean,
-                        int64_t width) {
-    const int64_t keys = values.size(2), queries = clean.size(1);
-    const int64_t chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, queries * width));
-    std::vector<torch::Tensor> columns;
-    for (int64_t first = 0; first < keys; first += chunk) {
-        const int64_t n = std::min(chunk, keys - first);
-        columns.push_back(cosineDistances(recompute(zeroed(values, first, n)), clean));  // [n, queries]
-    }
-    return torch::cat(columns, 0).t().contiguous();
-}
-
-// d divided by `total` row by row; rows whose total is 0 (nothing changed them) stay 0.
-torch::Tensor shares(const torch::Tensor& d, const torch::Tensor& total) {
-    return torch::where(total > 0, d / total.clamp_min(1e-300), torch::zeros_like(d));
-}
-torch::Tensor rowNormalized(const torch::Tensor& d) { return shares(d, d.sum(-1, true)); }
-
-// The identity on the rows whose total is 0: a piece that no key of a layer changed keeps its own representation.
-torch::Tensor unchanged(const torch::Tensor& total) {
-    return torch::diag((total.squeeze(-1) == 0).to(torch::kFloat64));
-}
-
 struct Pass {
     model::Transformer model;
     torch::Tensor src, trg_in, src_mask, trg_mask;
-    int64_t width = 0;
+    int64_t batch_elements = kZeroingBatchElements;
+    int64_t longest = 0;  // the longer side's pieces
+    // The keys zeroed in one batch: as many rows as the bound holds (zeroingRowElements), at least one.
+    int64_t keysPerBatch(int64_t queries, bool logits) const {
+        return std::max<int64_t>(1, batch_elements / zeroingRowElements(model->config(), longest, queries, logits));
+    }
 };
+
+Pass makePass(const ForcedPass& f, int64_t batch_elements) {
+    const ModelConfig& cfg = f.model->config();
+    return {f.model,
+            f.src,
+            f.trg_in,
+            model::padMask(f.src, cfg.src_pad_idx),
+            model::decoderMask(f.trg_in, cfg.trg_pad_idx),
+            batch_elements,
+            std::max(f.src.size(1), f.trg_in.size(1))};
+}
+
+// `measure` of the recomputations with each key of `values` zeroed, `per_batch` keys at a time: [keys, ...].
+torch::Tensor perKey(const Recompute& measure, const torch::Tensor& values, int64_t per_batch) {
+    const int64_t keys = values.size(2);
+    std::vector<torch::Tensor> parts;
+    for (int64_t first = 0; first < keys; first += per_batch)
+        parts.push_back(measure(zeroed(values, first, std::min(per_batch, keys - first))));
+    return torch::cat(parts, 0);
+}
+
+// An encoder layer's clean input [1, S, d] and its self-attention's keys and values projected from it.
+struct EncoderLayerInput {
+    model::EncoderLayerImpl* layer;
+    torch::Tensor x, keys, values;
+};
+EncoderLayerInput encoderLayerInput(model::EncoderLayerImpl* layer, const torch::Tensor& x) {
+    const auto kv = layer->slf_attn->keysInput(x);
+    return {layer, x, layer->slf_attn->projectKeys(kv), layer->slf_attn->projectValues(kv)};
+}
+// The layer with `v` [n, ...] in place of its self-attention's values: [n, S, d], before any final layer norm.
+torch::Tensor withValues(const EncoderLayerInput& in, const torch::Tensor& v, const Pass& p) {
+    const int64_t n = v.size(0);
+    return in.layer->pos_ffn(in.layer->slf_attn->attend(rows(in.x, n), heads(in.keys, n), v, p.src_mask).first);
+}
+
+// A decoder layer's clean input [1, t, d], the keys and values its two attentions project, and the cross-attention's
+// clean input.
+struct DecoderLayerInput {
+    model::DecoderLayerImpl* layer;
+    torch::Tensor y, self_keys, self_values, memory_keys, memory_values, attended;
+};
+DecoderLayerInput decoderLayerInput(model::DecoderLayerImpl* layer, const torch::Tensor& y, const torch::Tensor& memory,
+                                    const Pass& p) {
+    auto slf = layer->slf_attn, cross = layer->enc_attn;
+    const auto kv = slf->keysInput(y);
+    return {layer,
+            y,
+            slf->projectKeys(kv),
+            slf->projectValues(kv),
+            cross->projectKeys(memory),
+            cross->projectValues(memory),
+            slf->forwardSelf(y, p.trg_mask).first};
+}
+// The layer with `v` in place of its self-attention's values (the cross-attention then reads the changed stream, as
+// in the authors' decoder layer): [n, t, d], before any final layer norm.
+torch::Tensor withSelfValues(const DecoderLayerInput& in, const torch::Tensor& v, const Pass& p) {
+    const int64_t n = v.size(0);
+    auto h = in.layer->slf_attn->attend(rows(in.y, n), heads(in.self_keys, n), v, p.trg_mask).first;
+    return in.layer->pos_ffn(
+        in.layer->enc_attn->attend(h, heads(in.memory_keys, n), heads(in.memory_values, n), p.src_mask).first);
+}
+// The layer with `v` in place of its cross-attention's values, its self-attention clean.
+torch::Tensor withCrossValues(const DecoderLayerInput& in, const torch::Tensor& v, const Pass& p) {
+    const int64_t n = v.size(0);
+    return in.layer->pos_ffn(
+        in.layer->enc_attn->attend(rows(in.attended, n), heads(in.memory_keys, n), v, p.src_mask).first);
+}
+
+model::EncoderLayerImpl* encoderLayer(Pass& p, size_t l) {
+    return p.model->encoder->layer_stack[l]->as<model::EncoderLayer>();
+}
+model::DecoderLayerImpl* decoderLayer(Pass& p, size_t l) {
+    return p.model->decoder->layer_stack[l]->as<model::DecoderLayer>();
+}
 
 // Each encoder layer's raw scores [src][src]; `memory` receives the encoder's output.
 std::vector<torch::Tensor> encoderScores(Pass& p, torch::Tensor& memory) {
     auto& enc = p.model->encoder;
     auto x = enc->embed(p.src);
     const size_t layers = enc->layer_stack->size();
+    const int64_t per_batch = p.keysPerBatch(p.src.size(1), false);
     std::vector<torch::Tensor> out;
     for (size_t l = 0; l < layers; ++l) {
-        auto* layer = enc->layer_stack[l]->as<model::EncoderLayer>();
         const bool last = l + 1 == layers;
-        auto next = layer->forward(x, p.src_mask).first;
-        auto attn = layer->slf_attn;
-        const auto kv = attn->keysInput(x);
-        const auto keys = attn->projectKeys(kv);
-        const Recompute recompute = [&](const torch::Tensor& v) {
-            const int64_t n = v.size(0);
-            auto y = attn->attend(rows(x, n), heads(keys, n), v, p.src_mask).first;
-            return afterLayer(enc->final_layer_norm, last, layer->pos_ffn(y));
+        const auto in = encoderLayerInput(encoderLayer(p, l), x);
+        auto next = in.layer->forward(x, p.src_mask).first;
+        const auto clean = afterLayer(enc->final_layer_norm, last, next);
+        const Recompute measure = [&](const torch::Tensor& v) {
+            return cosineDistances(afterLayer(enc->final_layer_norm, last, withValues(in, v, p)), clean);
         };
-        out.push_back(
-            distances(recompute, attn->projectValues(kv), afterLayer(enc->final_layer_norm, last, next), p.width));
+        out.push_back(perKey(measure, in.values, per_batch).t().contiguous());
         x = next;
     }
     memory = afterLayer(enc->final_layer_norm, true, x);
@@ -120,35 +174,36 @@ DecoderScores decoderScores(Pass& p, const torch::Tensor& memory) {
     auto& dec = p.model->decoder;
     auto y = dec->embed(p.trg_in, 0);
     const size_t layers = dec->layer_stack->size();
+    const int64_t per_batch = p.keysPerBatch(p.trg_in.size(1), false);
     DecoderScores out;
     for (size_t l = 0; l < layers; ++l) {
-        auto* layer = dec->layer_stack[l]->as<model::DecoderLayer>();
         const bool last = l + 1 == layers;
-        auto next = std::get<0>(layer->forward(y, memory, p.trg_mask, p.src_mask));
+        const auto in = decoderLayerInput(decoderLayer(p, l), y, memory, p);
+        auto next = std::get<0>(in.layer->forward(y, memory, p.trg_mask, p.src_mask));
         const auto clean = afterLayer(dec->final_layer_norm, last, next);
-        auto slf = layer->slf_attn, cross = layer->enc_attn;
-        const auto kv = slf->keysInput(y);
-        const auto self_keys = slf->projectKeys(kv);
-        const auto memory_keys = cross->projectKeys(memory), memory_values = cross->projectValues(memory);
-        const auto attended = slf->forwardSelf(y, p.trg_mask).first;  // the cross-attention's clean input
-        auto finish = [&](const torch::Tensor& c) {
-            return afterLayer(dec->final_layer_norm, last, layer->pos_ffn(c));
-        };
         const Recompute through_self = [&](const torch::Tensor& v) {
-            const int64_t n = v.size(0);
-            auto h = slf->attend(rows(y, n), heads(self_keys, n), v, p.trg_mask).first;
-            return finish(cross->attend(h, heads(memory_keys, n), heads(memory_values, n), p.src_mask).first);
+            return cosineDistances(afterLayer(dec->final_layer_norm, last, withSelfValues(in, v, p)), clean);
         };
         const Recompute through_cross = [&](const torch::Tensor& v) {
-            const int64_t n = v.size(0);
-            return finish(cross->attend(rows(attended, n), heads(memory_keys, n), v, p.src_mask).first);
+            return cosineDistances(afterLayer(dec->final_layer_norm, last, withCrossValues(in, v, p)), clean);
         };
         // A query never sees a later position (the authors' code fills only rows i >= j): exact zeros there.
-        out.self.push_back(distances(through_self, slf->projectValues(kv), clean, p.width).tril());
-        out.cross.push_back(distances(through_cross, memory_values, clean, p.width));
+        out.self.push_back(perKey(through_self, in.self_values, per_batch).t().tril());
+        out.cross.push_back(perKey(through_cross, in.memory_values, per_batch).t().contiguous());
         y = next;
     }
     return out;
+}
+
+// d divided by `total` row by row; rows whose total is 0 (nothing changed them) stay 0.
+torch::Tensor shares(const torch::Tensor& d, const torch::Tensor& total) {
+    return torch::where(total > 0, d / total.clamp_min(1e-300), torch::zeros_like(d));
+}
+torch::Tensor rowNormalized(const torch::Tensor& d) { return shares(d, d.sum(-1, true)); }
+
+// The identity on the rows whose total is 0: a piece that no key of a layer changed keeps its own representation.
+torch::Tensor unchanged(const torch::Tensor& total) {
+    return torch::diag((total.squeeze(-1) == 0).to(torch::kFloat64));
 }
 
 // The rollout through the model (the authors' compute_joint_attention without the residual term, joint = A_l
@@ -180,15 +235,39 @@ std::vector<Matrix> normalizedMaps(const std::vector<torch::Tensor>& raw) {
     for (const auto& d : raw) out.push_back(util::toMatrix(rowNormalized(d)));
     return out;
 }
+// The layers from `first` on: the encoder's output through its final layer norm; the decoder's last layer's output.
+torch::Tensor encodeFrom(Pass& p, size_t first, torch::Tensor x) {
+    auto& enc = p.model->encoder;
+    for (size_t l = first; l < enc->layer_stack->size(); ++l) x = encoderLayer(p, l)->forward(x, p.src_mask).first;
+    return afterLayer(enc->final_layer_norm, true, x);
+}
+torch::Tensor decodeFrom(Pass& p, size_t first, torch::Tensor y, const torch::Tensor& memory) {
+    for (size_t l = first; l < p.model->decoder->layer_stack->size(); ++l)
+        y = std::get<0>(decoderLayer(p, l)->forward(y, memory, p.trg_mask, p.src_mask));
+    return y;
+}
+
+// log p(chosen) - log p(alternative) at the last position of the decoder's last layer's output [n, t, d], through
+// its final layer norm and the output projection as the search's (TransformerImpl::project), the softmax in float64:
+// [n].
+torch::Tensor differences(Pass& p, const torch::Tensor& out, int64_t chosen, int64_t alternative) {
+    auto& dec = p.model->decoder;
+    const auto last = afterLayer(dec->final_layer_norm, true, out.select(1, out.size(1) - 1));  // [n, d]
+    const auto logp = torch::log_softmax(p.model->project(last).to(torch::kFloat64), -1);
+    return logp.select(1, chosen) - logp.select(1, alternative);
+}
+
+// [keys] -> `length` floats, zeros after the keys.
+std::vector<float> padded(const torch::Tensor& v, int64_t length) {
+    const auto c = v.to(torch::kCPU, torch::kFloat32).contiguous();
+    std::vector<float> out(size_t(length), 0.0f);
+    std::copy(c.data_ptr<float>(), c.data_ptr<float>() + c.size(0), out.begin());
+    return out;
+}
 }  // namespace
 
-Contributions valueZeroing(const ForcedPass& pass) {
-    Pass p{pass.model, pass.src, pass.trg_in, {}, {}, 0};
-    const ModelConfig& cfg = p.model->config();
-    p.src_mask = model::padMask(p.src, cfg.src_pad_idx);
-    p.trg_mask = model::decoderMask(p.trg_in, cfg.trg_pad_idx);
-    const int64_t longest = std::max(p.src.size(1), p.trg_in.size(1));
-    p.width = std::max({cfg.d_model, cfg.d_inner, cfg.decoderInner(), cfg.n_head * longest});
+Contributions valueZeroing(const ForcedPass& pass, int64_t batch_elements) {
+    Pass p = makePass(pass, batch_elements);
     torch::Tensor memory;
     const auto encoder = encoderScores(p, memory);
     const auto decoder = decoderScores(p, memory);
@@ -199,6 +278,48 @@ Contributions valueZeroing(const ForcedPass& pass) {
     c.cross = normalizedMaps(decoder.cross);
     rollout(c, encoder, decoder);
     return c;
+}
+
+// The decoder runs up to the step only (its row reads no later input); each zeroed layer runs from its clean input
+// and the layers after it on, the encoder's zeroing through the whole decoder.
+void contrastiveZeroing(const ForcedPass& pass, int64_t step, int64_t chosen, int64_t alternative, Contrastive& out,
+                        int64_t batch_elements) {
+    const int64_t targets = pass.trg_in.size(1);
+    Pass p = makePass({pass.model, pass.src, pass.trg_in.narrow(1, 0, step + 1)}, batch_elements);
+    const size_t encoder_layers = p.model->encoder->layer_stack->size();
+    const size_t decoder_layers = p.model->decoder->layer_stack->size();
+    std::vector<torch::Tensor> encoder_in, decoder_in;  // each layer's clean input
+    auto x = p.model->encoder->embed(p.src);
+    for (size_t l = 0; l < encoder_layers; ++l)
+        encoder_in.push_back(x), x = encoderLayer(p, l)->forward(x, p.src_mask).first;
+    const auto memory = afterLayer(p.model->encoder->final_layer_norm, true, x);
+    auto y = p.model->decoder->embed(p.trg_in, 0);
+    for (size_t l = 0; l < decoder_layers; ++l)
+        decoder_in.push_back(y), y = std::get<0>(decoderLayer(p, l)->forward(y, memory, p.trg_mask, p.src_mask));
+    const double full = differences(p, y, chosen, alternative).item<double>();
+    const int64_t per_batch = p.keysPerBatch(p.longest, true);
+    auto drop = [&](const torch::Tensor& last_output) {
+        return full - differences(p, last_output, chosen, alternative);
+    };
+    for (size_t l = 0; l < encoder_layers; ++l) {
+        const auto in = encoderLayerInput(encoderLayer(p, l), encoder_in[l]);
+        const Recompute measure = [&](const torch::Tensor& v) {
+            const int64_t n = v.size(0);
+            return drop(decodeFrom(p, 0, rows(decoder_in.front(), n), encodeFrom(p, l + 1, withValues(in, v, p))));
+        };
+        out.zeroing_encoder_self.push_back(padded(perKey(measure, in.values, per_batch), p.src.size(1)));
+    }
+    for (size_t l = 0; l < decoder_layers; ++l) {
+        const auto in = decoderLayerInput(decoderLayer(p, l), decoder_in[l], memory, p);
+        const Recompute through_self = [&](const torch::Tensor& v) {
+            return drop(decodeFrom(p, l + 1, withSelfValues(in, v, p), memory.expand({v.size(0), -1, -1})));
+        };
+        const Recompute through_cross = [&](const torch::Tensor& v) {
+            return drop(decodeFrom(p, l + 1, withCrossValues(in, v, p), memory.expand({v.size(0), -1, -1})));
+        };
+        out.zeroing_decoder_self.push_back(padded(perKey(through_self, in.self_values, per_batch), targets));
+        out.zeroing_cross.push_back(padded(perKey(through_cross, in.memory_values, per_batch), p.src.size(1)));
+    }
 }
 
 }  // namespace attnlab::contributions

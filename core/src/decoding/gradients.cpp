@@ -1,8 +1,11 @@
-// Engine::saliency, Engine::headGateGradients (attnlab/gradients.h) and Engine::contrastive (attnlab/contributions.h):
+// Engine::saliency, Engine::headGateGradients (attnlab/gradients.h) and Engine::contrastive (attnlab/contributions.h;
+// its value zeroing: contributions/value_zeroing.cpp):
 // what the gradients of a teacher-forced pass say. Each runs the model with autograd on (its inference shortcuts,
 // packed weights and the fused attention step, stand aside then) and takes the gradient with respect to tensors put
 // into the pass for that purpose, never to the weights.
+#include "contributions/value_zeroing.h"
 #include "decoding/engine.h"
+#include "model/low_precision.h"
 #include "util/device.h"
 #include "util/text.h"
 #include "util/torch_errors.h"
@@ -162,6 +165,19 @@ int targetPieceId(const TextCodec& codec, const std::string& piece) {
             if (codec.idToPiece(id) == *wanted) return id;
     return -1;
 }
+
+// The alternative's id for query `q` at a translation's step whose chosen id is `chosen`; throws InputError for one
+// the vocabulary lacks and the chosen piece itself.
+int alternativeId(const TextCodec& codec, const ContrastiveQuery& q, int chosen) {
+    const int alternative = targetPieceId(codec, q.alternative);
+    if (alternative < 0)
+        throw InputError("contrastive: '" + util::forMessage(q.alternative) +
+                         "' is not a piece of the target vocabulary");
+    if (alternative == chosen)
+        throw InputError("contrastive: '" + util::forMessage(q.alternative) + "' is the piece chosen at step " +
+                         std::to_string(q.step));
+    return alternative;
+}
 }  // namespace
 
 Contrastive Engine::contrastive(const TranslationResult& r, const ContrastiveQuery& q) const {
@@ -170,34 +186,36 @@ Contrastive Engine::contrastive(const TranslationResult& r, const ContrastiveQue
     if (q.step < 0 || q.step >= T)
         throw InputError("contrastive: step " + std::to_string(q.step) + " is out of range: the translation has " +
                          std::to_string(T) + " pieces (0-based: 0.." + std::to_string(T - 1) + ")");
-    const int alternative = targetPieceId(*m_tokenizer, q.alternative);
-    if (alternative < 0)
-        throw InputError("contrastive: '" + util::forMessage(q.alternative) +
-                         "' is not a piece of the target vocabulary");
     const int chosen = r.best.ids[size_t(q.step)];
-    if (alternative == chosen)
-        throw InputError("contrastive: '" + util::forMessage(q.alternative) + "' is the piece chosen at step " +
-                         std::to_string(q.step));
+    const int alternative = alternativeId(*m_tokenizer, q, chosen);
     return util::translatingTorchErrors("computing contrastive saliency", [&] {
         util::ThreadScope threads(threadsForRows(T));
-        torch::AutoGradMode grad(true);
         Source src, trg;
         src.ids = r.source_ids;
         trg.ids = r.best.ids;
         auto [src_t, trg_in, gold] = forcedTensors({&src}, {&trg});
         model::Transformer model = m_model;
         const auto ablation = ablateHeads(r.ablated);  // the model whose output the translation is
-        EmbeddingTap tap(model);
-        const auto logp = torch::log_softmax(model->forwardFull(src_t, trg_in).to(torch::kFloat32), -1)[0][q.step];
-        const auto difference = logp[chosen] - logp[alternative];
-        const auto grads = torch::autograd::grad({difference}, {tap.source, tap.target});
         Contrastive c;
         c.query = q;
         c.chosen = m_tokenizer->idToPiece(chosen);
-        c.chosen_log_probability = logp[chosen].item<double>();
-        c.alternative_log_probability = logp[alternative].item<double>();
-        c.saliency_source = toMatrix((grads[0] * tap.source).sum(-1)).front();  // [1, S] -> S
-        c.saliency_target = toMatrix((grads[1] * tap.target).sum(-1)).front();
+        c.alternative = m_tokenizer->idToPiece(alternative);
+        {
+            torch::AutoGradMode grad(true);
+            EmbeddingTap tap(model);
+            const auto logp = torch::log_softmax(model->forwardFull(src_t, trg_in).to(torch::kFloat32), -1)[0][q.step];
+            const auto difference = logp[chosen] - logp[alternative];
+            const auto grads = torch::autograd::grad({difference}, {tap.source, tap.target});
+            c.chosen_log_probability = logp[chosen].item<double>();
+            c.alternative_log_probability = logp[alternative].item<double>();
+            c.saliency_source = toMatrix((grads[0] * tap.source).sum(-1)).front();  // [1, S] -> S
+            c.saliency_target = toMatrix((grads[1] * tap.target).sum(-1)).front();
+        }
+        // Value zeroing on the difference, with the products of Engine::contributions (float32 from the weights the
+        // model holds).
+        torch::NoGradGuard no_grad;
+        const model::ExactProducts exact;
+        contributions::contrastiveZeroing({model, src_t, trg_in}, q.step, chosen, alternative, c);
         return c;
     });
 }
