@@ -28,6 +28,7 @@
 #include "views/saliency_view.h"
 #include "views/training_view.h"
 #include "views/weight_view.h"
+#include "views/whole_model_maps.h"
 #include "widgets/head_picker.h"
 #include "widgets/language_picker.h"
 
@@ -54,6 +55,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -149,6 +151,7 @@ private Q_SLOTS:
     void attentionViewShowsOtherMeasures();
     void attentionViewShowsContributions();  // issue 54
     void logitLensComputesWhenShown();       // issue 54
+    void logitLensFillsItsTab();             // issue 54, the app's second pass
     void decodingViewStepsAndForcesABeginning();
     void anEmptyDecodingViewDrawsNoPlot();
     void weightViewExplainsTheCellAskedFor();
@@ -340,6 +343,9 @@ void TestViews::attentionViewShowsOtherMeasures() {
     QCOMPARE(view.grid()->maps().size(), rollout.size());
     QCOMPARE(view.grid()->maps()[0].size(), size_t(1));  // one map per layer, titled so, not "head 1"
     QCOMPARE(view.grid()->headerText(0), QString("rollout"));
+    QCOMPARE(view.grid()->columns(), 1);  // no mean column repeating the one map
+    QVERIFY2(view.perLayerNote().contains("no heads"), qPrintable(view.perLayerNote()));
+    QVERIFY(!view.wholeModel()->isVisibleTo(&view));  // the contribution methods' alone
     const auto spins = view.findChild<attnlab::ui::HeadPicker*>()->findChildren<QSpinBox*>();
     QCOMPARE(spins.size(), 2);                                               // layer, head
     QVERIFY(spins[0]->isVisibleTo(&view) && !spins[1]->isVisibleTo(&view));  // no head to choose in a rollout
@@ -405,6 +411,27 @@ void TestViews::attentionViewShowsContributions() {
     QCOMPARE(view.grid()->maps()[0].size(), size_t(1));  // one map per layer, the column titled by the method
     QCOMPARE(view.grid()->headerText(0), QString("ALTI+"));
     QVERIFY2(view.view()->title().contains("ALTI+"), qPrintable(view.view()->title()));
+    // No heads: one column of layers, no "mean" repeating it, and the note above the grid says why.
+    QCOMPARE(view.grid()->columns(), 1);
+    const int first = view.grid()->firstShownLayer();
+    QVERIFY(!view.grid()->cellRect(first, 0).isEmpty() && view.grid()->cellRect(first, 1).isEmpty());
+    QVERIFY2(view.perLayerNote().contains("no heads"), qPrintable(view.perLayerNote()));
+    // Below the layers, ALTI+ through the whole model (Contributions::source and ::target, the rollout): the
+    // source part and the target part side by side, each row of the two summing to 1 together, as the caption
+    // says (float64 rows sum to 1 within 1e-6; the maps are float32, summed here over 20-odd cells).
+    const WholeModelMaps* whole = view.wholeModel();
+    QVERIFY(whole->isVisibleTo(&view));
+    QVERIFY(near(whole->sourcePart()->map(), alti.source) && near(whole->targetPart()->map(), alti.target));
+    QCOMPARE(whole->sourcePart()->map().size(), r->best.pieces.size());
+    for (size_t i = 0; i < alti.source.size(); ++i) {
+        double sum = 0;
+        for (float v : whole->sourcePart()->map()[i]) sum += v;
+        for (float v : whole->targetPart()->map()[i]) sum += v;
+        QVERIFY2(std::abs(sum - 1.0) <= 1e-5, qPrintable(QString("row %1 sums to %2").arg(i).arg(sum, 0, 'g', 9)));
+    }
+    QVERIFY2(whole->caption().contains("sum to 1 together"), qPrintable(whole->caption()));
+    QVERIFY2(whole->sourcePart()->title().contains("ALTI+ through the whole model"),
+             qPrintable(whole->sourcePart()->title()));
     view.select(AttentionKind::EncoderSelf, 0, 0);
     QVERIFY(near(view.view()->map(), alti.encoder_self[0]));
     view.select(AttentionKind::DecoderSelf, 1, 0);
@@ -422,6 +449,8 @@ void TestViews::attentionViewShowsContributions() {
     const auto zeroed = m_core->contributions(*r, ContributionMethod::ValueZeroing);
     QVERIFY(near(view.view()->map(), zeroed.decoder_self[1]));
     QVERIFY2(view.view()->title().contains("value zeroing"), qPrintable(view.view()->title()));
+    QVERIFY(near(whole->sourcePart()->map(), zeroed.source) && near(whole->targetPart()->map(), zeroed.target));
+    QVERIFY2(whole->sourcePart()->title().contains("value zeroing"), qPrintable(whole->sourcePart()->title()));
     m_context->setMeasure(MapMeasure::AltiPlus);
     QVERIFY(near(view.view()->map(), alti.decoder_self[1]));
     m_controller->waitForIdle();
@@ -452,8 +481,12 @@ void TestViews::attentionViewShowsContributions() {
     QCOMPARE(failed.count(), 1);
     QCOMPARE(failed.first().at(0).value<Operation>(), Operation::Measure);
     QCOMPARE(failed.first().at(1).toString(), m_context->measureProblem());
+    QVERIFY(!whole->isVisibleTo(&view));  // nothing computed for this translation: nothing shown
     m_context->setMeasure(MapMeasure::Weights);
     QVERIFY(near(view.view()->map(), idless->decoder_self[1][0]));
+    // The weights: heads and their mean again, no note, no whole-model maps.
+    QCOMPARE(view.grid()->columns(), view.grid()->heads() + 1);
+    QVERIFY(view.perLayerNote().isEmpty() && !whole->isVisibleTo(&view));
 }
 
 // The logit lens (issue 54): computed on the worker when its tab is shown, for the translation shown; each
@@ -500,6 +533,83 @@ void TestViews::logitLensComputesWhenShown() {
     QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 2 && view.lens(), 60000);
     m_controller->waitForIdle();
     QCOMPARE(ready.count(), 2);
+}
+
+// The logit lens's strip was only as large as its text (a small table in the corner of a 1920 x 1080 tab).
+// Its cells are sized from the font and fill the tab: at a desk (1900 x 900, 10 pt) and on a 1280 x 720
+// projector (1260 x 560, the presenter's 14 pt): the pieces at the plots' title size (kTitleScale times
+// the text), every piece and label whole in its cell, each row two to three lines tall, the columns as
+// wide as the table together, every layer in sight.
+void TestViews::logitLensFillsItsTab() {
+    LogitLensView view(m_context.get());
+    attnlab::DecodingOptions eight;  // the random model's translation stopped at 8 pieces: they fit the width
+    eight.max_length = 8;
+    const auto shortened = std::make_shared<const attnlab::TranslationResult>(m_core->translate("Zwei Hunde.", eight));
+    m_context->setResult(shortened, {});
+    view.resize(1900, 900);
+    view.show();
+    QTRY_VERIFY_WITH_TIMEOUT(view.lens(), 60000);
+    const QTableWidget* t = view.table();
+    const auto sizes = {std::pair{QSize(1900, 900), 10.0}, std::pair{QSize(1260, 560), 14.0},
+                        std::pair{QSize(1260, 560), 14.0}};  // the last with a long translation
+    for (const auto& [size, points] : sizes) {
+        if (&size == &std::prev(sizes.end())->first) {
+            m_context->setResult(translate("Zwei Hunde spielen im Schnee."), {});
+            QTRY_VERIFY_WITH_TIMEOUT(view.lens() && view.lens()->pieces.size() > 8, 60000);
+        }
+        QFont f = view.font();
+        f.setPointSizeF(points);
+        view.setFont(f);
+        view.resize(size);
+        QApplication::processEvents();
+        QTest::qWait(20);  // layouts settle
+        const QString where = QStringLiteral("%1x%2 at %3 pt").arg(size.width()).arg(size.height()).arg(points);
+        QVERIFY2(t->font().pointSizeF() >= kTitleScale * points - 0.01,
+                 qPrintable(QStringLiteral("%1: the pieces at %2 pt").arg(where).arg(t->font().pointSizeF())));
+        const int line = QFontMetrics(t->font()).height();
+        const int margin = 2 * t->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, t);
+        int columns = 0;
+        for (int p = 0; p < t->columnCount(); ++p) {
+            columns += t->columnWidth(p);
+            QVERIFY2(t->horizontalHeader()->fontMetrics().horizontalAdvance(t->horizontalHeaderItem(p)->text()) +
+                             margin <=
+                         t->columnWidth(p),
+                     qPrintable(QStringLiteral("%1: position %2's label cut").arg(where).arg(p + 1)));
+            for (int l = 0; l < t->rowCount(); ++l) {
+                const QTableWidgetItem* item = t->item(l, p);
+                QVERIFY2(QFontMetrics(item->font()).horizontalAdvance(item->text()) + margin <= t->columnWidth(p),
+                         qPrintable(QStringLiteral("%1: layer %2's piece %3 cut in %4 px")
+                                        .arg(where)
+                                        .arg(l + 1)
+                                        .arg(item->text())
+                                        .arg(t->columnWidth(p))));
+            }
+        }
+        for (int l = 0; l < t->rowCount(); ++l) {
+            QVERIFY2(t->rowHeight(l) >= 2 * line && t->rowHeight(l) <= 3 * line,
+                     qPrintable(QStringLiteral("%1: layer %2's row %3 px (a line %4 px)")
+                                    .arg(where)
+                                    .arg(l + 1)
+                                    .arg(t->rowHeight(l))
+                                    .arg(line)));
+            QVERIFY2(t->verticalHeader()->fontMetrics().horizontalAdvance(t->verticalHeaderItem(l)->text()) + margin <=
+                         t->verticalHeader()->width(),
+                     qPrintable(QStringLiteral("%1: layer %2's label cut").arg(where).arg(l + 1)));
+        }
+        const int last = t->rowCount() - 1;
+        QVERIFY2(t->rowViewportPosition(last) + t->rowHeight(last) <= t->viewport()->height(),
+                 qPrintable(QStringLiteral("%1: the last layer out of sight").arg(where)));
+        // The strip fills the table's width (wider: it scrolls) and the table the tab's (its margins aside).
+        const bool fits = t->columnCount() <= 8;
+        QVERIFY2((fits ? columns == t->viewport()->width()
+                       : columns > t->viewport()->width() && t->horizontalScrollBar()->isVisible()) &&
+                     t->width() >= size.width() - 4 * line,
+                 qPrintable(QStringLiteral("%1: columns %2 px in a %3 px table, %4 px wide")
+                                .arg(where)
+                                .arg(columns)
+                                .arg(t->viewport()->width())
+                                .arg(t->width())));
+    }
 }
 
 void TestViews::attentionViewFollowsRequestsAndStates() {

@@ -119,7 +119,7 @@ int AttentionGrid::headerHeight(int shown) const {
 }
 
 QSize AttentionGrid::sizeHint() const {
-    return QSize(labelWidth() + (heads() + 1) * 90, headerHeight(layers()) + layers() * 90);
+    return QSize(labelWidth() + columns() * 90, headerHeight(layers()) + layers() * 90);
 }
 
 double AttentionGrid::cellAspect() const {
@@ -132,8 +132,7 @@ double AttentionGrid::cellAspect() const {
 // the rows leave room (16 heads and the mean make narrow columns: a long translation's rows are not
 // squeezed into them).
 QSize AttentionGrid::cellSize(int shown) const {
-    const int columns = heads() + 1;
-    const int room_w = (width() - labelWidth()) / columns - kGap,
+    const int room_w = (width() - labelWidth()) / std::max(1, columns()) - kGap,
               room_h = (height() - headerHeight(shown)) / std::max(1, shown) - kGap;
     const int w = std::max(8, std::min(room_w, room_h));
     // Narrow columns (16 heads and the mean) still give each map row kMinMapRowPx where the rows
@@ -144,13 +143,13 @@ QSize AttentionGrid::cellSize(int shown) const {
 }
 
 QRect AttentionGrid::cellRect(int layer, int column) const {
-    const int columns = heads() + 1, shown = shownLayers(), first = firstShownLayer();
-    if (columns <= 1 || layers() == 0 || layer < first || layer >= first + shown) return {};
+    const int shown = shownLayers(), first = firstShownLayer();
+    if (heads() == 0 || column < 0 || column >= columns() || layer < first || layer >= first + shown) return {};
     const int label = labelWidth(), header = headerHeight(shown);
     const QSize cell = cellSize(shown);
     const int w = cell.width(), h = cell.height();
     // The block of cells centred in the room left by the captions.
-    const int x0 = label + std::max(0, (width() - label - columns * (w + kGap)) / 2);
+    const int x0 = label + std::max(0, (width() - label - columns() * (w + kGap)) / 2);
     const int y0 = header + std::max(0, (height() - header - shown * (h + kGap)) / 2);
     return QRect(x0 + column * (w + kGap), y0 + (layer - first) * (h + kGap), w, h);
 }
@@ -188,7 +187,7 @@ QString AttentionGrid::layerText(int l) const {
 bool AttentionGrid::captionsFit() const {
     const QFontMetrics fm(font());
     const int first = firstShownLayer();
-    for (int c = 0; c <= heads(); ++c)
+    for (int c = 0; c < columns(); ++c)
         if (fm.horizontalAdvance(headerText(c)) > cellRect(first, c).width() + kGap - 2) return false;
     for (int l = first; l < first + shownLayers(); ++l)
         if (!layerText(l).isEmpty() && (fm.horizontalAdvance(layerText(l)) > cellRect(l, 0).left() - 4 ||
@@ -199,7 +198,7 @@ bool AttentionGrid::captionsFit() const {
 
 std::pair<int, int> AttentionGrid::cellAt(const QPoint& pos) const {
     for (int l = 0; l < layers(); ++l)
-        for (int c = 0; c <= heads(); ++c)
+        for (int c = 0; c < columns(); ++c)
             if (cellRect(l, c).contains(pos)) return {l, c};
     return {-1, -1};
 }
@@ -214,7 +213,7 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
     p.setPen(palette().text().color());
     const int header = QFontMetrics(font()).height();
     const int first = firstShownLayer();
-    for (int c = 0; c <= heads(); ++c) {
+    for (int c = 0; c < columns(); ++c) {
         const QRect r = cellRect(first, c);
         p.drawText(QRect(r.left() - kGap / 2, r.top() - header - 2, r.width() + kGap, header), Qt::AlignCenter,
                    headerText(c));
@@ -226,7 +225,7 @@ void AttentionGrid::paintEvent(QPaintEvent*) {
     for (int l = first; l < first + shownLayers(); ++l) {
         const QRect r = cellRect(l, 0);
         p.drawText(QRect(0, r.top(), r.left() - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, layerText(l));
-        for (int c = 0; c <= heads(); ++c) {
+        for (int c = 0; c < columns(); ++c) {
             const QRect cell = cellRect(l, c);
             p.drawImage(cell, m_images[l][c]);
             if (isAblated(l, c)) {  // switched off: its weights are shown, its output was zeroed

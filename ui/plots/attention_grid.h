@@ -1,11 +1,12 @@
 #pragma once
 // AttentionGrid: every layer x head of one attention kind at once, as small maps (as bertviz's
-// model view), plus a last column with the mean over heads. A click focuses one map; the focused
-// cell is outlined. Cells as large as the widget allows, centred: square, or taller (up to 3:1)
-// where the maps are (a long translation's cross-attention) and the rows leave room; captions
-// sized by the font. Where every layer at once would leave a map row under kMinMapRowPx (a 12 x
-// 16-head model in a projector's pane), the grid shows a page of layers, as many as keep it: the
-// page holds the selected layer, the wheel moves it, a caption in the corner says which.
+// model view), plus a last column with the mean over heads; maps with no heads (one per layer: a
+// rollout, ALTI+, value zeroing) are one column, without a mean that would repeat it. A click focuses one map; the
+// focused cell is outlined. Cells as large as the widget allows, centred: square, or taller (up to 3:1) where the maps
+// are (a long translation's cross-attention) and the rows leave room; captions sized by the font. Where every layer at
+// once would leave a map row under kMinMapRowPx (a 12 x 16-head model in a projector's pane), the grid shows a page of
+// layers, as many as keep it: the page holds the selected layer, the wheel moves it, a caption in the corner says
+// which.
 
 #include "plots/plot_style.h"
 
@@ -25,8 +26,10 @@ public:
 
     void setMaps(const LayerHeadMaps& maps);  // [layer][head]
     // What the head columns stand for when not heads: a rollout has one map per layer, titled so
-    // instead of "head 1" (empty = heads).
+    // instead of "head 1", and no mean column (empty = heads, and their mean).
     void setColumnTitle(const QString& title);
+    // The columns drawn: the heads and their mean, or the one map per layer.
+    int columns() const { return heads() + (m_column_title.isEmpty() ? 1 : 0); }
     const LayerHeadMaps& maps() const { return m_maps; }
     void setSelected(int layer, int head);  // head == heads() means the mean column
     std::pair<int, int> selected() const { return {m_sel_layer, m_sel_head}; }
@@ -57,7 +60,8 @@ public:
     QString layerText(int layer) const;
     // Whether every caption fits its cell (what a test at several text sizes checks).
     bool captionsFit() const;
-    // Where the map of layer l, column c (a head, or heads() for the mean) is drawn.
+    // Where the map of layer l, column c (a head, or heads() for the mean) is drawn; empty for a column
+    // not drawn.
     QRect cellRect(int layer, int column) const;
 
 Q_SIGNALS:

@@ -3,6 +3,7 @@
 #include "document/numbering.h"
 #include "plots/attention_grid.h"
 #include "plots/attention_view.h"
+#include "views/whole_model_maps.h"
 #include "widgets/head_picker.h"
 
 #include <QAction>
@@ -35,6 +36,20 @@ QString methodLabel(MapMeasure m) {
            : m == MapMeasure::ValueZeroing ? QObject::tr("value zeroing")
                                            : QObject::tr("rollout");
 }
+// Why a one-map-per-layer method has no heads to choose (the note above its grid).
+QString whyPerLayer(MapMeasure m) {
+    if (m == MapMeasure::AltiPlus)
+        return QObject::tr(
+            "ALTI+ has no heads: a layer's contributions follow the whole layer (every head, the "
+            "residual stream, the layer norms), so each layer is one map.");
+    if (m == MapMeasure::ValueZeroing)
+        return QObject::tr(
+            "Value zeroing has no heads: a piece's value vectors are zeroed in every head at once, "
+            "so each layer is one map.");
+    return QObject::tr(
+        "The rollout has no heads: each layer's map carries every head of the layers up to it, so "
+        "each layer is one map.");
+}
 }  // namespace
 
 AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : View(context, parent) {
@@ -56,15 +71,32 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     m_fixed->setChecked(true);
     m_view = new AttentionView(this);
     m_grid = new AttentionGrid(this);
+    m_per_layer = new QLabel(this);
+    m_per_layer->setWordWrap(true);
+    m_per_layer->hide();
+    m_whole = new WholeModelMaps(this);
+    m_whole->hide();
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(m_picker);
     controls->addWidget(m_measure);
     controls->addWidget(m_fixed);
     controls->addStretch();
+    // The grid (with why a method has no heads above it) and, below it, a contribution method's maps
+    // through the whole model.
+    auto* layers = new QWidget(this);
+    auto* layers_layout = new QVBoxLayout(layers);
+    layers_layout->setContentsMargins(0, 0, 0, 0);
+    layers_layout->addWidget(m_per_layer);
+    layers_layout->addWidget(m_grid, 1);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(layers);
+    right->addWidget(m_whole);
+    right->setStretchFactor(0, 1);
+    right->setStretchFactor(1, 1);
     auto* split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(m_view);
-    split->addWidget(m_grid);
+    split->addWidget(right);
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
     split->setSizes({1000, 1000});  // half each: the grid's square cells need the width
@@ -76,6 +108,7 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     connect(m_measure, &QComboBox::currentIndexChanged, this,
             [this] { this->context()->setMeasure(MapMeasure(m_measure->currentData().toInt())); });
     connect(m_fixed, &QCheckBox::toggled, m_view, &AttentionView::setFixedRange);
+    connect(m_fixed, &QCheckBox::toggled, m_whole, &WholeModelMaps::setFixedRange);
     connect(m_grid, &AttentionGrid::cellClicked, this, [this](int l, int h) { select(kind(), l, h); });
     connect(m_view, &AttentionView::cellClicked, this, [this](int row, int column) {
         const auto* maps = currentMaps();
@@ -175,8 +208,7 @@ void AttentionExplorer::applyState(const ViewState& v) {
 QCustomPlot* AttentionExplorer::figure() const { return m_view->map().empty() ? nullptr : m_view->plot(); }
 
 void AttentionExplorer::stepLayer(int delta) { m_picker->stepLayer(delta); }
-// A rollout or a contribution method has one map per layer: no head to step to (its grid's mean column
-// is the same map).
+// A rollout or a contribution method has one map per layer: no head to step to.
 void AttentionExplorer::stepHead(int delta) {
     if (!onePerLayer(context()->measure())) m_picker->stepHead(delta);
 }
@@ -185,6 +217,7 @@ void AttentionExplorer::setKind(AttentionKind k) { m_picker->setKind(k); }
 void AttentionExplorer::setColorMap(Palette palette) {
     m_view->setColorMap(palette);
     m_grid->setColorMap(palette);
+    m_whole->setColorMap(palette);
 }
 
 void AttentionExplorer::setEmptyMessage(const QString& message) {
@@ -225,6 +258,8 @@ void AttentionExplorer::refresh() {
                                            : mapMeasureWaiting(measure));
         m_grid->setMaps({});
         m_grid_maps = nullptr;
+        m_per_layer->hide();
+        m_whole->hide();
         return;
     }
     const int layers = int(maps->size()), heads = int(maps->front().size());
@@ -232,6 +267,8 @@ void AttentionExplorer::refresh() {
     // A rollout or a contribution method: one map per layer, whatever head the picker kept for the weights.
     const bool per_layer = onePerLayer(measure);
     m_picker->setHeadsShown(!per_layer);
+    m_per_layer->setText(per_layer ? whyPerLayer(measure) : QString());
+    m_per_layer->setVisible(per_layer);
     const int l = m_picker->layer(), h = per_layer ? 0 : m_picker->head();
     if (!per_layer) context()->setFocusedHead({kind(), l, std::min(h, heads - 1)});
     const Matrix map = h == heads ? AttentionGrid::meanOverHeads((*maps)[l]) : (*maps)[l][h];
@@ -269,8 +306,23 @@ void AttentionExplorer::refresh() {
         if (a.kind == kind()) off.emplace_back(a.layer, a.head);
     m_grid->setAblated(off);
     m_grid->setSelected(l, h);
+    showWholeModel();
 }
 
-View::Parts AttentionExplorer::parts() const { return {{"map", m_view}, {"grid", m_grid}}; }
+void AttentionExplorer::showWholeModel() {
+    const auto method = contributionMethodOf(context()->measure());
+    const ContributionsPtr c = method && m_result ? context()->contributions(*method) : nullptr;
+    if (!c || c->source.empty()) {
+        m_whole->hide();
+        return;
+    }
+    m_whole->setContributions(*c, outputLabels(*m_result), toQStringList(m_result->source_pieces),
+                              toQStringList(m_result->decoder_input_pieces));
+    m_whole->show();
+}
+
+QString AttentionExplorer::perLayerNote() const { return m_per_layer->isHidden() ? QString() : m_per_layer->text(); }
+
+View::Parts AttentionExplorer::parts() const { return {{"map", m_view}, {"grid", m_grid}, {"whole", m_whole}}; }
 
 }  // namespace attnlab::ui

@@ -11,12 +11,14 @@
 class QCheckBox;
 class QComboBox;
 class QCustomPlot;
+class QLabel;
 
 namespace attnlab::ui {
 
 class AttentionGrid;
 class AttentionView;
 class HeadPicker;
+class WholeModelMaps;
 
 class AttentionExplorer : public View {
     Q_OBJECT
@@ -37,6 +39,11 @@ public:
     Parts parts() const override;
     QList<QAction*> menuActions() const override { return m_actions; }
     AttentionGrid* grid() const { return m_grid; }
+    // Below the grid while ALTI+ or value zeroing is the Method and computed: its maps through the whole
+    // model (Contributions::source and ::target side by side); hidden otherwise.
+    WholeModelMaps* wholeModel() const { return m_whole; }
+    // Above the grid for a Method with one map per layer: why there are no heads to choose.
+    QString perLayerNote() const;
     // The maps shown: the kind's under the context's measure; null before a result, or while the
     // value norms are computed.
     const LayerHeadMaps* currentMaps() const;
@@ -56,6 +63,7 @@ private:
     void follow(ViewContext* context);
     void buildActions();
     void refresh();
+    void showWholeModel();  // the contribution method's maps through the model, or nothing
     ResultPtr m_result;
     QString m_empty_message;
     const LayerHeadMaps* m_grid_maps = nullptr;            // what the grid shows (re-rendered only on change)
@@ -65,6 +73,8 @@ private:
     QCheckBox* m_fixed;
     AttentionView* m_view;
     AttentionGrid* m_grid;
+    QLabel* m_per_layer;
+    WholeModelMaps* m_whole;
     QList<QAction*> m_actions;
 };
 
