@@ -571,10 +571,10 @@ void TestViews::logitLensFillsItsTab() {
         int columns = 0;
         for (int p = 0; p < t->columnCount(); ++p) {
             columns += t->columnWidth(p);
-            QVERIFY2(t->horizontalHeader()->fontMetrics().horizontalAdvance(t->horizontalHeaderItem(p)->text()) +
-                             margin <=
-                         t->columnWidth(p),
-                     qPrintable(QStringLiteral("%1: position %2's label cut").arg(where).arg(p + 1)));
+            QVERIFY2(
+                t->horizontalHeader()->fontMetrics().horizontalAdvance(t->horizontalHeaderItem(p)->text()) + margin <=
+                    t->columnWidth(p),
+                qPrintable(QStringLiteral("%1: position %2's label cut").arg(where).arg(p + 1)));
             for (int l = 0; l < t->rowCount(); ++l) {
                 const QTableWidgetItem* item = t->item(l, p);
                 QVERIFY2(QFontMetrics(item->font()).horizontalAdvance(item->text()) + margin <= t->columnWidth(p),

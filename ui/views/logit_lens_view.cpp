@@ -1,12 +1,17 @@
 #include "views/logit_lens_view.h"
 
 #include "document/numbering.h"
+#include "plots/plot_style.h"
 
 #include <QEvent>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollBar>
 #include <QTableWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <vector>
 
 namespace attnlab::ui {
 
@@ -46,15 +51,16 @@ LogitLensView::LogitLensView(ViewContext* c, QWidget* parent)
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // every layer in sight: the table is as tall
-    m_table->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
-    m_table->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);  // as large as its cells, no empty band
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);  // the tab's width; rows up to 3 lines
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);   // fitCells sizes them
+    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    m_table->installEventFilter(this);
+    followFont();
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_about);
     layout->addWidget(m_message);
-    layout->addWidget(m_table);
-    layout->addStretch(1);
+    layout->addWidget(m_table, 1);
+    layout->addStretch(0);
     showProblem(tr("Translate a sentence to see what each decoder layer would predict."));
 
     connect(c, &ViewContext::resultChanged, this, &LogitLensView::setResult);
@@ -90,7 +96,62 @@ void LogitLensView::showEvent(QShowEvent* event) {
 
 void LogitLensView::changeEvent(QEvent* event) {
     View::changeEvent(event);
-    if (event->type() == QEvent::FontChange) fillCells();
+    if (event->type() != QEvent::FontChange) return;
+    followFont();
+    fillCells();
+}
+
+bool LogitLensView::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_table && event->type() == QEvent::Resize) fitCells();
+    return View::eventFilter(watched, event);
+}
+
+// Read from the back of a room as the plots' titles are: the pieces and their labels a fifth larger
+// than the app's text (plot_style.h's kTitleScale).
+void LogitLensView::followFont() {
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * kTitleScale);
+    m_table->setFont(f);
+    m_table->horizontalHeader()->setFont(f);
+    m_table->verticalHeader()->setFont(f);
+}
+
+int LogitLensView::minimumRowHeight() const { return 2 * QFontMetrics(m_table->font()).height(); }
+int LogitLensView::maximumRowHeight() const { return 3 * QFontMetrics(m_table->font()).height(); }
+
+// Each column as wide as its widest text (the position's piece, each layer's top piece, bold where it
+// is the translation's) and a line's height of margin, the room left shared out so that the strip
+// fills the table's width; a row between two and three lines, as the table's height allows. The table
+// is as tall as its rows need: every layer in sight, no empty band below them.
+void LogitLensView::fitCells() {
+    const int layers = m_table->rowCount(), positions = m_table->columnCount();
+    if (!m_lens || layers == 0 || positions == 0) return;
+    QFont bold = m_table->font();
+    bold.setBold(true);
+    const QFontMetrics plain(m_table->font()), strong(bold), header(m_table->horizontalHeader()->font());
+    const int margin = plain.height();
+    std::vector<int> need(size_t(positions), 0);
+    int total = 0;
+    for (int p = 0; p < positions; ++p) {
+        int widest = header.horizontalAdvance(m_table->horizontalHeaderItem(p)->text());
+        for (int l = 0; l < layers; ++l) {
+            const QTableWidgetItem* item = m_table->item(l, p);
+            widest = std::max(widest, (item->font().bold() ? strong : plain).horizontalAdvance(item->text()));
+        }
+        need[size_t(p)] = widest + margin;
+        total += need[size_t(p)];
+    }
+    // The table's own width (its viewport follows only after this resize event).
+    const int room = m_table->width() - 2 * m_table->frameWidth() - m_table->verticalHeader()->sizeHint().width();
+    const int spare = std::max(0, room - total);
+    for (int p = 0; p < positions; ++p)
+        m_table->setColumnWidth(p, need[size_t(p)] + spare / positions + (p < spare % positions ? 1 : 0));
+    const int frame = 2 * m_table->frameWidth() + m_table->horizontalHeader()->height() +
+                      (m_table->horizontalScrollBar()->isVisible() ? m_table->horizontalScrollBar()->height() : 0);
+    const int row = std::clamp((m_table->height() - frame) / layers, minimumRowHeight(), maximumRowHeight());
+    for (int l = 0; l < layers; ++l) m_table->setRowHeight(l, row);
+    m_table->setMinimumHeight(frame + layers * minimumRowHeight());
+    m_table->setMaximumHeight(frame + layers * maximumRowHeight());
 }
 
 void LogitLensView::showLens(ResultPtr result, LogitLensPtr lens) {
@@ -113,6 +174,7 @@ void LogitLensView::showLens(ResultPtr result, LogitLensPtr lens) {
     fillCells();
     m_message->hide();
     m_table->show();
+    fitCells();
 }
 
 void LogitLensView::fillCells() {
@@ -133,6 +195,7 @@ void LogitLensView::fillCells() {
             item->setToolTip(cellToolTip(*m_lens, l, p));
             m_table->setItem(l, p, item);
         }
+    fitCells();
 }
 
 void LogitLensView::showProblem(const QString& message) {

@@ -6,7 +6,8 @@
 // is the piece the translation has there; its colour is the probability the layer gives that piece
 // (the context's colour map, 0-1); its tooltip lists the layer's top pieces. Computed on the worker
 // for the translation shown when the tab is shown (never while typing with the tab hidden), once per
-// translation.
+// translation. The cells are sized from the font (pieces at kTitleScale times the app's text, each whole,
+// a row two lines tall at least) and fill the tab's width; every layer stays in sight.
 
 #include "document/view.h"
 #include "views/shown_result.h"
@@ -27,15 +28,21 @@ public:
     QString message() const;  // what the tab says instead of the strip (empty while it shows one)
     QString noFigureReason() const override;
     Parts parts() const override;
+    // A row's least and most height: two and three lines of the cells' text.
+    int minimumRowHeight() const;
+    int maximumRowHeight() const;
 
 protected:
     void showEvent(QShowEvent* event) override;
-    void changeEvent(QEvent* event) override;  // the app's text size: the bold cells' font follows it
+    void changeEvent(QEvent* event) override;                    // the app's text size: the bold cells' font follows it
+    bool eventFilter(QObject* watched, QEvent* event) override;  // the table resized: its cells fill it
 
 private:
     void setResult(ResultPtr result);
     void showLens(ResultPtr result, LogitLensPtr lens);
     void fillCells();
+    void followFont();  // the table's text at kTitleScale times the app's
+    void fitCells();    // columns as wide as their pieces, widened to fill the table; rows from the font
     void showProblem(const QString& message);
     ShownResult m_shown;  // the translation whose lens is asked for when the view is shown
     LogitLensPtr m_lens;
