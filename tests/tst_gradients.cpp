@@ -7,6 +7,7 @@
 
 #include <attnlab/errors.h>
 #include <attnlab/gradients.h>
+#include <attnlab/tokenizer.h>
 #include <attnlab/translator.h>
 
 #include <QtTest/QtTest>
@@ -33,6 +34,7 @@ private Q_SLOTS:
     void gateGradientsArePerPair();
     void contrastiveIsSaliencyDifference();
     void contrastiveRefusedByMessage();
+    void typedWordTakesThePieceOfItsPlace();
     void errorsAreNamed();
     void modelIsLeftAsItWas();
 
@@ -48,10 +50,12 @@ private:
     std::unique_ptr<Translator> m_t;
     std::unique_ptr<attnlab::decoding::Engine> m_double;  // the same package, its model in double
     attnlab::ModelConfig m_cfg;
+    std::string m_tokenizer;  // the package's SentencePiece model
 };
 
 void TestGradients::initTestCase() {
     const std::string tok = attnlab::testing::trainTokenizer(m_dir.path().toStdString(), 400);
+    m_tokenizer = tok;
     m_cfg = attnlab::testing::smallConfig(400);
     // Untied embeddings: scaling one row of the source (or target) embedding then changes nothing but
     // that token's input, which is what the finite differences need.
@@ -257,6 +261,56 @@ void TestGradients::contrastiveRefusedByMessage() {
                  m_t->contrastive(attnlab::TranslationResult{}, {0, "x"});
              }),
              QString("contrastive: the translation is empty"));
+    QCOMPARE(messageOf<attnlab::InputError>([&] {
+                 m_t->contrastive(r, {0, ""});
+             }),
+             QString("contrastive: no alternative piece was given (a piece of the target vocabulary, or a word)"));
+}
+
+// A SentencePiece vocabulary holds "▁hound" (a word's start) and "hound" (within a word) apart. A word typed in place
+// of a piece that starts a word means the word-initial piece; typed in place of a piece within a word, the bare one;
+// either way the other form where the vocabulary has only that one. The typed word of the chosen piece is refused,
+// naming the piece.
+void TestGradients::typedWordTakesThePieceOfItsPlace() {
+    const attnlab::Tokenizer vocabulary(m_tokenizer);
+    const std::string marker = "\xE2\x96\x81";
+    auto startsWord = [&](const std::string& piece) { return piece.rfind(marker, 0) == 0; };
+    std::string word;  // a word whose two pieces both exist
+    int bare_id = -1, marked_id = -1, inner_id = -1;
+    for (int id = 0; id < vocabulary.vocabSize() && bare_id < 0; ++id) {
+        const std::string piece = vocabulary.idToPiece(id);
+        if (!startsWord(piece) || piece.size() == marker.size()) continue;
+        const int bare = vocabulary.pieceToId(piece.substr(marker.size()));
+        if (vocabulary.idToPiece(bare) == piece.substr(marker.size()))
+            word = piece.substr(marker.size()), bare_id = bare, marked_id = id;
+    }
+    QVERIFY2(bare_id >= 0, "the test vocabulary has no word in both forms");
+    for (int id = 4; id < vocabulary.vocabSize() && inner_id < 0; ++id)
+        if (!startsWord(vocabulary.idToPiece(id)) && id != bare_id && !vocabulary.isByte(id)) inner_id = id;
+    auto r = m_t->translate("Ein Mädchen spielt mit einem Ball im Park.");
+    int step = 0;  // a step whose chosen piece starts a word and is neither form
+    while (step < int(r.best.ids.size()) &&
+           (!startsWord(r.best.pieces[size_t(step)]) || r.best.ids[size_t(step)] == marked_id))
+        ++step;
+    QVERIFY(step < int(r.best.ids.size()));
+    const auto typed = m_t->contrastive(r, {step, word});
+    QCOMPARE(typed.alternative, marker + word);
+    QCOMPARE(typed.query.alternative, word);
+    const auto exact = m_t->contrastive(r, {step, marker + word});
+    QCOMPARE(typed.alternative_log_probability, exact.alternative_log_probability);
+    QCOMPARE(typed.saliency_source, exact.saliency_source);
+    // Within a word: the chosen piece replaced by one that does not start a word (the pass is teacher-forced).
+    auto inner = r;
+    inner.best.ids[size_t(step)] = inner_id;
+    QCOMPARE(m_t->contrastive(inner, {step, word}).alternative, word);
+    // The chosen piece typed as a word.
+    auto chosen = r;
+    chosen.best.ids[size_t(step)] = marked_id;
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] {
+                 m_t->contrastive(chosen, {step, word});
+             }),
+             QString::fromStdString("contrastive: '" + word + "' is '" + marker + word +
+                                    "', the piece chosen at step " + std::to_string(step)));
 }
 
 // A pair's gradients do not depend on the pairs batched with it (one gate per pair and head): the

@@ -156,26 +156,38 @@ HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sour
 }
 
 namespace {
-// The target vocabulary's id of `piece`, or else of "▁" + piece (a word typed without SentencePiece's marker); -1
-// when the vocabulary has neither.
-int targetPieceId(const TextCodec& codec, const std::string& piece) {
-    const std::string marked = "\xE2\x96\x81" + piece;
-    for (const std::string* wanted : {&piece, &marked})
-        for (int id = 0; id < codec.vocabSize(); ++id)
-            if (codec.idToPiece(id) == *wanted) return id;
+const std::string kWordStart = "\xE2\x96\x81";  // SentencePiece's "▁": the piece starts a word
+
+bool startsWord(const std::string& piece) { return piece.rfind(kWordStart, 0) == 0; }
+
+// The target vocabulary's id of `piece`, or of "▁" + piece (a word typed without SentencePiece's marker), looked up
+// in the vocabulary (TextCodec::pieceToId). A SentencePiece vocabulary holds "▁dog" and "dog" apart: where the
+// chosen piece starts a word, a word typed in its place means the word-initial piece, so "▁" + piece comes first;
+// within a word the bare piece comes first. -1 when the vocabulary has neither.
+int targetPieceId(const TextCodec& codec, const std::string& piece, const std::string& chosen) {
+    if (startsWord(piece)) return codec.pieceToId(piece);
+    const std::string marked = kWordStart + piece;
+    const bool word = startsWord(chosen);
+    for (const std::string* wanted : {word ? &marked : &piece, word ? &piece : &marked})
+        if (const int id = codec.pieceToId(*wanted); id >= 0) return id;
     return -1;
 }
 
-// The alternative's id for query `q` at a translation's step whose chosen id is `chosen`; throws InputError for one
-// the vocabulary lacks and the chosen piece itself.
+// The alternative's id for query `q` at a translation's step whose chosen id is `chosen`; throws InputError for an
+// empty alternative, one the vocabulary lacks, and the chosen piece itself.
 int alternativeId(const TextCodec& codec, const ContrastiveQuery& q, int chosen) {
-    const int alternative = targetPieceId(codec, q.alternative);
+    if (q.alternative.empty())
+        throw InputError("contrastive: no alternative piece was given (a piece of the target vocabulary, or a word)");
+    const int alternative = targetPieceId(codec, q.alternative, codec.idToPiece(chosen));
     if (alternative < 0)
         throw InputError("contrastive: '" + util::forMessage(q.alternative) +
                          "' is not a piece of the target vocabulary");
-    if (alternative == chosen)
-        throw InputError("contrastive: '" + util::forMessage(q.alternative) + "' is the piece chosen at step " +
-                         std::to_string(q.step));
+    if (alternative == chosen) {
+        const std::string piece = codec.idToPiece(chosen);
+        throw InputError("contrastive: '" + util::forMessage(q.alternative) + "' is " +
+                         (piece == q.alternative ? "" : "'" + util::forMessage(piece) + "', ") +
+                         "the piece chosen at step " + std::to_string(q.step));
+    }
     return alternative;
 }
 }  // namespace

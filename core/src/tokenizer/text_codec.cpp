@@ -25,6 +25,11 @@ public:
     std::vector<std::string> unknownCharacters(const Encoding& e) const override { return m_tok->unknownCharacters(e); }
     std::string decode(const std::vector<int>& ids) const override { return m_tok->decode(ids); }
     std::string idToPiece(int id) const override { return m_tok->idToPiece(id); }
+    int pieceToId(const std::string& piece) const override {
+        // SentencePiece's PieceToId gives <unk>'s id for a piece it lacks: only an id whose piece is this one counts.
+        const int id = m_tok->pieceToId(piece);
+        return id >= 0 && m_tok->idToPiece(id) == piece ? id : -1;
+    }
     int vocabSize() const override { return m_tok->vocabSize(); }
     const Tokenizer* sentencePiece() const override { return m_tok.get(); }
 
@@ -117,6 +122,10 @@ public:
     std::string idToPiece(int id) const override {
         if (id < 0 || id >= m_vocab_size) return "<id " + std::to_string(id) + ">";
         return m_pieces[static_cast<size_t>(id)];
+    }
+    int pieceToId(const std::string& piece) const override {
+        auto it = m_vocab.find(piece);
+        return it == m_vocab.end() ? -1 : it->second;
     }
     int vocabSize() const override { return m_vocab_size; }
 

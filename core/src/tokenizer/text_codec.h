@@ -32,6 +32,9 @@ public:
     // Target ids -> text; special tokens (</s>, padding, <unk>) are left out.
     virtual std::string decode(const std::vector<int>& ids) const = 0;
     virtual std::string idToPiece(int id) const = 0;  // a target id's piece
+    // A target piece's id, looked up in the vocabulary (not encoded: "dog" and "▁dog" are two pieces); -1 when
+    // the vocabulary lacks it.
+    virtual int pieceToId(const std::string& piece) const = 0;
     // A source id's piece: the same unless the source vocabulary is another (CTranslate2's separate ones).
     virtual std::string sourcePiece(int id) const { return idToPiece(id); }
     virtual int vocabSize() const = 0;

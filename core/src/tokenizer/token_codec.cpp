@@ -102,6 +102,7 @@ public:
         if (id < 0 || id >= static_cast<int>(m_v.source.size())) return "<id " + std::to_string(id) + ">";
         return m_v.source[static_cast<size_t>(id)];
     }
+    int pieceToId(const std::string& piece) const override { return m_target.knows(piece) ? m_target(piece) : -1; }
     int vocabSize() const override { return static_cast<int>(m_v.target.size()); }
 
 private:
