@@ -125,6 +125,7 @@ private Q_SLOTS:
     void stacksWithoutLayers();
     void byDecoderLayer();
     void unknownMethodIsAProgrammingError();
+    void alignsByContributionLayers();
 
 private:
     // A package of `cfg` with perturbed random weights, `edit` applied before it is written.
@@ -554,6 +555,71 @@ void TestContributions::unknownMethodIsAProgrammingError() {
     QCOMPARE(attnlab::testing::messageOf<attnlab::InternalError>(
                  [&] { t.contributions(r, static_cast<attnlab::ContributionMethod>(7)); }),
              QString("contributions: ContributionMethod 7 is not one the dispatch knows (a programming error)"));
+}
+
+void TestContributions::alignsByContributionLayers() {
+    // Value zeroing and each decoder layer as alignment methods beside alti+: the names read back, each method's
+    // links are its piece map merged to words and linked as the attention methods' (value-zeroing: value zeroing's
+    // source; value-zeroing:layer:L: its layer-L cross-attention map; alti+:layer:L: ALTI+ through layers 0..L), and
+    // a method given another method's contributions or a layer the model lacks is refused by message.
+    using K = attnlab::AlignmentMethod::Kind;
+    using attnlab::ContributionMethod;
+    const auto methods = attnlab::contributionAlignmentMethods(2);
+    QCOMPARE(methods.size(), size_t(2 * 2 * (1 + 2)));  // (ALTI+, value zeroing) x (whole, 2 layers) x shifted
+    std::vector<std::string> names;
+    for (const auto& m : methods) {
+        names.push_back(attnlab::alignmentMethodName(m));
+        QCOMPARE(attnlab::parseAlignmentMethod(names.back()), m);
+    }
+    QCOMPARE(names, (std::vector<std::string>{"alti+", "alti+:layer:0", "alti+:layer:1", "value-zeroing",
+                                              "value-zeroing:layer:0", "value-zeroing:layer:1", "shift:alti+",
+                                              "shift:alti+:layer:0", "shift:alti+:layer:1", "shift:value-zeroing",
+                                              "shift:value-zeroing:layer:0", "shift:value-zeroing:layer:1"}));
+    QVERIFY(attnlab::parseAlignmentMethod("sym:union:value-zeroing:layer:3").kind == K::ValueZeroingLayer);
+    for (const char* bad : {"alti+:layer:", "alti+:layer:x", "value-zeroing:1", "alti+:layer:1:2", "value_zeroing"})
+        QVERIFY2(attnlab::testing::messageOf<attnlab::ConfigError>([&] {
+                     attnlab::parseAlignmentMethod(bad);
+                 }).startsWith(QString("alignment method '%1' is not").arg(bad)),
+                 bad);
+    QCOMPARE(attnlab::alignmentMethodProblem(attnlab::parseAlignmentMethod("alti+:layer:2"), 2, 4),
+             std::optional<std::string>("layer 2 is out of range (0..1)"));
+
+    attnlab::Translator t(package("align-layers", attnlab::testing::smallConfig(400), 37),
+                          {attnlab::testing::testDevice()});
+    const auto r = t.teacherForce({"Zwei Hunde spielen im Park."}, {"Two dogs play in the park."}).front();
+    const auto alti = t.contributions(r, ContributionMethod::AltiPlus);
+    const auto vz = t.contributions(r, ContributionMethod::ValueZeroing);
+    const auto source = attnlab::groupPiecesIntoWords(r.source_pieces);
+    const auto target = attnlab::groupPiecesIntoWords(r.best.pieces);
+    const auto by_layer = attnlab::altiPlusSourceByLayer(alti);
+    const std::vector<std::pair<std::string, const Matrix*>> expected{
+        {"value-zeroing", &vz.source},           {"value-zeroing:layer:0", &vz.cross[0]},
+        {"value-zeroing:layer:1", &vz.cross[1]}, {"alti+:layer:0", &by_layer[0]},
+        {"alti+:layer:1", &by_layer[1]},         {"alti+", &alti.source}};
+    const auto all_maps = attnlab::wordMapsOfContributions(r, {alti, vz});
+    QCOMPARE(all_maps.size(), methods.size());
+    for (bool shift : {false, true})
+        for (const auto& [name, piece_map] : expected) {
+            auto method = attnlab::parseAlignmentMethod(name);
+            method.shift = shift;
+            const auto& c = attnlab::contributionMethodOf(method) == ContributionMethod::AltiPlus ? alti : vz;
+            const auto map =
+                attnlab::mergeToWords(shift ? attnlab::shiftedRows(*piece_map) : *piece_map, target, source);
+            QCOMPARE(attnlab::alignWords(r, method, 0.0, &c).links, attnlab::extractLinks(map));
+            const size_t at = size_t(std::find(methods.begin(), methods.end(), method) - methods.begin());
+            QCOMPARE(all_maps.at(at), map);
+        }
+    // The layers differ from the whole model's (else the per-layer methods would say nothing new).
+    QVERIFY(largestDifference(vz.cross[0], json(vz.source)) > 1e-3);
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>(
+                 [&] { attnlab::alignWords(r, attnlab::parseAlignmentMethod("value-zeroing:layer:1"), 0.0, &alti); }),
+             QString("alignment method value-zeroing:layer:1: needs the translation's value zeroing contributions "
+                     "(Translator::contributions)"));
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>(
+                 [&] { attnlab::alignWords(r, attnlab::parseAlignmentMethod("alti+:layer:2"), 0.0, &alti); }),
+             QString("alignment method alti+:layer:2: layer 2 is out of range (0..1)"));
+    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { attnlab::wordMapsOfContributions(r, {alti}); }),
+             QString("the translation's value zeroing contributions are missing"));
 }
 
 QTEST_GUILESS_MAIN(TestContributions)

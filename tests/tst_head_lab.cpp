@@ -312,8 +312,10 @@ void TestHeadLab::alignmentMethods() {
     for (const char* bad : {"head:1", "layer:x", "heads:1:2", "", "layer:-1", "shift:", "shift:shift:all", "all:shift"})
         QCOMPARE(
             errorOf([&] { attnlab::parseAlignmentMethod(bad); }),
-            QString("alignment method '%1' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+) (0-based "
-                    "layer and head; heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)")
+            QString(
+                "alignment method '%1' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+[:layer:L] | "
+                "value-zeroing[:layer:L]) (0-based layer and head; heuristics: intersect, union, grow-diag, "
+                "grow-diag-final, grow-diag-final-and)")
                 .arg(bad));
     const auto shifted = attnlab::parseAlignmentMethod("shift:layer:2");
     QVERIFY(shifted.shift && shifted.kind == K::Layer && shifted.layer == 2);

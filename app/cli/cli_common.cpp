@@ -31,6 +31,10 @@ std::string shownMethod(const attnlab::AlignmentMethod& m) {
         return shift + "L" + std::to_string(m.layer + 1) + " H" + std::to_string(m.head + 1);
     case attnlab::AlignmentMethod::Kind::Layer: return shift + "L" + std::to_string(m.layer + 1);
     case attnlab::AlignmentMethod::Kind::AltiPlus: return shift + "ALTI+";
+    case attnlab::AlignmentMethod::Kind::ValueZeroing: return shift + "value zeroing";
+    case attnlab::AlignmentMethod::Kind::AltiPlusLayer: return shift + "ALTI+ L" + std::to_string(m.layer + 1);
+    case attnlab::AlignmentMethod::Kind::ValueZeroingLayer:
+        return shift + "value zeroing L" + std::to_string(m.layer + 1);
     case attnlab::AlignmentMethod::Kind::All: break;
     }
     return shift + "all";

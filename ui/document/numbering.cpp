@@ -30,6 +30,15 @@ QString alignmentMethodLabel(const AlignmentMethod& method) {
     case AlignmentMethod::Kind::Head: label = layerHeadLabel(method.layer, method.head); break;
     case AlignmentMethod::Kind::Layer: label = QObject::tr("%1, mean over heads").arg(layerLabel(method.layer)); break;
     case AlignmentMethod::Kind::AltiPlus: label = QObject::tr("ALTI+, source contributions through the model"); break;
+    case AlignmentMethod::Kind::ValueZeroing:
+        label = QObject::tr("value zeroing, source contributions through the model");
+        break;
+    case AlignmentMethod::Kind::AltiPlusLayer:
+        label = QObject::tr("ALTI+, source contributions through %1").arg(layerLabel(method.layer));
+        break;
+    case AlignmentMethod::Kind::ValueZeroingLayer:
+        label = QObject::tr("value zeroing, %1's cross-attention").arg(layerLabel(method.layer));
+        break;
     case AlignmentMethod::Kind::All: break;
     }
     // Shifted: each target word read from the step whose input it is (docs/head-lab.md).

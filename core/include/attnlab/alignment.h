@@ -78,8 +78,13 @@ AlignmentLinks extractLinks(const Matrix& word_map, double threshold = 0.0);
 // Neural Machine Translation"): target piece i takes its row from the step whose decoder *input* is
 // piece i (row i + 1), not from the step that produces it (row i); the target's last piece, </s>,
 // belongs to no word.
-// ALTI+ ("alti+", issue 54, docs/contributions.md): the map is not one of the result's attention maps but ALTI+'s
-// source part through the whole model (Contributions::source, from Translator::contributions), merged as they are.
+// Contributions (issue 54, docs/contributions.md): the map is not one of the result's attention maps but a
+// contribution method's source part (from Translator::contributions), merged as they are:
+//   "alti+": ALTI+ through the whole model (Contributions::source); "alti+:layer:L": ALTI+'s rollout through
+//   decoder layers 0..L (altiPlusSourceByLayer, as the authors score ALTI+ by layer);
+//   "value-zeroing": value zeroing's rollout through the whole model (Contributions::source);
+//   "value-zeroing:layer:L": decoder layer L's cross-attention value zeroing map (Contributions::cross[L], rows
+//   normalised over the source), as inseq and the authors give value zeroing per layer.
 // Symmetrised ("sym:HEURISTIC:" before the rest): the links of the same method in this model and
 // in a model of the reverse direction (its links turned around), combined by one of Moses's
 // heuristics (symmetrizeLinks).
@@ -91,7 +96,7 @@ inline constexpr Symmetrization kSymmetrizations[] = {Symmetrization::Intersect,
 std::string symmetrizationName(Symmetrization how);
 
 struct AlignmentMethod {
-    enum class Kind { Head, Layer, All, AltiPlus };
+    enum class Kind { Head, Layer, All, AltiPlus, ValueZeroing, AltiPlusLayer, ValueZeroingLayer };
     Kind kind = Kind::All;
     int layer = 0;
     int head = 0;
@@ -101,7 +106,8 @@ struct AlignmentMethod {
         return kind == o.kind && layer == o.layer && head == o.head && shift == o.shift && sym == o.sym;
     }
 };
-// [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+), e.g. "sym:grow-diag-final:shift:layer:2".
+// [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+[:layer:L] | value-zeroing[:layer:L]), e.g.
+// "sym:grow-diag-final:shift:layer:2", "shift:alti+:layer:1".
 std::string alignmentMethodName(const AlignmentMethod& method);
 // Throws ConfigError naming the text when it is not of that form.
 AlignmentMethod parseAlignmentMethod(const std::string& text);
@@ -110,8 +116,13 @@ AlignmentMethod parseAlignmentMethod(const std::string& text);
 // Every head, then every layer, then "all", for a model of this shape; then the same shifted (no
 // symmetrised methods: the corpus runner adds those when it has a reverse model).
 std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads);
-// The methods that need the model beyond a result's maps: ALTI+, then ALTI+ shifted (the corpus runner adds them
-// after allAlignmentMethods', before the symmetrised ones).
+// The methods that need the model beyond a result's maps, for a decoder of `layers` layers: for each of
+// kContributionMethods (ALTI+, value zeroing) the whole model's, then each layer's; then the same shifted (the
+// corpus runner adds them after allAlignmentMethods', before the symmetrised ones).
+std::vector<AlignmentMethod> contributionAlignmentMethods(int layers);
+// The contribution method an alignment method reads (nothing for the attention methods).
+std::optional<ContributionMethod> contributionMethodOf(const AlignmentMethod& method);
+// The methods of the first version: ALTI+, then ALTI+ shifted. (Until the corpus runner takes every method above.)
 std::vector<AlignmentMethod> contributionAlignmentMethods();
 
 // One sentence pair's word-level alignment by one method.
@@ -124,10 +135,10 @@ struct WordAlignment {
 // whitespace tokens of source_text and best.text, pieces assigned to them by source_piece_words and
 // target_piece_words (or, where those are empty, by "▁"). Throws InputError when "▁" grouping makes
 // another number of words than the text has, or the method names a layer or head the result lacks.
-// ALTI+ needs the result's contributions (Translator::contributions(result, ContributionMethod::AltiPlus)):
-// InputError without them.
+// A contribution method needs the result's contributions of that method (Translator::contributions(result,
+// *contributionMethodOf(method))): InputError without them.
 WordAlignment alignWords(const TranslationResult& result, const AlignmentMethod& method, double threshold = 0.0,
-                         const Contributions* alti_plus = nullptr);
+                         const Contributions* contributions = nullptr);
 // The word maps of every method of allAlignmentMethods() (shifted ones included), in that order
 // (the corpus runner's).
 std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceWords* source = nullptr,
@@ -135,6 +146,10 @@ std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceW
 // The word maps of contributionAlignmentMethods() from ALTI+'s source part ([target piece][source piece], rows as
 // the result's cross-attention maps), in that order.
 std::vector<Matrix> wordMapsOfContributions(const TranslationResult& result, const Matrix& source_contributions);
+// The word maps of contributionAlignmentMethods(layers) from the result's contributions, one of each
+// kContributionMethods in that order (ALTI+, value zeroing), in that order.
+std::vector<Matrix> wordMapsOfContributions(const TranslationResult& result,
+                                            const std::vector<Contributions>& by_method);
 
 // Combines the links of two directions, both given source-target, for a pair of `source_words` and
 // `target_words` words, as Moses's heuristics do (Koehn, Och & Marcu 2003; the Moses manual's

@@ -1,5 +1,6 @@
 // Word alignment from cross-attention and AER: attnlab/alignment.h defines every rule.
 #include <attnlab/alignment.h>
+#include <attnlab/contribution_layers.h>
 #include <attnlab/errors.h>
 #include <attnlab/text_io.h>
 
@@ -213,17 +214,56 @@ std::string alignmentMethodName(const AlignmentMethod& m) {
     case AlignmentMethod::Kind::Head: return prefix + "head:" + std::to_string(m.layer) + ":" + std::to_string(m.head);
     case AlignmentMethod::Kind::Layer: return prefix + "layer:" + std::to_string(m.layer);
     case AlignmentMethod::Kind::AltiPlus: return prefix + kAltiPlusName;
+    case AlignmentMethod::Kind::ValueZeroing: return prefix + kValueZeroingName;
+    case AlignmentMethod::Kind::AltiPlusLayer: return prefix + kAltiPlusName + ":layer:" + std::to_string(m.layer);
+    case AlignmentMethod::Kind::ValueZeroingLayer:
+        return prefix + kValueZeroingName + ":layer:" + std::to_string(m.layer);
     case AlignmentMethod::Kind::All: break;
     }
     return prefix + "all";
 }
 
+namespace {
+// The contribution methods' alignment kinds: through the whole model, and by decoder layer.
+struct ContributionKinds {
+    ContributionMethod method;
+    AlignmentMethod::Kind whole, by_layer;
+};
+constexpr ContributionKinds kContributionKinds[] = {
+    {ContributionMethod::AltiPlus, AlignmentMethod::Kind::AltiPlus, AlignmentMethod::Kind::AltiPlusLayer},
+    {ContributionMethod::ValueZeroing, AlignmentMethod::Kind::ValueZeroing, AlignmentMethod::Kind::ValueZeroingLayer}};
+
+// "alti+" or "alti+:layer:L" (and value zeroing's) into `m`; false when `rest` is neither.
+bool parseContributionMethodName(const std::string& rest, AlignmentMethod& m) {
+    for (const auto& k : kContributionKinds) {
+        const std::string name = contributionMethodName(k.method), layered = name + ":layer:";
+        if (rest == name) {
+            m.kind = k.whole;
+            return true;
+        }
+        if (rest.rfind(layered, 0) != 0) continue;
+        const auto l = parseIndex(rest.substr(layered.size()));
+        if (!l) return false;
+        m.kind = k.by_layer;
+        m.layer = *l;
+        return true;
+    }
+    return false;
+}
+}  // namespace
+
+std::optional<ContributionMethod> contributionMethodOf(const AlignmentMethod& m) {
+    for (const auto& k : kContributionKinds)
+        if (m.kind == k.whole || m.kind == k.by_layer) return k.method;
+    return std::nullopt;
+}
+
 AlignmentMethod parseAlignmentMethod(const std::string& text) {
     const auto fail = [&] {
-        return ConfigError(
-            "alignment method '" + text +
-            "' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+) (0-based layer and head; "
-            "heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)");
+        return ConfigError("alignment method '" + text +
+                           "' is not [sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+[:layer:L] | "
+                           "value-zeroing[:layer:L]) (0-based layer and head; "
+                           "heuristics: intersect, union, grow-diag, grow-diag-final, grow-diag-final-and)");
     };
     AlignmentMethod m;
     std::string rest = text;
@@ -238,10 +278,7 @@ AlignmentMethod parseAlignmentMethod(const std::string& text) {
     m.shift = rest.rfind(kShift, 0) == 0;
     if (m.shift) rest = rest.substr(kShift.size());
     if (rest == "all") return m;
-    if (rest == kAltiPlusName) {
-        m.kind = AlignmentMethod::Kind::AltiPlus;
-        return m;
-    }
+    if (parseContributionMethodName(rest, m)) return m;
     std::vector<std::string> parts;
     std::string part;
     std::istringstream in(rest);
@@ -265,7 +302,9 @@ AlignmentMethod parseAlignmentMethod(const std::string& text) {
 }
 
 std::optional<std::string> alignmentMethodProblem(const AlignmentMethod& m, int layers, int heads) {
-    const bool layered = m.kind == AlignmentMethod::Kind::Head || m.kind == AlignmentMethod::Kind::Layer;
+    const bool layered = m.kind == AlignmentMethod::Kind::Head || m.kind == AlignmentMethod::Kind::Layer ||
+                         m.kind == AlignmentMethod::Kind::AltiPlusLayer ||
+                         m.kind == AlignmentMethod::Kind::ValueZeroingLayer;
     if (layered && (m.layer >= layers || m.layer < 0))
         return "layer " + std::to_string(m.layer) + " is out of range (0.." + std::to_string(layers - 1) + ")";
     if (m.kind == AlignmentMethod::Kind::Head && (m.head >= heads || m.head < 0))
@@ -286,6 +325,16 @@ std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads) {
 
 std::vector<AlignmentMethod> contributionAlignmentMethods() {
     return {{AlignmentMethod::Kind::AltiPlus, 0, 0, false}, {AlignmentMethod::Kind::AltiPlus, 0, 0, true}};
+}
+
+std::vector<AlignmentMethod> contributionAlignmentMethods(int layers) {
+    std::vector<AlignmentMethod> all;
+    for (bool shift : {false, true})
+        for (const auto& k : kContributionKinds) {
+            all.push_back({k.whole, 0, 0, shift});
+            for (int l = 0; l < layers; ++l) all.push_back({k.by_layer, l, 0, shift});
+        }
+    return all;
 }
 
 namespace {
@@ -356,19 +405,65 @@ std::vector<Matrix> wordMapsOfContributions(const TranslationResult& r, const Ma
             mergeToWords(shiftedRows(source_contributions), target, source)};
 }
 
+namespace {
+// A contribution method's piece maps [target piece][source piece]: through the whole model, then by decoder layer
+// (contributionAlignmentMethods' order within one method and one shift).
+std::vector<Matrix> contributionPieceMaps(const Contributions& c) {
+    std::vector<Matrix> maps{c.source};
+    const std::vector<Matrix> layers = c.method == ContributionMethod::AltiPlus ? altiPlusSourceByLayer(c) : c.cross;
+    maps.insert(maps.end(), layers.begin(), layers.end());
+    return maps;
+}
+
+std::string contributionsLabel(ContributionMethod method) {
+    return method == ContributionMethod::AltiPlus ? "ALTI+" : "value zeroing";
+}
+}  // namespace
+
+std::vector<Matrix> wordMapsOfContributions(const TranslationResult& r, const std::vector<Contributions>& by_method) {
+    const PieceWords source = checkedWords(r.source_pieces, r.source_piece_words, r.source_text, "source");
+    const PieceWords target = checkedWords(r.best.pieces, r.target_piece_words, r.best.text, "target");
+    std::vector<std::vector<Matrix>> pieces;
+    for (const auto& k : kContributionKinds) {
+        const auto c = std::find_if(by_method.begin(), by_method.end(),
+                                    [&](const Contributions& x) { return x.method == k.method; });
+        if (c == by_method.end())
+            throw InputError("the translation's " + contributionsLabel(k.method) + " contributions are missing");
+        pieces.push_back(contributionPieceMaps(*c));
+        for (const Matrix& m : pieces.back())
+            if (m.size() != r.best.pieces.size() || (!m.empty() && m.front().size() != r.source_pieces.size()))
+                throw InputError("the contributions do not match the result's pieces");
+    }
+    std::vector<Matrix> out;
+    for (bool shift : {false, true})
+        for (const auto& maps : pieces)
+            for (const Matrix& m : maps) out.push_back(mergeToWords(shift ? shiftedRows(m) : m, target, source));
+    return out;
+}
+
 WordAlignment alignWords(const TranslationResult& r, const AlignmentMethod& method, double threshold,
-                         const Contributions* alti_plus) {
+                         const Contributions* contributions) {
     if (method.sym != Symmetrization::None)
         throw InputError("alignment method " + alignmentMethodName(method) +
                          ": a symmetrised method needs the reverse model's links (alignCorpus)");
-    if (method.kind == AlignmentMethod::Kind::AltiPlus) {
-        if (!alti_plus || alti_plus->method != ContributionMethod::AltiPlus)
-            throw InputError("alignment method " + alignmentMethodName(method) +
-                             ": needs the translation's ALTI+ contributions (Translator::contributions)");
+    if (const auto needed = contributionMethodOf(method)) {
+        if (!contributions || contributions->method != *needed)
+            throw InputError("alignment method " + alignmentMethodName(method) + ": needs the translation's " +
+                             contributionsLabel(*needed) + " contributions (Translator::contributions)");
+        const auto maps = contributionPieceMaps(*contributions);
+        const bool layered =
+            method.kind != AlignmentMethod::Kind::AltiPlus && method.kind != AlignmentMethod::Kind::ValueZeroing;
+        if (layered && (method.layer < 0 || size_t(method.layer) + 1 >= maps.size()))
+            throw InputError("alignment method " + alignmentMethodName(method) + ": layer " +
+                             std::to_string(method.layer) + " is out of range (0.." +
+                             std::to_string(int(maps.size()) - 2) + ")");
+        const Matrix& piece_map = maps[layered ? size_t(method.layer) + 1 : 0];
         WordAlignment w;
         w.source_words = whitespaceWords(r.source_text);
         w.target_words = whitespaceWords(r.best.text);
-        w.map = std::move(wordMapsOfContributions(r, alti_plus->source).at(method.shift ? 1 : 0));
+        w.map = mergeToWords(method.shift ? shiftedRows(piece_map) : piece_map,
+                             checkedWords(r.best.pieces, r.target_piece_words, r.best.text, "target"),
+                             checkedWords(r.source_pieces, r.source_piece_words, r.source_text, "source"));
         w.links = extractLinks(w.map, threshold);
         return w;
     }
