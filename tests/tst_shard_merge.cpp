@@ -1,14 +1,17 @@
 // Corpus runs split with --shard K/N and put together by `attnlab-cli merge` (issue 55): for eval, score,
-// translate, align and heads, the corpus run whole and in 2 and 5 parts, merged, gives the whole run's JSON
-// (integer counts equal, floats within 1e-9 relative); parts of another model or other options are refused, a part
-// missing or given twice is named.
+// translate, align and heads, the corpus run whole and in 2, 3 and 7 parts (the issue's counts), merged, gives the
+// whole run's JSON (integer counts equal, floats within 1e-9 relative); parts of another model or other options are
+// refused, a part missing or given twice is named, a part whose every line is skipped merges as a part without
+// sentences.
 //
 // A sentence's floats depend on the sentences padded into its batch (the softmax's and the products' summation
 // order over the padded length): when parts were contiguous lines and a part sorted and batched its own lines, they
 // differed from the whole run's by up to 2.6e-6 relative (score), 3e-7 (translate), 6e-9 (heads). A part is now made
 // of whole blocks of kShardBlockBatches x --batch-size lines, and every command batches within a block only
-// (attnlab/partial_result.h). The runs here batch 2 sentences (blocks of 16 lines) over 40 lines: 3 blocks, so
-// that the parts batch, pad and sort like the whole run only if the blocks hold, and 5 parts include empty ones.
+// (attnlab/partial_result.h). The runs here batch 1 sentence (blocks of 8 lines) over kLines = 52 lines: 7 blocks,
+// the last one of 4 lines, so that each of 7 parts holds a block and the 2 and 3 parts hold blocks of others' sizes.
+// The lines are the corpus's shortest, and every part is a process of its own (as a Slurm task is) while the
+// whole run is shared by the three splits: each CLI process costs ~0.5 s before its first sentence.
 #include "fixtures.h"
 #include "multi30k.h"
 
@@ -26,15 +29,18 @@
 
 #include <cmath>
 #include <functional>
+#include <numeric>
 
 namespace {
 using attnlab::testing::CliRun;
 
-constexpr int kLines = 40;  // 3 blocks of 16 lines (16, 16, 8) at --batch-size 2
+constexpr int kLines = 52;        // 7 blocks of 8 lines at --batch-size 1, the last of 4
+constexpr int kBlankBlock = 5;    // heads and align: the lines of this block (1-based) are blank in the source
+const int kSplits[] = {2, 3, 7};  // the issue's part counts; 7 parts of 7 blocks: none empty
 
-// Batches of 2 sentences (blocks of 16 lines), on the tests' device.
+// Batches of 1 sentence (blocks of 8 lines), on the tests' device.
 QStringList batched(const QStringList& args) {
-    return args + QStringList{"--batch-size", "2", "--device", attnlab::testing::testDeviceArg()};
+    return args + QStringList{"--batch-size", "1", "--device", attnlab::testing::testDeviceArg()};
 }
 using nlohmann::json;
 
@@ -71,6 +77,12 @@ std::string difference(const json& a, const json& b, const std::string& at = "")
     }
     return a == b ? "" : at + ": " + a.dump() + " against " + b.dump();
 }
+
+void writeLines(const QString& path, const std::vector<std::string>& lines) {
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    attnlab::testing::writeFile(path.toStdString(), text);
+}
 }  // namespace
 
 class TestShardMerge : public QObject {
@@ -91,39 +103,53 @@ private Q_SLOTS:
 private:
     // `args` with --json DIR/NAME.json: the whole run's result.
     json whole(const QStringList& args, const QString& name);
-    // `args` run as `parts` parts (--shard k/parts --json DIR/NAME.k.json), merged: the merged result; the parts'
-    // files in `files`.
-    json merged(const QStringList& args, const QString& name, int parts, QStringList* files = nullptr);
+    // The files of `args` run as `parts` parts (--shard k/parts --json DIR/NAME.k-parts.json), each in a process of
+    // its own; made once. Fails the test (and returns none) when a part's run fails.
+    QStringList partFiles(const QStringList& args, const QString& name, int parts);
+    // The whole run against its merge in each of kSplits parts.
     void checkAllSplits(const QStringList& args, const QString& name);
 
     QTemporaryDir m_dir;
-    QString m_model, m_src, m_ref, m_gold;
+    QString m_model, m_src, m_src_blanks, m_ref, m_gold, m_small_src, m_small_ref;
     std::vector<std::string> m_sources, m_refs;
 };
 
 void TestShardMerge::initTestCase() {
     QVERIFY(m_dir.isValid());
     m_model = QString::fromStdString(attnlab::resolveModelArgument("de-en"));
-    // kLines real sentence pairs and a gold alignment of each pair's diagonal.
-    const QStringList de = attnlab::testing::multi30kLines("test_2016_flickr.de.gz").mid(0, kLines);
-    const QStringList en = attnlab::testing::multi30kLines("test_2016_flickr.en.gz").mid(0, kLines);
-    QCOMPARE(de.size(), kLines);
-    std::string s, r, g;
-    for (int i = 0; i < de.size(); ++i) {
-        s += de[i].toStdString() + "\n";
-        r += en[i].toStdString() + "\n";
-        const int words = std::min(de[i].split(' ').size(), en[i].split(' ').size());
-        for (int w = 0; w < words; ++w) g += (w ? " " : "") + std::to_string(w) + "-" + std::to_string(w);
-        g += "\n";
+    // The kLines shortest real sentence pairs (in the corpus's order) and a gold alignment of each pair's diagonal.
+    const QStringList de = attnlab::testing::multi30kLines("test_2016_flickr.de.gz");
+    const QStringList en = attnlab::testing::multi30kLines("test_2016_flickr.en.gz");
+    QCOMPARE(de.size(), en.size());
+    std::vector<int> order(size_t(de.size()));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return de[a].size() < de[b].size(); });
+    order.resize(kLines);
+    std::sort(order.begin(), order.end());
+    std::vector<std::string> gold, blanks;
+    for (int i : order) {
         m_sources.push_back(de[i].toStdString());
         m_refs.push_back(en[i].toStdString());
+        const int words = std::min(de[i].split(' ').size(), en[i].split(' ').size());
+        std::string g;
+        for (int w = 0; w < words; ++w) g += (w ? " " : "") + std::to_string(w) + "-" + std::to_string(w);
+        gold.push_back(g);
+        const int block = int(blanks.size()) / 8 + 1;
+        blanks.push_back(block == kBlankBlock ? "" : m_sources.back());
     }
     m_src = m_dir.path() + "/src.de";
+    m_src_blanks = m_dir.path() + "/src-blanks.de";
     m_ref = m_dir.path() + "/ref.en";
     m_gold = m_dir.path() + "/gold.txt";
-    attnlab::testing::writeFile(m_src.toStdString(), s);
-    attnlab::testing::writeFile(m_ref.toStdString(), r);
-    attnlab::testing::writeFile(m_gold.toStdString(), g);
+    writeLines(m_src, m_sources);
+    writeLines(m_src_blanks, blanks);
+    writeLines(m_ref, m_refs);
+    writeLines(m_gold, gold);
+    // Runs whose parts are refused need no more than three lines (one block at the default batch size).
+    m_small_src = m_dir.path() + "/small.de";
+    m_small_ref = m_dir.path() + "/small.en";
+    writeLines(m_small_src, {m_sources.begin(), m_sources.begin() + 3});
+    writeLines(m_small_ref, {m_refs.begin(), m_refs.begin() + 3});
 }
 
 json TestShardMerge::whole(const QStringList& args, const QString& name) {
@@ -133,26 +159,34 @@ json TestShardMerge::whole(const QStringList& args, const QString& name) {
     return readJson(path);
 }
 
-json TestShardMerge::merged(const QStringList& args, const QString& name, int parts, QStringList* files) {
+QStringList TestShardMerge::partFiles(const QStringList& args, const QString& name, int parts) {
     QStringList paths;
     for (int k = 1; k <= parts; ++k) {
         paths << m_dir.path() + QString("/%1.%2-%3.json").arg(name).arg(k).arg(parts);
+        if (QFile::exists(paths.back())) continue;
         const auto r = cli(args + QStringList{"--shard", QString("%1/%2").arg(k).arg(parts), "--json", paths.back()});
-        if (r.code != 0) qFatal("%s", qPrintable(r.err));
+        if (r.code != 0) {
+            QTest::qFail(qPrintable(QString("%1, part %2 of %3: %4").arg(name).arg(k).arg(parts).arg(r.err)), __FILE__,
+                         __LINE__);
+            return {};
+        }
     }
-    if (files) *files = paths;
-    const QString out = m_dir.path() + QString("/%1.merged-%2.json").arg(name).arg(parts);
-    std::reverse(paths.begin(), paths.end());  // any order
-    const auto r = cli(QStringList{"merge", out} + paths);
-    if (r.code != 0) qFatal("%s", qPrintable(r.err));
-    return readJson(out);
+    return paths;
 }
 
 void TestShardMerge::checkAllSplits(const QStringList& args, const QString& name) {
     const json one = whole(args, name);
     QVERIFY(one.contains("run") && !one["run"].contains("shard"));
-    for (int parts : {2, 5}) {  // 5 parts of 3 blocks: two of them empty
-        const json m = merged(args, name, parts);
+    QCOMPARE(one["run"]["corpus"]["block"].get<int>(), 8);
+    for (int parts : kSplits) {
+        QStringList files = partFiles(args, name, parts);
+        if (files.isEmpty()) return;
+        for (int k = 1; k <= parts; ++k)  // none empty: each part a run of its own
+            QVERIFY(attnlab::shardLines(kLines, {k, parts}, 8).size() > 0);
+        std::reverse(files.begin(), files.end());  // any order
+        std::vector<std::string> paths;
+        for (const QString& f : files) paths.push_back(f.toStdString());
+        const json m = json::parse(attnlab::mergeCorpusResults(paths));  // attnlab-cli merge's core, in this process
         const std::string d = difference(one, m);
         QVERIFY2(d.empty(),
                  qPrintable(QString("%1 in %2 parts: %3").arg(name).arg(parts).arg(QString::fromStdString(d))));
@@ -166,15 +200,21 @@ void TestShardMerge::shardOptionIsChecked() {
              {"1/0", "--shard 1/0: N must be between 1 and 100000"},
              {"2", "--shard 2: not K/N (two whole numbers, e.g. 2/8: the second of eight parts)"},
              {"a/3", "--shard a/3: not K/N (two whole numbers, e.g. 2/8: the second of eight parts)"}}) {
-        for (const QString command : {"eval", "score"}) {
-            const auto r = cli({command, "-m", m_model, "--src", m_src, command == "eval" ? "--ref" : "--tgt", m_ref,
-                                "--shard", given});
-            QCOMPARE(r.code, 2);
-            QCOMPARE(r.err, "attnlab-cli: " + message + "\n");
+        try {
+            (void)attnlab::parseShard(given.toStdString());
+            QFAIL(qPrintable(given + " accepted"));
+        } catch (const attnlab::ConfigError& e) {
+            QCOMPARE(QString(e.what()), message);
         }
     }
+    // The commands read --shard through it before any sentence.
+    for (const QString command : {"eval", "score"}) {
+        const auto r = cli(
+            {command, "-m", m_model, "--src", m_src, command == "eval" ? "--ref" : "--tgt", m_ref, "--shard", "4/3"});
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, QString("attnlab-cli: --shard 4/3: K must be between 1 and N (3)\n"));
+    }
 }
-
 void TestShardMerge::partsAreWholeBlocks() {
     QCOMPARE(attnlab::shardBlock(2), size_t(16));
     QCOMPARE(attnlab::shardBlock(32), size_t(256));
@@ -233,26 +273,45 @@ void TestShardMerge::scoreMergedEqualsWhole() {
 
 void TestShardMerge::translateMergedEqualsWhole() {
     QStringList args = batched({"translate", "-m", m_model, "--beam", "2", "--nbest", "2"});
-    // 19 lines: 2 blocks (16 + 3); contiguous parts of 9 and 10 lines would batch other lines than the whole run
-    for (size_t i = 0; i < 19; ++i) args << "--text" << QString::fromStdString(m_sources[i]);
+    for (const auto& s : m_sources) args << "--text" << QString::fromStdString(s);
     checkAllSplits(args, "translate");
 }
 
+// With the source of one block blank, each of its pairs is skipped: its part in 7 has every line skipped and merges
+// as a part without pairs (the whole run skips the same lines).
 void TestShardMerge::alignMergedEqualsWhole() {
-    checkAllSplits({"align", "-m", m_model, "--src", m_src, "--tgt", m_ref, "--gold", m_gold, "--no-reverse",
-                    "--output", m_dir.path() + "/links.txt", "--device", attnlab::testing::testDeviceArg()},
-                   "align");
+    checkAllSplits(
+        batched({"align", "-m", m_model, "--src", m_src_blanks, "--tgt", m_ref, "--gold", m_gold, "--no-reverse"}),
+        "align");
     const json one = readJson(m_dir.path() + "/align.json");
     QVERIFY(one["best"].is_object() && one["methods"].size() > 10);
+    QCOMPARE(one["skipped"].size(), size_t(8));
+    QCOMPARE(one["skipped"][0]["pair"].get<int>(), (kBlankBlock - 1) * 8 + 1);
+    // A corpus whose every pair is skipped is refused whole, and its parts (every line of each skipped) when merged.
+    writeLines(m_dir.path() + "/blank.de", std::vector<std::string>(9, ""));
+    writeLines(m_dir.path() + "/blank.en", {m_refs.begin(), m_refs.begin() + 9});
+    const QStringList blank = batched({"align", "-m", m_model, "--src", m_dir.path() + "/blank.de", "--tgt",
+                                       m_dir.path() + "/blank.en", "--no-reverse"});
+    const auto r = cli(blank + QStringList{"--json", m_dir.path() + "/blank.json"});
+    QCOMPARE(r.code, 2);
+    const QString refusal = "attnlab-cli: no sentence pair could be aligned (line 1: source: the sentence is empty)\n";
+    QCOMPARE(r.err, refusal);
+    const QStringList parts = partFiles(blank, "align-blank", 2);  // 8 lines and 1
+    QCOMPARE(parts.size(), 2);
+    try {
+        (void)attnlab::mergeCorpusResults({parts[0].toStdString(), parts[1].toStdString()});
+        QFAIL("the parts of a corpus without a pair to align were merged");
+    } catch (const attnlab::InputError& e) {
+        QCOMPARE("attnlab-cli: " + QString(e.what()) + "\n", refusal);
+    }
 }
 
 void TestShardMerge::headsMergedEqualsWhole() {
-    const QStringList args = batched({"heads", "-m", m_model, "--src", m_src, "--ref", m_ref});
-    const json one = whole(args, "heads");
-    for (int parts : {2, 5}) {
-        const std::string d = difference(one, merged(args, "heads", parts));
-        QVERIFY2(d.empty(), qPrintable(QString("heads in %1 parts: %2").arg(parts).arg(QString::fromStdString(d))));
-    }
+    const QStringList args = batched({"heads", "-m", m_model, "--src", m_src_blanks, "--ref", m_ref});
+    checkAllSplits(args, "heads");
+    const json one = readJson(m_dir.path() + "/heads.json");
+    QCOMPARE(one["sentences"].get<int>(), kLines - 8);
+    QCOMPARE(one["skipped"].size(), size_t(8));
     // A whole run's statistics have no sentence of their own to merge: refused.
     const auto r = cli({"merge", m_dir.path() + "/x.json", m_dir.path() + "/heads.json"});
     QCOMPARE(r.code, 2);
@@ -261,10 +320,9 @@ void TestShardMerge::headsMergedEqualsWhole() {
 }
 
 void TestShardMerge::partsOfAnotherRunAreRefused() {
-    const QStringList args{"eval", "-m", m_model, "--src", m_src, "--ref", m_ref, "--beam", "2"};
+    const QStringList args{"eval", "-m", m_model, "--src", m_small_src, "--ref", m_small_ref, "--beam", "2"};
     const QString d = m_dir.path();
     QVERIFY(cli(args + QStringList{"--shard", "1/2", "--json", d + "/p1.json"}).code == 0);
-    QVERIFY(cli(args + QStringList{"--shard", "2/2", "--json", d + "/p2.json"}).code == 0);
     // Other options: --beam 3.
     QStringList other = args;
     other[other.indexOf("2", other.indexOf("--beam"))] = "3";
@@ -273,47 +331,48 @@ void TestShardMerge::partsOfAnotherRunAreRefused() {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err,
              "attnlab-cli: " + d + "/p2-beam3.json: other options than " + d + "/p1.json: --beam 3 against --beam 2\n");
+    const auto refusal = [&](const QString& part) {
+        try {
+            (void)attnlab::mergeCorpusResults({(d + "/p1.json").toStdString(), part.toStdString()});
+        } catch (const attnlab::InputError& e) {
+            return QString(e.what());
+        }
+        return QString();
+    };
     // Another model: the bundled en-de.
     other = args;
     other[other.indexOf(m_model)] = QString::fromStdString(attnlab::resolveModelArgument("en-de"));
     QVERIFY(cli(other + QStringList{"--shard", "2/2", "--json", d + "/p2-en-de.json"}).code == 0);
-    r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/p2-en-de.json"});
-    QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.startsWith("attnlab-cli: " + d + "/p2-en-de.json: another model than " + d + "/p1.json (sha256:"),
-             qPrintable(r.err));
-    // Another corpus: the references one line shorter.
-    attnlab::testing::writeFile((d + "/short.en").toStdString(),
-                                attnlab::testing::readFile(m_ref.toStdString()) + "One more line.\n");
+    QVERIFY2(
+        refusal(d + "/p2-en-de.json").startsWith(d + "/p2-en-de.json: another model than " + d + "/p1.json (sha256:"),
+        qPrintable(refusal(d + "/p2-en-de.json")));
+    // Another corpus: both files one line longer.
+    attnlab::testing::writeFile((d + "/long.en").toStdString(),
+                                attnlab::testing::readFile(m_small_ref.toStdString()) + "One more line.\n");
     attnlab::testing::writeFile((d + "/long.de").toStdString(),
-                                attnlab::testing::readFile(m_src.toStdString()) + "Noch eine Zeile.\n");
-    QVERIFY(cli({"eval", "-m", m_model, "--src", d + "/long.de", "--ref", d + "/short.en", "--beam", "2", "--shard",
+                                attnlab::testing::readFile(m_small_src.toStdString()) + "Noch eine Zeile.\n");
+    QVERIFY(cli({"eval", "-m", m_model, "--src", d + "/long.de", "--ref", d + "/long.en", "--beam", "2", "--shard",
                  "2/2", "--json", d + "/p2-long.json"})
                 .code == 0);
-    r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/p2-long.json"});
-    QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.startsWith("attnlab-cli: " + d + "/p2-long.json: another corpus than " + d + "/p1.json"),
-             qPrintable(r.err));
+    QVERIFY2(refusal(d + "/p2-long.json").startsWith(d + "/p2-long.json: another corpus than " + d + "/p1.json"),
+             qPrintable(refusal(d + "/p2-long.json")));
     // Another command's result.
-    QVERIFY(
-        cli({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref, "--shard", "2/2", "--json", d + "/score-p2.json"})
-            .code == 0);
-    r = cli({"merge", d + "/m.json", d + "/p1.json", d + "/score-p2.json"});
-    QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("score-p2.json: a result of attnlab-cli \"score\""), qPrintable(r.err));
+    QVERIFY(cli({"score", "-m", m_model, "--src", m_small_src, "--tgt", m_small_ref, "--shard", "2/2", "--json",
+                 d + "/score-p2.json"})
+                .code == 0);
+    QVERIFY2(refusal(d + "/score-p2.json").contains("score-p2.json: a result of attnlab-cli \"score\""),
+             qPrintable(refusal(d + "/score-p2.json")));
     // Not a result at all.
     attnlab::testing::writeFile((d + "/other.json").toStdString(), "{\"format\": \"something\"}\n");
-    r = cli({"merge", d + "/m.json", d + "/other.json"});
-    QCOMPARE(r.code, 2);
-    QCOMPARE(r.err, "attnlab-cli: " + d +
-                        "/other.json: not a result of attnlab-cli --json (no \"run\": written by an older version, or "
-                        "another file)\n");
+    QCOMPARE(refusal(d + "/other.json"),
+             d + "/other.json: not a result of attnlab-cli --json (no \"run\": written by an older version, or another "
+                 "file)");
     // A part whose "run" is cut or out of range: named, never a crash nor a table of 2e9 parts.
     json cut = readJson(d + "/p1.json");
     cut["run"].erase("command");
     attnlab::testing::writeFile((d + "/cut.json").toStdString(), cut.dump());
-    r = cli({"merge", d + "/m.json", d + "/cut.json", d + "/p2.json"});
-    QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.startsWith("attnlab-cli: " + d + "/cut.json: its \"run\" is incomplete: "), qPrintable(r.err));
+    QVERIFY2(refusal(d + "/cut.json").startsWith(d + "/cut.json: its \"run\" is incomplete: "),
+             qPrintable(refusal(d + "/cut.json")));
     json huge = readJson(d + "/p1.json");
     huge["run"]["shard"]["count"] = 2000000000;
     attnlab::testing::writeFile((d + "/huge.json").toStdString(), huge.dump());
@@ -324,9 +383,11 @@ void TestShardMerge::partsOfAnotherRunAreRefused() {
     QVERIFY(!QFile::exists(d + "/m.json"));
 }
 
+// The parts of scoreMergedEqualsWhole's runs (made here when it did not run).
 void TestShardMerge::missingAndDuplicatedPartsAreNamed() {
-    QStringList parts;
-    merged({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}, "score3", 3, &parts);
+    const QStringList args = batched({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref});
+    const QStringList parts = partFiles(args, "score", 3);
+    QCOMPARE(parts.size(), 3);
     const QString d = m_dir.path();
     auto r = cli({"merge", d + "/m.json", parts[0], parts[2]});
     QCOMPARE(r.code, 2);
@@ -336,12 +397,13 @@ void TestShardMerge::missingAndDuplicatedPartsAreNamed() {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, "attnlab-cli: part 2 of 3 is given twice: " + parts[1] + " and " + d + "/copy-of-part-2.json\n");
     // A part of a run in 3 beside parts of a run in 2.
-    QStringList two;
-    merged({"score", "-m", m_model, "--src", m_src, "--tgt", m_ref}, "score2", 2, &two);
+    const QStringList two = partFiles(args, "score", 2);
+    QCOMPARE(two.size(), 2);
     r = cli({"merge", d + "/m.json", two[0], parts[1]});
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, "attnlab-cli: " + parts[1] + " is part 2 of 3 but " + two[0] +
                         " is part 1 of 2: parts of one run are merged\n");
+    QVERIFY(!QFile::exists(d + "/m.json"));
 }
 
 namespace {

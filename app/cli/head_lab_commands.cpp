@@ -261,7 +261,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
         attnlab::corpusHeadStatistics(translator, attnlab::linesOf(sources, range), refs.empty() ? nullptr : &part_refs,
                                       h.decoding, h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
                                       !h.corpus.shard.empty(),  // --measure: checked
-                                      {range.begin, size_t(run.block)});
+                                      {range.begin, size_t(run.block), !run.shard.whole()});
     progress.clear();
     countFromCorpus(stats, range.begin);
     reportSkipped(stats.skipped, "used");
@@ -343,6 +343,7 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
                      "writes and the report scores on --src/--tgt (read with the same --gold-* options)")
         ->expected(3)
         ->excludes(a.cmd->get_option("--method"));
+    a.cmd->add_option("--batch-size", a.batch_size, "Pairs teacher-forced together")->capture_default_str();
     addCorpusOutput(a.cmd, a.corpus, nullptr);
 }
 
@@ -416,8 +417,12 @@ void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMe
 }  // namespace
 
 namespace {
-// align teacher-forces with the default batch size (it has no --batch-size): its blocks are shardBlock() of it.
-int alignBatch() { return attnlab::DecodingOptions{}.max_batch_size; }
+// align's blocks are shardBlock() of its --batch-size.
+int alignBatch(const AlignCommand& a) {
+    if (a.batch_size < 1 || a.batch_size > 4096)
+        throw attnlab::ConfigError("--batch-size " + std::to_string(a.batch_size) + " is out of range (1..4096)");
+    return a.batch_size;
+}
 
 // The run an alignment result records: the method chosen is an option; the dev set, when given, an input.
 attnlab::CorpusRun alignRun(const AlignCommand& a, const attnlab::Translator& translator,
@@ -431,7 +436,7 @@ attnlab::CorpusRun alignRun(const AlignCommand& a, const attnlab::Translator& tr
     for (const auto& f : a.dev) dev.push_back(attnlab::readTextLines(f));
     for (size_t i = 0; i < dev.size(); ++i)
         inputs.emplace_back(i == 0 ? "dev src" : i == 1 ? "dev tgt" : "dev gold", &dev[i]);
-    auto run = corpusRun(a.cmd, translator, a.corpus, inputs, alignBatch());
+    auto run = corpusRun(a.cmd, translator, a.corpus, inputs, alignBatch(a));
     run.options.emplace_back("reverse model",
                              reverse ? attnlab::modelFingerprint(reverse->info().package_dir) : "none");
     return run;
@@ -448,7 +453,7 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
             "align writes its links to --output FILE, its scores to --json FILE: give one or both");
     const attnlab::Shard shard = a.corpus.parsed();
     const Pairs all = readPairs(a.src, a.tgt, a.gold, a);
-    const auto range = attnlab::shardLines(all.sources.size(), shard, attnlab::shardBlock(alignBatch()));
+    const auto range = attnlab::shardLines(all.sources.size(), shard, attnlab::shardBlock(alignBatch(a)));
     const Pairs test = partOf(all, range);
     const std::optional<Pairs> dev =
         a.dev.empty() ? std::nullopt : std::optional<Pairs>(readPairs(a.dev[0], a.dev[1], a.dev[2], a));
@@ -475,9 +480,9 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     const attnlab::Translator* back = reverse ? &*reverse : nullptr;
     std::optional<attnlab::AlignmentReport> dev_rep;
     if (dev) {  // the method is chosen there, never on the pairs it is reported on
-        dev_rep =
-            attnlab::alignCorpus(translator, dev->sources, dev->targets, dev->goldOrNull(), dev->gold_name, a.threshold,
-                                 progress.callback(), back, {a.languages.source_language, a.languages.target_language});
+        dev_rep = attnlab::alignCorpus(
+            translator, dev->sources, dev->targets, dev->goldOrNull(), dev->gold_name, a.threshold, progress.callback(),
+            back, {a.languages.source_language, a.languages.target_language}, {0, 0, false, a.batch_size});
         progress.clear();
         reportSkipped(dev_rep->skipped, "aligned in the development set");
         method = dev_rep->methods[static_cast<size_t>(dev_rep->best)].method;
@@ -487,9 +492,10 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     }
     const auto run = alignRun(a, translator, back, all);
     announcePart(run);
-    auto rep = attnlab::alignCorpus(
-        translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold, progress.callback(),
-        back, {a.languages.source_language, a.languages.target_language}, {range.begin, size_t(run.block)});
+    auto rep =
+        attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold,
+                             progress.callback(), back, {a.languages.source_language, a.languages.target_language},
+                             {range.begin, size_t(run.block), !run.shard.whole(), a.batch_size});
     progress.clear();
     countFromCorpus(rep.skipped, range.begin, a.gold);
     if (!a.output.empty()) attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));

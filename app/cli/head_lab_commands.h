@@ -31,8 +31,9 @@ struct AlignCommand {
     std::vector<std::string> dev;  // SRC TGT GOLD of a development set, or empty
     bool one_indexed = false, reversed = false, no_reverse = false;
     double threshold = 0.0;
-    CorpusOutput corpus;                 // --shard (its --json is json_path)
-    attnlab::DecodingOptions languages;  // --src-lang / --tgt-lang (a multilingual model's)
+    int batch_size = attnlab::DecodingOptions{}.max_batch_size;  // pairs teacher-forced together
+    CorpusOutput corpus;                                         // --shard (its --json is json_path)
+    attnlab::DecodingOptions languages;                          // --src-lang / --tgt-lang (a multilingual model's)
 };
 void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a);
 int runAlign(const CommonOptions& common, const AlignCommand& a);

@@ -40,6 +40,10 @@ using CorpusCallback = std::function<bool(const CorpusProgress&)>;
 struct CorpusPlace {
     size_t first_line = 0;  // of sources[0] in the corpus, 0-based
     size_t block = 0;       // the corpus's block (attnlab::shardBlock), 0: none
+    // One part of a sharded run: a part whose every line is skipped is a part without sentences, not an error (the
+    // merge refuses a corpus without any, as the whole run does).
+    bool part = false;
+    int batch_size = 0;  // alignCorpus: the pairs teacher-forced together (0: DecodingOptions' default)
 };
 HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::vector<std::string>& sources,
                                      const std::vector<std::string>* references, const DecodingOptions& decoding,

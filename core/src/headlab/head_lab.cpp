@@ -126,7 +126,7 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
     if (references) checkCounts(sources.size(), references->size(), "references");
     std::vector<SkippedPair> skipped;
     const auto usable = readableLines(translator, sources, references, "reference", skipped);
-    checkSomethingLeft(sources.size(), skipped, "line could be read");
+    if (!place.part) checkSomethingLeft(sources.size(), skipped, "line could be read");
     DecodingOptions d = decoding;
     d.return_attention = true;
     d.top_k_candidates = 0;
@@ -160,7 +160,7 @@ HeadStatsReport corpusHeadStatistics(const Translator& translator, const std::ve
         }
     }
     report(progress, stage, total, total);
-    checkSomethingLeft(sources.size(), skipped, "line could be read");
+    if (!place.part) checkSomethingLeft(sources.size(), skipped, "line could be read");
     HeadStatsReport rep = acc.report(references != nullptr, keep_sentences);
     rep.measure = measure;
     if (keep_sentences)
@@ -187,14 +187,15 @@ const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) con
 }
 
 namespace {
-// The links of every unsymmetrised method (methodsOf's order: allAlignmentMethods', then ALTI+'s) of one result
-// of `translator`'s.
+// The links of every unsymmetrised method (methodsOf's order: allAlignmentMethods', then the contribution
+// methods', contributionAlignmentMethods') of one result of `translator`'s.
 std::vector<AlignmentLinks> linksOfAllMethods(const Translator& translator, const TranslationResult& r,
                                               double threshold, PieceWords& source, PieceWords& target) {
     std::vector<AlignmentLinks> links;
     for (const auto& map : wordMapsOfAllMethods(r, &source, &target)) links.push_back(extractLinks(map, threshold));
-    const Contributions alti = translator.contributions(r, ContributionMethod::AltiPlus);
-    for (const auto& map : wordMapsOfContributions(r, alti.source)) links.push_back(extractLinks(map, threshold));
+    std::vector<Contributions> contributions;
+    for (ContributionMethod method : kContributionMethods) contributions.push_back(translator.contributions(r, method));
+    for (const auto& map : wordMapsOfContributions(r, contributions)) links.push_back(extractLinks(map, threshold));
     return links;
 }
 
@@ -213,7 +214,7 @@ std::vector<std::pair<size_t, size_t>> symmetrisedPairs(const std::vector<Alignm
 std::vector<AlignmentMethod> methodsOf(const Translator& t) {
     const auto& model = t.info().config.model;
     auto methods = allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head));
-    for (const auto& m : contributionAlignmentMethods()) methods.push_back(m);
+    for (const auto& m : contributionAlignmentMethods(static_cast<int>(model.decoderLayers()))) methods.push_back(m);
     return methods;
 }
 }  // namespace
@@ -260,6 +261,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
     forcing.top_k_candidates = 0;
     forcing.source_language = languages.source;
     forcing.target_language = languages.target;
+    if (place.batch_size > 0) forcing.max_batch_size = place.batch_size;
     DecodingOptions backwards = forcing;  // the reverse model reads the target as its source
     std::swap(backwards.source_language, backwards.target_language);
     const int total = rep.pairs;
@@ -300,7 +302,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
         }
     }
     sortSkipped(rep.skipped);
-    checkSomethingLeft(sources.size(), rep.skipped, "sentence pair could be aligned");
+    if (!place.part) checkSomethingLeft(sources.size(), rep.skipped, "sentence pair could be aligned");
     report(progress, "aligning", total, total);
     if (gold) markBest(rep);
     return rep;

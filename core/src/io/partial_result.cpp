@@ -448,6 +448,15 @@ std::string mergedTranslations(const CorpusRun& run, const std::vector<PartLine>
     return translateResultJson(run, out);
 }
 
+// A part may have every line skipped (a part without sentences, CorpusPlace::part); the merged corpus may not, as the
+// whole run may not (headlab::checkSomethingLeft's message).
+void refuseEmptyCorpus(const json& merged, const CorpusRun& run, const std::string& what) {
+    const json& skipped = merged.at("skipped");
+    if (run.lines == 0 || skipped.size() != size_t(run.lines)) return;
+    throw InputError("no " + what + " (line " + skipped.front().at("pair").dump() + ": " +
+                     skipped.front().at("reason").get<std::string>() + ")");
+}
+
 std::string mergedDocument(const std::vector<const Part*>& parts) {
     const json& first = parts.front()->doc;
     const std::string format = first.at("format").get<std::string>();
@@ -461,11 +470,13 @@ std::string mergedDocument(const std::vector<const Part*>& parts) {
         docs.push_back({p->path, &p->doc, int64_t(r.begin), int64_t(r.size())});
     }
     json merged;
-    if (format == "attnlab-alignment")
+    if (format == "attnlab-alignment") {
         merged = headlab_merge::mergeAlignment(docs);
-    else if (format == "attnlab-heads")
+        refuseEmptyCorpus(merged, run, "sentence pair could be aligned");
+    } else if (format == "attnlab-heads") {
         merged = headlab_merge::mergeHeads(docs);
-    else
+        refuseEmptyCorpus(merged, run, "line could be read");
+    } else
         throw InputError(parts.front()->path + ": results of format \"" + format + "\" are not merged");
     merged["run"] = runJson(run);
     return merged.dump(1) + "\n";
