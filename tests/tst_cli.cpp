@@ -68,6 +68,7 @@ private Q_SLOTS:
     void headsAndAlign();
     void attentionJsonBeyondWeights();
     void attentionJsonContributions();
+    void attentionJsonContrastive();
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -322,6 +323,53 @@ void TestCli::attentionJsonContributions() {
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--contributions", "alti+"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("--contributions requires --attention"), qPrintable(r.err));
+}
+
+// --contrast STEP:PIECE: the sentence's "contrastive" is the library's Contrastive for the same translation and
+// question (numbers to 6 decimals, 1e-5 for the float32 reruns on another thread count); a malformed question, a step
+// past the translation's end and the option without --attention are refused by message.
+void TestCli::attentionJsonContrastive() {
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const auto result = t.translate("Ein Hund läuft.", o);
+    const std::string other = result.steps.at(1).candidates.at(1).piece;
+    const auto lib = t.contrastive(result, {1, other});
+    const QString path = m_dir.path() + "/contrast.json";
+    auto r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund läuft.", "--max-len", "6", "--attention", path,
+                  "--contrast", QString::fromStdString("1:" + other)});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto c = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()))["sentences"][0]["contrastive"];
+    QCOMPARE(c["step"].get<int>(), 1);
+    QCOMPARE(c["asked"].get<std::string>(), other);
+    QCOMPARE(c["alternative"].get<std::string>(), lib.alternative);
+    QCOMPARE(c["chosen"].get<std::string>(), result.best.pieces[1]);
+    QVERIFY(std::abs(c["chosen_log_probability"].get<double>() - lib.chosen_log_probability) < 1e-5);
+    QVERIFY(std::abs(c["alternative_log_probability"].get<double>() - lib.alternative_log_probability) < 1e-5);
+    auto near = [](const nlohmann::json& row, const std::vector<float>& want) {
+        if (row.size() != want.size()) return false;
+        for (size_t j = 0; j < want.size(); ++j)
+            if (std::abs(row[j].get<double>() - want[j]) > 1e-5) return false;
+        return true;
+    };
+    QVERIFY(near(c["saliency"]["source"], lib.saliency_source));
+    QVERIFY(near(c["saliency"]["target"], lib.saliency_target));
+    const auto& z = c["value_zeroing"];
+    QCOMPARE(z["encoder_self"].size(), lib.zeroing_encoder_self.size());
+    for (size_t l = 0; l < lib.zeroing_cross.size(); ++l) {
+        QVERIFY(near(z["encoder_self"][l], lib.zeroing_encoder_self[l]));
+        QVERIFY(near(z["decoder_self"][l], lib.zeroing_decoder_self[l]));
+        QVERIFY(near(z["cross"][l], lib.zeroing_cross[l]));
+    }
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--contrast", "1"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--contrast '1': expected STEP:PIECE"), qPrintable(r.err));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--max-len", "3", "--attention", path, "--contrast", "40:x"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--contrast, sentence 1: contrastive: step 40 is out of range"), qPrintable(r.err));
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--contrast", "1:x"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--contrast requires --attention"), qPrintable(r.err));
 }
 
 void TestCli::attentionJsonReadBack() {

@@ -42,6 +42,20 @@ std::vector<attnlab::ContributionMethod> contributionMethods(const std::vector<s
     return methods;
 }
 
+// --contrast STEP:PIECE: the step (0-based, as --ablate's numbers) and the other piece, split at the first colon
+// (a piece may hold one); nothing when the option is absent. Throws ConfigError naming what is wrong.
+std::optional<attnlab::ContrastiveQuery> contrastQuery(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    const auto colon = text.find(':');
+    const std::string step = text.substr(0, colon);
+    const bool digits = !step.empty() && step.size() <= 9 && step.find_first_not_of("0123456789") == std::string::npos;
+    if (colon == std::string::npos || !digits || colon + 1 == text.size())
+        throw attnlab::ConfigError("--contrast '" + attnlab::escapedForTerminal(text) +
+                                   "': expected STEP:PIECE, a step of the translation (0-based) and another piece for "
+                                   "it (e.g. 2:hound or 2:▁hound)");
+    return attnlab::ContrastiveQuery{std::stoi(step), text.substr(colon + 1)};
+}
+
 // --scores: the sentence's mean probability per piece, then each piece with its probability.
 std::string scoreColumns(const attnlab::TranslationResult& r) {
     auto number = [](double v) {
@@ -60,10 +74,21 @@ std::string scoreColumns(const attnlab::TranslationResult& r) {
 struct Leg {
     attnlab::Translator* translator = nullptr;
     attnlab::DecodingOptions d;
-    std::string attention_path, trace_path;  // this leg's files (legFileName for a pivot's legs)
-    std::string name;                        // "leg 2 (en -> fr)" in messages; empty for a direct route
+    std::string attention_path, trace_path;             // this leg's files (legFileName for a pivot's legs)
+    std::string name;                                   // "leg 2 (en -> fr)" in messages; empty for a direct route
+    std::optional<attnlab::ContrastiveQuery> contrast;  // --contrast, on the last leg (the translation printed)
     std::vector<attnlab::TranslationResult> kept;
 };
+
+// --contrast for the leg's kept result i; a refusal (a step past the translation's end, the piece chosen there)
+// names the sentence, 1-based as the attention JSON's "sentences" list.
+attnlab::Contrastive contrastFor(const Leg& leg, size_t i) {
+    try {
+        return leg.translator->contrastive(leg.kept[i], *leg.contrast);
+    } catch (const attnlab::InputError& e) {
+        throw attnlab::InputError("--contrast, sentence " + std::to_string(i + 1) + ": " + e.what());
+    }
+}
 
 // Translates lines batch by batch through every leg and prints each batch's translations in input
 // order as soon as they are done: one output line per input line (an invalid line is reported on
@@ -201,6 +226,8 @@ private:
                     for (auto method : methods)
                         extras.contributions.back().push_back(leg.translator->contributions(r, method));
                 }
+            if (leg.contrast)
+                for (size_t i = 0; i < leg.kept.size(); ++i) extras.contrastive.push_back(contrastFor(leg, i));
             attnlab::writeAttentionJson(leg.attention_path, leg.kept, leg.translator->info(), leg.d, extras);
         }
         if (!leg.trace_path.empty()) attnlab::writeTraceJson(leg.trace_path, leg.kept, leg.translator->info(), leg.d);
@@ -327,6 +354,7 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
     std::optional<attnlab::LineStream> in;
     if (t.texts.empty()) in.emplace(STDIN_FILENO, "stdin");
     // The threads follow each batch's work wherever its lines come from (attnlab/device.h, the thread policy).
+    const auto contrast = contrastQuery(t.contrast);
     CommonOptions options = common;
     attnlab::TranslationRoute route;
     if (!t.from.empty()) route = routeOf(t);
@@ -345,6 +373,7 @@ int runTranslate(const CommonOptions& common, const TranslateCommand& t) {
         }
         leg.attention_path = t.attention_path;
         leg.trace_path = t.trace_path;
+        if (k + 1 == count) leg.contrast = contrast;
         if (route.pivot()) {
             const auto& m = route.legs[k];
             leg.name = "leg " + std::to_string(k + 1) + " (" + m.source_lang + " -> " + m.target_lang + ")";
@@ -439,6 +468,13 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
         ->add_flag("--logit-lens", t.logit_lens,
                    "With --attention, also what each decoder layer's output would predict at every position (through "
                    "the final layer norm and the output projection: the logit lens, docs/contributions.md)")
+        ->needs(translate->get_option("--attention"));
+    translate
+        ->add_option("--contrast", t.contrast,
+                     "With --attention, also why each sentence's piece at STEP (0-based) and not PIECE: the saliency "
+                     "and the value zeroing, per layer, of log p(chosen) - log p(PIECE) (\"contrastive\"; a word "
+                     "typed without ▁ is read as the piece of its place; docs/contributions.md)")
+        ->type_name("STEP:PIECE")
         ->needs(translate->get_option("--attention"));
     translate->add_flag("--scores", t.scores,
                         "After each translation: a tab, its mean probability per piece, a tab, and every piece as "

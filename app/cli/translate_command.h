@@ -23,6 +23,7 @@ struct TranslateCommand {
     std::string ablate;
     bool scores = false;
     bool logit_lens = false;  // --logit-lens: each sentence's "logit_lens" in the attention JSON
+    std::string contrast;     // --contrast STEP:PIECE: each sentence's "contrastive" in the attention JSON
     // --from / --to: the languages, the route among the installed models chosen for them
     // (attnlab/route.h); empty = --model.
     std::string from, to;

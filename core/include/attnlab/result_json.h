@@ -31,6 +31,10 @@ struct AttentionJsonExtras {
     // One per result, or none: "logit_lens": {"layers": [decoder layer][position] {"top": [{"piece", "id",
     // "probability"}], "chosen_probability", "chosen_rank"}} (attnlab/contributions.h; `--logit-lens`).
     std::vector<LogitLens> logit_lens;
+    // One per result, or none: "contrastive": {"step", "asked", "chosen", "alternative", "chosen_log_probability",
+    // "alternative_log_probability", "saliency": {"source", "target"}, "value_zeroing": {"encoder_self",
+    // "decoder_self", "cross"}} (attnlab/contributions.h `Contrastive`; `attnlab-cli translate --contrast STEP:PIECE`).
+    std::vector<Contrastive> contrastive;
 };
 
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,

@@ -60,6 +60,23 @@ json lensJson(const LogitLens& lens) {
     return {{"layers", std::move(layers)}};
 }
 
+// "Why `chosen` and not `alternative` at `step`": the question as asked, the piece it was read as, both
+// log-probabilities, the saliency of their difference and its value zeroing per layer of each kind.
+json contrastiveJson(const Contrastive& c) {
+    return {
+        {"step", c.query.step},
+        {"asked", c.query.alternative},
+        {"chosen", c.chosen},
+        {"alternative", c.alternative},
+        {"chosen_log_probability", c.chosen_log_probability},
+        {"alternative_log_probability", c.alternative_log_probability},
+        {"saliency", {{"source", matrixJson({c.saliency_source})[0]}, {"target", matrixJson({c.saliency_target})[0]}}},
+        {"value_zeroing",
+         {{"encoder_self", matrixJson(c.zeroing_encoder_self)},
+          {"decoder_self", matrixJson(c.zeroing_decoder_self)},
+          {"cross", matrixJson(c.zeroing_cross)}}}};
+}
+
 // The optional sections of one sentence.
 void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& extras, size_t index) {
     if (!extras.value_norms.empty()) {
@@ -84,6 +101,7 @@ void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& e
         s["contributions"] = std::move(methods);
     }
     if (!extras.logit_lens.empty()) s["logit_lens"] = lensJson(extras.logit_lens.at(index));
+    if (!extras.contrastive.empty()) s["contrastive"] = contrastiveJson(extras.contrastive.at(index));
     if (extras.rollout) {
         const auto encoder = attentionRollout(r.encoder_self);
         s["rollout"] = {
@@ -114,6 +132,9 @@ std::string attentionJson(const std::vector<TranslationResult>& results, const M
                             " of " + std::to_string(results.size()) + " results");
     if (!extras.logit_lens.empty() && extras.logit_lens.size() != results.size())
         throw InternalError("attention JSON: the logit lens for " + std::to_string(extras.logit_lens.size()) + " of " +
+                            std::to_string(results.size()) + " results");
+    if (!extras.contrastive.empty() && extras.contrastive.size() != results.size())
+        throw InternalError("attention JSON: contrastive for " + std::to_string(extras.contrastive.size()) + " of " +
                             std::to_string(results.size()) + " results");
     json root;
     root["format"] = "attnlab-attention";
