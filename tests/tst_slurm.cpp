@@ -5,6 +5,8 @@
 #include "fixtures.h"
 #include "slurm_cluster.h"
 
+#include <attnlab/slurm.h>
+
 #include <QtTest/QtTest>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +78,7 @@ private Q_SLOTS:
     void abbreviatedReservedNamesRefused();
     void whatTasksCannotShardRefused();
     void moreTasksThanBlocksSaid();
+    void importanceChainScripts();
     void foldersWithQuotesAndHashesReadBack();
     void hubModelDownloadedOnceBeforeTheTasks();
     void clusterRunsTheArrayAndItsMerge();
@@ -164,10 +167,11 @@ void TestSlurm::scriptsOfThreeTasks() {
              qPrintable(merge));
 
     const QString submit = text(folder + "/submit.sh");
-    QVERIFY2(submit.contains("array=$(sbatch --parsable '" + folder + "/array.sbatch')"), qPrintable(submit));
-    QVERIFY2(submit.contains("sbatch --parsable --dependency=afterok:\"$array\" --kill-on-invalid-dep=yes '" + folder +
-                             "/merge.sbatch'"),
+    QVERIFY2(submit.contains("job1=$(sbatch --parsable '" + folder + "/array.sbatch')"), qPrintable(submit));
+    QVERIFY2(submit.contains("job2=$(sbatch --parsable --dependency=afterok:\"$job1\" --kill-on-invalid-dep=yes '" +
+                             folder + "/merge.sbatch'"),
              qPrintable(submit));
+    QVERIFY2(submit.endsWith("echo \"$job1 $job2\"\n"), qPrintable(submit));
     QVERIFY(QFileInfo(folder + "/submit.sh").isExecutable());
 }
 
@@ -303,6 +307,67 @@ void TestSlurm::moreTasksThanBlocksSaid() {
     QVERIFY2(r.code == 0 && r.err.contains("2 of the 3 tasks will have no lines: the corpus's 2 lines are 1 block "
                                            "of 256 lines"),
              qPrintable(r.err));
+}
+
+// heads --importance --slurm 2: four jobs, each after the one before (submit.sh): stage 1's array writing
+// singles-K.json, its merge writing singles.json, stage 2's array reading it (--importance-singles) and writing
+// curve-K.json, the last merge writing the result from singles.json and the curve parts; --shard-by passed through.
+void TestSlurm::importanceChainScripts() {
+    const QString out = m_dir.path() + "/chain", folder = out + "/heads.slurm";
+    const auto r = runCli({"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--batch-size",
+                           "1", "--json", out + "/heads.json", "--slurm", "2", "--slurm-option", "cpus-per-task=2"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("wrote " + folder + "/singles.sbatch (2 tasks), " + folder + "/singles-merge.sbatch, " +
+                            folder + "/curve.sbatch (2 tasks) and " + folder + "/merge.sbatch; submit them with: sh " +
+                            folder + "/submit.sh"),
+             qPrintable(r.out));
+    const QString cwd = QDir::currentPath(), logs = folder + "/logs/";
+    const QString singles = text(folder + "/singles.sbatch"), curve = text(folder + "/curve.sbatch");
+    QCOMPARE(sbatchLines(singles),
+             QStringList({"--job-name=attnlab-heads-singles", "--chdir=" + cwd, "--output=" + logs + "singles-%a.out",
+                          "--array=1-2", "--cpus-per-task=2"}));
+    QCOMPARE(sbatchLines(curve),
+             QStringList({"--job-name=attnlab-heads-curve", "--chdir=" + cwd, "--output=" + logs + "curve-%a.out",
+                          "--array=1-2", "--cpus-per-task=2"}));
+    const QString task1 = singles.section('\n', -2, -2), task2 = curve.section('\n', -2, -2);
+    QVERIFY2(task1.contains(" '--importance' ") && !task1.contains("--importance-singles") &&
+                 task1.endsWith(" --shard \"$SLURM_ARRAY_TASK_ID/2\" --json '" + folder +
+                                "/singles-'\"$SLURM_ARRAY_TASK_ID\"'.json'"),
+             qPrintable(task1));
+    QVERIFY2(task2.contains(" '--importance' ") && task2.endsWith(" '--importance-singles' '" + folder +
+                                                                  "/singles.json' --shard \"$SLURM_ARRAY_TASK_ID/2\" "
+                                                                  "--json '" +
+                                                                  folder + "/curve-'\"$SLURM_ARRAY_TASK_ID\"'.json'"),
+             qPrintable(task2));
+    const QString merge1 = text(folder + "/singles-merge.sbatch"), merge2 = text(folder + "/merge.sbatch");
+    QCOMPARE(sbatchLines(merge1), QStringList({"--job-name=attnlab-heads-singles-merge", "--chdir=" + cwd,
+                                               "--output=" + logs + "singles-merge.out"}));
+    QVERIFY2(merge1.contains("set -- \"$@\" '" + folder + "/singles-'\"$k\"'.json'") &&
+                 merge1.endsWith("' merge '" + folder + "/singles.json' \"$@\"\n"),
+             qPrintable(merge1));
+    QCOMPARE(sbatchLines(merge2)[2], "--output=" + logs + "merge.out");
+    QVERIFY2(merge2.contains("set -- \"$@\" '" + folder + "/curve-'\"$k\"'.json'") &&
+                 merge2.endsWith("' merge '" + out + "/heads.json' '" + folder + "/singles.json' \"$@\"\n"),
+             qPrintable(merge2));
+    // each job after the one before; the four ids printed in order
+    const QString submit = text(folder + "/submit.sh");
+    const QStringList files{"singles.sbatch", "singles-merge.sbatch", "curve.sbatch", "merge.sbatch"};
+    QVERIFY2(submit.contains("job1=$(sbatch --parsable '" + folder + "/singles.sbatch')\n"), qPrintable(submit));
+    for (int k = 2; k <= 4; ++k)
+        QVERIFY2(submit.contains(QString("job%1=$(sbatch --parsable --dependency=afterok:\"$job%2\" "
+                                         "--kill-on-invalid-dep=yes '")
+                                     .arg(k)
+                                     .arg(k - 1) +
+                                 folder + "/" + files[k - 1] + "')"),
+                 qPrintable(submit));
+    QVERIFY2(submit.endsWith("echo \"$job1 $job2 $job3 $job4\"\n"), qPrintable(submit));
+    // --shard-by reaches both stages' tasks (heads --importance shards by head as well as by line)
+    if (!runCli({"heads", "--help"}).out.contains("--shard-by")) QSKIP("heads has no --shard-by yet");
+    const auto h = runCli({"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--shard-by",
+                           "heads", "--json", out + "/by-heads.json", "--slurm", "3"});
+    QVERIFY2(h.code == 0 && !h.err.contains("warning"), qPrintable(h.err));
+    for (const char* script : {"/by-heads.slurm/singles.sbatch", "/by-heads.slurm/curve.sbatch"})
+        QVERIFY2(text(out + script).contains("'--shard-by' 'heads'"), script);
 }
 
 // A Hugging Face name is downloaded into the shared cache when the job is written, once: the tasks then run with the

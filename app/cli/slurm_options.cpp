@@ -141,6 +141,15 @@ std::optional<size_t> corpusLines(const CLI::App& cmd, const std::vector<slurm::
     return lines;
 }
 
+// The command's --batch-size, which sizes its blocks: as given, else its default (the command's variable; where none
+// is registered, DecodingOptions' batch, align's default: AlignCommand::batch_size).
+int batchSize(const CLI::App& cmd, const SlurmOptions& s) {
+    if (given(cmd, "--batch-size")) return cmd.get_option("--batch-size")->as<int>();
+    const auto batch =
+        std::find_if(s.batch_sizes.begin(), s.batch_sizes.end(), [&](const auto& b) { return b.first == &cmd; });
+    return batch != s.batch_sizes.end() && batch->second ? *batch->second : attnlab::DecodingOptions{}.max_batch_size;
+}
+
 // More tasks than the corpus has blocks (partial_result.h: a part is whole blocks) leave some without lines: they
 // still run and merge, but each one loads the model for nothing, so it is said before the job is written.
 void warnOfEmptyTasks(const CLI::App& cmd, const SlurmOptions& s, const std::vector<slurm::SbatchOption>& options) {
@@ -148,12 +157,7 @@ void warnOfEmptyTasks(const CLI::App& cmd, const SlurmOptions& s, const std::vec
         return;  // the parts are heads, not lines
     const auto lines = corpusLines(cmd, options);
     if (!lines) return;
-    const auto batch =
-        std::find_if(s.batch_sizes.begin(), s.batch_sizes.end(), [&](const auto& b) { return b.first == &cmd; });
-    // align has no --batch-size: it teacher-forces in DecodingOptions' default batches (head_lab_commands.cpp)
-    const int batch_size =
-        batch != s.batch_sizes.end() && batch->second ? *batch->second : attnlab::DecodingOptions{}.max_batch_size;
-    const size_t block = attnlab::shardBlock(batch_size), blocks = (*lines + block - 1) / block;
+    const size_t block = attnlab::shardBlock(batchSize(cmd, s)), blocks = (*lines + block - 1) / block;
     if (size_t(s.tasks) <= blocks) return;
     std::cerr << "attnlab-cli: warning: --slurm " << s.tasks << ": " << size_t(s.tasks) - blocks << " of the "
               << s.tasks << " tasks will have no lines: the corpus's " << *lines << " lines are " << blocks
@@ -161,6 +165,37 @@ void warnOfEmptyTasks(const CLI::App& cmd, const SlurmOptions& s, const std::vec
               << " lines and a task takes whole blocks (they run and merge all the same; --slurm "
               << std::max<size_t>(blocks, 1) << " gives every task lines"
               << (cmd.get_option_no_throw("--batch-size") ? ", a smaller --batch-size smaller blocks" : "") << ")\n";
+}
+
+// "wrote F/array.sbatch (3 tasks) and F/merge.sbatch; submit them with: sh F/submit.sh"
+void printWritten(const slurm::SlurmJob& job, const std::vector<slurm::JobScript>& scripts, const std::string& submit) {
+    std::cout << "wrote ";
+    for (size_t k = 0; k < scripts.size(); ++k) {
+        std::cout << (k == 0                    ? ""
+                      : k + 1 == scripts.size() ? " and "
+                                                : ", ")
+                  << attnlab::escapedForTerminal(job.folder + "/" + scripts[k].file);
+        if (scripts[k].tasks > 0) std::cout << " (" << scripts[k].tasks << " tasks)";
+    }
+    std::cout << "; submit them with: sh " << attnlab::escapedForTerminal(submit) << "\n";
+}
+
+// A line per job submitted, in order: "array job 12: 3 tasks, logs in F/logs", "merge job 13: after every task
+// succeeded, writes OUT".
+void printSubmitted(const slurm::SlurmJob& job, const std::vector<slurm::JobScript>& scripts,
+                    const std::vector<std::string>& ids) {
+    if (ids.size() != scripts.size())
+        throw attnlab::InputError("submit.sh printed " + std::to_string(ids.size()) + " job ids for " +
+                                  std::to_string(scripts.size()) + " jobs");
+    for (size_t k = 0; k < scripts.size(); ++k) {
+        const std::string id = attnlab::escapedForTerminal(ids[k]);
+        if (scripts[k].tasks > 0)
+            std::cout << "array job " << id << ": " << scripts[k].tasks << " tasks, logs in "
+                      << attnlab::escapedForTerminal(job.folder) << "/" << slurm::slurm_files::kLogs << "\n";
+        else
+            std::cout << "merge job " << id << ": after every task succeeded, writes "
+                      << attnlab::escapedForTerminal(scripts[k].writes) << "\n";
+    }
 }
 
 const CLI::App& corpusCommand(const CLI::App& app) {
@@ -208,23 +243,20 @@ int runSlurm(const CommonOptions& common, const SlurmOptions& s, const CLI::App&
     job.arguments = taskArguments(argc, argv);
     job.job_name = "attnlab-" + cmd.get_name();
     job.options = sbatchOptions(s);
+    // --importance's pruning curve needs every head's single ablation, over the whole corpus: a second array after
+    // the first one's merge (head_lab_commands.cpp, --importance-singles)
+    job.importance_chain = cmd.get_name() == "heads" && given(cmd, "--importance");
     checkInput(cmd, job.options);
     warnOfEmptyTasks(cmd, s, job.options);
     // A Hugging Face name is downloaded here, once, into the shared cache the tasks read (HF_HUB_OFFLINE there).
     resolveModel(common.model);
     const std::string submit = slurm::writeSlurmJob(job);
-    const std::string folder = attnlab::escapedForTerminal(job.folder);
+    const auto scripts = slurm::jobScripts(job);
     if (!s.submit) {
-        std::cout << "wrote " << folder << "/" << slurm::slurm_files::kArrayScript << " (" << job.tasks
-                  << " tasks) and " << folder << "/" << slurm::slurm_files::kMergeScript << "; submit them with: sh "
-                  << attnlab::escapedForTerminal(submit) << "\n";
+        printWritten(job, scripts, submit);
         return 0;
     }
-    const auto ids = slurm::submitSlurmJob(job.folder);
-    std::cout << "array job " << attnlab::escapedForTerminal(ids.array_id) << ": " << job.tasks << " tasks, logs in "
-              << folder << "/" << slurm::slurm_files::kLogs << "\nmerge job "
-              << attnlab::escapedForTerminal(ids.merge_id) << ": after every task succeeded, writes "
-              << attnlab::escapedForTerminal(job.merged) << "\n";
+    printSubmitted(job, scripts, slurm::submitSlurmJob(job.folder));
     return 0;
 }
 

@@ -26,6 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr const char* kPartPrefix = "part-";
+constexpr const char* kSinglesPrefix = "singles-";
+constexpr const char* kCurvePrefix = "curve-";
 constexpr const char* kPartSuffix = ".json";
 constexpr const char* kCpusPerTask = "cpus-per-task";
 
@@ -82,13 +84,98 @@ std::string header(const SlurmJob& job, const std::string& what, const std::stri
     return s;
 }
 
-std::string commandLine(const SlurmJob& job) {
+// One array and the merge after it. A job is one stage; heads --importance is two, the second reading what the
+// first one's merge wrote (SlurmJob::importance_chain).
+struct Stage {
+    std::string array_file, merge_file;  // the scripts' names in the job folder
+    std::string what;                    // what a task computes, for the scripts' comments
+    std::string job_name;                // the array's; its merge's is "<job_name>-merge"
+    std::string part_prefix;             // a task writes <folder>/<part_prefix>K.json
+    std::string task_log, merge_log;     // in <folder>/logs
+    std::vector<std::string> arguments;  // after the command's own, before --shard
+    std::vector<std::string> merged;     // the merge's files before the parts: where it writes, then what it reads
+};
+
+std::string inFolder(const SlurmJob& job, const std::string& name) { return (fs::path(job.folder) / name).string(); }
+
+std::vector<Stage> stages(const SlurmJob& job) {
+    if (!job.importance_chain)
+        return {{slurm_files::kArrayScript,
+                 slurm_files::kMergeScript,
+                 "shard K/" + std::to_string(job.tasks),
+                 job.job_name,
+                 kPartPrefix,
+                 "task-%a.out",
+                 "merge.out",
+                 {},
+                 {job.merged}}};
+    const std::string singles = inFolder(job, slurm_files::kSingles);
+    return {
+        {slurm_files::kSinglesScript,
+         slurm_files::kSinglesMergeScript,
+         "stage 1 of --importance (the baseline and every head ablated alone) on shard K/" + std::to_string(job.tasks),
+         job.job_name + "-singles",
+         kSinglesPrefix,
+         "singles-%a.out",
+         "singles-merge.out",
+         {},
+         {singles}},
+        {slurm_files::kCurveScript,
+         slurm_files::kMergeScript,
+         "stage 2 of --importance (the pruning curve, from the merged " + std::string(slurm_files::kSingles) +
+             ") on shard K/" + std::to_string(job.tasks),
+         job.job_name + "-curve",
+         kCurvePrefix,
+         "curve-%a.out",
+         "merge.out",
+         {"--importance-singles", singles},
+         {job.merged, singles}}};
+}
+
+std::string commandLine(const SlurmJob& job, const Stage& stage) {
     std::string s = "exec " + shellQuoted(job.program);
     for (const auto& a : job.arguments) s += " " + shellQuoted(a);
+    for (const auto& a : stage.arguments) s += " " + shellQuoted(a);
     return s;
 }
 
-std::string partPrefix(const SlurmJob& job) { return shellQuoted((fs::path(job.folder) / kPartPrefix).string()); }
+std::string partPrefix(const SlurmJob& job, const Stage& stage) {
+    return shellQuoted(inFolder(job, stage.part_prefix));
+}
+
+std::string arrayText(const SlurmJob& job, const Stage& stage) {
+    const std::string n = std::to_string(job.tasks);
+    std::string s = header(job,
+                           "Array task K of " + n + " runs " + stage.what + " and writes " + stage.part_prefix + "K" +
+                               kPartSuffix + " here; " + stage.merge_file + " puts the parts together.",
+                           stage.job_name, stage.task_log);
+    s += sbatchLine({"array", "1-" + n});
+    for (const auto& o : job.options) s += sbatchLine(o);
+    s += "set -eu\n"
+         "# LibTorch's threads: the CPUs Slurm gave the task (--cpus-per-task, else the job's CPUs on its node).\n"
+         "threads=${SLURM_CPUS_PER_TASK:-${SLURM_JOB_CPUS_PER_NODE:-}}\n"
+         "case \"$threads\" in '' | *[!0-9]*) ;; *) ATTNLAB_THREADS=$threads; export ATTNLAB_THREADS ;; esac\n"
+         "# The model was found (a Hugging Face name downloaded into the shared cache) before the job was "
+         "submitted.\n"
+         "HF_HUB_OFFLINE=1; export HF_HUB_OFFLINE\n";
+    s += commandLine(job, stage) + " --shard \"$SLURM_ARRAY_TASK_ID/" + n + "\" --json " + partPrefix(job, stage) +
+         "\"$SLURM_ARRAY_TASK_ID\"" + shellQuoted(kPartSuffix) + "\n";
+    return s;
+}
+
+std::string mergeText(const SlurmJob& job, const Stage& stage) {
+    std::string s = header(job,
+                           "Puts the " + std::to_string(job.tasks) + " parts of " + stage.array_file +
+                               " together (submit.sh starts it after every task succeeded).",
+                           stage.job_name + "-merge", stage.merge_log);
+    for (const auto& o : job.options)
+        if (o.first != kCpusPerTask) s += sbatchLine(o);
+    s += "set -eu\nset --\nk=1\nwhile [ \"$k\" -le " + std::to_string(job.tasks) + " ]; do\n    set -- \"$@\" " +
+         partPrefix(job, stage) + "\"$k\"" + shellQuoted(kPartSuffix) + "\n    k=$((k + 1))\ndone\n";
+    s += "exec " + shellQuoted(job.program) + " merge";
+    for (const auto& f : stage.merged) s += " " + shellQuoted(f);
+    return s + " \"$@\"\n";
+}
 }  // namespace
 
 std::string slurm_files::partName(int shard) { return kPartPrefix + std::to_string(shard) + kPartSuffix; }
@@ -161,65 +248,41 @@ std::vector<SbatchOption> readSbatchOptions(const std::string& path) {
     return options;
 }
 
-std::string arrayScript(const SlurmJob& job) {
+std::vector<JobScript> jobScripts(const SlurmJob& job) {
     checkJob(job);
-    const std::string n = std::to_string(job.tasks);
-    std::string s = header(job,
-                           "Array task K of " + n + " runs shard K/" + n + " and writes " + kPartPrefix + "K" +
-                               kPartSuffix + " here; merge.sbatch puts the parts together.",
-                           job.job_name, "task-%a.out");
-    s += sbatchLine({"array", "1-" + n});
-    for (const auto& o : job.options) s += sbatchLine(o);
-    s += "set -eu\n"
-         "# LibTorch's threads: the CPUs Slurm gave the task (--cpus-per-task, else the job's CPUs on its node).\n"
-         "threads=${SLURM_CPUS_PER_TASK:-${SLURM_JOB_CPUS_PER_NODE:-}}\n"
-         "case \"$threads\" in '' | *[!0-9]*) ;; *) ATTNLAB_THREADS=$threads; export ATTNLAB_THREADS ;; esac\n"
-         "# The model was found (a Hugging Face name downloaded into the shared cache) before the array was "
-         "submitted.\n"
-         "HF_HUB_OFFLINE=1; export HF_HUB_OFFLINE\n";
-    s += commandLine(job) + " --shard \"$SLURM_ARRAY_TASK_ID/" + n + "\" --json " + partPrefix(job) +
-         "\"$SLURM_ARRAY_TASK_ID\"" + shellQuoted(kPartSuffix) + "\n";
-    return s;
-}
-
-std::string mergeScript(const SlurmJob& job) {
-    checkJob(job);
-    std::string s = header(job,
-                           "Puts the " + std::to_string(job.tasks) + " parts of " + job.job_name +
-                               " together (submit.sh starts it after every task succeeded).",
-                           job.job_name + "-merge", "merge.out");
-    for (const auto& o : job.options)
-        if (o.first != kCpusPerTask) s += sbatchLine(o);
-    s += "set -eu\nset --\nk=1\nwhile [ \"$k\" -le " + std::to_string(job.tasks) + " ]; do\n    set -- \"$@\" " +
-         partPrefix(job) + "\"$k\"" + shellQuoted(kPartSuffix) + "\n    k=$((k + 1))\ndone\n";
-    s += "exec " + shellQuoted(job.program) + " merge " + shellQuoted(job.merged) + " \"$@\"\n";
-    return s;
+    std::vector<JobScript> scripts;
+    for (const Stage& stage : stages(job)) {
+        scripts.push_back({stage.array_file, arrayText(job, stage), job.tasks, ""});
+        scripts.push_back({stage.merge_file, mergeText(job, stage), 0, stage.merged.front()});
+    }
+    return scripts;
 }
 
 std::string submitScript(const SlurmJob& job) {
-    checkJob(job);
-    const std::string array = shellQuoted((fs::path(job.folder) / slurm_files::kArrayScript).string());
-    const std::string merge = shellQuoted((fs::path(job.folder) / slurm_files::kMergeScript).string());
-    return "#!/bin/sh\n"
-           "# Submits the array, then the merge after it: afterok starts it only when every task ended with status\n"
-           "# 0, and a failed task cancels it. Prints the two job ids. Written by attnlab-cli --slurm.\n"
-           "set -eu\n"
-           "array=$(sbatch --parsable " +
-           array +
-           ")\n"
-           "array=${array%%;*}\n"
-           "merge=$(sbatch --parsable --dependency=afterok:\"$array\" --kill-on-invalid-dep=yes " +
-           merge +
-           ") || {\n"
-           "    echo \"submit.sh: the merge job was refused; the array job $array runs without it\" >&2\n"
-           "    exit 1\n"
-           "}\n"
-           "merge=${merge%%;*}\n"
-           "echo \"$array $merge\"\n";
+    std::string s =
+        "#!/bin/sh\n"
+        "# Submits the jobs in order, each after the one before: afterok starts it only when every task of that one\n"
+        "# ended with status 0, and a failure cancels it. Prints their ids. Written by attnlab-cli --slurm.\n"
+        "set -eu\n";
+    std::string ids, after;
+    int k = 0;
+    for (const JobScript& script : jobScripts(job)) {
+        const std::string id = "job" + std::to_string(++k), file = shellQuoted(inFolder(job, script.file));
+        s += id + "=$(sbatch --parsable" +
+             (after.empty() ? "" : " --dependency=afterok:\"$" + after + "\" --kill-on-invalid-dep=yes") + " " + file +
+             ")" +
+             (after.empty() ? "\n"
+                            : " || {\n    echo \"submit.sh: sbatch refused " + script.file +
+                                  "; the jobs submitted before it run without it:" + ids + "\" >&2\n    exit 1\n}\n");
+        s += id + "=${" + id + "%%;*}\n";
+        ids += " $" + id;
+        after = id;
+    }
+    return s + "echo \"" + ids.substr(1) + "\"\n";
 }
 
 std::string writeSlurmJob(const SlurmJob& job) {
-    checkJob(job);  // before any folder is made
+    const auto scripts = jobScripts(job);  // checked before any folder is made
     const fs::path folder(job.folder);
     std::error_code ec;
     fs::create_directories(folder / slurm_files::kLogs, ec);
@@ -227,8 +290,7 @@ std::string writeSlurmJob(const SlurmJob& job) {
     // The merge writes there hours later, on another node: a folder missing is better found now.
     fs::create_directories(fs::path(job.merged).parent_path(), ec);
     if (ec) throw InputError(job.merged + ": cannot make its folder: " + ec.message());
-    saveToFile((folder / slurm_files::kArrayScript).string(), arrayScript(job));
-    saveToFile((folder / slurm_files::kMergeScript).string(), mergeScript(job));
+    for (const JobScript& script : scripts) saveToFile((folder / script.file).string(), script.text);
     const std::string submit = (folder / slurm_files::kSubmitScript).string();
     saveToFile(submit, submitScript(job));
     fs::permissions(submit, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
@@ -236,7 +298,7 @@ std::string writeSlurmJob(const SlurmJob& job) {
     return submit;
 }
 
-SubmittedJob submitSlurmJob(const std::string& folder) {
+std::vector<std::string> submitSlurmJob(const std::string& folder) {
     const std::string script = (fs::path(folder) / slurm_files::kSubmitScript).string();
     FILE* out = popen(("/bin/sh " + shellQuoted(script)).c_str(), "r");
     if (!out) throw InputError("cannot run " + script);
@@ -248,10 +310,10 @@ SubmittedJob submitSlurmJob(const std::string& folder) {
     if (code == 127) throw InputError(script + ": sbatch was not found (run --submit on a Slurm submit host)");
     if (code != 0)
         throw InputError(script + " failed (exit status " + std::to_string(code) + "): sbatch's message is above");
-    SubmittedJob ids;
+    std::vector<std::string> ids;
     std::istringstream words(printed);
-    if (!(words >> ids.array_id >> ids.merge_id))
-        throw InputError(script + ": sbatch printed no job ids ('" + trimmed(printed) + "')");
+    for (std::string id; words >> id;) ids.push_back(id);
+    if (ids.size() < 2) throw InputError(script + ": sbatch printed no job ids ('" + trimmed(printed) + "')");
     return ids;
 }
 
