@@ -79,6 +79,7 @@ private Q_SLOTS:
     void whatTasksCannotShardRefused();
     void moreTasksThanBlocksSaid();
     void importanceChainScripts();
+    void everyTaskTakesItsThreadsFromSlurm();
     void foldersWithQuotesAndHashesReadBack();
     void hubModelDownloadedOnceBeforeTheTasks();
     void clusterRunsTheArrayAndItsMerge();
@@ -370,8 +371,45 @@ void TestSlurm::importanceChainScripts() {
         QVERIFY2(text(out + script).contains("'--shard-by' 'heads'"), script);
 }
 
+// Every array task, of a job and of both stages of the importance chain, runs on the CPUs Slurm gave it:
+// ATTNLAB_THREADS from SLURM_CPUS_PER_TASK, else SLURM_JOB_CPUS_PER_NODE when that is a count (not "2(x3)", a job
+// over several nodes), and the hub offline (the model was found before the job was submitted). The scripts are run as
+// Slurm runs them, with the program swapped for one that prints what it was given.
+void TestSlurm::everyTaskTakesItsThreadsFromSlurm() {
+    const QString out = m_dir.path() + "/threads";
+    auto r = runCli({"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--batch-size", "1",
+                     "--json", out + "/heads.json", "--slurm", "3"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    r = runCli(evalArgs(out + "/eval.json") + QStringList{"--slurm", "3"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QString printer = "exec /bin/sh -c 'echo \"threads=${ATTNLAB_THREADS:-unset} offline=$HF_HUB_OFFLINE\"' ";
+    const struct {
+        QString cpus_per_task, cpus_per_node, expected;
+    } cases[] = {{"3", "8", "threads=3"}, {"", "4", "threads=4"}, {"", "2(x3)", "threads=unset"}};
+    for (const QString& name :
+         QStringList{"heads.slurm/singles.sbatch", "heads.slurm/curve.sbatch", "eval.slurm/array.sbatch"}) {
+        QString script = text(out + "/" + name);
+        const QString program = QString::fromStdString(attnlab::slurm::shellQuoted(ATTNLAB_CLI_PATH));
+        QVERIFY2(script.contains("exec " + program + " "), qPrintable(script));
+        script.replace("exec " + program + " ", printer);
+        writeFile((out + "/printing.sh").toStdString(), script.toStdString());
+        for (const auto& c : cases) {
+            auto env = QProcessEnvironment::systemEnvironment();
+            for (const char* v : {"SLURM_CPUS_PER_TASK", "SLURM_JOB_CPUS_PER_NODE", "ATTNLAB_THREADS"}) env.remove(v);
+            if (!c.cpus_per_task.isEmpty()) env.insert("SLURM_CPUS_PER_TASK", c.cpus_per_task);
+            env.insert("SLURM_JOB_CPUS_PER_NODE", c.cpus_per_node);
+            env.insert("SLURM_ARRAY_TASK_ID", "2");
+            const auto run = attnlab::testing::runProgram("/bin/sh", {out + "/printing.sh"}, {}, env);
+            QVERIFY2(run.code == 0 && run.out == c.expected + " offline=1\n",
+                     qPrintable(name + " " + c.cpus_per_task + "/" + c.cpus_per_node + ": " + run.out + run.err));
+        }
+    }
+}
+
 // A Hugging Face name is downloaded into the shared cache when the job is written, once: the tasks then run with the
-// hub gone (HF_HUB_OFFLINE in the script), and the merge equals the one-process run of the cached model.
+// hub gone (HF_HUB_OFFLINE in the script), and the merge equals the one-process run of the cached model. So is a
+// second model the tasks read (align --reverse-model; heads --compare-model alike): before, only --model was, and
+// every align task failed offline.
 void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
     const QString root = m_dir.path() + "/hub";
     attnlab::testing::FakeHub hub(root + "/server");
@@ -379,6 +417,7 @@ void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
     for (const QString& f : QDir(m_pkg).entryList(QDir::Files))
         files[f.toStdString()] = readFile((m_pkg + "/" + f).toStdString());
     hub.addRepo("someone/tiny", files);
+    hub.addRepo("someone/reverse", files);
     hub.start();
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("HF_ENDPOINT", QString::fromStdString(hub.endpoint()));
@@ -392,6 +431,21 @@ void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(QDir(root + "/cache/models--someone--tiny").exists(), qPrintable(r.err));
     QVERIFY(!hub.requests().empty());
+    // a second model the tasks read (align --reverse-model) is downloaded with the first one
+    const QStringList align{"align",
+                            "--model",
+                            "someone/tiny",
+                            "--src",
+                            m_src,
+                            "--tgt",
+                            m_ref,
+                            "--json",
+                            root + "/aligned.json",
+                            "--reverse-model",
+                            "someone/reverse"};
+    r = runCli(align + QStringList{"--slurm", "2", "--slurm-dir", root + "/align-job"}, {}, env);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(QDir(root + "/cache/models--someone--reverse").exists(), qPrintable(r.err));
     hub.stop();  // every request from here on fails
     for (int k = 1; k <= 2; ++k) {
         env.insert("SLURM_ARRAY_TASK_ID", QString::number(k));
@@ -400,6 +454,11 @@ void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
     }
     r = attnlab::testing::runProgram("/bin/sh", {folder + "/merge.sbatch"}, {}, env);
     QVERIFY2(r.code == 0, qPrintable(r.err));
+    for (int k = 1; k <= 2; ++k) {
+        env.insert("SLURM_ARRAY_TASK_ID", QString::number(k));
+        r = attnlab::testing::runProgram("/bin/sh", {root + "/align-job/array.sbatch"}, {}, env);
+        QVERIFY2(r.code == 0, qPrintable(QString("align task %1: %2").arg(k).arg(r.err)));
+    }
     r = runCli(args + QStringList{"--json", root + "/whole.json"}, {}, env);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QCOMPARE(readJson(root + "/merged.json"), readJson(root + "/whole.json"));

@@ -250,6 +250,9 @@ int runSlurm(const CommonOptions& common, const SlurmOptions& s, const CLI::App&
     warnOfEmptyTasks(cmd, s, job.options);
     // A Hugging Face name is downloaded here, once, into the shared cache the tasks read (HF_HUB_OFFLINE there).
     resolveModel(common.model);
+    // ...and so is the second model a task reads (heads --compare-model, align --reverse-model)
+    for (const char* other : {"--compare-model", "--reverse-model"})
+        if (given(cmd, other)) resolveModel(cmd.get_option(other)->as<std::string>());
     const std::string submit = slurm::writeSlurmJob(job);
     const auto scripts = slurm::jobScripts(job);
     if (!s.submit) {
