@@ -346,6 +346,22 @@ void TestContributions::alignsByAltiPlus() {
         }
         QCOMPARE(got->counts.aer(), counts.aer());
     }
+    // Every contribution method, whole and by layer (value zeroing too): scored with the links alignWords gives
+    // from the translation's contributions of that method.
+    const auto methods = attnlab::contributionAlignmentMethods(2);
+    for (const auto& method : methods) {
+        const auto* got = rep.find(method);
+        QVERIFY2(got, attnlab::alignmentMethodName(method).c_str());
+        attnlab::AlignmentCounts counts;
+        for (size_t p = 0; p < forced.size(); ++p) {
+            const auto c = t.contributions(forced[p], *attnlab::contributionMethodOf(method));
+            const auto links = attnlab::alignWords(forced[p], method, 0.0, &c).links;
+            QCOMPARE(got->links[p], links);
+            counts.add(links, gold[p]);
+        }
+        QCOMPARE(got->counts.aer(), counts.aer());
+        QCOMPARE(got->counts.predicted, counts.predicted);
+    }
     QCOMPARE(
         attnlab::testing::messageOf<attnlab::InputError>(
             [&] { attnlab::alignWords(forced[0], attnlab::parseAlignmentMethod("alti+")); }),

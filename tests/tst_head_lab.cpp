@@ -422,7 +422,8 @@ void TestHeadLab::corpusAlignmentWithAReverseModel() {
     for (const auto& l : gold_lines) gold.push_back(attnlab::parseGoldLine(l, {}, "g"));
     const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt", 0.0, {}, m_t.get());
     QVERIFY(rep.symmetrised);
-    const size_t base = 2 * (2 * 4 + 2 + 1) + 2;  // heads, layers, all, each also shifted; ALTI+ and shifted
+    // heads, layers, all, each also shifted; ALTI+ and value zeroing, whole and by layer, each also shifted
+    const size_t base = 2 * (2 * 4 + 2 + 1) + 2 * 2 * (1 + 2);
     QCOMPARE(rep.methods.size(), base * 6);
     const auto forward = m_t->teacherForce(m_src, m_ref), backward = m_t->teacherForce(m_ref, m_src);
     for (const char* name : {"sym:grow-diag-final:shift:layer:1", "sym:intersect:head:0:3", "sym:union:all"}) {
@@ -624,7 +625,7 @@ void TestHeadLab::corpusAlignmentAgainstGold() {
     const auto rep = attnlab::alignCorpus(*m_t, m_src, m_ref, &gold, "gold.txt");
     QCOMPARE(rep.pairs, 4);
     QVERIFY(rep.skipped.empty());
-    QCOMPARE(rep.methods.size(), size_t(2 * (2 * 4 + 2 + 1) + 2));  // + alti+, shift:alti+
+    QCOMPARE(rep.methods.size(), size_t(2 * (2 * 4 + 2 + 1) + 2 * 2 * (1 + 2)));  // + contributionAlignmentMethods(2)
     // head:1:2 step by step: teacher-force, merge, argmax, then the counts by set arithmetic here.
     const auto tf = m_t->teacherForce(m_src, m_ref);
     int64_t a = 0, s = 0, as = 0, ap = 0;
