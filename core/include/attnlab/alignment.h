@@ -122,8 +122,6 @@ std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads);
 std::vector<AlignmentMethod> contributionAlignmentMethods(int layers);
 // The contribution method an alignment method reads (nothing for the attention methods).
 std::optional<ContributionMethod> contributionMethodOf(const AlignmentMethod& method);
-// The methods of the first version: ALTI+, then ALTI+ shifted. (Until the corpus runner takes every method above.)
-std::vector<AlignmentMethod> contributionAlignmentMethods();
 
 // One sentence pair's word-level alignment by one method.
 struct WordAlignment {
@@ -143,11 +141,9 @@ WordAlignment alignWords(const TranslationResult& result, const AlignmentMethod&
 // (the corpus runner's).
 std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceWords* source = nullptr,
                                          PieceWords* target = nullptr);
-// The word maps of contributionAlignmentMethods() from ALTI+'s source part ([target piece][source piece], rows as
-// the result's cross-attention maps), in that order.
-std::vector<Matrix> wordMapsOfContributions(const TranslationResult& result, const Matrix& source_contributions);
-// The word maps of contributionAlignmentMethods(layers) from the result's contributions, one of each
-// kContributionMethods in that order (ALTI+, value zeroing), in that order.
+// The word maps of contributionAlignmentMethods(layers), in that order, from the result's contributions
+// ([target piece][source piece] maps, rows as the result's cross-attention maps), one of each of
+// kContributionMethods (ALTI+, value zeroing; InputError naming one that is missing).
 std::vector<Matrix> wordMapsOfContributions(const TranslationResult& result,
                                             const std::vector<Contributions>& by_method);
 

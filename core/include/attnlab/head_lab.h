@@ -171,7 +171,8 @@ struct AlignmentReport {
     bool has_gold = false;
     bool symmetrised = false;  // with a reverse model
     double threshold = 0.0;
-    // allAlignmentMethods() order, then contributionAlignmentMethods() (ALTI+), then (with a reverse model) for each
+    // allAlignmentMethods() order, then contributionAlignmentMethods(layers) (ALTI+ and value zeroing, through the
+    // model and by decoder layer), then (with a reverse model) for each
     // heuristic of kSymmetrizations every one of those methods the reverse model has too, symmetrised.
     std::vector<AlignmentMethodReport> methods;
     int best = -1;        // index into methods of the lowest AER of all (-1 without gold)

@@ -323,10 +323,6 @@ std::vector<AlignmentMethod> allAlignmentMethods(int layers, int heads) {
     return all;
 }
 
-std::vector<AlignmentMethod> contributionAlignmentMethods() {
-    return {{AlignmentMethod::Kind::AltiPlus, 0, 0, false}, {AlignmentMethod::Kind::AltiPlus, 0, 0, true}};
-}
-
 std::vector<AlignmentMethod> contributionAlignmentMethods(int layers) {
     std::vector<AlignmentMethod> all;
     for (bool shift : {false, true})
@@ -393,16 +389,6 @@ std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& r, PieceWords*
     if (source_out) *source_out = source;
     if (target_out) *target_out = target;
     return out;
-}
-
-std::vector<Matrix> wordMapsOfContributions(const TranslationResult& r, const Matrix& source_contributions) {
-    const PieceWords source = checkedWords(r.source_pieces, r.source_piece_words, r.source_text, "source");
-    const PieceWords target = checkedWords(r.best.pieces, r.target_piece_words, r.best.text, "target");
-    if (source_contributions.size() != r.best.pieces.size() ||
-        (!source_contributions.empty() && source_contributions.front().size() != r.source_pieces.size()))
-        throw InputError("the contributions do not match the result's pieces");
-    return {mergeToWords(source_contributions, target, source),
-            mergeToWords(shiftedRows(source_contributions), target, source)};
 }
 
 namespace {
