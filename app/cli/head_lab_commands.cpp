@@ -4,6 +4,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
+#include <attnlab/importance_parts.h>
 #include <attnlab/package.h>
 #include <attnlab/terminal_text.h>
 #include <attnlab/text_io.h>
@@ -154,6 +155,14 @@ void addHeads(CLI::App& app, CommonOptions& common, HeadsCommand& h) {
     h.cmd->add_option("--curve-step", h.curve_step, "Heads removed between two points of the pruning curve")
         ->capture_default_str();
     h.cmd
+        ->add_option("--shard-by", h.shard_by,
+                     "With --shard and --importance: lines (each part runs every head over its lines) or heads (each "
+                     "part runs its group of the heads over every line); the statistics are split by lines")
+        ->capture_default_str();
+    h.cmd->add_option("--importance-singles", h.importance_singles,
+                      "--importance's second stage: the pruning curve from this first stage's merged result "
+                      "(attnlab-cli merge singles.json singles-*.json; docs/scale-out.md)");
+    h.cmd
         ->add_option("--workers", h.workers,
                      "Importance runs translated at once, each by its own copy of the model with a share of "
                      "--threads (the results do not depend on it)")
@@ -183,33 +192,6 @@ void reportSkipped(const std::vector<attnlab::SkippedPair>& skipped, const char*
 }  // namespace
 
 namespace {
-// --compare-model: the same statistics through the other model (with --compare-reversed it reads the
-// references as its sources and the sources as its references).
-struct Compared {
-    std::optional<attnlab::Translator> model;
-    std::optional<attnlab::HeadStatsReport> stats;
-};
-
-Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, const std::vector<std::string>& sources,
-                          const std::vector<std::string>& refs, ProgressLine& progress) {
-    Compared out;
-    if (h.compare_model.empty()) return out;
-    if (h.compare_reversed && refs.empty())
-        throw attnlab::ConfigError("--compare-reversed needs --ref (the other model reads the references)");
-    CommonOptions o = common;
-    o.model = h.compare_model;
-    out.model.emplace(load(o));
-    const auto& other_src = h.compare_reversed ? refs : sources;
-    const auto* other_refs = refs.empty() ? nullptr : (h.compare_reversed ? &sources : &refs);
-    out.stats = attnlab::corpusHeadStatistics(*out.model, other_src, other_refs, h.decoding, h.radius,
-                                              progress.callback(), *attnlab::parseMapMeasure(h.measure));
-    progress.clear();
-    reportSkipped(out.stats->skipped, "used by the other model");
-    return out;
-}
-}  // namespace
-
-namespace {
 // A part's statistics counted from the corpus's first line: its skipped lines, sentences and typical sentences.
 void countFromCorpus(attnlab::HeadStatsReport& stats, size_t first) {
     for (auto& k : stats.skipped) k.pair += int(first);
@@ -219,13 +201,183 @@ void countFromCorpus(attnlab::HeadStatsReport& stats, size_t first) {
             if (k >= 0) k += int(first);
 }
 
+void countFromCorpus(std::vector<attnlab::SkippedPair>& skipped, size_t first) {
+    for (auto& k : skipped) k.pair += int(first);
+}
+
+// --compare-model: the same statistics through the other model (with --compare-reversed it reads the
+// references as its sources and the sources as its references), of the same lines as this model's.
+struct Compared {
+    std::optional<attnlab::Translator> model;
+    std::optional<attnlab::HeadStatsReport> stats;
+};
+
+Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, const std::vector<std::string>& sources,
+                          const std::vector<std::string>& refs, const attnlab::CorpusRun& run, ProgressLine& progress) {
+    Compared out;
+    if (h.compare_model.empty()) return out;
+    if (h.compare_reversed && refs.empty())
+        throw attnlab::ConfigError("--compare-reversed needs --ref (the other model reads the references)");
+    CommonOptions o = common;
+    o.model = h.compare_model;
+    out.model.emplace(load(o));
+    const auto range = attnlab::partLines(run);
+    const auto other_src = attnlab::linesOf(h.compare_reversed ? refs : sources, range);
+    const auto other_refs = refs.empty() ? other_src : attnlab::linesOf(h.compare_reversed ? sources : refs, range);
+    out.stats = attnlab::corpusHeadStatistics(*out.model, other_src, refs.empty() ? nullptr : &other_refs, h.decoding,
+                                              h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
+                                              !run.shard.whole(), {range.begin, size_t(run.block), !run.shard.whole()});
+    progress.clear();
+    countFromCorpus(*out.stats, range.begin);
+    reportSkipped(out.stats->skipped, "used by the other model");
+    return out;
+}
+
 void checkShardable(const HeadsCommand& h) {
-    if (h.corpus.shard.empty()) return;
-    h.corpus.parsed();
-    if (h.importance || h.gradient || !h.compare_model.empty())
+    attnlab::parseShardBy(h.shard_by);
+    if (h.shard_by != "lines" && !h.importance)
+        throw attnlab::ConfigError("--shard-by " + h.shard_by +
+                                   " splits --importance's runs; the statistics, --gradient-importance and "
+                                   "--compare-model are split by lines");
+    if (!h.importance_singles.empty() && !h.importance)
+        throw attnlab::ConfigError("--importance-singles is the second stage of --importance: give both");
+    if (!h.importance_singles.empty() && !h.csv_path.empty())
         throw attnlab::ConfigError(
-            "--shard takes the statistics apart; --importance, --gradient-importance and "
-            "--compare-model run on the whole corpus (leave out --shard)");
+            "--importance-singles computes the pruning curve only: its statistics (--csv) "
+            "came with the first stage");
+    h.corpus.parsed();
+}
+
+// The options that name a stage of --importance and how it is split are not the run's identity: the first stage's
+// merged result and the second stage's parts are of one run (attnlab/importance_parts.h).
+void leaveOutStage(attnlab::CorpusRun& run) {
+    auto& o = run.options;
+    o.erase(
+        std::remove_if(o.begin(), o.end(),
+                       [](const auto& kv) { return kv.first == "--shard-by" || kv.first == "--importance-singles"; }),
+        o.end());
+}
+
+// One translator per --importance worker, the cores split between them (single-sentence products are too small for
+// two threads to share well; two workers with one thread each are ~1.9x). `copies` holds the others.
+std::vector<const attnlab::Translator*> importanceWorkers(const CommonOptions& common, const HeadsCommand& h,
+                                                          const attnlab::Translator& translator,
+                                                          std::vector<attnlab::Translator>& copies) {
+    if (h.workers < 1 || h.workers > 64)
+        throw attnlab::ConfigError("--workers " + std::to_string(h.workers) + " is out of range (1..64)");
+    const int cores = common.threads > 0 ? common.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<const attnlab::Translator*> workers{&translator};
+    if (h.workers > 1) {
+        CommonOptions each = common;
+        each.threads = std::max(1, cores / h.workers);
+        for (int w = 1; w < h.workers; ++w) copies.push_back(load(each));
+        for (const auto& c : copies) workers.push_back(&c);
+    }
+    return workers;
+}
+
+// The lines and jobs of a part of --importance's stage: by lines, its part of the lines and every job; by heads,
+// every line and its group of the `jobs`.
+struct StagePart {
+    attnlab::ShardBy by = attnlab::ShardBy::Lines;
+    attnlab::LineRange lines, jobs;
+};
+StagePart stagePart(const HeadsCommand& h, const attnlab::CorpusRun& run, size_t jobs) {
+    StagePart p;
+    p.by = attnlab::parseShardBy(h.shard_by);
+    const bool heads = p.by == attnlab::ShardBy::Heads;
+    p.lines = heads ? attnlab::LineRange{0, size_t(run.lines)} : attnlab::partLines(run);
+    p.jobs = heads ? attnlab::jobGroup(jobs, run.shard) : attnlab::LineRange{0, jobs};
+    return p;
+}
+
+template <typename T>
+std::vector<T> rangeOf(const std::vector<T>& v, const attnlab::LineRange& r) {
+    return {v.begin() + std::ptrdiff_t(r.begin), v.begin() + std::ptrdiff_t(r.end)};
+}
+
+// The first stage's part: the baseline and the heads alone (this part's jobs over this part's lines).
+attnlab::SinglesPart singlesOfPart(const std::vector<const attnlab::Translator*>& workers, const HeadsCommand& h,
+                                   const attnlab::ImportanceOptions& io, const attnlab::CorpusRun& run,
+                                   const std::vector<std::string>& sources, const std::vector<std::string>& refs,
+                                   ProgressLine& progress) {
+    attnlab::SinglesPart out;
+    out.heads = attnlab::importanceHeads(*workers.front(), io.kinds);
+    const auto jobs = attnlab::singleJobs(out.heads);
+    const StagePart part = stagePart(h, run, jobs.size());
+    const auto src = attnlab::linesOf(sources, part.lines), ref = attnlab::linesOf(refs, part.lines);
+    const auto corpus = attnlab::ablationCorpus(*workers.front(), src, ref, {part.lines.begin, size_t(run.block)});
+    out.by = part.by;
+    out.first_job = part.jobs.begin;
+    out.runs = attnlab::runAblations(workers, corpus, io, rangeOf(jobs, part.jobs), false, progress.callback());
+    progress.clear();
+    out.sentences = int(corpus.usable.size());
+    out.skipped = corpus.skipped;
+    countFromCorpus(out.skipped, part.lines.begin);
+    out.curve_step = io.curve_step;
+    out.bootstrap_resamples = io.bootstrap_resamples;
+    std::cout << "singles " << part.jobs.begin << ".." << part.jobs.end << " of " << jobs.size()
+              << " (0: the baseline) over " << out.sentences << " sentences\n";
+    return out;
+}
+
+// --importance-singles: the second stage's part, the pruning curve's points from the first stage's order.
+int runCurveStage(const CommonOptions& common, const HeadsCommand& h, const attnlab::ImportanceOptions& io,
+                  const attnlab::Translator& translator, const attnlab::CorpusRun& run,
+                  const std::vector<std::string>& sources, const std::vector<std::string>& refs) {
+    const auto singles = attnlab::readImportanceSingles(h.importance_singles, run);
+    const auto sets = attnlab::curveSets(singles.ranked.heads, io.curve_step);
+    const StagePart part = stagePart(h, run, sets.size());
+    std::vector<attnlab::Translator> copies;
+    const auto workers = importanceWorkers(common, h, translator, copies);
+    const auto src = attnlab::linesOf(sources, part.lines), ref = attnlab::linesOf(refs, part.lines);
+    const auto corpus = attnlab::ablationCorpus(translator, src, ref, {part.lines.begin, size_t(run.block)});
+    ProgressLine progress;
+    attnlab::CurvePart out;
+    out.by = part.by;
+    for (const auto& hi : singles.ranked.heads) out.order.push_back(hi.head);
+    out.first_point = part.jobs.begin;
+    out.points = attnlab::runAblations(workers, corpus, io, rangeOf(sets, part.jobs), io.bootstrap_resamples > 0,
+                                       progress.callback());
+    progress.clear();
+    out.sentences = int(corpus.usable.size());
+    out.skipped = corpus.skipped;
+    countFromCorpus(out.skipped, part.lines.begin);
+    attnlab::writeHeadLabFile(h.json_path, attnlab::curvePartJson(out, run));
+    std::cout << "pruning curve points " << part.jobs.begin + 1 << ".." << part.jobs.end << " of " << sets.size()
+              << " over " << out.sentences << " sentences; wrote " << h.json_path << "\n";
+    return 0;
+}
+
+// The statistics of the run's lines (a part's with each sentence's).
+attnlab::HeadStatsReport statisticsOf(const attnlab::Translator& translator, const HeadsCommand& h,
+                                      const attnlab::CorpusRun& run, const std::vector<std::string>& sources,
+                                      const std::vector<std::string>& refs, ProgressLine& progress) {
+    const auto range = attnlab::partLines(run);
+    const auto part_refs = attnlab::linesOf(refs, refs.empty() ? attnlab::LineRange{} : range);
+    auto stats =
+        attnlab::corpusHeadStatistics(translator, attnlab::linesOf(sources, range), refs.empty() ? nullptr : &part_refs,
+                                      h.decoding, h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
+                                      !run.shard.whole(),  // --measure: checked
+                                      {range.begin, size_t(run.block), !run.shard.whole()});
+    progress.clear();
+    countFromCorpus(stats, range.begin);
+    reportSkipped(stats.skipped, "used");
+    return stats;
+}
+
+// The gradient importance of the run's lines, its sums kept for a part's merge.
+attnlab::GradientSums gradientOf(const attnlab::Translator& translator, const attnlab::ImportanceOptions& io,
+                                 const attnlab::CorpusRun& run, const std::vector<std::string>& sources,
+                                 const std::vector<std::string>& refs, ProgressLine& progress) {
+    const auto range = attnlab::partLines(run);
+    auto sums =
+        attnlab::gradientSums(translator, attnlab::linesOf(sources, range), attnlab::linesOf(refs, range), io.kinds,
+                              io.gradient_batch_size, {range.begin, size_t(run.block)}, progress.callback());
+    progress.clear();
+    countFromCorpus(sums.report.skipped, range.begin);
+    attnlab::finishGradient(sums);
+    return sums;
 }
 }  // namespace
 
@@ -252,57 +404,43 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     auto translator = load(common);
     std::vector<std::pair<std::string, const std::vector<std::string>*>> inputs{{"src", &sources}};
     if (!refs.empty()) inputs.emplace_back("ref", &refs);
-    const auto run = corpusRun(h.cmd, translator, h.corpus, inputs, h.decoding.max_batch_size);
+    auto run = corpusRun(h.cmd, translator, h.corpus, inputs, h.decoding.max_batch_size);
+    leaveOutStage(run);
     announcePart(run);
-    const auto range = attnlab::partLines(run);
-    const auto part_refs = attnlab::linesOf(refs, refs.empty() ? attnlab::LineRange{} : range);
+    if (!h.importance_singles.empty()) return runCurveStage(common, h, io, translator, run, sources, refs);
+    const bool part = !run.shard.whole();
     ProgressLine progress;
-    auto stats =
-        attnlab::corpusHeadStatistics(translator, attnlab::linesOf(sources, range), refs.empty() ? nullptr : &part_refs,
-                                      h.decoding, h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
-                                      !h.corpus.shard.empty(),  // --measure: checked
-                                      {range.begin, size_t(run.block), !run.shard.whole()});
-    progress.clear();
-    countFromCorpus(stats, range.begin);
-    reportSkipped(stats.skipped, "used");
-    const Compared other = compareWithOther(common, h, sources, refs, progress);
-    const auto& other_stats = other.stats;
+    const auto stats = statisticsOf(translator, h, run, sources, refs, progress);
+    const Compared other = compareWithOther(common, h, sources, refs, run, progress);
     std::optional<attnlab::ImportanceReport> importance;
+    std::optional<attnlab::SinglesPart> singles;
     if (h.importance) {
-        if (h.workers < 1 || h.workers > 64)
-            throw attnlab::ConfigError("--workers " + std::to_string(h.workers) + " is out of range (1..64)");
-        // One translator per worker, the cores split between them (single-sentence products are
-        // too small for two threads to share well; two workers with one thread each are ~1.9x).
-        const int cores = common.threads > 0 ? common.threads : int(std::max(1u, std::thread::hardware_concurrency()));
         std::vector<attnlab::Translator> copies;
-        std::vector<const attnlab::Translator*> workers{&translator};
-        if (h.workers > 1) {
-            CommonOptions each = common;
-            each.threads = std::max(1, cores / h.workers);
-            for (int w = 1; w < h.workers; ++w) copies.push_back(load(each));
-            for (const auto& c : copies) workers.push_back(&c);
-        }
-        importance = attnlab::headImportance(workers, sources, refs, io, progress.callback());
+        const auto workers = importanceWorkers(common, h, translator, copies);
+        if (part)
+            singles = singlesOfPart(workers, h, io, run, sources, refs, progress);
+        else
+            importance =
+                attnlab::corpusImportance(workers, sources, refs, io, {0, size_t(run.block)}, progress.callback());
         progress.clear();
     }
-    std::optional<attnlab::GradientImportanceReport> gradient;
-    if (h.gradient && !importance) {
-        gradient = attnlab::gradientImportance(translator, sources, refs, io.kinds, io.gradient_batch_size,
-                                               progress.callback());
-        progress.clear();
-    }
+    std::optional<attnlab::GradientSums> gradient;  // a whole --importance has its own; a part's is of its lines
+    if (part ? h.gradient || (h.importance && io.gradient) : h.gradient && !h.importance)
+        gradient = gradientOf(translator, io, run, sources, refs, progress);
     attnlab::HeadStatsOther compared;
-    if (other_stats) compared = {&*other_stats, &other.model->info(), h.compare_reversed};
-    attnlab::writeHeadLabFile(
-        h.json_path, attnlab::withRun(attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(),
-                                                         compared, gradient ? &*gradient : nullptr),
-                                      run));
+    if (other.stats) compared = {&*other.stats, &other.model->info(), h.compare_reversed};
+    std::string document = attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(), compared,
+                                              gradient && !importance ? &gradient->report : nullptr);
+    if (part)
+        document = attnlab::withPartExtras(document, {singles ? &*singles : nullptr, gradient ? &*gradient : nullptr,
+                                                      other.stats ? &*other.stats : nullptr});
+    attnlab::writeHeadLabFile(h.json_path, attnlab::withRun(document, run));
     if (!h.csv_path.empty()) attnlab::writeHeadLabFile(h.csv_path, attnlab::headStatsCsv(stats));
     printStatistics(stats);
     if (importance) printImportance(*importance);
-    if (gradient) printGradient(*gradient);
-    if (other_stats)
-        printComparison(attnlab::compareHeadStatistics(stats, *other_stats), other.model->info().package_dir);
+    if (gradient) printGradient(gradient->report);
+    if (other.stats)
+        printComparison(attnlab::compareHeadStatistics(stats, *other.stats), other.model->info().package_dir);
     std::cout << "wrote " << h.json_path << (h.csv_path.empty() ? "" : " and " + h.csv_path) << "\n";
     return 0;
 }

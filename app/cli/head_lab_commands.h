@@ -13,6 +13,7 @@ namespace attnlab_cli {
 struct HeadsCommand {
     CLI::App* cmd = nullptr;
     std::string src, ref, json_path, csv_path, kinds, compare_model, measure = "weights";
+    std::string shard_by = "lines", importance_singles;  // --importance split (attnlab/importance_parts.h)
     bool importance = false, gradient = false, compare_reversed = false;
     int radius = 8;
     int bootstrap = 1000;

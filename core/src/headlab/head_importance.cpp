@@ -1,9 +1,11 @@
 // The head lab's importance runners (attnlab/head_lab.h): ablation BLEU and the pruning curve with
 // bootstrap intervals (Michel et al. 2019's experiment, judged against the noise of one test set), and
-// gradient importance.
+// gradient importance; in the steps a run split over processes takes (attnlab/importance_parts.h).
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
+#include <attnlab/importance_parts.h>
 #include <attnlab/metrics.h>
+#include <attnlab/partial_result.h>
 
 #include "headlab/corpus_lines.h"
 
@@ -36,34 +38,44 @@ void ImportanceOptions::validate() const {
 
 namespace {
 
-struct RunScore {
-    double bleu = 0, chrf = 0;
-    std::string signature;
-    std::vector<BleuStats> sentences;  // for the bootstrap
-};
+// The readable lines of a corpus cut at its blocks (attnlab::chunkEnd without a chunk of its own): a translation
+// batches within one of these only, so that a line is batched with the same lines in a part as in the whole run.
+std::vector<std::vector<size_t>> blocksOf(const std::vector<size_t>& usable, const CorpusPlace& place) {
+    std::vector<std::vector<size_t>> out;
+    size_t end = 0;
+    for (size_t line : usable) {
+        if (out.empty() || place.first_line + line >= end) {
+            out.emplace_back();
+            end = chunkEnd(place.first_line + line, place.block, 0);
+        }
+        out.back().push_back(line);
+    }
+    return out;
+}
 
 // Translates the corpus once per job (a set of heads to ablate), the jobs spread over the
 // translators, one thread each (a single translator runs on the calling thread). Progress and
 // cancellation go through one lock; the first exception of any job is rethrown after all stop.
 class ImportanceRunner {
 public:
-    ImportanceRunner(const std::vector<const Translator*>& translators, const std::vector<std::string>& sources,
-                     const std::vector<std::string>& references, const ImportanceOptions& options,
-                     const CorpusCallback& progress, int runs)
+    ImportanceRunner(const std::vector<const Translator*>& translators, const AblationCorpus& corpus,
+                     const ImportanceOptions& options, const CorpusCallback& progress, int runs)
         : m_translators(translators),
-          m_sources(sources),
-          m_refs(references),
+          m_corpus(corpus),
+          m_blocks(blocksOf(corpus.usable, corpus.place)),
           m_options(options),
           m_progress(progress),
           m_runs(runs) {}
 
-    std::vector<RunScore> run(const std::vector<std::vector<HeadRef>>& jobs, const std::string& stage) {
-        std::vector<RunScore> scores(jobs.size());
+    std::vector<AblationRun> run(const std::vector<std::vector<HeadRef>>& jobs, const std::string& stage,
+                                 bool keep_sentences) {
+        std::vector<AblationRun> scores(jobs.size());
         std::atomic<size_t> next{0};
         std::exception_ptr error;
         auto work = [&](const Translator& t) {
             try {
-                for (size_t j = next++; j < jobs.size() && !m_cancelled; j = next++) scores[j] = one(t, jobs[j], stage);
+                for (size_t j = next++; j < jobs.size() && !m_cancelled; j = next++)
+                    scores[j] = one(t, jobs[j], stage, keep_sentences || jobs[j].empty());
             } catch (...) {
                 std::lock_guard<std::mutex> lock(m_mutex);
                 if (!error) error = std::current_exception();
@@ -91,32 +103,34 @@ private:
         return !m_cancelled;
     }
 
-    RunScore one(const Translator& t, const std::vector<HeadRef>& ablate, const std::string& stage) {
+    AblationRun one(const Translator& t, const std::vector<HeadRef>& ablate, const std::string& stage, bool keep) {
         if (!tick(stage)) throw CancelledError();
         DecodingOptions d = m_options.decoding;
         d.return_attention = false;
         d.top_k_candidates = 0;
         d.record_trace = false;
         d.ablate = ablate;
-        const auto results = t.translateBatch(m_sources, d, [&](const StepProgress&) { return tick(stage); });
-        std::vector<std::string> hyps;
-        for (const auto& r : results) hyps.push_back(r.best.text);
-        RunScore score;
-        score.sentences = sentenceBleuStats(hyps, m_refs);
-        BleuStats sum;
-        for (const auto& s : score.sentences) sum += s;
-        const auto bleu = bleuFromStats(sum);
-        score.bleu = bleu.score;
-        score.chrf = corpusChrf(hyps, m_refs);
-        score.signature = bleu.signature;
+        AblationRun score;
+        score.ablated = ablate;
+        for (const auto& block : m_blocks) {
+            const auto results =
+                t.translateBatch(pick(m_corpus.sources, block), d, [&](const StepProgress&) { return tick(stage); });
+            for (size_t i = 0; i < results.size(); ++i) {
+                const std::string& ref = m_corpus.references[block[i]];
+                const BleuStats b = sentenceBleuStats(results[i].best.text, ref);
+                score.bleu += b;
+                score.chrf += sentenceChrfStats(results[i].best.text, ref);
+                if (keep) score.sentences.push_back(b);
+            }
+        }
         std::lock_guard<std::mutex> lock(m_mutex);
         ++m_done;
         return score;
     }
 
     const std::vector<const Translator*>& m_translators;
-    const std::vector<std::string>& m_sources;
-    const std::vector<std::string>& m_refs;
+    const AblationCorpus& m_corpus;
+    const std::vector<std::vector<size_t>> m_blocks;
     const ImportanceOptions& m_options;
     const CorpusCallback& m_progress;
     const int m_runs;
@@ -125,93 +139,144 @@ private:
     std::atomic<bool> m_cancelled{false};
 };
 
+}  // namespace
+
+AblationCorpus ablationCorpus(const Translator& translator, const std::vector<std::string>& sources,
+                              const std::vector<std::string>& references, const CorpusPlace& place) {
+    checkCounts(sources.size(), references.size(), "references");
+    AblationCorpus corpus{sources, references, {}, {}, place};
+    corpus.usable = readableLines(translator, sources, nullptr, "", corpus.skipped);
+    checkSomethingLeft(sources.size(), corpus.skipped, "line could be read");
+    return corpus;
+}
+
+std::vector<HeadRef> importanceHeads(const Translator& translator, const std::vector<AttentionKind>& kinds) {
+    return headsOf(translator, kinds);
+}
+
+ShardBy parseShardBy(const std::string& text) {
+    if (text == "lines") return ShardBy::Lines;
+    if (text == "heads") return ShardBy::Heads;
+    throw ConfigError("--shard-by " + text + ": lines or heads");
+}
+
+std::string shardByName(ShardBy by) { return by == ShardBy::Heads ? "heads" : "lines"; }
+
+LineRange jobGroup(size_t jobs, const Shard& shard) { return shardLines(jobs, shard, 1); }
+
+std::vector<std::vector<HeadRef>> singleJobs(const std::vector<HeadRef>& heads) {
+    std::vector<std::vector<HeadRef>> jobs{{}};
+    for (const auto& h : heads) jobs.push_back({h});
+    return jobs;
+}
+
+std::vector<AblationRun> runAblations(const std::vector<const Translator*>& translators, const AblationCorpus& corpus,
+                                      const ImportanceOptions& options, const std::vector<std::vector<HeadRef>>& jobs,
+                                      bool keep_sentences, const CorpusCallback& progress) {
+    options.validate();
+    if (translators.empty()) throw ConfigError("importance: no translator given");
+    ImportanceRunner runner(translators, corpus, options, progress, int(jobs.size()));
+    auto runs = runner.run(jobs, "ablating heads", keep_sentences);
+    report(progress, "done", runner.total(), runner.total());
+    return runs;
+}
+
+ImportanceReport rankedSingles(const std::vector<HeadRef>& heads, const std::vector<AblationRun>& runs) {
+    if (runs.size() != heads.size() + 1)
+        throw InternalError("importance: " + std::to_string(runs.size()) + " runs for " + std::to_string(heads.size()) +
+                            " heads and the baseline");
+    ImportanceReport rep;
+    const BleuScore base = bleuFromStats(runs[0].bleu);
+    rep.baseline_bleu = base.score;
+    rep.baseline_chrf = chrfFromStats(runs[0].chrf);
+    rep.bleu_signature = base.signature;
+    for (size_t i = 0; i < heads.size(); ++i) {
+        const double bleu = bleuFromStats(runs[i + 1].bleu).score;
+        rep.heads.push_back({heads[i], bleu, chrfFromStats(runs[i + 1].chrf), rep.baseline_bleu - bleu});
+    }
+    std::stable_sort(rep.heads.begin(), rep.heads.end(), [](const HeadImportance& a, const HeadImportance& b) {
+        return a.bleu != b.bleu ? a.bleu > b.bleu : a.chrf > b.chrf;  // chrF breaks BLEU's ties
+    });
+    rep.curve.push_back({0, rep.baseline_bleu, rep.baseline_chrf, {}, {}});
+    return rep;
+}
+
+std::vector<std::vector<HeadRef>> curveSets(const std::vector<HeadImportance>& ranked, int curve_step) {
+    std::vector<std::vector<HeadRef>> cumulative;
+    std::vector<HeadRef> removed;
+    for (size_t k = 0; k < ranked.size(); ++k) {
+        removed.push_back(ranked[k].head);
+        if (removed.size() % static_cast<size_t>(curve_step) == 0 || k + 1 == ranked.size())
+            cumulative.push_back(removed);
+    }
+    return cumulative;
+}
+
 // The pruning curve's bootstrap intervals (the same resamples for every point, paired with the
 // baseline's sentences) and the most heads removed before the first significant loss.
-void addIntervals(ImportanceReport& rep, const std::vector<const RunScore*>& points, const ImportanceOptions& o) {
+void addCurve(ImportanceReport& rep, const std::vector<AblationRun>& points, const std::vector<BleuStats>& baseline,
+              const ImportanceOptions& o) {
+    for (const auto& p : points)
+        rep.curve.push_back(
+            {static_cast<int>(p.ablated.size()), bleuFromStats(p.bleu).score, chrfFromStats(p.chrf), p.ablated, {}});
     rep.bootstrap_resamples = o.bootstrap_resamples;
     if (o.bootstrap_resamples == 0) return;
-    const auto resamples =
-        bootstrapResamples(points.front()->sentences.size(), o.bootstrap_resamples, o.bootstrap_seed);
-    for (size_t i = 0; i < rep.curve.size(); ++i)
-        rep.curve[i].interval = pairedBootstrap(points.front()->sentences, points[i]->sentences, resamples);
+    const auto resamples = bootstrapResamples(baseline.size(), o.bootstrap_resamples, o.bootstrap_seed);
+    rep.curve[0].interval = pairedBootstrap(baseline, baseline, resamples);
+    for (size_t i = 1; i < rep.curve.size(); ++i)
+        rep.curve[i].interval = pairedBootstrap(baseline, points.at(i - 1).sentences, resamples);
     rep.removable_heads = removableHeads(rep.curve);
 }
 
 // Spearman's rho between the heads' BLEU drop when ablated and their normalised gradient importance.
-double rankCorrelation(const ImportanceReport& rep) {
+double importanceRankCorrelation(const ImportanceReport& rep) {
     std::vector<double> drop, grad;
-    for (const auto& h : rep.heads)
-        if (const auto* g = rep.gradient->find(h.head)) drop.push_back(h.bleu_drop), grad.push_back(g->normalized);
+    if (rep.gradient)
+        for (const auto& h : rep.heads)
+            if (const auto* g = rep.gradient->find(h.head)) drop.push_back(h.bleu_drop), grad.push_back(g->normalized);
     return spearmanCorrelation(drop, grad);
 }
-
-}  // namespace
 
 ImportanceReport headImportance(const Translator& translator, const std::vector<std::string>& sources,
                                 const std::vector<std::string>& references, const ImportanceOptions& options,
                                 const CorpusCallback& progress) {
-    return headImportance(std::vector<const Translator*>{&translator}, sources, references, options, progress);
+    return corpusImportance({&translator}, sources, references, options, {}, progress);
 }
 
 ImportanceReport headImportance(const std::vector<const Translator*>& translators,
                                 const std::vector<std::string>& sources, const std::vector<std::string>& references,
                                 const ImportanceOptions& options, const CorpusCallback& progress) {
+    return corpusImportance(translators, sources, references, options, {}, progress);
+}
+
+ImportanceReport corpusImportance(const std::vector<const Translator*>& translators,
+                                  const std::vector<std::string>& sources, const std::vector<std::string>& references,
+                                  const ImportanceOptions& options, const CorpusPlace& place,
+                                  const CorpusCallback& progress) {
     options.validate();
     if (translators.empty()) throw ConfigError("importance: no translator given");
     const Translator& first = *translators.front();
-    checkCounts(sources.size(), references.size(), "references");
-    std::vector<SkippedPair> skipped;
-    const auto usable = readableLines(first, sources, nullptr, "", skipped);
-    checkSomethingLeft(sources.size(), skipped, "line could be read");
-    if (usable.size() < sources.size()) {  // the readable lines alone
-        auto rep = headImportance(translators, pick(sources, usable), pick(references, usable), options, progress);
-        if (rep.gradient) {  // its pairs counted among the readable lines: back to input lines, with those left out
-            for (auto& k : rep.gradient->skipped) k.pair = static_cast<int>(usable.at(size_t(k.pair - 1)) + 1);
-            rep.gradient->skipped.insert(rep.gradient->skipped.end(), skipped.begin(), skipped.end());
-            sortSkipped(rep.gradient->skipped);
-        }
-        rep.skipped = std::move(skipped);
-        return rep;
-    }
+    const AblationCorpus corpus = ablationCorpus(first, sources, references, place);
     const auto heads = headsOf(first, options.kinds);
     const int curve_points = static_cast<int>((heads.size() + options.curve_step - 1) / options.curve_step);
     // The gradients count as one more run (a few seconds, against minutes for the translations).
-    ImportanceRunner runner(translators, sources, references, options, progress,
+    ImportanceRunner runner(translators, corpus, options, progress,
                             1 + static_cast<int>(heads.size()) + curve_points + (options.gradient ? 1 : 0));
     // The baseline and every head alone, then the curve (its order needs the single results).
-    std::vector<std::vector<HeadRef>> singles{{}};
-    for (const auto& h : heads) singles.push_back({h});
-    const auto single = runner.run(singles, "ablating one head at a time");
-    ImportanceReport rep;
-    rep.sentences = static_cast<int>(sources.size());
-    rep.baseline_bleu = single[0].bleu;
-    rep.baseline_chrf = single[0].chrf;
-    rep.bleu_signature = single[0].signature;
-    for (size_t i = 0; i < heads.size(); ++i)
-        rep.heads.push_back({heads[i], single[i + 1].bleu, single[i + 1].chrf, rep.baseline_bleu - single[i + 1].bleu});
-    std::stable_sort(rep.heads.begin(), rep.heads.end(), [](const HeadImportance& a, const HeadImportance& b) {
-        return a.bleu != b.bleu ? a.bleu > b.bleu : a.chrf > b.chrf;  // chrF breaks BLEU's ties
-    });
-    rep.curve.push_back({0, rep.baseline_bleu, rep.baseline_chrf, {}, {}});
-    std::vector<std::vector<HeadRef>> cumulative;
-    std::vector<HeadRef> removed;
-    for (size_t k = 0; k < rep.heads.size(); ++k) {
-        removed.push_back(rep.heads[k].head);
-        if (removed.size() % static_cast<size_t>(options.curve_step) == 0 || k + 1 == rep.heads.size())
-            cumulative.push_back(removed);
-    }
-    const auto curve = runner.run(cumulative, "removing the least important heads");
-    for (size_t i = 0; i < cumulative.size(); ++i)
-        rep.curve.push_back({static_cast<int>(cumulative[i].size()), curve[i].bleu, curve[i].chrf, cumulative[i], {}});
-    std::vector<const RunScore*> points{&single[0]};
-    for (const auto& c : curve) points.push_back(&c);
-    addIntervals(rep, points, options);
+    const auto single = runner.run(singleJobs(heads), "ablating one head at a time", false);
+    ImportanceReport rep = rankedSingles(heads, single);
+    rep.sentences = static_cast<int>(corpus.usable.size());
+    rep.skipped = corpus.skipped;
+    const auto curve = runner.run(curveSets(rep.heads, options.curve_step), "removing the least important heads",
+                                  options.bootstrap_resamples > 0);
+    addCurve(rep, curve, single[0].sentences, options);
     if (options.gradient) {
         const int total = runner.total();
-        rep.gradient =
-            gradientImportance(first, sources, references, options.kinds, options.gradient_batch_size,
-                               [&](const CorpusProgress& p) { return report(progress, p.stage, total - 1, total); });
-        rep.rank_correlation = rankCorrelation(rep);
+        auto sums = gradientSums(first, sources, references, options.kinds, options.gradient_batch_size, place,
+                                 [&](const CorpusProgress& p) { return report(progress, p.stage, total - 1, total); });
+        finishGradient(sums);
+        rep.gradient = std::move(sums.report);
+        rep.rank_correlation = importanceRankCorrelation(rep);
     }
     report(progress, "done", runner.total(), runner.total());
     return rep;
@@ -273,46 +338,87 @@ const GradientImportance* GradientImportanceReport::find(const HeadRef& h) const
     return nullptr;
 }
 
-GradientImportanceReport gradientImportance(const Translator& translator, const std::vector<std::string>& sources,
-                                            const std::vector<std::string>& references,
-                                            const std::vector<AttentionKind>& kinds, int batch_size,
-                                            const CorpusCallback& progress) {
+namespace {
+// The head-gate gradients of one block's pairs (`lines`, readable on both sides); a pair only the engine cannot read
+// (the target's tokenizer) is left out and listed.
+HeadGateGradients blockGradients(const Translator& translator, const std::vector<std::string>& sources,
+                                 const std::vector<std::string>& references, std::vector<size_t>& lines,
+                                 std::vector<SkippedPair>& skipped, const DecodingOptions& d,
+                                 const StepCallback& tick) {
+    try {
+        return translator.headGateGradients(pick(sources, lines), pick(references, lines), d, tick);
+    } catch (const InputError&) {
+        DecodingOptions plain = d;
+        plain.return_attention = false;
+        forcePairs(translator, sources, references, lines, skipped, "", plain);
+        if (lines.empty()) return {};
+        return translator.headGateGradients(pick(sources, lines), pick(references, lines), d, tick);
+    }
+}
+}  // namespace
+
+GradientSums gradientSums(const Translator& translator, const std::vector<std::string>& sources,
+                          const std::vector<std::string>& references, const std::vector<AttentionKind>& kinds,
+                          int batch_size, const CorpusPlace& place, const CorpusCallback& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     checkCounts(sources.size(), references.size(), "references");
     DecodingOptions d;
     d.max_batch_size = batch_size;
     d.validate();
-    GradientImportanceReport rep;
-    auto usable = readableLines(translator, sources, &references, "reference", rep.skipped);
+    GradientSums out;
+    out.heads = headsOf(translator, kinds);  // an empty part has them too
+    auto& rep = out.report;
+    const auto usable = readableLines(translator, sources, &references, "reference", rep.skipped);
     checkSomethingLeft(sources.size(), rep.skipped, "line could be read");
-    const auto tick = [&](const StepProgress& p) {
-        return report(progress, "gradients of the head gates", p.sentence_begin, p.sentences_total);
-    };
-    HeadGateGradients g;
-    try {
-        g = translator.headGateGradients(pick(sources, usable), pick(references, usable), d, tick);
-    } catch (const InputError&) {  // a pair only the engine cannot read (the target's tokenizer): leave it out
-        DecodingOptions plain = d;
-        plain.return_attention = false;
-        forcePairs(translator, sources, references, usable, rep.skipped, "", plain);
-        sortSkipped(rep.skipped);
-        checkSomethingLeft(sources.size(), rep.skipped, "line could be read");
-        g = translator.headGateGradients(pick(sources, usable), pick(references, usable), d, tick);
+    int done = 0;
+    const int total = int(usable.size());
+    for (auto lines : blocksOf(usable, place)) {
+        const auto tick = [&](const StepProgress& p) {
+            return report(progress, "gradients of the head gates", done + p.sentence_begin, total);
+        };
+        const HeadGateGradients g = blockGradients(translator, sources, references, lines, rep.skipped, d, tick);
+        done += int(lines.size());
+        if (lines.empty()) continue;
+        std::vector<double> sums;
+        for (size_t k = 0; k < g.heads.size(); ++k) {
+            if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), g.heads[k].kind) == kinds.end()) continue;
+            if (sums.size() >= out.heads.size() || !(out.heads[sums.size()] == g.heads[k]))
+                throw InternalError("gradient importance: the gates' heads are not the model's in its order");
+            double sum = 0;
+            for (const auto& pair : g.per_pair) sum += pair[k];
+            sums.push_back(sum);
+        }
+        out.blocks.push_back(std::move(sums));
+        rep.sentences += int(lines.size());
     }
-    report(progress, "gradients of the head gates", int(usable.size()), int(usable.size()));
-    rep.sentences = static_cast<int>(usable.size());
-    for (size_t k = 0; k < g.heads.size(); ++k) {
-        if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), g.heads[k].kind) == kinds.end()) continue;
+    sortSkipped(rep.skipped);
+    checkSomethingLeft(sources.size(), rep.skipped, "line could be read");
+    report(progress, "gradients of the head gates", total, total);
+    rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+void finishGradient(GradientSums& sums) {
+    auto& rep = sums.report;
+    rep.heads.clear();
+    for (size_t k = 0; k < sums.heads.size(); ++k) {
         double sum = 0;
-        for (const auto& pair : g.per_pair) sum += pair[k];
-        rep.heads.push_back({g.heads[k], sum / double(g.per_pair.size()), 0.0});
+        for (const auto& block : sums.blocks) sum += block.at(k);
+        rep.heads.push_back({sums.heads[k], rep.sentences > 0 ? sum / double(rep.sentences) : 0.0, 0.0});
     }
     normalizePerLayer(rep.heads);
     std::stable_sort(rep.heads.begin(), rep.heads.end(), [](const GradientImportance& a, const GradientImportance& b) {
         return a.normalized < b.normalized;
     });
-    rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return rep;
+}
+
+GradientImportanceReport gradientImportance(const Translator& translator, const std::vector<std::string>& sources,
+                                            const std::vector<std::string>& references,
+                                            const std::vector<AttentionKind>& kinds, int batch_size,
+                                            const CorpusCallback& progress) {
+    auto sums = gradientSums(translator, sources, references, kinds, batch_size, {}, progress);
+    finishGradient(sums);
+    return std::move(sums.report);
 }
 
 }  // namespace attnlab

@@ -142,10 +142,7 @@ void HeadStatsAccumulator::addMaps(AttentionKind kind, const LayerHeadMaps& maps
                     head.histogram[static_cast<size_t>(bin)] += w;
                 }
                 row[idx(HeadStatistic::DiagonalMax)] = (arg == i && !m[i].empty()) ? 1.0 : 0.0;
-                for (size_t s = 0; s < row.size(); ++s) {
-                    head.sums[s] += row[s];
-                    ssum[s] += row[s];
-                }
+                for (size_t s = 0; s < row.size(); ++s) ssum[s] += row[s];
                 head.rows += 1;
                 head.sentence_rows[m_sentences] += 1;
             }
@@ -170,7 +167,12 @@ HeadStatsReport HeadStatsAccumulator::report(bool teacher_forced, bool keep_sent
         s.head = h->ref;
         s.rows = h->rows;
         const double n = h->rows > 0 ? double(h->rows) : 1.0;
-        for (size_t k = 0; k < s.values.size(); ++k) s.values[k] = h->sums[k] / n;
+        // The sentences' sums added in sentence order, as a merge of a sharded run's parts adds them in line order
+        // (headlab_merge::mergeHeads): the same bits whole and merged, so the same typical sentences on a near tie.
+        std::array<double, kHeadStatisticCount> sums{};
+        for (const auto& sentence : h->sentence_sums)
+            for (size_t k = 0; k < sums.size(); ++k) sums[k] += sentence[k];
+        for (size_t k = 0; k < s.values.size(); ++k) s.values[k] = sums[k] / n;
         for (double w : h->histogram) s.offset_histogram.push_back(w / n);
         int most_rows = 0;
         for (int r : h->sentence_rows) most_rows = std::max(most_rows, r);

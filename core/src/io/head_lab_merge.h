@@ -20,7 +20,13 @@ struct PartDocument {
 // precision, recall and the best methods from the sums, the skipped pairs in line order; "dev" (the same in every
 // part) with its chosen method's scores on the merged pairs. Throws InputError naming a part that differs.
 nlohmann::json mergeAlignment(const std::vector<PartDocument>& parts);
-// headsJson's document of the parts' sentences together (statistics; importance is not sharded).
+// headsJson's document of the parts' sentences together: the statistics, and what parts carry beside them
+// (attnlab/importance_parts.h): the gradient importance, the comparison, --importance's first stage (its singles
+// ranked, "importance_singles"). A whole run's importance, gradient or comparison is refused.
 nlohmann::json mergeHeads(const std::vector<PartDocument>& parts);
+// heads --importance's second stage: `singles` (the first stage's merged result, isImportanceSingles) and the curve
+// parts, one run's, merged into the whole run's document (its "importance" with the curve and its intervals).
+bool isImportanceSingles(const nlohmann::json& doc);
+nlohmann::json mergeImportanceCurve(const PartDocument& singles, const std::vector<PartDocument>& parts);
 
 }  // namespace attnlab::headlab_merge

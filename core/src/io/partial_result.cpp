@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 
 namespace attnlab {
@@ -457,7 +458,22 @@ void refuseEmptyCorpus(const json& merged, const CorpusRun& run, const std::stri
                      skipped.front().at("reason").get<std::string>() + ")");
 }
 
-std::string mergedDocument(const std::vector<const Part*>& parts) {
+// heads --importance's second stage: its parts merge beside the first stage's merged result (io/head_lab_merge.h),
+// a whole result of their run, taken out of `parts` here.
+std::optional<Part> takeImportanceSingles(std::vector<Part>& parts) {
+    const auto it = std::find_if(parts.begin(), parts.end(),
+                                 [](const Part& p) { return headlab_merge::isImportanceSingles(p.doc); });
+    if (it == parts.end() || parts.size() == 1) return std::nullopt;
+    Part singles = std::move(*it);
+    parts.erase(it);
+    const Shard whole = singles.shard;
+    singles.shard = parts.front().shard;  // of their run but for the part
+    checkSameRun(parts.front(), singles);
+    singles.shard = whole;
+    return singles;
+}
+
+std::string mergedDocument(const std::vector<const Part*>& parts, const Part* singles = nullptr) {
     const json& first = parts.front()->doc;
     const std::string format = first.at("format").get<std::string>();
     CorpusRun run = wholeRun(first.at("run"), parts.front()->path);
@@ -474,7 +490,8 @@ std::string mergedDocument(const std::vector<const Part*>& parts) {
         merged = headlab_merge::mergeAlignment(docs);
         refuseEmptyCorpus(merged, run, "sentence pair could be aligned");
     } else if (format == "attnlab-heads") {
-        merged = headlab_merge::mergeHeads(docs);
+        merged = singles ? headlab_merge::mergeImportanceCurve({singles->path, &singles->doc, 0, run.lines}, docs)
+                         : headlab_merge::mergeHeads(docs);
         refuseEmptyCorpus(merged, run, "line could be read");
     } else
         throw InputError(parts.front()->path + ": results of format \"" + format + "\" are not merged");
@@ -488,8 +505,9 @@ std::string mergeCorpusResults(const std::vector<std::string>& paths) {
     std::vector<Part> parts;
     for (const auto& p : paths) parts.push_back(readPart(p));
     try {
+        const std::optional<Part> singles = takeImportanceSingles(parts);
         for (size_t i = 1; i < parts.size(); ++i) checkSameRun(parts.front(), parts[i]);
-        return mergedDocument(inOrder(parts));
+        return mergedDocument(inOrder(parts), singles ? &*singles : nullptr);
     } catch (const json::exception& e) {
         throw InputError("merge of " + parts.front().path + "...: a part is malformed: " + e.what());
     }
