@@ -160,6 +160,7 @@ private Q_SLOTS:
     void whyThisPieceAndNotThatOne();  // issue 54
     void importanceShowsIntervalsAndGradients();
     void openedMergedResultShowsItsStatistics();
+    void openedAlignmentResultShowsItsScores();  // issue 55: Open results… of align --json
     void alignmentMethodsOverTheExamples();
     void alignmentDotsAreRound();  // issue 52
     void headStatisticsComparedWithAnotherModel();
@@ -895,6 +896,107 @@ void TestViews::openedMergedResultShowsItsStatistics() {
             QCOMPARE(panel.heatmap()->map()[size_t(head["layer"].toInt())][size_t(head["head"].toInt())],
                      float(head["entropy"].toDouble()));
     }
+}
+
+// Open results… of alignment scores (issue 55): the document attnlab-cli align --json writes for each part of a
+// sharded run (alignCorpus of the part, alignmentJson, withRun), merged by attnlab-cli merge's core, opens on the
+// Alignment page in the table of the page's own runs: every method's AER, precision and recall as the file gives
+// them (read by Qt's parser, not the reader under test), the file's best method marked; a part alone, a file of
+// another kind and a damaged one are refused by message.
+void TestViews::openedAlignmentResultShowsItsScores() {
+    const std::vector<std::string> src{"Ein Hund läuft im Park .", "Zwei Kinder spielen .",
+                                       "Eine Frau liest ein Buch .", "Der Mann schläft .",
+                                       "Die Katze sitzt auf dem Tisch ."};
+    const std::vector<std::string> tgt{"A dog runs in the park .", "Two children play .", "A woman reads a book .",
+                                       "The man sleeps .", "The cat sits on the table ."};
+    std::vector<attnlab::GoldAlignment> gold;  // the diagonal, sure
+    std::vector<std::string> gold_lines;
+    for (size_t i = 0; i < src.size(); ++i) {
+        const auto words = std::min(QString::fromStdString(src[i]).split(' ').size(),
+                                    QString::fromStdString(tgt[i]).split(' ').size());
+        std::string line;
+        for (qsizetype w = 0; w < words; ++w) line += (w ? " " : "") + std::to_string(w) + "-" + std::to_string(w);
+        gold.push_back(attnlab::parseGoldLine(line, {}, "gold line " + std::to_string(i + 1)));
+        gold_lines.push_back(line);
+    }
+    attnlab::CorpusRun run{"align",
+                           m_package.toStdString(),
+                           attnlab::modelFingerprint(m_package.toStdString()),
+                           {},
+                           {{"src", attnlab::linesChecksum(src)},
+                            {"tgt", attnlab::linesChecksum(tgt)},
+                            {"gold", attnlab::linesChecksum(gold_lines)}},
+                           5,
+                           {}};
+    QStringList parts;
+    for (int k = 1; k <= 2; ++k) {
+        run.shard = {k, 2};
+        const auto r = attnlab::shardLines(src.size(), run.shard);
+        const auto s = attnlab::linesOf(src, r), t = attnlab::linesOf(tgt, r);
+        const std::vector<attnlab::GoldAlignment> g(gold.begin() + std::ptrdiff_t(r.begin),
+                                                    gold.begin() + std::ptrdiff_t(r.end));
+        const auto rep = attnlab::alignCorpus(*m_core, s, t, &g, "gold", 0.0, {}, nullptr, {}, {r.begin, 1, true});
+        QVERIFY(rep.skipped.empty());  // no pair line to count again from the corpus's first
+        parts << m_dir.filePath(QString("align.%1.json").arg(k));
+        attnlab::writeHeadLabFile(parts.back().toStdString(),
+                                  attnlab::withRun(attnlab::alignmentJson(rep, m_core->info()), run));
+    }
+    const QString merged = m_dir.filePath("align.json");
+    attnlab::writeHeadLabFile(merged.toStdString(),
+                              attnlab::mergeCorpusResults({parts[1].toStdString(), parts[0].toStdString()}));
+    HeadLabView view(m_context.get());
+    HeadStatsPanel* panel = view.statistics();
+    QCOMPARE(panel->openResults(parts[0]),
+             std::optional<QString>(parts[0] + ": one part of a sharded run: put the parts together first (attnlab-cli "
+                                               "merge)"));
+    const QString other = m_dir.filePath("eval.json");
+    attnlab::writeHeadLabFile(other.toStdString(), "{\"format\": \"attnlab-eval\"}\n");
+    QCOMPARE(panel->openResults(other),
+             std::optional<QString>(other + ": neither head statistics nor alignment scores (\"format\" "
+                                            "\"attnlab-heads\" or \"attnlab-alignment\": attnlab-cli heads --json, "
+                                            "align --json and merge write them)"));
+    QFile read(merged);
+    QVERIFY(read.open(QIODevice::ReadOnly));
+    const QJsonObject file = QJsonDocument::fromJson(read.readAll()).object();
+    QJsonObject damaged = file;  // more sure links predicted than predicted
+    QJsonArray damaged_methods = damaged["methods"].toArray();
+    QJsonObject first = damaged_methods[0].toObject();
+    first["predicted_sure"] = first["predicted"].toInt() + 1;
+    damaged_methods[0] = first;
+    damaged["methods"] = damaged_methods;
+    const QString broken = m_dir.filePath("damaged.json");
+    attnlab::writeHeadLabFile(broken.toStdString(), QJsonDocument(damaged).toJson().toStdString());
+    const auto refused = panel->openResults(broken);
+    QVERIFY2(refused && refused->startsWith(broken + ": method \"" + first["method"].toString() +
+                                            "\"'s \"predicted_sure\" is " +
+                                            QString::number(first["predicted_sure"].toInt()) + ", not a whole number"),
+             qPrintable(refused.value_or("accepted")));
+    QVERIFY(view.pages()->currentWidget() != view.alignment());
+
+    QCOMPARE(panel->openResults(merged), std::optional<QString>());
+    QCOMPARE(view.pages()->currentWidget(), view.alignment());
+    AlignmentMethodsTable* methods = view.alignment()->methods();
+    const QJsonArray scored = file["methods"].toArray();
+    QVERIFY(scored.size() > 10);
+    QCOMPARE(methods->table()->rowCount(), int(scored.size()));
+    const QString best = file["best"].toObject()["method"].toString();
+    for (int row = 0; row < methods->table()->rowCount(); ++row) {
+        const QString name = methods->table()->item(row, 0)->data(Qt::UserRole).toString();
+        const auto it = std::find_if(scored.begin(), scored.end(),
+                                     [&](const QJsonValue& m) { return m.toObject()["method"].toString() == name; });
+        QVERIFY2(it != scored.end(), qPrintable(name));
+        const QJsonObject m = it->toObject();
+        // The counts' ratios, computed alike by the writer and the table, printed with 17 digits: equal.
+        QCOMPARE(methods->table()->item(row, 1)->data(Qt::UserRole).toDouble(), m["aer"].toDouble());
+        QCOMPARE(methods->table()->item(row, 2)->data(Qt::UserRole).toDouble(), m["precision"].toDouble());
+        QCOMPARE(methods->table()->item(row, 3)->data(Qt::UserRole).toDouble(), m["recall"].toDouble());
+        QCOMPARE(methods->table()->item(row, 0)->font().bold(), name == best);
+    }
+    QCOMPARE(methods->table()->item(0, 1)->data(Qt::UserRole).toDouble(),  // lowest AER first
+             file["best"].toObject()["aer"].toDouble());
+    QVERIFY2(methods->statusText().startsWith(
+                 QString("%1 methods over 5 of 5 pairs, read from %2; best: ").arg(scored.size()).arg(merged)),
+             qPrintable(methods->statusText()));
 }
 
 // Importance over the model's 8 examples: the intervals are wide, and the panel says so beside the

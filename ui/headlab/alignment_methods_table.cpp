@@ -54,16 +54,44 @@ void AlignmentMethodsTable::setExampleCount(int with_gold) {
 
 void AlignmentMethodsTable::setReport(AlignmentReportPtr report, const QString& reverse_model) {
     m_score->setEnabled(true);
+    fill(*report);
+    const int used = report->pairs - int(report->skipped.size());
+    QString text = tr("%1 methods over %2 examples").arg(report->methods.size()).arg(used);
+    text += reverse_model.isEmpty() ? tr("; no model of the other direction to symmetrise with")
+                                    : tr("; symmetrised with %1").arg(QFileInfo(reverse_model).fileName());
+    m_status->setText(text + bestText(*report) + tr(". Double-click a method to draw it."));
+}
+
+void AlignmentMethodsTable::showFile(AlignmentReportPtr report, const QString& path) {
+    fill(*report);
+    const int used = report->pairs - int(report->skipped.size());
+    QString text = tr("%1 methods over %2 of %3 pairs, read from %4")
+                       .arg(report->methods.size())
+                       .arg(used)
+                       .arg(report->pairs)
+                       .arg(path);
+    if (report->symmetrised) text += tr("; symmetrised with a model of the other direction");
+    m_status->setText(text + bestText(*report) + tr(". Double-click a method to draw it."));
+}
+
+QString AlignmentMethodsTable::bestText(const AlignmentReport& report) const {
+    if (report.best < 0) return {};
+    return tr("; best: %1, AER %2")
+        .arg(alignmentMethodLabel(report.methods[size_t(report.best)].method))
+        .arg(report.methods[size_t(report.best)].counts.aer(), 0, 'f', 3);
+}
+
+void AlignmentMethodsTable::fill(const AlignmentReport& report) {
     m_table->setSortingEnabled(false);
     m_table->clear();
     m_table->setColumnCount(4);
     m_table->setHorizontalHeaderLabels({tr("method"), tr("AER"), tr("precision"), tr("recall")});
-    m_table->setRowCount(int(report->methods.size()));
-    for (size_t i = 0; i < report->methods.size(); ++i) {
-        const auto& m = report->methods[i];
+    m_table->setRowCount(int(report.methods.size()));
+    for (size_t i = 0; i < report.methods.size(); ++i) {
+        const auto& m = report.methods[i];
         const QString name = QString::fromStdString(alignmentMethodName(m.method));
         const QString label = alignmentMethodLabel(m.method);  // layers and heads counted from 1
-        const bool best = int(i) == report->best;
+        const bool best = int(i) == report.best;
         auto* item = new QTableWidgetItem(best ? tr("%1 (best)").arg(label) : label);
         item->setData(Qt::UserRole, name);
         item->setToolTip(tr("attnlab-cli align --method %1 (counted from 0)").arg(name));
@@ -83,15 +111,6 @@ void AlignmentMethodsTable::setReport(AlignmentReportPtr report, const QString& 
     m_table->sortByColumn(1, Qt::AscendingOrder);  // lowest AER first
     m_table->resizeColumnsToContents();
     m_table->show();
-    const int used = report->pairs - int(report->skipped.size());
-    QString text = tr("%1 methods over %2 examples").arg(report->methods.size()).arg(used);
-    text += reverse_model.isEmpty() ? tr("; no model of the other direction to symmetrise with")
-                                    : tr("; symmetrised with %1").arg(QFileInfo(reverse_model).fileName());
-    if (report->best >= 0)
-        text += tr("; best: %1, AER %2")
-                    .arg(alignmentMethodLabel(report->methods[size_t(report->best)].method))
-                    .arg(report->methods[size_t(report->best)].counts.aer(), 0, 'f', 3);
-    m_status->setText(text + tr(". Double-click a method to draw it."));
 }
 
 void AlignmentMethodsTable::showFailure(const QString& message) {

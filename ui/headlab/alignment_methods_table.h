@@ -20,6 +20,9 @@ public:
 
     void setExampleCount(int with_gold);  // 0: the button is off and says why
     void setReport(AlignmentReportPtr report, const QString& reverse_model);
+    // Scores read from a file (Head lab › Open results…: attnlab-cli align --json, whole or merged), shown as a
+    // report of the page's own; the status line names the file.
+    void showFile(AlignmentReportPtr report, const QString& path);
     void showFailure(const QString& message);
     QTableWidget* table() const { return m_table; }
     QString statusText() const;
@@ -29,6 +32,8 @@ Q_SIGNALS:
     void methodChosen(const QString& name);  // an alignmentMethodName
 
 private:
+    void fill(const AlignmentReport& report);  // the table, best first in bold
+    QString bestText(const AlignmentReport& report) const;
     QPushButton* m_score;
     QLabel* m_status;
     QTableWidget* m_table;

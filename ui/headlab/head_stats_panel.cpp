@@ -96,7 +96,8 @@ void HeadStatsPanel::buildControls() {
     auto* open = new QPushButton(tr("Open results…"), this);
     open->setToolTip(
         tr("Head statistics written by attnlab-cli heads --json, merged from the parts of a sharded run "
-           "(attnlab-cli merge) or exported here"));
+           "(attnlab-cli merge) or exported here; alignment scores of attnlab-cli align --json (shown on the "
+           "Alignment page)"));
     m_corpus = new QLabel(tr("no corpus chosen"), this);
     m_importance_box = new QCheckBox(tr("Importance (one translation per head; needs references)"), this);
     m_run = new QPushButton(tr("Run"), this);
@@ -135,7 +136,7 @@ void HeadStatsPanel::buildControls() {
     connect(files, &QPushButton::clicked, this, &HeadStatsPanel::chooseFiles);
     connect(open, &QPushButton::clicked, this, [this] {
         const QString path =
-            QFileDialog::getOpenFileName(this, tr("Open head statistics"), QString(), tr("JSON (*.json)"));
+            QFileDialog::getOpenFileName(this, tr("Open head lab results"), QString(), tr("JSON (*.json)"));
         if (path.isEmpty()) return;
         if (auto why = openResults(path)) m_status->setText(*why);
     });
@@ -623,12 +624,18 @@ std::optional<QString> HeadStatsPanel::exportJson(const QString& path) const {
 }
 
 std::optional<QString> HeadStatsPanel::openResults(const QString& path) {
-    HeadsFile file;
+    HeadLabResults read;
     try {
-        file = readHeadsJson(path.toStdString());
+        read = readHeadLabResults(path.toStdString());
     } catch (const std::exception& e) {
         return QString::fromStdString(e.what());
     }
+    if (read.alignment) {
+        m_status->setText(tr("%1: alignment scores, shown on the Alignment page").arg(path));
+        Q_EMIT alignmentOpened(std::make_shared<const AlignmentReport>(std::move(read.alignment->report)), path);
+        return std::nullopt;
+    }
+    HeadsFile file = std::move(*read.heads);
     m_pending_sources.clear();  // the file names its typical sentences by line, not their text
     m_other.reset();
     m_other_name.clear();

@@ -77,8 +77,10 @@ public:
     [[nodiscard]] std::optional<QString> exportJson(const QString& path) const;
     [[nodiscard]] std::optional<QString> exportCsv(const QString& path) const;
     // Open results…: a heads document (attnlab-cli heads --json, the merge of a sharded run's parts, an export)
-    // shown as a run of the app's own: statistics, heatmaps, table, importance and its curve. The problem, or
-    // nothing. Its typical sentences' text is not in the file: double-clicking a row shows none.
+    // shown as a run of the app's own: statistics, heatmaps, table, importance and its curve. Its typical
+    // sentences' text is not in the file: double-clicking a row shows none. An alignment document (attnlab-cli
+    // align --json, whole or merged) is handed on whole (alignmentOpened: the Alignment page shows its scores).
+    // The problem, or nothing.
     [[nodiscard]] std::optional<QString> openResults(const QString& path);
 
     // What is shown (tests read it back).
@@ -101,6 +103,8 @@ Q_SIGNALS:
     void sentenceRequested(const QString& sentence, const attnlab::HeadRef& head);
     // A model was chosen to compare with: can it be, and in which languages?
     void compareCheckRequested(const QString& dir);
+    // Open results… read alignment scores from `path` (readAlignmentJson's report: counts, no links).
+    void alignmentOpened(attnlab::ui::AlignmentReportPtr report, const QString& path);
 
 protected:
     void resizeEvent(QResizeEvent* event) override;

@@ -55,6 +55,23 @@ std::string headStatsCsv(const HeadStatsReport& stats);
 // With `dev` (a report on a development set, with gold), "dev": its pairs and skipped ones, the
 // method chosen there (its lowest AER, with its scores there) and that method's scores on `report`.
 std::string alignmentJson(const AlignmentReport& report, const ModelInfo& model, const AlignmentReport* dev = nullptr);
+// An alignment document read back (attnlab-cli align --json whole or merged; Head lab › Open results…): every
+// method's counts against gold (no links), the pairs and the skipped ones, the best methods marked again from the
+// counts, and the model it names. Throws InputError naming the file and the problem: not alignment scores, one part
+// of a sharded run, scores without gold, a method its model has not, counts that cannot be, a damaged file.
+struct AlignmentFile {
+    AlignmentReport report;
+    ModelInfo model;
+};
+AlignmentFile readAlignmentJson(const std::string& path);
+// Open results…: the heads or the alignment document `path` holds (read as readHeadsJson / readAlignmentJson do);
+// another file is an InputError naming it and the two kinds that open.
+struct HeadLabResults {
+    std::optional<HeadsFile> heads;
+    std::optional<AlignmentFile> alignment;  // one of the two
+};
+HeadLabResults readHeadLabResults(const std::string& path);
+
 // One Pharaoh line per pair for the method ("i-j", 0-based, source-target).
 std::string alignmentLinksText(const AlignmentReport& report, const AlignmentMethod& method);
 
