@@ -1,6 +1,8 @@
 // The head lab's JSON and CSV (attnlab/head_lab_json.h): every key is written here.
 #include <attnlab/errors.h>
 #include <attnlab/head_lab_json.h>
+#include <attnlab/importance_parts.h>
+#include <attnlab/partial_result.h>
 
 #include "headlab/corpus_lines.h"
 #include "io/head_lab_merge.h"
@@ -114,10 +116,10 @@ json methodJson(const AlignmentMethodReport& m) {
 }  // namespace
 
 namespace {
-json comparisonJson(const HeadStatsReport& stats, const HeadStatsOther& other) {
-    json c = fileHeader("attnlab-heads", *other.model).at("model");
+// The comparison of this model's statistics with the other model's (`model`: its "model" object).
+json comparisonJson(const HeadStatsReport& stats, const HeadStatsReport& other, json model, bool reversed) {
     json heads = json::array();
-    for (const auto& d : compareHeadStatistics(stats, *other.stats)) {
+    for (const auto& d : compareHeadStatistics(stats, other)) {
         json j = headJson(d.head);
         for (const auto& info : headStatisticInfos()) {
             const auto k = static_cast<size_t>(info.id);
@@ -126,17 +128,17 @@ json comparisonJson(const HeadStatsReport& stats, const HeadStatsOther& other) {
         }
         heads.push_back(std::move(j));
     }
-    return {{"model", std::move(c)},
-            {"reversed", other.reversed},
-            {"sentences", other.stats->sentences},
-            {"skipped", skippedJson(other.stats->skipped)},
+    return {{"model", std::move(model)},
+            {"reversed", reversed},
+            {"sentences", other.sentences},
+            {"skipped", skippedJson(other.skipped)},
             {"heads", std::move(heads)}};
 }
-}  // namespace
 
-std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
-                      const HeadStatsOther& other, const GradientImportanceReport* gradient) {
-    json root = fileHeader("attnlab-heads", model);
+// The statistics' keys of a heads document; with each sentence's ("sentence_statistics", "sentence_lines") when the
+// report kept them (a part of a sharded run).
+json statisticsJson(const HeadStatsReport& stats) {
+    json root;
     root["sentences"] = stats.sentences;
     root["skipped"] = skippedJson(stats.skipped);
     root["teacher_forced"] = stats.teacher_forced;
@@ -159,10 +161,20 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
     }
     root["heads"] = std::move(heads);
     if (!stats.sentence_lines.empty()) root["sentence_lines"] = stats.sentence_lines;
+    return root;
+}
+}  // namespace
+
+std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* importance, const ModelInfo& model,
+                      const HeadStatsOther& other, const GradientImportanceReport* gradient) {
+    json root = fileHeader("attnlab-heads", model);
+    root.update(statisticsJson(stats));
     if (importance) root["importance"] = importanceJson(*importance);
     if (!gradient && importance && importance->gradient) gradient = &*importance->gradient;
     if (gradient) root["gradient_importance"] = gradientJson(*gradient);
-    if (other.stats && other.model) root["comparison"] = comparisonJson(stats, other);
+    if (other.stats && other.model)
+        root["comparison"] =
+            comparisonJson(stats, *other.stats, fileHeader("attnlab-heads", *other.model).at("model"), other.reversed);
     return root.dump(1) + "\n";
 }
 
@@ -417,14 +429,110 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, co
     return root.dump(1) + "\n";
 }
 
+// ---- a sharded heads run's parts (attnlab/importance_parts.h, docs/scale-out.md) ----
+namespace {
+// A count a part carries: a whole number from 0 to 2^52, so that sums over 100,000 parts stay exact and far from
+// overflowing.
+constexpr int64_t kMostSum = int64_t(1) << 52;
+
+json bleuStatsJson(const BleuStats& b) {
+    std::vector<int64_t> v(b.correct, b.correct + 4);
+    v.insert(v.end(), b.total, b.total + 4);
+    v.push_back(b.sys_len);
+    v.push_back(b.ref_len);
+    return v;
+}
+
+json chrfStatsJson(const ChrfStats& c) {
+    std::vector<int64_t> v(c.hypothesis, c.hypothesis + ChrfStats::kOrder);
+    v.insert(v.end(), c.reference, c.reference + ChrfStats::kOrder);
+    v.insert(v.end(), c.matches, c.matches + ChrfStats::kOrder);
+    return v;
+}
+
+std::vector<int64_t> countsOf(const json& j, size_t n, const std::string& path, const std::string& what) {
+    if (!j.is_array() || j.size() != n)
+        throw InputError(path + ": " + what + ": " + std::to_string(n) + " counts expected, found " + j.dump(-1));
+    std::vector<int64_t> out;
+    for (const auto& v : j) out.push_back(util::wholeNumber(v, 0, kMostSum, path, what));
+    return out;
+}
+
+BleuStats bleuStatsOf(const json& j, const std::string& path, const std::string& what) {
+    const auto v = countsOf(j, 10, path, what);
+    BleuStats b;
+    std::copy(v.begin(), v.begin() + 4, b.correct);
+    std::copy(v.begin() + 4, v.begin() + 8, b.total);
+    b.sys_len = v[8];
+    b.ref_len = v[9];
+    return b;
+}
+
+ChrfStats chrfStatsOf(const json& j, const std::string& path, const std::string& what) {
+    constexpr size_t n = ChrfStats::kOrder;
+    const auto v = countsOf(j, 3 * n, path, what);
+    ChrfStats c;
+    std::copy(v.begin(), v.begin() + n, c.hypothesis);
+    std::copy(v.begin() + n, v.begin() + 2 * n, c.reference);
+    std::copy(v.begin() + 2 * n, v.end(), c.matches);
+    return c;
+}
+
+// One run's sums, and its sentences' statistics when it kept them.
+json ablationJson(const AblationRun& r) {
+    json j = {{"bleu_stats", bleuStatsJson(r.bleu)}, {"chrf_stats", chrfStatsJson(r.chrf)}};
+    if (!r.sentences.empty()) {
+        json sentences = json::array();
+        for (const auto& b : r.sentences) sentences.push_back(bleuStatsJson(b));
+        j["sentences"] = std::move(sentences);
+    }
+    return j;
+}
+
+AblationRun ablationOf(const json& j, const std::string& path, const std::string& what) {
+    AblationRun r;
+    r.bleu = bleuStatsOf(j.at("bleu_stats"), path, what + "'s \"bleu_stats\"");
+    r.chrf = chrfStatsOf(j.at("chrf_stats"), path, what + "'s \"chrf_stats\"");
+    if (j.contains("sentences"))
+        for (const auto& b : j["sentences"]) r.sentences.push_back(bleuStatsOf(b, path, what + "'s sentences"));
+    return r;
+}
+
+// The part's runs: "first" (0-based among the run's jobs or curve points) and "runs".
+json runsJson(size_t first, const std::vector<AblationRun>& runs) {
+    json out = json::array();
+    for (const auto& r : runs) out.push_back(ablationJson(r));
+    return {{"first", first}, {"runs", std::move(out)}};
+}
+
+std::vector<HeadRef> headsOfNames(const json& names) {
+    std::vector<HeadRef> out;
+    for (const auto& n : names) out.push_back(parseHeadList(n.get<std::string>()).at(0));
+    return out;
+}
+
+GradientImportanceReport gradientOf(const json& j) {
+    GradientImportanceReport g;
+    g.sentences = j.at("sentences").get<int>();
+    g.skipped = skippedOf(j.at("skipped"));
+    g.seconds = j.at("seconds").get<double>();
+    for (const auto& h : j.at("heads"))
+        g.heads.push_back({headOf(h), h.at("raw").get<double>(), h.at("normalized").get<double>()});
+    return g;
+}
+}  // namespace
+
 namespace headlab_merge {
 namespace {
 // A part's skipped pairs, their "pair" as the corpus counts them (the CLI writes them so): each a line of the part.
-void appendSkipped(std::vector<SkippedPair>& to, const PartDocument& part) {
-    for (const auto& k : part.doc->at("skipped"))
+void appendSkipped(std::vector<SkippedPair>& to, const PartDocument& part, const json& from) {
+    for (const auto& k : from)
         to.push_back({int(util::wholeNumberAt(k, "pair", part.first_line + 1, part.first_line + part.lines, part.path,
                                               "a skipped line's ")),
                       k.at("reason").get<std::string>()});
+}
+void appendSkipped(std::vector<SkippedPair>& to, const PartDocument& part) {
+    appendSkipped(to, part, part.doc->at("skipped"));
 }
 
 // The dev set is read whole by every part: its object must be the same in each (but for its scores here).
@@ -481,9 +589,10 @@ json mergeAlignment(const std::vector<PartDocument>& parts) {
 }
 
 namespace {
-// Each head's statistics of the parts together: means weighted by rows (summed in part order), the offset
-// histogram likewise, the typical sentences (as HeadStatsAccumulator::report chooses them) from every sentence's
-// own rows and sums, which the parts carry ("sentence_statistics", "sentence_lines") and the merged result does not.
+// Each head's statistics of the parts together: means of the sentences' sums added in line order, the offset
+// histogram weighted by rows (summed in part order), the typical sentences (as HeadStatsAccumulator::report chooses
+// them) from every sentence's own rows and sums, which the parts carry ("sentence_statistics", "sentence_lines") and
+// the merged result does not.
 json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vector<int>& lines) {
     json head = (*parts.front().doc)["heads"][h];
     int64_t rows = 0;
@@ -498,7 +607,6 @@ json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vec
                              head.at("name").dump());
         const int64_t n = util::wholeNumberAt(j, "rows", 0, INT64_MAX, part.path, "head " + j["name"].dump() + "'s ");
         rows = util::checkedSum(rows, n, part.path, "head " + j["name"].dump() + "'s \"rows\"");
-        for (const auto& info : headStatisticInfos()) sums[size_t(info.id)] += j.at(info.key).get<double>() * double(n);
         for (size_t b = 0; b < histogram.size(); ++b)
             histogram[b] += j["offset_histogram"][b].get<double>() * double(n);
         const json& detail = j.at("sentence_statistics");
@@ -511,6 +619,9 @@ json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vec
     if (sentence_rows.size() != lines.size() || sentence_sums.size() != lines.size())
         throw InputError(parts.front().path + "...: head " + head.at("name").dump() + " has statistics of " +
                          std::to_string(sentence_rows.size()) + " sentences for " + std::to_string(lines.size()));
+    // The sentences' sums added in line order, as HeadStatsAccumulator::report adds them: the whole run's bits.
+    for (const auto& sentence : sentence_sums)
+        for (size_t k = 0; k < sums.size(); ++k) sums[k] += sentence[k];
     const double n = rows > 0 ? double(rows) : 1.0;
     int most_rows = 0;
     for (int r : sentence_rows) most_rows = std::max(most_rows, r);
@@ -536,12 +647,161 @@ json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vec
 }
 }  // namespace
 
+namespace {
+// The runs of every part put together, one per job (or curve point): by lines, each part holds every job over its
+// lines, and a job's sums are summed over the parts and its sentences put one after the other (line order); by
+// heads, each job is in one part, over every line. `what` names a job in messages ("job", "curve point").
+std::vector<AblationRun> mergedRuns(const std::vector<PartDocument>& parts, size_t jobs, ShardBy by,
+                                    const std::string& what) {
+    std::vector<AblationRun> runs(jobs);
+    std::vector<const std::string*> from(jobs, nullptr);
+    for (const auto& part : parts) {
+        const json& r = part.doc->at("importance_part").at(what == "job" ? "jobs" : "points");
+        const size_t first = size_t(util::wholeNumberAt(r, "first", 0, int64_t(jobs), part.path));
+        const json& list = r.at("runs");
+        if (by == ShardBy::Lines && (first != 0 || list.size() != jobs))
+            throw InputError(part.path + ": a part by lines holds every " + what + " (" + std::to_string(jobs) +
+                             "), this one " + std::to_string(list.size()) + " from " + std::to_string(first));
+        if (first + list.size() > jobs)
+            throw InputError(part.path + ": " + what + "s " + std::to_string(first) + ".." +
+                             std::to_string(first + list.size() - 1) + " of " + std::to_string(jobs));
+        for (size_t i = 0; i < list.size(); ++i) {
+            const size_t job = first + i;
+            const AblationRun run = ablationOf(list[i], part.path, what + " " + std::to_string(job));
+            if (by == ShardBy::Heads && from[job])
+                throw InputError(what + " " + std::to_string(job) + " is given twice: " + *from[job] + " and " +
+                                 part.path);
+            from[job] = &part.path;
+            runs[job].bleu += run.bleu;
+            runs[job].chrf += run.chrf;
+            runs[job].sentences.insert(runs[job].sentences.end(), run.sentences.begin(), run.sentences.end());
+        }
+    }
+    for (size_t job = 0; job < jobs; ++job)
+        if (!from[job])
+            throw InputError(what + " " + std::to_string(job) + " of " + std::to_string(jobs) + " is missing");
+    return runs;
+}
+
+// The lines a stage's runs translated: by lines, the parts' together; by heads, every part's (all the same).
+void mergedLines(const std::vector<PartDocument>& parts, ShardBy by, int& sentences,
+                 std::vector<SkippedPair>& skipped) {
+    const json& first = parts.front().doc->at("importance_part");
+    for (const auto& part : parts) {
+        const json& p = part.doc->at("importance_part");
+        if (by == ShardBy::Heads) {
+            if (p.at("sentences") != first.at("sentences") || p.at("skipped") != first.at("skipped"))
+                throw InputError(part.path + ": its lines differ from " + parts.front().path + "'s");
+            continue;
+        }
+        sentences += int(util::wholeNumberAt(p, "sentences", 0, part.lines, part.path, "\"importance_part\"."));
+        appendSkipped(skipped, part, p.at("skipped"));
+    }
+    if (by == ShardBy::Heads) {
+        sentences = first.at("sentences").get<int>();
+        skipped = skippedOf(first.at("skipped"));
+    }
+}
+
+// Every part of one stage, split alike: the same stage and "--shard-by", and `key` the same in each.
+ShardBy checkStage(const std::vector<PartDocument>& parts, const char* stage, const char* key) {
+    const json& first = parts.front().doc->at("importance_part");
+    for (const auto& part : parts) {
+        const json& p = part.doc->at("importance_part");
+        if (p.at("stage") != stage)
+            throw InputError(part.path + ": a part of heads --importance's " + p.at("stage").dump() + " stage among " +
+                             stage + " parts");
+        if (p.at("shard_by") != first.at("shard_by") || p.at(key) != first.at(key))
+            throw InputError(part.path + ": split otherwise than " + parts.front().path + " (--shard-by, " + key + ")");
+    }
+    return parseShardBy(first.at("shard_by").get<std::string>());
+}
+
+// The first stage's parts together: the singles ranked, the baseline's sentences, the options the second needs.
+json mergedSingles(const std::vector<PartDocument>& parts) {
+    const ShardBy by = checkStage(parts, "singles", "heads");
+    const json& first = parts.front().doc->at("importance_part");
+    const auto heads = headsOfNames(first.at("heads"));
+    auto runs = mergedRuns(parts, heads.size() + 1, by, "job");
+    ImportanceReport rep = rankedSingles(heads, runs);
+    mergedLines(parts, by, rep.sentences, rep.skipped);
+    if (runs[0].sentences.size() != size_t(rep.sentences))
+        throw InputError(parts.front().path + "...: the baseline has " + std::to_string(runs[0].sentences.size()) +
+                         " sentences' statistics for " + std::to_string(rep.sentences) + " sentences");
+    rep.bootstrap_resamples = first.at("bootstrap_resamples").get<int>();
+    json out = importanceJson(rep);
+    out["curve_step"] = first.at("curve_step");
+    out["baseline_sentences"] = ablationJson(runs[0]).at("sentences");
+    return out;
+}
+
+// The gradient sums of the parts' blocks one after the other, finished as one process finishes them.
+json mergedGradient(const std::vector<PartDocument>& parts) {
+    const json& names = parts.front().doc->at("gradient_importance").at("block_sums").at("heads");
+    GradientSums sums;
+    sums.heads = headsOfNames(names);
+    double seconds = 0;
+    for (const auto& part : parts) {
+        const json& g = part.doc->at("gradient_importance");
+        if (g.at("block_sums").at("heads") != names)
+            throw InputError(part.path + ": its gradient's heads differ from " + parts.front().path + "'s");
+        sums.report.sentences += int(util::wholeNumberAt(g, "sentences", 0, part.lines, part.path, "gradient's "));
+        appendSkipped(sums.report.skipped, part, g.at("skipped"));
+        seconds += g.at("seconds").get<double>();
+        for (const auto& b : g["block_sums"].at("blocks")) {
+            sums.blocks.push_back(b.get<std::vector<double>>());
+            if (sums.blocks.back().size() != sums.heads.size())
+                throw InputError(part.path + ": a gradient block of " + std::to_string(sums.blocks.back().size()) +
+                                 " heads for " + std::to_string(sums.heads.size()));
+        }
+    }
+    finishGradient(sums);
+    sums.report.seconds = seconds;  // the parts' together
+    return gradientJson(sums.report);
+}
+
+// The other model's statistics of the parts together (each part's as a heads document), compared with these.
+json mergedComparison(const json& root, const std::vector<PartDocument>& parts) {
+    const json& c = parts.front().doc->at("comparison");
+    std::vector<PartDocument> others;
+    for (const auto& part : parts) {
+        const json& mine = part.doc->at("comparison");
+        if (mine.at("model") != c.at("model") || mine.at("reversed") != c.at("reversed"))
+            throw InputError(part.path + ": compared with another model than " + parts.front().path);
+        others.push_back({part.path, &mine.at("statistics"), part.first_line, part.lines});
+    }
+    const json other = mergeHeads(others);
+    return comparisonJson(statsOf(root), statsOf(other), c.at("model"), c.at("reversed").get<bool>());
+}
+
+// What a part carries beside its statistics, merged: the singles, the gradient, the comparison.
+void mergeExtras(json& root, const std::vector<PartDocument>& parts) {
+    const json& first = *parts.front().doc;
+    root.erase("importance_part");
+    if (first.contains("gradient_importance")) root["gradient_importance"] = mergedGradient(parts);
+    if (first.contains("comparison")) root["comparison"] = mergedComparison(root, parts);
+    if (first.contains("importance_part")) root["importance_singles"] = mergedSingles(parts);
+}
+
+// A whole run's importance, gradient or comparison is not split: refused; so is the second stage without the first.
+void refuseWhole(const PartDocument& part) {
+    const json& doc = *part.doc;
+    const bool curve = doc.contains("importance_part") && doc["importance_part"].value("stage", "") == "curve";
+    if (curve)
+        throw InputError(part.path +
+                         ": a part of heads --importance's pruning curve: merge it with the first stage's result "
+                         "(attnlab-cli merge OUT.json singles.json curve-*.json)");
+    for (const auto& [key, part_key] : {std::pair{"gradient_importance", "block_sums"}, {"comparison", "statistics"}})
+        if (doc.contains(key) && !doc[key].contains(part_key))
+            throw InputError(part.path + ": its \"" + key + "\" is a whole run's (write parts with --shard)");
+    if (doc.contains("importance"))
+        throw InputError(part.path + ": its \"importance\" is a whole run's (write parts with --shard)");
+}
+}  // namespace
+
 json mergeHeads(const std::vector<PartDocument>& parts) {
     const json& first = *parts.front().doc;
-    for (const char* key : {"importance", "gradient_importance", "comparison"})
-        if (first.contains(key))
-            throw InputError(parts.front().path + ": its \"" + key +
-                             "\" is not merged (--importance, --gradient-importance and --compare-model run whole)");
+    for (const auto& part : parts) refuseWhole(part);
     std::vector<int> lines;
     std::vector<SkippedPair> skipped;
     int sentences = 0;
@@ -576,10 +836,139 @@ json mergeHeads(const std::vector<PartDocument>& parts) {
     json heads = json::array();
     for (size_t h = 0; h < root.at("heads").size(); ++h) heads.push_back(mergedHead(kept, h, lines));
     root["heads"] = std::move(heads);
+    mergeExtras(root, parts);
+    return root;
+}
+
+bool isImportanceSingles(const json& doc) { return doc.is_object() && doc.contains("importance_singles"); }
+
+json mergeImportanceCurve(const PartDocument& singles, const std::vector<PartDocument>& parts) {
+    for (const auto& part : parts)
+        if (!part.doc->contains("importance_part"))
+            throw InputError(part.path + ": not a part of heads --importance's pruning curve (merged beside " +
+                             singles.path + ")");
+    const json& s = singles.doc->at("importance_singles");
+    ImportanceReport rep = importanceOf(s);
+    rep.curve.resize(1);
+    ImportanceOptions o;
+    o.curve_step = int(util::wholeNumberAt(s, "curve_step", 1, 1 << 20, singles.path, "\"importance_singles\"."));
+    o.bootstrap_resamples =
+        int(util::wholeNumberAt(s, "bootstrap_resamples", 0, ImportanceOptions::kMaxBootstrapResamples, singles.path));
+    std::vector<BleuStats> baseline;
+    for (const auto& b : s.at("baseline_sentences")) baseline.push_back(bleuStatsOf(b, singles.path, "baseline"));
+    const auto sets = curveSets(rep.heads, o.curve_step);
+    json order = json::array();
+    for (const auto& h : rep.heads) order.push_back(headName(h.head));
+    const ShardBy by = checkStage(parts, "curve", "order");
+    if (parts.front().doc->at("importance_part").at("order") != order)
+        throw InputError(parts.front().path + ": run from other singles than " + singles.path +
+                         " (the heads in another order)");
+    auto runs = mergedRuns(parts, sets.size(), by, "curve point");
+    int sentences = 0;
+    std::vector<SkippedPair> skipped;
+    mergedLines(parts, by, sentences, skipped);
+    for (size_t p = 0; p < runs.size(); ++p) {
+        if (sentences != rep.sentences || (o.bootstrap_resamples > 0 && runs[p].sentences.size() != baseline.size()))
+            throw InputError(parts.front().path + "...: curve point " + std::to_string(p) + " over " +
+                             std::to_string(sentences) + " sentences, the singles over " +
+                             std::to_string(rep.sentences));
+        runs[p].ablated = sets[p];
+    }
+    addCurve(rep, runs, baseline, o);
+    json root = *singles.doc;
+    if (root.contains("gradient_importance")) {
+        rep.gradient = gradientOf(root["gradient_importance"]);
+        rep.rank_correlation = importanceRankCorrelation(rep);
+    }
+    root.erase("importance_singles");
+    root["importance"] = importanceJson(rep);
     return root;
 }
 
 }  // namespace headlab_merge
+
+namespace {
+json singlesPartJson(const SinglesPart& p) {
+    return {{"stage", "singles"},          {"shard_by", shardByName(p.by)},
+            {"heads", namesJson(p.heads)}, {"jobs", runsJson(p.first_job, p.runs)},
+            {"sentences", p.sentences},    {"skipped", skippedJson(p.skipped)},
+            {"curve_step", p.curve_step},  {"bootstrap_resamples", p.bootstrap_resamples}};
+}
+
+// The first difference between two runs' identities ("" when none): command, model, options, corpus.
+std::string runDifference(const json& a, const json& b) {
+    if (a.at("command") != b.at("command")) return "command " + a["command"].dump() + " against " + b["command"].dump();
+    if (a.at("model").at("fingerprint") != b.at("model").at("fingerprint"))
+        return "model " + a["model"]["fingerprint"].dump() + " against " + b["model"]["fingerprint"].dump();
+    const json &x = a.at("options"), &y = b.at("options");
+    for (size_t i = 0; i < std::max(x.size(), y.size()); ++i)
+        if (i >= x.size() || i >= y.size() || x[i] != y[i])
+            return "options " + (i < x.size() ? x[i].dump(-1) : "(none)") + " against " +
+                   (i < y.size() ? y[i].dump(-1) : "(none)");
+    if (a.at("corpus") != b.at("corpus")) return "corpus " + a["corpus"].dump(-1) + " against " + b["corpus"].dump(-1);
+    return "";
+}
+}  // namespace
+
+std::string withPartExtras(const std::string& document, const HeadsPartExtras& extras) {
+    json root = util::parseJson(document, "withPartExtras");
+    if (extras.singles) root["importance_part"] = singlesPartJson(*extras.singles);
+    if (extras.gradient) {
+        root["gradient_importance"] = gradientJson(extras.gradient->report);
+        root["gradient_importance"]["block_sums"] = {{"heads", namesJson(extras.gradient->heads)},
+                                                     {"blocks", extras.gradient->blocks}};
+    }
+    if (extras.other) root["comparison"]["statistics"] = statisticsJson(*extras.other);
+    return root.dump(1) + "\n";
+}
+
+ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun& run) {
+    const std::string how =
+        " (attnlab-cli merge singles.json singles-*.json writes it from the parts of heads "
+        "--importance --shard K/N)";
+    try {
+        const json root = util::parseJson(util::readSmallFile(path, size_t(2) << 30), path);
+        if (!root.is_object() || root.value("format", "") != "attnlab-heads" || !root.contains("run"))
+            throw InputError(path + ": not the first stage's result of heads --importance" + how);
+        if (root.contains("importance_part") || root["run"].contains("shard"))
+            throw InputError(path + ": one part of the first stage, not the merge of them all: incomplete" + how);
+        if (!headlab_merge::isImportanceSingles(root))
+            throw InputError(path + ": no \"importance_singles\": not the first stage of heads --importance" + how);
+        CorpusRun whole = run;
+        whole.shard = {};
+        const json mine = util::parseJson(withRun("{}", whole), "run").at("run");
+        if (const std::string d = runDifference(root["run"], mine); !d.empty())
+            throw InputError(path + ": the first stage of another run than this one: " + d);
+        const json& s = root["importance_singles"];
+        ImportanceSingles out;
+        out.ranked = importanceOf(s);
+        out.ranked.curve.resize(1);
+        out.curve_step = s.at("curve_step").get<int>();
+        out.bootstrap_resamples = s.at("bootstrap_resamples").get<int>();
+        for (const auto& b : s.at("baseline_sentences"))
+            out.baseline_sentences.push_back(bleuStatsOf(b, path, "\"baseline_sentences\""));
+        return out;
+    } catch (const PackageError& e) {
+        throw InputError(e.what());
+    } catch (const ConfigError& e) {
+        throw InputError(path + ": " + e.what());
+    } catch (const json::exception& e) {
+        throw InputError(path + ": not a complete first stage of heads --importance: " + e.what());
+    }
+}
+
+std::string curvePartJson(const CurvePart& part, const CorpusRun& run) {
+    const json root = {{"format", "attnlab-heads"},
+                       {"version", kHeadLabJsonVersion},
+                       {"importance_part",
+                        {{"stage", "curve"},
+                         {"shard_by", shardByName(part.by)},
+                         {"order", namesJson(part.order)},
+                         {"points", runsJson(part.first_point, part.points)},
+                         {"sentences", part.sentences},
+                         {"skipped", skippedJson(part.skipped)}}}};
+    return withRun(root.dump(), run);
+}
 
 std::string alignmentLinksText(const AlignmentReport& rep, const AlignmentMethod& method) {
     const auto* m = rep.find(method);
