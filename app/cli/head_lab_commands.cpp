@@ -458,8 +458,10 @@ void addAlign(CLI::App& app, CommonOptions& common, AlignCommand& a) {
     a.cmd->add_flag("--gold-reversed", a.reversed, "The gold file writes target-source (j-i)");
     a.cmd
         ->add_option("--method", a.method,
-                     "[sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+) (0-based; alti+: ALTI+'s source "
-                     "contributions through the model, docs/contributions.md; shift: each target word from the "
+                     "[sym:HEURISTIC:][shift:](head:L:H | layer:L | all | alti+[:layer:L] | value-zeroing[:layer:L]) "
+                     "(0-based; alti+: ALTI+'s source contributions through the model, alti+:layer:L through decoder "
+                     "layer L; value-zeroing: value zeroing's through the model, value-zeroing:layer:L layer L's "
+                     "cross-attention map; docs/contributions.md; shift: each target word from the "
                      "step whose input it is; sym: combined with the reverse model's links by intersect, union, "
                      "grow-diag, grow-diag-final or grow-diag-final-and): the links written to --output")
         ->capture_default_str();
@@ -540,7 +542,7 @@ void countFromCorpus(std::vector<attnlab::SkippedPair>& skipped, size_t first, c
 
 void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMethod& method) {
     auto line = [](const char* what, const attnlab::AlignmentMethodReport& m) {
-        std::cout << std::left << std::setw(12) << what << std::setw(26) << shownMethod(m.method) + " " << std::right
+        std::cout << std::left << std::setw(14) << what << std::setw(30) << shownMethod(m.method) + " " << std::right
                   << std::fixed << std::setprecision(3) << "AER " << m.counts.aer() << "  precision "
                   << m.counts.precision() << "  recall " << m.counts.recall() << "\n";
     };
@@ -550,6 +552,7 @@ void printScores(const attnlab::AlignmentReport& rep, const attnlab::AlignmentMe
     line("all layers", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, false}));
     line("shift, all", *rep.find({attnlab::AlignmentMethod::Kind::All, 0, 0, true}));
     line("ALTI+", *rep.find({attnlab::AlignmentMethod::Kind::AltiPlus, 0, 0, false}));
+    line("value zeroing", *rep.find({attnlab::AlignmentMethod::Kind::ValueZeroing, 0, 0, false}));
     line("best", rep.methods[static_cast<size_t>(rep.best)]);
 }
 }  // namespace
