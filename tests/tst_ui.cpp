@@ -85,6 +85,7 @@ private Q_SLOTS:
     void togglingAHeadRetranslates();
     void alignmentDrawsGoldAndLinks();
     void liveTypingFollowsTheSentence();
+    void typingComputesNoContributions();  // issue 54
     void modelSwitchTranslatesAgain();
     void emptySentenceClearsTheViews();
     void headTogglesRecomputeTheSentenceAsked();
@@ -1309,6 +1310,59 @@ void TestUi::liveTypingFollowsTheSentence() {
     QTest::keyClick(edit, Qt::Key_Return);
     QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Ein Hund rennt schnell. Ja"), 20000);
     c->setLiveTranslation(true, /*remember=*/false);
+}
+
+// Issue 54: contributions are computed on demand, never on the typing path. With the weights shown, sentences
+// typed (live) are translated and no contribution is computed; with ALTI+ chosen, the translation shown gets
+// its ALTI+, and a sentence typed on supersedes it: what is drawn at the end is the final sentence's ALTI+,
+// never the one before.
+void TestUi::typingComputesNoContributions() {
+    ViewContext* c = m_window->context();
+    c->setLiveTranslation(true, /*remember=*/false);
+    c->setMeasure(attnlab::MapMeasure::Weights);
+    QLineEdit* edit = m_window->translatePanel()->sentenceEdit();
+    auto shownSource = [c] { return c->result() ? QString::fromStdString(c->result()->source_text) : QString(); };
+    QSignalSpy started(m_controller.get(), &TranslationController::contributionsStarted);
+    edit->clear();
+    QTest::keyClicks(edit, "Eine Katze");  // no Enter: each pause translates
+    QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Eine Katze"), 20000);
+    QTest::keyClicks(edit, " schlaeft.");
+    QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Eine Katze schlaeft."), 20000);
+    m_controller->waitForIdle();
+    QCOMPARE(started.count(), 0);
+    // ALTI+ chosen: the sentence shown is computed, once.
+    auto* explorer = m_window->views()->find<AttentionExplorer>();
+    c->setMeasure(attnlab::MapMeasure::AltiPlus);
+    QTRY_VERIFY_WITH_TIMEOUT(c->contributions(attnlab::ContributionMethod::AltiPlus), 60000);
+    QCOMPARE(started.count(), 1);
+    // Typed on: the stale ALTI+ is not drawn once the new sentence is shown, the new one is.
+    QTest::keyClicks(edit, " Ja.");
+    QTRY_COMPARE_WITH_TIMEOUT(shownSource(), QString("Eine Katze schlaeft. Ja."), 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(c->contributions(attnlab::ContributionMethod::AltiPlus), 60000);
+    m_controller->waitForIdle();
+    QApplication::processEvents();
+    const auto expected = m_core->contributions(*c->result(), attnlab::ContributionMethod::AltiPlus);
+    const attnlab::Matrix& shown = explorer->view()->map();
+    const attnlab::Matrix& want =
+        explorer->kind() == attnlab::AttentionKind::Cross         ? expected.cross[size_t(explorer->layer())]
+        : explorer->kind() == attnlab::AttentionKind::DecoderSelf ? expected.decoder_self[size_t(explorer->layer())]
+                                                                  : expected.encoder_self[size_t(explorer->layer())];
+    QCOMPARE(shown.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        for (size_t j = 0; j < want[i].size(); ++j)
+            QVERIFY(std::abs(shown[i][j] - want[i][j]) <= 1e-5);  // the same kernels, another thread
+    QVERIFY(!explorer->busy()->isVisible());
+    // A session saved now keeps the Method: reopened after the weights were chosen, ALTI+ is drawn again.
+    const QString session = m_dir.filePath("alti-session.json");
+    QVERIFY(!m_window->lessons()->saveSession(session));
+    c->setMeasure(attnlab::MapMeasure::Weights);
+    QVERIFY(!explorer->view()->title().contains("ALTI+"));
+    QVERIFY(!m_window->lessons()->openSession(session));
+    QTRY_VERIFY_WITH_TIMEOUT(!m_window->lessons()->viewStates()->pending(), 30000);
+    QCOMPARE(c->measure(), attnlab::MapMeasure::AltiPlus);
+    QTRY_VERIFY_WITH_TIMEOUT(explorer->view()->title().contains("ALTI+"), 30000);
+    QCOMPARE(explorer->grid()->headerText(0), QString("ALTI+"));
+    c->setMeasure(attnlab::MapMeasure::Weights);
 }
 
 // A new model never shows what the last one computed: the result is dropped when it loads, the

@@ -152,6 +152,7 @@ private Q_SLOTS:
     void attentionViewShowsContributions();  // issue 54
     void logitLensComputesWhenShown();       // issue 54
     void logitLensFillsItsTab();             // issue 54, the app's second pass
+    void methodIsBusyAndStops();             // issue 54, the app's second pass
     void decodingViewStepsAndForcesABeginning();
     void anEmptyDecodingViewDrawsNoPlot();
     void weightViewExplainsTheCellAskedFor();
@@ -534,6 +535,41 @@ void TestViews::logitLensComputesWhenShown() {
     QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 2 && view.lens(), 60000);
     m_controller->waitForIdle();
     QCOMPARE(ready.count(), 2);
+}
+
+// While ALTI+ is computed on the worker the explorer shows it, a busy bar and Stop beside the Method; Stop shows
+// the weights again, and a request not yet started is never computed (nothing comes back to replace the
+// weights). Chosen again, the method is computed and drawn, the busy bar gone.
+void TestViews::methodIsBusyAndStops() {
+    using attnlab::MapMeasure;
+    AttentionExplorer view(m_context.get());
+    const auto r = translate("Ein Hund läuft.");
+    m_context->setResult(r, {});
+    view.select(AttentionKind::Cross, 1, 2);
+    QVERIFY(!view.busy()->isVisibleTo(&view) && !m_context->measuring());
+    QSignalSpy started(m_controller.get(), &TranslationController::contributionsStarted);
+    QSignalSpy ready(m_controller.get(), &TranslationController::contributionsReady);
+    // The worker busy first (two long sentences): ALTI+ waits behind them when Stop is pressed.
+    m_controller->translatePair("Ein Mann liest eine Zeitung im Park und eine Frau trinkt Kaffee.",
+                                "Zwei Kinder spielen mit einem roten Ball am Strand neben dem Meer.", {});
+    m_context->setMeasure(MapMeasure::AltiPlus);
+    QVERIFY(m_context->measuring() && view.busy()->isVisibleTo(&view));
+    QCOMPARE(view.view()->message(), mapMeasureWaiting(MapMeasure::AltiPlus));
+    QTest::mouseClick(view.stopButton(), Qt::LeftButton);
+    QCOMPARE(m_context->measure(), MapMeasure::Weights);
+    QVERIFY(!m_context->measuring() && !view.busy()->isVisibleTo(&view));
+    QVERIFY(near(view.view()->map(), r->cross[1][2]));
+    m_controller->waitForIdle();
+    QCOMPARE(started.count(), 0);  // dropped before it started
+    QCOMPARE(ready.count(), 0);
+    QCOMPARE(m_context->measure(), MapMeasure::Weights);
+    QVERIFY(near(view.view()->map(), r->cross[1][2]));
+    m_context->setMeasure(MapMeasure::AltiPlus);
+    QVERIFY(view.busy()->isVisibleTo(&view));
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && !view.view()->map().empty(), 60000);
+    QVERIFY(!view.busy()->isVisibleTo(&view) && !m_context->measuring());
+    QVERIFY(near(view.view()->map(), m_core->contributions(*r, attnlab::ContributionMethod::AltiPlus).cross[1]));
+    m_context->setMeasure(MapMeasure::Weights);
 }
 
 // The logit lens's strip was only as large as its text (a small table in the corner of a 1920 x 1080 tab).

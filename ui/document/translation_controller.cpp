@@ -289,8 +289,11 @@ void TranslationController::postForShown(std::function<void(const Translator&)> 
 
 void TranslationController::computeContributions(ResultPtr result, ContributionMethod method) {
     if (!result) return;
+    const int asked = m_contribution_generation.load();
     postForShown(
-        [this, result, method](const Translator& t) {
+        [this, result, method, asked](const Translator& t) {
+            if (asked != m_contribution_generation.load()) return;  // stopped before it started
+            Q_EMIT contributionsStarted(result, method);
             Q_EMIT contributionsReady(result, std::make_shared<const Contributions>(t.contributions(*result, method)));
         },
         [this, result, method](const QString& message) { Q_EMIT contributionsFailed(result, method, message); });

@@ -135,6 +135,10 @@ public:
     // contributionsReady or contributionsFailed. Like computeLogitLens, dropped unanswered when a newer
     // translation was asked for before it started (the views ask again for the one they show).
     void computeContributions(ResultPtr result, ContributionMethod method);
+    // Contributions asked for before this and not yet started are dropped unanswered (the Method's Stop). One
+    // already running finishes (Translator::contributions takes no callback to stop it midway); its answer
+    // comes as usual.
+    void cancelContributions() { ++m_contribution_generation; }
     // Asynchronous: every decoder layer's prediction at every position of a result, the `top` most
     // probable pieces of each (Translator::logitLens); answered by logitLensReady or failed(LogitLens).
     void computeLogitLens(ResultPtr result, int top);
@@ -187,6 +191,8 @@ Q_SIGNALS:
     void examplesAligned(attnlab::ui::AlignmentReportPtr report, const QString& reverse_model);
     void valueNormsReady(attnlab::ui::ResultPtr result, attnlab::ui::ValueNormsPtr norms);
     void saliencyReady(attnlab::ui::ResultPtr result, attnlab::ui::SaliencyPtr saliency);
+    // On the worker, as computeContributions' work begins (a request dropped before never starts).
+    void contributionsStarted(attnlab::ui::ResultPtr result, attnlab::ContributionMethod method);
     void contributionsReady(attnlab::ui::ResultPtr result, attnlab::ui::ContributionsPtr contributions);
     void contributionsFailed(attnlab::ui::ResultPtr result, attnlab::ContributionMethod method, const QString& message);
     void logitLensReady(attnlab::ui::ResultPtr result, attnlab::ui::LogitLensPtr lens);
@@ -240,8 +246,9 @@ private:
     mutable std::mutex m_info_mutex;
     std::atomic<int> m_threads{0};
     std::atomic<int> m_generation{0};
-    std::atomic<int> m_baseline_generation{0};  // translateBaseline's newest request
-    std::atomic<int> m_text_generation{0};      // translateText's newest request; cancelText() moves it on
+    std::atomic<int> m_baseline_generation{0};      // translateBaseline's newest request
+    std::atomic<int> m_text_generation{0};          // translateText's newest request; cancelText() moves it on
+    std::atomic<int> m_contribution_generation{0};  // cancelContributions() moves it on
     // On the worker: one batch of a text's sentences (their indices in `sentences`); false when cancelled.
     bool translateTextBatch(const std::vector<std::string>& sentences, const std::vector<int>& batch,
                             const DecodingOptions& options, int generation);

@@ -146,6 +146,27 @@ void ViewContext::askForContributions(ContributionMethod method) {
     m_controller->computeContributions(m_result, method);
 }
 
+bool ViewContext::measuring() const {
+    if (!m_result || !m_measure_problems[size_t(m_measure)].isEmpty()) return false;
+    if (m_measure == MapMeasure::ValueNorm) return m_norms_asked && !m_norms;
+    const auto method = contributionMethodOf(m_measure);
+    return method && m_contributions_asked[size_t(*method)] && !m_contributions[size_t(*method)];
+}
+
+void ViewContext::stopMeasuring() {
+    if (!measuring()) return;
+    const MapMeasure stopped = m_measure;
+    if (const auto method = contributionMethodOf(stopped)) {
+        m_controller->cancelContributions();
+        m_contributions_asked[size_t(*method)] = false;  // asked again when chosen again
+    }
+    setMeasure(MapMeasure::Weights);
+    showStatus(tr("Stopped: %1 was not computed for this translation; the maps show the weights (choose the "
+                  "Method again to compute it)")
+                   .arg(mapMeasureTitle(stopped)),
+               10000);
+}
+
 void ViewContext::forgetMeasured() {
     m_norms.reset();
     m_norms_asked = false;

@@ -90,6 +90,13 @@ public:
     // Why measuredMaps() is null for a shown translation (what the method needs failed or cannot be
     // asked for); empty while it is still being computed.
     QString measureProblem() const { return m_measure_problems[size_t(m_measure)]; }
+    // Whether what the measure needs for the shown translation (value norms, contributions) is being computed:
+    // asked of the worker, not yet answered, nothing failed.
+    bool measuring() const;
+    // Stops waiting for it (the Method's Stop): the maps show the weights again; contributions not yet started
+    // are never computed (TranslationController::cancelContributions), one already running finishes and is
+    // kept for when the method is chosen again.
+    void stopMeasuring();
     // The shown translation's contributions of a method; null until computed (measuredMaps' source).
     ContributionsPtr contributions(ContributionMethod method) const { return m_contributions[size_t(method)]; }
     void setFocusedHead(const HeadRef& head) { m_focus = head; }

@@ -11,6 +11,8 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QShortcut>
 #include <QSignalBlocker>
 #include <QSplitter>
@@ -68,6 +70,21 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
            "norms included (Ferrando et al. 2022). Value zeroing: how much a row's output changes when "
            "an input's value vectors are zeroed (Mohebbi et al. 2023). The last three: one map per "
            "layer, all heads together; ALTI+ and value zeroing are computed when chosen."));
+    // While the Method's numbers are computed on the worker: a busy bar (Translator::contributions reports no
+    // progress) and Stop.
+    m_busy = new QWidget(this);
+    auto* bar = new QProgressBar(m_busy);
+    bar->setRange(0, 0);
+    bar->setTextVisible(false);
+    bar->setMaximumWidth(8 * fontMetrics().height());
+    m_stop = new QPushButton(tr("Stop"), m_busy);
+    m_stop->setObjectName("stopMethod");
+    m_stop->setToolTip(tr("Stop computing the Method's maps for this translation and show the weights"));
+    auto* busy = new QHBoxLayout(m_busy);
+    busy->setContentsMargins(0, 0, 0, 0);
+    busy->addWidget(bar);
+    busy->addWidget(m_stop);
+    m_busy->hide();
     m_fixed->setChecked(true);
     m_view = new AttentionView(this);
     m_grid = new AttentionGrid(this);
@@ -80,6 +97,7 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     auto* controls = new QHBoxLayout;
     controls->addWidget(m_picker);
     controls->addWidget(m_measure);
+    controls->addWidget(m_busy);
     controls->addWidget(m_fixed);
     controls->addStretch();
     // The grid (with why a method has no heads above it) and, below it, a contribution method's maps
@@ -107,6 +125,7 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     connect(m_picker, &HeadPicker::changed, this, [this] { refresh(); });
     connect(m_measure, &QComboBox::currentIndexChanged, this,
             [this] { this->context()->setMeasure(MapMeasure(m_measure->currentData().toInt())); });
+    connect(m_stop, &QPushButton::clicked, this, [this] { this->context()->stopMeasuring(); });
     connect(m_fixed, &QCheckBox::toggled, m_view, &AttentionView::setFixedRange);
     connect(m_fixed, &QCheckBox::toggled, m_whole, &WholeModelMaps::setFixedRange);
     connect(m_grid, &AttentionGrid::cellClicked, this, [this](int l, int h) { select(kind(), l, h); });
@@ -248,6 +267,8 @@ void AttentionExplorer::select(AttentionKind k, int layer, int head) {
 void AttentionExplorer::refresh() {
     const LayerHeadMaps* maps = currentMaps();
     const MapMeasure measure = context()->measure();
+    m_busy->setVisible(m_result && context()->measuring());
+    m_busy->setToolTip(mapMeasureWaiting(measure));
     if (!maps || maps->empty() || maps->front().empty()) {
         const bool measuring = m_result && measure != MapMeasure::Weights;
         const QString problem = context()->measureProblem();

@@ -12,6 +12,7 @@ class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
+class QPushButton;
 
 namespace attnlab::ui {
 
@@ -44,6 +45,10 @@ public:
     WholeModelMaps* wholeModel() const { return m_whole; }
     // Above the grid for a Method with one map per layer: why there are no heads to choose.
     QString perLayerNote() const;
+    // Beside the Method while what it needs is computed (ViewContext::measuring): a busy bar and Stop
+    // (ViewContext::stopMeasuring).
+    QWidget* busy() const { return m_busy; }
+    QPushButton* stopButton() const { return m_stop; }
     // The maps shown: the kind's under the context's measure; null before a result, or while the
     // value norms are computed.
     const LayerHeadMaps* currentMaps() const;
@@ -74,6 +79,8 @@ private:
     AttentionView* m_view;
     AttentionGrid* m_grid;
     QLabel* m_per_layer;
+    QWidget* m_busy;
+    QPushButton* m_stop;
     WholeModelMaps* m_whole;
     QList<QAction*> m_actions;
 };
