@@ -11,6 +11,7 @@
 
 #include <attnlab/attention_flow.h>
 #include "dialogs/toy_trainer_dialog.h"
+#include "document/file_save.h"
 #include "document/numbering.h"
 #include "document/view_context.h"
 #include "headlab/head_lab_view.h"
@@ -439,6 +440,13 @@ void TestViews::attentionViewShowsContributions() {
     view.select(AttentionKind::DecoderSelf, 1, 0);
     QVERIFY(near(view.view()->map(), alti.decoder_self[1]));
     QVERIFY(view.figure());  // exported as drawn, its title naming the method
+    // ... and written into the PNG (its "Title" text), read back from the file as File > Export writes it.
+    const QString png = m_dir.filePath("alti.png");
+    QVERIFY(!savePlot(view.figure(), png, 600, 450));
+    const QImage exported_png(png);
+    QVERIFY(!exported_png.isNull());
+    QVERIFY2(exported_png.text("Title").contains("ALTI+") && exported_png.text("Title") == view.view()->title(),
+             qPrintable(exported_png.text("Title")));
     // The Decoding tab's strip follows the Method: the step's row of each layer's ALTI+ cross map.
     steps.setStep(1);
     steps.setStripLayer(-1);

@@ -35,15 +35,34 @@ std::optional<QString> saveImage(const QString& path, const QImage& image) {
     return saveBytes(path, bytes);
 }
 
+namespace {
+// The plot's title (the first text element of its layout): what an exported figure shows, e.g. "Cross-attention
+// — layer 2, ALTI+" (the Method), written into the file as well as drawn (issue 54).
+QString plotTitle(QCustomPlot* plot) {
+    QCPLayoutGrid* layout = plot->plotLayout();
+    for (int i = 0; i < layout->elementCount(); ++i)
+        if (const auto* title = qobject_cast<QCPTextElement*>(layout->elementAt(i))) return title->text();
+    return {};
+}
+}  // namespace
+
+// The title goes into the file where the format keeps text: a PNG's "Title" text chunk (QImage::text reads it
+// back), a PDF's document title.
 std::optional<QString> savePlot(QCustomPlot* plot, const QString& path, int width, int height, double scale) {
-    if (!path.endsWith(".pdf", Qt::CaseInsensitive))
-        return saveImage(path, plot->toPixmap(width, height, scale).toImage());
+    const QString title = plotTitle(plot);
+    if (!path.endsWith(".pdf", Qt::CaseInsensitive)) {
+        QImage image = plot->toPixmap(width, height, scale).toImage();
+        if (!title.isEmpty()) image.setText(QStringLiteral("Title"), title);
+        return saveImage(path, image);
+    }
     // QCustomPlot writes a PDF only to a file name: it goes to a private folder first, then its
     // bytes to the user's path.
     QTemporaryDir dir;
     const QString staged = dir.filePath("figure.pdf");
     QFile file(staged);
-    if (!dir.isValid() || !plot->savePdf(staged, width, height) || !file.open(QIODevice::ReadOnly))
+    if (!dir.isValid() ||
+        !plot->savePdf(staged, width, height, QCP::epAllowCosmetic, QStringLiteral("AttnLab"), title) ||
+        !file.open(QIODevice::ReadOnly))
         return QObject::tr("%1: the PDF could not be made (no writable temporary folder?)").arg(path);
     return saveBytes(path, file.readAll());
 }
