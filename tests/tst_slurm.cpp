@@ -13,7 +13,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 namespace fs = std::filesystem;
 using attnlab::testing::readFile;
@@ -62,9 +66,54 @@ QString sbatchArgument(const QString& line) {
     return quote.isNull() ? out : "unmatched " + QString(quote);
 }
 
+// A command line refused: exit status 2, and this on stderr.
+struct Refusal {
+    QStringList args;
+    QString message;
+};
+
+// Each of `refusals` run after `command`; a failure names the case.
+void checkRefusals(const QStringList& command, const std::vector<Refusal>& refusals) {
+    for (const auto& c : refusals) {
+        const auto r = runCli(command + c.args);
+        QVERIFY2(r.code == 2 && r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
+    }
+}
+
 // A JSON file as text in one layout (a failed comparison shows where they differ).
 QString readJson(const QString& path) {
     return QString::fromStdString(nlohmann::json::parse(readFile(path.toStdString())).dump(1));
+}
+
+// Every value of a JSON document by its path ("importance.curve[2].bleu"), an empty object or array as a value, but
+// its timing fields ("seconds").
+void flatten(const nlohmann::json& j, const std::string& at, std::map<std::string, nlohmann::json>& out) {
+    if (j.is_object() && !j.empty()) {
+        for (const auto& [key, value] : j.items())
+            if (key != "seconds") flatten(value, at + "." + key, out);
+    } else if (j.is_array() && !j.empty()) {
+        for (size_t i = 0; i < j.size(); ++i) flatten(j[i], at + "[" + std::to_string(i) + "]", out);
+    } else {
+        out[at] = j;
+    }
+}
+
+// Where two heads results differ, or "": the same paths, floats within 1e-9 relative (absolute below 1; a merge weighs
+// the parts' statistics by their rows, summed in part order: not the one-process run's order), every other value equal.
+QString firstDifference(const QString& a, const QString& b) {
+    std::map<std::string, nlohmann::json> x, y;
+    flatten(nlohmann::json::parse(readFile(a.toStdString())), "", x);
+    flatten(nlohmann::json::parse(readFile(b.toStdString())), "", y);
+    for (const auto& [path, value] : x) {
+        const auto other = y.find(path);
+        if (other == y.end()) return QString::fromStdString(path + " only in the first");
+        const bool same = value.is_number_float() && other->second.is_number()
+                              ? std::abs(value.get<double>() - other->second.get<double>()) <=
+                                    1e-9 * std::max(std::abs(value.get<double>()), 1.0)
+                              : value == other->second;
+        if (!same) return QString::fromStdString(path + ": " + value.dump() + " against " + other->second.dump());
+    }
+    return x.size() == y.size() ? QString() : QString("the second has %1 values more").arg(y.size() - x.size());
 }
 }  // namespace
 
@@ -86,6 +135,7 @@ private Q_SLOTS:
 
 private:
     QStringList evalArgs(const QString& json) const;
+    QStringList importanceArgs(const QString& json) const;
     QTemporaryDir m_dir;
     QString m_pkg, m_src, m_ref, m_whole;
 };
@@ -114,6 +164,13 @@ QStringList TestSlurm::evalArgs(const QString& json) const {
     const QString device = attnlab::testing::testDeviceArg();
     return QStringList{"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref} +
            QStringList{"--beam", "1", "--batch-size", "1", "--device", device, "--json", json};
+}
+
+// heads --importance over the same 24 lines (3 blocks at --batch-size 1), few resamples: seconds with the tiny model.
+QStringList TestSlurm::importanceArgs(const QString& json) const {
+    return QStringList{"heads", "--model", m_pkg,          "--src",       m_src,
+                       "--ref", m_ref,     "--importance", "--bootstrap", "100"} +
+           QStringList{"--batch-size", "1", "--device", attnlab::testing::testDeviceArg(), "--json", json};
 }
 
 // A job folder named with ', #, a blank and a backslash reaches sbatch whole: its parser takes ' as a
@@ -199,31 +256,27 @@ void TestSlurm::scriptsRunByHandMergeToTheOneProcessResult() {
 void TestSlurm::badOptionsRefusedByName() {
     const QString json = m_dir.path() + "/bad/r.json", file = m_dir.path() + "/bad.options";
     writeFile(file.toStdString(), "partition=debug\nnot an option\n");
-    const struct {
-        QStringList args;
-        QString message;
-    } cases[] = {
-        {{"--slurm", "3"}, "--slurm needs --json FILE"},
-        {{"--slurm", "0", "--json", json}, "--slurm"},
-        {{"--slurm", "2", "--json", json, "--slurm-option", "array=1-9"},
-         "--slurm-option array=1-9: --array is set by the job's scripts themselves"},
-        {{"--slurm", "2", "--json", json, "--slurm-option", "comment=a\"b"},
-         "holds a control character or a double quote"},
-        {{"--slurm", "2", "--json", json, "--slurm-options", file},
-         file + " line 2: 'not an option' is not a Slurm option"},
-        {{"--slurm", "2", "--json", json, "--slurm-options", file + ".none"}, file + ".none: cannot read"},
-        // read whole only when small: an endless "file" is refused, not read without bound
-        {{"--slurm", "2", "--json", json, "--slurm-options", "/dev/zero"}, "/dev/zero: cannot read the Slurm options"},
-        {{"--submit", "--json", json}, "need --slurm N"},
-        {{"--slurm", "2", "--json", json, "--shard", "1/2"}, "leave out --shard"},
-        {{"--slurm", "2", "--json", json, "--output", json + ".txt"}, "--output cannot go with --slurm"},
-        {{"--slurm", "2", "--json", json, "--slurm-dir", m_dir.path() + "/bad/a\"b"},
-         "a folder with a line break or a double quote in its name cannot go on an #SBATCH line: "},
-    };
-    for (const auto& c : cases) {
-        const auto r = runCli(QStringList{"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref} + c.args);
-        QVERIFY2(r.code == 2 && r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
-    }
+    checkRefusals(
+        {"eval", "--model", m_pkg, "--src", m_src, "--ref", m_ref},
+        {
+            {{"--slurm", "3"}, "--slurm needs --json FILE"},
+            {{"--slurm", "0", "--json", json}, "--slurm"},
+            {{"--slurm", "2", "--json", json, "--slurm-option", "array=1-9"},
+             "--slurm-option array=1-9: --array is set by the job's scripts themselves"},
+            {{"--slurm", "2", "--json", json, "--slurm-option", "comment=a\"b"},
+             "holds a control character or a double quote"},
+            {{"--slurm", "2", "--json", json, "--slurm-options", file},
+             file + " line 2: 'not an option' is not a Slurm option"},
+            {{"--slurm", "2", "--json", json, "--slurm-options", file + ".none"}, file + ".none: cannot read"},
+            // read whole only when small: an endless "file" is refused, not read without bound
+            {{"--slurm", "2", "--json", json, "--slurm-options", "/dev/zero"},
+             "/dev/zero: cannot read the Slurm options"},
+            {{"--submit", "--json", json}, "need --slurm N"},
+            {{"--slurm", "2", "--json", json, "--shard", "1/2"}, "leave out --shard"},
+            {{"--slurm", "2", "--json", json, "--output", json + ".txt"}, "--output cannot go with --slurm"},
+            {{"--slurm", "2", "--json", json, "--slurm-dir", m_dir.path() + "/bad/a\"b"},
+             "a folder with a line break or a double quote in its name cannot go on an #SBATCH line: "},
+        });
     // translate's lines from stdin: none reach a task unless a file is its standard input (#SBATCH --input)
     const auto r = runCli({"translate", "--model", m_pkg, "--slurm", "2", "--json", json}, "Ein Hund.\n");
     QVERIFY2(r.code == 2 && r.err.contains("translate --slurm: a task reads no terminal; give the lines with --text, "
@@ -239,25 +292,19 @@ void TestSlurm::badOptionsRefusedByName() {
 void TestSlurm::abbreviatedReservedNamesRefused() {
     const QString json = m_dir.path() + "/abbrev/r.json", file = m_dir.path() + "/abbrev.options";
     writeFile(file.toStdString(), "#SBATCH --dep=afterany:1\n");
-    const struct {
-        QStringList args;
-        QString message;
-    } cases[] = {
-        {{"--slurm-option", "out=/tmp/x"},
-         "--slurm-option out=/tmp/x: --out is a prefix of --output, which sbatch "
-         "takes it for (any unambiguous prefix of a long option names it), and "
-         "--output is set by the job's scripts themselves"},
-        {{"--slurm-option", "arr=1-9"}, "--arr is a prefix of --array"},
-        {{"--slurm-option", "er=e.log"}, "--er is a prefix of --error"},
-        {{"--slurm-option", "ch=/"}, "--ch is a prefix of --chdir"},
-        {{"--slurm-option", "pars"}, "--pars is a prefix of --parsable"},
-        {{"--slurm-option", "wr=true"}, "--wr is a prefix of --wrap"},
-        {{"--slurm-options", file}, file + " line 1: --dep is a prefix of --dependency"},
-    };
-    for (const auto& c : cases) {
-        const auto r = runCli(evalArgs(json) + QStringList{"--slurm", "2"} + c.args);
-        QVERIFY2(r.code == 2 && r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
-    }
+    checkRefusals(evalArgs(json) + QStringList{"--slurm", "2"},
+                  {
+                      {{"--slurm-option", "out=/tmp/x"},
+                       "--slurm-option out=/tmp/x: --out is a prefix of --output, which sbatch "
+                       "takes it for (any unambiguous prefix of a long option names it), and "
+                       "--output is set by the job's scripts themselves"},
+                      {{"--slurm-option", "arr=1-9"}, "--arr is a prefix of --array"},
+                      {{"--slurm-option", "er=e.log"}, "--er is a prefix of --error"},
+                      {{"--slurm-option", "ch=/"}, "--ch is a prefix of --chdir"},
+                      {{"--slurm-option", "pars"}, "--pars is a prefix of --parsable"},
+                      {{"--slurm-option", "wr=true"}, "--wr is a prefix of --wrap"},
+                      {{"--slurm-options", file}, file + " line 1: --dep is a prefix of --dependency"},
+                  });
     QVERIFY(!QFile::exists(m_dir.path() + "/abbrev"));
     const auto r = runCli(evalArgs(json) + QStringList{"--slurm", "2", "--slurm-option", "part=debug"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
@@ -269,14 +316,19 @@ void TestSlurm::abbreviatedReservedNamesRefused() {
 // --shard takes, and a route (translate --from / --to: a pivot through two models is not sharded).
 void TestSlurm::whatTasksCannotShardRefused() {
     const QString json = m_dir.path() + "/unshardable/r.json";
-    auto r = runCli(evalArgs(json) + QStringList{"--slurm", "100001"});
-    QVERIFY2(r.code == 2 && r.err.contains("--slurm 100001: at most 100000 tasks (the parts --shard K/N takes)"),
-             qPrintable(r.err));
-    // --from and --to need no installed model to be refused: nothing is looked up before
-    r = runCli({"translate", "--from", "de", "--to", "fr", "--text", "Ein Hund.", "--slurm", "2", "--json", json});
-    QVERIFY2(r.code == 2 && r.err.contains("--slurm runs one model (--model) in every task, not a route (--from / "
-                                           "--to)"),
-             qPrintable(r.err));
+    checkRefusals(
+        {}, {
+                {evalArgs(json) + QStringList{"--slurm", "100001"},
+                 "--slurm 100001: at most 100000 tasks (the parts --shard K/N takes)"},
+                // --from and --to need no installed model to be refused: nothing is looked up before
+                {{"translate", "--from", "de", "--to", "fr", "--text", "Ein Hund.", "--slurm", "2", "--json", json},
+                 "--slurm runs one model (--model) in every task, not a route (--from / --to)"},
+                // the importance chain's second stage reads what its first merge wrote
+                {{"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--importance-singles",
+                  json + ".singles", "--json", json, "--slurm", "2"},
+                 "--importance-singles is what the job's first merge writes (heads --importance --slurm "
+                 "runs both stages): leave it out"},
+            });
     QVERIFY(!QFile::exists(m_dir.path() + "/unshardable"));
 }
 
@@ -466,7 +518,8 @@ void TestSlurm::hubModelDownloadedOnceBeforeTheTasks() {
 
 // A real cluster: `--slurm 3 --submit` prints the array's and the merge's ids; the three tasks and then the merge
 // complete, their logs where the job's folder is (its name holds a %, which sbatch's --output reads as a pattern);
-// the merged result is the one-process run's.
+// the merged result is the one-process run's. Beside it, heads --importance --slurm 2: the chain's four jobs, each
+// after the one before, and its result the one-process run's (within 1e-9 for the statistics' floats).
 void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     if (const QString why = SlurmCluster::unavailable(); !why.isEmpty()) {
         if (qEnvironmentVariable("CI") == "true" && geteuid() == 0) QFAIL(qPrintable(why));  // setup.sh installs them
@@ -488,13 +541,32 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
                                         QRegularExpression::DotMatchesEverythingOption)
                          .match(r.out);
     QVERIFY2(ids.hasMatch(), qPrintable(r.out));
-    // Two CPUs, three tasks of a second or two each and the merge; generous for a busy machine.
-    const QString state = cluster.waitForJob(ids.captured(2), 300);
+    const QString importance = here.path() + "/importance.json", chain = here.path() + "/chain";
+    const auto c = runCli(importanceArgs(importance) + QStringList{"--slurm", "2", "--slurm-dir", chain, "--submit"},
+                          {}, cluster.environment());
+    QVERIFY2(c.code == 0, qPrintable(c.err + "\n" + cluster.logs()));
+    const auto chained = QRegularExpression(
+                             "^array job (\\d+): 2 tasks[^\\n]*\\nmerge job (\\d+): [^\\n]*/singles.json\\n"
+                             "array job (\\d+): 2 tasks[^\\n]*\\nmerge job (\\d+): [^\\n]*/importance.json\\n$")
+                             .match(c.out);
+    QVERIFY2(chained.hasMatch(), qPrintable(c.out));
+    // Two CPUs, three tasks of a second or two each and the merge; generous for a busy machine (with the chain's
+    // wait below, within the test's 600 s).
+    const QString state = cluster.waitForJob(ids.captured(2), 200);
     QVERIFY2(state == "COMPLETED", qPrintable(state + "\n" + text(folder + "/logs/merge.out") + cluster.logs()));
     QCOMPARE(cluster.waitForJob(ids.captured(1), 10), QString("COMPLETED COMPLETED COMPLETED"));
     for (const char* log : {"task-1.out", "task-2.out", "task-3.out", "merge.out"})
         QVERIFY2(QFile::exists(folder + "/logs/" + log), log);
     QCOMPARE(readJson(merged), readJson(m_whole));
+
+    const QString last = cluster.waitForJob(chained.captured(4), 200);
+    QVERIFY2(last == "COMPLETED", qPrintable(last + "\n" + text(chain + "/logs/singles-merge.out") +
+                                             text(chain + "/logs/merge.out") + cluster.logs()));
+    for (int k : {1, 3}) QCOMPARE(cluster.waitForJob(chained.captured(k), 10), QString("COMPLETED COMPLETED"));
+    const auto whole = runCli(importanceArgs(here.path() + "/importance-whole.json"));
+    QVERIFY2(whole.code == 0, qPrintable(whole.err));
+    const QString differs = firstDifference(importance, here.path() + "/importance-whole.json");
+    QVERIFY2(differs.isEmpty(), qPrintable(differs));
 }
 
 QTEST_GUILESS_MAIN(TestSlurm)
