@@ -193,6 +193,8 @@ AlignmentLinks extractLinks(const Matrix& word_map, double threshold) {
 
 namespace {
 const std::string kShift = "shift:", kSym = "sym:";
+// A contribution method by decoder layer: the method's name, this, the layer ("alti+:layer:2").
+const std::string kByLayer = ":layer:";
 }  // namespace
 
 std::string symmetrizationName(Symmetrization how) {
@@ -215,9 +217,9 @@ std::string alignmentMethodName(const AlignmentMethod& m) {
     case AlignmentMethod::Kind::Layer: return prefix + "layer:" + std::to_string(m.layer);
     case AlignmentMethod::Kind::AltiPlus: return prefix + kAltiPlusName;
     case AlignmentMethod::Kind::ValueZeroing: return prefix + kValueZeroingName;
-    case AlignmentMethod::Kind::AltiPlusLayer: return prefix + kAltiPlusName + ":layer:" + std::to_string(m.layer);
+    case AlignmentMethod::Kind::AltiPlusLayer: return prefix + kAltiPlusName + kByLayer + std::to_string(m.layer);
     case AlignmentMethod::Kind::ValueZeroingLayer:
-        return prefix + kValueZeroingName + ":layer:" + std::to_string(m.layer);
+        return prefix + kValueZeroingName + kByLayer + std::to_string(m.layer);
     case AlignmentMethod::Kind::All: break;
     }
     return prefix + "all";
@@ -236,7 +238,7 @@ constexpr ContributionKinds kContributionKinds[] = {
 // "alti+" or "alti+:layer:L" (and value zeroing's) into `m`; false when `rest` is neither.
 bool parseContributionMethodName(const std::string& rest, AlignmentMethod& m) {
     for (const auto& k : kContributionKinds) {
-        const std::string name = contributionMethodName(k.method), layered = name + ":layer:";
+        const std::string name = contributionMethodName(k.method), layered = name + kByLayer;
         if (rest == name) {
             m.kind = k.whole;
             return true;
