@@ -323,6 +323,9 @@ void TestSlurm::whatTasksCannotShardRefused() {
                 // --from and --to need no installed model to be refused: nothing is looked up before
                 {{"translate", "--from", "de", "--to", "fr", "--text", "Ein Hund.", "--slurm", "2", "--json", json},
                  "--slurm runs one model (--model) in every task, not a route (--from / --to)"},
+                // the corpus is read to count its blocks: one that is not there is found before the tasks
+                {{"eval", "--model", m_pkg, "--src", m_src + ".none", "--ref", m_ref, "--json", json, "--slurm", "2"},
+                 m_src + ".none: missing file"},
                 // the importance chain's second stage reads what its first merge wrote
                 {{"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--importance-singles",
                   json + ".singles", "--json", json, "--slurm", "2"},
