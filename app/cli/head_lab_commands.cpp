@@ -291,6 +291,11 @@ StagePart stagePart(const HeadsCommand& h, const attnlab::CorpusRun& run, size_t
     return p;
 }
 
+// Where a stage part's lines lie: a part of the corpus's lines (its lines may all be skipped), or all of them.
+attnlab::CorpusPlace placeOf(const StagePart& part, const attnlab::CorpusRun& run) {
+    return {part.lines.begin, size_t(run.block), part.lines.size() < size_t(run.lines)};
+}
+
 template <typename T>
 std::vector<T> rangeOf(const std::vector<T>& v, const attnlab::LineRange& r) {
     return {v.begin() + std::ptrdiff_t(r.begin), v.begin() + std::ptrdiff_t(r.end)};
@@ -306,7 +311,7 @@ attnlab::SinglesPart singlesOfPart(const std::vector<const attnlab::Translator*>
     const auto jobs = attnlab::singleJobs(out.heads);
     const StagePart part = stagePart(h, run, jobs.size());
     const auto src = attnlab::linesOf(sources, part.lines), ref = attnlab::linesOf(refs, part.lines);
-    const auto corpus = attnlab::ablationCorpus(*workers.front(), src, ref, {part.lines.begin, size_t(run.block)});
+    const auto corpus = attnlab::ablationCorpus(*workers.front(), src, ref, placeOf(part, run));
     out.by = part.by;
     out.first_job = part.jobs.begin;
     out.runs = attnlab::runAblations(workers, corpus, io, rangeOf(jobs, part.jobs), false, progress.callback());
@@ -316,8 +321,12 @@ attnlab::SinglesPart singlesOfPart(const std::vector<const attnlab::Translator*>
     countFromCorpus(out.skipped, part.lines.begin);
     out.curve_step = io.curve_step;
     out.bootstrap_resamples = io.bootstrap_resamples;
-    std::cout << "singles " << part.jobs.begin << ".." << part.jobs.end << " of " << jobs.size()
-              << " (0: the baseline) over " << out.sentences << " sentences\n";
+    if (part.jobs.size() == 0)
+        std::cout << "singles: none in part " << run.shard.index << " of " << run.shard.count << " (" << jobs.size()
+                  << " runs)\n";
+    else
+        std::cout << "singles " << part.jobs.begin << ".." << part.jobs.end - 1 << " of " << jobs.size()
+                  << " (0: the baseline) over " << out.sentences << " sentences\n";
     return out;
 }
 
@@ -331,7 +340,7 @@ int runCurveStage(const CommonOptions& common, const HeadsCommand& h, const attn
     std::vector<attnlab::Translator> copies;
     const auto workers = importanceWorkers(common, h, translator, copies);
     const auto src = attnlab::linesOf(sources, part.lines), ref = attnlab::linesOf(refs, part.lines);
-    const auto corpus = attnlab::ablationCorpus(translator, src, ref, {part.lines.begin, size_t(run.block)});
+    const auto corpus = attnlab::ablationCorpus(translator, src, ref, placeOf(part, run));
     ProgressLine progress;
     attnlab::CurvePart out;
     out.by = part.by;
@@ -344,8 +353,13 @@ int runCurveStage(const CommonOptions& common, const HeadsCommand& h, const attn
     out.skipped = corpus.skipped;
     countFromCorpus(out.skipped, part.lines.begin);
     attnlab::writeHeadLabFile(h.json_path, attnlab::curvePartJson(out, run));
-    std::cout << "pruning curve points " << part.jobs.begin + 1 << ".." << part.jobs.end << " of " << sets.size()
-              << " over " << out.sentences << " sentences; wrote " << h.json_path << "\n";
+    if (part.jobs.size() == 0)
+        std::cout << "pruning curve: no points in part " << run.shard.index << " of " << run.shard.count << " ("
+                  << sets.size() << " points)";
+    else
+        std::cout << "pruning curve points " << part.jobs.begin + 1 << ".." << part.jobs.end << " of " << sets.size()
+                  << " over " << out.sentences << " sentences";
+    std::cout << "; wrote " << h.json_path << "\n";
     return 0;
 }
 
@@ -371,9 +385,9 @@ attnlab::GradientSums gradientOf(const attnlab::Translator& translator, const at
                                  const attnlab::CorpusRun& run, const std::vector<std::string>& sources,
                                  const std::vector<std::string>& refs, ProgressLine& progress) {
     const auto range = attnlab::partLines(run);
-    auto sums =
-        attnlab::gradientSums(translator, attnlab::linesOf(sources, range), attnlab::linesOf(refs, range), io.kinds,
-                              io.gradient_batch_size, {range.begin, size_t(run.block)}, progress.callback());
+    auto sums = attnlab::gradientSums(translator, attnlab::linesOf(sources, range), attnlab::linesOf(refs, range),
+                                      io.kinds, io.gradient_batch_size,
+                                      {range.begin, size_t(run.block), !run.shard.whole()}, progress.callback());
     progress.clear();
     countFromCorpus(sums.report.skipped, range.begin);
     attnlab::finishGradient(sums);
