@@ -418,7 +418,6 @@ void TestSlurm::importanceChainScripts() {
                  qPrintable(submit));
     QVERIFY2(submit.endsWith("echo \"$job1 $job2 $job3 $job4\"\n"), qPrintable(submit));
     // --shard-by reaches both stages' tasks (heads --importance shards by head as well as by line)
-    if (!runCli({"heads", "--help"}).out.contains("--shard-by")) QSKIP("heads has no --shard-by yet");
     const auto h = runCli({"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--shard-by",
                            "heads", "--json", out + "/by-heads.json", "--slurm", "3"});
     QVERIFY2(h.code == 0 && !h.err.contains("warning"), qPrintable(h.err));
