@@ -198,7 +198,11 @@ void AttentionView::setMap(const Matrix& map, const QStringList& queries, const 
     m_keys = keys;
     const int rows = static_cast<int>(map.size()), cols = rows ? static_cast<int>(map[0].size()) : 0;
     m_colormap->data()->setSize(cols, rows);
-    m_colormap->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
+    // Cell centres 0 .. n - 1; QCPColorMap draws half a cell beyond the first and last centres only when there are
+    // two or more (QCPColorMap::draw's halfCellWidth), so a single row or column is given its cell's bounds instead:
+    // with a range of (0, 0) it was drawn zero pixels high (the contrast panel's one-row map was blank).
+    auto cells = [](int n) { return n == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, std::max(n - 1, 0)); };
+    m_colormap->data()->setRange(cells(cols), cells(rows));
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) m_colormap->data()->setCell(c, r, map[r][c]);
     m_row_step = m_col_step = 0;

@@ -26,7 +26,11 @@ ContrastPanel::ContrastPanel(ViewContext* c, QWidget* parent) : QWidget(parent),
     m_map->setDiverging(true);
     m_map->setMinimumLines(6);
     m_map->setAxisTitles(tr("difference"), tr("source piece, then the decoder's input (›)"));
-    m_map->clear(tr("Pick a produced piece and another one, then Why?"));
+    m_zeroing = new AttentionView(this);
+    m_zeroing->setDiverging(true);
+    m_zeroing->setMinimumLines(6);
+    m_zeroing->setAxisTitles(tr("layer"), tr("source piece, then the decoder's input (›)"));
+    clearMaps(tr("Pick a produced piece and another one, then Why?"));
     auto* row = new QHBoxLayout;
     row->addWidget(new QLabel(tr("Why"), this));
     row->addWidget(m_step);
@@ -37,14 +41,17 @@ ContrastPanel::ContrastPanel(ViewContext* c, QWidget* parent) : QWidget(parent),
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(row);
-    layout->addWidget(m_map, 1);
+    auto* maps = new QHBoxLayout;
+    maps->addWidget(m_map, 1);
+    maps->addWidget(m_zeroing, 1);
+    layout->addLayout(maps, 1);
     setEnabled(false);
     connect(m_step, &QComboBox::currentIndexChanged, this, [this] { fillAlternatives(); });
     connect(m_why, &QPushButton::clicked, this,
             [this] { ask(m_step->currentIndex(), m_alternative->currentText().trimmed()); });
     connect(c->controller(), &TranslationController::contrastiveReady, this, &ContrastPanel::show);
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& message) {
-        if (op == Operation::Contrast) m_map->clear(message);
+        if (op == Operation::Contrast) clearMaps(message);
     });
 }
 
@@ -53,10 +60,10 @@ void ContrastPanel::setResult(ResultPtr result) {
     m_contrastive.reset();
     m_step->clear();
     setEnabled(m_result && !m_result->best.pieces.empty());
-    if (!m_result) return m_map->clear(tr("Pick a produced piece and another one, then Why?"));
+    if (!m_result) return clearMaps(tr("Pick a produced piece and another one, then Why?"));
     for (size_t i = 0; i < m_result->best.pieces.size(); ++i)
         m_step->addItem(tr("“%1” (step %2)").arg(QString::fromStdString(m_result->best.pieces[i]), shownText(int(i))));
-    m_map->clear(tr("Pick a produced piece and another one, then Why?"));
+    clearMaps(tr("Pick a produced piece and another one, then Why?"));
 }
 
 void ContrastPanel::fillAlternatives() {
@@ -72,6 +79,7 @@ void ContrastPanel::ask(int step, const QString& alternative) {
     if (!m_result || alternative.isEmpty()) return;
     m_contrastive.reset();
     m_map->clear(tr("Computing the gradient of the difference…"));
+    m_zeroing->clear(tr("Zeroing each piece in each layer…"));
     m_context->controller()->computeContrastive(m_result, ContrastiveQuery{step, alternative.toStdString()});
 }
 
@@ -92,6 +100,38 @@ void ContrastPanel::show(ResultPtr result, ContrastivePtr contrastive) {
                       .arg(chosen, other, shownText(step))
                       .arg(c.chosen_log_probability, 0, 'f', 2)
                       .arg(c.alternative_log_probability, 0, 'f', 2));
+    showZeroing(columns);
+}
+
+void ContrastPanel::clearMaps(const QString& message) {
+    m_map->clear(message);
+    m_zeroing->clear(message);
+}
+
+// A row per layer of each attention (AttentionKind's order), over the saliency row's columns: the source pieces,
+// then the decoder's input up to the step; 0 where that attention does not read the piece (the encoder's and the
+// cross-attention read the source, the decoder's self-attention its input).
+void ContrastPanel::showZeroing(const QStringList& columns) {
+    const Contrastive& c = *m_contrastive;
+    const size_t sources = m_result->source_pieces.size(), width = size_t(columns.size());
+    Matrix rows;
+    QStringList labels;
+    auto add = [&](const QString& kind, const std::vector<std::vector<float>>& layers, size_t first) {
+        for (size_t l = 0; l < layers.size(); ++l) {
+            std::vector<float> row(width, 0.0f);
+            for (size_t j = 0; j < layers[l].size() && first + j < width; ++j) row[first + j] = layers[l][j];
+            rows.push_back(std::move(row));
+            labels << tr("%1 L%2").arg(kind, shownText(int(l)));
+        }
+    };
+    add(tr("encoder"), c.zeroing_encoder_self, 0);
+    add(tr("decoder"), c.zeroing_decoder_self, sources);
+    add(tr("cross"), c.zeroing_cross, 0);
+    const QString chosen = QString::fromStdString(c.chosen), other = QString::fromStdString(c.alternative);
+    m_zeroing->setMap(rows, labels, columns,
+                      tr("Value zeroing: what each piece, through each layer, adds to log p(“%1”) − log p(“%2”) "
+                         "(red: towards “%1”, blue: towards “%2”)")
+                          .arg(chosen, other));
 }
 
 }  // namespace attnlab::ui
