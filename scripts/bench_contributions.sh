@@ -2,7 +2,8 @@
 # ALTI+ and value zeroing (issue 54) against the translation they explain, side by side in one run (bench_decoding's
 # BM_Contributions: method -1 = the translation, beam 4 with every map as the app shows it; method 0 = ALTI+ of
 # that translation, one teacher-forced pass and every attention block decomposed; method 1 = value zeroing, every
-# layer recomputed once per key), on
+# layer recomputed once per key; method 2 = contrastive at the middle step against its runner-up: the saliency of
+# the difference and its value zeroing, the model rerun from each layer once per piece), on
 #   1. the bundled model (multi30k-de-en, 3+3 layers x 256) and a caption;
 #   2. OPUS-MT base shape: 6+6 layers, d_model 512, 8 heads, feed-forward 2048, 54,688 tokens (random weights,
 #      scripts/ct2_reference.py make, as scripts/bench_compute.sh), a sentence of 20 pieces, the output capped at
@@ -46,12 +47,13 @@ for b in runs:
     method = int(b["name"].split("method:")[1].split("/")[0])
     times.setdefault(method, []).append(b["real_time"])
     pieces = "%d -> %d" % (b["source_pieces"], b["target_pieces"])
-t, a, v = (statistics.median(times[m]) for m in (-1, 0, 1))
-print("| %s | %s | %.0f ms | %.0f ms (%.2f) | %.0f ms (%.2f) |" % (sys.argv[2], pieces, t, a, a / t, v, v / t))
+t, a, v, c = (statistics.median(times[m]) for m in (-1, 0, 1, 2))
+print("| %s | %s | %.0f ms | %.0f ms (%.2f) | %.0f ms (%.2f) | %.0f ms (%.2f) |"
+      % (sys.argv[2], pieces, t, a, a / t, v, v / t, c, c / t))
 PYEOF
 }
-printf '\n| model | pieces (source -> target) | translation, beam 4, every map | ALTI+ (/ translation) | value zeroing (/ translation) |\n'
-printf '| --- | --- | ---: | ---: | ---: |\n'
+printf '\n| model | pieces (source -> target) | translation, beam 4, every map | ALTI+ (/ translation) | value zeroing (/ translation) | contrastive (/ translation) |\n'
+printf '| --- | --- | ---: | ---: | ---: | ---: |\n'
 row "" "multi30k-de-en (3+3 x 256)" \
   "Ein Mann mit einer roten Jacke fährt mit seinem Fahrrad über eine alte Brücke in der Stadt." ""
 row "$m" "OPUS-MT base shape (6+6 x 512, 54,688 tokens)" "$opus_sentence" 20

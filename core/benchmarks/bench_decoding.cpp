@@ -184,10 +184,10 @@ void BM_Saliency(benchmark::State& state) {
 
 // A typed sentence's translation (beam 4, every map: what the app shows; Arg -1) against its ALTI+ contributions
 // (issue 54, Arg 0: one teacher-forced pass and the decomposition of every attention block) and its value zeroing
-// (Arg 1: every layer recomputed once per key with that key's values zeroed), side by side in one
-// run: scripts/bench_contributions.sh reports the ratio at OPUS-MT base shape (ATTNLAB_BENCH_MODEL; the sentence
-// ATTNLAB_BENCH_SENTENCE, the output capped at ATTNLAB_BENCH_MAX_LEN). The translation is made once, outside the
-// clock, for the contributions.
+// (Arg 1: every layer recomputed once per key with that key's values zeroed) and a contrastive question (Arg 2),
+// side by side in one run: scripts/bench_contributions.sh reports the ratio at OPUS-MT base shape
+// (ATTNLAB_BENCH_MODEL; the sentence ATTNLAB_BENCH_SENTENCE, the output capped at ATTNLAB_BENCH_MAX_LEN). The
+// translation is made once, outside the clock, for the contributions.
 void BM_Contributions(benchmark::State& state) {
     const Translator& t = translator();
     DecodingOptions o;
@@ -196,9 +196,16 @@ void BM_Contributions(benchmark::State& state) {
     const char* text = std::getenv("ATTNLAB_BENCH_SENTENCE");
     const std::string sentence = text && *text ? text : kCaption;
     const auto r = t.translate(sentence, o);
+    // Method 2: contrastive (the saliency and the value zeroing of the difference) at the middle step, against the
+    // step's runner-up.
+    const int step = int(r.best.ids.size()) / 2;
+    const auto& candidates = r.steps.at(size_t(step)).candidates;
+    const ContrastiveQuery question{step, candidates.at(candidates.at(0).id == r.best.ids[size_t(step)] ? 1 : 0).piece};
     for (auto _ : state) {
         if (state.range(0) < 0)
             benchmark::DoNotOptimize(t.translate(sentence, o));
+        else if (state.range(0) == 2)
+            benchmark::DoNotOptimize(t.contrastive(r, question));
         else
             benchmark::DoNotOptimize(t.contributions(r, kContributionMethods[state.range(0)]));
     }
@@ -213,6 +220,7 @@ BENCHMARK(BM_Contributions)
     ->Arg(-1)
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(3.0)
     ->UseRealTime();
