@@ -259,6 +259,16 @@ void TestImportanceShard::missingAndDoubledPartsNamed() {
                  ": a part of heads --importance's pruning curve: merge it with the first stage's result "
                  "(attnlab-cli merge OUT.json singles.json curve-*.json)");
     QCOMPARE(merging({"singles-lines7-2.json"}), QString("part 1 of 7 is missing"));
+    // A count out of range in a part (hand-made, or damaged) is named with its file and value, never summed.
+    const QString part = path("singles-lines7-2.json"), hostile = path("hostile-2.json");
+    json doc = readJson(part);
+    doc["importance_part"]["jobs"]["runs"][3]["bleu_stats"][0] = int64_t(1) << 41;
+    attnlab::testing::writeFile(hostile.toStdString(), doc.dump());
+    QStringList others;
+    for (int k = 1; k <= 7; ++k) others << (k == 2 ? "hostile-2.json" : QString("singles-lines7-%1.json").arg(k));
+    QCOMPARE(merging(others), hostile +
+                                  ": job 3's \"bleu_stats\" is 2199023255552, not a whole number from 0 to "
+                                  "1099511627776");
     // And by the command, which writes nothing.
     const auto r = cli({"merge", path("m.json"), path(singles), path(c1), path(c3)});
     QCOMPARE(r.code, 2);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -179,33 +180,39 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
 }
 
 namespace {
+// object[key] as an int (util/json_number.h: 2^32 no longer wraps to 0), from `lo`; ConfigError naming the key
+// otherwise, which the reader's caller prefixes with the file.
+int intAt(const json& object, const char* key, int lo = INT_MIN, const std::string& where = {}) {
+    return int(util::wholeNumberIn(object.at(key), lo, INT_MAX, where + "\"" + key + "\""));
+}
+
 HeadRef headOf(const json& j) {
-    return {parseAttentionKind(j.at("kind").get<std::string>(), "\"kind\""), j.at("layer").get<int>(),
-            j.at("head").get<int>()};
+    return {parseAttentionKind(j.at("kind").get<std::string>(), "\"kind\""), intAt(j, "layer"), intAt(j, "head")};
 }
 
 std::vector<SkippedPair> skippedOf(const json& j) {
     std::vector<SkippedPair> out;
-    for (const auto& k : j) out.push_back({k.at("pair").get<int>(), k.at("reason").get<std::string>()});
+    for (const auto& k : j) out.push_back({intAt(k, "pair", 1), k.at("reason").get<std::string>()});
     return out;
 }
 
 HeadStatsReport statsOf(const json& root) {
     HeadStatsReport rep;
-    rep.sentences = root.at("sentences").get<int>();
+    rep.sentences = intAt(root, "sentences", 0);
     rep.skipped = skippedOf(root.at("skipped"));
     rep.teacher_forced = root.at("teacher_forced").get<bool>();
-    rep.histogram_radius = root.at("histogram_radius").get<int>();
+    rep.histogram_radius = intAt(root, "histogram_radius", 0);
     const auto measure = parseMapMeasure(root.at("measure").get<std::string>());
     if (!measure) throw InputError("\"measure\" " + root["measure"].dump() + " is not one AttnLab knows");
     rep.measure = *measure;
     for (const auto& j : root.at("heads")) {
         HeadStats h;
         h.head = headOf(j);
-        h.rows = j.at("rows").get<int64_t>();
+        h.rows = util::wholeNumberIn(j.at("rows"), 0, INT64_MAX, "\"rows\"");
         for (const auto& info : headStatisticInfos()) {
             h.values[size_t(info.id)] = j.at(info.key).get<double>();
-            h.typical_sentence[size_t(info.id)] = j.at("typical_sentence").at(info.key).get<int>();
+            h.typical_sentence[size_t(info.id)] =
+                intAt(j.at("typical_sentence"), info.key, -1, "\"typical_sentence\".");
         }
         h.offset_histogram = j.at("offset_histogram").get<std::vector<double>>();
         rep.heads.push_back(std::move(h));
@@ -215,7 +222,7 @@ HeadStatsReport statsOf(const json& root) {
 
 ImportanceReport importanceOf(const json& j) {
     ImportanceReport imp;
-    imp.sentences = j.at("sentences").get<int>();
+    imp.sentences = intAt(j, "sentences", 0);
     imp.skipped = skippedOf(j.at("skipped"));
     imp.baseline_bleu = j.at("baseline_bleu").get<double>();
     imp.baseline_chrf = j.at("baseline_chrf").get<double>();
@@ -223,10 +230,10 @@ ImportanceReport importanceOf(const json& j) {
     for (const auto& h : j.at("heads"))
         imp.heads.push_back(
             {headOf(h), h.at("bleu").get<double>(), h.at("chrf").get<double>(), h.at("bleu_drop").get<double>()});
-    imp.bootstrap_resamples = j.at("bootstrap_resamples").get<int>();
+    imp.bootstrap_resamples = intAt(j, "bootstrap_resamples", 0);
     for (const auto& p : j.at("curve")) {
         PruningPoint point;
-        point.heads_removed = p.at("heads_removed").get<int>();
+        point.heads_removed = intAt(p, "heads_removed", 0);
         point.bleu = p.at("bleu").get<double>();
         point.chrf = p.at("chrf").get<double>();
         for (const auto& name : p.at("removed")) point.removed.push_back(parseHeadList(name.get<std::string>()).at(0));
@@ -237,7 +244,7 @@ ImportanceReport importanceOf(const json& j) {
         }
         imp.curve.push_back(std::move(point));
     }
-    imp.removable_heads = j.at("removable_heads").is_null() ? -1 : j["removable_heads"].get<int>();
+    imp.removable_heads = j.at("removable_heads").is_null() ? -1 : intAt(j, "removable_heads", -1);
     imp.rank_correlation = j.at("rank_correlation").is_null() ? std::nan("") : j["rank_correlation"].get<double>();
     return imp;
 }
@@ -247,9 +254,11 @@ ModelInfo modelOf(const json& j) {
     m.package_dir = j.at("package").get<std::string>();
     m.config.source_lang = j.at("source_lang").get<std::string>();
     m.config.target_lang = j.at("target_lang").get<std::string>();
-    m.config.model.n_layers = j.at("layers").get<int64_t>();
-    m.config.model.n_dec_layers = j.at("decoder_layers").get<int64_t>();
-    m.config.model.n_head = j.at("heads").get<int64_t>();
+    // Any whole number: the shape is checked against the document where it is used (checkHeadsFit).
+    for (const auto& [key, to] :
+         {std::pair{"layers", &m.config.model.n_layers}, std::pair{"decoder_layers", &m.config.model.n_dec_layers},
+          std::pair{"heads", &m.config.model.n_head}})
+        *to = util::wholeNumberIn(j.at(key), INT64_MIN, INT64_MAX, std::string("\"model\".\"") + key + "\"");
     return m;
 }
 // The document's heads within its model's layers and heads: a view sizes its grids from them, and a layer of -1 or
@@ -431,9 +440,9 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, co
 
 // ---- a sharded heads run's parts (attnlab/importance_parts.h, docs/scale-out.md) ----
 namespace {
-// A count a part carries: a whole number from 0 to 2^52, so that sums over 100,000 parts stay exact and far from
-// overflowing.
-constexpr int64_t kMostSum = int64_t(1) << 52;
+// A count a part carries: a whole number from 0 to 2^40 (a corpus part's n-gram totals are millions), so that its
+// sum over kMaxShards parts stays below 2^57: exact, never overflowing.
+constexpr int64_t kMostSum = int64_t(1) << 40;
 
 json bleuStatsJson(const BleuStats& b) {
     std::vector<int64_t> v(b.correct, b.correct + 4);
@@ -698,7 +707,8 @@ void mergedLines(const std::vector<PartDocument>& parts, ShardBy by, int& senten
         appendSkipped(skipped, part, p.at("skipped"));
     }
     if (by == ShardBy::Heads) {
-        sentences = first.at("sentences").get<int>();
+        sentences = int(util::wholeNumberAt(first, "sentences", 0, util::kMaxJsonLines, parts.front().path,
+                                            "\"importance_part\"."));
         skipped = skippedOf(first.at("skipped"));
     }
 }
@@ -728,7 +738,8 @@ json mergedSingles(const std::vector<PartDocument>& parts) {
     if (runs[0].sentences.size() != size_t(rep.sentences))
         throw InputError(parts.front().path + "...: the baseline has " + std::to_string(runs[0].sentences.size()) +
                          " sentences' statistics for " + std::to_string(rep.sentences) + " sentences");
-    rep.bootstrap_resamples = first.at("bootstrap_resamples").get<int>();
+    rep.bootstrap_resamples = int(util::wholeNumberAt(first, "bootstrap_resamples", 0,
+                                                      ImportanceOptions::kMaxBootstrapResamples, parts.front().path));
     json out = importanceJson(rep);
     out["curve_step"] = first.at("curve_step");
     out["baseline_sentences"] = ablationJson(runs[0]).at("sentences");
@@ -943,8 +954,9 @@ ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun
         ImportanceSingles out;
         out.ranked = importanceOf(s);
         out.ranked.curve.resize(1);
-        out.curve_step = s.at("curve_step").get<int>();
-        out.bootstrap_resamples = s.at("bootstrap_resamples").get<int>();
+        out.curve_step = int(util::wholeNumberAt(s, "curve_step", 1, 1 << 20, path));
+        out.bootstrap_resamples =
+            int(util::wholeNumberAt(s, "bootstrap_resamples", 0, ImportanceOptions::kMaxBootstrapResamples, path));
         for (const auto& b : s.at("baseline_sentences"))
             out.baseline_sentences.push_back(bleuStatsOf(b, path, "\"baseline_sentences\""));
         return out;
