@@ -827,12 +827,43 @@ void TestViews::whyThisPieceAndNotThatOne() {
     QCOMPARE(panel->map()->map().size(), size_t(1));
     QVERIFY(near(panel->map()->map()[0], row));
     QCOMPARE(panel->map()->shownKeyLabels().size(), int(r->source_pieces.size()) + 2);
+    // The one row is drawn: its cells' colours fill the plot's axis rectangle (it was drawn zero pixels high).
+    view.resize(1400, 900);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    panel->map()->plot()->replot();
+    const QImage drawn = panel->map()->plot()->toPixmap().toImage();
+    const QRect cells = panel->map()->plot()->axisRect()->rect();
+    int coloured = 0;
+    for (int y = cells.top() + 2; y < cells.bottom() - 2; y += 4)
+        for (int x = cells.left() + 2; x < cells.right() - 2; x += 4)
+            coloured += drawn.pixelColor(x, y).saturation() > 20;
+    QVERIFY2(coloured > 20, qPrintable(QString::number(coloured)));
     QVERIFY2(panel->map()->title().contains(QString::fromStdString(r->best.pieces[1])) &&
                  panel->map()->title().contains(other),
              qPrintable(panel->map()->title()));
+    // Beside it, over the same columns, the value zeroing of the difference: a row per layer of each attention
+    // (encoder, decoder, cross), each kind's numbers in its own columns (the source pieces, the decoder's input up to
+    // the step), 0 in the others; the title says which colour pushes towards which piece.
+    const AttentionView* zeroing = panel->zeroingMap();
+    const size_t sources = r->source_pieces.size(), layers = expected.zeroing_encoder_self.size();
+    QCOMPARE(zeroing->map().size(), layers + 2 * expected.zeroing_cross.size());
+    QCOMPARE(zeroing->map()[0].size(), sources + 2);
+    QVERIFY(near(std::vector<float>(zeroing->map()[0].begin(), zeroing->map()[0].begin() + long(sources)),
+                 expected.zeroing_encoder_self[0]));
+    QVERIFY(near(
+        std::vector<float>(zeroing->map()[layers].begin() + long(sources), zeroing->map()[layers].end()),
+        std::vector<float>(expected.zeroing_decoder_self[0].begin(), expected.zeroing_decoder_self[0].begin() + 2)));
+    QCOMPARE(zeroing->map()[layers][0], 0.0f);  // the decoder's self-attention reads no source piece
+    QVERIFY(near(std::vector<float>(zeroing->map().back().begin(), zeroing->map().back().begin() + long(sources)),
+                 expected.zeroing_cross.back()));
+    QCOMPARE(zeroing->shownQueryLabels().front(), QString("encoder L1"));
+    QVERIFY2(zeroing->title().contains(QString("red: towards “%1”").arg(QString::fromStdString(r->best.pieces[1]))),
+             qPrintable(zeroing->title()));
     // A piece the vocabulary lacks: core's message in the panel, the saliency maps left as they are.
     panel->ask(1, "▁notapieceofit");
     QTRY_VERIFY_WITH_TIMEOUT(panel->map()->map().empty() && panel->map()->message().contains("notapieceofit"), 60000);
+    QVERIFY(zeroing->map().empty() && zeroing->message().contains("notapieceofit"));
     m_context->setResult(nullptr, {});
     QVERIFY(!panel->isEnabled() && panel->stepBox()->count() == 0);
 }
