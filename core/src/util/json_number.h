@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace attnlab::util {
@@ -17,24 +18,40 @@ namespace attnlab::util {
 inline constexpr int64_t kMaxJsonCount = (int64_t(1) << 31) - 1;
 inline constexpr int64_t kMaxJsonLines = (int64_t(1) << 31) - 1;
 
+// `value` as a whole number from `lo` to `hi`, or nothing (another number, a float, not a number).
+inline std::optional<int64_t> wholeNumberWithin(const nlohmann::json& value, int64_t lo, int64_t hi) {
+    int64_t n = 0;
+    if (value.is_number_unsigned()) {
+        const uint64_t u = value.get<uint64_t>();
+        if (hi < 0 || u > uint64_t(hi)) return std::nullopt;
+        n = int64_t(u);
+    } else if (value.is_number_integer()) {
+        n = value.get<int64_t>();
+    } else {
+        return std::nullopt;
+    }
+    if (n < lo || n > hi) return std::nullopt;
+    return n;
+}
+
+inline std::string notWholeNumber(const nlohmann::json& value, int64_t lo, int64_t hi, const std::string& what) {
+    return what + " is " + value.dump() + ", not a whole number from " + std::to_string(lo) + " to " +
+           std::to_string(hi);
+}
+
 // `value` as a whole number from `lo` to `hi`; `what` names it in the message ("\"run\".\"shard\".\"index\"").
 // Throws InputError "FILE: WHAT is VALUE, not a whole number from LO to HI".
 inline int64_t wholeNumber(const nlohmann::json& value, int64_t lo, int64_t hi, const std::string& file,
                            const std::string& what) {
-    bool fits = false;
-    int64_t n = 0;
-    if (value.is_number_unsigned()) {
-        const uint64_t u = value.get<uint64_t>();
-        fits = hi >= 0 && u <= uint64_t(hi);
-        n = fits ? int64_t(u) : 0;
-    } else if (value.is_number_integer()) {
-        n = value.get<int64_t>();
-        fits = true;
-    }
-    if (!fits || n < lo || n > hi)
-        throw InputError(file + ": " + what + " is " + value.dump() + ", not a whole number from " +
-                         std::to_string(lo) + " to " + std::to_string(hi));
-    return n;
+    if (const auto n = wholeNumberWithin(value, lo, hi)) return *n;
+    throw InputError(file + ": " + notWholeNumber(value, lo, hi, what));
+}
+
+// The same for a reader that does not know its file: throws ConfigError "WHAT is VALUE, not a whole number from LO
+// to HI", which its caller turns into an InputError naming the file (readHeadsJson, readHeadLabResults).
+inline int64_t wholeNumberIn(const nlohmann::json& value, int64_t lo, int64_t hi, const std::string& what) {
+    if (const auto n = wholeNumberWithin(value, lo, hi)) return *n;
+    throw ConfigError(notWholeNumber(value, lo, hi, what));
 }
 
 // object[key] as wholeNumber(); a missing key is an InputError too. `where` prefixes the key's name ("line 5's ").
