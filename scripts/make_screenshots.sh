@@ -90,7 +90,7 @@ lesson attention-learned 1 lesson-720p.png
 # sets them beside the weights shows them on a 1920 x 1080 screen.
 screen_size 1920 1080
 lesson beyond-attention 2 alti-plus.png
-lesson beyond-attention 5 logit-lens.png
+lesson beyond-attention 6 logit-lens.png
 # Issue 28: a toy model trained here (about 80 s), its attention history in the Training tab.
 toy=$(mktemp -d)/toy-reverse
 build/bin/attnlab-cli toy --task reverse --output "$toy" >/dev/null

@@ -347,7 +347,7 @@ void TestViews::attentionViewShowsOtherMeasures() {
     QCOMPARE(view.grid()->maps()[0].size(), size_t(1));  // one map per layer, titled so, not "head 1"
     QCOMPARE(view.grid()->headerText(0), QString("rollout"));
     QCOMPARE(view.grid()->columns(), 1);  // no mean column repeating the one map
-    QVERIFY2(view.perLayerNote().contains("no heads"), qPrintable(view.perLayerNote()));
+    QVERIFY2(view.perLayerNote().contains("No heads"), qPrintable(view.perLayerNote()));
     QVERIFY(!view.wholeModel()->isVisibleTo(&view));  // the contribution methods' alone
     const auto spins = view.findChild<attnlab::ui::HeadPicker*>()->findChildren<QSpinBox*>();
     QCOMPARE(spins.size(), 2);                                               // layer, head
@@ -418,23 +418,30 @@ void TestViews::attentionViewShowsContributions() {
     QCOMPARE(view.grid()->columns(), 1);
     const int first = view.grid()->firstShownLayer();
     QVERIFY(!view.grid()->cellRect(first, 0).isEmpty() && view.grid()->cellRect(first, 1).isEmpty());
-    QVERIFY2(view.perLayerNote().contains("no heads"), qPrintable(view.perLayerNote()));
+    QVERIFY2(view.perLayerNote().contains("No heads"), qPrintable(view.perLayerNote()));
     // Below the layers, ALTI+ through the whole model (Contributions::source and ::target, the rollout): the
-    // source part and the target part side by side, each row of the two summing to 1 together, as the caption
-    // says (float64 rows sum to 1 within 1e-6; the maps are float32, summed here over 20-odd cells).
+    // source part and the target part side by side in one map, each row of the two summing to 1 together, as
+    // its title says (float64 rows sum to 1 within 1e-6; the map is float32, summed here over 15-odd cells).
     const WholeModelMaps* whole = view.wholeModel();
     QVERIFY(whole->isVisibleTo(&view));
-    QVERIFY(near(whole->sourcePart()->map(), alti.source) && near(whole->targetPart()->map(), alti.target));
-    QCOMPARE(whole->sourcePart()->map().size(), r->best.pieces.size());
+    auto parts = [whole] {  // the map's source columns and its target columns
+        attnlab::Matrix source, target;
+        for (const auto& row : whole->map()->map()) {
+            source.emplace_back(row.begin(), row.begin() + whole->sourceColumns());
+            target.emplace_back(row.begin() + whole->sourceColumns(), row.end());
+        }
+        return std::pair{source, target};
+    };
+    QCOMPARE(whole->sourceColumns(), int(r->source_pieces.size()));
+    QVERIFY(near(parts().first, alti.source) && near(parts().second, alti.target));
+    QCOMPARE(whole->map()->map().size(), r->best.pieces.size());
     for (size_t i = 0; i < alti.source.size(); ++i) {
         double sum = 0;
-        for (float v : whole->sourcePart()->map()[i]) sum += v;
-        for (float v : whole->targetPart()->map()[i]) sum += v;
+        for (float v : whole->map()->map()[i]) sum += v;
         QVERIFY2(std::abs(sum - 1.0) <= 1e-5, qPrintable(QString("row %1 sums to %2").arg(i).arg(sum, 0, 'g', 9)));
     }
-    QVERIFY2(whole->caption().contains("sum to 1 together"), qPrintable(whole->caption()));
-    QVERIFY2(whole->sourcePart()->title().contains("ALTI+ through the whole model"),
-             qPrintable(whole->sourcePart()->title()));
+    QVERIFY2(whole->caption().contains("ALTI+ through the whole model") && whole->caption().contains("summing to 1"),
+             qPrintable(whole->caption()));
     view.select(AttentionKind::EncoderSelf, 0, 0);
     QVERIFY(near(view.view()->map(), alti.encoder_self[0]));
     view.select(AttentionKind::DecoderSelf, 1, 0);
@@ -459,8 +466,8 @@ void TestViews::attentionViewShowsContributions() {
     const auto zeroed = m_core->contributions(*r, ContributionMethod::ValueZeroing);
     QVERIFY(near(view.view()->map(), zeroed.decoder_self[1]));
     QVERIFY2(view.view()->title().contains("value zeroing"), qPrintable(view.view()->title()));
-    QVERIFY(near(whole->sourcePart()->map(), zeroed.source) && near(whole->targetPart()->map(), zeroed.target));
-    QVERIFY2(whole->sourcePart()->title().contains("value zeroing"), qPrintable(whole->sourcePart()->title()));
+    QVERIFY(near(parts().first, zeroed.source) && near(parts().second, zeroed.target));
+    QVERIFY2(whole->caption().contains("value zeroing"), qPrintable(whole->caption()));
     m_context->setMeasure(MapMeasure::AltiPlus);
     QVERIFY(near(view.view()->map(), alti.decoder_self[1]));
     m_controller->waitForIdle();
@@ -550,6 +557,7 @@ void TestViews::logitLensComputesWhenShown() {
 // weights). Chosen again, the method is computed and drawn, the busy bar gone.
 void TestViews::methodIsBusyAndStops() {
     using attnlab::MapMeasure;
+    m_context->setMeasure(MapMeasure::Weights);
     AttentionExplorer view(m_context.get());
     const auto r = translate("Ein Hund läuft.");
     m_context->setResult(r, {});

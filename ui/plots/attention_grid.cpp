@@ -18,7 +18,7 @@ constexpr double kMaxAspect = 3.0;  // a cell's height at most this many times i
 }  // namespace
 
 AttentionGrid::AttentionGrid(QWidget* parent) : QWidget(parent) {
-    setMinimumSize(200, 120);
+    resize(minimumSizeHint());  // before any layout: room for its captions (its least size is minimumSizeHint's)
     setMouseTracking(true);
 }
 
@@ -89,11 +89,12 @@ void AttentionGrid::showPageOf(int layer) {
     m_first = firstShownLayer();
 }
 
-// The most layers whose maps keep kMinMapRowPx a row (one layer at least).
+// The most layers whose maps keep kMinMapRowPx a row and whose cells keep the column title whole (one layer
+// at least).
 void AttentionGrid::fitPage() {
     const int rows = m_maps.empty() || m_maps[0].empty() ? 0 : int(m_maps[0][0].size());
     int n = layers();
-    while (n > 1 && cellSize(n).height() < rows * kMinMapRowPx) --n;
+    while (n > 1 && (cellSize(n).height() < rows * kMinMapRowPx || cellSize(n).width() < titleWidth())) --n;
     m_per_page = n;
     showPageOf(m_sel_layer);
     update();
@@ -101,6 +102,13 @@ void AttentionGrid::fitPage() {
 
 void AttentionGrid::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
+    fitPage();
+}
+
+void AttentionGrid::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() != QEvent::FontChange) return;
+    updateGeometry();
     fitPage();
 }
 
@@ -116,6 +124,17 @@ int AttentionGrid::labelWidth() const { return QFontMetrics(font()).horizontalAd
 // A page of layers says which above its captions: a line more.
 int AttentionGrid::headerHeight(int shown) const {
     return (shown < layers() ? 2 : 1) * QFontMetrics(font()).height() + 6;
+}
+
+int AttentionGrid::titleWidth() const {
+    return m_column_title.isEmpty() ? 0 : QFontMetrics(font()).horizontalAdvance(m_column_title) + 2 - kGap;
+}
+
+QSize AttentionGrid::minimumSizeHint() const {
+    const QSize least(200, 120);
+    if (m_column_title.isEmpty() || layers() == 0) return least;
+    const int side = std::max(titleWidth(), QFontMetrics(font()).height());
+    return least.expandedTo(QSize(labelWidth() + side + 2 * kGap, headerHeight(1) + side + 2 * kGap));
 }
 
 QSize AttentionGrid::sizeHint() const {
@@ -166,7 +185,8 @@ QString fitting(const QFontMetrics& fm, const QStringList& candidates, int room)
 
 void AttentionGrid::setColumnTitle(const QString& title) {
     m_column_title = title;
-    update();
+    updateGeometry();  // its least size follows the title
+    fitPage();
 }
 
 QString AttentionGrid::headerText(int c) const {

@@ -44,6 +44,8 @@ public:
     static Matrix meanOverHeads(const std::vector<Matrix>& heads);
 
     QSize sizeHint() const override;
+    // One page of one layer with every caption whole: a column title (a method's name) as wide as its cell.
+    QSize minimumSizeHint() const override;
 
     // Paging by layer: the layers drawn (all of them when they fit), the first of them, and the
     // corner's caption ("layers 1–4 of 12", empty when every layer is drawn).
@@ -73,6 +75,7 @@ protected:
     bool event(QEvent* event) override;            // tooltips: "layer 1, head 3"
     void wheelEvent(QWheelEvent* event) override;  // the next or previous page of layers
     void resizeEvent(QResizeEvent* event) override;
+    void changeEvent(QEvent* event) override;  // the app's text size: captions, and so pages, follow it
 
 private:
     double cellAspect() const;               // height / width of a cell: the maps' rows / columns, within 1..3
@@ -83,6 +86,7 @@ private:
     void renderAll();
     int labelWidth() const;             // room for the layer captions, from the font
     int headerHeight(int shown) const;  // room for the column captions, `shown` layers drawn
+    int titleWidth() const;             // the least cell width for the column title to fit (0: heads)
     Palette m_palette = Palette::Blues;
     LayerHeadMaps m_maps;
     QString m_column_title;

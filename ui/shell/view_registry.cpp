@@ -280,6 +280,12 @@ void ViewTabs::keepInView(QWidget* part) {
 }
 
 bool ViewTabs::eventFilter(QObject* watched, QEvent* event) {
+    // A part shown only once its numbers come (ALTI+ through the whole model, computed after the step's
+    // translation) gets its room when it appears: hidden, it had none.
+    if (watched == m_kept && event->type() == QEvent::Show)
+        QTimer::singleShot(0, m_kept, [part = m_kept] {
+            if (part) bringIntoView(part);
+        });
     if (watched == m_kept && event->type() == QEvent::Resize) {
         // Once the layout that resized it is done (a scroll area's range follows it).
         QTimer::singleShot(0, m_kept, [part = m_kept] {

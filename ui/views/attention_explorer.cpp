@@ -41,16 +41,10 @@ QString methodLabel(MapMeasure m) {
 // Why a one-map-per-layer method has no heads to choose (the note above its grid).
 QString whyPerLayer(MapMeasure m) {
     if (m == MapMeasure::AltiPlus)
-        return QObject::tr(
-            "ALTI+ has no heads: a layer's contributions follow the whole layer (every head, the "
-            "residual stream, the layer norms), so each layer is one map.");
+        return QObject::tr("No heads: ALTI+ follows the whole layer (heads, residual, layer norms), one map a layer.");
     if (m == MapMeasure::ValueZeroing)
-        return QObject::tr(
-            "Value zeroing has no heads: a piece's value vectors are zeroed in every head at once, "
-            "so each layer is one map.");
-    return QObject::tr(
-        "The rollout has no heads: each layer's map carries every head of the layers up to it, so "
-        "each layer is one map.");
+        return QObject::tr("No heads: value zeroing zeroes a piece in every head at once, one map a layer.");
+    return QObject::tr("No heads: the rollout carries every head of the layers up to it, one map a layer.");
 }
 }  // namespace
 
@@ -100,18 +94,20 @@ AttentionExplorer::AttentionExplorer(ViewContext* context, QWidget* parent) : Vi
     controls->addWidget(m_busy);
     controls->addWidget(m_fixed);
     controls->addStretch();
-    // The grid (with why a method has no heads above it) and, below it, a contribution method's maps
-    // through the whole model.
+    // Beside the map, the grid (with why a method has no heads above it) and below it a contribution method's
+    // maps through the whole model. In a column of its own the grid could not keep its captions: a focused
+    // whole-model step takes its height, the grid paging its layers (or folding away) as its captions need.
     auto* layers = new QWidget(this);
     auto* layers_layout = new QVBoxLayout(layers);
     layers_layout->setContentsMargins(0, 0, 0, 0);
     layers_layout->addWidget(m_per_layer);
     layers_layout->addWidget(m_grid, 1);
     auto* right = new QSplitter(Qt::Vertical, this);
+    m_right = right;
     right->addWidget(layers);
     right->addWidget(m_whole);
-    right->setStretchFactor(0, 1);
-    right->setStretchFactor(1, 1);
+    right->setStretchFactor(0, 3);
+    right->setStretchFactor(1, 2);
     auto* split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(m_view);
     split->addWidget(right);
@@ -339,7 +335,11 @@ void AttentionExplorer::showWholeModel() {
     }
     m_whole->setContributions(*c, outputLabels(*m_result), toQStringList(m_result->source_pieces),
                               toQStringList(m_result->decoder_input_pieces));
+    if (!m_whole->isHidden()) return;
+    // Appearing: three fifths of the column stay the grid's (a lesson step about it takes more, ViewTabs).
+    const int height = m_right->height();
     m_whole->show();
+    m_right->setSizes({height * 3 / 5, height - height * 3 / 5});
 }
 
 QString AttentionExplorer::perLayerNote() const { return m_per_layer->isHidden() ? QString() : m_per_layer->text(); }

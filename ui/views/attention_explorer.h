@@ -13,6 +13,7 @@ class QComboBox;
 class QCustomPlot;
 class QLabel;
 class QPushButton;
+class QSplitter;
 
 namespace attnlab::ui {
 
@@ -82,6 +83,7 @@ private:
     QWidget* m_busy;
     QPushButton* m_stop;
     WholeModelMaps* m_whole;
+    QSplitter* m_right;  // the grid above the whole-model maps
     QList<QAction*> m_actions;
 };
 

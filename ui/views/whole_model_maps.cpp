@@ -2,70 +2,62 @@
 
 #include "plots/attention_view.h"
 
-#include <QHBoxLayout>
-#include <QLabel>
+#include <qcustomplot.h>
 #include <QVBoxLayout>
 
 namespace attnlab::ui {
 
 namespace {
-// How the method carries its layers through the model (docs/contributions.md).
+// How the method carries its layers through the model (docs/contributions.md), for the tooltip.
 QString aggregation(ContributionMethod method) {
     return method == ContributionMethod::AltiPlus
-               ? QObject::tr("ALTI+, the rollout of every layer's contributions through the encoder and the decoder")
-               : QObject::tr("value zeroing, every layer's scores carried through the encoder and the decoder");
+               ? QObject::tr("ALTI+: the rollout of every layer's contributions through the encoder and the decoder")
+               : QObject::tr("value zeroing: every layer's scores carried through the encoder and the decoder");
 }
 QString methodName(ContributionMethod method) {
     return method == ContributionMethod::AltiPlus ? QObject::tr("ALTI+") : QObject::tr("value zeroing");
 }
 }  // namespace
 
-WholeModelMaps::WholeModelMaps(QWidget* parent) : QWidget(parent) {
-    m_caption = new QLabel(this);
-    m_caption->setWordWrap(true);
-    m_caption->setObjectName("wholeModelCaption");
-    m_source = new AttentionView(this);
-    m_target = new AttentionView(this);
-    m_source->setAxisTitles(tr("target piece"), tr("source piece"));
-    m_target->setAxisTitles(tr("target piece"), tr("earlier target piece (decoder input)"));
-    auto* parts = new QHBoxLayout;
-    parts->setContentsMargins(0, 0, 0, 0);
-    parts->addWidget(m_source, 1);
-    parts->addWidget(m_target, 1);
+WholeModelMaps::WholeModelMaps(QWidget* parent) : QWidget(parent), m_map(new AttentionView(this)) {
+    m_map->setAxisTitles(tr("target piece"), tr("source piece | earlier target piece"));
+    m_between = new QCPItemStraightLine(m_map->plot());
+    m_between->setPen(QPen(palette().text().color(), 2));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_caption);
-    layout->addLayout(parts, 1);
+    layout->addWidget(m_map);
     clear();
 }
 
 void WholeModelMaps::setContributions(const Contributions& c, const QStringList& rows, const QStringList& source,
                                       const QStringList& inputs) {
-    const QString name = methodName(c.method);
-    m_caption->setText(tr("<b>Through the whole model</b> (%1): for each target piece (a row), the share of its "
-                          "prediction that comes from each source piece (left) and from each earlier target piece "
-                          "(right). A row's two parts sum to 1 together.")
-                           .arg(aggregation(c.method)));
-    m_source->setMap(c.source, rows, source, tr("%1 through the whole model — source part").arg(name));
-    m_target->setMap(c.target, rows, inputs, tr("%1 through the whole model — target part").arg(name));
+    Matrix both = c.source;
+    for (size_t i = 0; i < both.size() && i < c.target.size(); ++i)
+        both[i].insert(both[i].end(), c.target[i].begin(), c.target[i].end());
+    m_source_columns = c.source.empty() ? 0 : int(c.source.front().size());
+    m_map->setMap(
+        both, rows, source + inputs,
+        tr("%1 through the whole model: source | target, each row's two parts summing to 1").arg(methodName(c.method)));
+    m_between->point1->setCoords(m_source_columns - 0.5, 0);
+    m_between->point2->setCoords(m_source_columns - 0.5, 1);
+    m_between->setVisible(true);
+    m_map->plot()->replot();
+    setToolTip(tr("Through the whole model (%1). For each target piece (a row), the share of its prediction that "
+                  "comes from each source piece (left of the line) and from each earlier target piece (right of "
+                  "it); a row's two parts sum to 1 together.")
+                   .arg(aggregation(c.method)));
 }
 
 void WholeModelMaps::clear() {
-    m_caption->clear();
-    m_source->clear();
-    m_target->clear();
+    m_source_columns = 0;
+    m_between->setVisible(false);
+    m_map->clear();
 }
 
-QString WholeModelMaps::caption() const { return m_caption->text(); }
+QString WholeModelMaps::caption() const { return m_map->title(); }
 
-void WholeModelMaps::setColorMap(Palette palette) {
-    m_source->setColorMap(palette);
-    m_target->setColorMap(palette);
-}
+void WholeModelMaps::setColorMap(Palette palette) { m_map->setColorMap(palette); }
 
-void WholeModelMaps::setFixedRange(bool fixed) {
-    m_source->setFixedRange(fixed);
-    m_target->setFixedRange(fixed);
-}
+void WholeModelMaps::setFixedRange(bool fixed) { m_map->setFixedRange(fixed); }
 
 }  // namespace attnlab::ui

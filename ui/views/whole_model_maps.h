@@ -1,9 +1,9 @@
 #pragma once
 // WholeModelMaps: a contribution method's maps through the whole model (issue 54, docs/contributions.md
 // "Through the model"): Contributions::source (target rows x source pieces) and Contributions::target
-// (target rows x decoder inputs) side by side, under a caption that says what they are: each row's two
-// parts sum to 1 together (ALTI+'s rollout, value zeroing's carried through the decoder). The attention
-// explorer shows it below its grid of layers while ALTI+ or value zeroing is the Method.
+// (target rows x decoder inputs) side by side in one heatmap, a line between the two parts, its title saying
+// that each row's two parts sum to 1 together (ALTI+'s rollout, value zeroing carried through the decoder).
+// The attention explorer shows it below its grid of layers while ALTI+ or value zeroing is the Method.
 
 #include "plots/plot_style.h"
 
@@ -13,7 +13,7 @@
 #include <QStringList>
 #include <QWidget>
 
-class QLabel;
+class QCPItemStraightLine;
 
 namespace attnlab::ui {
 
@@ -28,16 +28,17 @@ public:
     void setContributions(const Contributions& contributions, const QStringList& rows, const QStringList& source,
                           const QStringList& inputs);
     void clear();
-    AttentionView* sourcePart() const { return m_source; }
-    AttentionView* targetPart() const { return m_target; }
-    QString caption() const;
+    // The heatmap: the source part's columns first (sourceColumns() of them), then the target part's.
+    AttentionView* map() const { return m_map; }
+    int sourceColumns() const { return m_source_columns; }
+    QString caption() const;  // the map's title
     void setColorMap(Palette palette);
     void setFixedRange(bool fixed);
 
 private:
-    QLabel* m_caption;
-    AttentionView* m_source;
-    AttentionView* m_target;
+    AttentionView* m_map;
+    QCPItemStraightLine* m_between;  // between the source and the target part
+    int m_source_columns = 0;
 };
 
 }  // namespace attnlab::ui
