@@ -156,9 +156,9 @@ HeadGateGradients Engine::headGateGradients(const std::vector<std::string>& sour
 }
 
 namespace {
-const std::string kWordStart = "\xE2\x96\x81";  // SentencePiece's "▁": the piece starts a word
+const std::string kSpmWordStart = "\xE2\x96\x81";  // SentencePiece's "▁": the piece starts a word
 
-bool startsWord(const std::string& piece) { return piece.rfind(kWordStart, 0) == 0; }
+bool startsWord(const std::string& piece) { return piece.rfind(kSpmWordStart, 0) == 0; }
 
 // The target vocabulary's id of `piece`, or of "▁" + piece (a word typed without SentencePiece's marker), looked up
 // in the vocabulary (TextCodec::pieceToId). A SentencePiece vocabulary holds "▁dog" and "dog" apart: where the
@@ -166,7 +166,7 @@ bool startsWord(const std::string& piece) { return piece.rfind(kWordStart, 0) ==
 // within a word the bare piece comes first. -1 when the vocabulary has neither.
 int targetPieceId(const TextCodec& codec, const std::string& piece, const std::string& chosen) {
     if (startsWord(piece)) return codec.pieceToId(piece);
-    const std::string marked = kWordStart + piece;
+    const std::string marked = kSpmWordStart + piece;
     const bool word = startsWord(chosen);
     for (const std::string* wanted : {word ? &marked : &piece, word ? &piece : &marked})
         if (const int id = codec.pieceToId(*wanted); id >= 0) return id;
