@@ -982,6 +982,17 @@ void TestHeadLab::headsFileOutsideItsModelRefused() {
     j = good;
     j["model"]["heads"] = 100000;
     refused(j, "100000 heads: not a model's shape");
+    // Numbers beyond an int or not whole (issue 55, util/json_number.h): get<int> wrapped a layer of 2^32 to layer 0,
+    // an accepted head; a float shape was cast undefined.
+    j = good;
+    j["heads"][0]["layer"] = int64_t(1) << 32;
+    refused(j, ": \"layer\" is 4294967296, not a whole number from -2147483648 to 2147483647");
+    j = good;
+    j["sentences"] = -1;
+    refused(j, ": \"sentences\" is -1, not a whole number from 0 to 2147483647");
+    j = good;
+    j["model"]["layers"] = 1e300;
+    refused(j, ": \"model\".\"layers\" is 1e+300, not a whole number");
 }
 
 // Issue 52, item 5: the languages a compared model reads, matched to the loaded model's across the
