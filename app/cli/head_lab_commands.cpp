@@ -226,7 +226,8 @@ Compared compareWithOther(const CommonOptions& common, const HeadsCommand& h, co
     const auto other_refs = refs.empty() ? other_src : attnlab::linesOf(h.compare_reversed ? sources : refs, range);
     out.stats = attnlab::corpusHeadStatistics(*out.model, other_src, refs.empty() ? nullptr : &other_refs, h.decoding,
                                               h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
-                                              !run.shard.whole(), {range.begin, size_t(run.block), !run.shard.whole()});
+                                              !h.corpus.shard.empty(),
+                                              {range.begin, size_t(run.block), !h.corpus.shard.empty()});
     progress.clear();
     countFromCorpus(*out.stats, range.begin);
     reportSkipped(out.stats->skipped, "used by the other model");
@@ -372,8 +373,8 @@ attnlab::HeadStatsReport statisticsOf(const attnlab::Translator& translator, con
     auto stats =
         attnlab::corpusHeadStatistics(translator, attnlab::linesOf(sources, range), refs.empty() ? nullptr : &part_refs,
                                       h.decoding, h.radius, progress.callback(), *attnlab::parseMapMeasure(h.measure),
-                                      !run.shard.whole(),  // --measure: checked
-                                      {range.begin, size_t(run.block), !run.shard.whole()});
+                                      !h.corpus.shard.empty(),  // --measure: checked
+                                      {range.begin, size_t(run.block), !h.corpus.shard.empty()});
     progress.clear();
     countFromCorpus(stats, range.begin);
     reportSkipped(stats.skipped, "used");
@@ -382,12 +383,12 @@ attnlab::HeadStatsReport statisticsOf(const attnlab::Translator& translator, con
 
 // The gradient importance of the run's lines, its sums kept for a part's merge.
 attnlab::GradientSums gradientOf(const attnlab::Translator& translator, const attnlab::ImportanceOptions& io,
-                                 const attnlab::CorpusRun& run, const std::vector<std::string>& sources,
+                                 const attnlab::CorpusRun& run, bool part, const std::vector<std::string>& sources,
                                  const std::vector<std::string>& refs, ProgressLine& progress) {
     const auto range = attnlab::partLines(run);
-    auto sums = attnlab::gradientSums(translator, attnlab::linesOf(sources, range), attnlab::linesOf(refs, range),
-                                      io.kinds, io.gradient_batch_size,
-                                      {range.begin, size_t(run.block), !run.shard.whole()}, progress.callback());
+    auto sums =
+        attnlab::gradientSums(translator, attnlab::linesOf(sources, range), attnlab::linesOf(refs, range), io.kinds,
+                              io.gradient_batch_size, {range.begin, size_t(run.block), part}, progress.callback());
     progress.clear();
     countFromCorpus(sums.report.skipped, range.begin);
     attnlab::finishGradient(sums);
@@ -422,7 +423,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     leaveOutStage(run);
     announcePart(run);
     if (!h.importance_singles.empty()) return runCurveStage(common, h, io, translator, run, sources, refs);
-    const bool part = !run.shard.whole();
+    const bool part = !h.corpus.shard.empty();  // --shard 1/1 too: a part of one (a Slurm array of one task)
     ProgressLine progress;
     const auto stats = statisticsOf(translator, h, run, sources, refs, progress);
     const Compared other = compareWithOther(common, h, sources, refs, run, progress);
@@ -440,7 +441,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     }
     std::optional<attnlab::GradientSums> gradient;  // a whole --importance has its own; a part's is of its lines
     if (part ? h.gradient || (h.importance && io.gradient) : h.gradient && !h.importance)
-        gradient = gradientOf(translator, io, run, sources, refs, progress);
+        gradient = gradientOf(translator, io, run, part, sources, refs, progress);
     attnlab::HeadStatsOther compared;
     if (other.stats) compared = {&*other.stats, &other.model->info(), h.compare_reversed};
     std::string document = attnlab::headsJson(stats, importance ? &*importance : nullptr, translator.info(), compared,
