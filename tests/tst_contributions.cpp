@@ -21,6 +21,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <functional>
 
 using attnlab::AttentionKind;
@@ -126,6 +127,7 @@ private Q_SLOTS:
     void byDecoderLayer();
     void unknownMethodIsAProgrammingError();
     void alignsByContributionLayers();
+    void contributionsOnlyWhereNeeded();
 
 private:
     // A package of `cfg` with perturbed random weights, `edit` applied before it is written.
@@ -634,8 +636,51 @@ void TestContributions::alignsByContributionLayers() {
     QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>(
                  [&] { attnlab::alignWords(r, attnlab::parseAlignmentMethod("alti+:layer:2"), 0.0, &alti); }),
              QString("alignment method alti+:layer:2: layer 2 is out of range (0..1)"));
-    QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { attnlab::wordMapsOfContributions(r, {alti}); }),
-             QString("the translation's value zeroing contributions are missing"));
+    // ALTI+'s alone: its methods' maps, in the same order (alignCorpus without gold computes only what it writes).
+    const auto alti_maps = attnlab::wordMapsOfContributions(r, {alti});
+    std::vector<Matrix> expected_alti;
+    for (size_t m = 0; m < methods.size(); ++m)
+        if (attnlab::contributionMethodOf(methods[m]) == ContributionMethod::AltiPlus)
+            expected_alti.push_back(all_maps[m]);
+    QCOMPARE(alti_maps, expected_alti);
+}
+
+void TestContributions::contributionsOnlyWhereNeeded() {
+    // A contribution method costs passes of its own (value zeroing ~1.5 translations), so alignCorpus computes one
+    // only when its links are used: with gold every one (every method is scored), without gold only the method
+    // whose links are written (`chosen`), none for an attention method. The report lists what was computed;
+    // the links of a method computed are the same either way.
+    attnlab::Translator t(package("align-needed", attnlab::testing::smallConfig(400), 41),
+                          {attnlab::testing::testDevice()});
+    const std::vector<std::string> src{"Ein Mann läuft."}, tgt{"A man runs."};
+    const auto contributionMethods = [](const attnlab::AlignmentReport& rep) {
+        std::vector<std::string> names;
+        for (const auto& m : rep.methods)
+            if (attnlab::contributionMethodOf(m.method)) names.push_back(attnlab::alignmentMethodName(m.method));
+        return names;
+    };
+    const auto plain = attnlab::alignCorpus(t, src, tgt, nullptr, "");
+    QCOMPARE(contributionMethods(plain), std::vector<std::string>{});
+    const auto layer = attnlab::parseAlignmentMethod("layer:1");
+    const auto by_layer = attnlab::alignCorpus(t, src, tgt, nullptr, "", 0.0, {}, nullptr, {}, {}, &layer);
+    QCOMPARE(contributionMethods(by_layer), std::vector<std::string>{});
+    QCOMPARE(by_layer.find(layer)->links, plain.find(layer)->links);
+    const auto vz = attnlab::parseAlignmentMethod("shift:value-zeroing:layer:0");
+    const auto one = attnlab::alignCorpus(t, src, tgt, nullptr, "", 0.0, {}, &t, {}, {}, &vz);
+    std::vector<std::string> expected;
+    for (const char* how :
+         {"", "sym:intersect:", "sym:union:", "sym:grow-diag:", "sym:grow-diag-final:", "sym:grow-diag-final-and:"})
+        for (const char* shift : {"", "shift:"})
+            for (const char* m : {"value-zeroing", "value-zeroing:layer:0", "value-zeroing:layer:1"})
+                expected.push_back(std::string(how) + shift + m);
+    auto got = contributionMethods(one);
+    std::sort(got.begin(), got.end());
+    std::sort(expected.begin(), expected.end());
+    QCOMPARE(got, expected);
+    const std::vector<attnlab::GoldAlignment> gold{attnlab::parseGoldLine("0-0 1-1 2-2", {}, "g")};
+    const auto scored = attnlab::alignCorpus(t, src, tgt, &gold, "gold.txt", 0.0, {}, nullptr, {}, {}, &layer);
+    QCOMPARE(contributionMethods(scored).size(), attnlab::contributionAlignmentMethods(2).size());
+    QCOMPARE(scored.find(vz)->links, one.find(vz)->links);
 }
 
 QTEST_GUILESS_MAIN(TestContributions)

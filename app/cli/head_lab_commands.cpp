@@ -651,7 +651,7 @@ int runAlign(const CommonOptions& common, const AlignCommand& a) {
     auto rep =
         attnlab::alignCorpus(translator, test.sources, test.targets, test.goldOrNull(), test.gold_name, a.threshold,
                              progress.callback(), back, {a.languages.source_language, a.languages.target_language},
-                             {range.begin, size_t(run.block), !run.shard.whole(), a.batch_size});
+                             {range.begin, size_t(run.block), !run.shard.whole(), a.batch_size}, &method);
     progress.clear();
     countFromCorpus(rep.skipped, range.begin, a.gold);
     if (!a.output.empty()) attnlab::writeHeadLabFile(a.output, attnlab::alignmentLinksText(rep, method));

@@ -141,9 +141,9 @@ WordAlignment alignWords(const TranslationResult& result, const AlignmentMethod&
 // (the corpus runner's).
 std::vector<Matrix> wordMapsOfAllMethods(const TranslationResult& result, PieceWords* source = nullptr,
                                          PieceWords* target = nullptr);
-// The word maps of contributionAlignmentMethods(layers), in that order, from the result's contributions
-// ([target piece][source piece] maps, rows as the result's cross-attention maps), one of each of
-// kContributionMethods (ALTI+, value zeroing; InputError naming one that is missing).
+// The word maps of contributionAlignmentMethods(layers) whose method is one of `by_method`'s, in that order, from
+// the result's contributions ([target piece][source piece] maps, rows as the result's cross-attention maps), at most
+// one of each of kContributionMethods (ALTI+, value zeroing).
 std::vector<Matrix> wordMapsOfContributions(const TranslationResult& result,
                                             const std::vector<Contributions>& by_method);
 

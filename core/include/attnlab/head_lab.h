@@ -191,6 +191,9 @@ struct AlignmentReport {
 // skipped too.
 // `languages`: a multilingual model's source and target language (DecodingOptions'; empty = the
 // model's defaults); the reverse model reads them the other way round.
+// The contribution methods (ALTI+, value zeroing: passes of their own, value zeroing ~1.5 translations' time) are
+// computed with gold (every method is scored), and without gold only `chosen`'s when it reads one (its links are
+// the ones written); the report then lists the attention methods and that one's.
 struct AlignmentLanguages {
     std::string source, target;
 };
@@ -198,6 +201,7 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
                             const std::string& gold_name, double threshold = 0.0, const CorpusCallback& progress = {},
                             const Translator* reverse = nullptr, const AlignmentLanguages& languages = {},
-                            const CorpusPlace& place = {});  // as corpusHeadStatistics'
+                            const CorpusPlace& place = {},  // as corpusHeadStatistics'
+                            const AlignmentMethod* chosen = nullptr);
 
 }  // namespace attnlab

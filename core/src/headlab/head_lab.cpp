@@ -187,14 +187,25 @@ const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) con
 }
 
 namespace {
-// The links of every unsymmetrised method (methodsOf's order: allAlignmentMethods', then the contribution
-// methods', contributionAlignmentMethods') of one result of `translator`'s.
+// The contribution methods a run computes (each costs passes of its own: value zeroing one per attention block and
+// key, about 1.5 translations; ALTI+ about 0.3, docs/head-lab.md): with gold every one, since every method is scored;
+// without, only the one whose links are written (`chosen`'s), none for an attention method.
+std::vector<ContributionMethod> contributionsComputed(bool gold, const AlignmentMethod* chosen) {
+    if (gold) return {std::begin(kContributionMethods), std::end(kContributionMethods)};
+    const auto wanted = chosen ? contributionMethodOf(*chosen) : std::nullopt;
+    return wanted ? std::vector<ContributionMethod>{*wanted} : std::vector<ContributionMethod>{};
+}
+
+// The links of every unsymmetrised method (methodsOf's order: allAlignmentMethods', then those of the contribution
+// methods `computed`, contributionAlignmentMethods' order) of one result of `translator`'s.
 std::vector<AlignmentLinks> linksOfAllMethods(const Translator& translator, const TranslationResult& r,
-                                              double threshold, PieceWords& source, PieceWords& target) {
+                                              double threshold, PieceWords& source, PieceWords& target,
+                                              const std::vector<ContributionMethod>& computed) {
     std::vector<AlignmentLinks> links;
     for (const auto& map : wordMapsOfAllMethods(r, &source, &target)) links.push_back(extractLinks(map, threshold));
+    if (computed.empty()) return links;
     std::vector<Contributions> contributions;
-    for (ContributionMethod method : kContributionMethods) contributions.push_back(translator.contributions(r, method));
+    for (ContributionMethod method : computed) contributions.push_back(translator.contributions(r, method));
     for (const auto& map : wordMapsOfContributions(r, contributions)) links.push_back(extractLinks(map, threshold));
     return links;
 }
@@ -211,10 +222,12 @@ std::vector<std::pair<size_t, size_t>> symmetrisedPairs(const std::vector<Alignm
     return out;
 }
 
-std::vector<AlignmentMethod> methodsOf(const Translator& t) {
+std::vector<AlignmentMethod> methodsOf(const Translator& t, const std::vector<ContributionMethod>& computed) {
     const auto& model = t.info().config.model;
     auto methods = allAlignmentMethods(static_cast<int>(model.decoderLayers()), static_cast<int>(model.n_head));
-    for (const auto& m : contributionAlignmentMethods(static_cast<int>(model.decoderLayers()))) methods.push_back(m);
+    for (const auto& m : contributionAlignmentMethods(static_cast<int>(model.decoderLayers())))
+        if (std::find(computed.begin(), computed.end(), *contributionMethodOf(m)) != computed.end())
+            methods.push_back(m);
     return methods;
 }
 }  // namespace
@@ -238,7 +251,8 @@ void markBest(AlignmentReport& rep) {
 AlignmentReport alignCorpus(const Translator& translator, const std::vector<std::string>& sources,
                             const std::vector<std::string>& targets, const std::vector<GoldAlignment>* gold,
                             const std::string& gold_name, double threshold, const CorpusCallback& progress,
-                            const Translator* reverse, const AlignmentLanguages& languages, const CorpusPlace& place) {
+                            const Translator* reverse, const AlignmentLanguages& languages, const CorpusPlace& place,
+                            const AlignmentMethod* chosen) {
     checkCounts(sources.size(), targets.size(), "target sentences");
     if (gold) checkCounts(sources.size(), gold->size(), ("gold alignment lines in " + gold_name).c_str());
     AlignmentReport rep;
@@ -246,8 +260,10 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
     rep.has_gold = gold != nullptr;
     rep.threshold = threshold;
     rep.symmetrised = reverse != nullptr;
-    const auto base = methodsOf(translator);
-    const auto sym = reverse ? symmetrisedPairs(base, methodsOf(*reverse)) : std::vector<std::pair<size_t, size_t>>{};
+    const auto computed = contributionsComputed(gold != nullptr, chosen);
+    const auto base = methodsOf(translator, computed);
+    const auto sym =
+        reverse ? symmetrisedPairs(base, methodsOf(*reverse, computed)) : std::vector<std::pair<size_t, size_t>>{};
     for (const auto& m : base) rep.methods.push_back({m, {}, std::vector<AlignmentLinks>(sources.size())});
     for (auto how : kSymmetrizations)
         for (const auto& [m, unused] : sym) {
@@ -280,13 +296,13 @@ AlignmentReport alignCorpus(const Translator& translator, const std::vector<std:
             const TranslationResult* back = reverse ? &backs[r++] : nullptr;
             try {
                 PieceWords sw, tw;
-                auto links = linksOfAllMethods(translator, results[i], threshold, sw, tw);
+                auto links = linksOfAllMethods(translator, results[i], threshold, sw, tw, computed);
                 if (gold)
                     checkGoldIndices((*gold)[pair], sw.words, tw.words,
                                      gold_name + " line " + std::to_string(pair + 1));
                 if (reverse) {
                     PieceWords rsw, rtw;
-                    const auto back_links = linksOfAllMethods(*reverse, *back, threshold, rsw, rtw);
+                    const auto back_links = linksOfAllMethods(*reverse, *back, threshold, rsw, rtw, computed);
                     for (auto how : kSymmetrizations)
                         for (const auto& [m, rm] : sym)
                             links.push_back(
