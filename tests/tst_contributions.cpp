@@ -416,7 +416,8 @@ void TestContributions::tilesGiveTheSameNumbers_data() {
 void TestContributions::tilesGiveTheSameNumbers() {
     // ALTI+ decomposes each block a tile of queries x keys at a time (alti.h, kAltiTileElements): tiles of one
     // query and one key, of 3 x 3 (ragged at the ends of 9 source and 7 target pieces), of 3 queries x every key,
-    // and the whole block as one tile give the same maps. Each tile sums the same float64 products of one query
+    // and the whole block as one tile give the same maps (the block's output, blockSum, is summed in chunks of the
+    // same query rows: of 1, 3 and every query). Each tile sums the same float64 products of one query
     // and key; only the order of the attention output's sum differs: 1e-12.
     QFETCH(attnlab::ModelConfig, config);
     torch::NoGradGuard no_grad;

@@ -88,11 +88,12 @@ Tensor weightsTile(const Decomposition& d, const Span& q, const Span& k) {
 }
 
 // z_i = sum_k T_ik + b_O (the residual x_i included), the block's output before its layer norm, [lq, d]: the
-// attention output sum_h (A_h v_h) W_O^h a few query rows at a time, without the [lq, lk, d] vectors.
-Tensor blockSum(const Decomposition& d) {
+// attention output sum_h (A_h v_h) W_O^h a few query rows at a time, without the [lq, lk, d] vectors: `query_rows`
+// (AltiTiles'), or as many as keep heads x rows x max(lk, d) within kAltiTileElements when it is 0.
+Tensor blockSum(const Decomposition& d, int64_t query_rows) {
     const int64_t lq = d.queries(), lk = d.keys();
-    const int64_t rows =
-        std::clamp<int64_t>(kAltiTileElements / (d.heads() * std::max(lk, d.x.size(1))), 1, std::max<int64_t>(lq, 1));
+    const int64_t most = query_rows > 0 ? query_rows : kAltiTileElements / (d.heads() * std::max(lk, d.x.size(1)));
+    const int64_t rows = std::clamp<int64_t>(most, 1, std::max<int64_t>(lq, 1));
     Tensor z = d.x + d.bias;
     for (int64_t q0 = 0; q0 < lq; q0 += rows) {
         const Span q{q0, std::min(rows, lq - q0)};
@@ -108,7 +109,7 @@ Tensor blockSum(const Decomposition& d) {
     return z;
 }
 
-Decomposition decompose(const Block& b, bool cross) {
+Decomposition decompose(const Block& b, bool cross, int64_t query_rows) {
     const auto f64 = torch::kFloat64;
     const auto& m = b.module;
     Decomposition d;
@@ -125,7 +126,7 @@ Decomposition decompose(const Block& b, bool cross) {
     }
     d.x = b.input.to(f64);
     d.bias = m->fc->bias.defined() ? m->fc->bias.to(f64) : torch::zeros({d.x.size(1)}, d.x.options());
-    const Tensor z = blockSum(d);
+    const Tensor z = blockSum(d, query_rows);
     if (m->pre_norm) {  // the residual sum itself is the output
         d.output = z;
         return d;
@@ -181,7 +182,7 @@ Tensor normalisedRows(const Tensor& c, bool cross) {
 // `tiles` queries x keys, so that the [lq, lk, d] vectors of every query and key are never held at once (the bound:
 // alti.h, kAltiTileElements).
 Tensor blockContributions(const Block& b, bool cross, const AltiTiles& tiles) {
-    const Decomposition d = decompose(b, cross);
+    const Decomposition d = decompose(b, cross, tiles.key_columns > 0 ? tiles.query_rows : 0);
     const int64_t lq = d.queries(), lk = d.keys();
     const AltiTiles size =
         tiles.query_rows > 0 && tiles.key_columns > 0 ? tiles : altiTiles(lq, lk, d.heads(), d.x.size(1));
