@@ -14,6 +14,7 @@ in.json:  {"sentences": [{"source_ids": [...], "decoder_input_ids": [...], "targ
                           "ablate": [["encoder"|"decoder"|"cross", layer, head], ...]}]}
 out.json: {"sentences": [{"encoder_self": [layer][s][s], "decoder_self": [layer][t][t], "cross": [layer][t][s],
                           "cross_residual": [layer][t], "source": [t][s], "target": [t][t],
+                          "source_by_layer": [decoder layer][t][s] (the rollout's source part after each layer),
                           "log_probs": [t] (of target_ids, a check of the forward pass)}]}
 Needs numpy and Debian's python3-torch (and reference_forward.py beside it, for the safetensors reader).
 
@@ -194,14 +195,16 @@ class Model:
         # rollout(): each decoder layer [cross x encoder rollout ; self x the cross-attention's residual share]
         c_roll = [torch.cat([cr[:, :s] @ joint, sa * cr[:, s:s + 1]], dim=-1) for sa, cr in zip(dec, cross)]
         accum = c_roll[0]
+        by_layer = [accum[:, :s].tolist()]
         for i in range(1, len(c_roll)):
             sa_new = c_roll[i][:, s:] @ accum[:, s:]
             ed_new = c_roll[i][:, s:] @ accum[:, :s] + c_roll[i][:, :s]
             accum = torch.cat([ed_new, sa_new], dim=-1)
             accum = accum / accum.sum(-1, keepdim=True)
+            by_layer.append(accum[:, :s].tolist())
         return {"encoder_self": [m.tolist() for m in enc], "decoder_self": [m.tolist() for m in dec],
                 "cross": [m[:, :s].tolist() for m in cross], "cross_residual": [m[:, s].tolist() for m in cross],
-                "source": accum[:, :s].tolist(), "target": accum[:, s:].tolist()}
+                "source": accum[:, :s].tolist(), "target": accum[:, s:].tolist(), "source_by_layer": by_layer}
 
 
 def main():

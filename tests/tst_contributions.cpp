@@ -133,6 +133,8 @@ private:
     // A package of `cfg` with perturbed random weights, `edit` applied before it is written.
     std::string package(const QString& name, const attnlab::ModelConfig& cfg, uint64_t seed,
                         const std::function<void(attnlab::model::Transformer&)>& edit = {});
+    // scripts/reference_contributions.py's output for `results` of the package `pkg`.
+    json reference(const std::string& pkg, const std::vector<attnlab::TranslationResult>& results);
     QTemporaryDir m_dir;
     std::string m_tok;
     QString m_python = qEnvironmentVariable("ATTNLAB_PYTHON", "/usr/bin/python3");
@@ -197,22 +199,7 @@ void TestContributions::matchesReference() {
     std::vector<attnlab::TranslationResult> results{t.translate(kSentences[0], o)};
     o.ablate = {{AttentionKind::EncoderSelf, 0, 1}, {AttentionKind::Cross, 0, 2}, {AttentionKind::DecoderSelf, 0, 3}};
     results.push_back(t.translate(kSentences[1], o));  // heads switched off: the reference switches them off too
-    json in;
-    for (const auto& r : results) {
-        std::vector<int> dec_in{2};  // packageConfig's bos
-        for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) dec_in.push_back(r.best.ids[i]);
-        json ablate = json::array();
-        for (const auto& h : r.ablated) ablate.push_back({attnlab::attentionKindName(h.kind), h.layer, h.head});
-        in["sentences"].push_back({{"source_ids", r.source_ids},
-                                   {"decoder_input_ids", dec_in},
-                                   {"target_ids", r.best.ids},
-                                   {"ablate", ablate}});
-    }
-    const QString in_path = m_dir.path() + "/in.json", out_path = m_dir.path() + "/out.json";
-    attnlab::testing::writeFile(in_path.toStdString(), in.dump());
-    attnlab::testing::runScript(m_python, "reference_contributions.py",
-                                {"--model", QString::fromStdString(pkg), "--input", in_path, "--output", out_path});
-    const json out = json::parse(attnlab::testing::readFile(out_path.toStdString()));
+    const json out = reference(pkg, results);
     for (size_t s = 0; s < results.size(); ++s) {
         const auto& r = results[s];
         const json& ref = out["sentences"][s];
@@ -244,6 +231,25 @@ void TestContributions::matchesReference() {
         QCOMPARE(c.target.size(), r.best.ids.size());
         QCOMPARE(c.source.front().size(), r.source_ids.size());
     }
+}
+
+json TestContributions::reference(const std::string& pkg, const std::vector<attnlab::TranslationResult>& results) {
+    json in;
+    for (const auto& r : results) {
+        std::vector<int> dec_in{2};  // packageConfig's bos
+        for (size_t i = 0; i + 1 < r.best.ids.size(); ++i) dec_in.push_back(r.best.ids[i]);
+        json ablate = json::array();
+        for (const auto& h : r.ablated) ablate.push_back({attnlab::attentionKindName(h.kind), h.layer, h.head});
+        in["sentences"].push_back({{"source_ids", r.source_ids},
+                                   {"decoder_input_ids", dec_in},
+                                   {"target_ids", r.best.ids},
+                                   {"ablate", ablate}});
+    }
+    const QString in_path = m_dir.path() + "/in.json", out_path = m_dir.path() + "/out.json";
+    attnlab::testing::writeFile(in_path.toStdString(), in.dump());
+    attnlab::testing::runScript(m_python, "reference_contributions.py",
+                                {"--model", QString::fromStdString(pkg), "--input", in_path, "--output", out_path});
+    return json::parse(attnlab::testing::readFile(out_path.toStdString()));
 }
 
 void TestContributions::switchedOffHeadIsZeroedValues() {
@@ -564,6 +570,15 @@ void TestContributions::byDecoderLayer() {
     vz.method = attnlab::ContributionMethod::ValueZeroing;
     QCOMPARE(attnlab::testing::messageOf<attnlab::InputError>([&] { attnlab::altiPlusSourceByLayer(vz); }),
              QString("ALTI+ by layer: the contributions are value-zeroing, not alti+"));
+    // The middle layer (neither the first's product nor the whole model's source) against the float64 reference's
+    // rollout after each layer: float32 maps against float64 ones, 1e-5 as matchesReference.
+    QVERIFY(largestDifference(layers[1], json(layers[0])) > 1e-3);
+    QVERIFY(largestDifference(layers[1], json(c.source)) > 1e-3);
+    if (!m_have_python) ATTNLAB_REQUIRE_PYTHON(m_python, (QStringList{"torch", "numpy"}), "ALTI+ by layer cross-check");
+    const json ref = reference(t.info().package_dir, {r})["sentences"][0];
+    const double middle = largestDifference(layers[1], ref["source_by_layer"][1]);
+    qInfo("the middle layer's largest difference from the Python reference: %.3g", middle);
+    QVERIFY2(middle < 1e-5, qPrintable(QString("largest difference %1").arg(middle)));
 }
 
 void TestContributions::unknownMethodIsAProgrammingError() {
