@@ -11,7 +11,8 @@
 #include <filesystem>
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
+    // A first argument such as --help is not a folder to write four packages beside (it once made ./--help).
+    if (argc != 2 || argv[1][0] == '-' || argv[1][0] == '\0') {
         std::fprintf(stderr, "usage: make_test_package OUT_DIR\n");
         return 2;
     }
