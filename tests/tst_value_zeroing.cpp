@@ -173,7 +173,7 @@ void TestValueZeroing::initTestCase() {
         m_packages[family] = attnlab::testing::writeLayerFamilyPackage(dir + "/" + family, tok, family, 17);
         m_translators[family] = std::make_unique<attnlab::Translator>(
             m_packages[family], attnlab::TranslatorOptions{attnlab::testing::testDevice()});
-        m_cases.push_back({family, {family, {}, {}, {}}});
+        m_cases.push_back({family, {family, {}, {}, {}, {}}});
     }
     // Heads switched off in each kind of attention (the translation's own model is the one explained).
     m_cases.push_back(
@@ -181,8 +181,9 @@ void TestValueZeroing::initTestCase() {
          {"marian",
           {{AttentionKind::EncoderSelf, 0, 1}, {AttentionKind::DecoderSelf, 1, 2}, {AttentionKind::Cross, 0, 0}},
           {},
+          {},
           {}}});
-    m_cases.push_back({"ct2-relative, heads off", {"ct2-relative", {{AttentionKind::Cross, 1, 3}}, {}, {}}});
+    m_cases.push_back({"ct2-relative, heads off", {"ct2-relative", {{AttentionKind::Cross, 1, 3}}, {}, {}, {}}});
     for (auto& [name, c] : m_cases) {
         c.result = forced(c.family, c.ablated);
         c.ours = valueZeroing(c.family, c.result);
