@@ -1227,6 +1227,26 @@ void TestViews::alignmentMethodsOverTheExamples() {
     QVERIFY2(
         panel.map()->title().startsWith(attnlab::ui::alignmentMethodLabel(attnlab::parseAlignmentMethod("layer:1"))),
         qPrintable(panel.map()->title()));
+    // A method the page does not draw says why: a contribution method reads the model's contributions (it is
+    // neither symmetrised nor scored "over the examples only": the table may hold an opened results file), a
+    // symmetrised one needs the other direction's model.
+    const auto doubleClick = [&](const QString& name) {
+        for (int r = 0; r < table->rowCount(); ++r)
+            if (table->item(r, 0)->data(Qt::UserRole).toString() == name) Q_EMIT table->cellDoubleClicked(r, 0);
+        return panel.summaryText();
+    };
+    for (const auto& [name, what] : {std::pair{"alti+:layer:1", "ALTI+"}, {"shift:value-zeroing", "value zeroing"}}) {
+        const QString said = doubleClick(name);
+        QVERIFY2(
+            said.startsWith(QString(name) + " (") && said.contains(QString("the model's %1 contributions").arg(what)),
+            qPrintable(said));
+        QVERIFY2(!said.contains("symmetrised") && !said.contains("examples"), qPrintable(said));
+    }
+    auto with_sym = std::make_shared<attnlab::AlignmentReport>(*report);  // as with a model of the other direction
+    with_sym->methods.push_back({attnlab::parseAlignmentMethod("sym:grow-diag:layer:1"), {}, {}});
+    panel.methods()->setReport(with_sym, "en-de");
+    const QString said = doubleClick("sym:grow-diag:layer:1");
+    QVERIFY2(said.contains("model of the other direction"), qPrintable(said));
 }
 
 // Issue 52: the model's links are round dots whatever the map's aspect: on a wide, low page (cells

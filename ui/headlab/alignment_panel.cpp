@@ -4,6 +4,8 @@
 #include "headlab/alignment_methods_table.h"
 #include "plots/attention_view.h"
 
+#include <attnlab/errors.h>
+
 #include <qcustomplot.h>
 
 #include <QComboBox>
@@ -17,6 +19,34 @@
 #include <QVBoxLayout>
 
 namespace attnlab::ui {
+
+namespace {
+// Why the page does not draw `name`, a method of the methods table (scored by the page's own run over the examples,
+// or read from an opened results file) that is not among the page's methods.
+QString notDrawnReason(const QString& name) {
+    AlignmentMethod method;
+    try {
+        method = parseAlignmentMethod(name.toStdString());
+    } catch (const Error&) {
+        return QObject::tr("%1 is scored in the table only: this page does not draw it.").arg(name);
+    }
+    const QString label = alignmentMethodLabel(method);
+    if (method.sym != Symmetrization::None)
+        return QObject::tr(
+                   "%1 (%2) is scored in the table only: its links combine this model's with those of the "
+                   "model of the other direction, and this page draws one model's maps.")
+            .arg(name, label);
+    if (const auto contributions = contributionMethodOf(method))
+        return QObject::tr(
+                   "%1 (%2) is scored in the table only: it reads the model's %3 contributions, not a "
+                   "cross-attention map, and this page draws the attention maps (the Attention tab's "
+                   "Method shows %3 for a sentence).")
+            .arg(name, label,
+                 *contributions == ContributionMethod::AltiPlus ? QStringLiteral("ALTI+")
+                                                                : QObject::tr("value zeroing"));
+    return QObject::tr("%1 (%2) is scored in the table only: this page does not draw it.").arg(name, label);
+}
+}  // namespace
 
 AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
     m_example = new QComboBox(this);
@@ -50,9 +80,7 @@ AlignmentPanel::AlignmentPanel(QWidget* parent) : QWidget(parent) {
         if (m_method->findData(name) >= 0)
             setMethod(name);
         else
-            m_summary->setText(tr("%1 is scored over the examples only: this page draws one model's maps, "
-                                  "not symmetrised links.")
-                                   .arg(name));
+            m_summary->setText(notDrawnReason(name));
     });
 
     connect(m_example, &QComboBox::activated, this, [this](int i) { chooseExample(i - 1); });
