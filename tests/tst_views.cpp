@@ -421,7 +421,7 @@ void TestViews::attentionViewShowsContributions() {
     QVERIFY2(view.perLayerNote().contains("No heads"), qPrintable(view.perLayerNote()));
     // Below the layers, ALTI+ through the whole model (Contributions::source and ::target, the rollout): the
     // source part and the target part side by side in one map, each row of the two summing to 1 together, as
-    // its title says (float64 rows sum to 1 within 1e-6; the map is float32, summed here over 15-odd cells).
+    // its key axis says (float64 rows sum to 1 within 1e-6; the map is float32, summed here over 15-odd cells).
     const WholeModelMaps* whole = view.wholeModel();
     QVERIFY(whole->isVisibleTo(&view));
     auto parts = [whole] {  // the map's source columns and its target columns
@@ -440,7 +440,7 @@ void TestViews::attentionViewShowsContributions() {
         for (float v : whole->map()->map()[i]) sum += v;
         QVERIFY2(std::abs(sum - 1.0) <= 1e-5, qPrintable(QString("row %1 sums to %2").arg(i).arg(sum, 0, 'g', 9)));
     }
-    QVERIFY2(whole->caption().contains("ALTI+ through the whole model") && whole->caption().contains("summing to 1"),
+    QVERIFY2(whole->caption().contains("ALTI+ through the whole model") && whole->caption().contains("rows sum to 1"),
              qPrintable(whole->caption()));
     view.select(AttentionKind::EncoderSelf, 0, 0);
     QVERIFY(near(view.view()->map(), alti.encoder_self[0]));

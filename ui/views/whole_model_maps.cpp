@@ -20,7 +20,7 @@ QString methodName(ContributionMethod method) {
 }  // namespace
 
 WholeModelMaps::WholeModelMaps(QWidget* parent) : QWidget(parent), m_map(new AttentionView(this)) {
-    m_map->setAxisTitles(tr("target piece"), tr("source piece | earlier target piece"));
+    m_map->setAxisTitles(tr("target piece"), tr("source | target pieces: rows sum to 1"));
     m_between = new QCPItemStraightLine(m_map->plot());
     m_between->setPen(QPen(palette().text().color(), 2));
     auto* layout = new QVBoxLayout(this);
@@ -35,9 +35,7 @@ void WholeModelMaps::setContributions(const Contributions& c, const QStringList&
     for (size_t i = 0; i < both.size() && i < c.target.size(); ++i)
         both[i].insert(both[i].end(), c.target[i].begin(), c.target[i].end());
     m_source_columns = c.source.empty() ? 0 : int(c.source.front().size());
-    m_map->setMap(
-        both, rows, source + inputs,
-        tr("%1 through the whole model: source | target, each row's two parts summing to 1").arg(methodName(c.method)));
+    m_map->setMap(both, rows, source + inputs, tr("%1 through the whole model").arg(methodName(c.method)));
     m_between->point1->setCoords(m_source_columns - 0.5, 0);
     m_between->point2->setCoords(m_source_columns - 0.5, 1);
     m_between->setVisible(true);
@@ -54,7 +52,9 @@ void WholeModelMaps::clear() {
     m_map->clear();
 }
 
-QString WholeModelMaps::caption() const { return m_map->title(); }
+QString WholeModelMaps::caption() const {
+    return m_map->title() + QStringLiteral("; ") + m_map->plot()->xAxis->label();
+}
 
 void WholeModelMaps::setColorMap(Palette palette) { m_map->setColorMap(palette); }
 
