@@ -417,6 +417,16 @@ QString mergeError(const std::vector<std::string>& paths) {
     return {};
 }
 
+// The message readHeadLabResults refuses `path` with ("" when it reads it).
+QString readError(const std::string& path) {
+    try {
+        (void)attnlab::readHeadLabResults(path);
+    } catch (const attnlab::InputError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
 // Part `k` of 2 of a run of 16 lines in blocks of 8: one block each.
 attnlab::CorpusRun hostileRun(const char* command, int k) {
     attnlab::CorpusRun run;
@@ -473,7 +483,7 @@ void TestShardMerge::hostileNumbersAreRefused() {
     attnlab::AlignmentReport rep;
     rep.pairs = 8;
     rep.has_gold = true;
-    rep.methods.push_back({attnlab::parseAlignmentMethod("head:0:0"), {int64_t(1) << 61, 10, 5, 5}, {}});
+    rep.methods.push_back({attnlab::parseAlignmentMethod("head:0:0"), {int64_t(1) << 40, 10, 5, 5}, {}});
     rep.best = rep.best_head = 0;
     attnlab::ModelInfo model;
     std::vector<std::string> align;
@@ -482,11 +492,24 @@ void TestShardMerge::hostileNumbersAreRefused() {
         attnlab::testing::writeFile(align.back(),
                                     attnlab::withRun(attnlab::alignmentJson(rep, model), hostileRun("align", k)));
     }
-    QCOMPARE(mergeError(align), QString());  // 2^62 links: still a number
+    QCOMPARE(mergeError(align), QString());  // 2^40 links a part: their sum over 100,000 parts stays below 2^57
+    const QString too_many =
+        ": method \"head:0:0\"'s \"predicted\" is %1, not a whole number from 0 "
+        "to 1099511627776";
     QCOMPARE(mergeError({align[0], changed(align[1], [](json& j) { j["methods"][0]["predicted"] = INT64_MAX; })}),
-             QString::fromStdString(align[1]) +
-                 ".changed.json: method \"head:0:0\"'s \"predicted\" summed over the parts exceeds "
-                 "9223372036854775807");
+             QString::fromStdString(align[1]) + ".changed.json" + too_many.arg("9223372036854775807"));
+    // 2^62 and 2^62 - 1 links: each part's sum fits, but AER's predicted + sure wrapped (aer 1.0, merged with rc 0).
+    const auto links62 = [](int64_t less) {
+        return [less](json& j) { j["methods"][0]["predicted"] = (int64_t(1) << 62) - less; };
+    };
+    QCOMPARE(mergeError({changed(align[0], links62(0)), changed(align[1], links62(1))}),
+             QString::fromStdString(align[0]) + ".changed.json" + too_many.arg("4611686018427387904"));
+    // The app's reader (Open results…) holds a whole run's file to the same bound.
+    const std::string whole_align = d + "align-whole.json";
+    json big = json::parse(attnlab::alignmentJson(rep, model));
+    big["methods"][0]["predicted"] = int64_t(1) << 62;
+    attnlab::testing::writeFile(whole_align, big.dump());
+    QCOMPARE(readError(whole_align), QString::fromStdString(whole_align) + too_many.arg("4611686018427387904"));
     QCOMPARE(mergeError({align[0], changed(align[1], [](json& j) { j["pairs"] = -1; })}),
              QString::fromStdString(align[1]) + ".changed.json: \"pairs\" is -1, not a whole number from 8 to 8");
     QCOMPARE(

@@ -569,9 +569,11 @@ void AlignmentCounts::add(const AlignmentLinks& predicted_links, const GoldAlign
 
 double AlignmentCounts::precision() const { return predicted ? double(predicted_possible) / double(predicted) : 0.0; }
 double AlignmentCounts::recall() const { return sure ? double(predicted_sure) / double(sure) : 0.0; }
+// Summed as doubles: exact below 2^53 (the readers bound each count at 2^40), and no int64 overflow whatever the
+// counts.
 double AlignmentCounts::aer() const {
-    const int64_t denom = predicted + sure;
-    return denom ? 1.0 - double(predicted_sure + predicted_possible) / double(denom) : 0.0;
+    const double denom = double(predicted) + double(sure);
+    return denom > 0 ? 1.0 - (double(predicted_sure) + double(predicted_possible)) / denom : 0.0;
 }
 
 }  // namespace attnlab

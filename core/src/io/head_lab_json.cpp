@@ -180,6 +180,11 @@ std::string headsJson(const HeadStatsReport& stats, const ImportanceReport* impo
 }
 
 namespace {
+// A count a part or a results file carries (a corpus part's n-gram totals, an alignment method's links): a whole
+// number from 0 to 2^40 (a corpus's are millions), so that its sum over kMaxShards parts stays below 2^57, and AER's
+// predicted + sure (AlignmentCounts::aer) far below 2^63: exact, never overflowing.
+constexpr int64_t kMostSum = int64_t(1) << 40;
+
 // object[key] as an int (util/json_number.h: 2^32 no longer wraps to 0), from `lo`; ConfigError naming the key
 // otherwise, which the reader's caller prefixes with the file.
 int intAt(const json& object, const char* key, int lo = INT_MIN, const std::string& where = {}) {
@@ -293,8 +298,8 @@ AlignmentMethodReport methodOf(const json& j, const std::string& path, const Mod
         throw InputError(path + ": method " + j["method"].dump() + " is not one of its model's: " + *why);
     const std::string where = "method " + j["method"].dump() + "'s ";
     auto& c = m.counts;
-    c.predicted = util::wholeNumberAt(j, "predicted", 0, INT64_MAX, path, where);
-    c.sure = util::wholeNumberAt(j, "sure", 0, INT64_MAX, path, where);
+    c.predicted = util::wholeNumberAt(j, "predicted", 0, kMostSum, path, where);
+    c.sure = util::wholeNumberAt(j, "sure", 0, kMostSum, path, where);
     c.predicted_sure = util::wholeNumberAt(j, "predicted_sure", 0, std::min(c.predicted, c.sure), path, where);
     c.predicted_possible = util::wholeNumberAt(j, "predicted_possible", c.predicted_sure, c.predicted, path, where);
     return m;
@@ -440,9 +445,6 @@ std::string alignmentJson(const AlignmentReport& rep, const ModelInfo& model, co
 
 // ---- a sharded heads run's parts (attnlab/importance_parts.h, docs/scale-out.md) ----
 namespace {
-// A count a part carries: a whole number from 0 to 2^40 (a corpus part's n-gram totals are millions), so that its
-// sum over kMaxShards parts stays below 2^57: exact, never overflowing.
-constexpr int64_t kMostSum = int64_t(1) << 40;
 
 json bleuStatsJson(const BleuStats& b) {
     std::vector<int64_t> v(b.correct, b.correct + 4);
@@ -579,7 +581,7 @@ json mergeAlignment(const std::vector<PartDocument>& parts) {
             auto& c = rep.methods[m].counts;
             const auto add = [&](int64_t& to, const char* key) {
                 const std::string where = "method " + j["method"].dump() + "'s ";
-                to = util::checkedSum(to, util::wholeNumberAt(j, key, 0, INT64_MAX, part.path, where), part.path,
+                to = util::checkedSum(to, util::wholeNumberAt(j, key, 0, kMostSum, part.path, where), part.path,
                                       where + "\"" + key + "\"");
             };
             add(c.predicted, "predicted");
