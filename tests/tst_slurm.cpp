@@ -128,6 +128,7 @@ private Q_SLOTS:
     void whatTasksCannotShardRefused();
     void moreTasksThanBlocksSaid();
     void importanceChainScripts();
+    void mergeOfManyTasksHasABoundedCommandLine();
     void everyTaskTakesItsThreadsFromSlurm();
     void foldersWithQuotesAndHashesReadBack();
     void hubModelDownloadedOnceBeforeTheTasks();
@@ -221,7 +222,8 @@ void TestSlurm::scriptsOfThreeTasks() {
     QCOMPARE(sbatchLines(merge), QStringList({"--job-name=attnlab-eval-merge", "--chdir=" + QDir::currentPath(),
                                               "--output=" + folder + "/logs/merge.out", "--partition=debug", "--mem=1G",
                                               "--time=00:30:00"}));
-    QVERIFY2(merge.contains("while [ \"$k\" -le 3 ]") && merge.endsWith("' merge '" + out + "/result.json' \"$@\"\n"),
+    QVERIFY2(merge.contains("while [ \"$k\" -le 3 ]") &&
+                 merge.endsWith("' merge '" + out + "/result.json' --parts-from '" + folder + "/part-list.txt'\n"),
              qPrintable(merge));
 
     const QString submit = text(folder + "/submit.sh");
@@ -398,12 +400,14 @@ void TestSlurm::importanceChainScripts() {
     const QString merge1 = text(folder + "/singles-merge.sbatch"), merge2 = text(folder + "/merge.sbatch");
     QCOMPARE(sbatchLines(merge1), QStringList({"--job-name=attnlab-heads-singles-merge", "--chdir=" + cwd,
                                                "--output=" + logs + "singles-merge.out"}));
-    QVERIFY2(merge1.contains("set -- \"$@\" '" + folder + "/singles-'\"$k\"'.json'") &&
-                 merge1.endsWith("' merge '" + folder + "/singles.json' \"$@\"\n"),
-             qPrintable(merge1));
+    QVERIFY2(
+        merge1.contains("printf '%s\\n' '" + folder + "/singles-'\"$k\"'.json'") &&
+            merge1.endsWith("' merge '" + folder + "/singles.json' --parts-from '" + folder + "/singles-list.txt'\n"),
+        qPrintable(merge1));
     QCOMPARE(sbatchLines(merge2)[2], "--output=" + logs + "merge.out");
-    QVERIFY2(merge2.contains("set -- \"$@\" '" + folder + "/curve-'\"$k\"'.json'") &&
-                 merge2.endsWith("' merge '" + out + "/heads.json' '" + folder + "/singles.json' \"$@\"\n"),
+    QVERIFY2(merge2.contains("printf '%s\\n' '" + folder + "/curve-'\"$k\"'.json'") &&
+                 merge2.endsWith("' merge '" + out + "/heads.json' '" + folder + "/singles.json' --parts-from '" +
+                                 folder + "/curve-list.txt'\n"),
              qPrintable(merge2));
     // each job after the one before; the four ids printed in order
     const QString submit = text(folder + "/submit.sh");
@@ -423,6 +427,46 @@ void TestSlurm::importanceChainScripts() {
     QVERIFY2(h.code == 0 && !h.err.contains("warning"), qPrintable(h.err));
     for (const char* script : {"/by-heads.slurm/singles.sbatch", "/by-heads.slurm/curve.sbatch"})
         QVERIFY2(text(out + script).contains("'--shard-by' 'heads'"), script);
+}
+
+// --slurm 50000 (of the 100,000 --slurm takes): the merge passes its parts in a list file (merge --parts-from), not
+// on its command line, which at ~70 bytes a path passed ARG_MAX ("Argument list too long") beyond ~40,000 parts and
+// was built in N^2 (set -- "$@" part in a loop: 22.9 s for 8,000, found by review). The merge script is run: it
+// lists every part in order and the merge reads the list, naming the first part missing; a list file is also read
+// by hand (blank lines skipped) and a bad one refused by name.
+void TestSlurm::mergeOfManyTasksHasABoundedCommandLine() {
+    const QString out = m_dir.path() + "/many", folder = out + "/r.slurm";
+    auto r = runCli(evalArgs(out + "/r.json") + QStringList{"--slurm", "50000"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QString merge = text(folder + "/merge.sbatch");
+    QVERIFY2(merge.size() < 2000, qPrintable(merge));  // the script and the command line it runs: a few lines
+    r = attnlab::testing::runProgram("/bin/sh", {folder + "/merge.sbatch"});
+    QVERIFY2(r.code != 0 && r.err.contains(folder + "/part-1.json"), qPrintable(r.err));
+    const QStringList listed = text(folder + "/part-list.txt").split('\n');
+    QCOMPARE(listed.size(), 50001);  // 50,000 lines and the empty text after the last newline
+    QCOMPARE(listed[0], folder + "/part-1.json");
+    QCOMPARE(listed[49999], folder + "/part-50000.json");
+    QVERIFY(listed[50000].isEmpty());
+
+    // the parts of a 3-task job listed by hand, one given on the command line: the whole run's result
+    const QString job = m_dir.path() + "/listed";
+    r = runCli(evalArgs(out + "/listed.json") + QStringList{"--slurm", "3", "--slurm-dir", job});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    for (int k = 1; k <= 3; ++k) {
+        r = runCli(evalArgs(job + QString("/part-%1.json").arg(k)) + QStringList{"--shard", QString("%1/3").arg(k)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+    }
+    writeFile((job + "/list").toStdString(), (job + "/part-3.json\n\n" + job + "/part-1.json\n").toStdString());
+    r = runCli({"merge", out + "/listed.json", job + "/part-2.json", "--parts-from", job + "/list"});
+    QVERIFY2(r.code == 0 && r.err.contains("merged 3 parts"), qPrintable(r.err));
+    QCOMPARE(readJson(out + "/listed.json"), readJson(m_whole));
+    checkRefusals({"merge", out + "/refused.json"},
+                  {
+                      {{"--parts-from", job + "/none"}, job + "/none: cannot open the list of parts"},
+                      {{"--parts-from", "/dev/null"}, "/dev/null: the list of parts is empty"},
+                      {{"--parts-from", "/dev/zero"}, "/dev/zero (the list of parts)"},
+                      {{}, "merge: give the parts (PART.json..., or --parts-from LIST)"},
+                  });
 }
 
 // Every array task, of a job and of both stages of the importance chain, runs on the CPUs Slurm gave it:

@@ -168,13 +168,16 @@ std::string mergeText(const SlurmJob& job, const Stage& stage) {
                            "Puts the " + std::to_string(job.tasks) + " parts of " + stage.array_file +
                                " together (submit.sh starts it after every task succeeded).",
                            stage.job_name + "-merge", stage.merge_log);
-    for (const auto& o : job.options)
-        if (o.first != kCpusPerTask) s += sbatchLine(o);
-    s += "set -eu\nset --\nk=1\nwhile [ \"$k\" -le " + std::to_string(job.tasks) + " ]; do\n    set -- \"$@\" " +
-         partPrefix(job, stage) + "\"$k\"" + shellQuoted(kPartSuffix) + "\n    k=$((k + 1))\ndone\n";
+    for (const auto& o : job.options)  // the merge runs one thread: no --cpus-per-task, nor a prefix sbatch reads as it
+        if (std::string(kCpusPerTask).rfind(o.first, 0) != 0) s += sbatchLine(o);
+    // The parts' paths go through a list file (merge --parts-from), written in one pass: N = 100,000 parts on the
+    // command line would pass ARG_MAX ("Argument list too long"), and a list built with set -- "$@" costs N^2.
+    const std::string list = shellQuoted(inFolder(job, stage.part_prefix + "list.txt"));
+    s += "set -eu\nk=1\nwhile [ \"$k\" -le " + std::to_string(job.tasks) + " ]; do\n    printf '%s\\n' " +
+         partPrefix(job, stage) + "\"$k\"" + shellQuoted(kPartSuffix) + "\n    k=$((k + 1))\ndone >" + list + "\n";
     s += "exec " + shellQuoted(job.program) + " merge";
     for (const auto& f : stage.merged) s += " " + shellQuoted(f);
-    return s + " \"$@\"\n";
+    return s + " --parts-from " + list + "\n";
 }
 }  // namespace
 
