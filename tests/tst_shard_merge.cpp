@@ -504,6 +504,19 @@ void TestShardMerge::hostileNumbersAreRefused() {
     };
     QCOMPARE(mergeError({changed(align[0], links62(0)), changed(align[1], links62(1))}),
              QString::fromStdString(align[0]) + ".changed.json" + too_many.arg("4611686018427387904"));
+    // Counts no link set has (|A&S| <= min(|A|, |S|), |A&S| <= |A&P| <= |A|): merged, they made an AER of -15747
+    // and a precision of 9708.7, marked best.
+    const auto impossible = [](json& j) {
+        j["methods"][0]["predicted_sure"] = 1000000;
+        j["methods"][0]["predicted_possible"] = 1000000;
+    };
+    QCOMPARE(mergeError({align[0], changed(align[1], impossible)}),
+             QString::fromStdString(align[1]) +
+                 ".changed.json: method \"head:0:0\"'s \"predicted_sure\" is 1000000, not a whole number from 0 to 10");
+    QCOMPARE(mergeError({align[0], changed(align[1], [](json& j) { j["methods"][0]["predicted_possible"] = 4; })}),
+             QString::fromStdString(align[1]) +
+                 ".changed.json: method \"head:0:0\"'s \"predicted_possible\" is 4, not a whole number from 5 to "
+                 "1099511627776");
     // The app's reader (Open results…) holds a whole run's file to the same bound.
     const std::string whole_align = d + "align-whole.json";
     json big = json::parse(attnlab::alignmentJson(rep, model));

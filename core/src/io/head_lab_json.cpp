@@ -289,19 +289,26 @@ void checkHeadsFit(const HeadsFile& f, const std::string& path) {
 }  // namespace
 
 namespace {
-// One method of an alignment document: its name and counts, each a whole number, and counts a link set can have
-// (|A&S| <= |A&P| <= |A|, |A&S| <= |S|: gold's sure links are possible too).
+// The counts of one method of an alignment document (a whole run's or a part's): each a whole number up to
+// kMostSum, and counts a link set can have (|A&S| <= |A&P| <= |A|, |A&S| <= |S|: gold's sure links are possible
+// too); an InputError naming `path`, the method and the key otherwise. Open results… and the merge both read them here.
+AlignmentCounts alignmentCountsOf(const json& j, const std::string& path) {
+    const std::string where = "method " + j.at("method").dump() + "'s ";
+    AlignmentCounts c;
+    c.predicted = util::wholeNumberAt(j, "predicted", 0, kMostSum, path, where);
+    c.sure = util::wholeNumberAt(j, "sure", 0, kMostSum, path, where);
+    c.predicted_sure = util::wholeNumberAt(j, "predicted_sure", 0, std::min(c.predicted, c.sure), path, where);
+    c.predicted_possible = util::wholeNumberAt(j, "predicted_possible", c.predicted_sure, c.predicted, path, where);
+    return c;
+}
+
+// One method of an alignment document: its name, one of its model's, and its counts.
 AlignmentMethodReport methodOf(const json& j, const std::string& path, const ModelInfo& model) {
     AlignmentMethodReport m{parseAlignmentMethod(j.at("method").get<std::string>()), {}, {}};
     const auto& shape = model.config.model;
     if (auto why = alignmentMethodProblem(m.method, int(shape.decoderLayers()), int(shape.n_head)))
         throw InputError(path + ": method " + j["method"].dump() + " is not one of its model's: " + *why);
-    const std::string where = "method " + j["method"].dump() + "'s ";
-    auto& c = m.counts;
-    c.predicted = util::wholeNumberAt(j, "predicted", 0, kMostSum, path, where);
-    c.sure = util::wholeNumberAt(j, "sure", 0, kMostSum, path, where);
-    c.predicted_sure = util::wholeNumberAt(j, "predicted_sure", 0, std::min(c.predicted, c.sure), path, where);
-    c.predicted_possible = util::wholeNumberAt(j, "predicted_possible", c.predicted_sure, c.predicted, path, where);
+    m.counts = alignmentCountsOf(j, path);
     return m;
 }
 
@@ -578,16 +585,13 @@ json mergeAlignment(const std::vector<PartDocument>& parts) {
             if (j.at("method") != first["methods"][m].at("method"))
                 throw InputError(part.path + ": method " + j.at("method").dump() + " where " + parts.front().path +
                                  " has " + first["methods"][m].at("method").dump());
+            // Each count at most 2^40 and at most kMaxShards parts: the sums stay below 2^57, and possible counts.
+            const AlignmentCounts n = alignmentCountsOf(j, part.path);
             auto& c = rep.methods[m].counts;
-            const auto add = [&](int64_t& to, const char* key) {
-                const std::string where = "method " + j["method"].dump() + "'s ";
-                to = util::checkedSum(to, util::wholeNumberAt(j, key, 0, kMostSum, part.path, where), part.path,
-                                      where + "\"" + key + "\"");
-            };
-            add(c.predicted, "predicted");
-            add(c.sure, "sure");
-            add(c.predicted_sure, "predicted_sure");
-            add(c.predicted_possible, "predicted_possible");
+            c.predicted += n.predicted;
+            c.sure += n.sure;
+            c.predicted_sure += n.predicted_sure;
+            c.predicted_possible += n.predicted_possible;
         }
     }
     if (rep.has_gold) headlab::markBest(rep);
