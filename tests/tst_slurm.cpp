@@ -328,6 +328,23 @@ void TestSlurm::whatTasksCannotShardRefused() {
                 // the corpus is read to count its blocks: one that is not there is found before the tasks
                 {{"eval", "--model", m_pkg, "--src", m_src + ".none", "--ref", m_ref, "--json", json, "--slurm", "2"},
                  m_src + ".none: missing file"},
+                // every file a task reads, whatever --shard-by: heads by head reads no line before the tasks, and
+                // --ref, --tgt, --gold were never looked at (found by review)
+                {{"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref + ".none", "--importance", "--shard-by",
+                  "heads", "--json", json, "--slurm", "2"},
+                 m_ref + ".none: missing file (--ref, which every task reads)"},
+                {{"heads", "--model", m_pkg, "--src", m_src + ".none", "--shard-by", "heads", "--json", json, "--slurm",
+                  "2"},
+                 m_src + ".none: missing file (--src, which every task reads)"},
+                {{"align", "--model", m_pkg, "--src", m_src, "--tgt", m_ref, "--gold", m_dir.path(), "--json", json,
+                  "--slurm", "2"},
+                 m_dir.path() + ": a folder, not a file (--gold, which every task reads)"},
+                {{"align", "--model", m_pkg, "--src", m_src, "--tgt", m_ref, "--dev", m_src, m_ref, m_ref + ".none",
+                  "--json", json, "--slurm", "2"},
+                 m_ref + ".none: missing file (--dev, which every task reads)"},
+                {{"translate", "--model", m_pkg, "--json", json, "--slurm", "2", "--slurm-option",
+                  "input=" + m_src + ".none"},
+                 m_src + ".none: missing file (--slurm-option input, which every task reads)"},
                 // the importance chain's second stage reads what its first merge wrote
                 {{"heads", "--model", m_pkg, "--src", m_src, "--ref", m_ref, "--importance", "--importance-singles",
                   json + ".singles", "--json", json, "--slurm", "2"},

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -120,6 +122,34 @@ void checkInput(const CLI::App& cmd, const std::vector<slurm::SbatchOption>& opt
         throw attnlab::ConfigError(
             "translate --slurm: a task reads no terminal; give the lines with --text, or the "
             "file of them with --slurm-option input=FILE (each task's standard input)");
+}
+
+// Every file a task reads, checked here whatever --shard-by (heads' parts read every line): --src, --ref, --tgt,
+// --gold, align's --dev SRC TGT GOLD, and translate's #SBATCH --input file (not a filename pattern: a file per task).
+// Relative paths mean the same here as in the tasks (#SBATCH --chdir is this folder). The models are found apart
+// (resolveModel).
+void checkInputFiles(const CLI::App& cmd, const std::vector<slurm::SbatchOption>& options) {
+    std::vector<std::pair<std::string, std::string>> files;  // the option, the path
+    for (const char* name : {"--src", "--ref", "--tgt", "--gold", "--dev"})
+        if (given(cmd, name))
+            for (const auto& path : cmd.get_option(name)->as<std::vector<std::string>>())
+                files.emplace_back(name, path);
+    for (const auto& o : options)
+        if (o.first == "input" && o.second.find('%') == std::string::npos)
+            files.emplace_back("--slurm-option input", o.second);
+    for (const auto& [name, path] : files) {
+        std::error_code ec;
+        const auto status = fs::status(path, ec);
+        std::string problem;
+        if (!fs::exists(status))
+            problem = "missing file";
+        else if (fs::is_directory(status))
+            problem = "a folder, not a file";
+        else if (access(path.c_str(), R_OK) != 0)
+            problem = std::string("cannot be read: ") + std::strerror(errno);
+        if (!problem.empty())
+            throw attnlab::InputError(path + ": " + problem + " (" + name + ", which every task reads)");
+    }
 }
 
 // The lines the tasks' parts are cut from: --src (heads: the first --limit), translate's --text or the file
@@ -247,6 +277,7 @@ int runSlurm(const CommonOptions& common, const SlurmOptions& s, const CLI::App&
     // the first one's merge (head_lab_commands.cpp, --importance-singles)
     job.importance_chain = cmd.get_name() == "heads" && given(cmd, "--importance");
     checkInput(cmd, job.options);
+    checkInputFiles(cmd, job.options);
     warnOfEmptyTasks(cmd, s, job.options);
     // A Hugging Face name is downloaded here, once, into the shared cache the tasks read (HF_HUB_OFFLINE there).
     resolveModel(common.model);
