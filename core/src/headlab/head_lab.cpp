@@ -188,8 +188,8 @@ const AlignmentMethodReport* AlignmentReport::find(const AlignmentMethod& m) con
 
 namespace {
 // The contribution methods a run computes (each costs passes of its own: value zeroing one per attention block and
-// key, about 1.5 translations; ALTI+ about 0.4, scripts/bench_align.sh): with gold every one, since every method is scored;
-// without, only the one whose links are written (`chosen`'s), none for an attention method.
+// key, about 1.5 translations; ALTI+ about 0.4, scripts/bench_align.sh): with gold every one, since every method is
+// scored; without, only the one whose links are written (`chosen`'s), none for an attention method.
 std::vector<ContributionMethod> contributionsComputed(bool gold, const AlignmentMethod* chosen) {
     if (gold) return {std::begin(kContributionMethods), std::end(kContributionMethods)};
     const auto wanted = chosen ? contributionMethodOf(*chosen) : std::nullopt;
