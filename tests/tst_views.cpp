@@ -159,7 +159,8 @@ private Q_SLOTS:
     void weightViewExplainsTheCellAskedFor();
     void inputsViewInspectsOnlyWhenShown();
     void saliencyViewComputesWhenShown();
-    void whyThisPieceAndNotThatOne();  // issue 54
+    void whyThisPieceAndNotThatOne();   // issue 54
+    void aStaleQuestionShowsNothing();  // issue 54 item 4, review
     void importanceShowsIntervalsAndGradients();
     void openedMergedResultShowsItsStatistics();
     void openedAlignmentResultShowsItsScores();  // issue 55: Open results… of align --json
@@ -874,6 +875,38 @@ void TestViews::whyThisPieceAndNotThatOne() {
     QVERIFY(zeroing->map().empty() && zeroing->message().contains("notapieceofit"));
     m_context->setResult(nullptr, {});
     QVERIFY(!panel->isEnabled() && panel->stepBox()->count() == 0);
+}
+
+// A question still on the worker when another sentence is shown: its answer, or its failure, is not the new
+// sentence's, so the panel shows neither; Why? is off while a question is in flight (each costs several
+// translations on the worker; clicked again, it queued another).
+void TestViews::aStaleQuestionShowsNothing() {
+    SaliencyView view(m_context.get());
+    ContrastPanel* panel = view.contrast();
+    const auto first = translate("Zwei Hunde spielen."), second = translate("Ein Mann fährt.");
+    const QString idle("Pick a produced piece and another one, then Why?");
+    auto worked = [&] {  // the worker is one queue: an answer after the questions posted before came after theirs
+        QSignalSpy lens(m_controller.get(), &TranslationController::logitLensReady);
+        m_controller->computeLogitLens(second, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(lens.count() == 1, 60000);
+    };
+    for (const QString& other : {QStringLiteral("▁notapieceofit"), panel->alternativeBox()->itemText(0)}) {
+        m_context->setResult(first, {});
+        panel->stepBox()->setCurrentIndex(1);
+        panel->alternativeBox()->setEditText(other.isEmpty() ? panel->alternativeBox()->itemText(0) : other);
+        QPushButton* why = panel->findChild<QPushButton*>();
+        why->click();
+        const bool off_in_flight = !why->isEnabled();
+        m_context->setResult(second, {});
+        const bool on_for_the_next = why->isEnabled();  // the new sentence can be asked about
+        worked();
+        QCoreApplication::processEvents();
+        QVERIFY2(panel->map()->map().empty() && panel->map()->message() == idle, qPrintable(panel->map()->message()));
+        QVERIFY2(panel->zeroingMap()->message() == idle, qPrintable(panel->zeroingMap()->message()));
+        QVERIFY(!panel->contrastive());
+        QVERIFY(off_in_flight && on_for_the_next);
+    }
+    m_context->setResult(nullptr, {});
 }
 
 // A finished importance run: the curve with its bootstrap intervals as error bars and the points of

@@ -310,11 +310,11 @@ void TranslationController::computeLogitLens(ResultPtr result, int top) {
 
 void TranslationController::computeContrastive(ResultPtr result, const ContrastiveQuery& query) {
     if (!result) return;
-    postInspection(
+    postForShown(
         [this, result, query](const Translator& t) {
             Q_EMIT contrastiveReady(result, std::make_shared<const Contrastive>(t.contrastive(*result, query)));
         },
-        Operation::Contrast);
+        [this, result](const QString& message) { Q_EMIT contrastiveFailed(result, message); });
 }
 
 void TranslationController::computeSaliency(ResultPtr result) {

@@ -143,7 +143,8 @@ public:
     // probable pieces of each (Translator::logitLens); answered by logitLensReady or failed(LogitLens).
     void computeLogitLens(ResultPtr result, int top);
     // Asynchronous: why the result's piece at query.step and not query.alternative (Translator::contrastive);
-    // answered by contrastiveReady or failed(Contrast).
+    // answered by contrastiveReady or contrastiveFailed (both naming the result asked about). Like
+    // computeLogitLens, dropped unanswered when a newer translation was asked for before it started.
     void computeContrastive(ResultPtr result, const ContrastiveQuery& query);
     // Asynchronous: gradient x input for a result (Translator::saliency); answered by saliencyReady
     // or failed(Saliency).
@@ -197,6 +198,7 @@ Q_SIGNALS:
     void contributionsFailed(attnlab::ui::ResultPtr result, attnlab::ContributionMethod method, const QString& message);
     void logitLensReady(attnlab::ui::ResultPtr result, attnlab::ui::LogitLensPtr lens);
     void contrastiveReady(attnlab::ui::ResultPtr result, attnlab::ui::ContrastivePtr contrastive);
+    void contrastiveFailed(attnlab::ui::ResultPtr result, const QString& message);
     void historyLoaded(const QString& package_dir, attnlab::ui::HistoryPtr history);
     void pivotLoaded(attnlab::ui::ModelInfoPtr first, attnlab::ui::ModelInfoPtr second);
     void legShown(int leg, attnlab::ui::ModelInfoPtr info);

@@ -50,15 +50,14 @@ ContrastPanel::ContrastPanel(ViewContext* c, QWidget* parent) : QWidget(parent),
     connect(m_why, &QPushButton::clicked, this,
             [this] { ask(m_step->currentIndex(), m_alternative->currentText().trimmed()); });
     connect(c->controller(), &TranslationController::contrastiveReady, this, &ContrastPanel::show);
-    connect(c, &ViewContext::failed, this, [this](Operation op, const QString& message) {
-        if (op == Operation::Contrast) clearMaps(message);
-    });
+    connect(c->controller(), &TranslationController::contrastiveFailed, this, &ContrastPanel::failedFor);
 }
 
 void ContrastPanel::setResult(ResultPtr result) {
     m_result = std::move(result);
     m_contrastive.reset();
     m_step->clear();
+    m_why->setEnabled(true);  // a question about the translation before is answered to nobody
     setEnabled(m_result && !m_result->best.pieces.empty());
     if (!m_result) return clearMaps(tr("Pick a produced piece and another one, then Why?"));
     for (size_t i = 0; i < m_result->best.pieces.size(); ++i)
@@ -80,11 +79,13 @@ void ContrastPanel::ask(int step, const QString& alternative) {
     m_contrastive.reset();
     m_map->clear(tr("Computing the gradient of the difference…"));
     m_zeroing->clear(tr("Zeroing each piece in each layer…"));
+    m_why->setEnabled(false);  // one question at a time: each costs several translations on the worker
     m_context->controller()->computeContrastive(m_result, ContrastiveQuery{step, alternative.toStdString()});
 }
 
 void ContrastPanel::show(ResultPtr result, ContrastivePtr contrastive) {
     if (result != m_result) return;  // a later translation took its place
+    m_why->setEnabled(true);
     m_contrastive = std::move(contrastive);
     const Contrastive& c = *m_contrastive;
     const int step = c.query.step;
@@ -101,6 +102,13 @@ void ContrastPanel::show(ResultPtr result, ContrastivePtr contrastive) {
                       .arg(c.chosen_log_probability, 0, 'f', 2)
                       .arg(c.alternative_log_probability, 0, 'f', 2));
     showZeroing(columns);
+}
+
+// A failure about a translation no longer shown is dropped: it would clear this one's panel with another's error.
+void ContrastPanel::failedFor(ResultPtr result, const QString& message) {
+    if (result != m_result) return;
+    m_why->setEnabled(true);
+    clearMaps(message);
 }
 
 void ContrastPanel::clearMaps(const QString& message) {

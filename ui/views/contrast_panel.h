@@ -31,12 +31,14 @@ public:
     ContrastivePtr contrastive() const { return m_contrastive; }
     QComboBox* stepBox() const { return m_step; }
     QComboBox* alternativeBox() const { return m_alternative; }
+    QPushButton* whyButton() const { return m_why; }  // disabled while a question is in flight
 
 private:
     void fillAlternatives();  // the chosen step's candidates but the chosen piece
     void show(ResultPtr result, ContrastivePtr contrastive);
     void showZeroing(const QStringList& columns);
     void clearMaps(const QString& message);
+    void failedFor(ResultPtr result, const QString& message);
     ViewContext* m_context;
     ResultPtr m_result;
     ContrastivePtr m_contrastive;
