@@ -18,6 +18,7 @@
 #include <attnlab/errors.h>
 #include <attnlab/head_lab.h>
 #include <attnlab/head_lab_json.h>
+#include <attnlab/importance_parts.h>
 #include <attnlab/metrics.h>
 #include <attnlab/package.h>
 #include <attnlab/partial_result.h>
@@ -101,6 +102,9 @@ private Q_SLOTS:
     void hostileNumbersAreRefused();
 
 private:
+    void hostileHeadsRefused(
+        const std::string& d, attnlab::HeadStatsReport stats,
+        const std::function<std::string(const std::string&, const std::function<void(json&)>&)>& changed);
     // `args` with --json DIR/NAME.json: the whole run's result.
     json whole(const QStringList& args, const QString& name);
     // The files of `args` run as `parts` parts (--shard k/parts --json DIR/NAME.k-parts.json), each in a process of
@@ -413,6 +417,8 @@ QString mergeError(const std::vector<std::string>& paths) {
         (void)attnlab::mergeCorpusResults(paths);
     } catch (const attnlab::InputError& e) {
         return QString::fromStdString(e.what());
+    } catch (const std::exception& e) {  // any other: the merge's errors are InputErrors
+        return QString("not an InputError: ") + e.what();
     }
     return {};
 }
@@ -548,6 +554,47 @@ void TestShardMerge::hostileNumbersAreRefused() {
     QCOMPARE(mergeError({heads[0], changed(heads[1], [](json& j) { j["sentence_lines"][0] = int64_t(1) << 40; })}),
              QString::fromStdString(heads[1]) +
                  ".changed.json: \"sentence_lines\" is 1099511627776, not a whole number from 8 to 15");
+    hostileHeadsRefused(d, stats, changed);
+}
+
+// The heads parts' numbers that the merge reads through readHeadsJson's readers (statsOf, importanceOf): a failure
+// named the key but no file (a ConfigError from util::wholeNumberIn).
+void TestShardMerge::hostileHeadsRefused(
+    const std::string& d, attnlab::HeadStatsReport stats,
+    const std::function<std::string(const std::string&, const std::function<void(json&)>&)>& changed) {
+    attnlab::HeadStats head;
+    head.head = {attnlab::AttentionKind::Cross, 0, 0};
+    head.rows = 3;
+    head.offset_histogram = {1.0};
+    head.sentence_rows = {3};
+    head.sentence_sums = {{}};
+    stats.heads = {head};
+    attnlab::ModelInfo model;
+    std::vector<std::string> parts;
+    for (int k = 1; k <= 2; ++k) {
+        stats.sentence_lines = {8 * (k - 1)};
+        parts.push_back(d + "compare." + std::to_string(k) + ".json");
+        attnlab::HeadsPartExtras extras;
+        extras.other = &stats;
+        const std::string doc = attnlab::headsJson(stats, nullptr, model, {&stats, &model, false});
+        attnlab::testing::writeFile(parts.back(),
+                                    attnlab::withRun(attnlab::withPartExtras(doc, extras), hostileRun("heads", k)));
+    }
+    QCOMPARE(mergeError(parts), QString());
+    // --compare-model's statistics with a histogram radius of -1 in each part.
+    const auto radius = [](json& j) { j["comparison"]["statistics"]["histogram_radius"] = -1; };
+    QCOMPARE(mergeError({changed(parts[0], radius), changed(parts[1], radius)}),
+             QString::fromStdString(parts[0]) +
+                 ".changed.json: \"histogram_radius\" is -1, not a whole number from 0 to 2147483647");
+    // The second stage of --importance beside a first stage's result whose sentences are -1.
+    const auto curve = [](json& j) { j["importance_part"] = {{"stage", "curve"}}; };
+    const std::string singles = d + "singles.json";
+    json first_stage = readJson(QString::fromStdString(parts[0]));
+    first_stage["run"].erase("shard");
+    first_stage["importance_singles"] = {{"sentences", -1}};
+    attnlab::testing::writeFile(singles, first_stage.dump());
+    QCOMPARE(mergeError({singles, changed(parts[0], curve), changed(parts[1], curve)}),
+             QString::fromStdString(singles) + ": \"sentences\" is -1, not a whole number from 0 to 2147483647");
 }
 
 QTEST_GUILESS_MAIN(TestShardMerge)

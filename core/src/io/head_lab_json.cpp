@@ -19,6 +19,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <sstream>
 
 namespace attnlab {
@@ -468,16 +469,17 @@ json chrfStatsJson(const ChrfStats& c) {
     return v;
 }
 
-std::vector<int64_t> countsOf(const json& j, size_t n, const std::string& path, const std::string& what) {
+std::vector<int64_t> countsOf(const json& j, size_t n, const std::string& path, const std::string& what,
+                              int64_t most = kMostSum) {
     if (!j.is_array() || j.size() != n)
         throw InputError(path + ": " + what + ": " + std::to_string(n) + " counts expected, found " + j.dump(-1));
     std::vector<int64_t> out;
-    for (const auto& v : j) out.push_back(util::wholeNumber(v, 0, kMostSum, path, what));
+    for (const auto& v : j) out.push_back(util::wholeNumber(v, 0, most, path, what));
     return out;
 }
 
-BleuStats bleuStatsOf(const json& j, const std::string& path, const std::string& what) {
-    const auto v = countsOf(j, 10, path, what);
+BleuStats bleuStatsOf(const json& j, const std::string& path, const std::string& what, int64_t most = kMostSum) {
+    const auto v = countsOf(j, 10, path, what, most);
     BleuStats b;
     std::copy(v.begin(), v.begin() + 4, b.correct);
     std::copy(v.begin() + 4, v.begin() + 8, b.total);
@@ -496,6 +498,26 @@ ChrfStats chrfStatsOf(const json& j, const std::string& path, const std::string&
     return c;
 }
 
+// One sentence's BLEU statistics: each count at most util::kMaxJsonCount (2^31 - 1, as eval's parts read a line's),
+// so that the paired bootstrap's sums over at most util::kMaxJsonLines sentences (metrics.cpp, pairedBootstrap) stay
+// below 2^62. A run's sums are read up to kMostSum.
+BleuStats sentenceStatsOf(const json& j, const std::string& path, const std::string& what) {
+    return bleuStatsOf(j, path, what, util::kMaxJsonCount);
+}
+
+// The first stage's baseline sentence statistics (the paired bootstrap's): one per sentence of the singles, which
+// are at most the run's lines.
+std::vector<BleuStats> baselineSentences(const json& singles, int sentences, int64_t lines, const std::string& path) {
+    const json& list = singles.at("baseline_sentences");
+    if (sentences > lines || list.size() != size_t(sentences))
+        throw InputError(path + ": \"baseline_sentences\" holds " + std::to_string(list.size()) +
+                         " sentences' statistics for " + std::to_string(sentences) + " sentences of " +
+                         std::to_string(lines) + " lines");
+    std::vector<BleuStats> out;
+    for (const auto& b : list) out.push_back(sentenceStatsOf(b, path, "\"baseline_sentences\""));
+    return out;
+}
+
 // One run's sums, and its sentences' statistics when it kept them.
 json ablationJson(const AblationRun& r) {
     json j = {{"bleu_stats", bleuStatsJson(r.bleu)}, {"chrf_stats", chrfStatsJson(r.chrf)}};
@@ -512,7 +534,7 @@ AblationRun ablationOf(const json& j, const std::string& path, const std::string
     r.bleu = bleuStatsOf(j.at("bleu_stats"), path, what + "'s \"bleu_stats\"");
     r.chrf = chrfStatsOf(j.at("chrf_stats"), path, what + "'s \"chrf_stats\"");
     if (j.contains("sentences"))
-        for (const auto& b : j["sentences"]) r.sentences.push_back(bleuStatsOf(b, path, what + "'s sentences"));
+        for (const auto& b : j["sentences"]) r.sentences.push_back(sentenceStatsOf(b, path, what + "'s sentences"));
     return r;
 }
 
@@ -531,7 +553,7 @@ std::vector<HeadRef> headsOfNames(const json& names) {
 
 GradientImportanceReport gradientOf(const json& j) {
     GradientImportanceReport g;
-    g.sentences = j.at("sentences").get<int>();
+    g.sentences = intAt(j, "sentences", 0, "gradient's ");
     g.skipped = skippedOf(j.at("skipped"));
     g.seconds = j.at("seconds").get<double>();
     for (const auto& h : j.at("heads"))
@@ -542,6 +564,17 @@ GradientImportanceReport gradientOf(const json& j) {
 
 namespace headlab_merge {
 namespace {
+// `read()` over the document of the part (or first stage's result) in `path`: the readers above throw a ConfigError
+// without the file for a number out of range (intAt); here it names the file.
+template <typename Read>
+auto inPart(const std::string& path, Read read) {
+    try {
+        return read();
+    } catch (const ConfigError& e) {
+        throw InputError(path + ": " + e.what());
+    }
+}
+
 // A part's skipped pairs, their "pair" as the corpus counts them (the CLI writes them so): each a line of the part.
 void appendSkipped(std::vector<SkippedPair>& to, const PartDocument& part, const json& from) {
     for (const auto& k : from)
@@ -715,7 +748,7 @@ void mergedLines(const std::vector<PartDocument>& parts, ShardBy by, int& senten
     if (by == ShardBy::Heads) {
         sentences = int(util::wholeNumberAt(first, "sentences", 0, util::kMaxJsonLines, parts.front().path,
                                             "\"importance_part\"."));
-        skipped = skippedOf(first.at("skipped"));
+        skipped = inPart(parts.front().path, [&] { return skippedOf(first.at("skipped")); });
     }
 }
 
@@ -788,7 +821,10 @@ json mergedComparison(const json& root, const std::vector<PartDocument>& parts) 
         others.push_back({part.path, &mine.at("statistics"), part.first_line, part.lines});
     }
     const json other = mergeHeads(others);
-    return comparisonJson(statsOf(root), statsOf(other), c.at("model"), c.at("reversed").get<bool>());
+    // A number out of range here came from the parts (the same in each, or summed): named with the first.
+    return inPart(parts.front().path, [&] {
+        return comparisonJson(statsOf(root), statsOf(other), c.at("model"), c.at("reversed").get<bool>());
+    });
 }
 
 // What a part carries beside its statistics, merged: the singles, the gradient, the comparison.
@@ -818,6 +854,8 @@ void refuseWhole(const PartDocument& part) {
 
 json mergeHeads(const std::vector<PartDocument>& parts) {
     const json& first = *parts.front().doc;
+    // The first stage's merged result alone (attnlab-cli merge OUT.json singles.json): a merged result, given back.
+    if (parts.size() == 1 && isImportanceSingles(first)) return first;
     for (const auto& part : parts) refuseWhole(part);
     std::vector<int> lines;
     std::vector<SkippedPair> skipped;
@@ -865,14 +903,13 @@ json mergeImportanceCurve(const PartDocument& singles, const std::vector<PartDoc
             throw InputError(part.path + ": not a part of heads --importance's pruning curve (merged beside " +
                              singles.path + ")");
     const json& s = singles.doc->at("importance_singles");
-    ImportanceReport rep = importanceOf(s);
+    ImportanceReport rep = inPart(singles.path, [&] { return importanceOf(s); });
     rep.curve.resize(1);
     ImportanceOptions o;
     o.curve_step = int(util::wholeNumberAt(s, "curve_step", 1, 1 << 20, singles.path, "\"importance_singles\"."));
     o.bootstrap_resamples =
         int(util::wholeNumberAt(s, "bootstrap_resamples", 0, ImportanceOptions::kMaxBootstrapResamples, singles.path));
-    std::vector<BleuStats> baseline;
-    for (const auto& b : s.at("baseline_sentences")) baseline.push_back(bleuStatsOf(b, singles.path, "baseline"));
+    const std::vector<BleuStats> baseline = baselineSentences(s, rep.sentences, singles.lines, singles.path);
     const auto sets = curveSets(rep.heads, o.curve_step);
     json order = json::array();
     for (const auto& h : rep.heads) order.push_back(headName(h.head));
@@ -884,17 +921,20 @@ json mergeImportanceCurve(const PartDocument& singles, const std::vector<PartDoc
     int sentences = 0;
     std::vector<SkippedPair> skipped;
     mergedLines(parts, by, sentences, skipped);
+    if (sentences != rep.sentences)
+        throw InputError(parts.front().path + "...: the curve's points over " + std::to_string(sentences) +
+                         " sentences, the singles over " + std::to_string(rep.sentences));
     for (size_t p = 0; p < runs.size(); ++p) {
-        if (sentences != rep.sentences || (o.bootstrap_resamples > 0 && runs[p].sentences.size() != baseline.size()))
-            throw InputError(parts.front().path + "...: curve point " + std::to_string(p) + " over " +
-                             std::to_string(sentences) + " sentences, the singles over " +
-                             std::to_string(rep.sentences));
+        if (o.bootstrap_resamples > 0 && runs[p].sentences.size() != baseline.size())
+            throw InputError(parts.front().path + "...: curve point " + std::to_string(p) + " carries " +
+                             std::to_string(runs[p].sentences.size()) + " sentences' statistics for " +
+                             std::to_string(baseline.size()) + " sentences (the paired bootstrap needs each one's)");
         runs[p].ablated = sets[p];
     }
     addCurve(rep, runs, baseline, o);
     json root = *singles.doc;
     if (root.contains("gradient_importance")) {
-        rep.gradient = gradientOf(root["gradient_importance"]);
+        rep.gradient = inPart(singles.path, [&] { return gradientOf(root["gradient_importance"]); });
         rep.rank_correlation = importanceRankCorrelation(rep);
     }
     root.erase("importance_singles");
@@ -927,6 +967,25 @@ std::string runDifference(const json& a, const json& b) {
 }
 }  // namespace
 
+namespace {
+// The first stage's ranking holds each of `heads` (the model's, of the run's kinds) once: a head ranked twice, one
+// not ranked or one the model has not (a hand-edited singles.json) is refused naming the file.
+void checkRankedHeads(const std::vector<HeadImportance>& ranked, const std::vector<HeadRef>& heads,
+                      const std::string& path) {
+    std::map<std::string, int> times;
+    for (const auto& h : heads) times[headName(h)] = 0;
+    for (const auto& r : ranked) {
+        const auto it = times.find(headName(r.head));
+        if (it == times.end())
+            throw InputError(path + ": head " + headName(r.head) + " is ranked, not one of the model's " +
+                             std::to_string(heads.size()) + " heads of the run's kinds");
+        if (++it->second > 1) throw InputError(path + ": head " + headName(r.head) + " is ranked twice");
+    }
+    for (const auto& [name, n] : times)
+        if (n == 0) throw InputError(path + ": head " + name + " of the model is not ranked");
+}
+}  // namespace
+
 std::string withPartExtras(const std::string& document, const HeadsPartExtras& extras) {
     json root = util::parseJson(document, "withPartExtras");
     if (extras.singles) root["importance_part"] = singlesPartJson(*extras.singles);
@@ -939,7 +998,8 @@ std::string withPartExtras(const std::string& document, const HeadsPartExtras& e
     return root.dump(1) + "\n";
 }
 
-ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun& run) {
+ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun& run,
+                                        const std::vector<HeadRef>& heads) {
     const std::string how =
         " (attnlab-cli merge singles.json singles-*.json writes it from the parts of heads "
         "--importance --shard K/N)";
@@ -963,8 +1023,8 @@ ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun
         out.curve_step = int(util::wholeNumberAt(s, "curve_step", 1, 1 << 20, path));
         out.bootstrap_resamples =
             int(util::wholeNumberAt(s, "bootstrap_resamples", 0, ImportanceOptions::kMaxBootstrapResamples, path));
-        for (const auto& b : s.at("baseline_sentences"))
-            out.baseline_sentences.push_back(bleuStatsOf(b, path, "\"baseline_sentences\""));
+        out.baseline_sentences = baselineSentences(s, out.ranked.sentences, run.lines, path);
+        checkRankedHeads(out.ranked.heads, heads, path);
         return out;
     } catch (const PackageError& e) {
         throw InputError(e.what());
