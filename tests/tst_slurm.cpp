@@ -227,7 +227,11 @@ void TestSlurm::scriptsOfThreeTasks() {
              qPrintable(merge));
 
     const QString submit = text(folder + "/submit.sh");
-    QVERIFY2(submit.contains("job1=$(sbatch --parsable '" + folder + "/array.sbatch')"), qPrintable(submit));
+    // the environment's SBATCH_* would override the scripts' own lines (sbatch(1)): unset before the first sbatch
+    QVERIFY2(submit.contains("\nunset SBATCH_ARRAY_INX SBATCH_OUTPUT SBATCH_ERROR SBATCH_JOB_NAME\njob1=$(sbatch "
+                             "--parsable '" +
+                             folder + "/array.sbatch')"),
+             qPrintable(submit));
     QVERIFY2(submit.contains("job2=$(sbatch --parsable --dependency=afterok:\"$job1\" --kill-on-invalid-dep=yes '" +
                              folder + "/merge.sbatch'"),
              qPrintable(submit));
@@ -597,8 +601,14 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     QVERIFY2(problem.isEmpty(), qPrintable(problem));
 
     const QString merged = here.path() + "/merged.json", folder = here.path() + "/job 100%a";
-    const auto r = runCli(evalArgs(merged) + QStringList{"--slurm", "3", "--slurm-dir", folder, "--submit"}, {},
-                          cluster.environment());
+    // sbatch's input environment variables override a script's #SBATCH lines (sbatch(1), "INPUT ENVIRONMENT
+    // VARIABLES"): set where submit.sh runs, they took the array to one task and the logs elsewhere (found by review)
+    auto env = cluster.environment();
+    env.insert("SBATCH_ARRAY_INX", "1");
+    env.insert("SBATCH_OUTPUT", here.path() + "/elsewhere-%a.out");
+    env.insert("SBATCH_ERROR", here.path() + "/errors-%a.out");
+    env.insert("SBATCH_JOB_NAME", "another-name");
+    const auto r = runCli(evalArgs(merged) + QStringList{"--slurm", "3", "--slurm-dir", folder, "--submit"}, {}, env);
     QVERIFY2(r.code == 0, qPrintable(r.err + "\n" + cluster.logs()));
     const auto ids = QRegularExpression("array job (\\d+): 3 tasks.*\\nmerge job (\\d+): ",
                                         QRegularExpression::DotMatchesEverythingOption)
@@ -620,6 +630,8 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     QCOMPARE(cluster.waitForJob(ids.captured(1), 10), QString("COMPLETED COMPLETED COMPLETED"));
     for (const char* log : {"task-1.out", "task-2.out", "task-3.out", "merge.out"})
         QVERIFY2(QFile::exists(folder + "/logs/" + log), log);
+    QVERIFY2(QDir(here.path()).entryList({"elsewhere-*", "errors-*"}).isEmpty(),
+             qPrintable(QDir(here.path()).entryList().join(' ')));
     QCOMPARE(readJson(merged), readJson(m_whole));
 
     const QString last = cluster.waitForJob(chained.captured(4), 200);

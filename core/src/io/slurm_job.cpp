@@ -266,7 +266,10 @@ std::string submitScript(const SlurmJob& job) {
         "#!/bin/sh\n"
         "# Submits the jobs in order, each after the one before: afterok starts it only when every task of that one\n"
         "# ended with status 0, and a failure cancels it. Prints their ids. Written by attnlab-cli --slurm.\n"
-        "set -eu\n";
+        "set -eu\n"
+        "# sbatch's input environment variables override the scripts' #SBATCH lines (sbatch(1), INPUT ENVIRONMENT\n"
+        "# VARIABLES): these would change the array, the logs and the job names the scripts set.\n"
+        "unset SBATCH_ARRAY_INX SBATCH_OUTPUT SBATCH_ERROR SBATCH_JOB_NAME\n";
     std::string ids, after;
     int k = 0;
     for (const JobScript& script : jobScripts(job)) {
