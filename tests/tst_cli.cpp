@@ -69,6 +69,7 @@ private Q_SLOTS:
     void attentionJsonBeyondWeights();
     void attentionJsonContributions();
     void attentionJsonContrastive();
+    void contrastSkipsSentencesItDoesNotFit();  // review of issue 54 item 4
 
 private:
     QString writeCorpus(const QString& dir, int train_lines, int valid_lines);
@@ -355,21 +356,67 @@ void TestCli::attentionJsonContrastive() {
     QVERIFY(near(c["saliency"]["source"], lib.saliency_source));
     QVERIFY(near(c["saliency"]["target"], lib.saliency_target));
     const auto& z = c["value_zeroing"];
-    QCOMPARE(z["encoder_self"].size(), lib.zeroing_encoder_self.size());
-    for (size_t l = 0; l < lib.zeroing_cross.size(); ++l) {
-        QVERIFY(near(z["encoder_self"][l], lib.zeroing_encoder_self[l]));
-        QVERIFY(near(z["decoder_self"][l], lib.zeroing_decoder_self[l]));
-        QVERIFY(near(z["cross"][l], lib.zeroing_cross[l]));
+    // Each kind over its own layers (an encoder may have more than the decoder).
+    for (const auto& [kind, want] :
+         {std::pair{"encoder_self", &lib.zeroing_encoder_self}, std::pair{"decoder_self", &lib.zeroing_decoder_self},
+          std::pair{"cross", &lib.zeroing_cross}}) {
+        QCOMPARE(z[kind].size(), want->size());
+        for (size_t l = 0; l < want->size(); ++l) QVERIFY2(near(z[kind][l], (*want)[l]), kind);
     }
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--contrast", "1"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("--contrast '1': expected STEP:PIECE"), qPrintable(r.err));
-    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--max-len", "3", "--attention", path, "--contrast", "40:x"});
+    r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--attention", path, "--contrast", ""});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("--contrast, sentence 1: contrastive: step 40 is out of range"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("--contrast: an empty value: expected STEP:PIECE"), qPrintable(r.err));
     r = cli({"translate", "-m", m_pkg, "-t", "Ein Hund.", "--contrast", "1:x"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("--contrast requires --attention"), qPrintable(r.err));
+}
+
+// A question that does not fit one sentence (its step past the translation's end, its piece the one chosen
+// there) skips that sentence, not the run: its "contrastive" is null with why, a warning names its input line
+// (an empty line before it counts), and every other sentence is answered. It stopped the run with rc 2 and no
+// JSON at the first such sentence, after every translation was done.
+void TestCli::contrastSkipsSentencesItDoesNotFit() {
+    attnlab::Translator t(m_pkg.toStdString(), {attnlab::testing::testDevice()});
+    attnlab::DecodingOptions o;
+    o.max_length = 6;
+    const std::string fits = "Ein Hund läuft.", chosen = "Zwei Hunde spielen.";
+    const auto a = t.translate(fits, o), b = t.translate(chosen, o);
+    const int step = 1;
+    const std::string piece = b.best.pieces.at(step);  // the piece chosen there by line 3
+    QVERIFY2(a.best.pieces.at(step) != piece, "the fixture's sentences differ at step 1");
+    const QString path = m_dir.path() + "/contrast-skipped.json";
+    const QByteArray input = QByteArray::fromStdString(fits + "\n\n" + chosen + "\n");
+    auto r = cli({"translate", "-m", m_pkg, "--max-len", "6", "--attention", path, "--contrast",
+                  QString::fromStdString(std::to_string(step) + ":" + piece)},
+                 input);
+    QCOMPARE(r.code, 1);  // the empty line 2
+    QVERIFY2(r.err.contains("line 2: the sentence is empty"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("attnlab-cli: line 3: --contrast skipped, \"contrastive\" is null: contrastive: '"),
+             qPrintable(r.err));
+    QVERIFY2(!r.err.contains("line 1: --contrast"), qPrintable(r.err));
+    auto doc = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()));
+    QCOMPARE(doc["sentences"].size(), size_t(2));
+    const auto& answered = doc["sentences"][0];
+    QCOMPARE(answered["contrastive"]["chosen"].get<std::string>(), a.best.pieces[step]);
+    QVERIFY(!answered.contains("contrastive_skipped"));
+    const auto& skipped = doc["sentences"][1];
+    QVERIFY(skipped["contrastive"].is_null());
+    QVERIFY2(skipped["contrastive_skipped"].get<std::string>().find("the piece chosen at step 1") != std::string::npos,
+             skipped.dump().c_str());
+    QCOMPARE(skipped["attention"].size(), answered["attention"].size());  // the rest of the sentence written
+    // A step past a short translation's end: that sentence skipped, its reason said.
+    r = cli({"translate", "-m", m_pkg, "-t", QString::fromStdString(fits), "--max-len", "3", "--attention", path,
+             "--contrast", "40:x"});
+    QCOMPARE(r.code, 0);
+    doc = nlohmann::json::parse(attnlab::testing::readFile(path.toStdString()));
+    QVERIFY(doc["sentences"][0]["contrastive"].is_null());
+    QVERIFY2(doc["sentences"][0]["contrastive_skipped"].get<std::string>().find("step 40 is out of range") !=
+                 std::string::npos,
+             doc["sentences"][0]["contrastive_skipped"].dump().c_str());
+    QVERIFY2(r.err.contains("line 1: --contrast skipped"), qPrintable(r.err));
 }
 
 void TestCli::attentionJsonReadBack() {

@@ -45,7 +45,7 @@ std::vector<attnlab::ContributionMethod> contributionMethods(const std::vector<s
 // --contrast STEP:PIECE: the step (0-based, as --ablate's numbers) and the other piece, split at the first colon
 // (a piece may hold one); nothing when the option is absent. Throws ConfigError naming what is wrong.
 std::optional<attnlab::ContrastiveQuery> contrastQuery(const std::string& text) {
-    if (text.empty()) return std::nullopt;
+    if (text.empty()) return std::nullopt;  // absent: an empty value given is refused by the option's check
     const auto colon = text.find(':');
     const std::string step = text.substr(0, colon);
     const bool digits = !step.empty() && step.size() <= 9 && step.find_first_not_of("0123456789") == std::string::npos;
@@ -78,15 +78,19 @@ struct Leg {
     std::string name;                                   // "leg 2 (en -> fr)" in messages; empty for a direct route
     std::optional<attnlab::ContrastiveQuery> contrast;  // --contrast, on the last leg (the translation printed)
     std::vector<attnlab::TranslationResult> kept;
+    std::vector<int64_t> kept_lines;  // each kept result's input line (1-based; invalid lines keep none)
 };
 
-// --contrast for the leg's kept result i; a refusal (a step past the translation's end, the piece chosen there)
-// names the sentence, 1-based as the attention JSON's "sentences" list.
-attnlab::Contrastive contrastFor(const Leg& leg, size_t i) {
+// --contrast for the leg's kept result i. A question that does not fit the sentence (a step past the translation's
+// end, the piece chosen there: Translator::contrastive's InputError) is skipped, not the run: the sentence's
+// "contrastive" is null with why, and a warning names its input line.
+attnlab::AttentionJsonExtras::ContrastiveEntry contrastFor(const Leg& leg, size_t i) {
     try {
-        return leg.translator->contrastive(leg.kept[i], *leg.contrast);
+        return {leg.translator->contrastive(leg.kept[i], *leg.contrast), {}};
     } catch (const attnlab::InputError& e) {
-        throw attnlab::InputError("--contrast, sentence " + std::to_string(i + 1) + ": " + e.what());
+        std::cerr << "attnlab-cli: line " << leg.kept_lines.at(i)
+                  << ": --contrast skipped, \"contrastive\" is null: " << attnlab::escapedForTerminal(e.what()) << "\n";
+        return {std::nullopt, e.what()};
     }
 }
 
@@ -139,13 +143,20 @@ public:
         if (m_progress) std::cerr << "\rtranslated " << m_done << " lines" << std::flush;
         if (m_keep)
             for (auto& l : m_batch)
-                for (size_t k = 0; k < l.results.size(); ++k) m_legs[k].kept.push_back(std::move(l.results[k]));
+                for (size_t k = 0; k < l.results.size(); ++k) {
+                    m_legs[k].kept.push_back(std::move(l.results[k]));
+                    m_legs[k].kept_lines.push_back(l.number);
+                }
         m_batch.clear();
     }
 
+    // Every leg's maps are computed before any file is written: a failure leaves no leg's file half the run's.
     void writeFiles() {
         clearProgress();
-        for (const auto& leg : m_legs) writeLegFiles(leg);
+        std::vector<attnlab::AttentionJsonExtras> extras;
+        for (const auto& leg : m_legs)
+            extras.push_back(leg.attention_path.empty() ? attnlab::AttentionJsonExtras{} : legExtras(leg));
+        for (size_t k = 0; k < m_legs.size(); ++k) writeLegFiles(m_legs[k], extras[k]);
     }
     int status() const { return m_status; }
 
@@ -201,35 +212,38 @@ private:
         }
     }
 
-    void writeLegFiles(const Leg& leg) const {
+    attnlab::AttentionJsonExtras legExtras(const Leg& leg) const {
         const auto& t = m_t;
-        if (!leg.attention_path.empty()) {
-            attnlab::AttentionJsonExtras extras;
-            bool norms = false;
-            bool saliency = false;
-            for (const auto& name : t.maps) {  // each name at most once in effect, however often given
-                saliency |= name == attnlab::kSaliencyName;
-                const auto m = attnlab::parseMapMeasure(name);  // checked by --maps' validator
-                norms |= m == attnlab::MapMeasure::ValueNorm;
-                extras.rollout |= m == attnlab::MapMeasure::Rollout;
-            }
-            if (norms)
-                for (const auto& r : leg.kept) extras.value_norms.push_back(leg.translator->valueNorms(r));
-            if (saliency)
-                for (const auto& r : leg.kept) extras.saliency.push_back(leg.translator->saliency(r));
-            if (t.logit_lens)
-                for (const auto& r : leg.kept) extras.logit_lens.push_back(leg.translator->logitLens(r));
-            const auto methods = contributionMethods(t.contributions);
-            if (!methods.empty())
-                for (const auto& r : leg.kept) {
-                    extras.contributions.emplace_back();
-                    for (auto method : methods)
-                        extras.contributions.back().push_back(leg.translator->contributions(r, method));
-                }
-            if (leg.contrast)
-                for (size_t i = 0; i < leg.kept.size(); ++i) extras.contrastive.push_back(contrastFor(leg, i));
-            attnlab::writeAttentionJson(leg.attention_path, leg.kept, leg.translator->info(), leg.d, extras);
+        attnlab::AttentionJsonExtras extras;
+        bool norms = false;
+        bool saliency = false;
+        for (const auto& name : t.maps) {  // each name at most once in effect, however often given
+            saliency |= name == attnlab::kSaliencyName;
+            const auto m = attnlab::parseMapMeasure(name);  // checked by --maps' validator
+            norms |= m == attnlab::MapMeasure::ValueNorm;
+            extras.rollout |= m == attnlab::MapMeasure::Rollout;
         }
+        if (norms)
+            for (const auto& r : leg.kept) extras.value_norms.push_back(leg.translator->valueNorms(r));
+        if (saliency)
+            for (const auto& r : leg.kept) extras.saliency.push_back(leg.translator->saliency(r));
+        if (t.logit_lens)
+            for (const auto& r : leg.kept) extras.logit_lens.push_back(leg.translator->logitLens(r));
+        const auto methods = contributionMethods(t.contributions);
+        if (!methods.empty())
+            for (const auto& r : leg.kept) {
+                extras.contributions.emplace_back();
+                for (auto method : methods)
+                    extras.contributions.back().push_back(leg.translator->contributions(r, method));
+            }
+        if (leg.contrast)
+            for (size_t i = 0; i < leg.kept.size(); ++i) extras.contrastive.push_back(contrastFor(leg, i));
+        return extras;
+    }
+
+    void writeLegFiles(const Leg& leg, const attnlab::AttentionJsonExtras& extras) const {
+        if (!leg.attention_path.empty())
+            attnlab::writeAttentionJson(leg.attention_path, leg.kept, leg.translator->info(), leg.d, extras);
         if (!leg.trace_path.empty()) attnlab::writeTraceJson(leg.trace_path, leg.kept, leg.translator->info(), leg.d);
     }
 
@@ -475,6 +489,9 @@ void addTranslate(CLI::App& app, CommonOptions& common, TranslateCommand& t) {
                      "and the value zeroing, per layer, of log p(chosen) - log p(PIECE) (\"contrastive\"; a word "
                      "typed without ▁ is read as the piece of its place; docs/contributions.md)")
         ->type_name("STEP:PIECE")
+        ->check([](const std::string& v) {
+            return v.empty() ? std::string("an empty value: expected STEP:PIECE (e.g. 2:hound)") : std::string();
+        })
         ->needs(translate->get_option("--attention"));
     translate->add_flag("--scores", t.scores,
                         "After each translation: a tab, its mean probability per piece, a tab, and every piece as "

@@ -9,6 +9,7 @@
 #include <attnlab/translation.h>
 #include <attnlab/translator.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,14 @@ struct AttentionJsonExtras {
     std::vector<LogitLens> logit_lens;
     // One per result, or none: "contrastive": {"step", "asked", "chosen", "alternative", "chosen_log_probability",
     // "alternative_log_probability", "saliency": {"source", "target"}, "value_zeroing": {"encoder_self",
-    // "decoder_self", "cross"}} (attnlab/contributions.h `Contrastive`; `attnlab-cli translate --contrast STEP:PIECE`).
-    std::vector<Contrastive> contrastive;
+    // "decoder_self", "cross"}} (attnlab/contributions.h `Contrastive`; `attnlab-cli translate --contrast STEP:PIECE`);
+    // a question that does not fit the sentence (its step past the end, its piece the one chosen) is
+    // "contrastive": null with "contrastive_skipped": why.
+    struct ContrastiveEntry {
+        std::optional<Contrastive> answer;
+        std::string skipped;  // why there is no answer
+    };
+    std::vector<ContrastiveEntry> contrastive;
 };
 
 std::string attentionJson(const std::vector<TranslationResult>& results, const ModelInfo& model,

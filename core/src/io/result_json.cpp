@@ -101,7 +101,11 @@ void addExtras(json& s, const TranslationResult& r, const AttentionJsonExtras& e
         s["contributions"] = std::move(methods);
     }
     if (!extras.logit_lens.empty()) s["logit_lens"] = lensJson(extras.logit_lens.at(index));
-    if (!extras.contrastive.empty()) s["contrastive"] = contrastiveJson(extras.contrastive.at(index));
+    if (!extras.contrastive.empty()) {
+        const auto& entry = extras.contrastive.at(index);
+        s["contrastive"] = entry.answer ? contrastiveJson(*entry.answer) : json(nullptr);
+        if (!entry.answer) s["contrastive_skipped"] = entry.skipped;
+    }
     if (extras.rollout) {
         const auto encoder = attentionRollout(r.encoder_self);
         s["rollout"] = {
