@@ -570,9 +570,12 @@ void TestShardMerge::hostileHeadsRefused(
     head.sentence_sums = {{}};
     stats.heads = {head};
     attnlab::ModelInfo model;
-    std::vector<std::string> parts;
+    std::vector<std::string> plain, parts;  // plain heads parts; with --compare-model
     for (int k = 1; k <= 2; ++k) {
         stats.sentence_lines = {8 * (k - 1)};
+        plain.push_back(d + "plain." + std::to_string(k) + ".json");
+        attnlab::testing::writeFile(
+            plain.back(), attnlab::withRun(attnlab::headsJson(stats, nullptr, model), hostileRun("heads", k)));
         parts.push_back(d + "compare." + std::to_string(k) + ".json");
         attnlab::HeadsPartExtras extras;
         extras.other = &stats;
@@ -580,12 +583,30 @@ void TestShardMerge::hostileHeadsRefused(
         attnlab::testing::writeFile(parts.back(),
                                     attnlab::withRun(attnlab::withPartExtras(doc, extras), hostileRun("heads", k)));
     }
+    QCOMPARE(mergeError(plain), QString());
     QCOMPARE(mergeError(parts), QString());
+    // Each part's statistics read as readHeadsJson reads them before they merge: a layer of 2^40, a radius of -7 or a
+    // layer beyond the model's merged with rc 0 into a file the app then refused.
+    const QString first = QString::fromStdString(plain[0]) + ".changed.json: ";
+    const auto both = [&](const std::function<void(json&)>& change) {
+        return mergeError({changed(plain[0], change), changed(plain[1], change)});
+    };
+    QCOMPARE(both([](json& j) { j["heads"][0]["layer"] = int64_t(1) << 40; }),
+             first + "\"layer\" is 1099511627776, not a whole number from -2147483648 to 2147483647");
+    QCOMPARE(both([](json& j) { j["histogram_radius"] = -7; }),
+             first + "\"histogram_radius\" is -7, not a whole number from 0 to 2147483647");
+    QCOMPARE(both([](json& j) { j["heads"][0]["layer"] = 6; }),
+             first + "cross layer 6 head 0 is not a head of its model (6 layers of 8 heads)");
     // --compare-model's statistics with a histogram radius of -1 in each part.
     const auto radius = [](json& j) { j["comparison"]["statistics"]["histogram_radius"] = -1; };
     QCOMPARE(mergeError({changed(parts[0], radius), changed(parts[1], radius)}),
              QString::fromStdString(parts[0]) +
                  ".changed.json: \"histogram_radius\" is -1, not a whole number from 0 to 2147483647");
+    // --compare-model's statistics of a head its model has not.
+    const auto beyond = [](json& j) { j["comparison"]["statistics"]["heads"][0]["layer"] = 6; };
+    QCOMPARE(mergeError({changed(parts[0], beyond), changed(parts[1], beyond)}),
+             QString::fromStdString(parts[0]) +
+                 ".changed.json: cross layer 6 head 0 is not a head of its model (6 layers of 8 heads)");
     // The second stage of --importance beside a first stage's result whose sentences are -1.
     const auto curve = [](json& j) { j["importance_part"] = {{"stage", "curve"}}; };
     const std::string singles = d + "singles.json";

@@ -696,6 +696,15 @@ json mergedHead(const std::vector<PartDocument>& parts, size_t h, const std::vec
 }  // namespace
 
 namespace {
+json mergedStatistics(const std::vector<PartDocument>& parts);
+
+// A part's statistics (a heads document's, or its --compare-model's) read as readHeadsJson reads a document: whole
+// numbers in range (statsOf) and heads of `model` (checkHeadsFit), before anything of them is merged; an InputError
+// naming the part otherwise (a heads[0].layer of 2^40 or a histogram_radius of -7 merged into a file the app refused).
+void checkPartStatistics(const json& doc, const json& model, const std::string& path) {
+    inPart(path, [&] { checkHeadsFit(HeadsFile{statsOf(doc), std::nullopt, modelOf(model)}, path); });
+}
+
 // The runs of every part put together, one per job (or curve point): by lines, each part holds every job over its
 // lines, and a job's sums are summed over the parts and its sentences put one after the other (line order); by
 // heads, each job is in one part, over every line. `what` names a job in messages ("job", "curve point").
@@ -818,9 +827,10 @@ json mergedComparison(const json& root, const std::vector<PartDocument>& parts) 
         const json& mine = part.doc->at("comparison");
         if (mine.at("model") != c.at("model") || mine.at("reversed") != c.at("reversed"))
             throw InputError(part.path + ": compared with another model than " + parts.front().path);
+        checkPartStatistics(mine.at("statistics"), mine["model"], part.path);
         others.push_back({part.path, &mine.at("statistics"), part.first_line, part.lines});
     }
-    const json other = mergeHeads(others);
+    const json other = mergedStatistics(others);
     // A number out of range here came from the parts (the same in each, or summed): named with the first.
     return inPart(parts.front().path, [&] {
         return comparisonJson(statsOf(root), statsOf(other), c.at("model"), c.at("reversed").get<bool>());
@@ -850,13 +860,10 @@ void refuseWhole(const PartDocument& part) {
     if (doc.contains("importance"))
         throw InputError(part.path + ": its \"importance\" is a whole run's (write parts with --shard)");
 }
-}  // namespace
 
-json mergeHeads(const std::vector<PartDocument>& parts) {
+// The parts' statistics together (each part checked by the caller), and what they carry beside them (mergeExtras).
+json mergedStatistics(const std::vector<PartDocument>& parts) {
     const json& first = *parts.front().doc;
-    // The first stage's merged result alone (attnlab-cli merge OUT.json singles.json): a merged result, given back.
-    if (parts.size() == 1 && isImportanceSingles(first)) return first;
-    for (const auto& part : parts) refuseWhole(part);
     std::vector<int> lines;
     std::vector<SkippedPair> skipped;
     int sentences = 0;
@@ -893,6 +900,16 @@ json mergeHeads(const std::vector<PartDocument>& parts) {
     root["heads"] = std::move(heads);
     mergeExtras(root, parts);
     return root;
+}
+}  // namespace
+
+json mergeHeads(const std::vector<PartDocument>& parts) {
+    const json& first = *parts.front().doc;
+    // The first stage's merged result alone (attnlab-cli merge OUT.json singles.json): a merged result, given back.
+    if (parts.size() == 1 && isImportanceSingles(first)) return first;
+    for (const auto& part : parts) refuseWhole(part);
+    for (const auto& part : parts) checkPartStatistics(*part.doc, part.doc->at("model"), part.path);
+    return mergedStatistics(parts);
 }
 
 bool isImportanceSingles(const json& doc) { return doc.is_object() && doc.contains("importance_singles"); }
