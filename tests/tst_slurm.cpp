@@ -187,6 +187,10 @@ void TestSlurm::foldersWithQuotesAndHashesReadBack() {
     for (const QString& line : sbatchLines(text(folder + "/array.sbatch"))) read << sbatchArgument(line);
     QVERIFY2(read.contains("--output=" + folder + "/logs/task-%a.out"), qPrintable(read.join('\n')));
     QVERIFY2(read.contains("--chdir=" + QDir::currentPath()), qPrintable(read.join('\n')));
+    // the command printed to submit them, read back as a shell reads it: the one word of submit.sh's path
+    const QString printed = r.out.section("submit them with: ", 1).trimmed();
+    const auto words = attnlab::testing::runProgram("/bin/sh", {"-c", "set -- " + printed + "; printf '%s|' \"$@\""});
+    QCOMPARE(words.out, "sh|" + folder + "/submit.sh|");
 }
 
 // What --slurm 3 writes, read as sbatch and sh read it: the array's and the merge's #SBATCH options (the command
@@ -202,7 +206,7 @@ void TestSlurm::scriptsOfThreeTasks() {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QString folder = out + "/result.slurm";
     QVERIFY2(r.out.contains("wrote " + folder + "/array.sbatch (3 tasks)"), qPrintable(r.out));
-    QVERIFY2(r.out.contains("sh " + folder + "/submit.sh"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("sh '" + folder + "/submit.sh'"), qPrintable(r.out));
 
     const QString array = text(folder + "/array.sbatch");
     QVERIFY(array.startsWith("#!/bin/sh\n"));
@@ -397,8 +401,8 @@ void TestSlurm::importanceChainScripts() {
                            "1", "--json", out + "/heads.json", "--slurm", "2", "--slurm-option", "cpus-per-task=2"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains("wrote " + folder + "/singles.sbatch (2 tasks), " + folder + "/singles-merge.sbatch, " +
-                            folder + "/curve.sbatch (2 tasks) and " + folder + "/merge.sbatch; submit them with: sh " +
-                            folder + "/submit.sh"),
+                            folder + "/curve.sbatch (2 tasks) and " + folder + "/merge.sbatch; submit them with: sh '" +
+                            folder + "/submit.sh'"),
              qPrintable(r.out));
     const QString cwd = QDir::currentPath(), logs = folder + "/logs/";
     const QString singles = text(folder + "/singles.sbatch"), curve = text(folder + "/curve.sbatch");

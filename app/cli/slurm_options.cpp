@@ -207,7 +207,8 @@ void printWritten(const slurm::SlurmJob& job, const std::vector<slurm::JobScript
                   << attnlab::escapedForTerminal(job.folder + "/" + scripts[k].file);
         if (scripts[k].tasks > 0) std::cout << " (" << scripts[k].tasks << " tasks)";
     }
-    std::cout << "; submit them with: sh " << attnlab::escapedForTerminal(submit) << "\n";
+    // shell-quoted, so that the line can be pasted whatever the folder's name holds
+    std::cout << "; submit them with: sh " << attnlab::escapedForTerminal(slurm::shellQuoted(submit)) << "\n";
 }
 
 // A line per job submitted, in order: "array job 12: 3 tasks, logs in F/logs", "merge job 13: after every task
