@@ -41,6 +41,14 @@ using attnlab::testing::CliRun;
 constexpr int kLines = 9;
 
 json readJson(const QString& path) { return json::parse(attnlab::testing::readFile(path.toStdString())); }
+void writeJson(const QString& path, const json& doc) { attnlab::testing::writeFile(path.toStdString(), doc.dump()); }
+
+// attnlab-cli merge's message for these files ("" when they merge).
+QString mergeMessage(const QStringList& files) {
+    std::vector<std::string> paths;
+    for (const QString& f : files) paths.push_back(f.toStdString());
+    return attnlab::testing::messageOf([&] { attnlab::mergeCorpusResults(paths); });
+}
 
 // Where `a` and `b` differ ("" when they do not): integers and strings equal, floats within 1e-9 relative, timing
 // ("seconds") left out.
@@ -85,6 +93,10 @@ private Q_SLOTS:
     void gradientAloneByLines();
     void secondStageOfAnotherRunRefused();
     void missingAndDoubledPartsNamed();
+    void hostileSentenceStatisticsRefused();
+    void batchedInBlocksByLines();
+    void curveMessagesAndSinglesAlone();
+    void singlesHeadsCheckedAgainstTheModel();
     void nearTieMergesAsTheWholeRun();
 
 private:
@@ -93,10 +105,19 @@ private:
     // --shard k/N --json DIR/NAME-k.json for k = 1..N (with `extra`), then merged into DIR/NAME.json: its path.
     QString partsMerged(const QStringList& args, const QString& name, int parts, const QStringList& extra = {},
                         const QString& beside = {});
+    // The first stage split `by` in `parts`, merged into DIR/singles-BYPARTS.json (made once: each test function
+    // runs alone too): its path.
+    QString singlesMerged(const QString& by, int parts);
+    // The second stage from singlesMerged(first_by, first_parts) split `by` in `parts`, merged into
+    // DIR/curve-FIRST-BYPARTS.json (made once; its parts DIR/curve-FIRST-BYPARTS-k.json): its path.
+    QString curveMerged(const QString& first_by, int first_parts, const QString& by, int parts);
+    // Multi30k's first `lines` test pairs whose German side has at most 5 words, into DIR/NAME.de and DIR/NAME.en.
+    void writeCorpus(const QString& name, int lines);
 
     QTemporaryDir m_dir;
     QStringList m_importance;  // heads --importance over the corpus, small options
     json m_whole;              // its whole run
+    QStringList m_partErrors;  // partsMerged's parts' standard error, part by part
 };
 
 CliRun TestImportanceShard::cli(const QStringList& args) const {
@@ -104,21 +125,26 @@ CliRun TestImportanceShard::cli(const QStringList& args) const {
     return attnlab::testing::runCli(args + QStringList{"--device", attnlab::testing::testDeviceArg()});
 }
 
-void TestImportanceShard::initTestCase() {
-    QVERIFY(m_dir.isValid());
+void TestImportanceShard::writeCorpus(const QString& name, int lines) {
     const QStringList de = attnlab::testing::multi30kLines("test_2016_flickr.de.gz");
     const QStringList en = attnlab::testing::multi30kLines("test_2016_flickr.en.gz");
     std::string src, ref;
     int n = 0;
-    for (int i = 0; i < de.size() && n < kLines; ++i)
+    for (int i = 0; i < de.size() && n < lines; ++i)
         if (de[i].split(' ').size() <= 5) {
             src += de[i].toStdString() + "\n";
             ref += en[i].toStdString() + "\n";
             ++n;
         }
-    QCOMPARE(n, kLines);
-    attnlab::testing::writeFile(path("src.de").toStdString(), src);
-    attnlab::testing::writeFile(path("ref.en").toStdString(), ref);
+    QCOMPARE(n, lines);
+    attnlab::testing::writeFile(path(name + ".de").toStdString(), src);
+    attnlab::testing::writeFile(path(name + ".en").toStdString(), ref);
+}
+
+void TestImportanceShard::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    writeCorpus("src", kLines);
+    QVERIFY(QFile::rename(path("src.en"), path("ref.en")));
     // The 24 cross-attention heads (25 single runs), two curve points (12 and 24 removed), 50 resamples; one worker
     // and one thread, as a part on a node would run.
     m_importance = QStringList{"heads", "--model", "de-en", "--src", path("src.de"), "--ref", path("ref.en")} +
@@ -137,10 +163,12 @@ void TestImportanceShard::initTestCase() {
 QString TestImportanceShard::partsMerged(const QStringList& args, const QString& name, int parts,
                                          const QStringList& extra, const QString& beside) {
     QStringList files;
+    m_partErrors.clear();
     for (int k = 1; k <= parts; ++k) {
         files << path(QString("%1-%2.json").arg(name).arg(k));
         const auto r =
             cli(args + extra + QStringList{"--shard", QString("%1/%2").arg(k).arg(parts), "--json", files.back()});
+        m_partErrors << r.err;
         if (r.code != 0) {
             QTest::qFail(qPrintable(QString("%1, part %2 of %3: %4").arg(name).arg(k).arg(parts).arg(r.err)), __FILE__,
                          __LINE__);
@@ -159,6 +187,20 @@ QString TestImportanceShard::partsMerged(const QStringList& args, const QString&
         return {};
     }
     return path(name + ".json");
+}
+
+QString TestImportanceShard::singlesMerged(const QString& by, int parts) {
+    const QString name = QString("singles-%1%2").arg(by).arg(parts);
+    if (QFile::exists(path(name + ".json"))) return path(name + ".json");
+    return partsMerged(m_importance, name, parts, {"--shard-by", by});
+}
+
+QString TestImportanceShard::curveMerged(const QString& first_by, int first_parts, const QString& by, int parts) {
+    const QString singles = singlesMerged(first_by, first_parts);
+    const QString name = QString("curve-%1%2-%3%4").arg(first_by).arg(first_parts).arg(by).arg(parts);
+    if (singles.isEmpty() || QFile::exists(path(name + ".json")))
+        return singles.isEmpty() ? QString() : path(name + ".json");
+    return partsMerged(m_importance, name, parts, {"--shard-by", by, "--importance-singles", singles}, singles);
 }
 
 // The first stage (the baseline and each head alone, the statistics, the gradients) and the second (the pruning curve
@@ -183,20 +225,15 @@ void TestImportanceShard::importanceInTwoStagesEqualsTheWholeRun() {
     QFETCH(int, firstParts);
     QFETCH(QString, secondBy);
     QFETCH(int, secondParts);
-    const QString first = QString("singles-%1%2").arg(firstBy).arg(firstParts);
-    if (!QFile::exists(path(first + ".json"))) {
-        QVERIFY(!partsMerged(m_importance, first, firstParts, {"--shard-by", firstBy}).isEmpty());
-        const json singles = readJson(path(first + ".json"));
-        QVERIFY(singles.contains("importance_singles") && !singles.contains("importance"));
-        if (QFile::exists(path("singles-lines7.json")) && first != "singles-lines7") {  // by lines and by heads alike
-            const std::string d = difference(readJson(path("singles-lines7.json")), singles);
-            QVERIFY2(d.empty(), qPrintable(QString::fromStdString(d)));
-        }
+    const QString first = singlesMerged(firstBy, firstParts);
+    QVERIFY(!first.isEmpty());
+    const json singles = readJson(first);
+    QVERIFY(singles.contains("importance_singles") && !singles.contains("importance"));
+    if (first != path("singles-lines7.json")) {  // by lines and by heads alike
+        const std::string d = difference(readJson(singlesMerged("lines", 7)), singles);
+        QVERIFY2(d.empty(), qPrintable(QString::fromStdString(d)));
     }
-    const QString singles = path(first + ".json");
-    const QString merged = partsMerged(
-        m_importance, QString("curve-%1%2-%3%4").arg(firstBy).arg(firstParts).arg(secondBy).arg(secondParts),
-        secondParts, {"--shard-by", secondBy, "--importance-singles", singles}, singles);
+    const QString merged = curveMerged(firstBy, firstParts, secondBy, secondParts);
     QVERIFY(!merged.isEmpty());
     const std::string d = difference(m_whole, readJson(merged));
     QVERIFY2(d.empty(), qPrintable(QString::fromStdString(d)));
@@ -230,8 +267,8 @@ void TestImportanceShard::gradientAloneByLines() {
 // The second stage reads the first stage's merged result of its own run only: another run's (other options) and a
 // part of one (incomplete) are refused by message, before any translation.
 void TestImportanceShard::secondStageOfAnotherRunRefused() {
-    const QString singles = path("singles-lines7.json");
-    QVERIFY(QFile::exists(singles));
+    const QString singles = singlesMerged("lines", 7);
+    QVERIFY(!singles.isEmpty());
     QStringList other = m_importance;
     other[other.indexOf("--curve-step") + 1] = "6";
     auto r = cli(other + QStringList{"--importance-singles", singles, "--shard", "1/2", "--json", path("x.json")});
@@ -251,13 +288,13 @@ void TestImportanceShard::secondStageOfAnotherRunRefused() {
 // A part missing or given twice is named, in either stage; the curve's parts without the first stage are refused.
 void TestImportanceShard::missingAndDoubledPartsNamed() {
     const auto merging = [&](const QStringList& names) {
-        std::vector<std::string> paths;
-        for (const QString& n : names) paths.push_back(path(n).toStdString());
-        return attnlab::testing::messageOf([&] { attnlab::mergeCorpusResults(paths); });
+        QStringList paths;
+        for (const QString& n : names) paths << path(n);
+        return mergeMessage(paths);
     };
     const QString singles = "singles-lines7.json", c1 = "curve-lines7-heads3-1.json", c2 = "curve-lines7-heads3-2.json",
                   c3 = "curve-lines7-heads3-3.json";
-    QVERIFY(QFile::exists(path(c3)));
+    QVERIFY(!curveMerged("lines", 7, "heads", 3).isEmpty());
     QCOMPARE(merging({singles, c1, c3}), QString("part 2 of 3 is missing"));
     QCOMPARE(merging({singles, c1, c2, c3, c2}), QString("part 2 of 3 is given twice: %1 and %1").arg(path(c2)));
     QCOMPARE(merging({c1, c2, c3}),
@@ -280,6 +317,138 @@ void TestImportanceShard::missingAndDoubledPartsNamed() {
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("part 2 of 3 is missing"), qPrintable(r.err));
     QVERIFY(!QFile::exists(path("m.json")));
+}
+
+// A sentence's BLEU statistics are read up to 2^31 - 1, as eval's parts read a line's: the paired bootstrap sums one
+// per sentence over the whole corpus, so 2^40 over 15 million sentences (the run's sums are read up to 2^40) wrapped
+// int64 (UB). And the baseline holds one per sentence of the singles. Each refused naming the file, by the merge and
+// by the second stage (failed first: 2^40 merged, the short baseline was bootstrapped).
+void TestImportanceShard::hostileSentenceStatisticsRefused() {
+    const QString singles = singlesMerged("lines", 7);
+    QVERIFY(!curveMerged("lines", 7, "lines", 2).isEmpty());
+    const QStringList curve = {path("curve-lines7-lines2-1.json"), path("curve-lines7-lines2-2.json")};
+    const QString hostile = path("hostile-singles.json");
+    json doc = readJson(singles);
+    doc["importance_singles"]["baseline_sentences"][4][8] = int64_t(1) << 40;
+    writeJson(hostile, doc);
+    const QString too_large =
+        hostile + ": \"baseline_sentences\" is 1099511627776, not a whole number from 0 to 2147483647";
+    QCOMPARE(mergeMessage(QStringList{hostile} + curve), too_large);
+    auto r =
+        cli(m_importance + QStringList{"--importance-singles", hostile, "--shard", "1/2", "--json", path("x.json")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(too_large), qPrintable(r.err));
+    doc = readJson(singles);
+    doc["importance_singles"]["baseline_sentences"].erase(0);
+    writeJson(hostile, doc);
+    const QString short_baseline =
+        QString(hostile + ": \"baseline_sentences\" holds %1 sentences' statistics for %2 sentences of %3 lines")
+            .arg(kLines - 1)
+            .arg(kLines)
+            .arg(kLines);
+    QCOMPARE(mergeMessage(QStringList{hostile} + curve), short_baseline);
+    r = cli(m_importance + QStringList{"--importance-singles", hostile, "--shard", "1/2", "--json", path("x.json")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(short_baseline), qPrintable(r.err));
+    QVERIFY(!QFile::exists(path("x.json")));
+    // In a first stage's part (lines 1..8 are part 4 of 7): the baseline's sentence 0.
+    QStringList parts;
+    for (int k = 1; k <= 7; ++k) parts << path(QString("singles-lines7-%1.json").arg(k));
+    doc = readJson(parts[3]);
+    doc["importance_part"]["jobs"]["runs"][0]["sentences"][0][8] = int64_t(1) << 40;
+    parts[3] = path("hostile-4.json");
+    writeJson(parts[3], doc);
+    QCOMPARE(mergeMessage(parts),
+             parts[3] + ": job 0's sentences is 1099511627776, not a whole number from 0 to 2147483647");
+}
+
+// --batch-size 2 batches two lines a translation within blocks of 16 lines (kShardBlockBatches of 2): 17 lines are
+// two blocks, so the first stage by lines in 2 parts translates a part's lines in the same pairs as the whole run
+// (its last line alone in both); merged, then the curve (one point: all 24 heads) by heads in 2 groups, equal to
+// the whole run.
+void TestImportanceShard::batchedInBlocksByLines() {
+    writeCorpus("b2", 17);
+    const QStringList args =
+        QStringList{"heads", "--model", "de-en", "--src", path("b2.de"), "--ref", path("b2.en")} +
+        QString(
+            "--importance --importance-kinds cross --curve-step 24 --bootstrap 20 --batch-size 2 --workers 1 "
+            "--threads 1")
+            .split(' ');
+    const auto r = cli(args + QStringList{"--json", path("b2-whole.json")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const json whole = readJson(path("b2-whole.json"));
+    QCOMPARE(whole.at("importance").at("curve").size(), size_t(2));
+    const QString singles = partsMerged(args, "b2-singles", 2);
+    QVERIFY(!singles.isEmpty());
+    QVERIFY2(m_partErrors[0].contains("part 1 of 2: lines 1..16 of 17 (blocks of 16 lines)"),
+             qPrintable(m_partErrors[0]));
+    const QString merged =
+        partsMerged(args, "b2-curve", 2, {"--shard-by", "heads", "--importance-singles", singles}, singles);
+    QVERIFY(!merged.isEmpty());
+    // A part by heads translates every line (failed first: "part 1 of 2: lines 1..16 of 17").
+    QVERIFY2(m_partErrors[0].contains("part 1 of 2 by heads: its group of the pruning curve's points over all 17 lines "
+                                      "(blocks of 16 lines)"),
+             qPrintable(m_partErrors[0]));
+    const std::string d = difference(whole, readJson(merged));
+    QVERIFY2(d.empty(), qPrintable(QString::fromStdString(d)));
+}
+
+// A curve part with a sentence's statistics too few is named as such (failed first: "curve point 1 over 9
+// sentences, the singles over 9"); the first stage's merged result merged alone is given back (docs/scale-out.md:
+// "merging a result alone gives it back"; failed first: its gradient "a whole run's"); a part of the first stage
+// by heads says that it translates every line.
+void TestImportanceShard::curveMessagesAndSinglesAlone() {
+    const QString singles = singlesMerged("lines", 7);
+    QVERIFY(!curveMerged("lines", 7, "lines", 2).isEmpty());
+    json doc = readJson(path("curve-lines7-lines2-1.json"));
+    doc["importance_part"]["points"]["runs"][1]["sentences"].erase(0);
+    const QString short_part = path("short-1.json");
+    writeJson(short_part, doc);
+    QCOMPARE(mergeMessage({singles, short_part, path("curve-lines7-lines2-2.json")}),
+             short_part +
+                 "...: curve point 1 carries 8 sentences' statistics for 9 sentences (the paired bootstrap "
+                 "needs each one's)");
+    const auto r = cli({"merge", path("alone.json"), singles});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const std::string d = difference(readJson(singles), readJson(path("alone.json")));
+    QVERIFY2(d.empty(), qPrintable(QString::fromStdString(d)));
+}
+
+// The second stage ranks its curve from singles.json's heads: a hand-edited file whose ranking holds a head twice,
+// misses one or names one the model has not is refused naming the file, before anything is translated (failed
+// first: all three ran).
+void TestImportanceShard::singlesHeadsCheckedAgainstTheModel() {
+    const QString singles = singlesMerged("lines", 7);
+    QVERIFY(!singles.isEmpty());
+    const json doc = readJson(singles);
+    const json& heads = doc.at("importance_singles").at("heads");
+    QCOMPARE(heads.size(), size_t(24));
+    const QString edited = path("edited-singles.json");
+    const auto refused = [&](const json& changed) {
+        writeJson(edited, changed);
+        const auto r =
+            cli(m_importance + QStringList{"--importance-singles", edited, "--shard", "1/2", "--json", path("x.json")});
+        return r.code == 2 && !QFile::exists(path("x.json")) ? r.err : "rc " + QString::number(r.code) + ": " + r.err;
+    };
+    json twice = doc;
+    twice["importance_singles"]["heads"][1]["head"] = heads[0].at("head");
+    twice["importance_singles"]["heads"][1]["layer"] = heads[0].at("layer");
+    const QString first =
+        QString("cross:%1:%2").arg(heads[0].at("layer").get<int>()).arg(heads[0].at("head").get<int>());
+    const QString second =
+        QString("cross:%1:%2").arg(heads[1].at("layer").get<int>()).arg(heads[1].at("head").get<int>());
+    QString err = refused(twice);
+    QVERIFY2(err.contains(edited + ": head " + first + " is ranked twice"), qPrintable(err));
+    json missing = doc;
+    missing["importance_singles"]["heads"].erase(1);
+    err = refused(missing);
+    QVERIFY2(err.contains(edited + ": head " + second + " of the model is not ranked"), qPrintable(err));
+    json outside = doc;
+    outside["importance_singles"]["heads"][1]["layer"] = 99;
+    err = refused(outside);
+    QVERIFY2(err.contains(edited + ": head cross:99:" + QString::number(heads[1].at("head").get<int>()) +
+                          " is ranked, not one of the model's 24 heads of the run's kinds"),
+             qPrintable(err));
 }
 
 // Five sentences of three rows whose share on the same position is made of powers of two from 1 to 2^-54 (t): in

@@ -335,7 +335,8 @@ attnlab::SinglesPart singlesOfPart(const std::vector<const attnlab::Translator*>
 int runCurveStage(const CommonOptions& common, const HeadsCommand& h, const attnlab::ImportanceOptions& io,
                   const attnlab::Translator& translator, const attnlab::CorpusRun& run,
                   const std::vector<std::string>& sources, const std::vector<std::string>& refs) {
-    const auto singles = attnlab::readImportanceSingles(h.importance_singles, run);
+    const auto singles =
+        attnlab::readImportanceSingles(h.importance_singles, run, attnlab::importanceHeads(translator, io.kinds));
     const auto sets = attnlab::curveSets(singles.ranked.heads, io.curve_step);
     const StagePart part = stagePart(h, run, sets.size());
     std::vector<attnlab::Translator> copies;
@@ -362,6 +363,25 @@ int runCurveStage(const CommonOptions& common, const HeadsCommand& h, const attn
                   << " over " << out.sentences << " sentences";
     std::cout << "; wrote " << h.json_path << "\n";
     return 0;
+}
+
+// A part by heads translates every line for its group of single runs (or curve points); the first stage's also
+// takes the statistics of its part of the lines.
+void announceHeadsPart(const HeadsCommand& h, const attnlab::CorpusRun& run) {
+    if (run.shard.whole() || !h.importance || attnlab::parseShardBy(h.shard_by) != attnlab::ShardBy::Heads)
+        return announcePart(run);
+    const bool curve = !h.importance_singles.empty();
+    std::cerr << "part " << run.shard.index << " of " << run.shard.count << " by heads: its group of "
+              << (curve ? "the pruning curve's points" : "single runs") << " over all " << run.lines << " lines";
+    if (!curve) {
+        const auto r = attnlab::partLines(run);
+        std::cerr << "; the statistics of ";
+        if (r.size() == 0)
+            std::cerr << "no lines";
+        else
+            std::cerr << "lines " << r.begin + 1 << ".." << r.end;
+    }
+    std::cerr << " (blocks of " << run.block << " lines)\n";
 }
 
 // The statistics of the run's lines (a part's with each sentence's).
@@ -421,7 +441,7 @@ int runHeads(const CommonOptions& common, const HeadsCommand& h) {
     if (!refs.empty()) inputs.emplace_back("ref", &refs);
     auto run = corpusRun(h.cmd, translator, h.corpus, inputs, h.decoding.max_batch_size);
     leaveOutStage(run);
-    announcePart(run);
+    announceHeadsPart(h, run);
     if (!h.importance_singles.empty()) return runCurveStage(common, h, io, translator, run, sources, refs);
     const bool part = !h.corpus.shard.empty();  // --shard 1/1 too: a part of one (a Slurm array of one task)
     ProgressLine progress;
