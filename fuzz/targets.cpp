@@ -720,8 +720,28 @@ void hubAnswers(const uint8_t* data, size_t size) {
     }
 }
 
-// Up to three parts of a sharded corpus run (issue 55) merged, and the first read as a heads document: refused by
-// message or accepted; an accepted merge of eval, score or translate results merges alone to itself.
+// Up to three parts of a sharded corpus run (issue 55) merged, and the first read as Open results… reads it (a heads
+// document, alignment scores, either): refused by message or accepted; an accepted merge of eval, score or
+// translate results merges alone to itself; a merged heads or alignment document is read back as the app reads it.
+namespace {
+// `path` through each reader of Open results… (readHeadsJson, readAlignmentJson, readHeadLabResults): refused by
+// message or read.
+void readAsTheAppDoes(const std::string& path) {
+    try {
+        (void)readHeadsJson(path);
+    } catch (const attnlab::Error&) {
+    }
+    try {
+        (void)readAlignmentJson(path);
+    } catch (const attnlab::Error&) {
+    }
+    try {
+        (void)readHeadLabResults(path);
+    } catch (const attnlab::Error&) {
+    }
+}
+}  // namespace
+
 void corpusResults(const uint8_t* data, size_t size) {
     static const std::string dir = attnlab::fuzz::scratch("corpus-results");
     std::filesystem::create_directories(dir);
@@ -732,18 +752,17 @@ void corpusResults(const uint8_t* data, size_t size) {
     }
     try {
         const std::string merged = mergeCorpusResults(paths);
+        const std::string again = dir + "/merged.json";
+        attnlab::fuzz::writeBytes(again, reinterpret_cast<const uint8_t*>(merged.data()), merged.size());
         if (merged.find("\"attnlab-heads\"") == std::string::npos &&
             merged.find("\"attnlab-alignment\"") == std::string::npos) {
-            const std::string again = dir + "/merged.json";
-            attnlab::fuzz::writeBytes(again, reinterpret_cast<const uint8_t*>(merged.data()), merged.size());
             if (mergeCorpusResults({again}) != merged) __builtin_trap();
+        } else {
+            readAsTheAppDoes(again);
         }
     } catch (const attnlab::Error&) {
     }
-    try {
-        (void)readHeadsJson(paths.front());
-    } catch (const attnlab::Error&) {
-    }
+    readAsTheAppDoes(paths.front());
 }
 
 }  // namespace attnlab::fuzz
