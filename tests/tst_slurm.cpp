@@ -174,19 +174,22 @@ QStringList TestSlurm::importanceArgs(const QString& json) const {
            QStringList{"--batch-size", "1", "--device", attnlab::testing::testDeviceArg(), "--json", json};
 }
 
-// A job folder named with ', #, a blank and a backslash reaches sbatch whole: its parser takes ' as a
-// quote, # as a comment and \\ as an escape (written unquoted, "/o'neil" stopped sbatch with "Unmatched `'`" and
+// A job folder named with ', # and a blank, and an option's value with a backslash as well, reach sbatch whole: its
+// parser takes ' as a quote, # as a comment and \\ as an escape (a backslash in the folder is refused:
+// badOptionsRefusedByName) (written unquoted, "/o'neil" stopped sbatch with "Unmatched `'`" and
 // "/run#2" cut --chdir short, found by review).
 void TestSlurm::foldersWithQuotesAndHashesReadBack() {
-    const QString base = m_dir.path() + "/o'neil #2 a\\b";
+    const QString base = m_dir.path() + "/o'neil #2 a";
     QVERIFY(QDir().mkpath(base));
     const QString folder = base + "/job";
-    const auto r = runCli(evalArgs(base + "/result.json") + QStringList{"--slurm", "2", "--slurm-dir", folder});
+    const auto r = runCli(evalArgs(base + "/result.json") +
+                          QStringList{"--slurm", "2", "--slurm-dir", folder, "--slurm-option", "comment=it's #2 a\\b"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QStringList read;
     for (const QString& line : sbatchLines(text(folder + "/array.sbatch"))) read << sbatchArgument(line);
     QVERIFY2(read.contains("--output=" + folder + "/logs/task-%a.out"), qPrintable(read.join('\n')));
     QVERIFY2(read.contains("--chdir=" + QDir::currentPath()), qPrintable(read.join('\n')));
+    QVERIFY2(read.contains("--comment=it's #2 a\\b"), qPrintable(read.join('\n')));  // a backslash in a value
     // the command printed to submit them, read back as a shell reads it: the one word of submit.sh's path
     const QString printed = r.out.section("submit them with: ", 1).trimmed();
     const auto words = attnlab::testing::runProgram("/bin/sh", {"-c", "set -- " + printed + "; printf '%s|' \"$@\""});
@@ -286,6 +289,12 @@ void TestSlurm::badOptionsRefusedByName() {
             {{"--slurm", "2", "--json", json, "--output", json + ".txt"}, "--output cannot go with --slurm"},
             {{"--slurm", "2", "--json", json, "--slurm-dir", m_dir.path() + "/bad/a\"b"},
              "a folder with a line break or a double quote in its name cannot go on an #SBATCH line: "},
+            // sbatch's filename pattern reads a backslash as "expand nothing" (sbatch(1)): every task's log would be
+            // one file named task-%a.out
+            {{"--slurm", "2", "--json", json, "--slurm-dir", m_dir.path() + "/bad/a\\b"},
+             "the job folder " + m_dir.path() +
+                 "/bad/a\\b has a backslash in its name, which sbatch's --output pattern reads as \"expand no %a\" "
+                 "(every task would write one log): give another --slurm-dir"},
         });
     // translate's lines from stdin: none reach a task unless a file is its standard input (#SBATCH --input)
     const auto r = runCli({"translate", "--model", m_pkg, "--slurm", "2", "--json", json}, "Ein Hund.\n");

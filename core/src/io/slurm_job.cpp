@@ -66,6 +66,12 @@ void checkJob(const SlurmJob& job) {
                 "a folder with a line break or a double quote in its name cannot go on an #SBATCH "
                 "line: " +
                 *folder);
+    // The tasks' logs are <folder>/logs/task-%a.out, an --output filename pattern, in which "\\" means "do not
+    // process any of the replacement symbols" (sbatch(1), "filename pattern"): every task would write one log.
+    if (job.folder.find('\\') != std::string::npos)
+        throw ConfigError("the job folder " + job.folder +
+                          " has a backslash in its name, which sbatch's --output pattern reads as \"expand no %a\" "
+                          "(every task would write one log): give another --slurm-dir");
 }
 
 // `path` in an --output filename pattern (sbatch(1), "filename pattern"): each % written %%.
