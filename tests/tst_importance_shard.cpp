@@ -113,6 +113,25 @@ private:
     QString curveMerged(const QString& first_by, int first_parts, const QString& by, int parts);
     // Multi30k's first `lines` test pairs whose German side has at most 5 words, into DIR/NAME.de and DIR/NAME.en.
     void writeCorpus(const QString& name, int lines);
+    // heads --importance of the cross-attention heads, DIR/SRC against DIR/REF, with `options`; one worker and one
+    // thread, as a part on a node would run.
+    QStringList importanceArgs(const QString& src, const QString& ref, const QString& options) const {
+        return QStringList{"heads",
+                           "--model",
+                           "de-en",
+                           "--src",
+                           path(src),
+                           "--ref",
+                           path(ref),
+                           "--importance",
+                           "--importance-kinds",
+                           "cross",
+                           "--workers",
+                           "1",
+                           "--threads",
+                           "1"} +
+               options.split(' ');
+    }
 
     QTemporaryDir m_dir;
     QStringList m_importance;  // heads --importance over the corpus, small options
@@ -147,11 +166,7 @@ void TestImportanceShard::initTestCase() {
     QVERIFY(QFile::rename(path("src.en"), path("ref.en")));
     // The 24 cross-attention heads (25 single runs), two curve points (12 and 24 removed), 50 resamples; one worker
     // and one thread, as a part on a node would run.
-    m_importance = QStringList{"heads", "--model", "de-en", "--src", path("src.de"), "--ref", path("ref.en")} +
-                   QString(
-                       "--importance --importance-kinds cross --curve-step 12 --bootstrap 50 --batch-size 1 "
-                       "--workers 1 --threads 1")
-                       .split(' ');
+    m_importance = importanceArgs("src.de", "ref.en", "--curve-step 12 --bootstrap 50 --batch-size 1");
     const auto r = cli(m_importance + QStringList{"--json", path("whole.json")});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     m_whole = readJson(path("whole.json"));
@@ -274,8 +289,8 @@ void TestImportanceShard::secondStageOfAnotherRunRefused() {
     auto r = cli(other + QStringList{"--importance-singles", singles, "--shard", "1/2", "--json", path("x.json")});
     QCOMPARE(r.code, 2);
     QVERIFY2(
-        r.err.contains(singles + ": the first stage of another run than this one: options [\"--curve-step\",\"12\"] "
-                                 "against [\"--curve-step\",\"6\"]"),
+        r.err.contains(
+            singles + ": the first stage of another run than this one: options --curve-step 12 against --curve-step 6"),
         qPrintable(r.err));
     const QString part = path("singles-lines7-2.json");
     r = cli(m_importance + QStringList{"--importance-singles", part, "--shard", "1/2", "--json", path("x.json")});
@@ -368,12 +383,7 @@ void TestImportanceShard::hostileSentenceStatisticsRefused() {
 // the whole run.
 void TestImportanceShard::batchedInBlocksByLines() {
     writeCorpus("b2", 17);
-    const QStringList args =
-        QStringList{"heads", "--model", "de-en", "--src", path("b2.de"), "--ref", path("b2.en")} +
-        QString(
-            "--importance --importance-kinds cross --curve-step 24 --bootstrap 20 --batch-size 2 --workers 1 "
-            "--threads 1")
-            .split(' ');
+    const QStringList args = importanceArgs("b2.de", "b2.en", "--curve-step 24 --bootstrap 20 --batch-size 2");
     const auto r = cli(args + QStringList{"--json", path("b2-whole.json")});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const json whole = readJson(path("b2-whole.json"));

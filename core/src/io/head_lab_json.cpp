@@ -6,6 +6,7 @@
 
 #include "headlab/corpus_lines.h"
 #include "io/head_lab_merge.h"
+#include "io/run_options.h"
 #include "util/atomic_file.h"
 #include "util/json_number.h"
 #include "util/json_parse.h"
@@ -974,11 +975,7 @@ std::string runDifference(const json& a, const json& b) {
     if (a.at("command") != b.at("command")) return "command " + a["command"].dump() + " against " + b["command"].dump();
     if (a.at("model").at("fingerprint") != b.at("model").at("fingerprint"))
         return "model " + a["model"]["fingerprint"].dump() + " against " + b["model"]["fingerprint"].dump();
-    const json &x = a.at("options"), &y = b.at("options");
-    for (size_t i = 0; i < std::max(x.size(), y.size()); ++i)
-        if (i >= x.size() || i >= y.size() || x[i] != y[i])
-            return "options " + (i < x.size() ? x[i].dump(-1) : "(none)") + " against " +
-                   (i < y.size() ? y[i].dump(-1) : "(none)");
+    if (a.at("options") != b.at("options")) return "options " + optionDifference(a["options"], b["options"]);
     if (a.at("corpus") != b.at("corpus")) return "corpus " + a["corpus"].dump(-1) + " against " + b["corpus"].dump(-1);
     return "";
 }

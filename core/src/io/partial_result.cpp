@@ -5,6 +5,7 @@
 #include <attnlab/partial_result.h>
 
 #include "io/head_lab_merge.h"
+#include "io/run_options.h"
 #include "util/json_number.h"
 #include "util/json_parse.h"
 #include "util/small_file.h"
@@ -282,7 +283,8 @@ std::string describeOptions(const json& options) {
     return out.empty() ? "none" : out;
 }
 
-// The first option that differs, as "--beam 5 against --beam 4".
+}  // namespace
+
 std::string optionDifference(const json& a, const json& b) {
     for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
         const std::string x =
@@ -293,6 +295,8 @@ std::string optionDifference(const json& a, const json& b) {
     }
     return describeOptions(a);
 }
+
+namespace {
 
 // The run a result records, every field read (a wrong type: json::exception; a number out of range: InputError
 // naming `path`), without its part.
