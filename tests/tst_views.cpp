@@ -863,12 +863,34 @@ void TestViews::whyThisPieceAndNotThatOne() {
     QVERIFY(near(
         std::vector<float>(zeroing->map()[layers].begin() + long(sources), zeroing->map()[layers].end()),
         std::vector<float>(expected.zeroing_decoder_self[0].begin(), expected.zeroing_decoder_self[0].begin() + 2)));
-    QCOMPARE(zeroing->map()[layers][0], 0.0f);  // the decoder's self-attention reads no source piece
+    // The decoder's self-attention reads no source piece: not applicable (NaN, drawn grey, said in the tooltip),
+    // not a white 0 like "contributes nothing" (the cross-attention's cells under the decoder's input too).
+    QVERIFY(std::isnan(zeroing->map()[layers][0]) && std::isnan(zeroing->map().back()[sources]));
+    QVERIFY2(zeroing->toolTipAt(int(layers), 0).contains("not applicable"),
+             qPrintable(zeroing->toolTipAt(int(layers), 0)));
+    {
+        QCustomPlot* plot = panel->zeroingMap()->plot();
+        plot->replot();
+        const QImage image = plot->toPixmap().toImage();
+        const QColor cell =
+            image.pixelColor(int(plot->xAxis->coordToPixel(0)), int(plot->yAxis->coordToPixel(double(layers))));
+        QVERIFY2(cell.saturation() < 20 && cell.value() < 235, qPrintable(cell.name()));  // grey, not white
+    }
     QVERIFY(near(std::vector<float>(zeroing->map().back().begin(), zeroing->map().back().begin() + long(sources)),
                  expected.zeroing_cross.back()));
     QCOMPARE(zeroing->shownQueryLabels().front(), QString("encoder L1"));
     QVERIFY2(zeroing->title().contains(QString("red: towards “%1”").arg(QString::fromStdString(r->best.pieces[1]))),
              qPrintable(zeroing->title()));
+    // A word typed without ▁ is read as its place's piece: both titles name the piece compared, not the text typed.
+    // (The fixture's vocabulary holds "▁beautiful" and no bare "beautiful".)
+    const QString word("beautiful");
+    ready.clear();
+    panel->ask(1, word);
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1 && panel->contrastive(), 60000);
+    const QString compared = QString::fromStdString(panel->contrastive()->alternative);
+    QCOMPARE(compared, "▁" + word);
+    QVERIFY2(panel->map()->title().contains("and not “" + compared + "”"), qPrintable(panel->map()->title()));
+    QVERIFY2(zeroing->title().contains("blue: towards “" + compared + "”"), qPrintable(zeroing->title()));
     // A piece the vocabulary lacks: core's message in the panel, the saliency maps left as they are.
     panel->ask(1, "▁notapieceofit");
     QTRY_VERIFY_WITH_TIMEOUT(panel->map()->map().empty() && panel->map()->message().contains("notapieceofit"), 60000);

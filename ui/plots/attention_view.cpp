@@ -235,6 +235,8 @@ void AttentionView::setDiverging(bool diverging) {
     polar.setColorStopAt(0.0, QColor(33, 102, 172));
     polar.setColorStopAt(0.5, Qt::white);
     polar.setColorStopAt(1.0, QColor(178, 24, 43));
+    polar.setNanHandling(QCPColorGradient::nhNanColor);  // a cell that does not apply (NaN): grey, not a white 0
+    polar.setNanColor(QColor(190, 190, 190));
     m_colormap->setGradient(diverging ? polar : paletteGradient(m_palette));
     rescale();
 }
@@ -274,10 +276,11 @@ QStringList AttentionView::shownKeyLabels() const { return tickLabels(m_plot->xA
 
 QString AttentionView::toolTipAt(int row, int column) const {
     if (row < 0 || column < 0 || row >= int(m_map.size()) || column >= int(m_map[row].size())) return {};
+    const float v = m_map[row][column];
     return tr("query %1 → key %2: %3")
         .arg(row < m_queries.size() ? m_queries[row] : QString::number(row))
         .arg(column < m_keys.size() ? m_keys[column] : QString::number(column))
-        .arg(double(m_map[row][column]), 0, 'f', 3);
+        .arg(std::isnan(v) ? tr("not applicable") : QString::number(double(v), 'f', 3));
 }
 
 bool AttentionView::eventFilter(QObject* watched, QEvent* event) {

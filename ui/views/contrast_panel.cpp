@@ -9,6 +9,8 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include <limits>
+
 namespace attnlab::ui {
 
 ContrastPanel::ContrastPanel(ViewContext* c, QWidget* parent) : QWidget(parent), m_context(c) {
@@ -95,7 +97,8 @@ void ContrastPanel::show(ResultPtr result, ContrastivePtr contrastive) {
         row.push_back(c.saliency_target[size_t(j)]);
         columns << QStringLiteral("›") + QString::fromStdString(m_result->decoder_input_pieces.at(size_t(j)));
     }
-    const QString chosen = QString::fromStdString(c.chosen), other = QString::fromStdString(c.query.alternative);
+    const QString chosen = QString::fromStdString(c.chosen),
+                  other = QString::fromStdString(c.alternative);  // as read, not as typed
     m_map->setMap({row}, {tr("%1 − %2").arg(chosen, other)}, columns,
                   tr("Why “%1” and not “%2” at step %3: log p %4 against %5 (red pushes towards “%1”)")
                       .arg(chosen, other, shownText(step))
@@ -117,8 +120,9 @@ void ContrastPanel::clearMaps(const QString& message) {
 }
 
 // A row per layer of each attention (AttentionKind's order), over the saliency row's columns: the source pieces,
-// then the decoder's input up to the step; 0 where that attention does not read the piece (the encoder's and the
-// cross-attention read the source, the decoder's self-attention its input).
+// then the decoder's input up to the step; NaN (not applicable: drawn grey, not the white of "contributes nothing")
+// where that attention does not read the piece (the encoder's and the cross-attention read the source, the
+// decoder's self-attention its input).
 void ContrastPanel::showZeroing(const QStringList& columns) {
     const Contrastive& c = *m_contrastive;
     const size_t sources = m_result->source_pieces.size(), width = size_t(columns.size());
@@ -126,7 +130,7 @@ void ContrastPanel::showZeroing(const QStringList& columns) {
     QStringList labels;
     auto add = [&](const QString& kind, const std::vector<std::vector<float>>& layers, size_t first) {
         for (size_t l = 0; l < layers.size(); ++l) {
-            std::vector<float> row(width, 0.0f);
+            std::vector<float> row(width, std::numeric_limits<float>::quiet_NaN());
             for (size_t j = 0; j < layers[l].size() && first + j < width; ++j) row[first + j] = layers[l][j];
             rows.push_back(std::move(row));
             labels << tr("%1 L%2").arg(kind, shownText(int(l)));
@@ -138,7 +142,7 @@ void ContrastPanel::showZeroing(const QStringList& columns) {
     const QString chosen = QString::fromStdString(c.chosen), other = QString::fromStdString(c.alternative);
     m_zeroing->setMap(rows, labels, columns,
                       tr("Value zeroing: what each piece, through each layer, adds to log p(“%1”) − log p(“%2”) "
-                         "(red: towards “%1”, blue: towards “%2”)")
+                         "(red: towards “%1”, blue: towards “%2”; grey: not read by that attention)")
                           .arg(chosen, other));
 }
 
