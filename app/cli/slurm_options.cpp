@@ -36,8 +36,8 @@ std::vector<std::string> taskArguments(int argc, char** argv) {
     std::vector<std::string> kept;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == kSubmit) continue;
         const std::string name = a.substr(0, a.find('='));
+        if (name == kSubmit) continue;  // "--submit", "--submit=true": a task submits nothing
         if (std::find(kWithValue.begin(), kWithValue.end(), name) == kWithValue.end()) {
             kept.push_back(a);
             continue;

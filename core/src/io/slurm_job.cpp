@@ -223,8 +223,9 @@ SbatchOption parseSbatchOption(const std::string& text, const std::string& where
         throw ConfigError(where + ": --" + o.first +
                           (o.first == reserved ? ""
                                                : " is a prefix of --" + reserved +
-                                                     ", which sbatch takes it for (any unambiguous prefix of a "
-                                                     "long option names it), and --" +
+                                                     ", which sbatch could take it for (it takes any unambiguous "
+                                                     "prefix of a long option for that option, and refuses an "
+                                                     "ambiguous one), and --" +
                                                      reserved) +
                           " is set by the job's scripts themselves (array, chdir, dependency, error, output, parsable "
                           "and wrap are)");
