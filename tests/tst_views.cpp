@@ -1132,9 +1132,36 @@ void TestViews::openedAlignmentResultShowsItsScores() {
     }
     QCOMPARE(methods->table()->item(0, 1)->data(Qt::UserRole).toDouble(),  // lowest AER first
              file["best"].toObject()["aer"].toDouble());
-    QVERIFY2(methods->statusText().startsWith(
-                 QString("%1 methods over 5 of 5 pairs, read from %2; best: ").arg(scored.size()).arg(merged)),
-             qPrintable(methods->statusText()));
+    // The status names the file's model (a double-click draws with the loaded one): here the loaded model.
+    const QString model_name = QFileInfo(m_package).fileName();
+    const auto& config = m_core->info().config;
+    const QString loaded =
+        QString("%1 (%2 → %3)")
+            .arg(model_name, QString::fromStdString(config.source_lang), QString::fromStdString(config.target_lang));
+    const QString of_model = " of " + loaded;
+    QVERIFY2(
+        methods->statusText().startsWith(
+            QString("%1 methods over 5 of 5 pairs%2, read from %3; best: ").arg(scored.size()).arg(of_model, merged)),
+        qPrintable(methods->statusText()));
+    QVERIFY2(!methods->statusText().contains("Not the loaded model"), qPrintable(methods->statusText()));
+    // Scores of another model (of the same shape): said so, with the loaded model a double-click draws with.
+    QJsonObject elsewhere = file;
+    QJsonObject other_model = elsewhere["model"].toObject();
+    other_model["package"] = "/elsewhere/opus-mt-xx-yy";
+    other_model["source_lang"] = "xx";
+    other_model["target_lang"] = "yy";
+    elsewhere["model"] = other_model;
+    const QString foreign = m_dir.filePath("foreign.json");
+    attnlab::writeHeadLabFile(foreign.toStdString(), QJsonDocument(elsewhere).toJson().toStdString());
+    QCOMPARE(panel->openResults(foreign), std::optional<QString>());
+    const QString status = methods->statusText();
+    QVERIFY2(status.startsWith(QString("%1 methods over 5 of 5 pairs of opus-mt-xx-yy (xx → yy), read from %2; best: ")
+                                   .arg(scored.size())
+                                   .arg(foreign)),
+             qPrintable(status));
+    QVERIFY2(status.endsWith(
+                 QString(". Not the loaded model (%1): a double-click draws the loaded model's maps.").arg(loaded)),
+             qPrintable(status));
 }
 
 // Importance over the model's 8 examples: the intervals are wide, and the panel says so beside the

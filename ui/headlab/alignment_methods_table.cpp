@@ -62,16 +62,41 @@ void AlignmentMethodsTable::setReport(AlignmentReportPtr report, const QString& 
     m_status->setText(text + bestText(*report) + tr(". Double-click a method to draw it."));
 }
 
-void AlignmentMethodsTable::showFile(AlignmentReportPtr report, const QString& path) {
+namespace {
+// "opus-mt-de-en (de → en)": the package's folder name (a hub name's last part) and its languages.
+QString modelLabel(const ModelInfo& model) {
+    const QString package = QString::fromStdString(model.package_dir);
+    const QString name = QFileInfo(package).fileName();
+    return QObject::tr("%1 (%2 → %3)")
+        .arg(name.isEmpty() ? package : name, QString::fromStdString(model.config.source_lang),
+             QString::fromStdString(model.config.target_lang));
+}
+
+// The same package: the same folder once links are resolved (the file may name it otherwise), or the same name.
+bool samePackage(const ModelInfo& a, const ModelInfo& b) {
+    const QString pa = QString::fromStdString(a.package_dir), pb = QString::fromStdString(b.package_dir);
+    const QString ca = QFileInfo(pa).canonicalFilePath(), cb = QFileInfo(pb).canonicalFilePath();
+    return !ca.isEmpty() && !cb.isEmpty() ? ca == cb : pa == pb;
+}
+}  // namespace
+
+void AlignmentMethodsTable::showFile(AlignmentReportPtr report, const QString& path, const ModelInfo& model,
+                                     const ModelInfo* loaded) {
     fill(*report);
     const int used = report->pairs - int(report->skipped.size());
-    QString text = tr("%1 methods over %2 of %3 pairs, read from %4")
+    QString text = tr("%1 methods over %2 of %3 pairs of %4, read from %5")
                        .arg(report->methods.size())
                        .arg(used)
                        .arg(report->pairs)
-                       .arg(path);
+                       .arg(modelLabel(model), path);
     if (report->symmetrised) text += tr("; symmetrised with a model of the other direction");
-    m_status->setText(text + bestText(*report) + tr(". Double-click a method to draw it."));
+    text += bestText(*report) + tr(". Double-click a method to draw it.");
+    if (!loaded)
+        text += tr(" No model is loaded to draw with.");
+    else if (!samePackage(model, *loaded))
+        text +=
+            tr(" Not the loaded model (%1): a double-click draws the loaded model's maps.").arg(modelLabel(*loaded));
+    m_status->setText(text);
 }
 
 QString AlignmentMethodsTable::bestText(const AlignmentReport& report) const {

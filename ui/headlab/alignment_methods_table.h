@@ -21,8 +21,9 @@ public:
     void setExampleCount(int with_gold);  // 0: the button is off and says why
     void setReport(AlignmentReportPtr report, const QString& reverse_model);
     // Scores read from a file (Head lab › Open results…: attnlab-cli align --json, whole or merged), shown as a
-    // report of the page's own; the status line names the file.
-    void showFile(AlignmentReportPtr report, const QString& path);
+    // report of the page's own; the status line names the file and the file's `model`, and says so when it is not
+    // the `loaded` one (null: none), whose maps a double-click draws.
+    void showFile(AlignmentReportPtr report, const QString& path, const ModelInfo& model, const ModelInfo* loaded);
     void showFailure(const QString& message);
     QTableWidget* table() const { return m_table; }
     QString statusText() const;

@@ -128,10 +128,11 @@ void HeadLabView::wireAlignment(ViewContext* c) {
             [this, controller] { controller->alignExamples(m_alignment->examplesWithGold()); });
     connect(controller, &TranslationController::examplesAligned, methods, &AlignmentMethodsTable::setReport);
     // Statistics › Open results… of alignment scores: shown here, as a report of the page's own.
-    connect(m_stats, &HeadStatsPanel::alignmentOpened, this, [this](AlignmentReportPtr report, const QString& path) {
-        m_alignment->methods()->showFile(std::move(report), path);
-        m_pages->setCurrentWidget(m_alignment);
-    });
+    connect(m_stats, &HeadStatsPanel::alignmentOpened, this,
+            [this, c](AlignmentReportPtr report, const QString& path, ModelInfoPtr model) {
+                m_alignment->methods()->showFile(std::move(report), path, *model, c->model().get());
+                m_pages->setCurrentWidget(m_alignment);
+            });
     connect(c, &ViewContext::failed, this, [this](Operation op, const QString& m) {
         if (op != Operation::Align) return;
         m_alignment->showFailure(m);

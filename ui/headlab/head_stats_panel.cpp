@@ -632,7 +632,8 @@ std::optional<QString> HeadStatsPanel::openResults(const QString& path) {
     }
     if (read.alignment) {
         m_status->setText(tr("%1: alignment scores, shown on the Alignment page").arg(path));
-        Q_EMIT alignmentOpened(std::make_shared<const AlignmentReport>(std::move(read.alignment->report)), path);
+        Q_EMIT alignmentOpened(std::make_shared<const AlignmentReport>(std::move(read.alignment->report)), path,
+                               std::make_shared<const ModelInfo>(std::move(read.alignment->model)));
         return std::nullopt;
     }
     HeadsFile file = std::move(*read.heads);

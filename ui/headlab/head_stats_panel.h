@@ -103,8 +103,8 @@ Q_SIGNALS:
     void sentenceRequested(const QString& sentence, const attnlab::HeadRef& head);
     // A model was chosen to compare with: can it be, and in which languages?
     void compareCheckRequested(const QString& dir);
-    // Open results… read alignment scores from `path` (readAlignmentJson's report: counts, no links).
-    void alignmentOpened(attnlab::ui::AlignmentReportPtr report, const QString& path);
+    // Open results… read alignment scores from `path` (readAlignmentJson's report: counts, no links) of `model`.
+    void alignmentOpened(attnlab::ui::AlignmentReportPtr report, const QString& path, attnlab::ui::ModelInfoPtr model);
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
