@@ -376,6 +376,25 @@ void TestValueZeroing::batchesStayWithinTheirBound() {
         QVERIFY2(bytes <= size_t(bound) * sizeof(float), qPrintable(QString::number(bytes)));
         QVERIFY2(bytes > size_t(bound) * sizeof(float) / 2, qPrintable(QString::number(bytes)));
     }
+    // A vocabulary wide enough that the contrastive rows' logits (2 x vocabulary a row) are the widest term: with
+    // it left out, the 20 source keys would all go in one batch of 20 x 4,000 logits, past the bound.
+    attnlab::ModelConfig wide = attnlab::testing::smallConfig(4000);
+    wide.n_layers = 1;
+    attnlab::model::Transformer wide_model(wide);
+    wide_model->eval();
+    const int64_t wide_bound = 24000;
+    QCOMPARE(attnlab::contributions::zeroingRowElements(wide, 20, 3, true), int64_t(2 * 4000));
+    QVERIFY(attnlab::contributions::zeroingRowElements(wide, 20, 3, false) < 2 * 4000);
+    {
+        LargestAllocation largest;
+        attnlab::Contrastive c;
+        attnlab::contributions::contrastiveZeroing({wide_model, torch::randint(4, 4000, {1, 20}, torch::kInt64),
+                                                    torch::randint(4, 4000, {1, 3}, torch::kInt64)},
+                                                   2, 5, 6, c, wide_bound);
+        const size_t bytes = largest.largest();
+        QVERIFY2(bytes <= size_t(wide_bound) * sizeof(float), qPrintable(QString::number(bytes)));
+        QVERIFY2(bytes >= size_t(wide_bound) * sizeof(float) / 4, qPrintable(QString::number(bytes)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestValueZeroing)
