@@ -654,6 +654,24 @@ void TestSlurm::clusterRunsTheArrayAndItsMerge() {
     QVERIFY2(last == "COMPLETED", qPrintable(last + "\n" + text(chain + "/logs/singles-merge.out") +
                                              text(chain + "/logs/merge.out") + cluster.logs()));
     for (int k : {1, 3}) QCOMPARE(cluster.waitForJob(chained.captured(k), 10), QString("COMPLETED COMPLETED"));
+
+    // A task of stage 1 that fails cancels every job after it (--kill-on-invalid-dep=yes at each link): the chain
+    // written while its --src was there, submitted once it was gone; its tasks fail at once
+    const QString gone = here.path() + "/gone.txt", failing = here.path() + "/failing";
+    QVERIFY(QFile::copy(m_src, gone));
+    auto args = importanceArgs(here.path() + "/failed.json");
+    args[args.indexOf(m_src)] = gone;
+    const auto w = runCli(args + QStringList{"--slurm", "2", "--slurm-dir", failing}, {}, cluster.environment());
+    QVERIFY2(w.code == 0, qPrintable(w.err));
+    QVERIFY(QFile::remove(gone));
+    const auto sub = attnlab::testing::runProgram("/bin/sh", {failing + "/submit.sh"}, {}, cluster.environment());
+    const QStringList jobs = sub.out.split(' ', Qt::SkipEmptyParts);
+    QVERIFY2(sub.code == 0 && jobs.size() == 4, qPrintable(sub.out + sub.err));
+    QCOMPARE(cluster.waitForJob(jobs[0].trimmed(), 60), QString("FAILED FAILED"));
+    for (int k = 1; k < 4; ++k)
+        QVERIFY2(cluster.waitForJob(jobs[k].trimmed(), 60) == "CANCELLED",
+                 qPrintable(jobs[k] + ": " + cluster.waitForJob(jobs[k].trimmed(), 1)));
+    QVERIFY(!QFile::exists(here.path() + "/failed.json"));
     const auto whole = runCli(importanceArgs(here.path() + "/importance-whole.json"));
     QVERIFY2(whole.code == 0, qPrintable(whole.err));
     const QString differs = firstDifference(importance, here.path() + "/importance-whole.json");
