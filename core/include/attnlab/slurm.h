@@ -6,9 +6,10 @@
 // SlurmJob and writes it here.
 //
 //   <folder>/array.sbatch        the array: one shard a task
-//   <folder>/merge.sbatch        the merge
+//   <folder>/merge.sbatch        the merge: lists the parts in part-list.txt, then merge OUT --parts-from it
 //   <folder>/submit.sh           submits the two (sbatch --parsable), the merge after the array; prints both ids
 //   <folder>/part-K.json         task K's partial result (K = 1..N)
+//   <folder>/part-list.txt       the parts' paths, one a line, written by the merge (N paths pass ARG_MAX)
 //   <folder>/logs/task-K.out     task K's output (stdout and stderr); logs/merge.out the merge's
 //
 // heads --importance is a chain of two arrays and two merges, each job after the one before (docs/scale-out.md,
