@@ -26,7 +26,6 @@ enum class Operation {
     Score,       // the Decoding tab's translation of the user's own, scored
     GetModel,    // a model got by Hugging Face name (File › Get a model…, --model ORG/NAME, Recent models)
     LogitLens,   // the Logit lens tab's predictions of every decoder layer
-    Contrast,    // the Saliency tab's "why this piece and not that one?"
 };
 
 // The status bar's words for a failure of `op`: "Translation failed".

@@ -41,7 +41,6 @@ QString operationTitle(Operation op) {
     case Operation::Score: return QObject::tr("Cannot score the translation");
     case Operation::GetModel: return QObject::tr("Cannot get the model");
     case Operation::LogitLens: return QObject::tr("Cannot compute the logit lens");
-    case Operation::Contrast: return QObject::tr("Cannot compare the two pieces");
     }
     return {};
 }

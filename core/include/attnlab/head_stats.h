@@ -111,7 +111,6 @@ private:
     struct Head {
         HeadRef ref;
         int64_t rows = 0;
-        std::array<double, kHeadStatisticCount> sums{};
         std::vector<double> histogram;
         // per sentence: rows and sums (for the typical sentence)
         std::vector<int> sentence_rows;

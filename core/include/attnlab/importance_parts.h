@@ -113,13 +113,12 @@ struct HeadsPartExtras {
 std::string withPartExtras(const std::string& document, const HeadsPartExtras& extras);
 
 // The first stage's merged result (attnlab-cli merge singles.json singles-*.json), read for the second: the heads
-// ranked, the baseline's sentence statistics, the options. Throws InputError naming the file when it is not one, is
-// a part (not merged), or is of another run than `run` (command, model, options, corpus; the part aside), or its
+// ranked (its curve step, resamples and the baseline's sentence statistics are checked, not kept: the second stage
+// runs with its own options, which the run's identity compares). Throws InputError naming the file when it is not one,
+// is a part (not merged), or is of another run than `run` (command, model, options, corpus; the part aside), or its
 // ranking is not `heads` (importanceHeads of the model and kinds) each once.
 struct ImportanceSingles {
     ImportanceReport ranked;  // sentences, skipped, baseline, heads ranked, curve point 0
-    std::vector<BleuStats> baseline_sentences;
-    int curve_step = 8, bootstrap_resamples = 0;
 };
 ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun& run,
                                         const std::vector<HeadRef>& heads);

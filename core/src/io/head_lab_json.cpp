@@ -1034,10 +1034,9 @@ ImportanceSingles readImportanceSingles(const std::string& path, const CorpusRun
         ImportanceSingles out;
         out.ranked = importanceOf(s);
         out.ranked.curve.resize(1);
-        out.curve_step = int(util::wholeNumberAt(s, "curve_step", 1, 1 << 20, path));
-        out.bootstrap_resamples =
-            int(util::wholeNumberAt(s, "bootstrap_resamples", 0, ImportanceOptions::kMaxBootstrapResamples, path));
-        out.baseline_sentences = baselineSentences(s, out.ranked.sentences, run.lines, path);
+        util::wholeNumberAt(s, "curve_step", 1, 1 << 20, path);  // checked as the merge reads them
+        util::wholeNumberAt(s, "bootstrap_resamples", 0, ImportanceOptions::kMaxBootstrapResamples, path);
+        baselineSentences(s, out.ranked.sentences, run.lines, path);
         checkRankedHeads(out.ranked.heads, heads, path);
         return out;
     } catch (const PackageError& e) {
